@@ -1,1 +1,69 @@
-fn main(){}
+//! The `deploygen` command line.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use deploygen::{import, inspect, Error};
+
+#[derive(Parser)]
+#[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what is inside a model: graph, operators, inputs, outputs, roles.
+    Inspect {
+        /// A model folder (network.onnx, inputs.npz, …) or one .onnx file.
+        model: PathBuf,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Also write the graph as Graphviz to this file.
+        #[arg(long, value_name = "FILE")]
+        dot: Option<PathBuf>,
+    },
+}
+
+fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
+    // Write next to the target, then rename: no half-written file on error.
+    let tmp = path.with_extension("deploygen-tmp");
+    std::fs::write(&tmp, contents).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
+
+fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Inspect { model, format, dot } => {
+            let m = import::load(&model)?;
+            if let Some(path) = dot {
+                write_file(&path, &inspect::dot(&m))?;
+            }
+            match format {
+                Format::Text => print!("{}", inspect::text(&m)),
+                Format::Json => print!("{}", inspect::json(&m)),
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Emission: askama templates to a self-contained C project.

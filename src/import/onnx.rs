@@ -1,0 +1,248 @@
+//! `ModelProto` → `ir::Graph`. The protobuf types stop here.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use prost::Message;
+
+use super::{pb, tensor};
+use crate::error::{Error, Result};
+use crate::ir::{Attr, DType, Dim, Graph, Node, Origin, Tensor, TensorType};
+use crate::ops;
+
+/// Read, decode and convert one `.onnx` file; the graph comes back
+/// scheduled and typed.
+pub fn read_graph(path: &Path) -> Result<Graph> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|e| Error::Decode {
+        path: path.to_path_buf(),
+        detail: format!("protobuf decoding failed ({e}); is the file complete?"),
+    })?;
+    let Some(graph) = &model.graph else {
+        return Err(Error::Decode {
+            path: path.to_path_buf(),
+            detail: "the file holds no graph (empty, truncated, or not an ONNX model)".into(),
+        });
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut g = convert(graph, &model.opset_import, dir)?;
+    g.compute_schedule()?;
+    crate::ir::infer(&mut g)?;
+    Ok(g)
+}
+
+fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &Path) -> Result<Graph> {
+    let mut g = Graph {
+        name: gp.name().to_string(),
+        ..Graph::default()
+    };
+    for o in opset_import {
+        let domain = match o.domain() {
+            "ai.onnx" => "",
+            d => d,
+        };
+        let v = g.opsets.entry(domain.to_string()).or_insert(o.version());
+        *v = (*v).max(o.version());
+    }
+
+    for init in &gp.initializer {
+        let data = tensor::convert(init, dir)?;
+        let name = init.name().to_string();
+        if g.tensors.contains_key(&name) {
+            return Err(Error::Model(format!("initializer '{name}' is defined twice")));
+        }
+        let (id, _) = g.tensors.insert_full(
+            name.clone(),
+            Tensor { name, ty: data.ty(), origin: Origin::Initializer, data: Some(data), sequence: false },
+        );
+        g.initializers.push(id);
+    }
+
+    // Graph inputs; an input that also has an initializer is a constant
+    // with an overridable default (IR < 4 style), kept as the initializer.
+    for vi in &gp.input {
+        let name = vi.name().to_string();
+        if g.tensors.contains_key(&name) {
+            continue;
+        }
+        let (ty, sequence) = value_type(vi);
+        let (id, _) = g
+            .tensors
+            .insert_full(name.clone(), Tensor { name, ty, origin: Origin::Input, data: None, sequence });
+        g.inputs.push(id);
+    }
+
+    let declared: HashMap<&str, &pb::ValueInfoProto> =
+        gp.value_info.iter().chain(&gp.output).map(|v| (v.name(), v)).collect();
+
+    // Node outputs first, so inputs can refer to values produced later in
+    // the file (the schedule, not the file, decides order).
+    let mut nodes = Vec::with_capacity(gp.node.len());
+    for (order, np) in gp.node.iter().enumerate() {
+        let name = if np.name().is_empty() { format!("{}_{order}", np.op_type()) } else { np.name().to_string() };
+        let op = np.op_type().to_string();
+        let domain = np.domain().to_string();
+        if ops::lookup(&op).is_none() {
+            return Err(Error::UnknownOp {
+                node: name,
+                opset: g.opset_of(&domain),
+                domain: if domain.is_empty() { "ai.onnx".into() } else { domain },
+                op,
+                supported: ops::supported().join(", "),
+            });
+        }
+        let mut outputs = Vec::with_capacity(np.output.len());
+        for out in &np.output {
+            if out.is_empty() {
+                outputs.push(None);
+                continue;
+            }
+            if let Some(existing) = g.tensors.get(out.as_str()) {
+                let what = match existing.origin {
+                    Origin::Input => "a graph input",
+                    Origin::Initializer => "an initializer",
+                    _ => "the output of another node",
+                };
+                return Err(Error::Model(format!(
+                    "node '{name}' ({op}) writes '{out}', which is already {what} (ONNX graphs assign each value once)"
+                )));
+            }
+            let ty = match declared.get(out.as_str()) {
+                Some(vi) => value_type(vi).0,
+                None => TensorType::unknown(DType::Other(0)),
+            };
+            let (id, _) = g.tensors.insert_full(
+                out.clone(),
+                Tensor { name: out.clone(), ty, origin: Origin::Value, data: None, sequence: false },
+            );
+            outputs.push(Some(id));
+        }
+        let attrs = np
+            .attribute
+            .iter()
+            .map(|a| Ok((a.name().to_string(), attr(a, dir)?)))
+            .collect::<Result<IndexMap<_, _>>>()?;
+        nodes.push(Node { name, op, domain, inputs: vec![], outputs, attrs, order });
+    }
+
+    for (np, node) in gp.node.iter().zip(nodes.iter_mut()) {
+        for inp in &np.input {
+            if inp.is_empty() {
+                node.inputs.push(None);
+                continue;
+            }
+            match g.tensors.get_index_of(inp.as_str()) {
+                Some(id) => node.inputs.push(Some(id)),
+                None => {
+                    return Err(Error::Dangling { node: node.name.clone(), op: node.op.clone(), tensor: inp.clone() })
+                }
+            }
+        }
+    }
+    for node in nodes {
+        g.dag.add_node(node);
+    }
+    g.onnx_nodes = gp.node.len();
+
+    for vi in &gp.output {
+        match g.tensors.get_index_of(vi.name()) {
+            Some(id) => g.outputs.push(id),
+            None => {
+                return Err(Error::Model(format!(
+                    "graph output '{}' is not produced by any node, input or initializer",
+                    vi.name()
+                )))
+            }
+        }
+    }
+    g.rebuild_edges();
+    Ok(g)
+}
+
+/// Type of a graph input/output/value_info; sequence types report their
+/// element type and `true`.
+fn value_type(vi: &pb::ValueInfoProto) -> (TensorType, bool) {
+    use pb::type_proto::Value;
+    let Some(tp) = vi.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+        return (TensorType::unknown(DType::Other(0)), false);
+    };
+    match tp {
+        Value::TensorType(t) => (tensor_type(t), false),
+        Value::SequenceType(s) => match s.elem_type.as_ref().and_then(|e| e.value.as_ref()) {
+            Some(Value::TensorType(t)) => (tensor_type(t), true),
+            _ => (TensorType::unknown(DType::Other(0)), true),
+        },
+        _ => (TensorType::unknown(DType::Other(0)), false),
+    }
+}
+
+fn tensor_type(t: &pb::type_proto::Tensor) -> TensorType {
+    let dtype = DType::from_onnx(t.elem_type());
+    let dims = t.shape.as_ref().map(|s| {
+        s.dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => Dim::Fixed(*v as usize),
+                Some(pb::tensor_shape_proto::dimension::Value::DimParam(p)) => Dim::Sym(p.clone()),
+                _ => Dim::Sym(String::new()),
+            })
+            .collect()
+    });
+    TensorType { dtype, dims }
+}
+
+fn attr(a: &pb::AttributeProto, dir: &Path) -> Result<Attr> {
+    use pb::attribute_proto::AttributeType as T;
+    let s = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    // Old files leave `type` UNDEFINED; infer it from the populated field.
+    let ty = match T::try_from(a.r#type.unwrap_or(0)).unwrap_or(T::Undefined) {
+        T::Undefined => {
+            if a.f.is_some() {
+                T::Float
+            } else if a.i.is_some() {
+                T::Int
+            } else if a.s.is_some() {
+                T::String
+            } else if a.t.is_some() {
+                T::Tensor
+            } else if a.g.is_some() {
+                T::Graph
+            } else if !a.floats.is_empty() {
+                T::Floats
+            } else if !a.ints.is_empty() {
+                T::Ints
+            } else if !a.strings.is_empty() {
+                T::Strings
+            } else if !a.tensors.is_empty() {
+                T::Tensors
+            } else {
+                T::Undefined
+            }
+        }
+        t => t,
+    };
+    Ok(match ty {
+        T::Float => Attr::Float(a.f()),
+        T::Int => Attr::Int(a.i()),
+        T::String => Attr::String(s(a.s())),
+        T::Tensor => match &a.t {
+            Some(t) => Attr::Tensor(tensor::convert(t, dir)?),
+            None => return Err(Error::Model(format!("attribute '{}' declares a tensor but holds none", a.name()))),
+        },
+        T::Graph => Attr::Graph {
+            name: a.g.as_ref().map(|g| g.name().to_string()).unwrap_or_default(),
+            nodes: a.g.as_ref().map_or(0, |g| g.node.len()),
+        },
+        T::Floats => Attr::Floats(a.floats.clone()),
+        T::Ints => Attr::Ints(a.ints.clone()),
+        T::Strings => Attr::Strings(a.strings.iter().map(|b| s(b)).collect()),
+        T::Tensors => Attr::Tensors(a.tensors.iter().map(|t| tensor::convert(t, dir)).collect::<Result<_>>()?),
+        T::Graphs => Attr::Graphs(a.graphs.iter().map(|g| (g.name().to_string(), g.node.len())).collect()),
+        T::SparseTensor => Attr::SparseTensor,
+        T::SparseTensors => Attr::SparseTensors(a.sparse_tensors.len()),
+        T::TypeProto => Attr::TypeProto,
+        T::TypeProtos => Attr::TypeProtos(a.type_protos.len()),
+        T::Undefined => Attr::Ints(vec![]),
+    })
+}

@@ -1,0 +1,308 @@
+//! `deploygen inspect`: what is inside a model, as text for a person, JSON
+//! for tools, and Graphviz for a picture.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::ir::{Dim, Flavor, Graph, Model, Origin, Role, TensorType};
+
+#[derive(Serialize)]
+pub struct Report {
+    pub model: String,
+    pub flavor: Flavor,
+    pub training: bool,
+    /// Nodes in the ONNX file.
+    pub nodes: usize,
+    /// Nodes removed by constant folding of static shape subgraphs.
+    pub folded_nodes: usize,
+    pub ops: BTreeMap<String, usize>,
+    /// Domain (`ai.onnx` for the default) → number of nodes.
+    pub domains: BTreeMap<String, usize>,
+    pub opsets: BTreeMap<String, i64>,
+    pub initializers: usize,
+    /// Bytes of all weights: initializers plus parameter graph inputs.
+    pub param_bytes: usize,
+    /// Bytes of the trainable parameters.
+    pub trainable_bytes: usize,
+    pub inputs: Vec<ValueReport>,
+    pub outputs: Vec<ValueReport>,
+    pub loss: Option<String>,
+    pub params: Vec<crate::ir::roles::ParamRoles>,
+    pub optimizer: Option<GraphReport>,
+}
+
+#[derive(Serialize)]
+pub struct ValueReport {
+    pub name: String,
+    pub shape: Value,
+    pub dtype: String,
+    pub role: String,
+}
+
+#[derive(Serialize)]
+pub struct GraphReport {
+    pub path: String,
+    pub nodes: usize,
+    pub ops: BTreeMap<String, usize>,
+    pub inputs: Vec<ValueReport>,
+    pub outputs: Vec<ValueReport>,
+}
+
+fn shape_json(ty: &TensorType) -> Value {
+    match &ty.dims {
+        None => Value::Null,
+        Some(d) => Value::Array(
+            d.iter()
+                .map(|x| match x {
+                    Dim::Fixed(n) => json!(n),
+                    Dim::Sym(s) => json!(if s.is_empty() { "?" } else { s.as_str() }),
+                })
+                .collect(),
+        ),
+    }
+}
+
+fn values(g: &Graph, ids: &[usize], role: impl Fn(&str) -> Option<Role>, seq_note: bool) -> Vec<ValueReport> {
+    ids.iter()
+        .map(|&t| {
+            let tensor = g.tensor(t);
+            let mut dtype = tensor.ty.dtype.name();
+            if seq_note && tensor.sequence {
+                dtype = format!("seq({dtype})");
+            }
+            ValueReport {
+                name: tensor.name.clone(),
+                shape: shape_json(&tensor.ty),
+                dtype,
+                role: role(&tensor.name).map_or("other", Role::name).to_string(),
+            }
+        })
+        .collect()
+}
+
+fn op_counts(g: &Graph) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for n in g.dag.node_weights() {
+        *m.entry(n.op.clone()).or_insert(0) += 1;
+    }
+    m
+}
+
+fn domain_name(d: &str) -> String {
+    if d.is_empty() { "ai.onnx".into() } else { d.to_string() }
+}
+
+pub fn report(model: &Model) -> Report {
+    let g = &model.graph;
+    let r = &model.roles;
+    let mut domains = BTreeMap::new();
+    for n in g.dag.node_weights() {
+        *domains.entry(domain_name(&n.domain)).or_insert(0) += 1;
+    }
+    let bytes_of = |name: &str| g.id(name).and_then(|t| g.tensor(t).ty.bytes()).unwrap_or(0);
+    let weight_inputs: usize = g
+        .inputs
+        .iter()
+        .filter(|&&t| matches!(r.role(g.name_of(t)), Some(Role::Param | Role::Frozen)))
+        .map(|&t| g.tensor(t).ty.bytes().unwrap_or(0))
+        .sum();
+    Report {
+        model: model.path.display().to_string(),
+        flavor: r.flavor,
+        training: r.is_training(),
+        nodes: g.onnx_nodes,
+        folded_nodes: g.onnx_nodes - g.node_count(),
+        ops: op_counts(g),
+        domains,
+        opsets: g.opsets.iter().map(|(d, v)| (domain_name(d), *v)).collect(),
+        initializers: g.initializers.len(),
+        param_bytes: g.initializer_bytes() + weight_inputs,
+        trainable_bytes: r.params.iter().map(|p| bytes_of(&p.name)).sum(),
+        inputs: values(g, &g.inputs, |n| r.role(n), false),
+        outputs: values(g, &g.outputs, |n| r.role(n), false),
+        loss: r.loss.clone(),
+        params: r.params.clone(),
+        optimizer: model.optimizer.as_ref().map(|og| GraphReport {
+            path: model.optimizer_path.as_ref().map(|p| p.display().to_string()).unwrap_or_default(),
+            nodes: og.onnx_nodes,
+            ops: op_counts(og),
+            inputs: values(og, &og.inputs, |n| r.optimizer.get(n).copied(), true),
+            outputs: values(og, &og.outputs, |n| r.optimizer.get(n).copied(), true),
+        }),
+    }
+}
+
+pub fn json(model: &Model) -> String {
+    let mut s = serde_json::to_string_pretty(&report(model)).expect("report serializes");
+    s.push('\n');
+    s
+}
+
+/// Human-readable byte count.
+pub fn human_bytes(b: usize) -> String {
+    if b >= 1 << 20 {
+        format!("{:.2} MiB", b as f64 / (1u64 << 20) as f64)
+    } else if b >= 1 << 10 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn shape_text(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter()
+                .map(|x| match x {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        _ => "[?]".into(),
+    }
+}
+
+fn table(out: &mut String, rows: &[ValueReport]) {
+    let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).min(60);
+    let ws = rows.iter().map(|r| r.dtype.len() + 1 + shape_text(&r.shape).len()).max().unwrap_or(0);
+    for r in rows {
+        let ty = format!("{} {}", r.dtype, shape_text(&r.shape));
+        let _ = writeln!(out, "  {:<w$}  {:<ws$}  {}", r.name, ty, r.role);
+    }
+}
+
+pub fn text(model: &Model) -> String {
+    let r = report(model);
+    let mut o = String::new();
+    let flavor = match r.flavor {
+        Flavor::Inference => "inference graph",
+        Flavor::TrainingStep => "training step in one graph (forward, backward, inline SGD)",
+        Flavor::TrainingArtifacts => "training artifacts (training graph with gradient accumulation + optimizer graph)",
+    };
+    let _ = writeln!(o, "model        {}", r.model);
+    let _ = writeln!(o, "flavor       {flavor}");
+    let folded = if r.folded_nodes > 0 { format!(" ({} folded away)", r.folded_nodes) } else { String::new() };
+    let _ = writeln!(o, "nodes        {}{folded}", r.nodes);
+    let _ = writeln!(
+        o,
+        "weights      {} initializers, {} in all, {} trainable",
+        r.initializers,
+        human_bytes(r.param_bytes),
+        human_bytes(r.trainable_bytes)
+    );
+    let domains: Vec<String> = r.domains.iter().map(|(d, n)| format!("{d} ({n} nodes)")).collect();
+    let _ = writeln!(o, "domains      {}", domains.join(", "));
+    let mut ops: Vec<(&String, &usize)> = r.ops.iter().collect();
+    ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let ops: Vec<String> = ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    let _ = writeln!(o, "ops          {}", ops.join(", "));
+    let _ = writeln!(o, "\ninputs ({})", r.inputs.len());
+    table(&mut o, &r.inputs);
+    let _ = writeln!(o, "\noutputs ({})", r.outputs.len());
+    table(&mut o, &r.outputs);
+    if r.training {
+        let log_prob_only = model
+            .graph
+            .nodes()
+            .any(|(_, n)| n.op == "SoftmaxCrossEntropyLoss" && crate::ops::loss::log_prob_only(&model.graph, n));
+        let missing = if log_prob_only {
+            "(not computed: SoftmaxCrossEntropyLoss keeps only its log_prob output in this graph)"
+        } else {
+            "(not found)"
+        };
+        let _ = writeln!(o, "\nloss         {}", r.loss.as_deref().unwrap_or(missing));
+        let _ = writeln!(o, "\ntrainable parameters ({})", r.params.len());
+        for p in &r.params {
+            let mut parts = vec![];
+            if let Some(b) = &p.grad_buffer {
+                parts.push(format!("buffer {b}"));
+            } else if let Some(gr) = &p.gradient {
+                parts.push(format!("gradient {gr}"));
+            }
+            if let Some(u) = &p.updated {
+                parts.push(format!("updated {u}"));
+            }
+            let _ = writeln!(o, "  {}  ->  {}", p.name, parts.join(", "));
+        }
+    }
+    if let Some(opt) = &r.optimizer {
+        let ops: Vec<String> = opt.ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+        let _ = writeln!(o, "\noptimizer    {} ({} nodes: {})", opt.path, opt.nodes, ops.join(", "));
+        table(&mut o, &opt.inputs);
+        table(&mut o, &opt.outputs);
+    }
+    o
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// Graphviz: one box per operator in schedule order, one ellipse per graph
+/// input and output; edges carry tensor names and shapes. Initializers are
+/// folded into their consumers' labels to keep the picture readable.
+pub fn dot(model: &Model) -> String {
+    let g = &model.graph;
+    let mut o = String::from("digraph deploygen {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n  edge [fontname=\"Helvetica\", fontsize=8];\n");
+    for &t in &g.inputs {
+        let tensor = g.tensor(t);
+        let role = model.roles.role(&tensor.name).map_or("input", Role::name);
+        let _ = writeln!(
+            o,
+            "  \"t:{}\" [shape=ellipse, style=filled, fillcolor=\"#e0f0ff\", label=\"{}\\n{}\\n{}\"];",
+            dot_escape(&tensor.name),
+            dot_escape(&tensor.name),
+            tensor.ty,
+            role
+        );
+    }
+    for (i, (_, n)) in g.nodes().enumerate() {
+        let _ = writeln!(
+            o,
+            "  \"n:{i}\" [shape=box, style=filled, fillcolor=\"#fff4d0\", label=\"{}\\n{}\"];",
+            dot_escape(&n.op),
+            dot_escape(&n.name)
+        );
+    }
+    let index: std::collections::HashMap<_, _> = g.nodes().enumerate().map(|(i, (n, _))| (n, i)).collect();
+    for (i, (_, n)) in g.nodes().enumerate() {
+        for &t in n.inputs.iter().flatten() {
+            let tensor = g.tensor(t);
+            let from = match (g.producer(t), &tensor.origin) {
+                (Some(p), _) => format!("n:{}", index[&p]),
+                (None, Origin::Input) => format!("t:{}", tensor.name),
+                _ => continue,
+            };
+            let _ = writeln!(
+                o,
+                "  \"{}\" -> \"n:{i}\" [label=\"{}\\n{}\"];",
+                dot_escape(&from),
+                dot_escape(&tensor.name),
+                tensor.ty.shape_string()
+            );
+        }
+    }
+    for &t in &g.outputs {
+        let tensor = g.tensor(t);
+        let role = model.roles.role(&tensor.name).map_or("output", Role::name);
+        let _ = writeln!(
+            o,
+            "  \"o:{}\" [shape=ellipse, style=filled, fillcolor=\"#e0ffe0\", label=\"{}\\n{}\\n{}\"];",
+            dot_escape(&tensor.name),
+            dot_escape(&tensor.name),
+            tensor.ty,
+            role
+        );
+        if let Some(p) = g.producer(t) {
+            let _ = writeln!(o, "  \"n:{}\" -> \"o:{}\";", index[&p], dot_escape(&tensor.name));
+        }
+    }
+    o.push_str("}\n");
+    o
+}

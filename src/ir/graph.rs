@@ -1,0 +1,295 @@
+//! The graph IR: operator nodes in a petgraph `StableDiGraph` over a tensor
+//! table kept in insertion order (IndexMap), so every walk is deterministic.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use indexmap::IndexMap;
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+
+use super::types::{TensorData, TensorType};
+use crate::error::{Error, Result};
+
+/// Index of a tensor in `Graph::tensors`.
+pub type TensorId = usize;
+
+/// An attribute value, every kind ONNX defines.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Attr {
+    Float(f32),
+    Int(i64),
+    String(String),
+    Tensor(TensorData),
+    /// A subgraph attribute (If/Loop bodies): kept by name and size only;
+    /// no supported operator takes one.
+    Graph { name: String, nodes: usize },
+    Floats(Vec<f32>),
+    Ints(Vec<i64>),
+    Strings(Vec<String>),
+    Tensors(Vec<TensorData>),
+    Graphs(Vec<(String, usize)>),
+    SparseTensor,
+    SparseTensors(usize),
+    TypeProto,
+    TypeProtos(usize),
+}
+
+/// Where a tensor's value comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Origin {
+    /// A graph input without an initializer: fed at run time.
+    Input,
+    /// An initializer (possibly also listed as a graph input).
+    Initializer,
+    /// Produced by a node.
+    Value,
+    /// Produced by a node that constant folding removed; `data` holds it.
+    Folded,
+}
+
+#[derive(Clone, Debug)]
+pub struct Tensor {
+    pub name: String,
+    pub ty: TensorType,
+    pub origin: Origin,
+    /// Constant value: initializers and folded values.
+    pub data: Option<TensorData>,
+    /// True for graph inputs whose type is `sequence(tensor)`
+    /// (SGDOptimizerV2's `params`, `gradients`, …).
+    pub sequence: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: String,
+    pub op: String,
+    pub domain: String,
+    /// Input slots; `None` for an omitted optional input (empty name).
+    pub inputs: Vec<Option<TensorId>>,
+    pub outputs: Vec<Option<TensorId>>,
+    pub attrs: IndexMap<String, Attr>,
+    /// Position in the ONNX file's node list; breaks schedule ties.
+    pub order: usize,
+}
+
+impl Node {
+    pub fn input(&self, i: usize) -> Option<TensorId> {
+        self.inputs.get(i).copied().flatten()
+    }
+
+    pub fn output(&self, i: usize) -> Option<TensorId> {
+        self.outputs.get(i).copied().flatten()
+    }
+
+    pub fn attr_int(&self, name: &str) -> Option<i64> {
+        match self.attrs.get(name)? {
+            Attr::Int(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn attr_float(&self, name: &str) -> Option<f32> {
+        match self.attrs.get(name)? {
+            Attr::Float(v) => Some(*v),
+            _ => None,
+        }
+    }
+
+    pub fn attr_ints(&self, name: &str) -> Option<&[i64]> {
+        match self.attrs.get(name)? {
+            Attr::Ints(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn attr_str(&self, name: &str) -> Option<&str> {
+        match self.attrs.get(name)? {
+            Attr::String(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// One ONNX graph, imported.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    pub name: String,
+    pub tensors: IndexMap<String, Tensor>,
+    pub dag: StableDiGraph<Node, TensorId>,
+    /// Graph inputs in file order, initializers excluded.
+    pub inputs: Vec<TensorId>,
+    pub outputs: Vec<TensorId>,
+    /// Initializers in file order.
+    pub initializers: Vec<TensorId>,
+    /// Domain → opset version (`""` is the default domain).
+    pub opsets: IndexMap<String, i64>,
+    /// Number of nodes in the ONNX file, before folding.
+    pub onnx_nodes: usize,
+    /// Topological order, ties broken by file order.
+    pub schedule: Vec<NodeIndex>,
+}
+
+impl Graph {
+    pub fn tensor(&self, id: TensorId) -> &Tensor {
+        &self.tensors[id]
+    }
+
+    pub fn tensor_mut(&mut self, id: TensorId) -> &mut Tensor {
+        &mut self.tensors[id]
+    }
+
+    pub fn id(&self, name: &str) -> Option<TensorId> {
+        self.tensors.get_index_of(name)
+    }
+
+    pub fn name_of(&self, id: TensorId) -> &str {
+        &self.tensors[id].name
+    }
+
+    pub fn node(&self, n: NodeIndex) -> &Node {
+        &self.dag[n]
+    }
+
+    /// Nodes in schedule order.
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeIndex, &Node)> + '_ {
+        self.schedule.iter().map(move |&n| (n, &self.dag[n]))
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.dag.node_count()
+    }
+
+    /// The node that writes tensor `t`, if any.
+    pub fn producer(&self, t: TensorId) -> Option<NodeIndex> {
+        self.dag
+            .node_indices()
+            .find(|&n| self.dag[n].outputs.contains(&Some(t)))
+    }
+
+    /// Nodes that read tensor `t`, in schedule order.
+    pub fn consumers(&self, t: TensorId) -> Vec<NodeIndex> {
+        self.schedule
+            .iter()
+            .copied()
+            .filter(|&n| self.dag[n].inputs.contains(&Some(t)))
+            .collect()
+    }
+
+    /// Opset version of a node's domain (`"?"` when the model does not
+    /// import that domain).
+    pub fn opset_of(&self, domain: &str) -> String {
+        let key = if domain == "ai.onnx" { "" } else { domain };
+        self.opsets
+            .get(key)
+            .map(|v| v.to_string())
+            .unwrap_or_else(|| "?".into())
+    }
+
+    /// Rebuild the producer→consumer edges from the nodes' slots.
+    pub fn rebuild_edges(&mut self) {
+        self.dag.clear_edges();
+        let mut producer: IndexMap<TensorId, NodeIndex> = IndexMap::new();
+        for n in self.dag.node_indices() {
+            for t in self.dag[n].outputs.iter().flatten() {
+                producer.insert(*t, n);
+            }
+        }
+        let idx: Vec<NodeIndex> = self.dag.node_indices().collect();
+        for n in idx {
+            let ins: Vec<TensorId> = self.dag[n].inputs.iter().flatten().copied().collect();
+            for t in ins {
+                if let Some(&p) = producer.get(&t) {
+                    self.dag.add_edge(p, n, t);
+                }
+            }
+        }
+    }
+
+    /// Kahn's algorithm with a min-heap on file order: the schedule follows
+    /// the model as written wherever dependencies allow, so generated code
+    /// reads like the model and is byte-stable. A cycle is an error naming
+    /// its nodes.
+    pub fn compute_schedule(&mut self) -> Result<()> {
+        let mut indeg: IndexMap<NodeIndex, usize> = IndexMap::new();
+        for n in self.dag.node_indices() {
+            indeg.insert(n, self.dag.edges_directed(n, Direction::Incoming).count());
+        }
+        let mut heap: BinaryHeap<Reverse<(usize, NodeIndex)>> = indeg
+            .iter()
+            .filter(|(_, &d)| d == 0)
+            .map(|(&n, _)| Reverse((self.dag[n].order, n)))
+            .collect();
+        let mut order = Vec::with_capacity(indeg.len());
+        while let Some(Reverse((_, n))) = heap.pop() {
+            order.push(n);
+            for e in self.dag.edges_directed(n, Direction::Outgoing) {
+                let m = e.target();
+                let d = indeg.get_mut(&m).expect("every node has an in-degree");
+                *d -= 1;
+                if *d == 0 {
+                    heap.push(Reverse((self.dag[m].order, m)));
+                }
+            }
+        }
+        if order.len() != indeg.len() {
+            return Err(Error::Cycle {
+                nodes: self.find_cycle(&order),
+            });
+        }
+        self.schedule = order;
+        Ok(())
+    }
+
+    /// Names of the nodes on one cycle among those Kahn could not schedule.
+    fn find_cycle(&self, scheduled: &[NodeIndex]) -> Vec<String> {
+        let left: Vec<NodeIndex> = self
+            .dag
+            .node_indices()
+            .filter(|n| !scheduled.contains(n))
+            .collect();
+        // Walk backwards through unscheduled predecessors until a node repeats.
+        let Some(&start) = left.iter().min_by_key(|&&n| self.dag[n].order) else {
+            return vec![];
+        };
+        let mut path = vec![start];
+        let mut cur = start;
+        loop {
+            let next = self
+                .dag
+                .edges_directed(cur, Direction::Incoming)
+                .map(|e| e.source())
+                .filter(|s| left.contains(s))
+                .min_by_key(|&s| self.dag[s].order);
+            let Some(next) = next else { break };
+            if let Some(pos) = path.iter().position(|&p| p == next) {
+                let mut cyc: Vec<String> = path[pos..]
+                    .iter()
+                    .rev()
+                    .map(|&n| self.display_node(n))
+                    .collect();
+                cyc.push(self.display_node(next));
+                return cyc;
+            }
+            path.push(next);
+            cur = next;
+        }
+        left.iter().map(|&n| self.display_node(n)).collect()
+    }
+
+    /// `'name' (Op)`, for messages.
+    pub fn display_node(&self, n: NodeIndex) -> String {
+        let node = &self.dag[n];
+        format!("'{}' ({})", node.name, node.op)
+    }
+
+    /// Total bytes of initializer data.
+    pub fn initializer_bytes(&self) -> usize {
+        self.initializers
+            .iter()
+            .filter_map(|&t| self.tensors[t].data.as_ref())
+            .map(|d| d.bytes.len())
+            .sum()
+    }
+}

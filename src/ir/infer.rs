@@ -1,0 +1,133 @@
+//! Typing pass: walks the schedule once, folds static shape subgraphs into
+//! constants and gives every value a dtype and, where knowable, a shape.
+//! A shape the file declares (value_info, graph outputs) that contradicts
+//! the operator's rule is an error: it means the file and deploygen
+//! disagree about what the node computes.
+
+use super::graph::{Graph, Origin};
+use super::types::{DType, Dim, TensorType};
+use crate::error::{Error, Result};
+use crate::ops::{self, Ctx};
+
+/// Fold and infer in schedule order. Returns the number of folded nodes.
+pub fn infer(graph: &mut Graph) -> Result<usize> {
+    let mut folded = 0;
+    let schedule = graph.schedule.clone();
+    for n in schedule {
+        let node = graph.dag[n].clone();
+        let def = ops::lookup(&node.op).ok_or_else(|| Error::UnknownOp {
+            node: node.name.clone(),
+            op: node.op.clone(),
+            domain: node.domain.clone(),
+            opset: graph.opset_of(&node.domain),
+            supported: ops::supported().join(", "),
+        })?;
+        let ctx = Ctx { graph, node: &node };
+        let inferred = (def.infer)(&ctx)?;
+        if let Some(values) = try_fold(&ctx, def, &inferred)? {
+            for (slot, value) in node.outputs.iter().zip(values) {
+                if let Some(t) = slot {
+                    let t = graph.tensor_mut(*t);
+                    t.ty = value.ty();
+                    t.data = Some(value);
+                    t.origin = Origin::Folded;
+                }
+            }
+            graph.dag.remove_node(n);
+            folded += 1;
+            continue;
+        }
+        for (i, slot) in node.outputs.iter().enumerate() {
+            let Some(t) = slot else { continue };
+            let Some(rule) = inferred.get(i) else {
+                return Err(Error::node(&node, format!(
+                    "has {} outputs but the operator defines {}",
+                    node.outputs.len(),
+                    inferred.len()
+                )));
+            };
+            let declared = graph.tensor(*t).ty.clone();
+            let ty = reconcile(&node, graph.name_of(*t), rule, &declared)?;
+            graph.tensor_mut(*t).ty = ty;
+        }
+    }
+    if folded > 0 {
+        graph.schedule.retain(|n| graph.dag.contains_node(*n));
+        graph.rebuild_edges();
+    }
+    Ok(folded)
+}
+
+/// Fold a node whose outputs are integer shape arithmetic and whose inputs
+/// are all known. Trainable weights are never integer, so they never fold.
+fn try_fold(
+    ctx: &Ctx,
+    def: &ops::OpDef,
+    inferred: &[TensorType],
+) -> Result<Option<Vec<crate::ir::TensorData>>> {
+    let Some(fold) = def.fold else { return Ok(None) };
+    let shape_only = matches!(ctx.node.op.as_str(), "Shape" | "Size");
+    let inputs_known = ctx.node.inputs.iter().flatten().all(|&t| {
+        let tensor = ctx.graph.tensor(t);
+        tensor.data.is_some() && !matches!(tensor.origin, Origin::Input)
+    });
+    if !(shape_only || inputs_known) {
+        return Ok(None);
+    }
+    let ints = inferred.iter().all(|t| t.dtype.is_int()) || ctx.node.op == "Constant";
+    if !ints {
+        return Ok(None);
+    }
+    fold(ctx)
+}
+
+/// Combine the operator rule's type with what the file declares.
+fn reconcile(
+    node: &super::Node,
+    tensor: &str,
+    rule: &TensorType,
+    declared: &TensorType,
+) -> Result<TensorType> {
+    // `Other(0)` (ONNX UNDEFINED) marks a value the file does not declare.
+    let undeclared = declared.dtype == DType::Other(0);
+    if !undeclared && declared.dtype != rule.dtype {
+        return Err(Error::node(
+            node,
+            format!(
+                "output '{tensor}' is declared as {} but the operator computes {}",
+                declared.dtype, rule.dtype
+            ),
+        ));
+    }
+    let (Some(r), Some(d)) = (&rule.dims, &declared.dims) else {
+        return Ok(if rule.dims.is_some() { rule.clone() } else {
+            TensorType { dtype: rule.dtype, dims: declared.dims.clone() }
+        });
+    };
+    let agree = r.len() == d.len()
+        && r.iter().zip(d).all(|(a, b)| match (a, b) {
+            (Dim::Fixed(x), Dim::Fixed(y)) => x == y,
+            _ => true,
+        });
+    if !agree {
+        return Err(Error::node(
+            node,
+            format!(
+                "output '{tensor}' is declared as {} but the operator computes {}",
+                declared.shape_string(),
+                rule.shape_string()
+            ),
+        ));
+    }
+    // Prefer fixed dims from either side.
+    let dims = r
+        .iter()
+        .zip(d)
+        .map(|(a, b)| match (a, b) {
+            (Dim::Fixed(_), _) => a.clone(),
+            (_, Dim::Fixed(_)) => b.clone(),
+            _ => a.clone(),
+        })
+        .collect();
+    Ok(TensorType { dtype: rule.dtype, dims: Some(dims) })
+}

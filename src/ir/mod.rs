@@ -1,0 +1,29 @@
+//! The intermediate representation every later stage reads: graphs of
+//! operator nodes over a tensor table, plus the training roles found in them.
+
+mod graph;
+mod infer;
+pub mod roles;
+mod types;
+
+pub use infer::infer;
+pub use graph::{Attr, Graph, Node, Origin, Tensor, TensorId};
+pub use roles::{Flavor, Role, Roles};
+pub use types::{DType, Dim, TensorData, TensorType};
+
+use std::path::PathBuf;
+
+/// A model as deploygen sees it: the main graph (inference graph, or the
+/// training step), the optimizer graph when it comes separately, and the
+/// roles of their tensors.
+#[derive(Clone, Debug)]
+pub struct Model {
+    /// The folder the model came from (test data is looked up there).
+    pub dir: PathBuf,
+    /// The main ONNX file.
+    pub path: PathBuf,
+    pub graph: Graph,
+    pub optimizer: Option<Graph>,
+    pub optimizer_path: Option<PathBuf>,
+    pub roles: Roles,
+}

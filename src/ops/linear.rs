@@ -1,0 +1,76 @@
+//! Gemm and MatMul. Their gradients are Gemm/MatMul/ReduceSum nodes in the
+//! backward graph; there is no GemmGrad operator.
+
+use super::{broadcast, Ctx, OpDef};
+use crate::error::Result;
+use crate::ir::TensorType;
+
+pub const OPS: &[OpDef] = &[
+    OpDef { name: "Gemm", infer: gemm, fold: None },
+    OpDef { name: "MatMul", infer: matmul, fold: None },
+];
+
+/// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from
+/// Deeploy's exporters also use leading batch dims (`[1, 64, 128] x
+/// [128, 128]`), which broadcast as in MatMul.
+fn gemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let (Some(a), Some(b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    if a.len() < 2 || b.len() < 2 {
+        return Err(ctx.err(format!("Gemm needs operands of rank 2 or more, got {a:?} and {b:?}")));
+    }
+    let ta = ctx.node.attr_int("transA").unwrap_or(0) != 0;
+    let tb = ctx.node.attr_int("transB").unwrap_or(0) != 0;
+    let (ra, rb) = (a.len(), b.len());
+    let (m, ka) = if ta { (a[ra - 1], a[ra - 2]) } else { (a[ra - 2], a[ra - 1]) };
+    let (kb, n) = if tb { (b[rb - 1], b[rb - 2]) } else { (b[rb - 2], b[rb - 1]) };
+    if ka != kb {
+        return Err(ctx.err(format!(
+            "inner dimensions differ: A {a:?} (transA={ta}) and B {b:?} (transB={tb})"
+        )));
+    }
+    let mut out = broadcast(ctx, &a[..ra - 2], &b[..rb - 2])?;
+    out.extend([m, n]);
+    if ctx.has(2) {
+        if let Some(c) = ctx.shape(2)? {
+            let bc = broadcast(ctx, &out, &c)?;
+            if bc != out {
+                return Err(ctx.err(format!("C {c:?} does not broadcast to {out:?}")));
+            }
+        }
+    }
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let (Some(mut a), Some(mut b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    if a.is_empty() || b.is_empty() {
+        return Err(ctx.err("MatMul inputs must have rank >= 1"));
+    }
+    let va = a.len() == 1;
+    let vb = b.len() == 1;
+    if va {
+        a.insert(0, 1);
+    }
+    if vb {
+        b.push(1);
+    }
+    let (m, k1) = (a[a.len() - 2], a[a.len() - 1]);
+    let (k2, n) = (b[b.len() - 2], b[b.len() - 1]);
+    if k1 != k2 {
+        return Err(ctx.err(format!("inner dimensions differ: {a:?} x {b:?}")));
+    }
+    let mut out = broadcast(ctx, &a[..a.len() - 2], &b[..b.len() - 2])?;
+    if !va {
+        out.push(m);
+    }
+    if !vb {
+        out.push(n);
+    }
+    Ok(vec![TensorType::new(dtype, &out)])
+}

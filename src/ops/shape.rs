@@ -1,0 +1,355 @@
+//! Data-movement and shape operators. Most of them fold when their inputs
+//! are constant, which is how static shape subgraphs (Shape → Gather →
+//! Concat → Reshape) disappear at import.
+
+use super::{checked_numel, Ctx, OpDef, FOLD_LIMIT};
+use crate::error::Result;
+use crate::ir::{Attr, DType, TensorData, TensorType};
+
+pub const OPS: &[OpDef] = &[
+    OpDef { name: "Transpose", infer: transpose, fold: None },
+    OpDef { name: "Reshape", infer: reshape, fold: Some(fold_view) },
+    OpDef { name: "Squeeze", infer: squeeze, fold: Some(fold_view) },
+    OpDef { name: "Unsqueeze", infer: unsqueeze, fold: Some(fold_view) },
+    OpDef { name: "Flatten", infer: flatten, fold: Some(fold_view) },
+    OpDef { name: "Concat", infer: concat, fold: Some(fold_concat) },
+    OpDef { name: "Slice", infer: slice, fold: Some(fold_slice) },
+    OpDef { name: "Expand", infer: expand, fold: None },
+    OpDef { name: "Shape", infer: shape, fold: Some(fold_shape) },
+    OpDef { name: "Size", infer: size, fold: Some(fold_size) },
+    OpDef { name: "Gather", infer: gather, fold: Some(fold_gather) },
+    OpDef { name: "Constant", infer: constant, fold: Some(fold_constant) },
+];
+
+fn unknown(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Ok(vec![TensorType::unknown(ctx.dtype(0)?)])
+}
+
+fn transpose(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    let perm: Vec<usize> = match ctx.node.attr_ints("perm") {
+        Some(p) => p.iter().map(|&a| ctx.axis(a, x.len())).collect::<Result<_>>()?,
+        None => (0..x.len()).rev().collect(),
+    };
+    let mut seen = perm.clone();
+    seen.sort_unstable();
+    if seen != (0..x.len()).collect::<Vec<_>>() {
+        return Err(ctx.err(format!("perm {perm:?} is not a permutation of rank {}", x.len())));
+    }
+    let out: Vec<usize> = perm.iter().map(|&p| x[p]).collect();
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn reshape(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(spec) = ctx.ints_attr_or_input("shape", 1)? else {
+        return Err(ctx.err("the target shape (input 1) is required"));
+    };
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    let total = checked_numel(ctx, &x)?;
+    let allowzero = ctx.node.attr_int("allowzero").unwrap_or(0) != 0;
+    let mut out = Vec::with_capacity(spec.len());
+    let mut infer_at = None;
+    for (i, &s) in spec.iter().enumerate() {
+        match s {
+            -1 if infer_at.is_none() => {
+                infer_at = Some(i);
+                out.push(1);
+            }
+            0 if !allowzero => match x.get(i) {
+                Some(&d) => out.push(d),
+                None => return Err(ctx.err(format!("shape {spec:?}: 0 at dim {i} copies a dim the input {x:?} lacks"))),
+            },
+            s if s >= 0 => out.push(s as usize),
+            _ => return Err(ctx.err(format!("shape {spec:?} is invalid"))),
+        }
+    }
+    let known = checked_numel(ctx, &out)?;
+    if let Some(i) = infer_at {
+        if known == 0 || total % known != 0 {
+            return Err(ctx.err(format!("cannot reshape {x:?} to {spec:?}")));
+        }
+        out[i] = total / known;
+    } else if known != total {
+        return Err(ctx.err(format!("cannot reshape {x:?} ({total} elements) to {out:?}")));
+    }
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn squeeze(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    let axes = ctx.ints_attr_or_input("axes", 1)?;
+    let out: Vec<usize> = match axes {
+        None => x.iter().copied().filter(|&d| d != 1).collect(),
+        Some(a) => {
+            let axes = a.iter().map(|&v| ctx.axis(v, x.len())).collect::<Result<Vec<_>>>()?;
+            for &a in &axes {
+                if x[a] != 1 {
+                    return Err(ctx.err(format!("cannot squeeze axis {a} of {x:?}: it is not 1")));
+                }
+            }
+            x.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect()
+        }
+    };
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn unsqueeze(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(axes) = ctx.ints_attr_or_input("axes", 1)? else {
+        return Err(ctx.err("axes are required"));
+    };
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    let rank = x.len() + axes.len();
+    let mut axes = axes.iter().map(|&a| ctx.axis(a, rank)).collect::<Result<Vec<_>>>()?;
+    axes.sort_unstable();
+    let mut out = Vec::with_capacity(rank);
+    let mut src = x.iter();
+    for i in 0..rank {
+        if axes.contains(&i) {
+            out.push(1);
+        } else {
+            out.push(*src.next().ok_or_else(|| ctx.err(format!("duplicate axes {axes:?}")))?);
+        }
+    }
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn flatten(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    let axis = ctx.node.attr_int("axis").unwrap_or(1);
+    let a = if axis == x.len() as i64 { x.len() } else { ctx.axis(axis, x.len())? };
+    let out = [checked_numel(ctx, &x[..a])?, checked_numel(ctx, &x[a..])?];
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn concat(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let axis = ctx
+        .node
+        .attr_int("axis")
+        .ok_or_else(|| ctx.err("attribute axis is required"))?;
+    let mut out: Option<Vec<usize>> = None;
+    let mut ax = 0;
+    for i in 0..ctx.node.inputs.len() {
+        let Some(s) = ctx.shape(i)? else { return unknown(ctx) };
+        match &mut out {
+            None => {
+                ax = ctx.axis(axis, s.len())?;
+                out = Some(s);
+            }
+            Some(o) => {
+                let ok = o.len() == s.len() && (0..s.len()).all(|d| d == ax || o[d] == s[d]);
+                if !ok {
+                    return Err(ctx.err(format!("input {i} shape {s:?} does not concatenate with {o:?} on axis {axis}")));
+                }
+                o[ax] += s[ax];
+            }
+        }
+    }
+    let out = out.ok_or_else(|| ctx.err("needs at least one input"))?;
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+/// Resolved (start, end, step) per axis, numpy semantics clamped as ONNX.
+fn slice_params(ctx: &Ctx, x: &[usize]) -> Result<Vec<(usize, i64, i64, i64)>> {
+    let starts = ctx.ints_attr_or_input("starts", 1)?.ok_or_else(|| ctx.err("starts are required"))?;
+    let ends = ctx.ints_attr_or_input("ends", 2)?.ok_or_else(|| ctx.err("ends are required"))?;
+    let axes = ctx
+        .ints_attr_or_input("axes", 3)?
+        .unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = if ctx.node.attrs.contains_key("starts") {
+        vec![1; starts.len()]
+    } else {
+        ctx.ints_attr_or_input("steps", 4)?.unwrap_or(vec![1; starts.len()])
+    };
+    if ends.len() != starts.len() || axes.len() != starts.len() || steps.len() != starts.len() {
+        return Err(ctx.err("starts, ends, axes and steps differ in length"));
+    }
+    let mut out = Vec::new();
+    for i in 0..starts.len() {
+        let a = ctx.axis(axes[i], x.len())?;
+        let dim = x[a] as i64;
+        let step = steps[i];
+        if step == 0 {
+            return Err(ctx.err("slice step 0 is invalid"));
+        }
+        let clamp = |v: i64, lo: i64, hi: i64| v.max(lo).min(hi);
+        let norm = |v: i64| if v < 0 { v.saturating_add(dim) } else { v };
+        let (s, e) = if step > 0 {
+            (clamp(norm(starts[i]), 0, dim), clamp(norm(ends[i]), 0, dim))
+        } else {
+            (clamp(norm(starts[i]), 0, dim - 1), clamp(norm(ends[i]), -1, dim - 1))
+        };
+        out.push((a, s, e, step));
+    }
+    Ok(out)
+}
+
+fn slice(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    let mut out = x.clone();
+    for (a, s, e, step) in slice_params(ctx, &x)? {
+        let (s, e, step) = (s as i128, e as i128, step as i128);
+        let n = if step > 0 { (e - s + step - 1) / step } else { (s - e - step - 1) / -step };
+        out[a] = n.max(0) as usize;
+    }
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn expand(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let Some(spec) = ctx.ints_attr_or_input("shape", 1)? else {
+        return Err(ctx.err("the target shape (input 1) is required"));
+    };
+    let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
+    if spec.iter().any(|&d| d < 0) {
+        return Err(ctx.err(format!("shape {spec:?} is invalid")));
+    }
+    let spec: Vec<usize> = spec.iter().map(|&d| d as usize).collect();
+    let out = super::broadcast(ctx, &x, &spec)?;
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+fn shape_range(ctx: &Ctx, rank: usize) -> (usize, usize) {
+    let r = rank as i64;
+    let norm = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+    let s = norm(ctx.node.attr_int("start").unwrap_or(0));
+    let e = norm(ctx.node.attr_int("end").unwrap_or(r));
+    (s, e.max(s))
+}
+
+fn shape(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Ok(vec![match ctx.ty(0)?.dims.as_ref() {
+        Some(d) => {
+            let (s, e) = shape_range(ctx, d.len());
+            TensorType::new(DType::I64, &[e - s])
+        }
+        None => TensorType::unknown(DType::I64),
+    }])
+}
+
+fn fold_shape(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let Some(x) = ctx.shape(0)? else { return Ok(None) };
+    let (s, e) = shape_range(ctx, x.len());
+    let v: Vec<i64> = x[s..e].iter().map(|&d| d as i64).collect();
+    Ok(Some(vec![TensorData::from_i64(vec![v.len()], &v)]))
+}
+
+fn size(_ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Ok(vec![TensorType::new(DType::I64, &[])])
+}
+
+fn fold_size(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let Some(x) = ctx.shape(0)? else { return Ok(None) };
+    Ok(Some(vec![TensorData::from_i64(vec![], &[checked_numel(ctx, &x)? as i64])]))
+}
+
+fn gather(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let (Some(x), Some(idx)) = (ctx.shape(0)?, ctx.shape(1)?) else { return unknown(ctx) };
+    if x.is_empty() {
+        return Err(ctx.err("cannot gather from a scalar"));
+    }
+    let a = ctx.axis(ctx.node.attr_int("axis").unwrap_or(0), x.len())?;
+    let mut out = x[..a].to_vec();
+    out.extend(idx);
+    out.extend_from_slice(&x[a + 1..]);
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+/// Gather on 1-D integer data (the shape-subgraph case).
+fn fold_gather(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let (Some(d), Some(i)) = (ctx.konst(0), ctx.konst(1)) else { return Ok(None) };
+    if d.shape.len() != 1 {
+        return Ok(None);
+    }
+    let (Some(vals), Some(idx)) = (d.to_i64(), i.to_i64()) else { return Ok(None) };
+    let n = vals.len() as i64;
+    let mut out = Vec::with_capacity(idx.len());
+    for &k in &idx {
+        let k = if k < 0 { k + n } else { k };
+        if k < 0 || k >= n {
+            return Err(ctx.err(format!("index {k} is out of range for {n} elements")));
+        }
+        out.push(vals[k as usize]);
+    }
+    Ok(TensorData::from_i64_as(d.dtype, i.shape.clone(), &out).map(|t| vec![t]))
+}
+
+/// Same bytes, new shape (Reshape, Squeeze, Unsqueeze, Flatten).
+fn fold_view(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let Some(d) = ctx.konst(0) else { return Ok(None) };
+    let infer = super::lookup(&ctx.node.op).map(|o| o.infer);
+    let Some(shape) = infer.map(|f| f(ctx)).transpose()?.and_then(|mut v| v.pop()).and_then(|t| t.shape()) else {
+        return Ok(None);
+    };
+    Ok(Some(vec![TensorData { dtype: d.dtype, shape, bytes: d.bytes.clone() }]))
+}
+
+fn fold_concat(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let mut parts = Vec::new();
+    for i in 0..ctx.node.inputs.len() {
+        let Some(d) = ctx.konst(i) else { return Ok(None) };
+        if d.shape.len() > 1 {
+            return Ok(None);
+        }
+        parts.push(d);
+    }
+    let Some(first) = parts.first() else { return Ok(None) };
+    let dtype = first.dtype;
+    if parts.iter().any(|p| p.dtype != dtype) {
+        return Err(ctx.err("inputs have different element types"));
+    }
+    let bytes: Vec<u8> = parts.iter().flat_map(|p| p.bytes.iter().copied()).collect();
+    let n: usize = parts.iter().map(|p| p.numel()).sum();
+    Ok(Some(vec![TensorData { dtype, shape: vec![n], bytes }]))
+}
+
+fn fold_slice(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let Some(d) = ctx.konst(0) else { return Ok(None) };
+    if d.shape.len() != 1 {
+        return Ok(None);
+    }
+    let Some(vals) = d.to_i64() else { return Ok(None) };
+    let mut out = Vec::new();
+    for (_, s, e, step) in slice_params(ctx, &d.shape)? {
+        let mut k = s;
+        while (step > 0 && k < e) || (step < 0 && k > e) {
+            out.push(vals[k as usize]);
+            k += step;
+        }
+    }
+    Ok(TensorData::from_i64_as(d.dtype, vec![out.len()], &out).map(|t| vec![t]))
+}
+
+fn constant_value(ctx: &Ctx) -> Result<TensorData> {
+    for (name, a) in &ctx.node.attrs {
+        let d = match (name.as_str(), a) {
+            ("value", Attr::Tensor(t)) => t.clone(),
+            ("value_float", Attr::Float(v)) => TensorData::from_f32(vec![], &[*v]),
+            ("value_floats", Attr::Floats(v)) => TensorData::from_f32(vec![v.len()], v),
+            ("value_int", Attr::Int(v)) => TensorData::from_i64(vec![], &[*v]),
+            ("value_ints", Attr::Ints(v)) => TensorData::from_i64(vec![v.len()], v),
+            _ => continue,
+        };
+        return Ok(d);
+    }
+    Err(ctx.err("has no value attribute deploygen can read (value, value_float(s), value_int(s))"))
+}
+
+fn constant(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Ok(vec![constant_value(ctx)?.ty()])
+}
+
+fn fold_constant(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+    let d = constant_value(ctx)?;
+    if d.numel() > FOLD_LIMIT * 16 {
+        return Ok(None);
+    }
+    Ok(Some(vec![d]))
+}

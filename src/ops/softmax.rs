@@ -1,0 +1,22 @@
+//! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
+//! opset-13 axis semantics).
+
+use super::{Ctx, OpDef};
+use crate::error::Result;
+use crate::ir::TensorType;
+
+pub const OPS: &[OpDef] = &[
+    OpDef { name: "Softmax", infer: same, fold: None },
+    // (dY, Y) -> dX.
+    OpDef { name: "SoftmaxGrad", infer: same, fold: None },
+    OpDef { name: "SoftmaxGrad_13", infer: same, fold: None },
+];
+
+fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    if let Some(s) = ctx.shape(0)? {
+        if let Some(axis) = ctx.node.attr_int("axis") {
+            ctx.axis(axis, s.len())?;
+        }
+    }
+    Ok(vec![ctx.same_as(0)?])
+}

@@ -1,0 +1,1 @@
+//! Memory planning: platforms, levels, weight supply, arena offsets.

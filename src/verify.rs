@@ -1,0 +1,1 @@
+//! Verification: build the generated project, run it, compare, report.
