@@ -31,6 +31,28 @@ enum Command {
         /// Also write the graph as Graphviz to this file.
         #[arg(long, value_name = "FILE")]
         dot: Option<PathBuf>,
+        /// Number of per-mini-batch data inputs; only where the test data
+        /// cannot tell (a single mini-batch) or to confirm detection.
+        #[arg(long, value_name = "N")]
+        num_data_inputs: Option<usize>,
+        /// Target platform for the memory plan (GAP9, Siracusa, host).
+        #[arg(long)]
+        platform: Option<String>,
+        /// Where graph I/O, weights and buffers live unless a rule moves them.
+        #[arg(long, value_name = "LEVEL")]
+        default_mem: Option<String>,
+        /// L1 capacity in bytes (overrides the platform's).
+        #[arg(long, value_name = "BYTES")]
+        l1: Option<u64>,
+        /// L2 capacity in bytes (overrides the platform's).
+        #[arg(long, value_name = "BYTES")]
+        l2: Option<u64>,
+        /// L3 capacity in bytes (overrides the platform's).
+        #[arg(long, value_name = "BYTES")]
+        l3: Option<u64>,
+        /// Also draw the memory plan as SVG to this file.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
 }
 
@@ -43,7 +65,7 @@ fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Inspect { model, format, dot } => {
+        Command::Inspect { model, format, dot, .. } => {
             let m = import::load(&model)?;
             if let Some(path) = dot {
                 write_file(&path, &inspect::dot(&m))?;

@@ -3,7 +3,7 @@
 //! matched by type; the domain is recorded but never a reason to reject a
 //! known type (`GeluGrad` and `SGD` appear in the default domain in the wild).
 
-mod conv;
+pub mod conv;
 mod elementwise;
 mod linear;
 pub mod loss;
