@@ -1,0 +1,1 @@
+"""Helpers for tools/make_models.py (the deploygen model zoo generator)."""
