@@ -8,6 +8,9 @@ use crate::ir::TensorType;
 pub const OPS: &[OpDef] = &[
     OpDef { name: "Gemm", infer: gemm, fold: None },
     OpDef { name: "MatMul", infer: matmul, fold: None },
+    // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
+    // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
+    OpDef { name: "FusedMatMul", infer: fused_matmul, fold: None },
 ];
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from
@@ -46,9 +49,39 @@ fn gemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
+    let (Some(a), Some(b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    matmul_shapes(ctx, a, b).map(|s| vec![TensorType::new(dtype, &s)])
+}
+
+fn fused_matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    for attr in ["transBatchA", "transBatchB"] {
+        if ctx.node.attr_int(attr).unwrap_or(0) != 0 {
+            return Err(ctx.err(format!("{attr}=1 is not supported")));
+        }
+    }
     let (Some(mut a), Some(mut b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
         return Ok(vec![TensorType::unknown(dtype)]);
     };
+    let swap_last = |s: &mut Vec<usize>| {
+        let n = s.len();
+        if n >= 2 {
+            s.swap(n - 1, n - 2);
+        }
+    };
+    if ctx.node.attr_int("transA").unwrap_or(0) != 0 {
+        swap_last(&mut a);
+    }
+    if ctx.node.attr_int("transB").unwrap_or(0) != 0 {
+        swap_last(&mut b);
+    }
+    matmul_shapes(ctx, a, b).map(|s| vec![TensorType::new(dtype, &s)])
+}
+
+/// numpy.matmul's shape rule, including 1-D operands.
+fn matmul_shapes(ctx: &Ctx, mut a: Vec<usize>, mut b: Vec<usize>) -> Result<Vec<usize>> {
     if a.is_empty() || b.is_empty() {
         return Err(ctx.err("MatMul inputs must have rank >= 1"));
     }
@@ -72,5 +105,5 @@ fn matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if !vb {
         out.push(n);
     }
-    Ok(vec![TensorType::new(dtype, &out)])
+    Ok(out)
 }

@@ -13,7 +13,7 @@ pub const OPS: &[OpDef] = &[
     // exporters, though no ONNX opset defines it).
     OpDef { name: "SGD", infer: sgd, fold: None },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq
-    // [, ...]) -> update_completed: bool [, updated params: seq].
+    // [, ...]) -> update_completed: bool [1] [, updated params: seq].
     OpDef { name: "SGDOptimizerV2", infer: sgd_v2, fold: None },
 ];
 
@@ -39,5 +39,5 @@ fn sgd(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn sgd_v2(_ctx: &Ctx) -> Result<Vec<TensorType>> {
-    Ok(vec![TensorType::new(DType::Bool, &[]), TensorType::unknown(DType::F32)])
+    Ok(vec![TensorType::new(DType::Bool, &[1]), TensorType::unknown(DType::F32)])
 }
