@@ -34,7 +34,7 @@ pub struct Report {
     pub optimizer: Option<GraphReport>,
 }
 
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub struct ValueReport {
     pub name: String,
     pub shape: Value,
@@ -202,10 +202,18 @@ pub fn text(model: &Model) -> String {
     ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let ops: Vec<String> = ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
     let _ = writeln!(o, "ops          {}", ops.join(", "));
-    let _ = writeln!(o, "\ninputs ({})", r.inputs.len());
-    table(&mut o, &r.inputs);
-    let _ = writeln!(o, "\noutputs ({})", r.outputs.len());
-    table(&mut o, &r.outputs);
+    // Per-parameter buffers and flags are listed with their parameter below;
+    // here they are one line each, so the table shows what a person feeds.
+    for (title, rows) in [("inputs", &r.inputs), ("outputs", &r.outputs)] {
+        let _ = writeln!(o, "\n{title} ({})", rows.len());
+        let (bulk, shown): (Vec<&ValueReport>, Vec<&ValueReport>) =
+            rows.iter().partition(|v| v.role == "grad_buffer" || v.role == "grad_flag");
+        table(&mut o, &shown.into_iter().cloned().collect::<Vec<_>>());
+        if let Some(first) = bulk.first() {
+            let what = if first.role == "grad_buffer" { "gradient accumulation buffers" } else { "accumulation flags" };
+            let _ = writeln!(o, "  … {} {what} ({}, …)", bulk.len(), first.name);
+        }
+    }
     if r.training {
         let log_prob_only = model
             .graph
