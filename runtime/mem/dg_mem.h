@@ -1,0 +1,59 @@
+/*
+ * deploygen memory layer: the few L3 operations generated code needs, on
+ * top of the PMSIS RAM API, plus the copy helper of the execution model
+ * (SPEC §4.4). The same source builds against the GAP SDK, the PULP SDK
+ * and runtime/pmsis-host.
+ *
+ * L3 buffers are plain `void *` holding the 32-bit external-RAM address;
+ * they must never be dereferenced (the cluster cannot address L3, and on
+ * the host emulation such a dereference faults).
+ *
+ * Calls may come from the fabric controller or from the cluster controller:
+ * the layer picks pi_ram_* or pi_cl_ram_* by pi_is_fc(). They must not be
+ * called from inside a team fork.
+ */
+#ifndef DG_MEM_H
+#define DG_MEM_H
+
+#include "pmsis.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { DG_LEVEL_L1 = 1, DG_LEVEL_L2 = 2, DG_LEVEL_L3 = 3 };
+
+/* Opens the external RAM (and, on the real SDK, flash + readfs for
+ * dg_load_file_to_l3). Returns 0 on success. */
+int dg_mem_init(void);
+
+/* NULL when L3 is exhausted (or dg_mem_init was not called). */
+void *dg_l3_malloc(size_t size);
+void dg_l3_free(void *l3, size_t size);
+/* dst / src on the other side are L2 buffers. */
+void dg_l3_read(void *dst_l2, const void *src_l3, size_t size);
+void dg_l3_write(void *dst_l3, const void *src_l2, size_t size);
+
+/* Loads a raw little-endian file ("N.hex") into an L3 buffer and returns
+ * the number of bytes loaded, or (size_t)-1 when the file cannot be read or
+ * is larger than max_size. Host emulation: files are read from the folder
+ * named by the DG_HEX_DIR environment variable (default: DG_HEX_DIR_DEFAULT,
+ * itself "hex" unless defined). Real SDK: from the readfs flash image. */
+size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size);
+
+/* Memory level of a pointer: DG_LEVEL_L1, _L2 or _L3. */
+int dg_mem_level(const void *ptr);
+
+/* Copies n bytes between any two levels: memcpy between L1/L2, a RAM read
+ * for L3 -> L2, a RAM write for L2 -> L3, and staging through a small L2
+ * buffer for L3 -> L3 and L1 <-> L3. Not reentrant (one static stage). */
+void dg_copy(void *dst, const void *src, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DG_MEM_H */

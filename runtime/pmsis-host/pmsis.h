@@ -1,0 +1,271 @@
+/*
+ * pmsis-host: a host (POSIX) emulation of the PMSIS subset that deploygen's
+ * generated GAP9 / Siracusa projects use. Generated code includes this file
+ * exactly as it would include the SDK's "pmsis.h"; building the same sources
+ * against the GAP SDK or the PULP SDK uses the real header instead.
+ *
+ * Names, argument and return types follow the GAP SDK / PULP SDK headers.
+ * Semantics kept from the chips (see runtime/README.md):
+ *  - a cluster task sent with pi_cluster_send_task_to_cl() runs once, on the
+ *    cluster controller, whose pi_core_id() is 8 on GAP9 and 0 on Siracusa;
+ *  - pi_cl_team_fork() runs the entry on real POSIX threads with ids 0..n-1
+ *    and pi_cl_team_barrier() is a real barrier;
+ *  - L1 / L2 / L3 allocators enforce the configured capacities and return
+ *    NULL (L3: -1) when exhausted; peak usage per level is reported at exit.
+ *
+ * Platform (compile time): -DDG_PLATFORM_GAP9, -DDG_PLATFORM_SIRACUSA or
+ * -DDG_PLATFORM_HOST (default GAP9). Capacities: -DDG_L1_SIZE=, -DDG_L2_SIZE=,
+ * -DDG_L3_SIZE= (bytes), overridable at run time by the environment variables
+ * of the same names. The emulation must be compiled with
+ * -D_POSIX_C_SOURCE=200809L (it uses pthreads); code that only includes this
+ * header does not need it.
+ */
+#ifndef DG_PMSIS_HOST_PMSIS_H
+#define DG_PMSIS_HOST_PMSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Lets shared runtime code tell the emulation from the real SDK. */
+#define DG_PMSIS_HOST 1
+
+#if !defined(DG_PLATFORM_GAP9) && !defined(DG_PLATFORM_SIRACUSA) && !defined(DG_PLATFORM_HOST)
+#define DG_PLATFORM_GAP9 1
+#endif
+
+#if defined(DG_PLATFORM_GAP9)
+#define DG_HOST_PLATFORM_NAME "GAP9"
+#elif defined(DG_PLATFORM_SIRACUSA)
+#define DG_HOST_PLATFORM_NAME "Siracusa"
+#else
+#define DG_HOST_PLATFORM_NAME "host"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- memory placement attributes (no-ops on the host) ------------------ */
+#define PI_L1
+#define PI_L2
+#define PI_CL_L1
+#define PI_FC_L1
+#define PI_L1_TINY
+#define PI_FC_TINY
+
+/* ---- devices ------------------------------------------------------------ */
+typedef enum {
+    PI_DEVICE_UNKWN_TYPE = 0,
+    PI_DEVICE_CLUSTER_TYPE,
+    PI_DEVICE_HYPERBUS_TYPE,
+    PI_DEVICE_OCTOSPI_TYPE,
+    PI_DEVICE_RAM_TYPE
+} pi_device_e;
+
+struct pi_device {
+    void *api;
+    void *config;
+    void *data;
+};
+
+void pi_open_from_conf(struct pi_device *device, void *conf);
+
+/* ---- tasks (only what blocking cluster calls need) ---------------------- */
+typedef struct pi_task {
+    volatile int done;
+} pi_task_t;
+
+pi_task_t *pi_task_block(pi_task_t *task);
+void pi_task_wait_on(pi_task_t *task);
+
+/* ---- cluster ------------------------------------------------------------ */
+typedef enum {
+    PI_CLUSTER_FLAGS_FORK_BASED = (0 << 0),
+    PI_CLUSTER_FLAGS_TASK_BASED = (1 << 0)
+} pi_cluster_flags_e;
+
+struct pi_cluster_conf {
+    pi_device_e device_type;
+    int id;
+    void *heap_start;
+    uint32_t heap_size;
+    void *event_kernel;
+    pi_cluster_flags_e flags;
+    uint32_t cc_stack_size;
+    uint32_t icache_conf;
+};
+
+struct pi_cluster_task {
+    void (*entry)(void *);
+    void *arg;
+    void *stacks;
+    uint32_t stack_size;
+    uint32_t slave_stack_size;
+    int nb_cores;
+    pi_task_t *completion_callback;
+    int stack_allocated;
+    struct pi_cluster_task *next;
+};
+
+void pi_cluster_conf_init(struct pi_cluster_conf *conf);
+int pi_cluster_open(struct pi_device *device);
+int pi_cluster_close(struct pi_device *device);
+int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task *task);
+uint8_t pi_cluster_is_on(void);
+
+static inline struct pi_cluster_task *pi_cluster_task(struct pi_cluster_task *task,
+                                                      void (*entry)(void *), void *arg)
+{
+    memset(task, 0, sizeof(*task));
+    task->entry = entry;
+    task->arg = arg;
+    return task;
+}
+
+static inline int pi_cluster_send_task(struct pi_device *device, struct pi_cluster_task *task)
+{
+    return pi_cluster_send_task_to_cl(device, task);
+}
+
+/* ---- cores and teams ---------------------------------------------------- */
+uint32_t pi_core_id(void);
+uint32_t pi_cluster_id(void);
+int pi_is_fc(void);
+int pi_cl_cluster_nb_cores(void);
+int pi_cl_cluster_nb_pe_cores(void);
+void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg);
+void pi_cl_team_barrier(void);
+int pi_cl_team_nb_cores(void);
+void pi_cl_team_critical_enter(void);
+void pi_cl_team_critical_exit(void);
+
+/* ---- L1 / L2 allocators --------------------------------------------------
+ * As in the GAP SDK, pi_l1_malloc / pi_l1_free are macros over the cluster
+ * L1 allocator; the caller passes the size back when freeing. */
+void *pi_cl_l1_malloc(struct pi_device *device, uint32_t size);
+void pi_cl_l1_free(struct pi_device *device, void *chunk, int size);
+#define pi_l1_malloc(dev, size) pi_cl_l1_malloc((dev), (size))
+#define pi_l1_free(dev, chunk, size) pi_cl_l1_free((dev), (chunk), (size))
+
+void *pi_l2_malloc(int size);
+void pi_l2_free(void *chunk, int size);
+
+/* ---- external RAM (L3): bsp/ram.h -------------------------------------- */
+struct pi_ram_conf {
+    void *api;
+};
+struct pi_default_ram_conf {
+    struct pi_ram_conf ram;
+    uint32_t ram_start;
+    uint32_t ram_size;
+};
+struct pi_hyperram_conf {
+    struct pi_ram_conf ram;
+    uint32_t ram_start;
+    uint32_t ram_size;
+};
+void pi_default_ram_conf_init(struct pi_default_ram_conf *conf);
+void pi_hyperram_conf_init(struct pi_hyperram_conf *conf);
+
+typedef struct pi_cl_ram_req_s {
+    struct pi_device *device;
+    void *addr;
+    uint32_t pi_ram_addr;
+    uint32_t size;
+    uint8_t done;
+    unsigned char ext2loc;
+} pi_cl_ram_req_t;
+
+typedef struct pi_cl_ram_alloc_req_s {
+    struct pi_device *device;
+    uint32_t result;
+    uint32_t size;
+    uint8_t done;
+    char error;
+} pi_cl_ram_alloc_req_t;
+
+typedef struct pi_cl_ram_free_req_s {
+    struct pi_device *device;
+    uint32_t result;
+    uint32_t size;
+    uint32_t chunk;
+    uint8_t done;
+    char error;
+} pi_cl_ram_free_req_t;
+
+int32_t pi_ram_open(struct pi_device *device);
+void pi_ram_close(struct pi_device *device);
+int pi_ram_alloc(struct pi_device *device, uint32_t *addr, uint32_t size);
+int pi_ram_free(struct pi_device *device, uint32_t addr, uint32_t size);
+void pi_ram_read(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size);
+void pi_ram_write(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size);
+void pi_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size,
+                 int ext2loc);
+
+void pi_cl_ram_alloc(struct pi_device *device, uint32_t size, pi_cl_ram_alloc_req_t *req);
+int32_t pi_cl_ram_alloc_wait(pi_cl_ram_alloc_req_t *req, uint32_t *chunk);
+void pi_cl_ram_free(struct pi_device *device, uint32_t chunk, uint32_t size,
+                    pi_cl_ram_free_req_t *req);
+int32_t pi_cl_ram_free_wait(pi_cl_ram_free_req_t *req);
+void pi_cl_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
+                    int ext2loc, pi_cl_ram_req_t *req);
+void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req);
+
+static inline void pi_cl_ram_read(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
+                                  uint32_t size, pi_cl_ram_req_t *req)
+{
+    pi_cl_ram_copy(device, pi_ram_addr, addr, size, 1, req);
+}
+static inline void pi_cl_ram_write(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
+                                   uint32_t size, pi_cl_ram_req_t *req)
+{
+    pi_cl_ram_copy(device, pi_ram_addr, addr, size, 0, req);
+}
+static inline void pi_cl_ram_read_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
+static inline void pi_cl_ram_write_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
+
+/* ---- performance counters ----------------------------------------------
+ * The host has no cycle counter that means anything for the chip: the
+ * emulation counts nanoseconds of wall time per thread and reports them as
+ * PI_PERF_CYCLES / PI_PERF_ACTIVE_CYCLES. Other events read 0. */
+typedef enum {
+    PI_PERF_CYCLES = 17,
+    PI_PERF_ACTIVE_CYCLES = 0,
+    PI_PERF_INSTR = 1
+} pi_perf_event_e;
+
+void pi_perf_conf(unsigned events);
+void pi_perf_reset(void);
+void pi_perf_start(void);
+void pi_perf_stop(void);
+unsigned int pi_perf_read(int id);
+
+/* ---- OS entry points ---------------------------------------------------- */
+int pmsis_kickoff(void *arg);
+void pmsis_exit(int err);
+
+/* ---- emulation-only API (never in the SDK) -------------------------------
+ * For tests and the deploygen runtime layer (dg_mem.c). */
+typedef enum { DG_MEM_L1 = 1, DG_MEM_L2 = 2, DG_MEM_L3 = 3 } dg_mem_level_e;
+
+/* Which level a pointer belongs to: L1 pool, L3 window, otherwise L2. */
+int dg_host_mem_level(const void *ptr);
+/* Bytes in use, peak and capacity of one level (1, 2, 3). */
+void dg_host_mem_stats(int level, size_t *in_use, size_t *peak, size_t *capacity);
+/* Print the per-level peak report now (it is also printed at exit). */
+void dg_host_report(void);
+/* Controller core id of the emulated platform (8 on GAP9, 0 otherwise). */
+uint32_t dg_host_controller_core_id(void);
+/* Non-zero while the calling thread runs inside pi_cl_team_fork(). */
+int dg_host_in_fork(void);
+/* Print "[pmsis-host] FATAL: <msg>" and abort(). */
+void dg_host_fatal(const char *msg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DG_PMSIS_HOST_PMSIS_H */

@@ -1,0 +1,940 @@
+/*
+ * pmsis-host implementation. Build with -std=c99 -D_POSIX_C_SOURCE=200809L
+ * -pthread. See pmsis.h and runtime/README.md for the semantics.
+ *
+ * Test-only fault switches (never set them in a real build); each one breaks
+ * a property that runtime/tests/emu_tests.c must catch:
+ *   DG_HOST_FAULT_CC_ID0      the GAP9 cluster controller reports core id 0
+ *   DG_HOST_FAULT_NO_BARRIER  pi_cl_team_barrier() does nothing
+ *   DG_HOST_FAULT_NO_L1_CAP   the L1 allocator ignores its capacity
+ *   DG_HOST_FAULT_L3_TRUNC    L3 writes drop their last byte
+ */
+#include "pmsis.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+/* ---- platform description ------------------------------------------------ */
+#if defined(DG_PLATFORM_GAP9)
+#define DG_HOST_CC_CORE_ID 8u
+#ifndef DG_L1_SIZE
+#define DG_L1_SIZE 131072u /* 128 KiB TCDM */
+#endif
+#ifndef DG_L2_SIZE
+#define DG_L2_SIZE 0x190000u /* 1.5 MiB */
+#endif
+#elif defined(DG_PLATFORM_SIRACUSA)
+#define DG_HOST_CC_CORE_ID 0u
+#ifndef DG_L1_SIZE
+#define DG_L1_SIZE 262144u /* 256 KiB TCDM */
+#endif
+#ifndef DG_L2_SIZE
+#define DG_L2_SIZE 2097152u /* 2 MiB */
+#endif
+#else /* host */
+#define DG_HOST_CC_CORE_ID 0u
+#ifndef DG_L1_SIZE
+#define DG_L1_SIZE 131072u
+#endif
+#ifndef DG_L2_SIZE
+#define DG_L2_SIZE 4194304u
+#endif
+#endif
+#ifndef DG_L3_SIZE
+#define DG_L3_SIZE 8388608u /* 8 MiB external RAM */
+#endif
+#ifndef DG_CLUSTER_CORES
+#define DG_CLUSTER_CORES 8
+#endif
+#ifndef DG_L3_BASE
+#define DG_L3_BASE 0x80000000u /* L3 addresses live in their own window */
+#endif
+#define DG_HOST_FC_CLUSTER_ID 31u
+#define DG_HOST_ALIGN 8u
+
+#ifdef DG_HOST_FAULT_CC_ID0
+#undef DG_HOST_CC_CORE_ID
+#define DG_HOST_CC_CORE_ID 0u
+#endif
+
+/* SDK allocator numbers as they appear in "Allocation failed for allocator N"
+ * (2 is the cluster L1 allocator on GAP9). */
+#define DG_SDK_ALLOC_L2 0
+#define DG_SDK_ALLOC_L1 2
+
+void dg_host_fatal(const char *msg)
+{
+    fprintf(stderr, "[pmsis-host] FATAL: %s\n", msg);
+    fflush(stdout);
+    fflush(stderr);
+    abort();
+}
+
+/* ---- first-fit heap with coalescing free ------------------------------- */
+typedef struct dg_block {
+    size_t off, size;
+    struct dg_block *next;
+} dg_block_t;
+
+typedef struct {
+    const char *name;
+    int level;
+    size_t cap;
+    uint8_t *mem;      /* host backing store */
+    dg_block_t *free_list; /* sorted by offset */
+    dg_block_t *used;      /* live allocations */
+    size_t in_use, peak;
+    unsigned long n_alloc, n_fail;
+    pthread_mutex_t lock;
+} dg_heap_t;
+
+static dg_heap_t g_l1 = {"L1", 1, 0, NULL, NULL, NULL, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+static dg_heap_t g_l2 = {"L2", 2, 0, NULL, NULL, NULL, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+static dg_heap_t g_l3 = {"L3", 3, 0, NULL, NULL, NULL, 0, 0, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+
+static size_t env_size(const char *name, size_t dflt)
+{
+    const char *s = getenv(name);
+    char *end = NULL;
+    unsigned long long v;
+    if (s == NULL || *s == '\0')
+        return dflt;
+    errno = 0;
+    v = strtoull(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || v == 0) {
+        fprintf(stderr, "[pmsis-host] ignoring %s=%s (not a positive byte count)\n", name, s);
+        return dflt;
+    }
+    return (size_t)v;
+}
+
+static void heap_reset_lists(dg_heap_t *h)
+{
+    dg_block_t *b;
+    while (h->free_list) {
+        b = h->free_list->next;
+        free(h->free_list);
+        h->free_list = b;
+    }
+    while (h->used) {
+        b = h->used->next;
+        free(h->used);
+        h->used = b;
+    }
+    h->free_list = (dg_block_t *)malloc(sizeof(dg_block_t));
+    if (!h->free_list)
+        dg_host_fatal("out of host memory");
+    h->free_list->off = 0;
+    h->free_list->size = h->cap;
+    h->free_list->next = NULL;
+    h->in_use = 0;
+}
+
+static void heap_init(dg_heap_t *h, size_t cap, int backing)
+{
+    h->cap = cap;
+    if (backing) {
+        h->mem = (uint8_t *)malloc(cap);
+        if (!h->mem)
+            dg_host_fatal("cannot allocate host backing store for an emulated memory level");
+        memset(h->mem, 0xA5, cap); /* memory is not zero at boot */
+    }
+    heap_reset_lists(h);
+}
+
+/* Returns the offset, or (size_t)-1 when no free block is large enough. */
+static size_t heap_alloc(dg_heap_t *h, size_t size)
+{
+    dg_block_t **pp, *b, *u;
+    size_t off;
+    if (size == 0)
+        size = 1;
+    size = (size + DG_HOST_ALIGN - 1) & ~(size_t)(DG_HOST_ALIGN - 1);
+    pthread_mutex_lock(&h->lock);
+    for (pp = &h->free_list; *pp; pp = &(*pp)->next) {
+        if ((*pp)->size >= size)
+            break;
+    }
+    if (*pp == NULL) {
+        h->n_fail++;
+        pthread_mutex_unlock(&h->lock);
+        return (size_t)-1;
+    }
+    b = *pp;
+    off = b->off;
+    b->off += size;
+    b->size -= size;
+    if (b->size == 0) {
+        *pp = b->next;
+        free(b);
+    }
+    u = (dg_block_t *)malloc(sizeof(dg_block_t));
+    if (!u)
+        dg_host_fatal("out of host memory");
+    u->off = off;
+    u->size = size;
+    u->next = h->used;
+    h->used = u;
+    h->in_use += size;
+    if (h->in_use > h->peak)
+        h->peak = h->in_use;
+    h->n_alloc++;
+    pthread_mutex_unlock(&h->lock);
+    return off;
+}
+
+static void heap_free(dg_heap_t *h, size_t off, size_t size)
+{
+    dg_block_t **pp, *u, *prev, *cur, *nb;
+    char msg[160];
+    if (size == 0)
+        size = 1;
+    size = (size + DG_HOST_ALIGN - 1) & ~(size_t)(DG_HOST_ALIGN - 1);
+    pthread_mutex_lock(&h->lock);
+    for (pp = &h->used; *pp; pp = &(*pp)->next) {
+        if ((*pp)->off == off)
+            break;
+    }
+    if (*pp == NULL) {
+        pthread_mutex_unlock(&h->lock);
+        snprintf(msg, sizeof msg, "%s free of a chunk that is not allocated (offset %zu)", h->name,
+                 off);
+        dg_host_fatal(msg);
+    }
+    u = *pp;
+    if (u->size != size) {
+        pthread_mutex_unlock(&h->lock);
+        snprintf(msg, sizeof msg, "%s free with size %zu B, but the chunk was allocated with %zu B",
+                 h->name, size, u->size);
+        dg_host_fatal(msg);
+    }
+    *pp = u->next;
+    free(u);
+    h->in_use -= size;
+    /* insert into the sorted free list, coalescing with neighbours */
+    prev = NULL;
+    cur = h->free_list;
+    while (cur && cur->off < off) {
+        prev = cur;
+        cur = cur->next;
+    }
+    if (prev && prev->off + prev->size == off) {
+        prev->size += size;
+        if (cur && prev->off + prev->size == cur->off) {
+            prev->size += cur->size;
+            prev->next = cur->next;
+            free(cur);
+        }
+    } else if (cur && off + size == cur->off) {
+        cur->off = off;
+        cur->size += size;
+    } else {
+        nb = (dg_block_t *)malloc(sizeof(dg_block_t));
+        if (!nb)
+            dg_host_fatal("out of host memory");
+        nb->off = off;
+        nb->size = size;
+        nb->next = cur;
+        if (prev)
+            prev->next = nb;
+        else
+            h->free_list = nb;
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+static size_t heap_largest_free(dg_heap_t *h)
+{
+    size_t m = 0;
+    dg_block_t *b;
+    for (b = h->free_list; b; b = b->next)
+        if (b->size > m)
+            m = b->size;
+    return m;
+}
+
+/* Is [off, off+size) inside one live allocation? */
+static int heap_range_live(dg_heap_t *h, size_t off, size_t size)
+{
+    dg_block_t *u;
+    int ok = 0;
+    pthread_mutex_lock(&h->lock);
+    for (u = h->used; u; u = u->next) {
+        if (off >= u->off && off + size <= u->off + u->size) {
+            ok = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return ok;
+}
+
+/* ---- global state ---------------------------------------------------------- */
+typedef struct dg_team {
+    int n;
+    void (*entry)(void *);
+    void *arg;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int waiting;
+    unsigned long generation;
+} dg_team_t;
+
+typedef struct {
+    uint32_t core_id;
+    uint32_t cluster_id;
+    int on_cluster;
+    dg_team_t *team; /* non-NULL inside a fork */
+    struct timespec perf_t0;
+    unsigned long long perf_acc;
+    int perf_running;
+} dg_thread_t;
+
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+static pthread_key_t g_key;
+static dg_thread_t g_fc_thread; /* the fabric controller (main thread) */
+static int g_cluster_open;
+static int g_cluster_nb_cores = DG_CLUSTER_CORES;
+static int g_last_fork_cores;
+static pthread_mutex_t g_cluster_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t g_critical = PTHREAD_MUTEX_INITIALIZER;
+
+static void report_at_exit(void) { dg_host_report(); }
+
+static void init_once(void)
+{
+    if (pthread_key_create(&g_key, NULL) != 0)
+        dg_host_fatal("pthread_key_create failed");
+    memset(&g_fc_thread, 0, sizeof g_fc_thread);
+    g_fc_thread.core_id = 0;
+    g_fc_thread.cluster_id = DG_HOST_FC_CLUSTER_ID;
+    heap_init(&g_l1, env_size("DG_L1_SIZE", DG_L1_SIZE), 1);
+    heap_init(&g_l2, env_size("DG_L2_SIZE", DG_L2_SIZE), 1);
+    heap_init(&g_l3, env_size("DG_L3_SIZE", DG_L3_SIZE), 1);
+    if ((unsigned long long)DG_L3_BASE + g_l3.cap > 0xFFFFFFFFull)
+        dg_host_fatal("DG_L3_SIZE does not fit the 32-bit L3 address window");
+    atexit(report_at_exit);
+}
+
+static void ensure_init(void) { pthread_once(&g_once, init_once); }
+
+static dg_thread_t *self(void)
+{
+    dg_thread_t *t;
+    ensure_init();
+    t = (dg_thread_t *)pthread_getspecific(g_key);
+    return t ? t : &g_fc_thread;
+}
+
+/* ---- devices, tasks ---------------------------------------------------------- */
+void pi_open_from_conf(struct pi_device *device, void *conf)
+{
+    memset(device, 0, sizeof(*device));
+    device->config = conf;
+}
+
+pi_task_t *pi_task_block(pi_task_t *task)
+{
+    task->done = 0;
+    return task;
+}
+
+void pi_task_wait_on(pi_task_t *task) { (void)task; }
+
+/* ---- cluster --------------------------------------------------------------- */
+void pi_cluster_conf_init(struct pi_cluster_conf *conf)
+{
+    memset(conf, 0, sizeof(*conf));
+    conf->device_type = PI_DEVICE_CLUSTER_TYPE;
+    conf->id = 0;
+}
+
+int pi_cluster_open(struct pi_device *device)
+{
+    (void)device;
+    ensure_init();
+    pthread_mutex_lock(&g_cluster_lock);
+    g_cluster_open = 1;
+    pthread_mutex_unlock(&g_cluster_lock);
+    return 0;
+}
+
+int pi_cluster_close(struct pi_device *device)
+{
+    unsigned long live = 0;
+    dg_block_t *u;
+    (void)device;
+    ensure_init();
+    pthread_mutex_lock(&g_cluster_lock);
+    g_cluster_open = 0;
+    pthread_mutex_unlock(&g_cluster_lock);
+    /* Powering the cluster down loses L1 and resets its allocator. */
+    pthread_mutex_lock(&g_l1.lock);
+    for (u = g_l1.used; u; u = u->next)
+        live++;
+    if (live)
+        fprintf(stderr, "[pmsis-host] warning: %lu L1 chunk(s) still allocated at cluster close\n",
+                live);
+    memset(g_l1.mem, 0xA5, g_l1.cap);
+    heap_reset_lists(&g_l1);
+    pthread_mutex_unlock(&g_l1.lock);
+    return 0;
+}
+
+uint8_t pi_cluster_is_on(void)
+{
+    int on;
+    ensure_init();
+    pthread_mutex_lock(&g_cluster_lock);
+    on = g_cluster_open;
+    pthread_mutex_unlock(&g_cluster_lock);
+    return (uint8_t)on;
+}
+
+typedef struct {
+    struct pi_cluster_task *task;
+} cc_start_t;
+
+static void *cc_main(void *p)
+{
+    cc_start_t *s = (cc_start_t *)p;
+    dg_thread_t t;
+    memset(&t, 0, sizeof t);
+    t.core_id = DG_HOST_CC_CORE_ID;
+    t.cluster_id = 0;
+    t.on_cluster = 1;
+    pthread_setspecific(g_key, &t);
+    s->task->entry(s->task->arg);
+    pthread_setspecific(g_key, NULL);
+    return NULL;
+}
+
+int pi_cluster_send_task_to_cl(struct pi_device *device, struct pi_cluster_task *task)
+{
+    pthread_t th;
+    cc_start_t s;
+    (void)device;
+    ensure_init();
+    if (self()->on_cluster)
+        dg_host_fatal("pi_cluster_send_task_to_cl called from the cluster");
+    if (!pi_cluster_is_on()) {
+        fprintf(stderr, "[pmsis-host] error: cluster task sent while the cluster is closed\n");
+        return -1;
+    }
+    if (task == NULL || task->entry == NULL)
+        dg_host_fatal("pi_cluster_send_task_to_cl: task without entry");
+    if (task->nb_cores < 0 || task->nb_cores > DG_CLUSTER_CORES)
+        dg_host_fatal("pi_cluster_send_task_to_cl: nb_cores out of range");
+    pthread_mutex_lock(&g_cluster_lock);
+    g_cluster_nb_cores = task->nb_cores ? task->nb_cores : DG_CLUSTER_CORES;
+    g_last_fork_cores = 0;
+    pthread_mutex_unlock(&g_cluster_lock);
+    s.task = task;
+    if (pthread_create(&th, NULL, cc_main, &s) != 0)
+        dg_host_fatal("pthread_create failed for the cluster controller");
+    pthread_join(th, NULL);
+    return 0;
+}
+
+/* ---- cores and teams --------------------------------------------------------- */
+uint32_t pi_core_id(void) { return self()->core_id; }
+uint32_t pi_cluster_id(void) { return self()->cluster_id; }
+int pi_is_fc(void) { return !self()->on_cluster; }
+uint32_t dg_host_controller_core_id(void) { return DG_HOST_CC_CORE_ID; }
+int dg_host_in_fork(void) { return self()->team != NULL; }
+
+int pi_cl_cluster_nb_cores(void)
+{
+    int n;
+    ensure_init();
+    pthread_mutex_lock(&g_cluster_lock);
+    n = g_cluster_nb_cores;
+    pthread_mutex_unlock(&g_cluster_lock);
+    return n;
+}
+
+int pi_cl_cluster_nb_pe_cores(void) { return pi_cl_cluster_nb_cores(); }
+
+int pi_cl_team_nb_cores(void)
+{
+    dg_thread_t *t = self();
+    int n;
+    if (t->team)
+        return t->team->n;
+    pthread_mutex_lock(&g_cluster_lock);
+    n = g_last_fork_cores ? g_last_fork_cores : g_cluster_nb_cores;
+    pthread_mutex_unlock(&g_cluster_lock);
+    return n;
+}
+
+typedef struct {
+    dg_team_t *team;
+    uint32_t id;
+} worker_start_t;
+
+static void *worker_main(void *p)
+{
+    worker_start_t *w = (worker_start_t *)p;
+    dg_thread_t t;
+    memset(&t, 0, sizeof t);
+    t.core_id = w->id;
+    t.cluster_id = 0;
+    t.on_cluster = 1;
+    t.team = w->team;
+    pthread_setspecific(g_key, &t);
+    w->team->entry(w->team->arg);
+    pthread_setspecific(g_key, NULL);
+    return NULL;
+}
+
+void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
+{
+    dg_thread_t *caller = self();
+    dg_team_t team;
+    pthread_t th[64];
+    worker_start_t ws[64];
+    int i, first;
+    char msg[128];
+
+    if (!caller->on_cluster)
+        dg_host_fatal("pi_cl_team_fork called from the fabric controller (send a cluster task)");
+    if (caller->team)
+        dg_host_fatal("pi_cl_team_fork called inside a fork (nested forks are not supported)");
+    if (nb_cores == 0)
+        nb_cores = pi_cl_team_nb_cores(); /* SDK: 0 reuses the previous fork's team */
+    if (nb_cores < 0 || nb_cores > pi_cl_cluster_nb_cores() || nb_cores > 64) {
+        snprintf(msg, sizeof msg, "pi_cl_team_fork(%d): the cluster has %d cores", nb_cores,
+                 pi_cl_cluster_nb_cores());
+        dg_host_fatal(msg);
+    }
+    pthread_mutex_lock(&g_cluster_lock);
+    g_last_fork_cores = nb_cores;
+    pthread_mutex_unlock(&g_cluster_lock);
+
+    team.n = nb_cores;
+    team.entry = entry;
+    team.arg = arg;
+    team.waiting = 0;
+    team.generation = 0;
+    pthread_mutex_init(&team.lock, NULL);
+    pthread_cond_init(&team.cond, NULL);
+
+    /* On PULP (Siracusa, host) the controller is core 0 and works in the
+     * team; on GAP9 the controller is a ninth core that only waits. */
+    first = (caller->core_id == 0) ? 1 : 0;
+    for (i = first; i < nb_cores; i++) {
+        ws[i].team = &team;
+        ws[i].id = (uint32_t)i;
+        if (pthread_create(&th[i], NULL, worker_main, &ws[i]) != 0)
+            dg_host_fatal("pthread_create failed for a team worker");
+    }
+    if (first == 1) {
+        caller->team = &team;
+        entry(arg);
+        caller->team = NULL;
+    }
+    for (i = first; i < nb_cores; i++)
+        pthread_join(th[i], NULL);
+    pthread_cond_destroy(&team.cond);
+    pthread_mutex_destroy(&team.lock);
+}
+
+void pi_cl_team_barrier(void)
+{
+#ifndef DG_HOST_FAULT_NO_BARRIER
+    dg_team_t *team = self()->team;
+    unsigned long gen;
+    if (team == NULL || team->n <= 1)
+        return;
+    pthread_mutex_lock(&team->lock);
+    gen = team->generation;
+    if (++team->waiting == team->n) {
+        team->waiting = 0;
+        team->generation++;
+        pthread_cond_broadcast(&team->cond);
+    } else {
+        while (gen == team->generation)
+            pthread_cond_wait(&team->cond, &team->lock);
+    }
+    pthread_mutex_unlock(&team->lock);
+#endif
+}
+
+void pi_cl_team_critical_enter(void) { pthread_mutex_lock(&g_critical); }
+void pi_cl_team_critical_exit(void) { pthread_mutex_unlock(&g_critical); }
+
+/* ---- L1 / L2 ---------------------------------------------------------------- */
+static void report_failure(dg_heap_t *h, int sdk_id, size_t size)
+{
+    size_t largest, in_use;
+    pthread_mutex_lock(&h->lock);
+    largest = heap_largest_free(h);
+    in_use = h->in_use;
+    pthread_mutex_unlock(&h->lock);
+    /* The SDK's own line, then the emulation's numbers. */
+    printf("Allocation failed for allocator %d\n", sdk_id);
+    fprintf(stderr,
+            "[pmsis-host] %s allocation of %zu B failed: %zu of %zu B in use, largest free "
+            "block %zu B\n",
+            h->name, size, in_use, h->cap, largest);
+}
+
+void *pi_cl_l1_malloc(struct pi_device *device, uint32_t size)
+{
+#ifndef DG_HOST_FAULT_NO_L1_CAP
+    size_t off;
+#endif
+    (void)device;
+    ensure_init();
+    if (!pi_cluster_is_on()) {
+        fprintf(stderr, "[pmsis-host] error: L1 allocation while the cluster is closed\n");
+        return NULL;
+    }
+#ifdef DG_HOST_FAULT_NO_L1_CAP
+    return malloc(size);
+#else
+    off = heap_alloc(&g_l1, size);
+    if (off == (size_t)-1) {
+        report_failure(&g_l1, DG_SDK_ALLOC_L1, size);
+        return NULL;
+    }
+    return g_l1.mem + off;
+#endif
+}
+
+static size_t pool_offset(dg_heap_t *h, const void *chunk, const char *what)
+{
+    const uint8_t *p = (const uint8_t *)chunk;
+    char msg[128];
+    if (p < h->mem || p >= h->mem + h->cap) {
+        snprintf(msg, sizeof msg, "%s of a pointer that is not in %s", what, h->name);
+        dg_host_fatal(msg);
+    }
+    return (size_t)(p - h->mem);
+}
+
+void pi_cl_l1_free(struct pi_device *device, void *chunk, int size)
+{
+    (void)device;
+    ensure_init();
+    if (chunk == NULL)
+        return;
+#ifdef DG_HOST_FAULT_NO_L1_CAP
+    (void)size;
+    free(chunk);
+#else
+    heap_free(&g_l1, pool_offset(&g_l1, chunk, "pi_l1_free"), (size_t)size);
+#endif
+}
+
+void *pi_l2_malloc(int size)
+{
+    size_t off;
+    ensure_init();
+    if (size < 0) {
+        report_failure(&g_l2, DG_SDK_ALLOC_L2, (size_t)0);
+        return NULL;
+    }
+    off = heap_alloc(&g_l2, (size_t)size);
+    if (off == (size_t)-1) {
+        report_failure(&g_l2, DG_SDK_ALLOC_L2, (size_t)size);
+        return NULL;
+    }
+    return g_l2.mem + off;
+}
+
+void pi_l2_free(void *chunk, int size)
+{
+    ensure_init();
+    if (chunk == NULL)
+        return;
+    heap_free(&g_l2, pool_offset(&g_l2, chunk, "pi_l2_free"), (size_t)size);
+}
+
+/* ---- L3 --------------------------------------------------------------------- */
+void pi_default_ram_conf_init(struct pi_default_ram_conf *conf) { memset(conf, 0, sizeof(*conf)); }
+void pi_hyperram_conf_init(struct pi_hyperram_conf *conf) { memset(conf, 0, sizeof(*conf)); }
+
+int32_t pi_ram_open(struct pi_device *device)
+{
+    (void)device;
+    ensure_init();
+    return 0;
+}
+
+void pi_ram_close(struct pi_device *device) { (void)device; }
+
+static int l3_alloc(uint32_t *addr, uint32_t size)
+{
+    size_t off = heap_alloc(&g_l3, size);
+    if (off == (size_t)-1) {
+        size_t largest, in_use;
+        pthread_mutex_lock(&g_l3.lock);
+        largest = heap_largest_free(&g_l3);
+        in_use = g_l3.in_use;
+        pthread_mutex_unlock(&g_l3.lock);
+        fprintf(stderr,
+                "[pmsis-host] L3 allocation of %u B failed: %zu of %zu B in use, largest free "
+                "block %zu B\n",
+                (unsigned)size, in_use, g_l3.cap, largest);
+        *addr = 0;
+        return -1;
+    }
+    *addr = DG_L3_BASE + (uint32_t)off;
+    return 0;
+}
+
+static void l3_free(uint32_t addr, uint32_t size)
+{
+    if (addr < DG_L3_BASE || addr - DG_L3_BASE >= g_l3.cap)
+        dg_host_fatal("L3 free of an address outside the L3 window");
+    heap_free(&g_l3, addr - DG_L3_BASE, size);
+}
+
+static void l3_copy(uint32_t addr, void *data, uint32_t size, int ext2loc)
+{
+    char msg[200];
+    size_t off;
+    if (size == 0)
+        return;
+    if (data == NULL)
+        dg_host_fatal("L3 copy with a NULL local buffer");
+    if (dg_host_mem_level(data) == DG_MEM_L3)
+        dg_host_fatal("L3 copy whose local buffer is itself an L3 address");
+    if (addr < DG_L3_BASE || (size_t)(addr - DG_L3_BASE) + size > g_l3.cap) {
+        snprintf(msg, sizeof msg, "L3 %s at 0x%08x (%u B) is outside the L3 window",
+                 ext2loc ? "read" : "write", (unsigned)addr, (unsigned)size);
+        dg_host_fatal(msg);
+    }
+    off = addr - DG_L3_BASE;
+    if (!heap_range_live(&g_l3, off, size)) {
+        snprintf(msg, sizeof msg, "L3 %s at 0x%08x (%u B) is not inside one live L3 allocation",
+                 ext2loc ? "read" : "write", (unsigned)addr, (unsigned)size);
+        dg_host_fatal(msg);
+    }
+    if (ext2loc) {
+        memcpy(data, g_l3.mem + off, size);
+    } else {
+#ifdef DG_HOST_FAULT_L3_TRUNC
+        size -= 1;
+#endif
+        memcpy(g_l3.mem + off, data, size);
+    }
+}
+
+static void require_fc(const char *fn)
+{
+    char msg[160];
+    if (self()->on_cluster) {
+        snprintf(msg, sizeof msg, "%s called from the cluster (use the pi_cl_ram_* variant)", fn);
+        dg_host_fatal(msg);
+    }
+}
+
+static void require_cluster(const char *fn)
+{
+    char msg[160];
+    if (!self()->on_cluster) {
+        snprintf(msg, sizeof msg, "%s called from the fabric controller (use the pi_ram_* variant)",
+                 fn);
+        dg_host_fatal(msg);
+    }
+}
+
+int pi_ram_alloc(struct pi_device *device, uint32_t *addr, uint32_t size)
+{
+    (void)device;
+    ensure_init();
+    require_fc("pi_ram_alloc");
+    return l3_alloc(addr, size);
+}
+
+int pi_ram_free(struct pi_device *device, uint32_t addr, uint32_t size)
+{
+    (void)device;
+    ensure_init();
+    require_fc("pi_ram_free");
+    l3_free(addr, size);
+    return 0;
+}
+
+void pi_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size,
+                 int ext2loc)
+{
+    (void)device;
+    ensure_init();
+    require_fc(ext2loc ? "pi_ram_read" : "pi_ram_write");
+    l3_copy(pi_ram_addr, data, size, ext2loc);
+}
+
+void pi_ram_read(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size)
+{
+    pi_ram_copy(device, pi_ram_addr, data, size, 1);
+}
+
+void pi_ram_write(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size)
+{
+    pi_ram_copy(device, pi_ram_addr, data, size, 0);
+}
+
+void pi_cl_ram_alloc(struct pi_device *device, uint32_t size, pi_cl_ram_alloc_req_t *req)
+{
+    ensure_init();
+    require_cluster("pi_cl_ram_alloc");
+    req->device = device;
+    req->size = size;
+    req->error = (char)(l3_alloc(&req->result, size) != 0);
+    req->done = 1;
+}
+
+int32_t pi_cl_ram_alloc_wait(pi_cl_ram_alloc_req_t *req, uint32_t *chunk)
+{
+    *chunk = req->result;
+    return req->error ? -1 : 0;
+}
+
+void pi_cl_ram_free(struct pi_device *device, uint32_t chunk, uint32_t size,
+                    pi_cl_ram_free_req_t *req)
+{
+    ensure_init();
+    require_cluster("pi_cl_ram_free");
+    req->device = device;
+    req->chunk = chunk;
+    req->size = size;
+    l3_free(chunk, size);
+    req->error = 0;
+    req->done = 1;
+}
+
+int32_t pi_cl_ram_free_wait(pi_cl_ram_free_req_t *req) { return req->error ? -1 : 0; }
+
+void pi_cl_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
+                    int ext2loc, pi_cl_ram_req_t *req)
+{
+    ensure_init();
+    require_cluster(ext2loc ? "pi_cl_ram_read" : "pi_cl_ram_write");
+    req->device = device;
+    req->addr = addr;
+    req->pi_ram_addr = pi_ram_addr;
+    req->size = size;
+    req->ext2loc = (unsigned char)ext2loc;
+    l3_copy(pi_ram_addr, addr, size, ext2loc);
+    req->done = 1;
+}
+
+void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req) { (void)req; }
+
+/* ---- levels and report -------------------------------------------------------- */
+int dg_host_mem_level(const void *ptr)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    ensure_init();
+    if (p >= (uintptr_t)g_l1.mem && p < (uintptr_t)g_l1.mem + g_l1.cap)
+        return DG_MEM_L1;
+    if (p >= (uintptr_t)DG_L3_BASE && p - (uintptr_t)DG_L3_BASE < g_l3.cap)
+        return DG_MEM_L3;
+    return DG_MEM_L2;
+}
+
+void dg_host_mem_stats(int level, size_t *in_use, size_t *peak, size_t *capacity)
+{
+    dg_heap_t *h = level == 1 ? &g_l1 : level == 2 ? &g_l2 : &g_l3;
+    ensure_init();
+    pthread_mutex_lock(&h->lock);
+    if (in_use)
+        *in_use = h->in_use;
+    if (peak)
+        *peak = h->peak;
+    if (capacity)
+        *capacity = h->cap;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void dg_host_report(void)
+{
+    const char *q = getenv("DG_HOST_QUIET");
+    dg_heap_t *hs[3];
+    int i;
+    if (q && *q && *q != '0')
+        return;
+    ensure_init();
+    hs[0] = &g_l1;
+    hs[1] = &g_l2;
+    hs[2] = &g_l3;
+    fflush(stdout);
+    for (i = 0; i < 3; i++) {
+        pthread_mutex_lock(&hs[i]->lock);
+        fprintf(stderr,
+                "[pmsis-host] %s peak %s: %zu of %zu B (%lu allocations, %lu failed, %zu B still "
+                "in use)\n",
+                DG_HOST_PLATFORM_NAME, hs[i]->name, hs[i]->peak, hs[i]->cap, hs[i]->n_alloc,
+                hs[i]->n_fail, hs[i]->in_use);
+        pthread_mutex_unlock(&hs[i]->lock);
+    }
+}
+
+/* ---- performance counters ------------------------------------------------------ */
+static unsigned long long ns_since(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (unsigned long long)(t1.tv_sec - t0->tv_sec) * 1000000000ull +
+           (unsigned long long)(t1.tv_nsec - t0->tv_nsec);
+}
+
+void pi_perf_conf(unsigned events) { (void)events; }
+
+void pi_perf_reset(void)
+{
+    dg_thread_t *t = self();
+    t->perf_acc = 0;
+    if (t->perf_running)
+        clock_gettime(CLOCK_MONOTONIC, &t->perf_t0);
+}
+
+void pi_perf_start(void)
+{
+    dg_thread_t *t = self();
+    if (!t->perf_running) {
+        clock_gettime(CLOCK_MONOTONIC, &t->perf_t0);
+        t->perf_running = 1;
+    }
+}
+
+void pi_perf_stop(void)
+{
+    dg_thread_t *t = self();
+    if (t->perf_running) {
+        t->perf_acc += ns_since(&t->perf_t0);
+        t->perf_running = 0;
+    }
+}
+
+unsigned int pi_perf_read(int id)
+{
+    dg_thread_t *t = self();
+    unsigned long long v;
+    if (id != PI_PERF_CYCLES && id != PI_PERF_ACTIVE_CYCLES)
+        return 0;
+    v = t->perf_acc + (t->perf_running ? ns_since(&t->perf_t0) : 0);
+    return (unsigned int)v;
+}
+
+/* ---- OS ---------------------------------------------------------------------- */
+static int g_exit_value;
+
+int pmsis_kickoff(void *arg)
+{
+    void (*fn)(void);
+    ensure_init();
+    memcpy(&fn, &arg, sizeof fn);
+    fn();
+    return g_exit_value;
+}
+
+void pmsis_exit(int err)
+{
+    g_exit_value = err;
+    exit(err);
+}
