@@ -1,0 +1,27 @@
+/* Work splitting shared by all kernels. */
+#include "dg_internal.h"
+
+#ifdef DG_FAULT_INJECTION
+volatile int dg_fault_id;
+#endif
+
+dg_range_t dg_split(uint32_t n)
+{
+    dg_range_t r;
+    uint32_t nc, id, chunk;
+#ifdef DG_PMSIS_HOST
+    /* A kernel called without pi_cl_team_fork would run on the controller
+     * alone and, on GAP9 (core id 8), compute nothing: make that loud. */
+    DG_CHECK(dg_host_in_fork(), "a dg_* kernel was called outside pi_cl_team_fork");
+#endif
+    nc = (uint32_t)pi_cl_team_nb_cores();
+    id = pi_core_id();
+    if (nc == 0)
+        nc = 1;
+    chunk = (n + nc - 1) / nc;
+    r.start = id * chunk < n ? id * chunk : n;
+    r.end = r.start + chunk < n ? r.start + chunk : n;
+    if (id >= nc)
+        r.start = r.end = n;
+    return r;
+}

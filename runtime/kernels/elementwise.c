@@ -1,0 +1,121 @@
+/* Elementwise kernels: broadcast binary ops, activations and their
+ * gradients, Scale, Sum. */
+#include "dg_internal.h"
+
+/* Walks output elements [r.start, r.end) of a broadcast binary op, keeping
+ * the input offsets up to date incrementally. */
+#define DG_BINARY_KERNEL(name, fault, EXPR)                                          \
+    void name(void *args)                                                            \
+    {                                                                                \
+        const dg_binary_args_t *p = (const dg_binary_args_t *)args;                  \
+        dg_range_t r = dg_split(p->n);                                               \
+        uint32_t i, d;                                                               \
+        if (p->ndim == 0) {                                                          \
+            for (i = r.start; i < r.end; i++) {                                      \
+                const float va = p->a[i], vb = p->b[i];                              \
+                p->y[i] = DG_FAULT(fault, (EXPR));                                   \
+            }                                                                        \
+        } else {                                                                     \
+            uint32_t idx[DG_MAX_DIMS], oa = 0, ob = 0, flat = r.start;               \
+            for (d = p->ndim; d-- > 0;) {                                            \
+                idx[d] = flat % p->shape[d];                                         \
+                flat /= p->shape[d];                                                 \
+                oa += idx[d] * p->a_strides[d];                                      \
+                ob += idx[d] * p->b_strides[d];                                      \
+            }                                                                        \
+            for (i = r.start; i < r.end; i++) {                                      \
+                const float va = p->a[oa], vb = p->b[ob];                            \
+                p->y[i] = DG_FAULT(fault, (EXPR));                                   \
+                for (d = p->ndim; d-- > 0;) {                                        \
+                    oa += p->a_strides[d];                                           \
+                    ob += p->b_strides[d];                                           \
+                    if (++idx[d] < p->shape[d])                                      \
+                        break;                                                       \
+                    oa -= p->a_strides[d] * p->shape[d];                             \
+                    ob -= p->b_strides[d] * p->shape[d];                             \
+                    idx[d] = 0;                                                      \
+                }                                                                    \
+            }                                                                        \
+        }                                                                            \
+    }
+
+DG_BINARY_KERNEL(dg_add_f32, DG_FAULT_ADD, va + vb)
+DG_BINARY_KERNEL(dg_sub_f32, DG_FAULT_SUB, va - vb)
+DG_BINARY_KERNEL(dg_mul_f32, DG_FAULT_MUL, va * vb)
+DG_BINARY_KERNEL(dg_div_f32, DG_FAULT_DIV, va / vb)
+DG_BINARY_KERNEL(dg_pow_f32, DG_FAULT_POW, vb == 2.0f ? va * va : powf(va, vb))
+
+void dg_relu_f32(void *args)
+{
+    const dg_unary_args_t *p = (const dg_unary_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const float v = p->x[i];
+        p->y[i] = DG_FAULT(DG_FAULT_RELU, v > 0.0f ? v : 0.0f);
+    }
+}
+
+#define DG_SQRT1_2 0.70710678118654752440f
+#define DG_INV_SQRT_2PI 0.39894228040143267794f
+
+void dg_gelu_f32(void *args)
+{
+    const dg_unary_args_t *p = (const dg_unary_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const float v = p->x[i];
+        p->y[i] = DG_FAULT(DG_FAULT_GELU, 0.5f * v * (1.0f + erff(v * DG_SQRT1_2)));
+    }
+}
+
+void dg_scale_f32(void *args)
+{
+    const dg_scale_args_t *p = (const dg_scale_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    const float s = p->scale[0];
+    uint32_t i;
+    if (p->scale_down) {
+        for (i = r.start; i < r.end; i++)
+            p->y[i] = DG_FAULT(DG_FAULT_SCALE, p->x[i] / s);
+    } else {
+        for (i = r.start; i < r.end; i++)
+            p->y[i] = DG_FAULT(DG_FAULT_SCALE, p->x[i] * s);
+    }
+}
+
+void dg_sum_f32(void *args)
+{
+    const dg_sum_args_t *p = (const dg_sum_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i, j;
+    for (i = r.start; i < r.end; i++) {
+        float acc = p->x[0][i];
+        for (j = 1; j < p->nin; j++)
+            acc += p->x[j][i];
+        p->y[i] = DG_FAULT(DG_FAULT_SUM, acc);
+    }
+}
+
+void dg_relu_grad_f32(void *args)
+{
+    const dg_act_grad_args_t *p = (const dg_act_grad_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++)
+        p->dx[i] = DG_FAULT(DG_FAULT_RELU_GRAD, p->x[i] > 0.0f ? p->dy[i] : 0.0f);
+}
+
+void dg_gelu_grad_f32(void *args)
+{
+    const dg_act_grad_args_t *p = (const dg_act_grad_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const float v = p->x[i];
+        const float cdf = 0.5f * (1.0f + erff(v * DG_SQRT1_2));
+        const float pdf = DG_INV_SQRT_2PI * expf(-0.5f * v * v);
+        p->dx[i] = DG_FAULT(DG_FAULT_GELU_GRAD, p->dy[i] * (cdf + v * pdf));
+    }
+}
