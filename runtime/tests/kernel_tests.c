@@ -1,0 +1,1036 @@
+/*
+ * Kernel tests: every dg_* kernel against onnxruntime (or numpy) reference
+ * vectors made by tools/make_kernel_refs.py.
+ *
+ *   kernel_tests REFDIR [--cores 1,3,8] [--fault] [CASE...]
+ *
+ * REFDIR holds one folder per case (tests/runtime.rs unpacks the npz files
+ * there): manifest.txt ("key dtype ndim d0 d1 ...") and key.bin (raw
+ * little-endian). Each case runs inside a cluster task that forks the kernel
+ * on 1, 3 and 8 cores; outputs start as NaN (0xFF bytes) so an element no
+ * core writes fails. A case passes when every output is within tolerance
+ * (|got - ref| <= rtol |ref| + atol, NaN fails; integers exact) for every
+ * core count and the results are bit-identical across core counts.
+ *
+ * --fault (build with -DDG_FAULT_INJECTION): instead, for each case and each
+ * fault id it lists, perturb that kernel output and require the check to
+ * fail.
+ */
+#include "dg_kernels.h"
+#include "pmsis.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ARRS 40
+#define MAX_OUTS 8
+#define MAX_TEMPS 16
+
+typedef struct {
+    char key[64];
+    char dtype[8];
+    int ndim;
+    long shape[8];
+    size_t numel, bytes;
+    void *data;
+} arr_t;
+
+typedef struct {
+    char name[64];
+    void *buf;
+    arr_t *ref;
+} out_t;
+
+typedef struct tc {
+    arr_t arrs[MAX_ARRS];
+    int narr;
+    out_t outs[MAX_OUTS];
+    int nout;
+    void *temps[MAX_TEMPS];
+    int ntemp;
+    int nc;
+    int failed_setup;
+    void (*fn)(struct tc *);
+} tc_t;
+
+typedef struct {
+    const char *name;
+    const char *dir;
+    void (*fn)(tc_t *);
+    float rtol, atol;
+    int faults[6];
+} case_t;
+
+#ifdef DG_FAULT_INJECTION
+extern volatile int dg_fault_id;
+#endif
+
+/* ---- loading ---------------------------------------------------------------- */
+static size_t dtype_size(const char *dt)
+{
+    if (!strcmp(dt, "f4") || !strcmp(dt, "i4"))
+        return 4;
+    if (!strcmp(dt, "i8"))
+        return 8;
+    if (!strcmp(dt, "u1") || !strcmp(dt, "b1"))
+        return 1;
+    return 0;
+}
+
+static int load_case(tc_t *t, const char *root, const char *dir)
+{
+    char path[1024], line[512];
+    FILE *mf, *bf;
+    snprintf(path, sizeof path, "%s/%s/manifest.txt", root, dir);
+    mf = fopen(path, "r");
+    if (!mf) {
+        printf("FAIL %s: no reference folder (%s)\n", dir, path);
+        return -1;
+    }
+    t->narr = 0;
+    while (fgets(line, sizeof line, mf)) {
+        arr_t *a;
+        char *tok;
+        int d;
+        if (t->narr == MAX_ARRS)
+            break;
+        a = &t->arrs[t->narr];
+        memset(a, 0, sizeof *a);
+        tok = strtok(line, " \n");
+        if (!tok)
+            continue;
+        snprintf(a->key, sizeof a->key, "%s", tok);
+        snprintf(a->dtype, sizeof a->dtype, "%s", strtok(NULL, " \n"));
+        a->ndim = atoi(strtok(NULL, " \n"));
+        a->numel = 1;
+        for (d = 0; d < a->ndim; d++) {
+            a->shape[d] = atol(strtok(NULL, " \n"));
+            a->numel *= (size_t)a->shape[d];
+        }
+        a->bytes = a->numel * dtype_size(a->dtype);
+        a->data = malloc(a->bytes ? a->bytes : 1);
+        snprintf(path, sizeof path, "%s/%s/%s.bin", root, dir, a->key);
+        bf = fopen(path, "rb");
+        if (!bf || fread(a->data, 1, a->bytes, bf) != a->bytes) {
+            printf("FAIL %s: cannot read %s\n", dir, path);
+            if (bf)
+                fclose(bf);
+            fclose(mf);
+            return -1;
+        }
+        fclose(bf);
+        t->narr++;
+    }
+    fclose(mf);
+    return 0;
+}
+
+static void free_case(tc_t *t)
+{
+    int i;
+    for (i = 0; i < t->narr; i++)
+        free(t->arrs[i].data);
+    t->narr = 0;
+}
+
+static arr_t *find(tc_t *t, const char *prefix, const char *name)
+{
+    char key[80];
+    int i;
+    snprintf(key, sizeof key, "%s%s", prefix, name);
+    for (i = 0; i < t->narr; i++)
+        if (!strcmp(t->arrs[i].key, key))
+            return &t->arrs[i];
+    return NULL;
+}
+
+static arr_t *need(tc_t *t, const char *prefix, const char *name)
+{
+    arr_t *a = find(t, prefix, name);
+    if (!a) {
+        printf("  missing array %s%s\n", prefix, name);
+        t->failed_setup = 1;
+    }
+    return a;
+}
+
+/* ---- helpers used by the cases ------------------------------------------------ */
+static void *temp(tc_t *t, size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (t->ntemp < MAX_TEMPS)
+        t->temps[t->ntemp++] = p;
+    return p;
+}
+
+/* A fresh copy of input `name` (kernels may write in place). */
+static void *in_(tc_t *t, const char *name)
+{
+    arr_t *a = need(t, "in_", name);
+    void *p;
+    if (!a)
+        return temp(t, 64);
+    p = temp(t, a->bytes);
+    memcpy(p, a->data, a->bytes);
+    return p;
+}
+
+static uint32_t numel(tc_t *t, const char *key)
+{
+    int i;
+    for (i = 0; i < t->narr; i++)
+        if (!strcmp(t->arrs[i].key, key))
+            return (uint32_t)t->arrs[i].numel;
+    t->failed_setup = 1;
+    return 0;
+}
+
+static long pv(tc_t *t, const char *name, size_t i)
+{
+    arr_t *a = need(t, "p_", name);
+    if (!a || i >= a->numel) {
+        t->failed_setup = 1;
+        return 0;
+    }
+    return (long)((const int64_t *)a->data)[i];
+}
+
+static uint32_t pn(tc_t *t, const char *name)
+{
+    arr_t *a = need(t, "p_", name);
+    return a ? (uint32_t)a->numel : 0;
+}
+
+static float fv(tc_t *t, const char *name, size_t i)
+{
+    arr_t *a = need(t, "f_", name);
+    if (!a || i >= a->numel) {
+        t->failed_setup = 1;
+        return 0.0f;
+    }
+    return ((const float *)a->data)[i];
+}
+
+/* Output buffer for reference out_<name>, filled with 0xFF (NaN / -1) or,
+ * with init, with a copy of input `init`. */
+static void *out_(tc_t *t, const char *name, const char *init)
+{
+    arr_t *ref = need(t, "out_", name);
+    out_t *o;
+    if (!ref || t->nout == MAX_OUTS)
+        return temp(t, 64);
+    o = &t->outs[t->nout++];
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->ref = ref;
+    o->buf = malloc(ref->bytes ? ref->bytes : 1);
+    memset(o->buf, 0xFF, ref->bytes);
+    if (init) {
+        arr_t *src = need(t, "in_", init);
+        if (src && src->bytes == ref->bytes)
+            memcpy(o->buf, src->data, ref->bytes);
+        else
+            t->failed_setup = 1;
+    }
+    return o->buf;
+}
+
+#define IN(name) ((float *)in_(t, name))
+#define OUT(name) ((float *)out_(t, name, NULL))
+#define N(key) numel(t, key)
+#define P(name, i) ((uint32_t)pv(t, name, i))
+#define FORK(kernel, args) pi_cl_team_fork(t->nc, kernel, args)
+
+/* ---- cases ------------------------------------------------------------------- */
+static void c_binary(tc_t *t, void (*k)(void *))
+{
+    dg_binary_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(k, &a);
+}
+static void c_add(tc_t *t) { c_binary(t, dg_add_f32); }
+static void c_sub(tc_t *t) { c_binary(t, dg_sub_f32); }
+static void c_mul(tc_t *t) { c_binary(t, dg_mul_f32); }
+static void c_div(tc_t *t) { c_binary(t, dg_div_f32); }
+static void c_pow(tc_t *t) { c_binary(t, dg_pow_f32); }
+
+static void c_unary(tc_t *t, void (*k)(void *))
+{
+    dg_unary_args_t a;
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    FORK(k, &a);
+}
+static void c_relu(tc_t *t) { c_unary(t, dg_relu_f32); }
+static void c_gelu(tc_t *t) { c_unary(t, dg_gelu_f32); }
+
+static void c_scale(tc_t *t)
+{
+    dg_scale_args_t a;
+    a.x = IN("x");
+    a.scale = IN("scale");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.scale_down = P("scale_down", 0);
+    FORK(dg_scale_f32, &a);
+}
+
+static void c_sum(tc_t *t)
+{
+    const float *xs[3];
+    dg_sum_args_t a;
+    xs[0] = IN("x0");
+    xs[1] = IN("x1");
+    xs[2] = IN("x2");
+    a.x = xs;
+    a.nin = 3;
+    a.y = OUT("y");
+    a.n = N("out_y");
+    FORK(dg_sum_f32, &a);
+}
+
+static void c_act_grad(tc_t *t, void (*k)(void *))
+{
+    dg_act_grad_args_t a;
+    a.dy = IN("dy");
+    a.x = IN("x");
+    a.dx = OUT("dx");
+    a.n = N("out_dx");
+    FORK(k, &a);
+}
+static void c_relu_grad(tc_t *t) { c_act_grad(t, dg_relu_grad_f32); }
+static void c_gelu_grad(tc_t *t) { c_act_grad(t, dg_gelu_grad_f32); }
+
+static void c_gemm(tc_t *t)
+{
+    dg_gemm_args_t a;
+    a.a = IN("a");
+    a.b = IN("b");
+    a.c = P("gemm", 7) ? IN("c") : NULL;
+    a.y = OUT("y");
+    a.m = P("gemm", 0);
+    a.n = P("gemm", 1);
+    a.k = P("gemm", 2);
+    a.trans_a = P("gemm", 3);
+    a.trans_b = P("gemm", 4);
+    a.c_stride_m = P("gemm", 5);
+    a.c_stride_n = P("gemm", 6);
+    a.alpha = fv(t, "gemm", 0);
+    a.beta = fv(t, "gemm", 1);
+    FORK(dg_gemm_f32, &a);
+}
+
+static void c_matmul(tc_t *t)
+{
+    dg_matmul_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.m = P("mm", 0);
+    a.n = P("mm", 1);
+    a.k = P("mm", 2);
+    a.batch = P("mm", 3);
+    a.nbatch_dims = pn(t, "bshape");
+    for (d = 0; d < a.nbatch_dims; d++) {
+        a.batch_shape[d] = P("bshape", d);
+        a.a_bstrides[d] = P("abstr", d);
+        a.b_bstrides[d] = P("bbstr", d);
+    }
+    FORK(dg_matmul_f32, &a);
+}
+
+static void conv_params(tc_t *t, dg_conv_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = P("conv", 0);
+    a->in_c = P("conv", 1);
+    a->in_h = P("conv", 2);
+    a->in_w = P("conv", 3);
+    a->out_c = P("conv", 4);
+    a->out_h = P("conv", 5);
+    a->out_w = P("conv", 6);
+    a->k_h = P("conv", 7);
+    a->k_w = P("conv", 8);
+    a->stride_h = P("conv", 9);
+    a->stride_w = P("conv", 10);
+    a->dil_h = P("conv", 11);
+    a->dil_w = P("conv", 12);
+    a->pad_top = P("conv", 13);
+    a->pad_left = P("conv", 14);
+    a->group = P("conv", 15);
+}
+
+static void c_conv(tc_t *t)
+{
+    dg_conv_args_t a;
+    conv_params(t, &a);
+    a.x = IN("x");
+    a.w = IN("w");
+    a.b = find(t, "in_", "b") ? IN("b") : NULL;
+    a.y = OUT("y");
+    FORK(dg_conv_f32, &a);
+}
+
+static void c_conv_grad(tc_t *t)
+{
+    dg_conv_args_t a;
+    conv_params(t, &a);
+    a.x = IN("x");
+    a.w = IN("w");
+    a.dy = IN("dy");
+    a.dx = OUT("dx");
+    a.dw = OUT("dw");
+    a.db = OUT("db");
+    FORK(dg_conv_grad_dx_f32, &a);
+    FORK(dg_conv_grad_dw_f32, &a);
+    FORK(dg_conv_grad_db_f32, &a);
+}
+
+static void pool_params(tc_t *t, dg_pool_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = P("pool", 0);
+    a->channels = P("pool", 1);
+    a->in_h = P("pool", 2);
+    a->in_w = P("pool", 3);
+    a->out_h = P("pool", 4);
+    a->out_w = P("pool", 5);
+    a->k_h = P("pool", 6);
+    a->k_w = P("pool", 7);
+    a->stride_h = P("pool", 8);
+    a->stride_w = P("pool", 9);
+    a->dil_h = P("pool", 10);
+    a->dil_w = P("pool", 11);
+    a->pad_top = P("pool", 12);
+    a->pad_left = P("pool", 13);
+    a->pad_bottom = P("pool", 14);
+    a->pad_right = P("pool", 15);
+    a->count_include_pad = P("pool", 16);
+}
+
+static void c_maxpool(tc_t *t)
+{
+    dg_pool_args_t a;
+    pool_params(t, &a);
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.indices = (int64_t *)out_(t, "indices", NULL);
+    FORK(dg_maxpool_f32, &a);
+}
+
+static void c_maxpool_grad(tc_t *t)
+{
+    dg_pool_args_t a;
+    pool_params(t, &a);
+    a.dy = IN("dy");
+    a.indices_in = (const int64_t *)in_(t, "indices");
+    a.dx = OUT("dx");
+    FORK(dg_maxpool_grad_f32, &a);
+}
+
+static void c_avgpool(tc_t *t)
+{
+    dg_pool_args_t a;
+    pool_params(t, &a);
+    a.x = IN("x");
+    a.y = OUT("y");
+    FORK(dg_avgpool_f32, &a);
+}
+
+static void c_avgpool_grad(tc_t *t)
+{
+    dg_pool_args_t a;
+    pool_params(t, &a);
+    a.dy = IN("dy");
+    a.dx = OUT("dx");
+    FORK(dg_avgpool_grad_f32, &a);
+}
+
+static void c_gap(tc_t *t)
+{
+    dg_pool_args_t a;
+    pool_params(t, &a);
+    a.x = IN("x");
+    a.y = OUT("y");
+    FORK(dg_global_avgpool_f32, &a);
+}
+
+static void c_gap_grad(tc_t *t)
+{
+    dg_pool_args_t a;
+    pool_params(t, &a);
+    a.dy = IN("dy");
+    a.dx = OUT("dx");
+    FORK(dg_global_avgpool_grad_f32, &a);
+}
+
+static void bn_params(tc_t *t, dg_batchnorm_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = P("bn", 0);
+    a->channels = P("bn", 1);
+    a->spatial = P("bn", 2);
+    a->epsilon = fv(t, "bn", 0);
+    a->momentum = fv(t, "bn", 1);
+    a->x = IN("x");
+    a->scale = IN("scale");
+    a->bias = IN("bias");
+    a->mean = IN("mean");
+    a->var = IN("var");
+    a->y = OUT("y");
+}
+
+static void c_bn(tc_t *t)
+{
+    dg_batchnorm_args_t a;
+    bn_params(t, &a);
+    FORK(dg_batchnorm_f32, &a);
+}
+
+static void c_bn_train(tc_t *t)
+{
+    dg_batchnorm_args_t a;
+    bn_params(t, &a);
+    a.running_mean_out = OUT("running_mean");
+    a.running_var_out = OUT("running_var");
+    a.saved_mean = OUT("saved_mean");
+    a.saved_inv_std = OUT("saved_inv_std");
+    FORK(dg_batchnorm_train_f32, &a);
+}
+
+static void c_bn_grad(tc_t *t)
+{
+    dg_batchnorm_grad_args_t a;
+    a.batch = P("bn", 0);
+    a.channels = P("bn", 1);
+    a.spatial = P("bn", 2);
+    a.dy = IN("dy");
+    a.x = IN("x");
+    a.scale = IN("scale");
+    a.saved_mean = IN("saved_mean");
+    a.saved_inv_std = IN("saved_inv_std");
+    a.dx = OUT("dx");
+    a.dscale = OUT("dscale");
+    a.dbias = OUT("dbias");
+    FORK(dg_batchnorm_grad_f32, &a);
+}
+
+static void c_ln(tc_t *t)
+{
+    dg_layernorm_args_t a;
+    a.rows = P("ln", 0);
+    a.cols = P("ln", 1);
+    a.epsilon = fv(t, "ln", 0);
+    a.x = IN("x");
+    a.scale = IN("scale");
+    a.bias = IN("bias");
+    a.y = OUT("y");
+    a.mean = OUT("mean");
+    a.inv_std = OUT("inv_std");
+    FORK(dg_layernorm_f32, &a);
+}
+
+static void ln_grad(tc_t *t, int recompute)
+{
+    dg_layernorm_grad_args_t a;
+    a.rows = P("ln", 0);
+    a.cols = P("ln", 1);
+    a.epsilon = fv(t, "ln", 0);
+    a.dy = IN("dy");
+    a.x = IN("x");
+    a.scale = IN("scale");
+    a.mean = recompute ? NULL : IN("mean");
+    a.inv_std = recompute ? NULL : IN("inv_std");
+    a.scratch = recompute ? (float *)temp(t, 2 * sizeof(float) * a.rows) : NULL;
+    a.dx = OUT("dx");
+    a.dscale = OUT("dscale");
+    a.dbias = OUT("dbias");
+    FORK(dg_layernorm_grad_f32, &a);
+}
+static void c_ln_grad(tc_t *t) { ln_grad(t, 0); }
+static void c_ln_grad_recompute(tc_t *t) { ln_grad(t, 1); }
+
+static void c_softmax(tc_t *t)
+{
+    dg_softmax_args_t a;
+    a.outer = P("sm", 0);
+    a.dim = P("sm", 1);
+    a.inner = P("sm", 2);
+    a.x = IN("x");
+    a.y = OUT("y");
+    FORK(dg_softmax_f32, &a);
+}
+
+static void c_softmax_grad(tc_t *t)
+{
+    dg_softmax_grad_args_t a;
+    a.outer = P("sm", 0);
+    a.dim = P("sm", 1);
+    a.inner = P("sm", 2);
+    a.dy = IN("dy");
+    a.y = IN("y");
+    a.dx = OUT("dx");
+    FORK(dg_softmax_grad_f32, &a);
+}
+
+static void c_sce(tc_t *t)
+{
+    dg_sce_args_t a;
+    a.batch = P("sce", 0);
+    a.classes = P("sce", 1);
+    a.inner = P("sce", 2);
+    a.has_ignore = P("sce", 3);
+    a.ignore_index = pv(t, "sce", 4);
+    a.reduction = P("sce", 5);
+    a.labels_i32 = P("sce", 6);
+    a.scores = IN("scores");
+    a.labels = in_(t, "labels");
+    a.log_prob = OUT("log_prob");
+    a.loss = OUT("loss");
+    FORK(dg_sce_loss_f32, &a);
+}
+
+static void c_sce_grad(tc_t *t)
+{
+    dg_sce_grad_args_t a;
+    a.batch = P("sce", 0);
+    a.classes = P("sce", 1);
+    a.inner = P("sce", 2);
+    a.has_ignore = P("sce", 3);
+    a.ignore_index = pv(t, "sce", 4);
+    a.reduction = P("sce", 5);
+    a.labels_i32 = P("sce", 6);
+    a.dy = IN("dy");
+    a.log_prob = IN("log_prob");
+    a.labels = in_(t, "labels");
+    a.dx = OUT("dx");
+    FORK(dg_sce_loss_grad_f32, &a);
+}
+
+static void c_mse(tc_t *t)
+{
+    dg_mse_args_t a;
+    memset(&a, 0, sizeof a);
+    a.x = IN("x");
+    a.target = IN("target");
+    a.loss = OUT("loss");
+    a.n = N("in_x");
+    FORK(dg_mse_loss_f32, &a);
+}
+
+static void c_mse_grad(tc_t *t)
+{
+    dg_mse_grad_args_t a;
+    a.dy = IN("dy");
+    a.x = IN("x");
+    a.target = IN("target");
+    a.dx = OUT("dx");
+    a.n = N("in_x");
+    FORK(dg_mse_loss_grad_f32, &a);
+}
+
+static void c_reduce(tc_t *t, void (*k)(void *))
+{
+    dg_reduce_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.nkeep = pn(t, "keep_shape");
+    a.nred = pn(t, "red_shape");
+    for (d = 0; d < a.nkeep; d++) {
+        a.keep_shape[d] = P("keep_shape", d);
+        a.keep_strides[d] = P("keep_strides", d);
+    }
+    for (d = 0; d < a.nred; d++) {
+        a.red_shape[d] = P("red_shape", d);
+        a.red_strides[d] = P("red_strides", d);
+    }
+    FORK(k, &a);
+}
+static void c_reduce_sum(tc_t *t) { c_reduce(t, dg_reduce_sum_f32); }
+static void c_reduce_mean(tc_t *t) { c_reduce(t, dg_reduce_mean_f32); }
+
+static void c_copy(tc_t *t)
+{
+    dg_copy_args_t a;
+    a.x = in_(t, "x");
+    a.y = OUT("y");
+    a.bytes = N("in_x") * 4;
+    FORK(dg_copy_kernel, &a);
+}
+
+static void c_strided(tc_t *t, void (*k)(void *))
+{
+    dg_strided_copy_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.x = in_(t, "x");
+    a.y = OUT("y");
+    a.elem_size = 4;
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.strides[d] = (int32_t)pv(t, "strides", d);
+    }
+    a.offset = (int32_t)pv(t, "offset", 0);
+    FORK(k, &a);
+}
+static void c_transpose(tc_t *t) { c_strided(t, dg_transpose); }
+static void c_slice(tc_t *t) { c_strided(t, dg_slice); }
+static void c_expand(tc_t *t) { c_strided(t, dg_expand); }
+
+static void c_concat(tc_t *t)
+{
+    const void *xs[3];
+    uint32_t sizes[3];
+    dg_concat_args_t a;
+    xs[0] = in_(t, "x0");
+    xs[1] = in_(t, "x1");
+    xs[2] = in_(t, "x2");
+    sizes[0] = P("sizes", 0);
+    sizes[1] = P("sizes", 1);
+    sizes[2] = P("sizes", 2);
+    a.x = xs;
+    a.sizes = sizes;
+    a.nin = 3;
+    a.y = OUT("y");
+    a.elem_size = 4;
+    a.outer = P("outer_inner", 0);
+    a.inner = P("outer_inner", 1);
+    FORK(dg_concat, &a);
+}
+
+static void c_accumulate(tc_t *t)
+{
+    dg_accumulate_args_t a;
+    uint8_t *reset = (uint8_t *)temp(t, 1);
+    uint8_t *updated = (uint8_t *)temp(t, 1);
+    arr_t *r = need(t, "in_", "reset");
+    reset[0] = (uint8_t)(r ? ((const int64_t *)r->data)[0] != 0 : 0);
+    a.buffer = (float *)out_(t, "buffer", "buffer"); /* in place */
+    a.grad = IN("grad");
+    a.lazy_reset = reset;
+    a.out = a.buffer;
+    a.updated = updated;
+    a.n = N("in_grad");
+    FORK(dg_inplace_accumulate_f32, &a);
+    if (updated[0] != 1) {
+        printf("  accumulate: updated flag not set\n");
+        t->failed_setup = 1;
+    }
+}
+
+static void c_sgd(tc_t *t)
+{
+    dg_sgd_args_t a;
+    a.w_out = (float *)out_(t, "w", "w"); /* in place: w_out aliases w */
+    a.w = a.w_out;
+    a.g = IN("g");
+    a.n = N("in_w");
+    a.lr = fv(t, "lr", 0);
+    a.lr_ptr = NULL;
+    FORK(dg_sgd_f32, &a);
+}
+
+/* ---- the table ----------------------------------------------------------------- */
+#define R 1e-5f
+static const case_t CASES[] = {
+    {"add_same", NULL, c_add, R, 1e-6f, {DG_FAULT_ADD}},
+    {"add_bcast", NULL, c_add, R, 1e-6f, {DG_FAULT_ADD}},
+    {"sub_bcast", NULL, c_sub, R, 1e-6f, {DG_FAULT_SUB}},
+    {"mul_bcast", NULL, c_mul, R, 1e-6f, {DG_FAULT_MUL}},
+    {"div_bcast", NULL, c_div, R, 1e-6f, {DG_FAULT_DIV}},
+    {"pow_square", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
+    {"relu", NULL, c_relu, R, 1e-6f, {DG_FAULT_RELU}},
+    {"gelu", NULL, c_gelu, R, 1e-6f, {DG_FAULT_GELU}},
+    {"scale_mul", NULL, c_scale, R, 1e-6f, {DG_FAULT_SCALE}},
+    {"scale_down", NULL, c_scale, R, 1e-6f, {DG_FAULT_SCALE}},
+    {"sum3", NULL, c_sum, R, 1e-6f, {DG_FAULT_SUM}},
+    {"relu_grad", NULL, c_relu_grad, R, 1e-6f, {DG_FAULT_RELU_GRAD}},
+    {"gelu_grad", NULL, c_gelu_grad, R, 1e-6f, {DG_FAULT_GELU_GRAD}},
+    {"gemm_bias", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"gemm_trans", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"gemm_noc", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"matmul_batched", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
+    {"matmul_bcast", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
+    {"conv_regular", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_pointwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_grouped", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"convgrad_regular", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_grouped", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_pointwise", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"maxpool", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
+    {"maxpool_ceil_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
+    {"maxpool_grad", NULL, c_maxpool_grad, R, 1e-6f, {DG_FAULT_MAXPOOL_GRAD}},
+    {"avgpool_excl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
+    {"avgpool_incl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
+    {"avgpool_ceil", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
+    {"avgpoolgrad_excl_pad", NULL, c_avgpool_grad, R, 1e-6f, {DG_FAULT_AVGPOOL_GRAD}},
+    {"avgpoolgrad_incl_pad", NULL, c_avgpool_grad, R, 1e-6f, {DG_FAULT_AVGPOOL_GRAD}},
+    {"global_avgpool", NULL, c_gap, R, 1e-6f, {DG_FAULT_GAP}},
+    {"global_avgpool_grad", NULL, c_gap_grad, R, 1e-6f, {DG_FAULT_GAP_GRAD}},
+    {"batchnorm_infer", NULL, c_bn, R, 1e-6f, {DG_FAULT_BN}},
+    {"batchnorm_train", NULL, c_bn_train, R, 1e-6f,
+     {DG_FAULT_BN_TRAIN_Y, DG_FAULT_BN_TRAIN_RMEAN, DG_FAULT_BN_TRAIN_RVAR,
+      DG_FAULT_BN_TRAIN_SMEAN, DG_FAULT_BN_TRAIN_SINVSTD}},
+    {"batchnorm_grad", NULL, c_bn_grad, R, 1e-6f,
+     {DG_FAULT_BN_GRAD_DX, DG_FAULT_BN_GRAD_DSCALE, DG_FAULT_BN_GRAD_DBIAS}},
+    {"layernorm_last", NULL, c_ln, R, 1e-6f, {DG_FAULT_LN_Y, DG_FAULT_LN_MEAN, DG_FAULT_LN_INVSTD}},
+    {"layernorm_axis1", NULL, c_ln, R, 1e-6f, {DG_FAULT_LN_Y, DG_FAULT_LN_MEAN, DG_FAULT_LN_INVSTD}},
+    {"layernorm_grad", NULL, c_ln_grad, R, 1e-6f,
+     {DG_FAULT_LN_GRAD_DX, DG_FAULT_LN_GRAD_DSCALE, DG_FAULT_LN_GRAD_DBIAS}},
+    {"layernorm_grad_recompute", "layernorm_grad", c_ln_grad_recompute, R, 1e-6f,
+     {DG_FAULT_LN_GRAD_DX, DG_FAULT_LN_GRAD_DSCALE, DG_FAULT_LN_GRAD_DBIAS}},
+    {"softmax_last", NULL, c_softmax, R, 1e-6f, {DG_FAULT_SOFTMAX}},
+    {"softmax_mid", NULL, c_softmax, R, 1e-6f, {DG_FAULT_SOFTMAX}},
+    {"softmaxgrad_13", NULL, c_softmax_grad, R, 1e-6f, {DG_FAULT_SOFTMAX_GRAD}},
+    {"softmaxgrad_2d", NULL, c_softmax_grad, R, 1e-6f, {DG_FAULT_SOFTMAX_GRAD}},
+    {"sce_mean_ignore", NULL, c_sce, R, 1e-6f, {DG_FAULT_SCE_LOSS, DG_FAULT_SCE_LOGPROB}},
+    {"sce_mean_nd", NULL, c_sce, R, 1e-6f, {DG_FAULT_SCE_LOSS, DG_FAULT_SCE_LOGPROB}},
+    {"sce_sum", NULL, c_sce, R, 1e-6f, {DG_FAULT_SCE_LOSS, DG_FAULT_SCE_LOGPROB}},
+    {"sce_grad_mean_ignore", NULL, c_sce_grad, R, 1e-6f, {DG_FAULT_SCE_GRAD}},
+    {"sce_grad_mean_nd", NULL, c_sce_grad, R, 1e-6f, {DG_FAULT_SCE_GRAD}},
+    {"sce_grad_sum", NULL, c_sce_grad, R, 1e-6f, {DG_FAULT_SCE_GRAD}},
+    {"mse_loss", NULL, c_mse, R, 1e-6f, {DG_FAULT_MSE}},
+    {"mse_loss_grad", NULL, c_mse_grad, R, 1e-6f, {DG_FAULT_MSE_GRAD}},
+    {"reducesum_axes02", NULL, c_reduce_sum, R, 1e-6f, {DG_FAULT_REDUCE_SUM}},
+    {"reducesum_all", NULL, c_reduce_sum, R, 1e-6f, {DG_FAULT_REDUCE_SUM}},
+    {"reducemean_keep", NULL, c_reduce_mean, R, 1e-6f, {DG_FAULT_REDUCE_MEAN}},
+    {"reducemean_last", NULL, c_reduce_mean, R, 1e-6f, {DG_FAULT_REDUCE_MEAN}},
+    {"identity_copy", NULL, c_copy, 0.0f, 0.0f, {DG_FAULT_COPY}},
+    {"transpose_nchw_nhwc", NULL, c_transpose, 0.0f, 0.0f, {DG_FAULT_STRIDED_COPY}},
+    {"slice_neg_step", NULL, c_slice, 0.0f, 0.0f, {DG_FAULT_STRIDED_COPY}},
+    {"expand_bcast", NULL, c_expand, 0.0f, 0.0f, {DG_FAULT_STRIDED_COPY}},
+    {"concat_axis1", NULL, c_concat, 0.0f, 0.0f, {DG_FAULT_CONCAT}},
+    {"accumulate_add", NULL, c_accumulate, 0.0f, 0.0f, {DG_FAULT_ACCUMULATE}},
+    {"accumulate_reset", NULL, c_accumulate, 0.0f, 0.0f, {DG_FAULT_ACCUMULATE}},
+    {"sgd", NULL, c_sgd, 0.0f, 0.0f, {DG_FAULT_SGD}},
+};
+#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* ---- running ------------------------------------------------------------------ */
+static void case_entry(void *arg)
+{
+    tc_t *t = (tc_t *)arg;
+    t->fn(t);
+}
+
+static struct pi_device g_cluster;
+
+static void run_once(tc_t *t, const case_t *c, int nc)
+{
+    struct pi_cluster_task task;
+    t->nout = 0;
+    t->ntemp = 0;
+    t->nc = nc;
+    t->fn = c->fn;
+    pi_cluster_send_task_to_cl(&g_cluster, pi_cluster_task(&task, case_entry, t));
+}
+
+static void release_run(tc_t *t)
+{
+    int i;
+    for (i = 0; i < t->nout; i++)
+        free(t->outs[i].buf);
+    for (i = 0; i < t->ntemp; i++)
+        free(t->temps[i]);
+    t->nout = 0;
+    t->ntemp = 0;
+}
+
+/* Returns the number of bad elements over all outputs; reports the worst. */
+static size_t compare(tc_t *t, const case_t *c, int verbose, double *max_rel)
+{
+    size_t bad = 0, i;
+    int k;
+    *max_rel = 0.0;
+    for (k = 0; k < t->nout; k++) {
+        const out_t *o = &t->outs[k];
+        size_t obad = 0, first = (size_t)-1;
+        if (!strcmp(o->ref->dtype, "f4")) {
+            const float *got = (const float *)o->buf, *ref = (const float *)o->ref->data;
+            for (i = 0; i < o->ref->numel; i++) {
+                const double d = fabs((double)got[i] - (double)ref[i]);
+                const double tol = (double)c->rtol * fabs((double)ref[i]) + (double)c->atol;
+                const double rel = d / (fabs((double)ref[i]) > 1e-30 ? fabs((double)ref[i]) : 1e-30);
+                if (!(d <= tol)) {
+                    if (first == (size_t)-1)
+                        first = i;
+                    obad++;
+                }
+                if (d == d && rel > *max_rel)
+                    *max_rel = rel;
+            }
+            if (obad && verbose)
+                printf("  %s: %zu of %zu outside tolerance; first [%zu] got %.9g ref %.9g\n",
+                       o->name, obad, o->ref->numel, first, (double)got[first],
+                       (double)ref[first]);
+        } else {
+            if (memcmp(o->buf, o->ref->data, o->ref->bytes) != 0) {
+                obad = 1;
+                if (verbose)
+                    printf("  %s: integer output differs from the reference\n", o->name);
+            }
+        }
+        bad += obad;
+    }
+    return bad;
+}
+
+static int parse_cores(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        out[n++] = atoi(s);
+        while (*s && *s != ',')
+            s++;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    struct pi_cluster_conf conf;
+    static tc_t t;
+    const char *root = NULL;
+    int cores[8] = {1, 3, 8}, ncores = 3, fault_mode = 0, i, j, k;
+    int passed = 0, failed = 0, detected = 0, missed = 0;
+    const char *only[128];
+    int nonly = 0;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--cores") && i + 1 < argc)
+            ncores = parse_cores(argv[++i], cores, 8);
+        else if (!strcmp(argv[i], "--fault"))
+            fault_mode = 1;
+        else if (!root)
+            root = argv[i];
+        else if (nonly < 128)
+            only[nonly++] = argv[i];
+    }
+    if (!root) {
+        fprintf(stderr, "usage: %s REFDIR [--cores 1,3,8] [--fault] [CASE...]\n", argv[0]);
+        return 2;
+    }
+#ifndef DG_FAULT_INJECTION
+    if (fault_mode) {
+        fprintf(stderr, "--fault needs a build with -DDG_FAULT_INJECTION\n");
+        return 2;
+    }
+#endif
+    pi_cluster_conf_init(&conf);
+    pi_open_from_conf(&g_cluster, &conf);
+    if (pi_cluster_open(&g_cluster) != 0)
+        return 2;
+    printf("cases: %d\n", NCASES);
+
+    for (i = 0; i < NCASES; i++) {
+        const case_t *c = &CASES[i];
+        int ok = 1;
+        if (nonly) {
+            for (j = 0; j < nonly && strcmp(only[j], c->name); j++)
+                ;
+            if (j == nonly)
+                continue;
+        }
+        memset(&t, 0, sizeof t);
+        if (load_case(&t, root, c->dir ? c->dir : c->name) != 0) {
+            failed++;
+            continue;
+        }
+        if (!fault_mode) {
+            void *first[MAX_OUTS];
+            size_t first_bytes[MAX_OUTS];
+            int nfirst = 0;
+            double worst = 0.0, rel = 0.0;
+            for (k = 0; k < ncores && ok; k++) {
+                run_once(&t, c, cores[k]);
+                if (t.failed_setup) {
+                    printf("  setup failed\n");
+                    ok = 0;
+                } else if (compare(&t, c, 1, &rel) != 0) {
+                    printf("  (with %d cores)\n", cores[k]);
+                    ok = 0;
+                } else if (k == 0) {
+                    for (j = 0; j < t.nout; j++) {
+                        first_bytes[j] = t.outs[j].ref->bytes;
+                        first[j] = malloc(first_bytes[j] ? first_bytes[j] : 1);
+                        memcpy(first[j], t.outs[j].buf, first_bytes[j]);
+                    }
+                    nfirst = t.nout;
+                } else {
+                    for (j = 0; j < t.nout && j < nfirst; j++) {
+                        if (memcmp(first[j], t.outs[j].buf, first_bytes[j]) != 0) {
+                            printf("  %s: %d cores not bit-identical to %d cores\n",
+                                   t.outs[j].name, cores[k], cores[0]);
+                            ok = 0;
+                        }
+                    }
+                }
+                if (rel > worst)
+                    worst = rel;
+                release_run(&t);
+            }
+            for (j = 0; j < nfirst; j++)
+                free(first[j]);
+            printf("%s %s (max rel err %.2e)\n", ok ? "ok  " : "FAIL", c->name, worst);
+            if (ok)
+                passed++;
+            else
+                failed++;
+        } else {
+#ifdef DG_FAULT_INJECTION
+            for (k = 0; k < 6 && c->faults[k] != DG_FAULT_NONE; k++) {
+                double rel;
+                size_t bad;
+                dg_fault_id = c->faults[k];
+                run_once(&t, c, cores[ncores - 1]);
+                dg_fault_id = DG_FAULT_NONE;
+                bad = compare(&t, c, 0, &rel);
+                release_run(&t);
+                printf("fault %s #%d: %s\n", c->name, c->faults[k], bad ? "detected" : "MISSED");
+                if (bad)
+                    detected++;
+                else
+                    missed++;
+            }
+            if (k == 0) {
+                printf("fault %s: no fault listed\n", c->name);
+                missed++;
+            }
+#endif
+        }
+        free_case(&t);
+    }
+    pi_cluster_close(&g_cluster);
+    if (fault_mode) {
+        printf("fault injection: %d detected, %d missed\n", detected, missed);
+        return missed == 0 && detected > 0 ? 0 : 1;
+    }
+    printf("kernel tests: %d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
