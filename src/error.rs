@@ -22,37 +22,19 @@ pub enum Error {
     #[error(
         "node '{node}' uses operator '{op}' (domain '{domain}', opset {opset}), which deploygen does not support.\n  supported operators: {supported}"
     )]
-    UnknownOp {
-        node: String,
-        op: String,
-        domain: String,
-        opset: String,
-        supported: String,
-    },
+    UnknownOp { node: String, op: String, domain: String, opset: String, supported: String },
 
     #[error("the graph has a cycle through these nodes: {}", nodes.join(" -> "))]
     Cycle { nodes: Vec<String> },
 
     #[error("node '{node}' ({op}) reads tensor '{tensor}', which no node produces and which is neither a graph input nor an initializer")]
-    Dangling {
-        node: String,
-        op: String,
-        tensor: String,
-    },
+    Dangling { node: String, op: String, tensor: String },
 
     #[error("initializer '{tensor}' keeps its data in an external file {}: {detail}", path.display())]
-    ExternalData {
-        tensor: String,
-        path: PathBuf,
-        detail: String,
-    },
+    ExternalData { tensor: String, path: PathBuf, detail: String },
 
     #[error("node '{node}' ({op}): {detail}")]
-    Node {
-        node: String,
-        op: String,
-        detail: String,
-    },
+    Node { node: String, op: String, detail: String },
 
     /// Anything else wrong with the model's structure.
     #[error("{0}")]
@@ -70,17 +52,10 @@ impl Error {
     }
 
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
-        }
+        Error::Io { path: path.into(), source }
     }
 
     pub fn node(node: &crate::ir::Node, detail: impl Into<String>) -> Self {
-        Error::Node {
-            node: node.name.clone(),
-            op: node.op.clone(),
-            detail: detail.into(),
-        }
+        Error::Node { node: node.name.clone(), op: node.op.clone(), detail: detail.into() }
     }
 }

@@ -92,7 +92,11 @@ fn op_counts(g: &Graph) -> BTreeMap<String, usize> {
 }
 
 fn domain_name(d: &str) -> String {
-    if d.is_empty() { "ai.onnx".into() } else { d.to_string() }
+    if d.is_empty() {
+        "ai.onnx".into()
+    } else {
+        d.to_string()
+    }
 }
 
 pub fn report(model: &Model) -> Report {

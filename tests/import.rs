@@ -140,7 +140,12 @@ fn typed_fields_and_every_attribute_kind_import() {
         attr_int("i", 3),
         attr_str("s", "hello"),
         pb::AttributeProto { name: Some("fs".into()), r#type: Some(6), floats: vec![1.0, 2.0], ..Default::default() },
-        pb::AttributeProto { name: Some("ss".into()), r#type: Some(8), strings: vec![b"a".to_vec()], ..Default::default() },
+        pb::AttributeProto {
+            name: Some("ss".into()),
+            r#type: Some(8),
+            strings: vec![b"a".to_vec()],
+            ..Default::default()
+        },
         pb::AttributeProto {
             name: Some("t".into()),
             r#type: Some(4),
@@ -224,8 +229,11 @@ fn sequence_inputs_are_tolerated() {
     let mut grads = seq;
     grads.name = Some("gradients".into());
     b.graph.input.push(grads);
-    b.node_in("SGDOptimizerV2", "com.microsoft", &["learning_rate", "params", "gradients"], &["done"], vec![])
-        .output("done", BOOL, &[1]);
+    b.node_in("SGDOptimizerV2", "com.microsoft", &["learning_rate", "params", "gradients"], &["done"], vec![]).output(
+        "done",
+        BOOL,
+        &[1],
+    );
     let dir = tempfile::tempdir().unwrap();
     let g = import::read_graph(&b.write(dir.path(), "optimizer.onnx")).unwrap();
     assert!(g.tensor(g.id("params").unwrap()).sequence);
@@ -243,14 +251,31 @@ fn artifacts(dir: &std::path::Path) {
         .input("b_grad.accumulation.buffer", F32, &[3])
         .input("lazy_reset_grad", BOOL, &[1])
         .node("Gemm", &["x", "w", "b"], &["logits"], vec![attr_int("transB", 1)])
-        .node("SoftmaxCrossEntropyLoss", &["logits", "labels"], &["loss", "log_prob"], vec![attr_str("reduction", "mean")])
+        .node(
+            "SoftmaxCrossEntropyLoss",
+            &["logits", "labels"],
+            &["loss", "log_prob"],
+            vec![attr_str("reduction", "mean")],
+        )
         .init("one", &[], &[1.0])
         .node_in("SoftmaxCrossEntropyLossGrad", "com.microsoft", &["one", "log_prob", "labels"], &["dlogits"], vec![])
         .node("Gemm", &["dlogits", "x"], &["w_grad"], vec![attr_int("transA", 1)])
         .node("ReduceSum", &["dlogits", "axes0"], &["b_grad"], vec![attr_int("keepdims", 0)])
         .init_i64("axes0", &[0])
-        .node_in("InPlaceAccumulatorV2", "com.microsoft", &["w_grad.accumulation.buffer", "w_grad", "lazy_reset_grad"], &["w_grad.accumulation.out"], vec![])
-        .node_in("InPlaceAccumulatorV2", "com.microsoft", &["b_grad.accumulation.buffer", "b_grad", "lazy_reset_grad"], &["b_grad.accumulation.out"], vec![])
+        .node_in(
+            "InPlaceAccumulatorV2",
+            "com.microsoft",
+            &["w_grad.accumulation.buffer", "w_grad", "lazy_reset_grad"],
+            &["w_grad.accumulation.out"],
+            vec![],
+        )
+        .node_in(
+            "InPlaceAccumulatorV2",
+            "com.microsoft",
+            &["b_grad.accumulation.buffer", "b_grad", "lazy_reset_grad"],
+            &["b_grad.accumulation.out"],
+            vec![],
+        )
         .output("loss", F32, &[])
         .output("w_grad.accumulation.out", BOOL, &[1])
         .output("b_grad.accumulation.out", BOOL, &[1]);
@@ -386,13 +411,23 @@ fn cycle_names_its_nodes() {
 fn unknown_operator_names_node_op_domain_opset_and_lists_supported() {
     let mut b = ModelBuilder::new();
     b.opsets.push(("ai.onnx.ml".into(), 3));
-    b.input("x", F32, &[4])
-        .node_in("TreeEnsembleRegressor", "ai.onnx.ml", &["x"], &["y"], vec![])
-        .output("y", F32, &[4]);
+    b.input("x", F32, &[4]).node_in("TreeEnsembleRegressor", "ai.onnx.ml", &["x"], &["y"], vec![]).output(
+        "y",
+        F32,
+        &[4],
+    );
     let dir = tempfile::tempdir().unwrap();
     rejects(
         &b.write(dir.path(), "m.onnx"),
-        &["'TreeEnsembleRegressor_0'", "'TreeEnsembleRegressor'", "domain 'ai.onnx.ml'", "opset 3", "supported operators:", "Conv", "SoftmaxCrossEntropyLossGrad"],
+        &[
+            "'TreeEnsembleRegressor_0'",
+            "'TreeEnsembleRegressor'",
+            "domain 'ai.onnx.ml'",
+            "opset 3",
+            "supported operators:",
+            "Conv",
+            "SoftmaxCrossEntropyLossGrad",
+        ],
     );
 }
 
@@ -400,10 +435,11 @@ fn unknown_operator_names_node_op_domain_opset_and_lists_supported() {
 fn known_operator_in_an_unexpected_domain_is_accepted() {
     // GeluGrad and SGD appear in the default domain in the wild.
     let mut b = ModelBuilder::new();
-    b.input("dy", F32, &[4])
-        .input("x", F32, &[4])
-        .node("GeluGrad", &["dy", "x"], &["dx"], vec![])
-        .output("dx", F32, &[4]);
+    b.input("dy", F32, &[4]).input("x", F32, &[4]).node("GeluGrad", &["dy", "x"], &["dx"], vec![]).output(
+        "dx",
+        F32,
+        &[4],
+    );
     let dir = tempfile::tempdir().unwrap();
     let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
     assert_eq!(g.nodes().next().unwrap().1.domain, "");
@@ -530,7 +566,11 @@ fn zoo_roles_match_the_generator_manifest() {
             assert_eq!(with(&[Role::Frozen]), names(&facts["frozen"]), "{name}: frozen");
         }
         assert_eq!(r.loss.as_deref(), facts["loss_output"].as_str(), "{name}: loss");
-        assert!(r.params.iter().all(|p| p.updated.is_some() || m.optimizer.as_ref().is_some_and(|o| o.nodes().any(|(_, n)| n.op == "SGDOptimizerV2"))), "{name}: every param has an update path");
+        assert!(
+            r.params.iter().all(|p| p.updated.is_some()
+                || m.optimizer.as_ref().is_some_and(|o| o.nodes().any(|(_, n)| n.op == "SGDOptimizerV2"))),
+            "{name}: every param has an update path"
+        );
         checked += 1;
     }
     assert!(checked >= 6, "the zoo has at least six training models");

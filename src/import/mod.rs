@@ -35,17 +35,9 @@ pub struct ModelFiles {
 pub fn locate(arg: &Path) -> Result<ModelFiles> {
     let meta = std::fs::metadata(arg).map_err(|e| Error::io(arg, e))?;
     if meta.is_dir() {
-        let main = MAIN_NAMES
-            .iter()
-            .map(|n| arg.join(n))
-            .find(|p| p.is_file())
-            .ok_or_else(|| {
-                Error::Usage(format!(
-                    "{} holds no model: expected {}",
-                    arg.display(),
-                    MAIN_NAMES.join(" or ")
-                ))
-            })?;
+        let main = MAIN_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file()).ok_or_else(|| {
+            Error::Usage(format!("{} holds no model: expected {}", arg.display(), MAIN_NAMES.join(" or ")))
+        })?;
         let optimizer = OPTIMIZER_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file());
         Ok(ModelFiles { dir: arg.to_path_buf(), main, optimizer })
     } else {

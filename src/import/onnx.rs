@@ -33,10 +33,7 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
 }
 
 fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &Path) -> Result<Graph> {
-    let mut g = Graph {
-        name: gp.name().to_string(),
-        ..Graph::default()
-    };
+    let mut g = Graph { name: gp.name().to_string(), ..Graph::default() };
     for o in opset_import {
         let domain = match o.domain() {
             "ai.onnx" => "",
@@ -67,9 +64,8 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
             continue;
         }
         let (ty, sequence) = value_type(vi);
-        let (id, _) = g
-            .tensors
-            .insert_full(name.clone(), Tensor { name, ty, origin: Origin::Input, data: None, sequence });
+        let (id, _) =
+            g.tensors.insert_full(name.clone(), Tensor { name, ty, origin: Origin::Input, data: None, sequence });
         g.inputs.push(id);
     }
 

@@ -31,9 +31,7 @@ pub fn convert(t: &pb::TensorProto, model_dir: &Path) -> Result<TensorData> {
         // operator computes with them.
         return Ok(TensorData { dtype, shape, bytes: vec![] });
     };
-    let want = numel
-        .checked_mul(esize)
-        .ok_or_else(|| bad(format!("shape {:?} has too many bytes", t.dims)))?;
+    let want = numel.checked_mul(esize).ok_or_else(|| bad(format!("shape {:?} has too many bytes", t.dims)))?;
 
     let bytes = if t.data_location() as i32 == EXTERNAL {
         read_external(t, model_dir, want)?
@@ -43,12 +41,7 @@ pub fn convert(t: &pb::TensorProto, model_dir: &Path) -> Result<TensorData> {
         typed_bytes(t, dtype)
     };
     if bytes.len() != want {
-        return Err(bad(format!(
-            "holds {} bytes of data, but {} {:?} needs {want}",
-            bytes.len(),
-            dtype,
-            shape
-        )));
+        return Err(bad(format!("holds {} bytes of data, but {} {:?} needs {want}", bytes.len(), dtype, shape)));
     }
     Ok(TensorData { dtype, shape, bytes })
 }
@@ -92,19 +85,12 @@ fn read_external(t: &pb::TensorProto, model_dir: &Path, want: usize) -> Result<V
         });
     };
     let path = model_dir.join(&location);
-    let ext = |detail: String| Error::ExternalData {
-        tensor: name.clone(),
-        path: path.clone(),
-        detail,
-    };
+    let ext = |detail: String| Error::ExternalData { tensor: name.clone(), path: path.clone(), detail };
     let mut f = File::open(&path).map_err(|e| ext(format!("cannot open it: {e}")))?;
     let size = f.metadata().map_err(|e| ext(e.to_string()))?.len();
     let len = length.unwrap_or(want) as u64;
     if offset.checked_add(len).is_none_or(|end| end > size) {
-        return Err(ext(format!(
-            "bytes {offset}..{} are needed but the file has {size}",
-            offset.saturating_add(len)
-        )));
+        return Err(ext(format!("bytes {offset}..{} are needed but the file has {size}", offset.saturating_add(len))));
     }
     f.seek(SeekFrom::Start(offset)).map_err(|e| ext(e.to_string()))?;
     let mut buf = vec![0u8; len as usize];

@@ -24,7 +24,10 @@ pub enum Attr {
     Tensor(TensorData),
     /// A subgraph attribute (If/Loop bodies): kept by name and size only;
     /// no supported operator takes one.
-    Graph { name: String, nodes: usize },
+    Graph {
+        name: String,
+        nodes: usize,
+    },
     Floats(Vec<f32>),
     Ints(Vec<i64>),
     Strings(Vec<String>),
@@ -163,28 +166,19 @@ impl Graph {
 
     /// The node that writes tensor `t`, if any.
     pub fn producer(&self, t: TensorId) -> Option<NodeIndex> {
-        self.dag
-            .node_indices()
-            .find(|&n| self.dag[n].outputs.contains(&Some(t)))
+        self.dag.node_indices().find(|&n| self.dag[n].outputs.contains(&Some(t)))
     }
 
     /// Nodes that read tensor `t`, in schedule order.
     pub fn consumers(&self, t: TensorId) -> Vec<NodeIndex> {
-        self.schedule
-            .iter()
-            .copied()
-            .filter(|&n| self.dag[n].inputs.contains(&Some(t)))
-            .collect()
+        self.schedule.iter().copied().filter(|&n| self.dag[n].inputs.contains(&Some(t))).collect()
     }
 
     /// Opset version of a node's domain (`"?"` when the model does not
     /// import that domain).
     pub fn opset_of(&self, domain: &str) -> String {
         let key = if domain == "ai.onnx" { "" } else { domain };
-        self.opsets
-            .get(key)
-            .map(|v| v.to_string())
-            .unwrap_or_else(|| "?".into())
+        self.opsets.get(key).map(|v| v.to_string()).unwrap_or_else(|| "?".into())
     }
 
     /// Rebuild the producer→consumer edges from the nodes' slots.
@@ -216,11 +210,8 @@ impl Graph {
         for n in self.dag.node_indices() {
             indeg.insert(n, self.dag.edges_directed(n, Direction::Incoming).count());
         }
-        let mut heap: BinaryHeap<Reverse<(usize, NodeIndex)>> = indeg
-            .iter()
-            .filter(|(_, &d)| d == 0)
-            .map(|(&n, _)| Reverse((self.dag[n].order, n)))
-            .collect();
+        let mut heap: BinaryHeap<Reverse<(usize, NodeIndex)>> =
+            indeg.iter().filter(|(_, &d)| d == 0).map(|(&n, _)| Reverse((self.dag[n].order, n))).collect();
         let mut order = Vec::with_capacity(indeg.len());
         while let Some(Reverse((_, n))) = heap.pop() {
             order.push(n);
@@ -234,9 +225,7 @@ impl Graph {
             }
         }
         if order.len() != indeg.len() {
-            return Err(Error::Cycle {
-                nodes: self.find_cycle(&order),
-            });
+            return Err(Error::Cycle { nodes: self.find_cycle(&order) });
         }
         self.schedule = order;
         Ok(())
@@ -244,11 +233,7 @@ impl Graph {
 
     /// Names of the nodes on one cycle among those Kahn could not schedule.
     fn find_cycle(&self, scheduled: &[NodeIndex]) -> Vec<String> {
-        let left: Vec<NodeIndex> = self
-            .dag
-            .node_indices()
-            .filter(|n| !scheduled.contains(n))
-            .collect();
+        let left: Vec<NodeIndex> = self.dag.node_indices().filter(|n| !scheduled.contains(n)).collect();
         // Walk backwards through unscheduled predecessors until a node repeats.
         let Some(&start) = left.iter().min_by_key(|&&n| self.dag[n].order) else {
             return vec![];
@@ -264,11 +249,7 @@ impl Graph {
                 .min_by_key(|&s| self.dag[s].order);
             let Some(next) = next else { break };
             if let Some(pos) = path.iter().position(|&p| p == next) {
-                let mut cyc: Vec<String> = path[pos..]
-                    .iter()
-                    .rev()
-                    .map(|&n| self.display_node(n))
-                    .collect();
+                let mut cyc: Vec<String> = path[pos..].iter().rev().map(|&n| self.display_node(n)).collect();
                 cyc.push(self.display_node(next));
                 return cyc;
             }
@@ -286,10 +267,6 @@ impl Graph {
 
     /// Total bytes of initializer data.
     pub fn initializer_bytes(&self) -> usize {
-        self.initializers
-            .iter()
-            .filter_map(|&t| self.tensors[t].data.as_ref())
-            .map(|d| d.bytes.len())
-            .sum()
+        self.initializers.iter().filter_map(|&t| self.tensors[t].data.as_ref()).map(|d| d.bytes.len()).sum()
     }
 }

@@ -40,11 +40,10 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         for (i, slot) in node.outputs.iter().enumerate() {
             let Some(t) = slot else { continue };
             let Some(rule) = inferred.get(i) else {
-                return Err(Error::node(&node, format!(
-                    "has {} outputs but the operator defines {}",
-                    node.outputs.len(),
-                    inferred.len()
-                )));
+                return Err(Error::node(
+                    &node,
+                    format!("has {} outputs but the operator defines {}", node.outputs.len(), inferred.len()),
+                ));
             };
             let declared = graph.tensor(*t).ty.clone();
             let ty = reconcile(&node, graph.name_of(*t), rule, &declared)?;
@@ -60,11 +59,7 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
 
 /// Fold a node whose outputs are integer shape arithmetic and whose inputs
 /// are all known. Trainable weights are never integer, so they never fold.
-fn try_fold(
-    ctx: &Ctx,
-    def: &ops::OpDef,
-    inferred: &[TensorType],
-) -> Result<Option<Vec<crate::ir::TensorData>>> {
+fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Option<Vec<crate::ir::TensorData>>> {
     let Some(fold) = def.fold else { return Ok(None) };
     let shape_only = matches!(ctx.node.op.as_str(), "Shape" | "Size");
     let inputs_known = ctx.node.inputs.iter().flatten().all(|&t| {
@@ -82,25 +77,19 @@ fn try_fold(
 }
 
 /// Combine the operator rule's type with what the file declares.
-fn reconcile(
-    node: &super::Node,
-    tensor: &str,
-    rule: &TensorType,
-    declared: &TensorType,
-) -> Result<TensorType> {
+fn reconcile(node: &super::Node, tensor: &str, rule: &TensorType, declared: &TensorType) -> Result<TensorType> {
     // `Other(0)` (ONNX UNDEFINED) marks a value the file does not declare.
     let undeclared = declared.dtype == DType::Other(0);
     if !undeclared && declared.dtype != rule.dtype {
         return Err(Error::node(
             node,
-            format!(
-                "output '{tensor}' is declared as {} but the operator computes {}",
-                declared.dtype, rule.dtype
-            ),
+            format!("output '{tensor}' is declared as {} but the operator computes {}", declared.dtype, rule.dtype),
         ));
     }
     let (Some(r), Some(d)) = (&rule.dims, &declared.dims) else {
-        return Ok(if rule.dims.is_some() { rule.clone() } else {
+        return Ok(if rule.dims.is_some() {
+            rule.clone()
+        } else {
             TensorType { dtype: rule.dtype, dims: declared.dims.clone() }
         });
     };

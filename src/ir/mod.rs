@@ -6,8 +6,8 @@ mod infer;
 pub mod roles;
 mod types;
 
-pub use infer::infer;
 pub use graph::{Attr, Graph, Node, Origin, Tensor, TensorId};
+pub use infer::infer;
 pub use roles::{Flavor, Role, Roles};
 pub use types::{DType, Dim, TensorData, TensorType};
 

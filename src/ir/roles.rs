@@ -113,12 +113,7 @@ impl Roles {
 
     /// Graph inputs with a given role, in graph order.
     pub fn inputs_with(&self, graph: &Graph, role: Role) -> Vec<TensorId> {
-        graph
-            .inputs
-            .iter()
-            .copied()
-            .filter(|&t| self.role(graph.name_of(t)) == Some(role))
-            .collect()
+        graph.inputs.iter().copied().filter(|&t| self.role(graph.name_of(t)) == Some(role)).collect()
     }
 }
 
@@ -151,10 +146,7 @@ pub fn detect(model: &Model) -> Roles {
         if let Some(out) = n.output(0) {
             main.insert(g.name_of(out).to_string(), Role::GradFlag);
         }
-        let param = buf_name
-            .strip_suffix(ACCUM_BUFFER_SUFFIX)
-            .filter(|p| g.id(p).is_some())
-            .map(str::to_string);
+        let param = buf_name.strip_suffix(ACCUM_BUFFER_SUFFIX).filter(|p| g.id(p).is_some()).map(str::to_string);
         if let Some(p) = param {
             params.push(ParamRoles {
                 name: p,
@@ -287,10 +279,7 @@ pub fn detect(model: &Model) -> Roles {
     // parameters after it (onnxruntime lists user inputs, then labels, then
     // parameters). Single-graph and inference models keep weights as
     // initializers, so all their inputs are data.
-    let first_param = g
-        .inputs
-        .iter()
-        .position(|&t| main.get(g.name_of(t)) == Some(&Role::Param));
+    let first_param = g.inputs.iter().position(|&t| main.get(g.name_of(t)) == Some(&Role::Param));
     for (pos, &t) in g.inputs.iter().enumerate() {
         let name = g.name_of(t);
         if main.contains_key(name) || g.tensor(t).sequence {

@@ -58,14 +58,7 @@ impl DType {
     pub fn is_int(self) -> bool {
         matches!(
             self,
-            DType::I8
-                | DType::I16
-                | DType::I32
-                | DType::I64
-                | DType::U8
-                | DType::U16
-                | DType::U32
-                | DType::U64
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64
         )
     }
 
@@ -129,10 +122,7 @@ pub struct TensorType {
 
 impl TensorType {
     pub fn new(dtype: DType, shape: &[usize]) -> Self {
-        TensorType {
-            dtype,
-            dims: Some(shape.iter().map(|&d| Dim::Fixed(d)).collect()),
-        }
+        TensorType { dtype, dims: Some(shape.iter().map(|&d| Dim::Fixed(d)).collect()) }
     }
 
     pub fn unknown(dtype: DType) -> Self {
@@ -163,10 +153,7 @@ impl TensorType {
     pub fn shape_string(&self) -> String {
         match &self.dims {
             None => "[?]".into(),
-            Some(d) => format!(
-                "[{}]",
-                d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
-            ),
+            Some(d) => format!("[{}]", d.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")),
         }
     }
 }
@@ -195,19 +182,11 @@ impl TensorData {
     }
 
     pub fn from_i64(shape: Vec<usize>, values: &[i64]) -> Self {
-        TensorData {
-            dtype: DType::I64,
-            shape,
-            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        }
+        TensorData { dtype: DType::I64, shape, bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
     }
 
     pub fn from_f32(shape: Vec<usize>, values: &[f32]) -> Self {
-        TensorData {
-            dtype: DType::F32,
-            shape,
-            bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        }
+        TensorData { dtype: DType::F32, shape, bytes: values.iter().flat_map(|v| v.to_le_bytes()).collect() }
     }
 
     /// Values widened to i64, for integer and bool tensors (shape
@@ -215,32 +194,14 @@ impl TensorData {
     pub fn to_i64(&self) -> Option<Vec<i64>> {
         let b = &self.bytes;
         let v: Vec<i64> = match self.dtype {
-            DType::I64 => b
-                .chunks_exact(8)
-                .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-            DType::I32 => b
-                .chunks_exact(4)
-                .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64)
-                .collect(),
-            DType::U32 => b
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as i64)
-                .collect(),
-            DType::I16 => b
-                .chunks_exact(2)
-                .map(|c| i16::from_le_bytes(c.try_into().unwrap()) as i64)
-                .collect(),
-            DType::U16 => b
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes(c.try_into().unwrap()) as i64)
-                .collect(),
+            DType::I64 => b.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect(),
+            DType::I32 => b.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as i64).collect(),
+            DType::U32 => b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as i64).collect(),
+            DType::I16 => b.chunks_exact(2).map(|c| i16::from_le_bytes(c.try_into().unwrap()) as i64).collect(),
+            DType::U16 => b.chunks_exact(2).map(|c| u16::from_le_bytes(c.try_into().unwrap()) as i64).collect(),
             DType::I8 => b.iter().map(|&x| x as i8 as i64).collect(),
             DType::U8 | DType::Bool => b.iter().map(|&x| x as i64).collect(),
-            DType::U64 => b
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap()) as i64)
-                .collect(),
+            DType::U64 => b.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap()) as i64).collect(),
             _ => return None,
         };
         Some(v)
@@ -250,14 +211,8 @@ impl TensorData {
     pub fn to_f32(&self) -> Option<Vec<f32>> {
         let b = &self.bytes;
         Some(match self.dtype {
-            DType::F32 => b
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                .collect(),
-            DType::F64 => b
-                .chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32)
-                .collect(),
+            DType::F32 => b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect(),
+            DType::F64 => b.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap()) as f32).collect(),
             _ => return None,
         })
     }
@@ -266,30 +221,14 @@ impl TensorData {
     pub fn from_i64_as(dtype: DType, shape: Vec<usize>, values: &[i64]) -> Option<Self> {
         let bytes: Vec<u8> = match dtype {
             DType::I64 | DType::U64 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            DType::I32 | DType::U32 => values
-                .iter()
-                .flat_map(|&v| (v as i32).to_le_bytes())
-                .collect(),
-            DType::I16 | DType::U16 => values
-                .iter()
-                .flat_map(|&v| (v as i16).to_le_bytes())
-                .collect(),
+            DType::I32 | DType::U32 => values.iter().flat_map(|&v| (v as i32).to_le_bytes()).collect(),
+            DType::I16 | DType::U16 => values.iter().flat_map(|&v| (v as i16).to_le_bytes()).collect(),
             DType::I8 | DType::U8 => values.iter().map(|&v| v as u8).collect(),
             DType::Bool => values.iter().map(|&v| (v != 0) as u8).collect(),
-            DType::F32 => values
-                .iter()
-                .flat_map(|&v| (v as f32).to_le_bytes())
-                .collect(),
-            DType::F64 => values
-                .iter()
-                .flat_map(|&v| (v as f64).to_le_bytes())
-                .collect(),
+            DType::F32 => values.iter().flat_map(|&v| (v as f32).to_le_bytes()).collect(),
+            DType::F64 => values.iter().flat_map(|&v| (v as f64).to_le_bytes()).collect(),
             _ => return None,
         };
-        Some(TensorData {
-            dtype,
-            shape,
-            bytes,
-        })
+        Some(TensorData { dtype, shape, bytes })
     }
 }

@@ -24,16 +24,12 @@ pub struct Window {
 pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Result<(Window, Vec<usize>)> {
     let sp = kernel.len();
     if input.len() != sp + 2 {
-        return Err(ctx.err(format!(
-            "input has shape {input:?}, expected N, C and {sp} spatial dims"
-        )));
+        return Err(ctx.err(format!("input has shape {input:?}, expected N, C and {sp} spatial dims")));
     }
     let get = |name: &str, default: usize| -> Result<Vec<usize>> {
         match ctx.node.attr_ints(name) {
             None => Ok(vec![default; sp]),
-            Some(v) if v.len() == sp && v.iter().all(|&x| x >= 1) => {
-                Ok(v.iter().map(|&x| x as usize).collect())
-            }
+            Some(v) if v.len() == sp && v.iter().all(|&x| x >= 1) => Ok(v.iter().map(|&x| x as usize).collect()),
             Some(v) => Err(ctx.err(format!("attribute {name}={v:?} is invalid for {sp} spatial dims"))),
         }
     };
@@ -56,11 +52,8 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
             "SAME_UPPER" | "SAME_LOWER" => {
                 let o = inp.div_ceil(strides[d]);
                 let total = ((o.saturating_sub(1)) * strides[d] + eff_k).saturating_sub(inp);
-                let (lo, hi) = if auto == "SAME_UPPER" {
-                    (total / 2, total - total / 2)
-                } else {
-                    (total - total / 2, total / 2)
-                };
+                let (lo, hi) =
+                    if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
                 pads[d] = lo;
                 pads[d + sp] = hi;
                 o
@@ -100,10 +93,7 @@ fn conv(ctx: &Ctx) -> Result<Vec<TensorType>> {
     }
     let group = ctx.node.attr_int("group").unwrap_or(1);
     if group < 1 || x[1] as i64 != w[1] as i64 * group || w[0] as i64 % group != 0 {
-        return Err(ctx.err(format!(
-            "input channels {} do not match weight {w:?} with group {group}",
-            x[1]
-        )));
+        return Err(ctx.err(format!("input channels {} do not match weight {w:?} with group {group}", x[1])));
     }
     let kernel = match ctx.node.attr_ints("kernel_shape") {
         Some(k) => k.iter().map(|&v| v.max(0) as usize).collect(),

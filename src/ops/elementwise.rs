@@ -38,10 +38,7 @@ fn pow(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn cast(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    let to = ctx
-        .node
-        .attr_int("to")
-        .ok_or_else(|| ctx.err("attribute 'to' is required"))?;
+    let to = ctx.node.attr_int("to").ok_or_else(|| ctx.err("attribute 'to' is required"))?;
     let mut t = ctx.same_as(0)?;
     t.dtype = DType::from_onnx(to as i32);
     Ok(vec![t])

@@ -30,9 +30,7 @@ fn gemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let (m, ka) = if ta { (a[ra - 1], a[ra - 2]) } else { (a[ra - 2], a[ra - 1]) };
     let (kb, n) = if tb { (b[rb - 1], b[rb - 2]) } else { (b[rb - 2], b[rb - 1]) };
     if ka != kb {
-        return Err(ctx.err(format!(
-            "inner dimensions differ: A {a:?} (transA={ta}) and B {b:?} (transB={tb})"
-        )));
+        return Err(ctx.err(format!("inner dimensions differ: A {a:?} (transA={ta}) and B {b:?} (transB={tb})")));
     }
     let mut out = broadcast(ctx, &a[..ra - 2], &b[..rb - 2])?;
     out.extend([m, n]);

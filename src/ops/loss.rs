@@ -33,14 +33,19 @@ pub fn log_prob_only(graph: &crate::ir::Graph, node: &crate::ir::Node) -> bool {
         return false;
     }
     let Some(out) = node.output(0) else { return false };
-    graph.dag.node_weights().any(|n| {
-        n.op == "SoftmaxCrossEntropyLossGrad" && n.inputs.len() == 2 && n.input(0) == Some(out)
-    })
+    graph
+        .dag
+        .node_weights()
+        .any(|n| n.op == "SoftmaxCrossEntropyLossGrad" && n.inputs.len() == 2 && n.input(0) == Some(out))
 }
 
 /// Slot of the labels input of a SoftmaxCrossEntropyLossGrad node.
 pub fn sce_grad_labels_slot(node: &crate::ir::Node) -> usize {
-    if node.inputs.len() == 2 { 1 } else { 2 }
+    if node.inputs.len() == 2 {
+        1
+    } else {
+        2
+    }
 }
 
 fn sce(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -50,11 +50,7 @@ pub fn lookup(op: &str) -> Option<&'static OpDef> {
 
 /// All supported operator types, sorted, for error messages.
 pub fn supported() -> Vec<&'static str> {
-    let mut v: Vec<&str> = FAMILIES
-        .iter()
-        .flat_map(|f| f.iter())
-        .map(|d| d.name)
-        .collect();
+    let mut v: Vec<&str> = FAMILIES.iter().flat_map(|f| f.iter()).map(|d| d.name).collect();
     v.sort_unstable();
     v
 }
@@ -147,9 +143,7 @@ pub fn broadcast(ctx: &Ctx, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
         } else if da == 1 {
             db
         } else {
-            return Err(ctx.err(format!(
-                "shapes {a:?} and {b:?} do not broadcast (dim {i}: {da} vs {db})"
-            )));
+            return Err(ctx.err(format!("shapes {a:?} and {b:?} do not broadcast (dim {i}: {da} vs {db})")));
         };
     }
     Ok(out)

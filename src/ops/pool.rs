@@ -55,12 +55,8 @@ fn avg_pool(ctx: &Ctx) -> Result<Vec<TensorType>> {
 /// produced the Indices.
 fn max_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    let fwd = ctx
-        .node
-        .input(1)
-        .and_then(|t| ctx.graph.producer(t))
-        .map(|n| ctx.graph.node(n))
-        .filter(|n| n.op == "MaxPool");
+    let fwd =
+        ctx.node.input(1).and_then(|t| ctx.graph.producer(t)).map(|n| ctx.graph.node(n)).filter(|n| n.op == "MaxPool");
     if let Some(x) = fwd.and_then(|n| n.input(0)) {
         let mut t = ctx.graph.tensor(x).ty.clone();
         t.dtype = dtype;
@@ -82,16 +78,10 @@ fn avg_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if dy.len() != sp + 2 || ctx.node.attr_str("auto_pad").is_some_and(|a| a != "NOTSET" && a != "VALID") {
         return Ok(vec![TensorType::unknown(dtype)]);
     }
-    let strides: Vec<usize> = ctx
-        .node
-        .attr_ints("strides")
-        .map(|s| s.iter().map(|&v| v.max(1) as usize).collect())
-        .unwrap_or(vec![1; sp]);
-    let pads: Vec<usize> = ctx
-        .node
-        .attr_ints("pads")
-        .map(|s| s.iter().map(|&v| v.max(0) as usize).collect())
-        .unwrap_or(vec![0; 2 * sp]);
+    let strides: Vec<usize> =
+        ctx.node.attr_ints("strides").map(|s| s.iter().map(|&v| v.max(1) as usize).collect()).unwrap_or(vec![1; sp]);
+    let pads: Vec<usize> =
+        ctx.node.attr_ints("pads").map(|s| s.iter().map(|&v| v.max(0) as usize).collect()).unwrap_or(vec![0; 2 * sp]);
     if strides.len() != sp || pads.len() != 2 * sp {
         return Ok(vec![TensorType::unknown(dtype)]);
     }

@@ -5,10 +5,8 @@ use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
-pub const OPS: &[OpDef] = &[
-    OpDef { name: "ReduceSum", infer: reduce, fold: None },
-    OpDef { name: "ReduceMean", infer: reduce, fold: None },
-];
+pub const OPS: &[OpDef] =
+    &[OpDef { name: "ReduceSum", infer: reduce, fold: None }, OpDef { name: "ReduceMean", infer: reduce, fold: None }];
 
 /// Normalised, sorted, deduplicated reduction axes; `None` = no reduction
 /// (noop_with_empty_axes with empty axes).
@@ -20,10 +18,7 @@ pub fn reduce_axes(ctx: &Ctx, rank: usize) -> Result<Option<Vec<usize>>> {
         }
         return Ok(Some((0..rank).collect()));
     }
-    let mut v = axes
-        .iter()
-        .map(|&a| ctx.axis(a, rank))
-        .collect::<Result<Vec<_>>>()?;
+    let mut v = axes.iter().map(|&a| ctx.axis(a, rank)).collect::<Result<Vec<_>>>()?;
     v.sort_unstable();
     v.dedup();
     Ok(Some(v))

@@ -128,10 +128,7 @@ fn flatten(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn concat(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    let axis = ctx
-        .node
-        .attr_int("axis")
-        .ok_or_else(|| ctx.err("attribute axis is required"))?;
+    let axis = ctx.node.attr_int("axis").ok_or_else(|| ctx.err("attribute axis is required"))?;
     let mut out: Option<Vec<usize>> = None;
     let mut ax = 0;
     for i in 0..ctx.node.inputs.len() {
@@ -144,7 +141,9 @@ fn concat(ctx: &Ctx) -> Result<Vec<TensorType>> {
             Some(o) => {
                 let ok = o.len() == s.len() && (0..s.len()).all(|d| d == ax || o[d] == s[d]);
                 if !ok {
-                    return Err(ctx.err(format!("input {i} shape {s:?} does not concatenate with {o:?} on axis {axis}")));
+                    return Err(
+                        ctx.err(format!("input {i} shape {s:?} does not concatenate with {o:?} on axis {axis}"))
+                    );
                 }
                 o[ax] += s[ax];
             }
@@ -158,9 +157,7 @@ fn concat(ctx: &Ctx) -> Result<Vec<TensorType>> {
 fn slice_params(ctx: &Ctx, x: &[usize]) -> Result<Vec<(usize, i64, i64, i64)>> {
     let starts = ctx.ints_attr_or_input("starts", 1)?.ok_or_else(|| ctx.err("starts are required"))?;
     let ends = ctx.ints_attr_or_input("ends", 2)?.ok_or_else(|| ctx.err("ends are required"))?;
-    let axes = ctx
-        .ints_attr_or_input("axes", 3)?
-        .unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let axes = ctx.ints_attr_or_input("axes", 3)?.unwrap_or_else(|| (0..starts.len() as i64).collect());
     let steps = if ctx.node.attrs.contains_key("starts") {
         vec![1; starts.len()]
     } else {
