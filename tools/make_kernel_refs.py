@@ -140,15 +140,26 @@ def pow_square():
     return _binary("Pow", rnd(3, 5, lo=-3, hi=3), np.array(2.0, dtype=F32))
 
 
+# values at and next to the kinks: exact zeros, the smallest normal and tiny
+# magnitudes, so a boundary error (>= vs >, an epsilon) changes the result
+EDGES = np.array([0.0, -0.0, 1.2e-38, -1.2e-38, 1e-6, -1e-6, 3e-3, -3e-3], dtype=F32)
+
+
+def with_edges(x):
+    flat = x.reshape(-1).copy()
+    flat[:len(EDGES)] = EDGES
+    return flat.reshape(x.shape)
+
+
 @case("ort")
 def relu():
-    x = rnd(3, 7)
+    x = with_edges(rnd(3, 7))
     return {"in_x": x, "out_y": run_ort("Relu", [("X", x)], [("Y", [3, 7], F)])["Y"]}
 
 
 @case("ort")
 def gelu():
-    x = rnd(4, 9, lo=-4, hi=4)
+    x = with_edges(rnd(4, 9, lo=-4, hi=4))
     y = run_ort("Gelu", [("X", x)], [("Y", [4, 9], F)], {"approximate": "none"})["Y"]
     return {"in_x": x, "out_y": y}
 
@@ -179,7 +190,7 @@ def sum3():
 @case("ort")
 def relu_grad():
     # onnxruntime's gradient graph feeds ReluGrad the Relu *input* X
-    dy, x = rnd(3, 8), rnd(3, 8)
+    dy, x = rnd(3, 8), with_edges(rnd(3, 8))
     dx = run_ort("ReluGrad", [("dY", dy), ("X", x)], [("dX", [3, 8], F)], {},
                  "com.microsoft")["dX"]
     return {"in_dy": dy, "in_x": x, "out_dx": dx}
@@ -187,7 +198,7 @@ def relu_grad():
 
 @case("ort")
 def gelu_grad():
-    dy, x = rnd(4, 9), rnd(4, 9, lo=-4, hi=4)
+    dy, x = rnd(4, 9), with_edges(rnd(4, 9, lo=-4, hi=4))
     dx = run_ort("GeluGrad", [("dY", dy), ("X", x)], [("dX", [4, 9], F)], {},
                  "com.microsoft")["dX"]
     # pin the formula: erf form, no tanh approximation

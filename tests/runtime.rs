@@ -1,0 +1,339 @@
+//! Tests of the C runtime (runtime/): the fp32 kernels against onnxruntime
+//! reference vectors, the PMSIS host emulation, and that every check can
+//! fail. Each test compiles the C sources with gcc, runs the driver and
+//! asserts on its exit status and report lines.
+//!
+//! Needs gcc with libasan, libubsan and libtsan.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const STRICT: &[&str] = &["-std=c99", "-Wall", "-Wextra", "-Werror"];
+const POSIX: &str = "-D_POSIX_C_SOURCE=200809L";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("runtime")
+}
+
+fn kernel_sources() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(root().join("kernels"))
+        .expect("runtime/kernels")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compiles `sources` (plus the emulation) into `out` with the strict flags,
+/// `opt` and `extra`; panics with gcc's output on failure.
+fn build(out: &Path, driver: &str, opt: &str, extra: &[&str]) {
+    let r = root();
+    let mut cmd = Command::new("gcc");
+    cmd.args(STRICT).arg(opt).arg(POSIX);
+    for inc in ["pmsis-host", "kernels", "mem"] {
+        cmd.arg(format!("-I{}", r.join(inc).display()));
+    }
+    cmd.args(extra);
+    cmd.args(kernel_sources());
+    cmd.arg(r.join("mem/dg_mem.c"));
+    cmd.arg(r.join("pmsis-host/pmsis_host.c"));
+    cmd.arg(r.join("tests").join(driver));
+    cmd.args(["-lm", "-pthread", "-o"]).arg(out);
+    let o = cmd.output().expect("running gcc (is it installed?)");
+    assert!(o.status.success(), "gcc failed for {driver} {extra:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn run(exe: &Path, args: &[&str]) -> (Output, String) {
+    let o = Command::new(exe).args(args).env("DG_HOST_QUIET", "1").output().expect("running a test driver");
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    (o, text)
+}
+
+// ---------------------------------------------------------------- npz -> raw
+
+/// Parses one .npy member: (dtype code as in the manifest, shape, raw data).
+fn parse_npy(bytes: &[u8]) -> (String, Vec<usize>, Vec<u8>) {
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "not an npy member");
+    let (hlen, start) = if bytes[6] == 1 {
+        (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10)
+    } else {
+        (u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize, 12)
+    };
+    let header = std::str::from_utf8(&bytes[start..start + hlen]).unwrap();
+    let field = |key: &str| -> &str {
+        let i = header.find(key).unwrap_or_else(|| panic!("{key} in {header}")) + key.len();
+        header[i..].trim_start_matches([':', ' '])
+    };
+    assert!(field("'fortran_order'").starts_with("False"), "fortran order in {header}");
+    let descr = field("'descr'");
+    let descr = &descr[1..descr[1..].find('\'').unwrap() + 1];
+    let code = match descr {
+        "<f4" => "f4",
+        "<i8" => "i8",
+        "<i4" => "i4",
+        "|b1" => "b1",
+        "|u1" => "u1",
+        other => panic!("unsupported dtype {other}"),
+    };
+    let shape_s = field("'shape'");
+    let shape_s = &shape_s[1..shape_s.find(')').unwrap()];
+    let shape: Vec<usize> =
+        shape_s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.parse().unwrap()).collect();
+    (code.to_string(), shape, bytes[start + hlen..].to_vec())
+}
+
+/// Unpacks every runtime/tests/refs/*.npz into dir/<case>/{manifest.txt,
+/// <key>.bin}; returns the case names.
+fn unpack_refs(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut files: Vec<PathBuf> = fs::read_dir(root().join("tests/refs"))
+        .expect("runtime/tests/refs")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "npz"))
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        let cdir = dir.join(&name);
+        fs::create_dir_all(&cdir).unwrap();
+        let mut zip = zip::ZipArchive::new(fs::File::open(&f).unwrap()).unwrap();
+        let mut manifest = String::new();
+        for i in 0..zip.len() {
+            let mut m = zip.by_index(i).unwrap();
+            let key = m.name().trim_end_matches(".npy").to_string();
+            let mut bytes = Vec::new();
+            m.read_to_end(&mut bytes).unwrap();
+            let (code, shape, data) = parse_npy(&bytes);
+            let elem = match code.as_str() {
+                "f4" | "i4" => 4,
+                "i8" => 8,
+                _ => 1,
+            };
+            assert_eq!(data.len(), shape.iter().product::<usize>() * elem, "{name}/{key}");
+            fs::write(cdir.join(format!("{key}.bin")), &data).unwrap();
+            let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            manifest.push_str(&format!("{key} {code} {} {}\n", shape.len(), dims.join(" ")));
+        }
+        fs::write(cdir.join("manifest.txt"), manifest).unwrap();
+        names.push(name);
+    }
+    names
+}
+
+/// Builds the kernel driver with `platform` / `extra`, runs it on the
+/// references with `args` and asserts a clean pass of every case.
+fn kernels_pass(platform: &str, opt: &str, extra: &[&str], args: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let refs = tmp.path().join("refs");
+    let names = unpack_refs(&refs);
+    assert!(names.len() >= 60, "only {} reference cases", names.len());
+    let exe = tmp.path().join("kernel_tests");
+    let mut flags = vec![platform];
+    flags.extend_from_slice(extra);
+    build(&exe, "kernel_tests.c", opt, &flags);
+    let mut a = vec![refs.to_str().unwrap()];
+    a.extend_from_slice(args);
+    let (o, text) = run(&exe, &a);
+    assert!(o.status.success(), "kernel tests failed ({flags:?}):\n{text}");
+    assert!(!text.contains("ThreadSanitizer") && !text.contains("runtime error"), "{text}");
+    // every reference file was used, none vacuously
+    for n in &names {
+        assert!(text.contains(&format!("ok   {n} ")), "case {n} did not pass:\n{text}");
+    }
+    assert!(text.contains("kernel tests: "), "{text}");
+    assert!(text.contains(" 0 failed"), "{text}");
+}
+
+#[test]
+fn refs_are_small() {
+    let total: u64 =
+        fs::read_dir(root().join("tests/refs")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+    assert!(total < 1_000_000, "reference vectors take {total} bytes");
+}
+
+#[test]
+fn kernels_match_onnxruntime_gap9_1_3_8_cores() {
+    kernels_pass("-DDG_PLATFORM_GAP9", "-O2", &[], &["--cores", "1,3,8"]);
+}
+
+#[test]
+fn kernels_match_onnxruntime_siracusa_and_host() {
+    // Siracusa: the controller is core 0 and works inside the fork.
+    kernels_pass("-DDG_PLATFORM_SIRACUSA", "-O2", &[], &["--cores", "8,1"]);
+    kernels_pass("-DDG_PLATFORM_HOST", "-O2", &[], &["--cores", "1"]);
+}
+
+#[test]
+fn kernels_clean_under_asan_ubsan() {
+    kernels_pass(
+        "-DDG_PLATFORM_GAP9",
+        "-O1",
+        &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+        &["--cores", "1,8"],
+    );
+}
+
+#[test]
+fn kernels_clean_under_tsan() {
+    kernels_pass("-DDG_PLATFORM_GAP9", "-O1", &["-g", "-fsanitize=thread"], &["--cores", "3,8"]);
+}
+
+#[test]
+fn kernel_checks_catch_injected_faults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refs = tmp.path().join("refs");
+    unpack_refs(&refs);
+    let exe = tmp.path().join("kernel_tests_fault");
+    build(&exe, "kernel_tests.c", "-O2", &["-DDG_PLATFORM_GAP9", "-DDG_FAULT_INJECTION"]);
+    // the hooks are inert until a fault is selected
+    let (o, text) = run(&exe, &[refs.to_str().unwrap(), "--cores", "8"]);
+    assert!(o.status.success(), "{text}");
+    let (o, text) = run(&exe, &[refs.to_str().unwrap(), "--fault"]);
+    assert!(o.status.success(), "an injected fault went unnoticed:\n{text}");
+    let detected = text.lines().filter(|l| l.ends_with(": detected")).count();
+    assert!(!text.contains("MISSED"), "{text}");
+    // every kernel output of every case has a fault of its own
+    assert!(detected >= 90, "only {detected} faults detected:\n{text}");
+}
+
+#[test]
+fn kernels_and_layer_build_as_strict_c99() {
+    // The kernels and dg_mem need no POSIX define and are -pedantic clean.
+    let tmp = tempfile::tempdir().unwrap();
+    let r = root();
+    let mut cmd = Command::new("gcc");
+    cmd.current_dir(tmp.path()).args(STRICT).args(["-O2", "-pedantic", "-c", "-DDG_PLATFORM_GAP9"]);
+    for inc in ["pmsis-host", "kernels", "mem"] {
+        cmd.arg(format!("-I{}", r.join(inc).display()));
+    }
+    cmd.args(kernel_sources()).arg(r.join("mem/dg_mem.c"));
+    let o = cmd.output().expect("gcc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+// ---------------------------------------------------------------- emulation
+
+fn emu_build(tmp: &Path, name: &str, opt: &str, extra: &[&str]) -> PathBuf {
+    let exe = tmp.join(name);
+    build(&exe, "emu_tests.c", opt, extra);
+    exe
+}
+
+fn emu_run(exe: &Path, tmp: &Path, extra_args: &[&str]) -> (Output, String) {
+    let hex = tmp.join("hex");
+    fs::create_dir_all(&hex).unwrap();
+    let mut a = vec![hex.to_str().unwrap()];
+    a.extend_from_slice(extra_args);
+    run(exe, &a)
+}
+
+const EMU_TESTS: &[&str] = &[
+    "core_ids",
+    "fork_ids",
+    "barrier_orders_writes",
+    "l1_capacity",
+    "l2_capacity",
+    "hex_roundtrip_l3",
+    "kernel_default_team",
+];
+
+fn assert_emu_pass(text: &str, ok: bool) {
+    assert!(ok, "emulation tests failed:\n{text}");
+    for t in EMU_TESTS {
+        assert!(text.contains(&format!("ok   {t}\n")), "{t} did not pass:\n{text}");
+    }
+}
+
+#[test]
+fn emulation_semantics_per_platform() {
+    let tmp = tempfile::tempdir().unwrap();
+    for platform in ["GAP9", "SIRACUSA", "HOST"] {
+        let exe = emu_build(tmp.path(), &format!("emu_{platform}"), "-O2", &[&format!("-DDG_PLATFORM_{platform}")]);
+        let (o, text) = emu_run(&exe, tmp.path(), &[]);
+        assert_emu_pass(&text, o.status.success());
+        // an exhausted L1 prints the SDK's own line
+        assert!(text.contains("Allocation failed for allocator 2"), "{text}");
+    }
+}
+
+#[test]
+fn emulation_peak_report_at_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = emu_build(tmp.path(), "emu", "-O2", &["-DDG_PLATFORM_GAP9"]);
+    let hex = tmp.path().join("hex");
+    fs::create_dir_all(&hex).unwrap();
+    let o = Command::new(&exe).arg(&hex).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    for level in ["L1", "L2", "L3"] {
+        assert!(err.contains(&format!("[pmsis-host] GAP9 peak {level}: ")), "{err}");
+    }
+    assert!(err.contains("peak L1: 131072 of 131072 B"), "{err}");
+}
+
+#[test]
+fn emulation_clean_under_sanitizers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let asan = emu_build(
+        tmp.path(),
+        "emu_asan",
+        "-O1",
+        &["-DDG_PLATFORM_GAP9", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+    );
+    let (o, text) = emu_run(&asan, tmp.path(), &[]);
+    assert_emu_pass(&text, o.status.success());
+    let tsan = emu_build(tmp.path(), "emu_tsan", "-O1", &["-DDG_PLATFORM_SIRACUSA", "-g", "-fsanitize=thread"]);
+    let (o, text) = emu_run(&tsan, tmp.path(), &[]);
+    assert_emu_pass(&text, o.status.success());
+    assert!(!text.contains("ThreadSanitizer"), "{text}");
+}
+
+/// Each emulation test fails when the property it guards is broken.
+#[test]
+fn emulation_checks_catch_injected_faults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[&str], &str)] = &[
+        ("cc_id0", &["-DDG_HOST_FAULT_CC_ID0"], "core_ids"),
+        ("no_barrier", &["-DDG_HOST_FAULT_NO_BARRIER"], "barrier_orders_writes"),
+        ("no_l1_cap", &["-DDG_HOST_FAULT_NO_L1_CAP"], "l1_capacity"),
+        ("l3_trunc", &["-DDG_HOST_FAULT_L3_TRUNC"], "hex_roundtrip_l3"),
+    ];
+    for (name, defs, test) in cases {
+        let mut flags = vec!["-DDG_PLATFORM_GAP9"];
+        flags.extend_from_slice(defs);
+        let exe = emu_build(tmp.path(), &format!("emu_{name}"), "-O2", &flags);
+        let (o, text) = emu_run(&exe, tmp.path(), &[]);
+        assert!(!o.status.success(), "fault {name} went unnoticed:\n{text}");
+        assert!(text.contains(&format!("FAIL {test}\n")), "fault {name}: {test} did not fail:\n{text}");
+    }
+    // without the barrier, ThreadSanitizer sees the race as well
+    let exe = emu_build(
+        tmp.path(),
+        "emu_no_barrier_tsan",
+        "-O1",
+        &["-DDG_PLATFORM_GAP9", "-DDG_HOST_FAULT_NO_BARRIER", "-g", "-fsanitize=thread"],
+    );
+    let (o, text) = emu_run(&exe, tmp.path(), &[]);
+    assert!(!o.status.success());
+    assert!(text.contains("ThreadSanitizer: data race"), "{text}");
+}
+
+/// Misuse that would corrupt silently on the chip aborts on the emulation.
+#[test]
+fn emulation_aborts_on_misuse() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = emu_build(tmp.path(), "emu", "-O2", &["-DDG_PLATFORM_GAP9"]);
+    let cases = [
+        ("l3_oob", "is not inside one live L3 allocation"),
+        ("kernel_outside_fork", "called outside pi_cl_team_fork"),
+        ("fork_from_fc", "pi_cl_team_fork called from the fabric controller"),
+        ("l2_free_wrong_size", "L2 free with size 128 B"),
+    ];
+    for (scenario, message) in cases {
+        let (o, text) = emu_run(&exe, tmp.path(), &["--death", scenario]);
+        assert!(!o.status.success(), "{scenario} did not abort:\n{text}");
+        assert!(text.contains(message), "{scenario}: expected '{message}':\n{text}");
+    }
+}
