@@ -75,6 +75,7 @@ static void avg_window(const dg_pool_args_t *p, uint32_t oh, uint32_t ow, int64_
     int64_t h0 = (int64_t)oh * p->stride_h - (int64_t)p->pad_top;
     int64_t w0 = (int64_t)ow * p->stride_w - (int64_t)p->pad_left;
     int64_t h1 = h0 + p->k_h, w1 = w0 + p->k_w;
+    DG_CHECK(p->dil_h <= 1 && p->dil_w <= 1, "AveragePool: dilations are not supported");
     if (h1 > (int64_t)p->in_h + p->pad_bottom)
         h1 = (int64_t)p->in_h + p->pad_bottom;
     if (w1 > (int64_t)p->in_w + p->pad_right)
