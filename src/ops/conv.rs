@@ -44,14 +44,21 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
     let mut out = Vec::with_capacity(sp);
     for d in 0..sp {
         let inp = input[d + 2];
+        let k = kernel[d];
+        let too_large = || ctx.err(format!("spatial dim {d} overflows: input {inp}, kernel {k}"));
         let eff_k = dilations[d]
             .checked_mul(kernel[d].saturating_sub(1))
-            .map(|x| x + 1)
-            .ok_or_else(|| ctx.err("kernel too large"))?;
+            .and_then(|x| x.checked_add(1))
+            .ok_or_else(too_large)?;
         let o = match auto {
             "SAME_UPPER" | "SAME_LOWER" => {
                 let o = inp.div_ceil(strides[d]);
-                let total = ((o.saturating_sub(1)) * strides[d] + eff_k).saturating_sub(inp);
+                let total = o
+                    .saturating_sub(1)
+                    .checked_mul(strides[d])
+                    .and_then(|x| x.checked_add(eff_k))
+                    .ok_or_else(too_large)?
+                    .saturating_sub(inp);
                 let (lo, hi) =
                     if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
                 pads[d] = lo;
@@ -63,7 +70,8 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
                     pads[d] = 0;
                     pads[d + sp] = 0;
                 }
-                let padded = inp + pads[d] + pads[d + sp];
+                let padded =
+                    inp.checked_add(pads[d]).and_then(|x| x.checked_add(pads[d + sp])).ok_or_else(too_large)?;
                 if padded < eff_k {
                     return Err(ctx.err(format!(
                         "kernel extent {eff_k} is larger than the padded input {padded} in spatial dim {d}"
@@ -92,7 +100,8 @@ fn conv(ctx: &Ctx) -> Result<Vec<TensorType>> {
         return Err(ctx.err(format!("weight shape {w:?} does not match input shape {x:?}")));
     }
     let group = ctx.node.attr_int("group").unwrap_or(1);
-    if group < 1 || x[1] as i64 != w[1] as i64 * group || w[0] as i64 % group != 0 {
+    let group_ok = group >= 1 && (w[1] as u128) * (group as u128) == x[1] as u128 && w[0] as u128 % group as u128 == 0;
+    if !group_ok {
         return Err(ctx.err(format!("input channels {} do not match weight {w:?} with group {group}", x[1])));
     }
     let kernel = match ctx.node.attr_ints("kernel_shape") {

@@ -87,7 +87,7 @@ fn avg_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     }
     let mut out = dy[..2].to_vec();
     for d in 0..sp {
-        let full = (dy[d + 2].saturating_sub(1)) * strides[d] + k[d];
+        let full = dy[d + 2].saturating_sub(1).saturating_mul(strides[d]).saturating_add(k[d]);
         out.push(full.saturating_sub(pads[d] + pads[d + sp]));
     }
     Ok(vec![TensorType::new(dtype, &out)])

@@ -145,7 +145,7 @@ fn concat(ctx: &Ctx) -> Result<Vec<TensorType>> {
                         ctx.err(format!("input {i} shape {s:?} does not concatenate with {o:?} on axis {axis}"))
                     );
                 }
-                o[ax] += s[ax];
+                o[ax] = o[ax].checked_add(s[ax]).ok_or_else(|| ctx.err("concatenated dim overflows"))?;
             }
         }
     }
@@ -315,7 +315,7 @@ fn fold_slice(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
     let Some(vals) = d.to_i64() else { return Ok(None) };
     let mut out = Vec::new();
     for (_, s, e, step) in slice_params(ctx, &d.shape)? {
-        let mut k = s;
+        let (mut k, e, step) = (s as i128, e as i128, step as i128);
         while (step > 0 && k < e) || (step < 0 && k > e) {
             out.push(vals[k as usize]);
             k += step;
