@@ -246,11 +246,24 @@ def gemm_noc():
     return _gemm(3, 8, 5, 1, 0, 1.0, 1.0, None)
 
 
-def _matmul(ashape, bshape):
+def _matmul(ashape, bshape, fused=None):
+    """fused = (transA, transB, alpha) runs com.microsoft FusedMatMul; the
+    stored operands then hold op(A) / op(B) transposed as the kernel reads
+    them, and p_fused carries the attributes."""
     a, b = rnd(*ashape), rnd(*bshape)
     out = np.matmul(a, b).shape
-    y = run_ort("MatMul", [("A", a), ("B", b)], [("Y", list(out), F)])["Y"]
     m, k, n = ashape[-2], ashape[-1], bshape[-1]
+    extra = {}
+    if fused is None:
+        y = run_ort("MatMul", [("A", a), ("B", b)], [("Y", list(out), F)])["Y"]
+    else:
+        ta, tb, alpha = fused
+        sa = np.ascontiguousarray(np.swapaxes(a, -1, -2)) if ta else a
+        sb = np.ascontiguousarray(np.swapaxes(b, -1, -2)) if tb else b
+        y = run_ort("FusedMatMul", [("A", sa), ("B", sb)], [("Y", list(out), F)],
+                    {"transA": ta, "transB": tb, "alpha": alpha}, domain="com.microsoft")["Y"]
+        a, b = sa, sb
+        extra = {"p_fused": I([ta, tb]), "f_fused": np.array([alpha], F32)}
     bshape_out = out[:-2]
     abs_ = bcast_strides(ashape[:-2], bshape_out) if bshape_out else []
     bbs = bcast_strides(bshape[:-2], bshape_out) if bshape_out else []
@@ -259,7 +272,7 @@ def _matmul(ashape, bshape):
     bbs = [s * k * n for s in bbs]
     return {"in_a": a, "in_b": b, "out_y": y,
             "p_mm": I([m, n, k, int(np.prod(bshape_out)) if bshape_out else 1]),
-            "p_bshape": I(bshape_out), "p_abstr": I(abs_), "p_bbstr": I(bbs)}
+            "p_bshape": I(bshape_out), "p_abstr": I(abs_), "p_bbstr": I(bbs), **extra}
 
 
 @case("ort")
@@ -270,6 +283,7 @@ def matmul_batched():
 @case("ort")
 def matmul_bcast():
     return _matmul((2, 1, 3, 4), (1, 3, 4, 2))
+
 
 
 # ---------------------------------------------------------------- conv
@@ -767,6 +781,18 @@ def sgd():
     # in the default domain)
     w, g, lr = rnd(33), rnd(33), F32(0.01)
     return {"in_w": w, "in_g": g, "out_w": (w - lr * g).astype(F32), "f_lr": Fv([lr])}
+
+
+# Cases added later go last: they draw from the shared RNG after the others,
+# so the earlier reference files stay byte-identical.
+@case("ort")
+def fused_matmul_trans():
+    return _matmul((2, 3, 4, 5), (3, 5, 6), fused=(1, 1, 0.5))
+
+
+@case("ort")
+def fused_matmul_ta():
+    return _matmul((4, 5), (5, 3), fused=(1, 0, 1.0))
 
 
 def main():

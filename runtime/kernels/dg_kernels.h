@@ -50,7 +50,7 @@ enum dg_fault_id {
     DG_FAULT_ADD, DG_FAULT_SUB, DG_FAULT_MUL, DG_FAULT_DIV, DG_FAULT_POW,
     DG_FAULT_RELU, DG_FAULT_GELU, DG_FAULT_SCALE, DG_FAULT_SUM,
     DG_FAULT_RELU_GRAD, DG_FAULT_GELU_GRAD,
-    DG_FAULT_GEMM, DG_FAULT_MATMUL,
+    DG_FAULT_GEMM, DG_FAULT_MATMUL, DG_FAULT_FUSED_MATMUL,
     DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB,
     DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX, DG_FAULT_MAXPOOL_GRAD,
     DG_FAULT_AVGPOOL, DG_FAULT_AVGPOOL_GRAD, DG_FAULT_GAP, DG_FAULT_GAP_GRAD,
@@ -174,8 +174,15 @@ typedef struct {
     uint32_t batch_shape[4];
     uint32_t a_bstrides[4];
     uint32_t b_bstrides[4];
+    /* FusedMatMul only (dg_matmul_f32 ignores them): A holds [b, k, m]
+     * when trans_a, B holds [b, n, k] when trans_b; y = alpha * op(A) op(B). */
+    uint32_t trans_a, trans_b;
+    float alpha;
 } dg_matmul_args_t;
 void dg_matmul_f32(void *args);
+/* com.microsoft FusedMatMul: MatMul with transposes and a scale, which
+ * onnxruntime emits for MatMul gradients. */
+void dg_fused_matmul_f32(void *args);
 
 /* ======================================================================
  * Convolution (NCHW, weights [out_c, in_c / group, k_h, k_w])

@@ -354,6 +354,30 @@ static void c_matmul(tc_t *t)
     FORK(dg_matmul_f32, &a);
 }
 
+static void c_fused_matmul(tc_t *t)
+{
+    dg_matmul_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.m = P("mm", 0);
+    a.n = P("mm", 1);
+    a.k = P("mm", 2);
+    a.batch = P("mm", 3);
+    a.nbatch_dims = pn(t, "bshape");
+    for (d = 0; d < a.nbatch_dims; d++) {
+        a.batch_shape[d] = P("bshape", d);
+        a.a_bstrides[d] = P("abstr", d);
+        a.b_bstrides[d] = P("bbstr", d);
+    }
+    a.trans_a = P("fused", 0);
+    a.trans_b = P("fused", 1);
+    a.alpha = fv(t, "fused", 0);
+    FORK(dg_fused_matmul_f32, &a);
+}
+
 static void conv_params(tc_t *t, dg_conv_args_t *a)
 {
     memset(a, 0, sizeof *a);
@@ -769,6 +793,8 @@ static const case_t CASES[] = {
     {"gemm_noc", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"matmul_batched", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
     {"matmul_bcast", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
+    {"fused_matmul_trans", NULL, c_fused_matmul, R, 1e-6f, {DG_FAULT_FUSED_MATMUL}},
+    {"fused_matmul_ta", NULL, c_fused_matmul, R, 1e-6f, {DG_FAULT_FUSED_MATMUL}},
     {"conv_regular", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_depthwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_pointwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
