@@ -43,6 +43,20 @@ pub enum Error {
     /// Usage errors: a flag combination or path that cannot be honoured.
     #[error("{0}")]
     Usage(String),
+
+    /// An `.npz` file (or one array in it) that cannot be read.
+    #[error("{}{}: {detail}", path.display(), key.as_ref().map(|k| format!(", key '{k}'")).unwrap_or_default())]
+    Npz { path: PathBuf, key: Option<String>, detail: String },
+
+    /// Test data that does not fit the graph: slot mismatches, schedule
+    /// inconsistencies, a `--num-data-inputs` that would shift slots,
+    /// weights that do not pair with their gradients and updates.
+    #[error("{0}")]
+    Binding(String),
+
+    /// Training cannot run with this data (SPEC §2.4), classified.
+    #[error("{}", crate::check::describe(.0))]
+    Triage(Vec<crate::check::Finding>),
 }
 
 impl Error {

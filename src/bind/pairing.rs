@@ -1,0 +1,277 @@
+//! Weights ↔ gradient buffers ↔ optimizer updates, paired by name and
+//! asserted: `W == NG == number of SGD updates`, and every update reads the
+//! gradient buffer of the weight it writes. Index arithmetic never decides
+//! a pairing; the slot indices recorded here are read off the names.
+
+use serde::Serialize;
+
+use super::{quoted, Slot, ACCUM_BUFFER_SUFFIX};
+use crate::error::{Error, Result};
+use crate::ir::{Flavor, Graph, Model, Role};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UpdateKind {
+    /// `SGD(w, g){lr}` inside the training graph (single-graph flavor).
+    InlineSgd,
+    /// `SGD(w, g){lr}` in the optimizer graph.
+    Sgd,
+    /// onnxruntime's `SGDOptimizerV2` over sequences: `index` is the weight's
+    /// place in the `params` / `gradients` sequences the harness builds.
+    SgdOptimizerV2 { index: usize },
+}
+
+/// How one weight is updated.
+#[derive(Clone, Debug, Serialize)]
+pub struct Update {
+    pub kind: UpdateKind,
+    /// The optimizer node.
+    pub node: String,
+    /// The node's weight and gradient inputs (tensor names in the graph the
+    /// node lives in; sequence names for `SGDOptimizerV2`).
+    pub weight_input: String,
+    pub grad_input: String,
+    /// The updated-weight output, when the node has one per weight.
+    pub output: Option<String>,
+    pub lr: Option<f32>,
+}
+
+/// One trainable weight with everything that pairs with it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ParamBinding {
+    pub name: String,
+    /// Its slot (artifacts flavor: weights are graph inputs); `None` for a
+    /// weight kept as an initializer (single-graph flavor).
+    pub slot: Option<usize>,
+    pub grad_buffer: Option<String>,
+    pub grad_buffer_slot: Option<usize>,
+    /// The gradient value the accumulator or the SGD node reads.
+    pub gradient: Option<String>,
+    pub update: Update,
+    /// `outputs.npz` key holding the weight after training.
+    pub reference: Option<String>,
+}
+
+type Paired = (Vec<ParamBinding>, Option<f32>, Option<String>);
+
+/// Pair every trainable weight; returns the pairs in slot order, the shared
+/// learning rate and where it came from.
+pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut Vec<String>) -> Result<Paired> {
+    let roles = &model.roles;
+    let g = &model.graph;
+    if roles.flavor == Flavor::Inference {
+        return Ok((vec![], None, None));
+    }
+    let slot_of = |name: &str| slots.iter().find(|s| s.input == name).map(|s| s.index);
+    let bad = |m: String| Error::Binding(m);
+
+    // W: the trainable weights, in slot order (initializers after slots).
+    let mut params = roles.params.clone();
+    params.sort_by_key(|p| slot_of(&p.name).unwrap_or(usize::MAX));
+
+    // NG: the gradient buffers, each accumulated by one InPlaceAccumulatorV2
+    // whose buffer name names its weight.
+    let buffers: Vec<&Slot> = slots.iter().filter(|s| s.role == Role::GradBuffer).collect();
+    let accumulators: Vec<(&str, &str)> = g
+        .nodes()
+        .filter(|(_, n)| n.op == "InPlaceAccumulatorV2")
+        .filter_map(|(_, n)| Some((n.name.as_str(), g.name_of(n.input(0)?))))
+        .collect();
+    for (node, buf) in &accumulators {
+        let weight = buf.strip_suffix(ACCUM_BUFFER_SUFFIX);
+        if !weight.is_some_and(|w| params.iter().any(|p| p.name == w)) {
+            return Err(bad(format!(
+                "InPlaceAccumulatorV2 '{node}' accumulates into '{buf}', which names no trainable weight (expected \
+                 '<weight>{ACCUM_BUFFER_SUFFIX}' for a weight that is a graph input)"
+            )));
+        }
+    }
+    for b in &buffers {
+        if !accumulators.iter().any(|(_, buf)| *buf == b.input) {
+            return Err(bad(format!(
+                "gradient buffer '{}' (slot {}) is accumulated by no InPlaceAccumulatorV2",
+                b.input, b.index
+            )));
+        }
+    }
+    let accumulating = !accumulators.is_empty();
+    if accumulating {
+        let without: Vec<&str> = params.iter().filter(|p| p.grad_buffer.is_none()).map(|p| p.name.as_str()).collect();
+        if !without.is_empty() {
+            return Err(bad(format!("trainable weight(s) {} have no gradient buffer", quoted(without))));
+        }
+    }
+
+    // The updates.
+    let mut updates: Vec<(String, Update)> = Vec::new();
+    let sgd_nodes = |graph: &Graph, kind: UpdateKind| -> Vec<(String, Update)> {
+        graph
+            .nodes()
+            .filter(|(_, n)| n.op == "SGD")
+            .filter_map(|(_, n)| {
+                let w = graph.name_of(n.input(0)?).to_string();
+                let gr = graph.name_of(n.input(1)?).to_string();
+                Some((
+                    w.clone(),
+                    Update {
+                        kind,
+                        node: n.name.clone(),
+                        weight_input: w,
+                        grad_input: gr,
+                        output: n.output(0).map(|t| graph.name_of(t).to_string()),
+                        lr: n.attr_float("lr"),
+                    },
+                ))
+            })
+            .collect()
+    };
+    updates.extend(sgd_nodes(g, UpdateKind::InlineSgd));
+    let mut v2 = None;
+    if let Some(og) = &model.optimizer {
+        updates.extend(sgd_nodes(og, UpdateKind::Sgd));
+        v2 = og.nodes().find(|(_, n)| n.op == "SGDOptimizerV2").map(|(_, n)| {
+            let name = |i: usize| n.input(i).map(|t| og.name_of(t).to_string()).unwrap_or_default();
+            (n.name.clone(), name(1), name(2))
+        });
+    } else if accumulating {
+        return Err(bad(format!(
+            "the training graph accumulates gradients for {} weight(s) but there is no optimizer graph \
+             (optimizer.onnx or optimizer_model.onnx) next to it",
+            params.len()
+        )));
+    }
+    if let Some((node, pseq, gseq)) = &v2 {
+        for (i, p) in params.iter().enumerate() {
+            updates.push((
+                p.name.clone(),
+                Update {
+                    kind: UpdateKind::SgdOptimizerV2 { index: i },
+                    node: node.clone(),
+                    weight_input: pseq.clone(),
+                    grad_input: gseq.clone(),
+                    output: None,
+                    lr: meta_lr,
+                },
+            ));
+        }
+    }
+
+    // Every update writes a known weight, once, from that weight's gradient.
+    let mut out: Vec<ParamBinding> = Vec::with_capacity(params.len());
+    for (w, u) in &updates {
+        let Some(p) = params.iter().find(|p| p.name == *w) else {
+            return Err(bad(format!(
+                "optimizer node '{}' ({}) updates '{w}', which is not a trainable weight of the training graph",
+                u.node,
+                kind_name(u.kind)
+            )));
+        };
+        if out.iter().any(|q| q.name == *w) {
+            return Err(bad(format!("trainable weight '{w}' is updated twice (second time by '{}')", u.node)));
+        }
+        if u.kind == UpdateKind::Sgd {
+            let expected = p.grad_buffer.as_deref().unwrap_or("");
+            if u.grad_input != expected {
+                return Err(bad(format!(
+                    "optimizer SGD node '{}' updates '{w}' with '{}', but the gradient buffer of '{w}' is \
+                     '{expected}': the weight would move along another weight's gradient",
+                    u.node, u.grad_input
+                )));
+            }
+        }
+        if u.kind == UpdateKind::InlineSgd && p.gradient.as_deref() != Some(u.grad_input.as_str()) {
+            return Err(bad(format!(
+                "SGD node '{}' updates '{w}' with '{}', but the gradient of '{w}' is {}",
+                u.node,
+                u.grad_input,
+                p.gradient.as_deref().map(|x| format!("'{x}'")).unwrap_or_else(|| "unknown".into())
+            )));
+        }
+        out.push(ParamBinding {
+            name: p.name.clone(),
+            slot: slot_of(&p.name),
+            grad_buffer: p.grad_buffer.clone(),
+            grad_buffer_slot: p.grad_buffer.as_deref().and_then(slot_of),
+            gradient: p.gradient.clone(),
+            update: u.clone(),
+            reference: None,
+        });
+    }
+    let not_updated: Vec<&str> =
+        params.iter().filter(|p| !out.iter().any(|q| q.name == p.name)).map(|p| p.name.as_str()).collect();
+    let (w, ng, u) = (params.len(), buffers.len(), out.len());
+    let counts_ok = w == u && (!accumulating || ng == w);
+    if !not_updated.is_empty() || !counts_ok {
+        return Err(bad(format!(
+            "weights, gradient buffers and optimizer updates do not pair up: W = {w} trainable weights, NG = {ng} \
+             gradient buffers, {u} optimizer updates{}",
+            if not_updated.is_empty() { String::new() } else { format!("; no update for {}", quoted(not_updated)) }
+        )));
+    }
+    out.sort_by_key(|p| (p.slot.unwrap_or(usize::MAX), params.iter().position(|q| q.name == p.name)));
+    // Buffers sit in the order of their weights: the harness may pair them
+    // by index, so the order itself is asserted too.
+    let buffer_order: Vec<&str> = buffers.iter().map(|s| s.input.as_str()).collect();
+    let weight_order: Vec<String> =
+        out.iter().filter_map(|p| p.grad_buffer.clone()).filter(|b| buffer_order.contains(&b.as_str())).collect();
+    if buffer_order != weight_order.iter().map(String::as_str).collect::<Vec<_>>() {
+        return Err(bad("gradient buffer slots are not in the order of their weights".into()));
+    }
+
+    if out.is_empty() {
+        return Ok((out, None, None));
+    }
+
+    // The learning rate.
+    let mut rates: Vec<f32> = out.iter().filter_map(|p| p.update.lr).collect();
+    rates.sort_by(f32::total_cmp);
+    rates.dedup();
+    let (lr, source) = if v2.is_some() {
+        let Some(lr) = meta_lr else {
+            return Err(bad(format!(
+                "the optimizer graph's SGDOptimizerV2 '{}' takes the learning rate as an input, but inputs.npz has \
+                 no meta_learning_rate",
+                v2.as_ref().map(|v| v.0.as_str()).unwrap_or("")
+            )));
+        };
+        (Some(lr), Some("meta_learning_rate".to_string()))
+    } else if rates.len() == 1 {
+        if let Some(m) = meta_lr.filter(|m| *m != rates[0]) {
+            warnings.push(format!(
+                "inputs.npz meta_learning_rate is {m} but the SGD nodes' lr attribute is {}: the attribute is used",
+                rates[0]
+            ));
+        }
+        (Some(rates[0]), Some("SGD attribute lr".to_string()))
+    } else if rates.is_empty() {
+        match meta_lr {
+            Some(lr) => {
+                for p in &mut out {
+                    p.update.lr = Some(lr);
+                }
+                (Some(lr), Some("meta_learning_rate".to_string()))
+            }
+            None => {
+                return Err(bad(
+                    "the SGD nodes carry no lr attribute and inputs.npz has no meta_learning_rate".to_string()
+                ))
+            }
+        }
+    } else {
+        (None, Some("per-weight SGD attribute lr".to_string()))
+    };
+    if out.iter().any(|p| p.update.lr.is_none()) {
+        let lr = lr.or(meta_lr);
+        for p in &mut out {
+            p.update.lr = p.update.lr.or(lr);
+        }
+    }
+    Ok((out, lr, source))
+}
+
+fn kind_name(k: UpdateKind) -> &'static str {
+    match k {
+        UpdateKind::InlineSgd | UpdateKind::Sgd => "SGD",
+        UpdateKind::SgdOptimizerV2 { .. } => "SGDOptimizerV2",
+    }
+}

@@ -1,0 +1,167 @@
+//! The mini-batch schedule (SPEC §2.2): how many distinct samples the data
+//! holds, how many forward passes run, how many of them accumulate into one
+//! optimizer step. Pass `p` uses sample `p % data_size`; the gradient buffers
+//! are reset on the first pass of every step.
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::ir::{DType, TensorData};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Schedule {
+    /// Distinct mini-batches (samples), cycled (`meta_data_size`).
+    pub data_size: usize,
+    /// Forward passes in total (`meta_n_batches`).
+    pub n_batches: usize,
+    /// Forward passes per optimizer step (`meta_n_accum`).
+    pub n_accum: usize,
+    /// Optimizer steps: `n_batches / n_accum`.
+    pub n_steps: usize,
+    /// Mini-batches stored in the file (1 + the highest `mb<i>_` index).
+    pub stored: usize,
+}
+
+impl Schedule {
+    /// The sample forward pass `pass` reads.
+    pub fn sample(&self, pass: usize) -> usize {
+        pass % self.data_size.max(1)
+    }
+
+    /// Whether the gradient buffers are overwritten (not added to) on `pass`.
+    pub fn resets(&self, pass: usize) -> bool {
+        pass % self.n_accum.max(1) == 0
+    }
+}
+
+/// The `meta_*` values of `inputs.npz`, read and checked.
+#[derive(Clone, Debug, Default)]
+pub struct Meta {
+    pub data_size: Option<usize>,
+    pub n_batches: Option<usize>,
+    pub n_accum: Option<usize>,
+    pub learning_rate: Option<f32>,
+    /// Keys not understood (reported as warnings).
+    pub unknown: Vec<String>,
+}
+
+/// One scalar: a 0-d or one-element array.
+fn scalar<'a>(key: &str, t: &'a TensorData) -> Result<&'a TensorData> {
+    if t.numel() != 1 {
+        return Err(Error::Binding(format!(
+            "inputs.npz key '{key}' must be a scalar, found {} {:?}",
+            t.dtype, t.shape
+        )));
+    }
+    Ok(t)
+}
+
+fn count(key: &str, t: &TensorData) -> Result<usize> {
+    let t = scalar(key, t)?;
+    let v = if t.dtype.is_int() { t.to_i64().and_then(|v| v.first().copied()) } else { None };
+    match v {
+        Some(n) if n >= 1 => Ok(n as usize),
+        Some(n) => Err(Error::Binding(format!("inputs.npz key '{key}' is {n}; it must be at least 1"))),
+        None => Err(Error::Binding(format!("inputs.npz key '{key}' must be an integer, found {}", t.dtype))),
+    }
+}
+
+impl Meta {
+    /// Read one `meta_<what>` array.
+    pub fn set(&mut self, what: &str, t: &TensorData) -> Result<()> {
+        let key = format!("meta_{what}");
+        match what {
+            "data_size" => self.data_size = Some(count(&key, t)?),
+            "n_batches" => self.n_batches = Some(count(&key, t)?),
+            "n_accum" => self.n_accum = Some(count(&key, t)?),
+            "learning_rate" => {
+                let t = scalar(&key, t)?;
+                let v = match t.dtype {
+                    DType::F32 | DType::F64 => t.to_f32().and_then(|v| v.first().copied()),
+                    _ => None,
+                };
+                match v {
+                    Some(lr) if lr.is_finite() => self.learning_rate = Some(lr),
+                    Some(lr) => {
+                        return Err(Error::Binding(format!("inputs.npz key '{key}' is {lr}, not a finite number")))
+                    }
+                    None => {
+                        return Err(Error::Binding(format!(
+                            "inputs.npz key '{key}' must be a float, found {}",
+                            t.dtype
+                        )))
+                    }
+                }
+            }
+            _ => self.unknown.push(key),
+        }
+        Ok(())
+    }
+
+    /// The schedule, given how many mini-batches the file stores.
+    pub fn schedule(&self, stored: usize, warnings: &mut Vec<String>) -> Result<Schedule> {
+        let data_size = self.data_size.unwrap_or(stored);
+        if data_size > stored {
+            return Err(Error::Binding(format!(
+                "meta_data_size is {data_size} but inputs.npz holds {stored} mini-batch(es) (0..{})",
+                stored.saturating_sub(1)
+            )));
+        }
+        if data_size < stored {
+            warnings.push(format!(
+                "inputs.npz holds {stored} mini-batches but meta_data_size is {data_size}: mini-batches {data_size}..{} \
+                 are never used",
+                stored - 1
+            ));
+        }
+        let n_batches = self.n_batches.unwrap_or(stored);
+        let n_accum = self.n_accum.unwrap_or(1);
+        if n_batches % n_accum != 0 {
+            return Err(Error::Binding(format!(
+                "meta_n_batches ({n_batches}) is not a multiple of meta_n_accum ({n_accum}): the last optimizer step \
+                 would be incomplete"
+            )));
+        }
+        Ok(Schedule { data_size, n_batches, n_accum, n_steps: n_batches / n_accum, stored })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i64s(v: i64) -> TensorData {
+        TensorData::from_i64(vec![], &[v])
+    }
+
+    #[test]
+    fn defaults_come_from_the_stored_mini_batches() {
+        let s = Meta::default().schedule(4, &mut vec![]).unwrap();
+        assert_eq!((s.data_size, s.n_batches, s.n_accum, s.n_steps), (4, 4, 1, 4));
+    }
+
+    #[test]
+    fn accumulation_and_cycling() {
+        let mut m = Meta::default();
+        m.set("data_size", &i64s(2)).unwrap();
+        m.set("n_batches", &i64s(6)).unwrap();
+        m.set("n_accum", &i64s(2)).unwrap();
+        let mut w = vec![];
+        let s = m.schedule(3, &mut w).unwrap();
+        assert_eq!((s.n_steps, s.sample(5), s.resets(4), s.resets(5)), (3, 1, true, false));
+        assert_eq!(w.len(), 1, "mini-batch 2 is stored but unused: {w:?}");
+    }
+
+    #[test]
+    fn inconsistent_meta_is_an_error() {
+        let mut m = Meta::default();
+        m.set("n_accum", &i64s(3)).unwrap();
+        assert!(m.schedule(4, &mut vec![]).unwrap_err().to_string().contains("not a multiple"));
+        let mut m = Meta::default();
+        m.set("data_size", &i64s(5)).unwrap();
+        assert!(m.schedule(4, &mut vec![]).is_err());
+        assert!(Meta::default().set("n_accum", &i64s(0)).is_err());
+        assert!(Meta::default().set("n_accum", &TensorData::from_f32(vec![], &[2.0])).is_err());
+        assert!(Meta::default().set("learning_rate", &i64s(1)).is_err());
+    }
+}

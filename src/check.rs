@@ -1,2 +1,0 @@
-//! Checks that a training run can proceed before any C is written
-//! (missing-input triage, SPEC §2.4).
