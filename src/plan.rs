@@ -1,1 +1,0 @@
-//! Memory planning: platforms, levels, weight supply, arena offsets.

@@ -1,0 +1,350 @@
+//! Offset assignment in one arena: buffers with a size and a lifetime
+//! `[start, end]` (inclusive schedule steps) get offsets so that no two
+//! buffers live at the same step overlap in memory.
+//!
+//! - [`lower_bound`]: the most bytes live at any one step; no assignment can
+//!   use less.
+//! - [`bump`]: the naive allocator (every buffer its own range).
+//! - [`first_fit`]: greedy, one order: each buffer at the lowest offset that
+//!   clears every already placed buffer it shares a step with.
+//! - [`assign`]: greedy by size as the floor, improved by trying several
+//!   orders (by size, lifetime, size × lifetime, start, end), then a seeded
+//!   local search over orders and, for small instances, every order; keeps the best.
+//!   Deterministic: the random orders come from a fixed seed.
+//! - [`verify`]: an independent check of any assignment.
+
+use std::fmt;
+
+/// One buffer to place. Sizes should already be multiples of the alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub size: u64,
+    /// First schedule step at which the buffer is live.
+    pub start: u32,
+    /// Last schedule step at which the buffer is live (inclusive).
+    pub end: u32,
+}
+
+impl Item {
+    pub fn new(size: u64, start: u32, end: u32) -> Item {
+        Item { size, start: start.min(end), end: start.max(end) }
+    }
+
+    /// Live at a common step.
+    pub fn conflicts(&self, o: &Item) -> bool {
+        self.start <= o.end && o.start <= self.end
+    }
+
+    fn span(&self) -> u64 {
+        u64::from(self.end.saturating_sub(self.start)) + 1
+    }
+}
+
+/// The most bytes live at any one step.
+pub fn lower_bound(items: &[Item]) -> u64 {
+    // Sweep: +size at start, -size after end.
+    let mut ev: Vec<(u32, i8, u64)> = Vec::with_capacity(items.len() * 2);
+    for it in items {
+        ev.push((it.start, 1, it.size));
+        ev.push((it.end.saturating_add(1), -1, it.size));
+    }
+    // At the same step, releases (ends at step-1) come before acquisitions.
+    ev.sort_by_key(|&(t, d, _)| (t, d));
+    let (mut cur, mut best) = (0u64, 0u64);
+    for (_, d, s) in ev {
+        if d > 0 {
+            cur += s;
+            best = best.max(cur);
+        } else {
+            cur -= s;
+        }
+    }
+    best
+}
+
+/// Arena size of an assignment: the highest end offset.
+pub fn arena_of(items: &[Item], offsets: &[u64]) -> u64 {
+    items.iter().zip(offsets).map(|(it, &o)| o.saturating_add(it.size)).max().unwrap_or(0)
+}
+
+/// The naive bump allocator: buffers one after the other, nothing reused.
+pub fn bump(items: &[Item]) -> Vec<u64> {
+    let mut off = 0;
+    items
+        .iter()
+        .map(|it| {
+            let o = off;
+            off += it.size;
+            o
+        })
+        .collect()
+}
+
+/// Greedy first fit in the given order.
+pub fn first_fit(items: &[Item], order: &[usize], align: u64) -> Vec<u64> {
+    let align = align.max(1);
+    let mut offsets = vec![0u64; items.len()];
+    let mut placed: Vec<usize> = Vec::with_capacity(items.len());
+    let mut busy: Vec<(u64, u64)> = Vec::new();
+    for &i in order {
+        let it = items[i];
+        busy.clear();
+        busy.extend(
+            placed.iter().filter(|&&j| items[j].conflicts(&it)).map(|&j| (offsets[j], offsets[j] + items[j].size)),
+        );
+        busy.sort_unstable();
+        let mut cand = 0u64;
+        for &(lo, hi) in &busy {
+            if lo >= cand + it.size {
+                break;
+            }
+            if hi > cand {
+                cand = hi.div_ceil(align) * align;
+            }
+        }
+        offsets[i] = cand;
+        placed.push(i);
+    }
+    offsets
+}
+
+/// Result of [`assign`].
+#[derive(Clone, Debug)]
+pub struct Assignment {
+    pub offsets: Vec<u64>,
+    pub arena: u64,
+    pub lower_bound: u64,
+    /// Arena of plain greedy-by-size first fit (the floor).
+    pub greedy_arena: u64,
+    /// Which order won.
+    pub strategy: String,
+}
+
+impl Assignment {
+    pub fn efficiency(&self) -> f64 {
+        efficiency(self.lower_bound, self.arena)
+    }
+}
+
+/// Lower bound / arena, 1.0 for an empty arena.
+pub fn efficiency(lower_bound: u64, arena: u64) -> f64 {
+    if arena == 0 {
+        1.0
+    } else {
+        lower_bound as f64 / arena as f64
+    }
+}
+
+/// splitmix64: a small deterministic generator for the perturbed orders.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Instances up to this many buffers try every order.
+pub const EXHAUSTIVE_MAX: usize = 7;
+/// Steps of the seeded local search over orders on larger instances.
+pub const LOCAL_SEARCH_STEPS: usize = 300;
+
+fn sorted(items: &[Item], key: impl Fn(&Item) -> (u64, u64, u64)) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..items.len()).collect();
+    // Descending by key, ties by index: stable and deterministic.
+    v.sort_by(|&a, &b| key(&items[b]).cmp(&key(&items[a])).then(a.cmp(&b)));
+    v
+}
+
+/// Greedy by size, improved by a search over orders; keeps the best.
+pub fn assign(items: &[Item], align: u64) -> Assignment {
+    let lb = lower_bound(items);
+    let n = items.len();
+    let by_size = sorted(items, |it| (it.size, it.span(), 0));
+    let greedy = first_fit(items, &by_size, align);
+    let greedy_arena = arena_of(items, &greedy);
+    let mut best = (greedy_arena, greedy, "greedy by size".to_string());
+    let mut best_order = by_size;
+    let consider = |offs: Vec<u64>, name: &str, best: &mut (u64, Vec<u64>, String)| -> bool {
+        let a = arena_of(items, &offs);
+        if a < best.0 {
+            *best = (a, offs, name.to_string());
+            true
+        } else {
+            false
+        }
+    };
+    if best.0 > lb {
+        let orders: [(&str, Vec<usize>); 5] = [
+            ("greedy by lifetime length", sorted(items, |it| (it.span(), it.size, 0))),
+            ("greedy by size x lifetime", sorted(items, |it| (it.size * it.span(), it.size, 0))),
+            ("greedy by start step", sorted(items, |it| (u64::from(u32::MAX - it.start), it.size, 0))),
+            ("greedy by end step", sorted(items, |it| (u64::from(it.end), it.size, 0))),
+            (
+                "greedy by size, long-lived first",
+                sorted(items, |it| (u64::from(it.start == 0) + u64::from(it.end), it.size, 0)),
+            ),
+        ];
+        for (name, order) in orders {
+            let offs = first_fit(items, &order, align);
+            if consider(offs, name, &mut best) {
+                best_order = order;
+            }
+            if best.0 == lb {
+                break;
+            }
+        }
+    }
+    if best.0 > lb && n <= EXHAUSTIVE_MAX {
+        let mut order: Vec<usize> = (0..n).collect();
+        permute(&mut order, 0, &mut |o| {
+            if best.0 > lb {
+                let offs = first_fit(items, o, align);
+                consider(offs, "every order (small instance)", &mut best);
+            }
+        });
+    } else if best.0 > lb {
+        // Local search over orders, from the best one: move a buffer that
+        // touches the arena's top earlier, or swap two buffers; keep a
+        // change that does not make the arena larger (walking plateaus),
+        // remember the best. Seeded, so the result is deterministic.
+        let mut rng = Rng(0x5EED_0FDE_9106);
+        let (mut cur_order, mut cur_offs, mut cur_arena) = (best_order.clone(), best.1.clone(), best.0);
+        for _ in 0..LOCAL_SEARCH_STEPS {
+            if best.0 == lb {
+                break;
+            }
+            let mut order = cur_order.clone();
+            if rng.below(2) == 0 {
+                let top: Vec<usize> = order
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &i)| cur_offs[i] + items[i].size == cur_arena)
+                    .map(|(p, _)| p)
+                    .collect();
+                let from = top[rng.below(top.len())];
+                let to = rng.below(from + 1);
+                let it = order.remove(from);
+                order.insert(to, it);
+            } else {
+                let (i, j) = (rng.below(n), rng.below(n));
+                order.swap(i, j);
+            }
+            let offs = first_fit(items, &order, align);
+            let a = arena_of(items, &offs);
+            if a <= cur_arena {
+                (cur_order, cur_offs, cur_arena) = (order, offs.clone(), a);
+                consider(offs, "greedy + local search over orders", &mut best);
+            }
+        }
+    }
+    let (arena, offsets, strategy) = best;
+    Assignment { offsets, arena, lower_bound: lb, greedy_arena, strategy }
+}
+
+fn permute(v: &mut Vec<usize>, k: usize, f: &mut impl FnMut(&[usize])) {
+    if k == v.len() {
+        f(v);
+        return;
+    }
+    for i in k..v.len() {
+        v.swap(k, i);
+        permute(v, k + 1, f);
+        v.swap(k, i);
+    }
+}
+
+/// What [`verify`] found wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Violation {
+    /// Two buffers live at a common step share bytes.
+    Overlap {
+        a: usize,
+        b: usize,
+    },
+    /// A buffer ends past the arena.
+    OutOfArena {
+        item: usize,
+        end: u64,
+        arena: u64,
+    },
+    /// The arena exceeds the capacity.
+    OverCapacity {
+        arena: u64,
+        capacity: u64,
+    },
+    Misaligned {
+        item: usize,
+        offset: u64,
+        align: u64,
+    },
+    /// Offsets and items differ in number.
+    Count {
+        items: usize,
+        offsets: usize,
+    },
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Violation::Overlap { a, b } => write!(f, "buffers {a} and {b} are live at a common step and overlap"),
+            Violation::OutOfArena { item, end, arena } => {
+                write!(f, "buffer {item} ends at {end}, past the arena of {arena} B")
+            }
+            Violation::OverCapacity { arena, capacity } => {
+                write!(f, "arena of {arena} B exceeds the capacity of {capacity} B")
+            }
+            Violation::Misaligned { item, offset, align } => {
+                write!(f, "buffer {item} at offset {offset} is not {align}-byte aligned")
+            }
+            Violation::Count { items, offsets } => write!(f, "{items} buffers but {offsets} offsets"),
+        }
+    }
+}
+
+/// Check an assignment, whoever made it: every buffer inside `arena`, the
+/// arena within `capacity`, offsets aligned, and no two buffers that are
+/// live at a common step sharing a byte.
+pub fn verify(items: &[Item], offsets: &[u64], arena: u64, capacity: u64, align: u64) -> Result<(), Violation> {
+    if items.len() != offsets.len() {
+        return Err(Violation::Count { items: items.len(), offsets: offsets.len() });
+    }
+    if arena > capacity {
+        return Err(Violation::OverCapacity { arena, capacity });
+    }
+    for (i, (it, &o)) in items.iter().zip(offsets).enumerate() {
+        let end = o.saturating_add(it.size);
+        if end > arena {
+            return Err(Violation::OutOfArena { item: i, end, arena });
+        }
+        if align > 1 && o % align != 0 {
+            return Err(Violation::Misaligned { item: i, offset: o, align });
+        }
+    }
+    // Sweep by start step; compare each buffer with those still live.
+    let mut idx: Vec<usize> = (0..items.len()).filter(|&i| items[i].size > 0).collect();
+    idx.sort_by_key(|&i| (items[i].start, i));
+    let mut active: Vec<usize> = Vec::new();
+    for &i in &idx {
+        let it = items[i];
+        active.retain(|&j| items[j].end >= it.start);
+        for &j in &active {
+            let (a0, a1) = (offsets[i], offsets[i].saturating_add(it.size));
+            let (b0, b1) = (offsets[j], offsets[j].saturating_add(items[j].size));
+            if a0 < b1 && b0 < a1 {
+                return Err(Violation::Overlap { a: j.min(i), b: j.max(i) });
+            }
+        }
+        active.push(i);
+    }
+    Ok(())
+}
