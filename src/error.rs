@@ -44,6 +44,15 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
 
+    /// A memory plan that cannot be made (a buffer without a static size).
+    #[error("{0}")]
+    Plan(String),
+
+    /// A memory plan that does not fit the platform; the message gives the
+    /// bytes needed and available, split into arena, weights and reserved.
+    #[error("{message}")]
+    Capacity { platform: String, level: String, needed: u64, available: u64, message: String },
+
     /// An `.npz` file (or one array in it) that cannot be read.
     #[error("{}{}: {detail}", path.display(), key.as_ref().map(|k| format!(", key '{k}'")).unwrap_or_default())]
     Npz { path: PathBuf, key: Option<String>, detail: String },

@@ -1,5 +1,569 @@
 //! Memory planning (SPEC §4): which level every buffer lives in and why,
 //! how every weight gets there, and where in its level's arena each buffer
 //! sits.
+//!
+//! ```text
+//! buffers::discover   tensors → buffers (sizes, lifetimes, aliases, kinds)
+//! levels::initial     level per buffer under --default-mem, with reasons
+//! supply::decide      per weight: baked / l3-hex / l3-staged
+//! levels::derive      per node: L2 staging of L3 operands, L1 copies, scratch
+//! offsets::assign     per level: offsets (greedy by size + order search)
+//! offsets::verify     independent check of every level's offsets
+//! ```
+//!
+//! When the default level L2 cannot hold everything, persistent buffers
+//! move to L3 one by one (the ones that free most L2 per node touching them
+//! first), each move recorded with its numbers. When nothing more can move,
+//! the plan is an error that gives the bytes needed and available per
+//! level, split into arena, weights and reserved memory, and what to try.
 
+pub mod buffers;
+pub mod levels;
 pub mod offsets;
+pub mod platform;
+pub mod report;
+pub mod supply;
+pub mod svg;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+pub use buffers::{Access, BufId, Buffer, GraphSel, Kind, Placement, StaticRequest};
+pub use levels::{NodePlan, Operand};
+pub use platform::{Level, Platform};
+pub use supply::{SkipCopy, Supply, WeightPlan};
+
+use crate::error::{Error, Result};
+use crate::ir::Model;
+
+/// What to plan for.
+#[derive(Clone, Debug)]
+pub struct PlanOptions {
+    /// The platform, with any `--l1/--l2/--l3` overrides applied.
+    pub platform: Platform,
+    /// `--default-mem`: L2 or L3.
+    pub default_mem: Level,
+    /// Extra static buffers a later stage needs (test data), with their
+    /// preferred level. They are placed like weights: baked at L2,
+    /// hex-loaded at L3, and moved to L3 first when L2 is short.
+    pub statics: Vec<StaticRequest>,
+    /// Bound on the bytes baked into the L2 image; weights beyond it are
+    /// `l3-staged`. Defaults to the platform's `image_limit` for L2.
+    pub l2_image_limit: Option<u64>,
+}
+
+impl PlanOptions {
+    pub fn new(platform: Platform, default_mem: Level) -> PlanOptions {
+        PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None }
+    }
+
+    /// From the command line's `--platform`, `--default-mem` (default L2),
+    /// `--l1`, `--l2`, `--l3`. `None` when no platform is named; the other
+    /// flags without `--platform` are an error.
+    pub fn from_flags(
+        platform: Option<&str>,
+        default_mem: Option<&str>,
+        capacities: [Option<u64>; 3],
+    ) -> Result<Option<PlanOptions>> {
+        let Some(name) = platform else {
+            if default_mem.is_some() || capacities.iter().any(Option::is_some) {
+                return Err(Error::Usage(format!(
+                    "--default-mem, --l1, --l2 and --l3 shape a memory plan, which needs --platform ({})",
+                    Platform::all().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            return Ok(None);
+        };
+        let mut p = Platform::by_name(name)?;
+        let level = match default_mem {
+            None => Level::L2,
+            Some(s) => match Level::parse(s) {
+                Some(l @ (Level::L2 | Level::L3)) => l,
+                _ => return Err(Error::Usage(format!("--default-mem {s}: the default memory level must be L2 or L3"))),
+            },
+        };
+        for (l, c) in Level::ALL.into_iter().zip(capacities) {
+            if let Some(bytes) = c {
+                p = p.with_capacity(l, bytes);
+            }
+        }
+        Ok(Some(PlanOptions::new(p, level)))
+    }
+}
+
+/// Accounting of one level.
+#[derive(Clone, Debug, Serialize)]
+pub struct LevelPlan {
+    pub level: Level,
+    pub capacity: u64,
+    pub reserved: Vec<platform::Reserved>,
+    pub reserved_bytes: u64,
+    /// Bytes of the level's arena: persistent band + transient region.
+    pub arena_bytes: u64,
+    /// Buffers live for the whole schedule, stacked at the arena's bottom.
+    pub persistent_bytes: u64,
+    /// Most bytes live at any step: no arena can be smaller.
+    pub lower_bound_bytes: u64,
+    /// lower_bound_bytes / arena_bytes.
+    pub efficiency: f64,
+    /// The same two figures for the transient region alone.
+    pub transient_arena_bytes: u64,
+    pub transient_lower_bound_bytes: u64,
+    pub transient_efficiency: f64,
+    /// Transient arena of plain greedy by size, before the order search.
+    pub greedy_arena_bytes: u64,
+    pub strategy: String,
+    /// Weights living at this level (baked or in the arena).
+    pub weights_bytes: u64,
+    /// Static allocations outside the arena: baked weights and static
+    /// buffers; in L3 also the hex images of l3-staged weights.
+    pub static_bytes: u64,
+    /// reserved + arena + static.
+    pub needed_bytes: u64,
+    pub free_bytes: u64,
+    pub fits: bool,
+    pub buffers: usize,
+}
+
+/// A memory plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub platform: Platform,
+    pub default_mem: Level,
+    /// Schedule steps in all (training/inference graph, then optimizer).
+    pub steps: u32,
+    /// Steps of the main graph; the optimizer's follow.
+    pub main_steps: u32,
+    pub levels: BTreeMap<Level, LevelPlan>,
+    pub weights: Vec<WeightPlan>,
+    pub skip_initweight_copy: SkipCopy,
+    pub buffers: Vec<Buffer>,
+    pub nodes: Vec<NodePlan>,
+    /// Decisions a person should know about, in the order they were made.
+    pub decisions: Vec<String>,
+}
+
+impl Plan {
+    pub fn level(&self, l: Level) -> &LevelPlan {
+        &self.levels[&l]
+    }
+
+    /// Buffers placed in a level's arena, with their offsets.
+    pub fn arena(&self, l: Level) -> Vec<(&Buffer, u64)> {
+        self.buffers
+            .iter()
+            .filter(|b| b.level == l)
+            .filter_map(|b| match b.placement {
+                Placement::Arena { offset } => Some((b, offset)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Independent check of the whole plan: per level, no two buffers live
+    /// at a common step overlap, all lie inside the arena, the arena fits
+    /// what the level has left after reservations and static data; every
+    /// buffer is placed; every weight has exactly one supply.
+    pub fn verify(&self) -> std::result::Result<(), String> {
+        let align = self.platform.alignment.max(1);
+        for b in &self.buffers {
+            if b.placement == Placement::Unplaced {
+                return Err(format!("buffer '{}' was never placed", b.name));
+            }
+        }
+        for l in Level::ALL {
+            let lp = self.level(l);
+            let placed = self.arena(l);
+            let items: Vec<offsets::Item> =
+                placed.iter().map(|(b, _)| offsets::Item::new(b.size, b.start, b.end)).collect();
+            let offs: Vec<u64> = placed.iter().map(|(_, o)| *o).collect();
+            let room = lp.capacity.saturating_sub(lp.reserved_bytes + lp.static_bytes);
+            offsets::verify(&items, &offs, lp.arena_bytes, room, align).map_err(|v| {
+                let name = |i: usize| placed.get(i).map_or("?".to_string(), |(b, _)| format!("'{}'", b.name));
+                let detail = match &v {
+                    offsets::Violation::Overlap { a, b } => {
+                        format!("{} and {} overlap while both live", name(*a), name(*b))
+                    }
+                    offsets::Violation::OutOfArena { item, .. } | offsets::Violation::Misaligned { item, .. } => {
+                        format!("{}: {v}", name(*item))
+                    }
+                    _ => v.to_string(),
+                };
+                format!("{l}: {detail}")
+            })?;
+        }
+        // Every buffer a node touches is live at that node's step.
+        for n in &self.nodes {
+            let touched = n.operands.iter().flat_map(|o| [Some(o.buffer), o.l2_staging, o.l1_copy]).chain([n.scratch]);
+            for b in touched.flatten() {
+                let buf = self
+                    .buffers
+                    .get(b)
+                    .ok_or_else(|| format!("node '{}' names buffer {b}, which does not exist", n.name))?;
+                if !(buf.start <= n.step && n.step <= buf.end) {
+                    return Err(format!(
+                        "node '{}' at step {} touches '{}', which is live only at steps {}..{}",
+                        n.name, n.step, buf.name, buf.start, buf.end
+                    ));
+                }
+            }
+            for o in &n.operands {
+                let home = self.buffers[o.buffer].level;
+                if home == Level::L3 && o.at == Level::L3 {
+                    return Err(format!(
+                        "node '{}' computes on '{}' in L3, which its cores cannot address",
+                        n.name, self.buffers[o.buffer].name
+                    ));
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        for w in &self.weights {
+            if !seen.insert(w.buffer) {
+                return Err(format!("weight '{}' has two supplies", w.name));
+            }
+        }
+        for b in self.buffers.iter().filter(|b| b.kind.is_weight()) {
+            if !seen.contains(&b.id) {
+                return Err(format!("weight '{}' has no supply", b.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One try at fitting the current level assignment.
+struct Attempt {
+    buffers: Vec<Buffer>,
+    nodes: Vec<NodePlan>,
+    weights: Vec<WeightPlan>,
+    skip: SkipCopy,
+    levels: BTreeMap<Level, LevelPlan>,
+}
+
+impl Attempt {
+    fn fits(&self) -> bool {
+        self.levels.values().all(|l| l.fits)
+    }
+}
+
+/// Lay one level's arena out: the persistent band (buffers live at every
+/// step) at the bottom in buffer order, the rest above it.
+fn pack(buffers: &mut [Buffer], l: Level, last: u32, align: u64) -> (u64, u64, u64, u64, u64, String) {
+    let ids: Vec<BufId> =
+        buffers.iter().filter(|b| b.level == l && b.placement != Placement::Static).map(|b| b.id).collect();
+    let full = |b: &Buffer| b.persistent && b.start == 0 && b.end == last;
+    let mut band = 0u64;
+    for &i in &ids {
+        if full(&buffers[i]) {
+            buffers[i].placement = Placement::Arena { offset: band };
+            band += buffers[i].size;
+        }
+    }
+    let rest: Vec<BufId> = ids.iter().copied().filter(|&i| !full(&buffers[i])).collect();
+    let items: Vec<offsets::Item> =
+        rest.iter().map(|&i| offsets::Item::new(buffers[i].size, buffers[i].start, buffers[i].end)).collect();
+    let a = offsets::assign(&items, align);
+    for (k, &i) in rest.iter().enumerate() {
+        buffers[i].placement = Placement::Arena { offset: band + a.offsets[k] };
+    }
+    (band, a.arena, a.lower_bound, a.greedy_arena, band + a.arena, a.strategy)
+}
+
+fn attempt(base: &[Buffer], disc: &buffers::Discovery, opts: &PlanOptions) -> Attempt {
+    let p = &opts.platform;
+    let align = p.alignment.max(1);
+    let last = disc.steps.len().max(1) as u32 - 1;
+    let mut bufs = base.to_vec();
+    let image_limit = opts.l2_image_limit.or(p.level(Level::L2).image_limit);
+    let (weights, skip) = supply::decide(&mut bufs, image_limit);
+    let nodes = levels::derive(&mut bufs, &disc.steps, p);
+    let mut levels = BTreeMap::new();
+    for l in Level::ALL {
+        let (band, t_arena, t_lb, greedy, arena, strategy) = pack(&mut bufs, l, last, align);
+        let desc = p.level(l);
+        let reserved_bytes = desc.reserved_bytes();
+        let mut static_bytes: u64 =
+            bufs.iter().filter(|b| b.level == l && b.placement == Placement::Static).map(|b| b.size).sum();
+        if l == Level::L3 {
+            static_bytes +=
+                weights.iter().filter(|w| w.supply == Supply::L3Staged).map(|w| bufs[w.buffer].size).sum::<u64>();
+        }
+        let weights_bytes: u64 = bufs.iter().filter(|b| b.level == l && b.kind.is_weight()).map(|b| b.bytes).sum();
+        let needed = reserved_bytes + arena + static_bytes;
+        let lower_bound = band + t_lb;
+        levels.insert(
+            l,
+            LevelPlan {
+                level: l,
+                capacity: desc.capacity,
+                reserved: desc.reserved.clone(),
+                reserved_bytes,
+                arena_bytes: arena,
+                persistent_bytes: band,
+                lower_bound_bytes: lower_bound,
+                efficiency: offsets::efficiency(lower_bound, arena),
+                transient_arena_bytes: t_arena,
+                transient_lower_bound_bytes: t_lb,
+                transient_efficiency: offsets::efficiency(t_lb, t_arena),
+                greedy_arena_bytes: greedy,
+                strategy: if t_arena == 0 { "empty".into() } else { strategy },
+                weights_bytes,
+                static_bytes,
+                needed_bytes: needed,
+                free_bytes: desc.capacity.saturating_sub(needed),
+                fits: needed <= desc.capacity,
+                buffers: bufs.iter().filter(|b| b.level == l).count(),
+            },
+        );
+    }
+    Attempt { buffers: bufs, nodes, weights, skip, levels }
+}
+
+/// `1638400` → `1,638,400`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The accounting of one level as lines for an error message.
+fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
+    let lp = &a.levels[&l];
+    let in_arena = |k: &[Kind]| -> u64 {
+        a.buffers
+            .iter()
+            .filter(|b| {
+                b.level == l && matches!(b.placement, Placement::Arena { .. }) && b.persistent && k.contains(&b.kind)
+            })
+            .map(|b| b.size)
+            .sum()
+    };
+    let w = in_arena(&[Kind::Param, Kind::Frozen, Kind::Constant]);
+    let g = in_arena(&[Kind::GradBuffer]);
+    let io = in_arena(&[Kind::Input, Kind::OptimizerInput, Kind::Static]);
+    let t = lp.arena_bytes.saturating_sub(w + g + io);
+    let baked_w: u64 = a
+        .buffers
+        .iter()
+        .filter(|b| b.level == l && b.placement == Placement::Static && b.kind.is_weight())
+        .map(|b| b.size)
+        .sum();
+    let other_static = lp.static_bytes.saturating_sub(baked_w);
+    let reserved: Vec<String> = lp.reserved.iter().map(|r| format!("{} {}", r.name, thousands(r.bytes))).collect();
+    let mut v = vec![
+        format!(
+            "  arena            {:>11} B  (weights {}, gradient buffers {}, graph I/O {}, activations/gradients/staging {})",
+            thousands(lp.arena_bytes),
+            thousands(w),
+            thousands(g),
+            thousands(io),
+            thousands(t)
+        ),
+        format!("  weights, baked   {:>11} B", thousands(baked_w)),
+    ];
+    if other_static > 0 {
+        v.push(format!("  other static     {:>11} B", thousands(other_static)));
+    }
+    v.push(format!(
+        "  stacks/reserved  {:>11} B{}",
+        thousands(lp.reserved_bytes),
+        if reserved.is_empty() { String::new() } else { format!("  ({})", reserved.join(", ")) }
+    ));
+    v
+}
+
+fn capacity_error(p: &Platform, a: &Attempt, l: Level, extra: Vec<String>, tries: Vec<String>) -> Error {
+    let lp = &a.levels[&l];
+    let mut msg = format!(
+        "the memory plan does not fit {}'s {l}: it needs {} B and {l} has {} B ({} B short)",
+        p.name,
+        thousands(lp.needed_bytes),
+        thousands(lp.capacity),
+        thousands(lp.needed_bytes - lp.capacity.min(lp.needed_bytes))
+    );
+    for line in breakdown(a, l).into_iter().chain(extra) {
+        msg.push('\n');
+        msg.push_str(&line);
+    }
+    if !tries.is_empty() {
+        msg.push_str(&format!("\n  try: {}", tries.join(", or ")));
+    }
+    Error::Capacity {
+        platform: p.name.clone(),
+        level: l.to_string(),
+        needed: lp.needed_bytes,
+        available: lp.capacity,
+        message: msg,
+    }
+}
+
+/// The largest single node's staging in L2, for messages.
+fn largest_staging(a: &Attempt) -> Option<(String, u64)> {
+    a.nodes
+        .iter()
+        .map(|n| {
+            let bytes: u64 = n.operands.iter().filter_map(|o| o.l2_staging).map(|b| a.buffers[b].size).sum();
+            (format!("'{}' ({})", n.name, n.op), bytes)
+        })
+        .max_by_key(|(_, b)| *b)
+        .filter(|(_, b)| *b > 0)
+}
+
+/// Plan a model's memory for a platform.
+pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
+    let p = &opts.platform;
+    p.validate()?;
+    if opts.default_mem == Level::L1 {
+        return Err(Error::Usage(
+            "--default-mem L1: the default level must be L2 or L3 (L1 holds per-node copies and scratch only)".into(),
+        ));
+    }
+    for l in Level::ALL {
+        let d = p.level(l);
+        if d.reserved_bytes() > d.capacity {
+            let names: Vec<String> =
+                d.reserved.iter().map(|r| format!("{} {} B", r.name, thousands(r.bytes))).collect();
+            return Err(Error::Capacity {
+                platform: p.name.clone(),
+                level: l.to_string(),
+                needed: d.reserved_bytes(),
+                available: d.capacity,
+                message: format!(
+                    "{}'s {l} of {} B cannot even hold what is reserved there: {} B ({})\n  try: a larger --{}",
+                    p.name,
+                    thousands(d.capacity),
+                    thousands(d.reserved_bytes()),
+                    names.join(", "),
+                    l.name().to_ascii_lowercase()
+                ),
+            });
+        }
+    }
+
+    let disc = buffers::discover(model, &opts.statics, p.alignment)?;
+    let mut base = disc.buffers.clone();
+    levels::initial(&mut base, opts.default_mem);
+    let mut decisions = disc.notes.clone();
+    let mut first: Option<Attempt> = None;
+    let mut moved: Vec<BufId> = vec![];
+    let access_count = |id: BufId| disc.steps.iter().filter(|s| s.operands.iter().any(|(b, _)| *b == id)).count();
+
+    let done = loop {
+        let a = attempt(&base, &disc, opts);
+        if a.fits() {
+            break a;
+        }
+        let l2 = &a.levels[&Level::L2];
+        let l3 = &a.levels[&Level::L3];
+        if !l3.fits {
+            let mut extra = vec![];
+            if !moved.is_empty() {
+                extra.push(format!("  ({} buffer(s) were moved here from L2 because L2 was short)", moved.len()));
+            }
+            return Err(capacity_error(p, &a, Level::L3, extra, vec![format!("--l3 {} (or more)", l3.needed_bytes)]));
+        }
+        if !l2.fits && opts.default_mem == Level::L2 {
+            // Move persistent L2 buffers to L3: most bytes freed per node
+            // that touches them first (each touch is a staging copy).
+            let mut cands: Vec<BufId> = base
+                .iter()
+                .filter(|b| b.level == Level::L2 && b.persistent && !b.kind.is_per_node())
+                .map(|b| b.id)
+                .collect();
+            if !cands.is_empty() {
+                let short = l2.needed_bytes - l2.capacity;
+                if first.is_none() {
+                    decisions.push(format!(
+                        "with everything at L2 the plan needs {} B of L2, {} B more than its {} B: moving persistent buffers to L3",
+                        thousands(l2.needed_bytes),
+                        thousands(short),
+                        thousands(l2.capacity)
+                    ));
+                }
+                // Each node touching an L3 buffer stages it, so prefer
+                // buffers few nodes touch: one that covers the shortfall
+                // alone (fewest touches, then smallest), else the one that
+                // frees most bytes per touch.
+                let mut freed = 0u64;
+                while freed < short && !cands.is_empty() {
+                    let need = short - freed;
+                    let covering = cands
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, &id)| base[id].size >= need)
+                        .min_by_key(|(_, &id)| (access_count(id), base[id].size, id))
+                        .map(|(i, _)| i);
+                    let pick = covering.unwrap_or_else(|| {
+                        let score = |id: BufId| base[id].size / (access_count(id).max(1) as u64);
+                        cands
+                            .iter()
+                            .enumerate()
+                            .max_by(|(_, &x), (_, &y)| score(x).cmp(&score(y)).then(y.cmp(&x)))
+                            .map(|(i, _)| i)
+                            .unwrap_or(0)
+                    });
+                    let id = cands.swap_remove(pick);
+                    freed += base[id].size;
+                    let n = access_count(id);
+                    let b = &mut base[id];
+                    b.level = Level::L3;
+                    b.level_reason = format!(
+                        "moved to L3: L2 was {} B short; a {} touched by {n} node(s) per run, staged through L2 at each",
+                        thousands(short),
+                        b.kind.name().replace('_', " ")
+                    );
+                    decisions.push(format!("moved '{}' ({} B) to L3", b.name, thousands(b.size)));
+                    moved.push(id);
+                }
+                if first.is_none() {
+                    first = Some(a);
+                }
+                continue;
+            }
+        }
+        // L2 cannot be relieved any further.
+        let shown = first.as_ref().unwrap_or(&a);
+        let mut extra = vec![];
+        if !moved.is_empty() {
+            let bytes: u64 = moved.iter().map(|&i| base[i].size).sum();
+            extra.push(format!(
+                "  moving {} persistent buffer(s) ({} B) to L3 still leaves L2 needing {} B",
+                moved.len(),
+                thousands(bytes),
+                thousands(l2.needed_bytes)
+            ));
+        }
+        if let Some((node, bytes)) = largest_staging(&a) {
+            extra.push(format!("  largest L2 staging of one node: {node}, {} B", thousands(bytes)));
+        }
+        let mut tries = vec![];
+        if opts.default_mem == Level::L2 {
+            tries.push("--default-mem L3".to_string());
+        }
+        tries.push(format!("--l2 {} (or more)", shown.levels[&Level::L2].needed_bytes));
+        return Err(capacity_error(p, shown, Level::L2, extra, tries));
+    };
+
+    let plan = Plan {
+        platform: p.clone(),
+        default_mem: opts.default_mem,
+        steps: disc.steps.len() as u32,
+        main_steps: disc.main_steps,
+        levels: done.levels,
+        weights: done.weights,
+        skip_initweight_copy: done.skip,
+        buffers: done.buffers,
+        nodes: done.nodes,
+        decisions,
+    };
+    plan.verify().map_err(|e| Error::Plan(format!("internal error: the memory plan failed its own check: {e}")))?;
+    Ok(plan)
+}

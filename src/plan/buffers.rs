@@ -1,0 +1,674 @@
+//! The buffer list: every tensor that needs memory, with its size, its
+//! lifetime over the schedule, its kind and the tensors that share it.
+//!
+//! Schedule steps: the training (or inference) graph's nodes `0..N`, then
+//! the optimizer graph's `N..N+M`; the two run one after the other and share
+//! the weight and gradient buffers.
+//!
+//! Sharing (one buffer, several tensors):
+//! - `InPlaceAccumulatorV2(buffer, grad, reset)` writes `buffer` in place;
+//!   its optional second output is the same buffer.
+//! - `SGD(w, g) -> w_updated` writes `w` in place when no node reads `w`
+//!   after the SGD; otherwise `w_updated` gets a buffer of its own.
+//! - `SGDOptimizerV2` updates the parameter buffers in place; its sequence
+//!   inputs and outputs are views of the parameter and gradient buffers.
+//! - Shape-only operators (Reshape, Squeeze, Unsqueeze, Flatten, Identity)
+//!   alias their input: no copy, no code; not when an in-place write to the
+//!   input's buffer falls inside the alias's lifetime.
+//!
+//! Constants feeding only compile-time operands (Reshape's shape, axes,
+//! Slice bounds) need no buffer.
+
+use std::collections::HashMap;
+
+use petgraph::stable_graph::NodeIndex;
+use serde::Serialize;
+
+use super::platform::Level;
+use crate::error::{Error, Result};
+use crate::ir::{Graph, Model, Node, Origin, Role, TensorId};
+
+pub type BufId = usize;
+
+/// What a buffer holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Graph input fed per run: data, labels, `lazy_reset_grad`.
+    Input,
+    /// Trainable parameter.
+    Param,
+    /// Parameter graph input no optimizer updates (BatchNorm statistics).
+    Frozen,
+    /// An initializer no optimizer updates (inference weights, frozen
+    /// layers, loss seeds) or a folded value a node reads as data.
+    Constant,
+    /// Gradient accumulation buffer.
+    GradBuffer,
+    /// Optimizer graph input that is not a parameter or gradient
+    /// (learning rate, step).
+    OptimizerInput,
+    /// Graph output (loss, inference outputs, flags).
+    Output,
+    /// Forward value.
+    Activation,
+    /// Backward value.
+    Gradient,
+    /// Per-kernel scratch of one node.
+    Scratch,
+    /// L2 staging copy of an L3 operand for one node.
+    Staging,
+    /// L1 copy of an operand for one node.
+    L1Operand,
+    /// Extra static buffer asked for by a later stage (test data).
+    Static,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Input => "input",
+            Kind::Param => "param",
+            Kind::Frozen => "frozen",
+            Kind::Constant => "constant",
+            Kind::GradBuffer => "grad_buffer",
+            Kind::OptimizerInput => "optimizer_input",
+            Kind::Output => "output",
+            Kind::Activation => "activation",
+            Kind::Gradient => "gradient",
+            Kind::Scratch => "scratch",
+            Kind::Staging => "staging",
+            Kind::L1Operand => "l1_operand",
+            Kind::Static => "static",
+        }
+    }
+
+    /// Holds a value that must be supplied before the first run.
+    pub fn is_weight(self) -> bool {
+        matches!(self, Kind::Param | Kind::Frozen | Kind::Constant)
+    }
+
+    /// Made per node by the level stage (staging, L1 copies, scratch).
+    pub fn is_per_node(self) -> bool {
+        matches!(self, Kind::Scratch | Kind::Staging | Kind::L1Operand)
+    }
+}
+
+/// Which graph a tensor or node belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GraphSel {
+    Main,
+    Optimizer,
+}
+
+/// Another tensor stored in a buffer, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Alias {
+    pub tensor: String,
+    pub graph: GraphSel,
+    pub why: String,
+}
+
+/// Where a buffer's bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "at")]
+pub enum Placement {
+    /// Not placed yet.
+    Unplaced,
+    /// At this offset in its level's arena.
+    Arena { offset: u64 },
+    /// An initialised static array of its own (baked), outside the arena.
+    Static,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Buffer {
+    pub id: BufId,
+    pub name: String,
+    pub graph: GraphSel,
+    pub kind: Kind,
+    /// Exact bytes of the value.
+    pub bytes: u64,
+    /// Bytes reserved: `bytes` rounded up to the platform alignment.
+    pub size: u64,
+    pub dtype: String,
+    pub shape: Vec<usize>,
+    /// First and last schedule step at which the buffer is live.
+    pub start: u32,
+    pub end: u32,
+    /// Live across runs (graph inputs, weights, gradient buffers): its bytes
+    /// are never shared.
+    pub persistent: bool,
+    pub aliases: Vec<Alias>,
+    pub level: Level,
+    pub level_reason: String,
+    pub placement: Placement,
+    /// For per-node buffers: the step they serve and the buffer they copy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub copy_of: Option<BufId>,
+}
+
+impl Buffer {
+    pub fn lifetime(&self) -> (u32, u32) {
+        (self.start, self.end)
+    }
+}
+
+/// How a node touches a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    Read,
+    Write,
+    ReadWrite,
+}
+
+/// One scheduled node and the buffers it reads and writes.
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub index: u32,
+    pub graph: GraphSel,
+    pub node: NodeIndex,
+    pub name: String,
+    pub op: String,
+    /// Distinct buffers in first-use order, with how they are touched.
+    pub operands: Vec<(BufId, Access)>,
+    /// A shape-only node whose output aliases its input: no code.
+    pub alias_only: bool,
+    /// Bytes of per-kernel scratch.
+    pub scratch_bytes: u64,
+}
+
+/// Everything discovered from the graphs, before levels and offsets.
+#[derive(Clone, Debug)]
+pub struct Discovery {
+    pub buffers: Vec<Buffer>,
+    pub steps: Vec<Step>,
+    /// Steps of the main graph (the optimizer's start here).
+    pub main_steps: u32,
+    /// Buffer of each main-graph tensor that has one.
+    pub main: HashMap<TensorId, BufId>,
+    pub optimizer: HashMap<TensorId, BufId>,
+    /// Decisions worth telling a person: aliasing refused, compile-time
+    /// constants, views.
+    pub notes: Vec<String>,
+}
+
+/// A buffer a later stage needs (e.g. test data), with its preferred level.
+#[derive(Clone, Debug)]
+pub struct StaticRequest {
+    pub name: String,
+    pub bytes: u64,
+    pub level: Level,
+}
+
+/// Operators whose output is their input under another shape.
+pub fn shape_only(op: &str) -> bool {
+    matches!(op, "Reshape" | "Squeeze" | "Unsqueeze" | "Flatten" | "Identity")
+}
+
+/// Input slots an operator reads at compile time (shapes, axes, bounds),
+/// when the value is a constant.
+pub fn compile_time_slot(op: &str, slot: usize) -> bool {
+    match op {
+        "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Tile" => slot == 1,
+        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2" => slot == 1,
+        "Slice" => (1..=4).contains(&slot),
+        "Shape" | "Size" => slot == 0,
+        _ => false,
+    }
+}
+
+fn is_constant(g: &Graph, t: TensorId) -> bool {
+    matches!(g.tensor(t).origin, Origin::Initializer | Origin::Folded) && g.tensor(t).data.is_some()
+}
+
+/// Bytes per element and shape of a tensor, or an error naming it.
+fn size_of(g: &Graph, t: TensorId, what: &str) -> Result<(u64, Vec<usize>)> {
+    let tensor = g.tensor(t);
+    let shape = tensor.ty.shape();
+    match (tensor.ty.bytes(), shape) {
+        (Some(b), Some(s)) => Ok((b as u64, s)),
+        _ => Err(Error::Plan(format!(
+            "{what} '{}' has no static size ({}); the memory plan needs every buffer's shape",
+            tensor.name, tensor.ty
+        ))),
+    }
+}
+
+struct Builder<'a> {
+    model: &'a Model,
+    align: u64,
+    last: u32,
+    buffers: Vec<Buffer>,
+    main: HashMap<TensorId, BufId>,
+    opt: HashMap<TensorId, BufId>,
+    notes: Vec<String>,
+}
+
+impl<'a> Builder<'a> {
+    fn graph(&self, sel: GraphSel) -> &'a Graph {
+        match sel {
+            GraphSel::Main => &self.model.graph,
+            GraphSel::Optimizer => self.model.optimizer.as_ref().expect("optimizer steps only exist with a graph"),
+        }
+    }
+
+    fn map(&self, sel: GraphSel) -> &HashMap<TensorId, BufId> {
+        match sel {
+            GraphSel::Main => &self.main,
+            GraphSel::Optimizer => &self.opt,
+        }
+    }
+
+    fn bind(&mut self, sel: GraphSel, t: TensorId, b: BufId) {
+        match sel {
+            GraphSel::Main => self.main.insert(t, b),
+            GraphSel::Optimizer => self.opt.insert(t, b),
+        };
+    }
+
+    fn new_buffer(
+        &mut self,
+        sel: GraphSel,
+        t: TensorId,
+        kind: Kind,
+        start: u32,
+        end: u32,
+        persistent: bool,
+    ) -> Result<BufId> {
+        let g = self.graph(sel);
+        let (bytes, shape) = size_of(g, t, kind.name())?;
+        let id = self.buffers.len();
+        self.buffers.push(Buffer {
+            id,
+            name: g.name_of(t).to_string(),
+            graph: sel,
+            kind,
+            bytes,
+            size: bytes.div_ceil(self.align) * self.align,
+            dtype: g.tensor(t).ty.dtype.name(),
+            shape,
+            start,
+            end,
+            persistent,
+            aliases: vec![],
+            level: Level::L2,
+            level_reason: String::new(),
+            placement: Placement::Unplaced,
+            step: None,
+            copy_of: None,
+        });
+        self.bind(sel, t, id);
+        Ok(id)
+    }
+
+    fn persistent(&mut self, sel: GraphSel, t: TensorId, kind: Kind) -> Result<BufId> {
+        let last = self.last;
+        self.new_buffer(sel, t, kind, 0, last, true)
+    }
+
+    fn alias(&mut self, sel: GraphSel, t: TensorId, b: BufId, why: String) {
+        let name = self.graph(sel).name_of(t).to_string();
+        self.buffers[b].aliases.push(Alias { tensor: name, graph: sel, why });
+        self.bind(sel, t, b);
+    }
+
+    fn touch(&mut self, b: BufId, step: u32) {
+        let buf = &mut self.buffers[b];
+        buf.start = buf.start.min(step);
+        buf.end = buf.end.max(step);
+    }
+}
+
+/// Kind of a value a node produces.
+fn value_kind(g: &Graph, node: &Node, t: TensorId) -> Kind {
+    let name = g.name_of(t).to_ascii_lowercase();
+    if node.op.ends_with("Grad") || node.op == "InPlaceAccumulatorV2" || name.contains("grad") {
+        Kind::Gradient
+    } else {
+        Kind::Activation
+    }
+}
+
+/// Bytes of per-kernel scratch a node needs (runtime/kernels/dg_kernels.h).
+pub fn scratch_bytes(g: &Graph, node: &Node) -> u64 {
+    match node.op.as_str() {
+        // (dY, X, scale, bias) without saved statistics: mean and inv_std
+        // are recomputed into 2 * rows floats.
+        "LayerNormalizationGrad" if node.input(3).is_none() || node.input(4).is_none() => {
+            let Some(shape) = node.input(1).and_then(|x| g.tensor(x).ty.shape()) else { return 0 };
+            let rank = shape.len() as i64;
+            let axis = node.attr_int("axis").unwrap_or(-1);
+            let axis = if axis < 0 { axis + rank } else { axis }.clamp(0, rank) as usize;
+            let rows: usize = shape[..axis].iter().product();
+            (2 * rows * 4) as u64
+        }
+        _ => 0,
+    }
+}
+
+/// Discover every buffer of the model (main graph, then optimizer graph)
+/// plus the extra static buffers asked for.
+pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<Discovery> {
+    let main_steps = model.graph.schedule.len() as u32;
+    let opt_steps = model.optimizer.as_ref().map_or(0, |g| g.schedule.len() as u32);
+    let total = (main_steps + opt_steps).max(1);
+    let mut b = Builder {
+        model,
+        align: align.max(1),
+        last: total - 1,
+        buffers: vec![],
+        main: HashMap::new(),
+        opt: HashMap::new(),
+        notes: vec![],
+    };
+    let roles = &model.roles;
+    let g = &model.graph;
+
+    // Graph inputs, in file order: persistent.
+    for &t in &g.inputs {
+        if g.tensor(t).sequence {
+            continue;
+        }
+        let kind = match roles.role(g.name_of(t)) {
+            Some(Role::Param) => Kind::Param,
+            Some(Role::Frozen) => Kind::Frozen,
+            Some(Role::GradBuffer) => Kind::GradBuffer,
+            _ => Kind::Input,
+        };
+        b.persistent(GraphSel::Main, t, kind)?;
+    }
+
+    // Constants read as data by some node: initializers in file order, then
+    // folded values in tensor order. Constants read only at compile time
+    // need no buffer.
+    let data_use = |g: &Graph, t: TensorId| {
+        g.nodes().any(|(_, n)| n.inputs.iter().enumerate().any(|(i, s)| *s == Some(t) && !compile_time_slot(&n.op, i)))
+    };
+    let mut compile_time: Vec<String> = vec![];
+    for &t in &g.initializers {
+        if b.main.contains_key(&t) {
+            continue;
+        }
+        let is_param = roles.role(g.name_of(t)) == Some(Role::Param);
+        if is_param || data_use(g, t) {
+            let kind = if is_param { Kind::Param } else { Kind::Constant };
+            b.persistent(GraphSel::Main, t, kind)?;
+        } else if !g.consumers(t).is_empty() {
+            compile_time.push(g.name_of(t).to_string());
+        }
+    }
+    for t in 0..g.tensors.len() {
+        if g.tensor(t).origin == Origin::Folded && !b.main.contains_key(&t) && !g.consumers(t).is_empty() {
+            if data_use(g, t) {
+                b.persistent(GraphSel::Main, t, Kind::Constant)?;
+            } else {
+                compile_time.push(g.name_of(t).to_string());
+            }
+        }
+    }
+    if !compile_time.is_empty() {
+        b.notes.push(format!(
+            "{} constant(s) are read only at compile time (shapes, axes, bounds) and get no buffer: {}",
+            compile_time.len(),
+            compile_time.join(", ")
+        ));
+    }
+
+    let mut steps = vec![];
+    walk(&mut b, GraphSel::Main, 0, &mut steps)?;
+    if let Some(og) = &model.optimizer {
+        // Optimizer inputs share the training graph's buffers by name;
+        // sequences are views; anything else (learning rate, step) is its own.
+        for &t in &og.inputs {
+            let name = og.name_of(t);
+            if let Some(&mb) = g.id(name).and_then(|mt| b.main.get(&mt)) {
+                b.alias(GraphSel::Optimizer, t, mb, "same name as the training graph's buffer".into());
+            } else if og.tensor(t).sequence {
+                continue;
+            } else {
+                b.persistent(GraphSel::Optimizer, t, Kind::OptimizerInput)?;
+            }
+        }
+        for &t in &og.initializers {
+            if !b.opt.contains_key(&t) && data_use(og, t) {
+                b.persistent(GraphSel::Optimizer, t, Kind::Constant)?;
+            }
+        }
+        walk(&mut b, GraphSel::Optimizer, main_steps, &mut steps)?;
+    }
+
+    for s in statics {
+        let id = b.buffers.len();
+        b.buffers.push(Buffer {
+            id,
+            name: s.name.clone(),
+            graph: GraphSel::Main,
+            kind: Kind::Static,
+            bytes: s.bytes,
+            size: s.bytes.div_ceil(b.align) * b.align,
+            dtype: "u8".into(),
+            shape: vec![s.bytes as usize],
+            start: 0,
+            end: b.last,
+            persistent: true,
+            aliases: vec![],
+            level: s.level,
+            level_reason: String::new(),
+            placement: Placement::Unplaced,
+            step: None,
+            copy_of: None,
+        });
+    }
+
+    Ok(Discovery { buffers: b.buffers, steps, main_steps, main: b.main, optimizer: b.opt, notes: b.notes })
+}
+
+/// Buffers of every param / gradient buffer, for sequence operands.
+fn sequence_members(b: &Builder, role: Role) -> Vec<BufId> {
+    let g = &b.model.graph;
+    b.model
+        .roles
+        .params
+        .iter()
+        .filter_map(|p| match role {
+            Role::ParamSequence => Some(p.name.as_str()),
+            _ => p.grad_buffer.as_deref(),
+        })
+        .filter_map(|n| g.id(n).and_then(|t| b.main.get(&t).copied()))
+        .collect()
+}
+
+fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Result<()> {
+    let g = b.graph(sel);
+    let last = b.last;
+    let sched: Vec<(NodeIndex, &Node)> = g.nodes().collect();
+    let step_of: HashMap<NodeIndex, u32> = sched.iter().enumerate().map(|(i, (n, _))| (*n, base + i as u32)).collect();
+    let is_output = |t: TensorId| g.outputs.contains(&t);
+
+    // In-place writes: accumulators always; SGD when nothing reads the
+    // weight after it. (buffer-group tensor, step)
+    let mut inplace: Vec<(TensorId, u32)> = vec![];
+    let mut sgd_inplace: HashMap<NodeIndex, bool> = HashMap::new();
+    for (i, (ni, n)) in sched.iter().enumerate() {
+        let s = base + i as u32;
+        match n.op.as_str() {
+            "InPlaceAccumulatorV2" => inplace.extend(n.input(0).map(|t| (t, s))),
+            "SGD" => {
+                let Some(w) = n.input(0) else { continue };
+                let later: Vec<String> = g
+                    .consumers(w)
+                    .into_iter()
+                    .filter(|c| c != ni && step_of[c] > s)
+                    .map(|c| g.display_node(c))
+                    .collect();
+                let same_size = n.output(0).is_some_and(|o| g.tensor(o).ty.bytes() == g.tensor(w).ty.bytes());
+                let ok = later.is_empty() && same_size;
+                if !later.is_empty() {
+                    b.notes.push(format!(
+                        "SGD '{}' does not update '{}' in place: {} read(s) it later; '{}' gets its own buffer",
+                        n.name,
+                        g.name_of(w),
+                        later.join(", "),
+                        n.output(0).map_or("?", |o| g.name_of(o))
+                    ));
+                }
+                sgd_inplace.insert(*ni, ok);
+                if ok {
+                    inplace.push((w, s));
+                }
+            }
+            _ => {}
+        }
+    }
+    // Last step that reads a tensor (graph outputs: the end).
+    let last_read = |t: TensorId| -> u32 {
+        let r = g.consumers(t).iter().map(|c| step_of[c]).max().unwrap_or(0);
+        if is_output(t) {
+            last
+        } else {
+            r
+        }
+    };
+
+    let mut viewed_seq = false;
+    for (i, (ni, n)) in sched.iter().enumerate() {
+        let s = base + i as u32;
+        let mut operands: Vec<(BufId, Access)> = vec![];
+        let add = |ops: &mut Vec<(BufId, Access)>, id: BufId, acc: Access| match ops.iter_mut().find(|(x, _)| *x == id)
+        {
+            Some((_, a)) => {
+                if *a != acc {
+                    *a = Access::ReadWrite
+                }
+            }
+            None => ops.push((id, acc)),
+        };
+
+        // Inputs: extend lifetimes; sequences expand to their members.
+        for (slot, t) in n.inputs.iter().enumerate() {
+            let Some(t) = *t else { continue };
+            if let Some(&id) = b.map(sel).get(&t) {
+                b.touch(id, s);
+                add(&mut operands, id, Access::Read);
+            } else if g.tensor(t).sequence {
+                let role = b.model.roles.optimizer.get(g.name_of(t)).copied();
+                if let Some(r @ (Role::ParamSequence | Role::GradSequence)) = role {
+                    // SGDOptimizerV2 updates the parameters in place.
+                    let acc = if r == Role::ParamSequence && n.op == "SGDOptimizerV2" {
+                        Access::ReadWrite
+                    } else {
+                        Access::Read
+                    };
+                    for id in sequence_members(b, r) {
+                        b.touch(id, s);
+                        add(&mut operands, id, acc);
+                    }
+                    viewed_seq = true;
+                }
+            } else if compile_time_slot(&n.op, slot) && is_constant(g, t) {
+                continue;
+            } else if is_constant(g, t) {
+                // A constant read as data that discovery did not see: give
+                // it a buffer now.
+                let id = b.persistent(sel, t, Kind::Constant)?;
+                add(&mut operands, id, Access::Read);
+            } else {
+                return Err(Error::Plan(format!(
+                    "node '{}' ({}) reads '{}', which has no buffer: it is neither produced earlier nor a graph input",
+                    n.name,
+                    n.op,
+                    g.name_of(t)
+                )));
+            }
+        }
+
+        // Outputs.
+        let mut alias_only = false;
+        for (slot, t) in n.outputs.iter().enumerate() {
+            let Some(t) = *t else { continue };
+            if b.map(sel).contains_key(&t) {
+                continue;
+            }
+            let in0 = n.input(0).and_then(|x| b.map(sel).get(&x).copied());
+            let out_bytes = g.tensor(t).ty.bytes().map(|x| x as u64);
+            match (n.op.as_str(), slot) {
+                ("InPlaceAccumulatorV2", 1) | ("SGD", 0) if in0.is_some() => {
+                    let id = in0.expect("checked");
+                    let inplace_ok = n.op == "InPlaceAccumulatorV2" || sgd_inplace.get(ni) == Some(&true);
+                    if inplace_ok && out_bytes == Some(b.buffers[id].bytes) {
+                        let why = format!("{} '{}' writes '{}' in place", n.op, n.name, b.buffers[id].name);
+                        b.alias(sel, t, id, why);
+                        if is_output(t) {
+                            b.touch(id, last);
+                        }
+                        add(&mut operands, id, Access::ReadWrite);
+                        continue;
+                    }
+                }
+                ("SGDOptimizerV2", s2) if s2 >= 1 => {
+                    // Updated parameters: the parameter buffers, in place.
+                    for id in sequence_members(b, Role::ParamSequence) {
+                        add(&mut operands, id, Access::ReadWrite);
+                    }
+                    continue;
+                }
+                (op, 0) if shape_only(op) && in0.is_some() => {
+                    let id = in0.expect("checked");
+                    let x = n.input(0).expect("checked");
+                    if out_bytes == Some(b.buffers[id].bytes) {
+                        // Refuse when an in-place write to the buffer falls
+                        // inside the alias's lifetime.
+                        let end = last_read(t);
+                        let root_tensors: Vec<TensorId> =
+                            b.map(sel).iter().filter(|(_, &v)| v == id).map(|(&k, _)| k).collect();
+                        let hazard = inplace.iter().find(|(w, ws)| root_tensors.contains(w) && *ws > s && *ws < end);
+                        match hazard {
+                            None => {
+                                let why = format!("{op} '{}' views '{}' (shape only, no copy)", n.name, g.name_of(x));
+                                b.alias(sel, t, id, why);
+                                if is_output(t) {
+                                    b.touch(id, last);
+                                }
+                                alias_only = true;
+                                continue;
+                            }
+                            Some((w, ws)) => b.notes.push(format!(
+                                "{op} '{}' copies '{}' instead of viewing it: step {ws} writes '{}' in place while the view is still read",
+                                n.name,
+                                g.name_of(x),
+                                g.name_of(*w)
+                            )),
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let kind = if is_output(t) { Kind::Output } else { value_kind(g, n, t) };
+            let end = if is_output(t) { last } else { s };
+            let id = b.new_buffer(sel, t, kind, s, end, false)?;
+            add(&mut operands, id, Access::Write);
+        }
+        // Later reads extend lifetimes as the walk reaches them.
+        steps.push(Step {
+            index: s,
+            graph: sel,
+            node: *ni,
+            name: n.name.clone(),
+            op: n.op.clone(),
+            operands: if alias_only { vec![] } else { operands },
+            alias_only,
+            scratch_bytes: if alias_only { 0 } else { scratch_bytes(g, n) },
+        });
+    }
+    if viewed_seq {
+        b.notes.push(
+            "the optimizer's sequence inputs are views of the parameter and gradient buffers: SGDOptimizerV2 updates the parameters in place".into(),
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! The plan for a person (text tables) and for tools (JSON).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde_json::{json, Value};
+
+use super::buffers::Kind;
+use super::supply::Supply;
+use super::{thousands, Level, Placement, Plan};
+
+/// `plan` object of `deploygen inspect --format json`: the whole plan, with
+/// `levels[L] = {capacity, arena_bytes, lower_bound_bytes, efficiency,
+/// weights_bytes, …}` and `weights[] = {name, bytes, level, supply, reason,
+/// …}`.
+pub fn json(plan: &Plan) -> Value {
+    serde_json::to_value(plan).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+}
+
+fn row(o: &mut String, cells: &[String], widths: &[usize]) {
+    let mut line = String::from(" ");
+    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
+        if i < 2 {
+            let _ = write!(line, " {c:<w$}");
+        } else {
+            let _ = write!(line, " {c:>w$}");
+        }
+    }
+    let _ = writeln!(o, "{}", line.trim_end());
+}
+
+fn table(o: &mut String, head: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    row(o, &head.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &widths);
+    for r in rows {
+        row(o, r, &widths);
+    }
+}
+
+/// Text for `deploygen inspect --platform P`.
+pub fn text(plan: &Plan) -> String {
+    let mut o = String::new();
+    let p = &plan.platform;
+    let _ = writeln!(
+        o,
+        "\nmemory plan  {}, --default-mem {}  ({} cluster cores; a task sent without fork runs on core {})",
+        p.name, plan.default_mem, p.cluster_cores, p.controller_core_id
+    );
+    let _ = writeln!(
+        o,
+        "  schedule: {} steps ({} main graph{})",
+        plan.steps,
+        plan.main_steps,
+        if plan.steps > plan.main_steps {
+            format!(", {} optimizer", plan.steps - plan.main_steps)
+        } else {
+            String::new()
+        }
+    );
+    let rows: Vec<Vec<String>> = Level::ALL
+        .iter()
+        .map(|&l| {
+            let lp = plan.level(l);
+            vec![
+                l.to_string(),
+                String::new(),
+                thousands(lp.capacity),
+                thousands(lp.reserved_bytes),
+                thousands(lp.static_bytes),
+                thousands(lp.arena_bytes),
+                thousands(lp.lower_bound_bytes),
+                format!("{:.4}", lp.efficiency),
+                thousands(lp.weights_bytes),
+                thousands(lp.free_bytes),
+            ]
+        })
+        .collect();
+    let _ = writeln!(o);
+    table(
+        &mut o,
+        &["level", "", "capacity", "reserved", "static", "arena", "lower bound", "efficiency", "weights", "free"],
+        &rows,
+    );
+    for l in Level::ALL {
+        let lp = plan.level(l);
+        if lp.arena_bytes == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {l} arena: persistent band {} B + transient region {} B (lower bound {} B, efficiency {:.4}; {}; greedy by size alone {} B)",
+            thousands(lp.persistent_bytes),
+            thousands(lp.transient_arena_bytes),
+            thousands(lp.transient_lower_bound_bytes),
+            lp.transient_efficiency,
+            lp.strategy,
+            thousands(lp.greedy_arena_bytes)
+        );
+    }
+    for l in Level::ALL {
+        let lp = plan.level(l);
+        if !lp.reserved.is_empty() {
+            let r: Vec<String> = lp.reserved.iter().map(|r| format!("{} {} B", r.name, thousands(r.bytes))).collect();
+            let _ = writeln!(o, "  {l} reserved: {}", r.join("; "));
+        }
+    }
+
+    // Weights.
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for w in &plan.weights {
+        *counts.entry(w.supply.name()).or_insert(0) += 1;
+    }
+    let c: Vec<String> = counts.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    let _ = writeln!(o, "\nweights ({}{}{})", plan.weights.len(), if c.is_empty() { "" } else { ": " }, c.join(", "));
+    let rows: Vec<Vec<String>> = plan
+        .weights
+        .iter()
+        .map(|w| {
+            vec![
+                w.name.clone(),
+                w.kind.name().to_string(),
+                thousands(w.bytes),
+                w.level.to_string(),
+                w.supply.name().to_string(),
+                w.hex_index.map(|i| format!("hex/{i}.hex")).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        table(&mut o, &["name", "kind", "bytes", "level", "supply", "file"], &rows);
+        // One line per distinct reason.
+        let mut reasons: Vec<(String, usize)> = vec![];
+        for w in &plan.weights {
+            let r = format!(
+                "{}: {}",
+                w.supply.name(),
+                w.reason.replace(&format!("hex/{}.hex", w.hex_index.unwrap_or(0)), "hex/<n>.hex")
+            );
+            match reasons.iter_mut().find(|(x, _)| *x == r) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((r, 1)),
+            }
+        }
+        let _ = writeln!(o, "  why:");
+        for (r, n) in reasons {
+            let _ = writeln!(o, "    ({n}) {r}");
+        }
+    }
+    let _ = writeln!(
+        o,
+        "  TRAINING_SKIP_INITWEIGHT_COPY: {} ({})",
+        if plan.skip_initweight_copy.skip { "defined" } else { "not defined" },
+        plan.skip_initweight_copy.reason
+    );
+
+    // Where the rest lives.
+    let _ = writeln!(o, "\nbuffers");
+    let mut rows = vec![];
+    for l in Level::ALL {
+        let mut by_kind: BTreeMap<&str, (usize, u64)> = BTreeMap::new();
+        for b in plan.buffers.iter().filter(|b| b.level == l) {
+            let e = by_kind.entry(b.kind.name()).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += b.size;
+        }
+        for (k, (n, bytes)) in by_kind {
+            rows.push(vec![l.to_string(), k.to_string(), n.to_string(), thousands(bytes)]);
+        }
+    }
+    table(&mut o, &["level", "kind", "count", "bytes"], &rows);
+    let aliased: usize =
+        plan.buffers.iter().map(|b| b.aliases.iter().filter(|a| !a.why.starts_with("same name")).count()).sum();
+    let execs = |e: Option<Level>| plan.nodes.iter().filter(|n| n.exec == e).count();
+    let _ = writeln!(
+        o,
+        "  {} tensors share another's buffer (in-place updates, shape-only views); nodes computing in L1: {}, in L2: {}, views without code: {}",
+        aliased,
+        execs(Some(Level::L1)),
+        execs(Some(Level::L2)),
+        execs(None)
+    );
+    for l in [Level::L2, Level::L3] {
+        let mut largest: Vec<_> = plan
+            .buffers
+            .iter()
+            .filter(|b| b.level == l && !b.kind.is_per_node() && b.kind != Kind::Static)
+            .filter_map(|b| match b.placement {
+                Placement::Arena { offset } => Some((b, offset)),
+                _ => None,
+            })
+            .collect();
+        if largest.is_empty() {
+            continue;
+        }
+        largest.sort_by(|a, b| b.0.size.cmp(&a.0.size).then(a.0.id.cmp(&b.0.id)));
+        let _ = writeln!(o, "  largest in the {l} arena:");
+        let rows: Vec<Vec<String>> = largest
+            .iter()
+            .take(8)
+            .map(|(b, off)| {
+                vec![
+                    b.name.clone(),
+                    b.kind.name().to_string(),
+                    thousands(b.size),
+                    format!("@{}", thousands(*off)),
+                    format!("steps {}..{}", b.start, b.end),
+                ]
+            })
+            .collect();
+        table(&mut o, &["  name", "kind", "bytes", "offset", "live"], &rows);
+    }
+
+    if !plan.decisions.is_empty() {
+        let _ = writeln!(o, "\ndecisions");
+        for d in &plan.decisions {
+            let _ = writeln!(o, "  - {d}");
+        }
+    }
+    let staged = plan.weights.iter().filter(|w| w.supply == Supply::L3Staged).count();
+    if staged > 0 {
+        let _ = writeln!(o, "  - {staged} weight(s) l3-staged");
+    }
+    o
+}

@@ -1,0 +1,203 @@
+//! The memory map as SVG: one panel per level, schedule step across,
+//! arena address up, one rectangle per buffer (hover for name, bytes,
+//! lifetime). The live-bytes curve (whose peak is the lower bound) is drawn
+//! over the buffers, so the gap between it and the arena top is the waste.
+
+use std::fmt::Write as _;
+
+use super::buffers::{Buffer, Kind};
+use super::{thousands, Level, Plan};
+
+const PANEL_W: f64 = 960.0;
+const PANEL_H: f64 = 300.0;
+const LEFT: f64 = 96.0;
+const TOP: f64 = 56.0;
+const GAP: f64 = 86.0;
+
+fn color(k: Kind) -> &'static str {
+    match k {
+        Kind::Input => "#6baed6",
+        Kind::Param => "#e6550d",
+        Kind::Frozen => "#fdae6b",
+        Kind::Constant => "#fdd0a2",
+        Kind::GradBuffer => "#756bb1",
+        Kind::OptimizerInput => "#9e9ac8",
+        Kind::Output => "#31a354",
+        Kind::Activation => "#74c476",
+        Kind::Gradient => "#de2d26",
+        Kind::Scratch => "#636363",
+        Kind::Staging => "#fd8d3c",
+        Kind::L1Operand => "#3182bd",
+        Kind::Static => "#bdbdbd",
+    }
+}
+
+const LEGEND: [Kind; 12] = [
+    Kind::Input,
+    Kind::Output,
+    Kind::Param,
+    Kind::Frozen,
+    Kind::Constant,
+    Kind::GradBuffer,
+    Kind::Activation,
+    Kind::Gradient,
+    Kind::Staging,
+    Kind::L1Operand,
+    Kind::Scratch,
+    Kind::OptimizerInput,
+];
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// Draw the plan.
+pub fn svg(plan: &Plan, title: &str) -> String {
+    let steps = plan.steps.max(1) as f64;
+    let height = TOP + 3.0 * (PANEL_H + GAP) + 40.0;
+    let width = LEFT + PANEL_W + 40.0;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        o,
+        r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{} — {} --default-mem {}</text>"#,
+        esc(title),
+        esc(&plan.platform.name),
+        plan.default_mem
+    );
+    // Legend.
+    let mut x = LEFT;
+    for k in LEGEND {
+        let _ = writeln!(
+            o,
+            r#"<rect x="{x}" y="32" width="10" height="10" fill="{}"/><text x="{}" y="41" font-size="10">{}</text>"#,
+            color(k),
+            x + 13.0,
+            k.name()
+        );
+        x += 14.0 + 6.2 * k.name().len() as f64 + 8.0;
+    }
+    for (i, l) in Level::ALL.iter().enumerate() {
+        panel(&mut o, plan, *l, TOP + i as f64 * (PANEL_H + GAP) + 30.0, steps);
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
+fn panel(o: &mut String, plan: &Plan, l: Level, y0: f64, steps: f64) {
+    let lp = plan.level(l);
+    let arena = lp.arena_bytes;
+    let _ = writeln!(
+        o,
+        r#"<text x="{LEFT}" y="{}" font-size="13" font-weight="bold">{l} arena: {} B, lower bound {} B, efficiency {:.4}  (capacity {} B, reserved {} B, static {} B)</text>"#,
+        y0 - 8.0,
+        thousands(arena),
+        thousands(lp.lower_bound_bytes),
+        lp.efficiency,
+        thousands(lp.capacity),
+        thousands(lp.reserved_bytes),
+        thousands(lp.static_bytes)
+    );
+    let _ = writeln!(
+        o,
+        "<rect x=\"{LEFT}\" y=\"{y0}\" width=\"{PANEL_W}\" height=\"{PANEL_H}\" fill=\"#f7f7f7\" stroke=\"#999\"/>"
+    );
+    if arena == 0 {
+        let _ = writeln!(
+            o,
+            "<text x=\"{}\" y=\"{}\" fill=\"#777\">empty: nothing lives in the {l} arena</text>",
+            LEFT + 12.0,
+            y0 + PANEL_H / 2.0
+        );
+        return;
+    }
+    let sx = PANEL_W / steps;
+    let sy = PANEL_H / arena as f64;
+    let base = y0 + PANEL_H;
+    // Axes: address ticks, step ticks.
+    for k in 0..=4 {
+        let a = arena as f64 * k as f64 / 4.0;
+        let y = base - a * sy;
+        let _ = writeln!(
+            o,
+            "<line x1=\"{}\" y1=\"{y:.1}\" x2=\"{LEFT}\" y2=\"{y:.1}\" stroke=\"#999\"/><text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" font-size=\"10\">{}</text>",
+            LEFT - 4.0,
+            LEFT - 6.0,
+            y + 3.0,
+            thousands(a as u64)
+        );
+    }
+    let tick = ((steps / 10.0).ceil() as u32).max(1);
+    let mut s = 0;
+    while (s as f64) <= steps {
+        let x = LEFT + s as f64 * sx;
+        let _ = writeln!(
+            o,
+            "<line x1=\"{x:.1}\" y1=\"{base}\" x2=\"{x:.1}\" y2=\"{}\" stroke=\"#999\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">{s}</text>",
+            base + 4.0,
+            base + 15.0
+        );
+        s += tick;
+    }
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="{}" text-anchor="middle" font-size="10">schedule step</text>"#,
+        LEFT + PANEL_W / 2.0,
+        base + 28.0
+    );
+    let _ = writeln!(
+        o,
+        r#"<text x="16" y="{:.1}" transform="rotate(-90 16 {:.1})" text-anchor="middle" font-size="10">address (bytes)</text>"#,
+        y0 + PANEL_H / 2.0,
+        y0 + PANEL_H / 2.0
+    );
+    // Buffers.
+    let bufs: Vec<(&Buffer, u64)> = plan.arena(l);
+    for (b, off) in &bufs {
+        let x = LEFT + b.start as f64 * sx;
+        let w = ((b.end - b.start + 1) as f64 * sx).max(0.8);
+        let h = (b.size as f64 * sy).max(0.6);
+        let y = base - (off + b.size) as f64 * sy;
+        let _ = writeln!(
+            o,
+            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"#333\" stroke-width=\"0.3\"><title>{} ({}): {} B at offset {}, live steps {}..{}</title></rect>",
+            color(b.kind),
+            esc(&b.name),
+            b.kind.name(),
+            thousands(b.bytes),
+            thousands(*off),
+            b.start,
+            b.end
+        );
+    }
+    // Live bytes per step: its peak is the lower bound.
+    let mut live = vec![0u64; plan.steps.max(1) as usize];
+    for (b, _) in &bufs {
+        for v in live.iter_mut().take(b.end as usize + 1).skip(b.start as usize) {
+            *v += b.size;
+        }
+    }
+    let mut pts = String::new();
+    for (i, v) in live.iter().enumerate() {
+        let y = base - *v as f64 * sy;
+        let _ = write!(pts, "{:.1},{y:.1} {:.1},{y:.1} ", LEFT + i as f64 * sx, LEFT + (i + 1) as f64 * sx);
+    }
+    let _ = writeln!(
+        o,
+        r#"<polyline points="{}" fill="none" stroke="black" stroke-width="1.2" stroke-dasharray="4 2"><title>bytes live at each step (peak = lower bound)</title></polyline>"#,
+        pts.trim_end()
+    );
+    if plan.steps > plan.main_steps {
+        let x = LEFT + plan.main_steps as f64 * sx;
+        let _ = writeln!(
+            o,
+            "<line x1=\"{x:.1}\" y1=\"{y0}\" x2=\"{x:.1}\" y2=\"{base}\" stroke=\"#555\" stroke-dasharray=\"2 2\"/><text x=\"{:.1}\" y=\"{}\" font-size=\"10\" fill=\"#555\">optimizer</text>",
+            x + 3.0,
+            y0 + 12.0
+        );
+    }
+}

@@ -1,0 +1,568 @@
+//! Memory planning: platforms as data, levels and supply with reasons,
+//! aliasing, lifetimes, staging, offsets checked by the independent
+//! verifier, capacity errors with numbers, and the inspect output.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::*;
+use deploygen::import;
+use deploygen::ir::Model;
+use deploygen::plan::{self, Kind, Level, Placement, Plan, PlanOptions, Platform, Supply};
+use deploygen::Error;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn zoo(name: &str) -> Model {
+    import::load(&root().join("models").join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn opts(platform: &str, level: Level) -> PlanOptions {
+    PlanOptions::new(Platform::by_name(platform).unwrap(), level)
+}
+
+fn plan_of(m: &Model, platform: &str, level: Level) -> Plan {
+    plan::plan(m, &opts(platform, level)).unwrap_or_else(|e| panic!("{platform} {level}: {e}"))
+}
+
+fn buffer<'a>(p: &'a Plan, name: &str) -> &'a plan::Buffer {
+    p.buffers
+        .iter()
+        .find(|b| b.name == name || b.aliases.iter().any(|a| a.tensor == name))
+        .unwrap_or_else(|| panic!("no buffer holds '{name}'"))
+}
+
+/// Every model folder in the zoo, plus the conformance models next to the
+/// checkout when they are there.
+fn all_models() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("models"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("network.onnx").is_file() || p.join("training_model.onnx").is_file())
+        .collect();
+    v.sort();
+    v.extend(["CCT2_LP", "CCT2_FT1"].iter().filter_map(|n| conformance(n)));
+    v
+}
+
+// ---------------------------------------------------------------- platforms
+
+#[test]
+fn platform_descriptors_are_data() {
+    let all = Platform::all();
+    let names: Vec<&str> = all.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["GAP9", "Siracusa", "host"]);
+    for p in &all {
+        p.validate().unwrap();
+        assert!(p.alignment.is_power_of_two());
+    }
+    let gap9 = Platform::by_name("gap9").unwrap();
+    assert_eq!(gap9.controller_core_id, 8);
+    assert_eq!(gap9.cluster_cores, 8);
+    assert_eq!(gap9.capacity(Level::L1), 128 * 1024);
+    assert_eq!(gap9.capacity(Level::L2), 0x190000);
+    assert!(gap9.capacity(Level::L3) >= 8 << 20);
+    assert_eq!(gap9.level(Level::L2).window, Some([0x1C00_0000, 0x1C19_0000]));
+    // Stacks are reserved explicitly: CC stack 8192 + 8 worker stacks in L1.
+    let l1: Vec<(&str, u64)> = gap9.level(Level::L1).reserved.iter().map(|r| (r.name.as_str(), r.bytes)).collect();
+    assert!(l1.iter().any(|(n, b)| n.contains("controller") && *b == 8192), "{l1:?}");
+    assert!(l1.iter().any(|(n, _)| n.contains("8 worker")), "{l1:?}");
+
+    let sir = Platform::by_name("Siracusa").unwrap();
+    assert_eq!(sir.controller_core_id, 0);
+    assert_eq!(sir.capacity(Level::L1), 256 * 1024);
+    assert_eq!(sir.capacity(Level::L2), 2_000_000);
+
+    let host = Platform::by_name("host").unwrap();
+    assert!(host.cores_configurable);
+
+    let o = gap9.clone().with_capacity(Level::L2, 1_000_000);
+    assert_eq!(o.capacity(Level::L2), 1_000_000);
+    assert_eq!(o.level(Level::L2).window, Some([0x1C00_0000, 0x1C00_0000 + 1_000_000]));
+    assert_eq!(o.budget(Level::L2), 1_000_000 - gap9.level(Level::L2).reserved_bytes());
+
+    match Platform::by_name("gap8") {
+        Err(Error::Usage(m)) => assert!(m.contains("GAP9, Siracusa, host"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn flags_resolve_to_options() {
+    let o = PlanOptions::from_flags(Some("siracusa"), Some("l3"), [Some(128_000), None, None]).unwrap().unwrap();
+    assert_eq!(o.platform.name, "Siracusa");
+    assert_eq!(o.default_mem, Level::L3);
+    assert_eq!(o.platform.capacity(Level::L1), 128_000);
+    // L2 by default.
+    let o = PlanOptions::from_flags(Some("GAP9"), None, [None; 3]).unwrap().unwrap();
+    assert_eq!(o.default_mem, Level::L2);
+    assert!(PlanOptions::from_flags(None, None, [None; 3]).unwrap().is_none());
+    assert!(matches!(PlanOptions::from_flags(None, Some("L2"), [None; 3]), Err(Error::Usage(_))));
+    assert!(matches!(PlanOptions::from_flags(None, None, [None, Some(1), None]), Err(Error::Usage(_))));
+    assert!(matches!(PlanOptions::from_flags(Some("GAP9"), Some("L1"), [None; 3]), Err(Error::Usage(_))));
+    assert!(matches!(PlanOptions::from_flags(Some("GAP9"), Some("fast"), [None; 3]), Err(Error::Usage(_))));
+}
+
+// ------------------------------------------------------------------ matrix
+
+/// Every zoo model and both conformance models × {GAP9, Siracusa} × {L2,
+/// L3}: a plan that passes the verifier with every arena at efficiency
+/// ≥ 0.98, or a capacity error with numbers.
+#[test]
+fn every_model_plans_on_both_chips_at_both_levels() {
+    let models = all_models();
+    assert!(models.len() >= 9, "zoo missing? {models:?}");
+    let mut table = String::new();
+    for path in &models {
+        let m = import::load(path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        for platform in ["GAP9", "Siracusa"] {
+            for level in [Level::L2, Level::L3] {
+                match plan::plan(&m, &opts(platform, level)) {
+                    Ok(p) => {
+                        p.verify().unwrap_or_else(|e| panic!("{name} {platform} {level}: {e}"));
+                        for l in Level::ALL {
+                            let lp = p.level(l);
+                            assert!(lp.fits && lp.needed_bytes <= lp.capacity, "{name} {platform} {level} {l}");
+                            assert!(lp.arena_bytes >= lp.lower_bound_bytes);
+                            assert!(
+                                lp.efficiency >= 0.98 && lp.transient_efficiency >= 0.98,
+                                "{name} {platform} {level}: {l} efficiency {:.4} (transient {:.4})",
+                                lp.efficiency,
+                                lp.transient_efficiency
+                            );
+                        }
+                        let f = |l| {
+                            let lp = p.level(l);
+                            format!("{l} {}/{} {:.4}", lp.arena_bytes, lp.lower_bound_bytes, lp.efficiency)
+                        };
+                        table += &format!(
+                            "{name:16} {platform:8} {level}  {}  {}  {}\n",
+                            f(Level::L1),
+                            f(Level::L2),
+                            f(Level::L3)
+                        );
+                    }
+                    Err(Error::Capacity { needed, available, message, .. }) => {
+                        assert!(needed > available, "{message}");
+                        assert!(message.contains("arena") && message.contains("stacks/reserved"), "{message}");
+                        table += &format!(
+                            "{name:16} {platform:8} {level}  capacity error: {}\n",
+                            message.lines().next().unwrap()
+                        );
+                    }
+                    Err(e) => panic!("{name} {platform} {level}: {e}"),
+                }
+            }
+        }
+    }
+    println!("{table}");
+}
+
+#[test]
+fn plans_are_deterministic() {
+    let m = zoo("resnet8");
+    let a = serde_json::to_string(&plan::report::json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
+    let b = serde_json::to_string(&plan::report::json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
+    assert_eq!(a, b);
+}
+
+// ------------------------------------------------------------------ supply
+
+/// Every weight has exactly one supply, decided by where it lives.
+fn check_supply(p: &Plan, m: &Model) {
+    for param in &m.roles.params {
+        let n = p.weights.iter().filter(|w| w.name == param.name).count();
+        assert_eq!(n, 1, "trainable weight {} has {n} supplies", param.name);
+    }
+    for w in &p.weights {
+        let b = &p.buffers[w.buffer];
+        assert_eq!(w.level, b.level);
+        match w.supply {
+            Supply::L3Hex => {
+                assert_eq!(b.level, Level::L3, "{}", w.name);
+                assert!(matches!(b.placement, Placement::Arena { .. }));
+                assert!(w.hex_index.is_some());
+            }
+            Supply::Baked => {
+                assert_eq!(b.level, Level::L2, "{}", w.name);
+                assert_eq!(b.placement, Placement::Static);
+                assert!(w.hex_index.is_none());
+            }
+            Supply::L3Staged => {
+                assert_eq!(b.level, Level::L2, "{}", w.name);
+                assert!(matches!(b.placement, Placement::Arena { .. }), "staged weights have an arena slot");
+                assert!(w.hex_index.is_some());
+            }
+        }
+        assert!(!w.reason.is_empty());
+    }
+    let mut hex: Vec<u32> = p.weights.iter().filter_map(|w| w.hex_index).collect();
+    hex.sort();
+    assert_eq!(hex, (0..hex.len() as u32).collect::<Vec<_>>(), "hex files numbered densely");
+}
+
+#[test]
+fn supply_follows_the_level_not_the_platform_name() {
+    let m = zoo("ds_cnn");
+    for platform in ["GAP9", "Siracusa", "host"] {
+        let l2 = plan_of(&m, platform, Level::L2);
+        check_supply(&l2, &m);
+        assert!(l2.weights.iter().all(|w| w.supply == Supply::Baked), "{platform}");
+        assert!(l2.skip_initweight_copy.skip);
+        let l3 = plan_of(&m, platform, Level::L3);
+        check_supply(&l3, &m);
+        assert!(l3.weights.iter().all(|w| w.supply == Supply::L3Hex), "{platform}");
+        assert!(l3.skip_initweight_copy.skip);
+        assert!(l3.skip_initweight_copy.reason.contains("hex-loaded"));
+        // The same decision on every platform: only the level matters.
+        let sig = |p: &Plan| p.weights.iter().map(|w| (w.name.clone(), w.supply)).collect::<Vec<_>>();
+        assert_eq!(sig(&l2), sig(&plan_of(&m, "GAP9", Level::L2)));
+        assert_eq!(sig(&l3), sig(&plan_of(&m, "GAP9", Level::L3)));
+    }
+}
+
+#[test]
+fn a_small_l2_image_stages_weights_through_l3() {
+    let m = zoo("ds_cnn");
+    let mut o = opts("GAP9", Level::L2);
+    o.l2_image_limit = Some(40_000);
+    let p = plan::plan(&m, &o).unwrap();
+    p.verify().unwrap();
+    check_supply(&p, &m);
+    let staged: Vec<_> = p.weights.iter().filter(|w| w.supply == Supply::L3Staged).collect();
+    assert!(!staged.is_empty());
+    let baked: u64 = p.weights.iter().filter(|w| w.supply == Supply::Baked).map(|w| p.buffers[w.buffer].size).sum();
+    assert!(baked <= 40_000, "{baked}");
+    assert!(!p.skip_initweight_copy.skip, "staged weights are copied at Init");
+    assert!(staged[0].reason.contains("over its limit of 40000 B"), "{}", staged[0].reason);
+    // The initial values are kept in L3 as static hex images.
+    let hex_bytes: u64 = staged.iter().map(|w| p.buffers[w.buffer].size).sum();
+    assert_eq!(p.level(Level::L3).static_bytes, hex_bytes);
+}
+
+/// SPEC §4.2: ResNet-8 on GAP9 with the default L2 never bakes weights it
+/// cannot hold: it plans (every baked byte accounted for within 0x190000)
+/// or fails with the numbers.
+#[test]
+fn resnet8_gap9_l2_holds_what_it_bakes_or_says_why_not() {
+    let m = zoo("resnet8");
+    let p = plan_of(&m, "GAP9", Level::L2);
+    check_supply(&p, &m);
+    let l2 = p.level(Level::L2);
+    let baked: u64 = p.weights.iter().filter(|w| w.supply == Supply::Baked).map(|w| p.buffers[w.buffer].size).sum();
+    assert!(baked > 300_000, "ResNet-8 has ~312 KB of weights");
+    assert_eq!(l2.static_bytes, baked);
+    assert_eq!(l2.needed_bytes, l2.reserved_bytes + l2.arena_bytes + baked);
+    assert!(l2.needed_bytes <= 0x190000, "{}", l2.needed_bytes);
+    // Everything at L2 does not fit: the plan moved what it had to, and says so.
+    assert!(p.decisions.iter().any(|d| d.contains("with everything at L2 the plan needs")), "{:?}", p.decisions);
+    let moved: Vec<_> = p.buffers.iter().filter(|b| b.level_reason.starts_with("moved to L3")).collect();
+    assert!(!moved.is_empty());
+    for b in &moved {
+        assert!(b.persistent && b.level == Level::L3);
+    }
+
+    // With Deeploy's on-chip budget of 1,400,000 B nothing that size fits at
+    // L2 without moving most of it; with 1,000,000 B it is an error with the
+    // numbers and what to try.
+    let mut o = opts("GAP9", Level::L2);
+    o.platform = o.platform.with_capacity(Level::L2, 1_000_000);
+    match plan::plan(&m, &o) {
+        Err(Error::Capacity { level, needed, available, message, .. }) => {
+            assert_eq!(level, "L2");
+            assert_eq!(available, 1_000_000);
+            assert!(needed > available);
+            for want in
+                ["needs", "1,000,000 B", "arena", "weights, baked", "stacks/reserved", "--default-mem L3", "--l2"]
+            {
+                assert!(message.contains(want), "missing '{want}' in:\n{message}");
+            }
+        }
+        Ok(p) => panic!("planned into 1,000,000 B of L2: {:?}", p.level(Level::L2)),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+// ---------------------------------------------------------------- aliasing
+
+#[test]
+fn accumulators_and_optimizer_update_in_place() {
+    let m = zoo("autoencoder");
+    let p = plan_of(&m, "GAP9", Level::L2);
+    for param in &m.roles.params {
+        // SGD in the optimizer graph writes the weight's own buffer.
+        let w = buffer(&p, &param.name);
+        let upd = param.updated.as_deref().unwrap();
+        assert!(w.aliases.iter().any(|a| a.tensor == upd && a.why.contains("in place")), "{upd}: {:?}", w.aliases);
+        assert!(p.buffers.iter().all(|b| b.name != upd), "{upd} has a buffer of its own");
+        // The gradient buffer is the accumulator's, persistent, not copied.
+        let g = buffer(&p, param.grad_buffer.as_deref().unwrap());
+        assert_eq!(g.kind, Kind::GradBuffer);
+        assert!(g.persistent && g.start == 0 && g.end == p.steps - 1);
+    }
+    // SGDOptimizerV2 (simple_mlp): parameters updated through sequence views.
+    let m = zoo("simple_mlp");
+    let p = plan_of(&m, "GAP9", Level::L3);
+    let opt = p.nodes.iter().find(|n| n.op == "SGDOptimizerV2").unwrap();
+    let params: Vec<_> = opt.operands.iter().filter(|o| p.buffers[o.buffer].kind == Kind::Param).collect();
+    assert_eq!(params.len(), m.roles.params.len());
+    assert!(params.iter().all(|o| o.access == plan::Access::ReadWrite));
+}
+
+#[test]
+fn inline_sgd_updates_in_place_unless_read_later() {
+    // Single-graph flavor from the zoo: every updated weight aliases its weight.
+    let m = zoo("cnn_inline_sgd");
+    let p = plan_of(&m, "Siracusa", Level::L2);
+    for param in &m.roles.params {
+        let w = buffer(&p, &param.name);
+        assert_eq!(w.kind, Kind::Param);
+        assert!(w.aliases.iter().any(|a| Some(&a.tensor) == param.updated.as_ref()), "{:?}", w.aliases);
+    }
+
+    // A weight read after its SGD: the update must not overwrite it.
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[4])
+        .init("w", &[4], &[0.5; 4])
+        .node("Mul", &["x", "w"], &["g"], vec![])
+        .node("SGD", &["w", "g"], &["w_updated"], vec![attr_float("lr", 0.1)])
+        .node("Add", &["w", "g"], &["late"], vec![])
+        .output("w_updated", F32, &[4])
+        .output("late", F32, &[4]);
+    b.write(dir.path(), "network.onnx");
+    let m = import::load(dir.path()).unwrap();
+    let p = plan_of(&m, "host", Level::L2);
+    let w = buffer(&p, "w");
+    assert!(w.aliases.iter().all(|a| a.tensor != "w_updated"));
+    assert_ne!(buffer(&p, "w_updated").id, w.id);
+    assert!(p.decisions.iter().any(|d| d.contains("does not update 'w' in place")), "{:?}", p.decisions);
+    p.verify().unwrap();
+}
+
+#[test]
+fn shape_only_nodes_alias_their_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 8])
+        .init_i64("shape", &[4, 4])
+        .node("Relu", &["x"], &["r"], vec![])
+        .node("Reshape", &["r", "shape"], &["v"], vec![])
+        .node("Relu", &["v"], &["y"], vec![])
+        .output("y", F32, &[4, 4]);
+    b.write(dir.path(), "network.onnx");
+    let m = import::load(dir.path()).unwrap();
+    let p = plan_of(&m, "GAP9", Level::L2);
+    let r = buffer(&p, "r");
+    assert_eq!(r.name, "r");
+    assert!(r.aliases.iter().any(|a| a.tensor == "v" && a.why.contains("Reshape")));
+    // The view's reader keeps the buffer alive.
+    assert_eq!(r.end, 2);
+    let reshape = p.nodes.iter().find(|n| n.op == "Reshape").unwrap();
+    assert_eq!(reshape.exec, None, "a view runs no code");
+    assert!(reshape.operands.is_empty());
+    // The compile-time shape gets no buffer.
+    assert!(p.buffers.iter().all(|b| b.name != "shape"));
+    assert!(p.decisions.iter().any(|d| d.contains("compile time") && d.contains("shape")));
+}
+
+#[test]
+fn a_view_read_after_an_in_place_write_is_a_copy() {
+    // v = Reshape(w) is read after SGD updates w in place: v must hold the
+    // old values, so it is copied.
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[4])
+        .init("w", &[4], &[0.5; 4])
+        .init_i64("shape", &[2, 2])
+        .node("Reshape", &["w", "shape"], &["v"], vec![])
+        .node("Mul", &["x", "w"], &["g"], vec![])
+        .node("SGD", &["w", "g"], &["w_updated"], vec![attr_float("lr", 0.1)])
+        .node("Relu", &["v"], &["late"], vec![])
+        .output("w_updated", F32, &[4])
+        .output("late", F32, &[2, 2]);
+    b.write(dir.path(), "network.onnx");
+    let m = import::load(dir.path()).unwrap();
+    let p = plan_of(&m, "host", Level::L2);
+    let w = buffer(&p, "w");
+    assert!(w.aliases.iter().any(|a| a.tensor == "w_updated"), "SGD in place");
+    assert_ne!(buffer(&p, "v").id, w.id, "the view must be a copy");
+    assert!(p.decisions.iter().any(|d| d.contains("copies 'w' instead of viewing it")), "{:?}", p.decisions);
+}
+
+#[test]
+fn inplace_accumulator_output_is_the_buffer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[8])
+        .input("buf", F32, &[8])
+        .input("reset", BOOL, &[1])
+        .node("Relu", &["x"], &["g"], vec![])
+        .node_in("InPlaceAccumulatorV2", "com.microsoft", &["buf", "g", "reset"], &["flag", "buf_out"], vec![])
+        .output("flag", BOOL, &[1]);
+    b.write(dir.path(), "network.onnx");
+    let m = import::load(dir.path()).unwrap();
+    let p = plan_of(&m, "GAP9", Level::L2);
+    let buf = buffer(&p, "buf");
+    assert!(buf.aliases.iter().any(|a| a.tensor == "buf_out"));
+    let acc = p.nodes.iter().find(|n| n.op == "InPlaceAccumulatorV2").unwrap();
+    let op = acc.operands.iter().find(|o| o.buffer == buf.id).unwrap();
+    assert_eq!(op.access, plan::Access::ReadWrite);
+}
+
+// --------------------------------------------------------------- lifetimes
+
+#[test]
+fn forward_activations_live_until_their_backward_use() {
+    let m = zoo("resnet8");
+    let p = plan_of(&m, "GAP9", Level::L3);
+    let g = &m.graph;
+    let step: std::collections::HashMap<_, _> = g.schedule.iter().enumerate().map(|(i, n)| (*n, i as u32)).collect();
+    let first_backward = g.nodes().position(|(_, n)| n.op.ends_with("Grad")).unwrap() as u32;
+    let mut checked = 0;
+    for b in p.buffers.iter().filter(|b| b.kind == Kind::Activation) {
+        let Some(t) = g.id(&b.name) else { continue };
+        let last = g.consumers(t).iter().map(|c| step[c]).max();
+        let Some(last) = last else { continue };
+        assert!(b.end >= last, "{} ends at {} but is read at {last}", b.name, b.end);
+        if g.consumers(t).iter().any(|&c| g.node(c).op.ends_with("Grad")) {
+            assert!(b.start < first_backward && b.end >= first_backward, "{} lives into the backward pass", b.name);
+            checked += 1;
+        }
+    }
+    assert!(checked > 5, "forward activations reaching the backward pass: {checked}");
+}
+
+// ------------------------------------------------------- execution model
+
+#[test]
+fn l3_operands_are_staged_per_node() {
+    let m = zoo("mobilenet_v1");
+    for platform in ["GAP9", "Siracusa"] {
+        let p = plan_of(&m, platform, Level::L3);
+        for n in p.nodes.iter().filter(|n| n.exec.is_some()) {
+            for o in &n.operands {
+                assert_eq!(o.home, Level::L3);
+                match n.exec {
+                    Some(Level::L1) => assert!(o.l1_copy.is_some() && o.at == Level::L1),
+                    _ => {
+                        let s = o.l2_staging.expect("an L3 operand of an L2 node is staged");
+                        let sb = &p.buffers[s];
+                        assert_eq!((sb.level, sb.kind, sb.start, sb.end), (Level::L2, Kind::Staging, n.step, n.step));
+                        assert!(sb.size >= p.buffers[o.buffer].bytes);
+                    }
+                }
+            }
+        }
+        // Only per-node buffers in L1 and L2.
+        for b in p.buffers.iter().filter(|b| b.level != Level::L3) {
+            assert!(b.kind.is_per_node(), "{} ({:?}) in {}", b.name, b.kind, b.level);
+        }
+        // L1 holds each node's operands only when they all fit.
+        let budget = p.platform.budget(Level::L1);
+        assert!(p.level(Level::L1).arena_bytes <= budget);
+    }
+}
+
+#[test]
+fn the_largest_node_must_fit_l2_staging() {
+    let m = zoo("cct");
+    let mut o = opts("GAP9", Level::L3);
+    o.platform = o.platform.with_capacity(Level::L2, 150_000).with_capacity(Level::L1, 20_000);
+    match plan::plan(&m, &o) {
+        Err(Error::Capacity { level, message, .. }) => {
+            assert_eq!(level, "L2");
+            assert!(message.contains("largest L2 staging of one node"), "{message}");
+            assert!(message.contains("--l2"), "{message}");
+            assert!(!message.contains("--default-mem L3"), "already at L3: {message}");
+        }
+        other => panic!("{:?}", other.map(|p| p.level(Level::L2).clone())),
+    }
+}
+
+#[test]
+fn reservations_larger_than_a_level_are_an_error() {
+    let m = zoo("simple_mlp");
+    let mut o = opts("Siracusa", Level::L2);
+    o.platform = o.platform.with_capacity(Level::L1, 30_000);
+    match plan::plan(&m, &o) {
+        Err(Error::Capacity { level, message, .. }) => {
+            assert_eq!(level, "L1");
+            assert!(message.contains("38,600 B") && message.contains("--l1"), "{message}");
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+    let mut o = opts("GAP9", Level::L3);
+    o.platform = o.platform.with_capacity(Level::L3, 10_000);
+    match plan::plan(&m, &o) {
+        Err(Error::Capacity { level, message, .. }) => {
+            assert_eq!(level, "L3");
+            assert!(message.contains("--l3"), "{message}");
+        }
+        other => panic!("{:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn static_requests_are_placed_and_moved_first() {
+    let m = zoo("ds_cnn");
+    let mut o = opts("GAP9", Level::L2);
+    o.statics.push(plan::StaticRequest { name: "testData".into(), bytes: 200_000, level: Level::L2 });
+    let p = plan::plan(&m, &o).unwrap();
+    let s = buffer(&p, "testData");
+    assert_eq!((s.kind, s.level, s.placement), (Kind::Static, Level::L2, Placement::Static));
+    let baked: u64 = p.weights.iter().map(|w| p.buffers[w.buffer].size).sum();
+    assert_eq!(p.level(Level::L2).static_bytes, baked + 200_000);
+
+    // Squeezed: the static buffer (touched by no node) moves to L3 first.
+    o.platform = o.platform.with_capacity(Level::L2, 1_100_000);
+    let p = plan::plan(&m, &o).unwrap();
+    p.verify().unwrap();
+    let s = buffer(&p, "testData");
+    assert_eq!(s.level, Level::L3);
+    assert!(matches!(s.placement, Placement::Arena { .. }));
+    assert!(p.weights.iter().all(|w| w.supply == Supply::Baked));
+}
+
+// ---------------------------------------------------------------- verifier
+
+#[test]
+fn the_verifier_catches_overlap_and_overflow() {
+    let m = zoo("resnet8");
+    let good = plan_of(&m, "GAP9", Level::L3);
+    good.verify().unwrap();
+
+    // Two buffers live at the same step put at the same offset.
+    let mut bad = good.clone();
+    let l3: Vec<usize> = bad
+        .buffers
+        .iter()
+        .filter(|b| b.level == Level::L3 && !b.persistent && b.kind == Kind::Activation)
+        .map(|b| b.id)
+        .collect();
+    let (a, b) = l3
+        .iter()
+        .flat_map(|&a| l3.iter().map(move |&b| (a, b)))
+        .find(|&(a, b)| {
+            a != b && bad.buffers[a].start <= bad.buffers[b].end && bad.buffers[b].start <= bad.buffers[a].end
+        })
+        .unwrap();
+    bad.buffers[b].placement = bad.buffers[a].placement;
+    let e = bad.verify().unwrap_err();
+    assert!(e.contains("overlap"), "{e}");
+
+    // A buffer past the arena's end.
+    let mut bad = good.clone();
+    let arena = bad.level(Level::L3).arena_bytes;
+    bad.buffers[a].placement = Placement::Arena { offset: arena };
+    assert!(bad.verify().unwrap_err().contains("past the arena"));
+
+    // A weight with no supply.
+    let mut bad = good.clone();
+    bad.weights.pop();
+    assert!(bad.verify().unwrap_err().contains("no supply"));
+}
