@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use deploygen::{import, inspect, Error};
+use deploygen::{import, inspect, plan, Error};
 
 #[derive(Parser)]
 #[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
@@ -65,14 +65,35 @@ fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Inspect { model, format, dot, .. } => {
+        Command::Inspect { model, format, dot, platform, default_mem, l1, l2, l3, svg, .. } => {
+            let opts = plan::PlanOptions::from_flags(platform.as_deref(), default_mem.as_deref(), [l1, l2, l3])?;
+            if svg.is_some() && opts.is_none() {
+                return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
+            }
             let m = import::load(&model)?;
+            let mem = opts.map(|o| plan::plan(&m, &o)).transpose()?;
             if let Some(path) = dot {
                 write_file(&path, &inspect::dot(&m))?;
             }
+            if let (Some(path), Some(p)) = (svg, &mem) {
+                write_file(&path, &plan::svg::svg(p, &model.display().to_string()))?;
+            }
             match format {
-                Format::Text => print!("{}", inspect::text(&m)),
-                Format::Json => print!("{}", inspect::json(&m)),
+                Format::Text => {
+                    print!("{}", inspect::text(&m));
+                    if let Some(p) = &mem {
+                        print!("{}", plan::report::text(p));
+                    }
+                }
+                Format::Json => match &mem {
+                    None => print!("{}", inspect::json(&m)),
+                    Some(p) => {
+                        let mut v: serde_json::Value =
+                            serde_json::from_str(&inspect::json(&m)).map_err(|e| Error::Plan(e.to_string()))?;
+                        v["plan"] = plan::report::json(p);
+                        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| Error::Plan(e.to_string()))?);
+                    }
+                },
             }
             Ok(())
         }

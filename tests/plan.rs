@@ -6,11 +6,13 @@ mod common;
 
 use std::path::PathBuf;
 
+use assert_cmd::Command;
 use common::*;
 use deploygen::import;
 use deploygen::ir::Model;
 use deploygen::plan::{self, Kind, Level, Placement, Plan, PlanOptions, Platform, Supply};
 use deploygen::Error;
+use predicates::prelude::*;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -565,4 +567,98 @@ fn the_verifier_catches_overlap_and_overflow() {
     let mut bad = good.clone();
     bad.weights.pop();
     assert!(bad.verify().unwrap_err().contains("no supply"));
+}
+
+// ---------------------------------------------------------------- the CLI
+
+fn deploygen() -> Command {
+    Command::cargo_bin("deploygen").unwrap()
+}
+
+fn model_arg(name: &str) -> String {
+    root().join("models").join(name).display().to_string()
+}
+
+#[test]
+fn inspect_json_carries_the_plan() {
+    let out = deploygen()
+        .args(["inspect", &model_arg("ds_cnn"), "--platform", "GAP9", "--default-mem", "L3", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let plan = &v["plan"];
+    for l in ["L1", "L2", "L3"] {
+        for k in ["capacity", "arena_bytes", "lower_bound_bytes", "efficiency", "weights_bytes"] {
+            assert!(plan["levels"][l][k].is_number(), "plan.levels.{l}.{k}");
+        }
+    }
+    let w = plan["weights"].as_array().unwrap();
+    assert!(!w.is_empty());
+    for x in w {
+        for k in ["name", "bytes", "level", "supply", "reason"] {
+            assert!(!x[k].is_null(), "plan.weights[].{k}");
+        }
+        assert_eq!(x["supply"], "l3-hex");
+        assert_eq!(x["level"], "L3");
+    }
+    assert_eq!(plan["platform"]["controller_core_id"], 8);
+    assert_eq!(v["model"].as_str().map(|s| s.contains("ds_cnn")), Some(true), "the import report is still there");
+}
+
+#[test]
+fn inspect_text_shows_the_plan_and_svg_draws_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("map.svg");
+    let out = deploygen()
+        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--default-mem", "L2", "--svg"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in ["memory plan  GAP9", "lower bound", "efficiency", "baked", "TRAINING_SKIP_INITWEIGHT_COPY", "moved"] {
+        assert!(text.contains(want), "missing '{want}'");
+    }
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"));
+    for l in ["L1 arena", "L2 arena", "L3 arena"] {
+        assert!(s.contains(l), "panel {l}");
+    }
+    // One rectangle (with a tooltip) per arena buffer.
+    let m = zoo("resnet8");
+    let p = plan_of(&m, "GAP9", Level::L2);
+    let placed: usize = Level::ALL.iter().map(|&l| p.arena(l).len()).sum();
+    assert_eq!(s.matches("<title>").count(), placed + 3, "one per buffer + one live curve per non-empty panel");
+    assert!(!dir.path().join("map.deploygen-tmp").exists());
+}
+
+#[test]
+fn inspect_errors_exit_2_with_numbers() {
+    deploygen()
+        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--default-mem", "L2", "--l2", "900000"])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("needs")
+                .and(predicate::str::contains("900,000 B"))
+                .and(predicate::str::contains("--default-mem L3")),
+        );
+    deploygen()
+        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP10"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown platform"));
+    deploygen().args(["inspect", &model_arg("resnet8"), "--default-mem", "L3"]).assert().code(2);
+    deploygen().args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--default-mem", "L1"]).assert().code(2);
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("x.svg");
+    deploygen().args(["inspect", &model_arg("resnet8"), "--svg"]).arg(&svg).assert().code(2);
+    // A capacity error leaves no SVG behind.
+    deploygen()
+        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--l2", "500000", "--svg"])
+        .arg(&svg)
+        .assert()
+        .code(2);
+    assert!(!svg.exists());
 }
