@@ -145,6 +145,21 @@ pub fn json(model: &Model) -> String {
     s
 }
 
+/// The JSON report with further top-level sections (the test-data
+/// `binding`, the memory `plan`, …) after the graph's own fields.
+pub fn json_with(model: &Model, sections: BTreeMap<String, Value>) -> String {
+    #[derive(Serialize)]
+    struct Extended {
+        #[serde(flatten)]
+        report: Report,
+        #[serde(flatten)]
+        sections: BTreeMap<String, Value>,
+    }
+    let mut s = serde_json::to_string_pretty(&Extended { report: report(model), sections }).expect("report serializes");
+    s.push('\n');
+    s
+}
+
 /// Human-readable byte count.
 pub fn human_bytes(b: usize) -> String {
     if b >= 1 << 20 {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use deploygen::{import, inspect, plan, Error};
+use deploygen::{bind, import, inspect, plan, Error};
 
 #[derive(Parser)]
 #[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
@@ -65,12 +65,16 @@ fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Inspect { model, format, dot, platform, default_mem, l1, l2, l3, svg, .. } => {
+        Command::Inspect { model, format, dot, num_data_inputs, platform, default_mem, l1, l2, l3, svg } => {
             let opts = plan::PlanOptions::from_flags(platform.as_deref(), default_mem.as_deref(), [l1, l2, l3])?;
             if svg.is_some() && opts.is_none() {
                 return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
             }
             let m = import::load(&model)?;
+            // Test data: bound and checked when the model folder has it. A
+            // failure still shows the graph (and the binding, if it got that
+            // far), then exits 2 with the message.
+            let (binding, problem) = bind::report::bind_and_check(&m, num_data_inputs);
             let mem = opts.map(|o| plan::plan(&m, &o)).transpose()?;
             if let Some(path) = dot {
                 write_file(&path, &inspect::dot(&m))?;
@@ -81,21 +85,22 @@ fn run(cli: Cli) -> Result<(), Error> {
             match format {
                 Format::Text => {
                     print!("{}", inspect::text(&m));
+                    if let Some(b) = &binding {
+                        print!("{}", bind::report::text(b));
+                    }
                     if let Some(p) = &mem {
                         print!("{}", plan::report::text(p));
                     }
                 }
-                Format::Json => match &mem {
-                    None => print!("{}", inspect::json(&m)),
-                    Some(p) => {
-                        let mut v: serde_json::Value =
-                            serde_json::from_str(&inspect::json(&m)).map_err(|e| Error::Plan(e.to_string()))?;
-                        v["plan"] = plan::report::json(p);
-                        println!("{}", serde_json::to_string_pretty(&v).map_err(|e| Error::Plan(e.to_string()))?);
+                Format::Json => {
+                    let mut sections = bind::report::json_sections(binding.as_ref(), problem.as_ref());
+                    if let Some(p) = &mem {
+                        sections.insert("plan".to_string(), plan::report::json(p));
                     }
-                },
+                    print!("{}", inspect::json_with(&m, sections));
+                }
             }
-            Ok(())
+            problem.map_or(Ok(()), Err)
         }
     }
 }

@@ -1,0 +1,241 @@
+//! Missing-input triage (SPEC §2.4): training runs that cannot work with
+//! their data are classified before any C is written, each with its
+//! canonical reason.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use common::*;
+use deploygen::bind::{self, npz, BindOptions};
+use deploygen::check::{self, Finding, TriageFlavor, MISSING_TARGETS_REASON};
+use deploygen::ir::TensorData;
+use deploygen::{import, Error};
+use predicates::prelude::*;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn fixture(name: &str) -> PathBuf {
+    let p = root().join("tests/fixtures").join(name);
+    assert!(p.join("network.onnx").is_file(), "fixture {name} missing: run tools/make_models.py");
+    p
+}
+
+fn zoo(name: &str) -> PathBuf {
+    root().join("models").join(name)
+}
+
+fn findings(dir: &Path) -> Vec<Finding> {
+    let m = import::load(dir).unwrap();
+    let b = bind::bind(&m, &BindOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    check::findings(&m, &b)
+}
+
+fn copy_model(src: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+fn edit_inputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, TensorData)>)) {
+    let path = dir.join("inputs.npz");
+    let mut arrays: Vec<(String, TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
+    edit(&mut arrays);
+    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();
+}
+
+#[test]
+fn missing_labels_is_missing_targets() {
+    let f = findings(&fixture("missing_labels"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].flavor, TriageFlavor::MissingTargets);
+    assert_eq!(f[0].reason, "Model expects targets to be passed while in training mode");
+    assert_eq!(f[0].input.as_deref(), Some("labels"));
+    assert!(f[0].detail.contains("inputs.npz has no key 'labels'"), "{}", f[0].detail);
+    assert!(f[0].detail.contains("SoftmaxCrossEntropyLoss"), "{}", f[0].detail);
+
+    let m = import::load(&fixture("missing_labels")).unwrap();
+    let b = bind::bind(&m, &BindOptions::default()).unwrap();
+    let e = check::training(&m, &b).unwrap_err();
+    assert!(matches!(&e, Error::Triage(f) if f[0].flavor == TriageFlavor::MissingTargets));
+    assert_eq!(e.exit_code(), 2);
+
+    Command::cargo_bin("deploygen")
+        .unwrap()
+        .arg("inspect")
+        .arg(fixture("missing_labels"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("MISSING"))
+        .stderr(predicate::str::contains(format!("(missing_targets): {MISSING_TARGETS_REASON}")));
+}
+
+#[test]
+fn missing_targets_in_the_positional_layout_is_seen_through_the_shift() {
+    // A positional file written without the labels: arr_0001 holds the first
+    // weight, and so on. The labels are missing, not fc1.weight misbound.
+    let dir = copy_model(&fixture("tiny_classifier"));
+    edit_inputs(dir.path(), |a| {
+        a.retain(|(k, _)| !k.ends_with("arr_0001"));
+        for (k, _) in a.iter_mut() {
+            if let Some(n) = k.strip_prefix("arr_").and_then(|n| n.parse::<usize>().ok()) {
+                *k = format!("arr_{:04}", if n > 1 { n - 1 } else { n });
+            }
+        }
+    });
+    let f = findings(dir.path());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!((f[0].flavor, f[0].reason.as_str()), (TriageFlavor::MissingTargets, MISSING_TARGETS_REASON));
+    assert!(f[0].detail.contains("'arr_0001' holds 'fc1.weight' instead"), "{}", f[0].detail);
+}
+
+#[test]
+fn a_missing_data_input_is_decoder_inputs() {
+    let dir = copy_model(&zoo("simple_mlp"));
+    edit_inputs(dir.path(), |a| a.retain(|(k, _)| k != "input" && !k.ends_with("_input")));
+    let f = findings(dir.path());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].flavor, TriageFlavor::DecoderInputs);
+    assert_eq!(f[0].reason, "graph input 'input' (data) has no value in the test data");
+    assert_eq!(f[0].input.as_deref(), Some("input"));
+}
+
+#[test]
+fn a_weight_skipped_in_positional_data_is_decoder_inputs() {
+    // The HF pattern: a positional list that leaves a slot out binds every
+    // later value to the input before it. Here fc1.bias (arr_0003) is left
+    // out; its array position now holds fc2.weight.
+    let dir = copy_model(&fixture("tiny_classifier"));
+    edit_inputs(dir.path(), |a| {
+        a.retain(|(k, _)| k != "arr_0003");
+        for (k, _) in a.iter_mut() {
+            if let Some(n) = k.strip_prefix("arr_").and_then(|n| n.parse::<usize>().ok()) {
+                *k = format!("arr_{:04}", if n > 3 { n - 1 } else { n });
+            }
+        }
+    });
+    let f = findings(dir.path());
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].flavor, TriageFlavor::DecoderInputs);
+    assert_eq!(
+        f[0].reason,
+        "graph input 'fc1.bias' is present only under a position that binds it to a different input"
+    );
+    Command::cargo_bin("deploygen")
+        .unwrap()
+        .arg("inspect")
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("(decoder_inputs)"));
+}
+
+#[test]
+fn batchnorm_at_batch_one_on_a_global_pool_is_bn_single_value() {
+    let f = findings(&fixture("bn_single_value"));
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].flavor, TriageFlavor::BnSingleValue);
+    assert_eq!(f[0].reason, "Expected more than 1 value per channel when training, got input size [1, 8, 1, 1]");
+    assert_eq!(f[0].shape.as_deref(), Some(&[1, 8, 1, 1][..]));
+    assert_eq!(f[0].batch2_fixes, Some(true));
+    assert!(f[0].detail.contains("global pool") && f[0].detail.contains("GlobalAveragePool"), "{}", f[0].detail);
+    Command::cargo_bin("deploygen")
+        .unwrap()
+        .args(["inspect", "--format", "json"])
+        .arg(fixture("bn_single_value"))
+        .assert()
+        .code(2)
+        .stdout(predicate::str::contains("\"batch2_fixes\": true"))
+        .stderr(predicate::str::contains("(bn_single_value): Expected more than 1 value per channel"));
+}
+
+#[test]
+fn batchnorm_with_spatial_extent_or_batch_is_fine() {
+    // The zoo's BatchNorm models run at batch 1 with spatial maps > 1×1.
+    for name in ["resnet8", "ds_cnn", "mobilenet_v1"] {
+        assert!(findings(&zoo(name)).is_empty(), "{name}");
+    }
+}
+
+/// A training-mode BatchNormalization behind `pre`, on data x[batch, 4, 4, 4].
+fn bn_model(batch: i64, pre: &str) -> tempfile::TempDir {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[batch, 4, 4, 4])
+        .init("w", &[4, 4, 4, 4], &[0.1; 256])
+        .init("s", &[4], &[1.0; 4])
+        .init("bias", &[4], &[0.0; 4])
+        .init("mean", &[4], &[0.0; 4])
+        .init("var", &[4], &[1.0; 4]);
+    match pre {
+        "gap" => b.node("GlobalAveragePool", &["x"], &["p"], vec![]),
+        // A 4×4 kernel without padding shrinks the 4×4 map to 1×1.
+        _ => b.node("Conv", &["x", "w"], &["p"], vec![]),
+    };
+    b.node(
+        "BatchNormalization",
+        &["p", "s", "bias", "mean", "var"],
+        &["y", "rm", "rv"],
+        vec![attr_int("training_mode", 1)],
+    )
+    .output("y", F32, &[batch, 4, 1, 1]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let x = TensorData::from_f32(vec![batch as usize, 4, 4, 4], &vec![0.5; batch as usize * 64]);
+    std::fs::write(dir.path().join("inputs.npz"), npz::write_npz(&[("x", &x)]).unwrap()).unwrap();
+    dir
+}
+
+fn bn_findings(dir: &Path) -> Vec<Finding> {
+    // The hand-built graph has no backward pass; the BatchNorm check reads
+    // only the node's training_mode and shapes.
+    let m = import::load(dir).unwrap();
+    let b = bind::bind(&m, &BindOptions::default()).unwrap();
+    check::bn::single_value(&m, &b)
+}
+
+#[test]
+fn bn_single_value_says_whether_batch_two_helps() {
+    let f = bn_findings(bn_model(1, "gap").path());
+    assert_eq!((f.len(), f[0].batch2_fixes), (1, Some(true)), "{f:?}");
+    // A 1×1 that a strided/unpadded layer made depends on the resolution:
+    // repeating the batch is not the fix the spec allows.
+    let f = bn_findings(bn_model(1, "conv").path());
+    assert_eq!((f.len(), f[0].batch2_fixes), (1, Some(false)), "{f:?}");
+    assert!(f[0].detail.contains("larger input"), "{}", f[0].detail);
+    assert!(f[0].reason.ends_with("got input size [1, 4, 1, 1]"));
+    // Batch 2 already: two values per channel, nothing to report.
+    assert!(bn_findings(bn_model(2, "gap").path()).is_empty());
+}
+
+#[test]
+fn canonical_reasons_classify_back() {
+    for (reason, flavor) in [
+        (
+            "ValueError: You have to specify either decoder_input_ids or decoder_inputs_embeds.",
+            TriageFlavor::DecoderInputs,
+        ),
+        ("Model expects targets to be passed while in training mode", TriageFlavor::MissingTargets),
+        ("AssertionError: targets should not be none when in training mode", TriageFlavor::MissingTargets),
+        ("AttributeError: 'NoneType' object has no attribute 'max'", TriageFlavor::MissingTargets),
+        (
+            "Expected more than 1 value per channel when training, got input size [1, 256, 1, 1]",
+            TriageFlavor::BnSingleValue,
+        ),
+    ] {
+        assert_eq!(TriageFlavor::from_reason(reason), Some(flavor), "{reason}");
+    }
+    assert_eq!(TriageFlavor::from_reason("Segmentation fault"), None);
+    // Every finding deploygen writes classifies back to its own flavor.
+    for dir in [fixture("missing_labels"), fixture("bn_single_value")] {
+        for f in findings(&dir) {
+            assert_eq!(TriageFlavor::from_reason(&f.reason), Some(f.flavor));
+        }
+    }
+}
