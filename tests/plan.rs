@@ -479,6 +479,18 @@ fn the_largest_node_must_fit_l2_staging() {
         Err(Error::Capacity { level, message, .. }) => {
             assert_eq!(level, "L2");
             assert!(message.contains("largest L2 staging of one node"), "{message}");
+            // The largest node's staging is part of the arena, counted once.
+            let num = |line: &str| -> u64 {
+                line.split_whitespace().filter_map(|w| w.replace(',', "").parse::<u64>().ok()).next_back().unwrap_or(0)
+            };
+            let staging = num(message.lines().find(|l| l.contains("largest L2 staging")).unwrap());
+            let arena = message
+                .lines()
+                .find(|l| l.trim_start().starts_with("arena"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .map(|w| w.replace(',', "").parse::<u64>().unwrap())
+                .unwrap();
+            assert!(staging > 0 && staging <= arena, "staging {staging} vs arena {arena}:\n{message}");
             assert!(message.contains("--l2"), "{message}");
             assert!(!message.contains("--default-mem L3"), "already at L3: {message}");
         }

@@ -410,7 +410,10 @@ fn largest_staging(a: &Attempt) -> Option<(String, u64)> {
     a.nodes
         .iter()
         .map(|n| {
-            let bytes: u64 = n.operands.iter().filter_map(|o| o.l2_staging).map(|b| a.buffers[b].size).sum();
+            let mut ids: Vec<BufId> = n.operands.iter().filter_map(|o| o.l2_staging).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let bytes: u64 = ids.iter().map(|&b| a.buffers[b].size).sum();
             (format!("'{}' ({})", n.name, n.op), bytes)
         })
         .max_by_key(|(_, b)| *b)

@@ -172,7 +172,7 @@ pub fn text(plan: &Plan) -> String {
             rows.push(vec![l.to_string(), k.to_string(), n.to_string(), thousands(bytes)]);
         }
     }
-    table(&mut o, &["level", "kind", "count", "bytes"], &rows);
+    table(&mut o, &["level", "kind", "count", "bytes (sum)"], &rows);
     let aliased: usize =
         plan.buffers.iter().map(|b| b.aliases.iter().filter(|a| !a.why.starts_with("same name")).count()).sum();
     let execs = |e: Option<Level>| plan.nodes.iter().filter(|n| n.exec == e).count();
