@@ -7,6 +7,8 @@
 
 mod common;
 
+use common::{copy_model, edit_inputs, fixture, root, zoo};
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -14,20 +16,6 @@ use deploygen::bind::{self, npz, BindOptions, Binding, DetectedFrom, Layout, Sou
 use deploygen::ir::{DType, Flavor, Role, TensorData};
 use deploygen::{check, import, Error};
 use predicates::prelude::*;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn zoo(name: &str) -> PathBuf {
-    let p = root().join("models").join(name);
-    assert!(p.join("network.onnx").is_file(), "zoo model {name} missing: run tools/make_models.py");
-    p
-}
-
-fn fixture(name: &str) -> PathBuf {
-    root().join("tests/fixtures").join(name)
-}
 
 /// Every model folder of the zoo.
 fn zoo_models() -> Vec<PathBuf> {
@@ -44,25 +32,6 @@ fn zoo_models() -> Vec<PathBuf> {
 fn bind_dir(dir: &Path, n: Option<usize>) -> Result<Binding, Error> {
     let m = import::load(dir).unwrap();
     bind::bind(&m, &BindOptions { num_data_inputs: n })
-}
-
-/// A copy of a model folder in a temp dir, to rewrite its test data.
-fn copy_model(src: &Path) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
-    }
-    dir
-}
-
-/// Rewrite `inputs.npz` of a model folder through `edit`.
-fn edit_inputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, TensorData)>)) {
-    let path = dir.join("inputs.npz");
-    let mut arrays: Vec<(String, TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
-    edit(&mut arrays);
-    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();
 }
 
 fn deploygen() -> Command {

@@ -532,7 +532,7 @@ fn conformance_models_inspect_as_specified() {
 /// Role detection agrees with what the zoo generator says it built.
 #[test]
 fn zoo_roles_match_the_generator_manifest() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let root = root().join("models");
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("manifest.json")).unwrap()).unwrap();
     let names = |v: &serde_json::Value| -> Vec<String> {

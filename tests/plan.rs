@@ -14,12 +14,8 @@ use deploygen::plan::{self, Kind, Level, Placement, Plan, PlanOptions, Platform,
 use deploygen::Error;
 use predicates::prelude::*;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn zoo(name: &str) -> Model {
-    import::load(&root().join("models").join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+fn load(name: &str) -> Model {
+    import::load(&zoo(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn opts(platform: &str, level: Level) -> PlanOptions {
@@ -166,7 +162,7 @@ fn every_model_plans_on_both_chips_at_both_levels() {
 
 #[test]
 fn plans_are_deterministic() {
-    let m = zoo("resnet8");
+    let m = load("resnet8");
     let a = serde_json::to_string(&plan::report::json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
     let b = serde_json::to_string(&plan::report::json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
     assert_eq!(a, b);
@@ -209,7 +205,7 @@ fn check_supply(p: &Plan, m: &Model) {
 
 #[test]
 fn supply_follows_the_level_not_the_platform_name() {
-    let m = zoo("ds_cnn");
+    let m = load("ds_cnn");
     for platform in ["GAP9", "Siracusa", "host"] {
         let l2 = plan_of(&m, platform, Level::L2);
         check_supply(&l2, &m);
@@ -229,7 +225,7 @@ fn supply_follows_the_level_not_the_platform_name() {
 
 #[test]
 fn a_small_l2_image_stages_weights_through_l3() {
-    let m = zoo("ds_cnn");
+    let m = load("ds_cnn");
     let mut o = opts("GAP9", Level::L2);
     o.l2_image_limit = Some(40_000);
     let p = plan::plan(&m, &o).unwrap();
@@ -251,7 +247,7 @@ fn a_small_l2_image_stages_weights_through_l3() {
 /// or fails with the numbers.
 #[test]
 fn resnet8_gap9_l2_holds_what_it_bakes_or_says_why_not() {
-    let m = zoo("resnet8");
+    let m = load("resnet8");
     let p = plan_of(&m, "GAP9", Level::L2);
     check_supply(&p, &m);
     let l2 = p.level(Level::L2);
@@ -293,7 +289,7 @@ fn resnet8_gap9_l2_holds_what_it_bakes_or_says_why_not() {
 
 #[test]
 fn accumulators_and_optimizer_update_in_place() {
-    let m = zoo("autoencoder");
+    let m = load("autoencoder");
     let p = plan_of(&m, "GAP9", Level::L2);
     for param in &m.roles.params {
         // SGD in the optimizer graph writes the weight's own buffer.
@@ -307,7 +303,7 @@ fn accumulators_and_optimizer_update_in_place() {
         assert!(g.persistent && g.start == 0 && g.end == p.steps - 1);
     }
     // SGDOptimizerV2 (simple_mlp): parameters updated through sequence views.
-    let m = zoo("simple_mlp");
+    let m = load("simple_mlp");
     let p = plan_of(&m, "GAP9", Level::L3);
     let opt = p.nodes.iter().find(|n| n.op == "SGDOptimizerV2").unwrap();
     let params: Vec<_> = opt.operands.iter().filter(|o| p.buffers[o.buffer].kind == Kind::Param).collect();
@@ -318,7 +314,7 @@ fn accumulators_and_optimizer_update_in_place() {
 #[test]
 fn inline_sgd_updates_in_place_unless_read_later() {
     // Single-graph flavor from the zoo: every updated weight aliases its weight.
-    let m = zoo("cnn_inline_sgd");
+    let m = load("cnn_inline_sgd");
     let p = plan_of(&m, "Siracusa", Level::L2);
     for param in &m.roles.params {
         let w = buffer(&p, &param.name);
@@ -420,7 +416,7 @@ fn inplace_accumulator_output_is_the_buffer() {
 
 #[test]
 fn forward_activations_live_until_their_backward_use() {
-    let m = zoo("resnet8");
+    let m = load("resnet8");
     let p = plan_of(&m, "GAP9", Level::L3);
     let g = &m.graph;
     let step: std::collections::HashMap<_, _> = g.schedule.iter().enumerate().map(|(i, n)| (*n, i as u32)).collect();
@@ -443,7 +439,7 @@ fn forward_activations_live_until_their_backward_use() {
 
 #[test]
 fn l3_operands_are_staged_per_node() {
-    let m = zoo("mobilenet_v1");
+    let m = load("mobilenet_v1");
     for platform in ["GAP9", "Siracusa"] {
         let p = plan_of(&m, platform, Level::L3);
         for n in p.nodes.iter().filter(|n| n.exec.is_some()) {
@@ -472,7 +468,7 @@ fn l3_operands_are_staged_per_node() {
 
 #[test]
 fn the_largest_node_must_fit_l2_staging() {
-    let m = zoo("cct");
+    let m = load("cct");
     let mut o = opts("GAP9", Level::L3);
     o.platform = o.platform.with_capacity(Level::L2, 150_000).with_capacity(Level::L1, 20_000);
     match plan::plan(&m, &o) {
@@ -500,7 +496,7 @@ fn the_largest_node_must_fit_l2_staging() {
 
 #[test]
 fn reservations_larger_than_a_level_are_an_error() {
-    let m = zoo("simple_mlp");
+    let m = load("simple_mlp");
     let mut o = opts("Siracusa", Level::L2);
     o.platform = o.platform.with_capacity(Level::L1, 30_000);
     match plan::plan(&m, &o) {
@@ -523,7 +519,7 @@ fn reservations_larger_than_a_level_are_an_error() {
 
 #[test]
 fn static_requests_are_placed_and_moved_first() {
-    let m = zoo("ds_cnn");
+    let m = load("ds_cnn");
     let mut o = opts("GAP9", Level::L2);
     o.statics.push(plan::StaticRequest { name: "testData".into(), bytes: 200_000, level: Level::L2 });
     let p = plan::plan(&m, &o).unwrap();
@@ -546,7 +542,7 @@ fn static_requests_are_placed_and_moved_first() {
 
 #[test]
 fn the_verifier_catches_overlap_and_overflow() {
-    let m = zoo("resnet8");
+    let m = load("resnet8");
     let good = plan_of(&m, "GAP9", Level::L3);
     good.verify().unwrap();
 
@@ -638,7 +634,7 @@ fn inspect_text_shows_the_plan_and_svg_draws_it() {
         assert!(s.contains(l), "panel {l}");
     }
     // One rectangle (with a tooltip) per arena buffer.
-    let m = zoo("resnet8");
+    let m = load("resnet8");
     let p = plan_of(&m, "GAP9", Level::L2);
     let placed: usize = Level::ALL.iter().map(|&l| p.arena(l).len()).sum();
     assert_eq!(s.matches("<title>").count(), placed + 3, "one per buffer + one live curve per non-empty panel");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use assert_cmd::Command;
 use common::*;
@@ -14,41 +14,10 @@ use deploygen::ir::TensorData;
 use deploygen::{import, Error};
 use predicates::prelude::*;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn fixture(name: &str) -> PathBuf {
-    let p = root().join("tests/fixtures").join(name);
-    assert!(p.join("network.onnx").is_file(), "fixture {name} missing: run tools/make_models.py");
-    p
-}
-
-fn zoo(name: &str) -> PathBuf {
-    root().join("models").join(name)
-}
-
 fn findings(dir: &Path) -> Vec<Finding> {
     let m = import::load(dir).unwrap();
     let b = bind::bind(&m, &BindOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     check::findings(&m, &b)
-}
-
-fn copy_model(src: &Path) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for e in std::fs::read_dir(src).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
-    }
-    dir
-}
-
-fn edit_inputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, TensorData)>)) {
-    let path = dir.join("inputs.npz");
-    let mut arrays: Vec<(String, TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
-    edit(&mut arrays);
-    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();
 }
 
 #[test]

@@ -170,8 +170,48 @@ pub fn mlp() -> ModelBuilder {
     b
 }
 
+/// The crate root: `models/`, `tests/fixtures/` live here.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A zoo model folder; the zoo is committed, so a missing one is a broken
+/// checkout.
+pub fn zoo(name: &str) -> PathBuf {
+    let p = root().join("models").join(name);
+    assert!(p.join("network.onnx").is_file(), "zoo model {name} missing: run tools/make_models.py");
+    p
+}
+
+/// A bad-input fixture folder under `tests/fixtures/`.
+pub fn fixture(name: &str) -> PathBuf {
+    let p = root().join("tests/fixtures").join(name);
+    assert!(p.is_dir(), "fixture {name} missing: run tools/make_models.py");
+    p
+}
+
+/// A copy of a model folder in a temp dir, to rewrite its test data.
+pub fn copy_model(src: &Path) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, dir.path().join(p.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// Rewrite `inputs.npz` of a model folder through `edit`.
+pub fn edit_inputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, deploygen::ir::TensorData)>)) {
+    use deploygen::bind::npz;
+    let path = dir.join("inputs.npz");
+    let mut arrays: Vec<(String, deploygen::ir::TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
+    edit(&mut arrays);
+    let refs: Vec<(&str, &deploygen::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();
+}
+
 /// Path of a conformance model, if this checkout sits next to `shared/`.
 pub fn conformance(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/conformance").join(name);
+    let p = root().join("../shared/conformance").join(name);
     p.join("network.onnx").is_file().then_some(p)
 }
