@@ -63,6 +63,17 @@ fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
     std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
 }
 
+/// Print a report. A reader that stops early (`deploygen inspect … | head`)
+/// closes the pipe; that is the end of the output, not an error.
+fn write_stdout(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| Error::io("<stdout>", e)),
+    }
+}
+
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Inspect { model, format, dot, num_data_inputs, platform, default_mem, l1, l2, l3, svg } => {
@@ -82,24 +93,26 @@ fn run(cli: Cli) -> Result<(), Error> {
             if let (Some(path), Some(p)) = (svg, &mem) {
                 write_file(&path, &plan::svg::svg(p, &model.display().to_string()))?;
             }
-            match format {
+            let out = match format {
                 Format::Text => {
-                    print!("{}", inspect::text(&m));
+                    let mut out = inspect::text(&m);
                     if let Some(b) = &binding {
-                        print!("{}", bind::report::text(b));
+                        out.push_str(&bind::report::text(b));
                     }
                     if let Some(p) = &mem {
-                        print!("{}", plan::report::text(p));
+                        out.push_str(&plan::report::text(p));
                     }
+                    out
                 }
                 Format::Json => {
                     let mut sections = bind::report::json_sections(binding.as_ref(), problem.as_ref());
                     if let Some(p) = &mem {
                         sections.insert("plan".to_string(), plan::report::json(p));
                     }
-                    print!("{}", inspect::json_with(&m, sections));
+                    inspect::json_with(&m, sections)
                 }
-            }
+            };
+            write_stdout(&out)?;
             problem.map_or(Ok(()), Err)
         }
     }

@@ -575,3 +575,25 @@ fn zoo_roles_match_the_generator_manifest() {
     }
     assert!(checked >= 6, "the zoo has at least six training models");
 }
+
+/// `deploygen inspect … | head -1` closes the pipe early: no panic, exit 0.
+#[test]
+fn a_reader_closing_the_pipe_early_is_not_a_panic() {
+    use std::io::Read;
+    use std::process::{Command as Std, Stdio};
+    let mut child = Std::new(assert_cmd::cargo::cargo_bin("deploygen"))
+        // The JSON report with a plan is larger than a pipe buffer, so the
+        // write must meet the closed pipe.
+        .args(["inspect", "--format", "json", "--platform", "GAP9", "--default-mem", "L2"])
+        .arg(zoo("resnet8"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap(); // then drop: the pipe closes
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
