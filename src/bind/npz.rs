@@ -1,18 +1,20 @@
 //! `.npz` reading: a zip archive (stored or deflated members) of `.npy`
-//! arrays. Each array's dtype and shape come from its own header; values are
-//! kept as raw little-endian bytes in C order (`TensorData`), so later stages
-//! copy them without reinterpretation.
+//! arrays. Each array's dtype and shape come from its own header, parsed by
+//! ndarray-npy; values are kept as raw little-endian bytes in C order
+//! (`TensorData`), so later stages copy them without reinterpretation.
 //!
-//! The `.npy` header is parsed here rather than through ndarray-npy: the
-//! parser bounds the header length (numpy itself refuses headers over 10,000
-//! bytes unless asked) and the nesting depth, so no file, however malformed,
-//! makes deploygen allocate without limit or panic. Every failure is an
+//! Before ndarray-npy sees a header, a small pre-check bounds it: its
+//! length (numpy itself refuses headers over 10,000 bytes unless asked) and
+//! its bracket nesting, so no file, however malformed, makes deploygen
+//! allocate without limit or recurse deeply. Every failure is an
 //! `Error::Npz` naming the file, the key and what was wrong.
 
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
+use ndarray_npy::npy::header::{Header, Layout};
+use py_literal::Value as Py;
 
 use crate::error::{Error, Result};
 use crate::ir::{DType, TensorData};
@@ -97,41 +99,14 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
 
 /// Parse one `.npy` file. The error is a sentence without the key.
 pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
-    const MAGIC: &[u8] = b"\x93NUMPY";
-    if bytes.len() < MAGIC.len() + 2 || !bytes.starts_with(MAGIC) {
-        return Err("not an .npy array (magic string missing)".into());
-    }
-    let (major, minor) = (bytes[6], bytes[7]);
-    let (len_bytes, utf8) = match major {
-        1 => (2usize, false),
-        2 => (4, false),
-        3 => (4, true),
-        _ => return Err(format!(".npy format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")),
-    };
-    let start = 8 + len_bytes;
-    let Some(len_field) = bytes.get(8..start) else {
-        return Err("the .npy header is cut short".into());
-    };
-    let header_len = len_field.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize);
-    if header_len > MAX_HEADER {
-        return Err(format!("the .npy header claims {header_len} bytes (at most {MAX_HEADER} are accepted)"));
-    }
-    let Some(header) = bytes.get(start..start + header_len) else {
-        return Err(format!("the .npy header claims {header_len} bytes but the array is cut short"));
-    };
-    let text = if utf8 {
-        std::str::from_utf8(header).map_err(|_| "the .npy header is not UTF-8".to_string())?
-    } else if header.is_ascii() {
-        std::str::from_utf8(header).map_err(|_| "the .npy header is not ASCII".to_string())?
-    } else {
-        return Err("the .npy header is not ASCII".into());
-    };
-    let h = Header::parse(text)?;
-    let (dtype, swap) = descriptor(&h.descr)?;
+    precheck(bytes)?;
+    let mut cursor = Cursor::new(bytes);
+    let h = Header::from_reader(&mut cursor).map_err(|e| format!("the .npy header is not valid: {e}"))?;
+    let (dtype, swap) = descriptor(&h.type_descriptor)?;
     let esize = dtype.size().ok_or_else(|| format!("dtype {dtype} has no fixed element size"))?;
     let numel = h.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
     let want = numel.and_then(|n| n.checked_mul(esize)).ok_or_else(|| format!("shape {:?} is too large", h.shape))?;
-    let body = &bytes[start + header_len..];
+    let body = &bytes[cursor.position() as usize..];
     if body.len() != want {
         return Err(format!("{} {:?} needs {want} bytes of data but the array holds {}", dtype, h.shape, body.len()));
     }
@@ -146,10 +121,49 @@ pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
             *b = (*b != 0) as u8;
         }
     }
-    if h.fortran && h.shape.len() > 1 {
+    if h.layout == Layout::Fortran && h.shape.len() > 1 {
         data = fortran_to_c(&data, &h.shape, esize);
     }
     Ok(TensorData { dtype, shape: h.shape, bytes: data })
+}
+
+/// Bounds checked before the header is parsed: the magic string, a known
+/// version, a header length within numpy's limit and within the member, and
+/// shallow bracket nesting (a header is one flat dict).
+fn precheck(bytes: &[u8]) -> Result<(), String> {
+    const MAGIC: &[u8] = b"\x93NUMPY";
+    if bytes.len() < MAGIC.len() + 2 || !bytes.starts_with(MAGIC) {
+        return Err("not an .npy array (magic string missing)".into());
+    }
+    let (major, minor) = (bytes[6], bytes[7]);
+    let len_bytes = match major {
+        1 => 2usize,
+        2 | 3 => 4,
+        _ => return Err(format!(".npy format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")),
+    };
+    let start = 8 + len_bytes;
+    let Some(len_field) = bytes.get(8..start) else {
+        return Err("the .npy header is cut short".into());
+    };
+    let header_len = len_field.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize);
+    if header_len > MAX_HEADER {
+        return Err(format!("the .npy header claims {header_len} bytes (at most {MAX_HEADER} are accepted)"));
+    }
+    let Some(header) = bytes.get(start..start + header_len) else {
+        return Err(format!("the .npy header claims {header_len} bytes but the array is cut short"));
+    };
+    let mut depth = 0usize;
+    for &c in header {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_DEPTH {
+            return Err("the .npy header is nested too deeply".into());
+        }
+    }
+    Ok(())
 }
 
 /// Map a numpy type descriptor (`'<f4'`, `'|b1'`, `'>i8'`, …) to a dtype and
@@ -157,7 +171,7 @@ pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
 fn descriptor(descr: &Py) -> Result<(DType, bool), String> {
     let supported = "supported: f32 '<f4', f64 '<f8', i64 '<i8', i32 '<i4', i16, i8, u8 '|u1', u16, u32, u64, \
                      bool '|b1', f16";
-    let Py::Str(s) = descr else {
+    let Py::String(s) = descr else {
         return Err(format!("dtype descriptor {descr} is not a plain type ({supported})"));
     };
     let (order, code) = match s.chars().next() {
@@ -208,217 +222,6 @@ fn fortran_to_c(data: &[u8], shape: &[usize], esize: usize) -> Vec<u8> {
     out
 }
 
-/// The header dictionary numpy writes: `{'descr': '<f4', 'fortran_order':
-/// False, 'shape': (1, 3), }`.
-struct Header {
-    descr: Py,
-    fortran: bool,
-    shape: Vec<usize>,
-}
-
-impl Header {
-    fn parse(text: &str) -> Result<Header, String> {
-        let text = text.trim_end_matches(['\n', ' ', '\0']);
-        let mut p = Parser { s: text.as_bytes(), i: 0 };
-        let value = p.value(0)?;
-        p.ws();
-        if p.i != p.s.len() {
-            return Err(format!("the .npy header has trailing text after the dictionary: {text:?}"));
-        }
-        let Py::Dict(items) = value else {
-            return Err(format!("the .npy header is not a dictionary: {text:?}"));
-        };
-        let (mut descr, mut fortran, mut shape) = (None, None, None);
-        for (k, v) in items {
-            match (k.as_str(), v) {
-                (Some("descr"), v) => descr = Some(v),
-                (Some("fortran_order"), Py::Bool(b)) => fortran = Some(b),
-                (Some("shape"), Py::Tuple(dims)) => {
-                    let dims: Option<Vec<usize>> =
-                        dims.iter().map(|d| if let Py::Int(n) = d { usize::try_from(*n).ok() } else { None }).collect();
-                    shape = Some(dims.ok_or_else(|| "the .npy shape is not a tuple of sizes".to_string())?);
-                }
-                (Some(key @ ("fortran_order" | "shape")), v) => {
-                    return Err(format!("the .npy header's '{key}' has an unexpected value {v}"))
-                }
-                (_, _) => {} // numpy ignores unknown keys only in newer versions; so do we
-            }
-        }
-        match (descr, fortran, shape) {
-            (Some(descr), Some(fortran), Some(shape)) => Ok(Header { descr, fortran, shape }),
-            _ => Err(format!("the .npy header lacks 'descr', 'fortran_order' or 'shape': {text:?}")),
-        }
-    }
-}
-
-/// The subset of Python literals an `.npy` header uses.
-#[derive(Debug)]
-enum Py {
-    Str(String),
-    Int(u64),
-    Bool(bool),
-    None,
-    Tuple(Vec<Py>),
-    List(Vec<Py>),
-    Dict(Vec<(Py, Py)>),
-}
-
-impl Py {
-    fn as_str(&self) -> Option<&str> {
-        if let Py::Str(s) = self {
-            Some(s)
-        } else {
-            None
-        }
-    }
-}
-
-impl std::fmt::Display for Py {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let seq = |f: &mut std::fmt::Formatter<'_>, items: &[Py], open: &str, close: &str| {
-            f.write_str(open)?;
-            for (i, x) in items.iter().enumerate() {
-                if i > 0 {
-                    f.write_str(", ")?;
-                }
-                write!(f, "{x}")?;
-            }
-            f.write_str(close)
-        };
-        match self {
-            Py::Str(s) => write!(f, "'{s}'"),
-            Py::Int(n) => write!(f, "{n}"),
-            Py::Bool(b) => f.write_str(if *b { "True" } else { "False" }),
-            Py::None => f.write_str("None"),
-            Py::Tuple(v) => seq(f, v, "(", ")"),
-            Py::List(v) => seq(f, v, "[", "]"),
-            Py::Dict(v) => {
-                f.write_str("{")?;
-                for (i, (k, x)) in v.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{k}: {x}")?;
-                }
-                f.write_str("}")
-            }
-        }
-    }
-}
-
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.s.get(self.i).is_some_and(|c| c.is_ascii_whitespace()) {
-            self.i += 1;
-        }
-    }
-
-    fn peek(&mut self) -> Option<u8> {
-        self.ws();
-        self.s.get(self.i).copied()
-    }
-
-    fn fail<T>(&self, what: &str) -> Result<T, String> {
-        Err(format!("the .npy header is not a valid Python literal ({what} at byte {})", self.i))
-    }
-
-    fn value(&mut self, depth: usize) -> Result<Py, String> {
-        if depth > MAX_DEPTH {
-            return self.fail("nested too deeply");
-        }
-        match self.peek() {
-            Some(q @ (b'\'' | b'"')) => {
-                self.i += 1;
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(|&c| c != q) {
-                    self.i += 1;
-                }
-                if self.i >= self.s.len() {
-                    return self.fail("unterminated string");
-                }
-                let s = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
-                self.i += 1;
-                Ok(Py::Str(s))
-            }
-            Some(b'(') => self.seq(b')', depth).map(Py::Tuple),
-            Some(b'[') => self.seq(b']', depth).map(Py::List),
-            Some(b'{') => {
-                self.i += 1;
-                let mut items = vec![];
-                loop {
-                    if self.peek() == Some(b'}') {
-                        self.i += 1;
-                        return Ok(Py::Dict(items));
-                    }
-                    let k = self.value(depth + 1)?;
-                    if self.peek() != Some(b':') {
-                        return self.fail("expected ':'");
-                    }
-                    self.i += 1;
-                    let v = self.value(depth + 1)?;
-                    items.push((k, v));
-                    match self.peek() {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {}
-                        _ => return self.fail("expected ',' or '}'"),
-                    }
-                }
-            }
-            Some(c) if c.is_ascii_digit() => {
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
-                    self.i += 1;
-                }
-                let digits = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-                // Python 2 wrote long integers with an `L` suffix.
-                if self.s.get(self.i) == Some(&b'L') {
-                    self.i += 1;
-                }
-                digits.parse().map(Py::Int).or_else(|_| self.fail("integer too large"))
-            }
-            Some(c) if c.is_ascii_alphabetic() => {
-                let start = self.i;
-                while self.s.get(self.i).is_some_and(u8::is_ascii_alphanumeric) {
-                    self.i += 1;
-                }
-                match &self.s[start..self.i] {
-                    b"True" => Ok(Py::Bool(true)),
-                    b"False" => Ok(Py::Bool(false)),
-                    b"None" => Ok(Py::None),
-                    _ => {
-                        self.i = start;
-                        self.fail("unknown name")
-                    }
-                }
-            }
-            Some(_) => self.fail("unexpected character"),
-            None => self.fail("unexpected end"),
-        }
-    }
-
-    fn seq(&mut self, close: u8, depth: usize) -> Result<Vec<Py>, String> {
-        self.i += 1;
-        let mut items = vec![];
-        loop {
-            if self.peek() == Some(close) {
-                self.i += 1;
-                return Ok(items);
-            }
-            items.push(self.value(depth + 1)?);
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(c) if c == close => {}
-                _ => return self.fail("expected ',' or a closing bracket"),
-            }
-        }
-    }
-}
-
 /// Writing `.npz` files: used by tests and by tools that derive test data
 /// (e.g. a triage fix). Stored (uncompressed) members, numpy's `.npy` 1.0
 /// header, keys in the order given.
@@ -450,18 +253,8 @@ pub fn npy_bytes(t: &TensorData) -> Result<Vec<u8>, String> {
         DType::F64 => "<f8",
         other => return Err(format!("cannot write {other} to .npy")),
     };
-    let shape = match t.shape.len() {
-        1 => format!("({},)", t.shape[0]),
-        _ => format!("({})", t.shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")),
-    };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    // Pad so that the data starts on a 64-byte boundary, newline-terminated.
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+    let header = Header { type_descriptor: Py::String(descr.into()), layout: Layout::Standard, shape: t.shape.clone() };
+    let mut out = header.to_bytes().map_err(|e| e.to_string())?;
     out.extend_from_slice(&t.bytes);
     Ok(out)
 }
