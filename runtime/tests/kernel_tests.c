@@ -333,45 +333,36 @@ static void c_gemm(tc_t *t)
     FORK(dg_gemm_f32, &a);
 }
 
+static void matmul_params(tc_t *t, dg_matmul_args_t *a)
+{
+    uint32_t d;
+    memset(a, 0, sizeof *a);
+    a->a = IN("a");
+    a->b = IN("b");
+    a->y = OUT("y");
+    a->m = P("mm", 0);
+    a->n = P("mm", 1);
+    a->k = P("mm", 2);
+    a->batch = P("mm", 3);
+    a->nbatch_dims = pn(t, "bshape");
+    for (d = 0; d < a->nbatch_dims; d++) {
+        a->batch_shape[d] = P("bshape", d);
+        a->a_bstrides[d] = P("abstr", d);
+        a->b_bstrides[d] = P("bbstr", d);
+    }
+}
+
 static void c_matmul(tc_t *t)
 {
     dg_matmul_args_t a;
-    uint32_t d;
-    memset(&a, 0, sizeof a);
-    a.a = IN("a");
-    a.b = IN("b");
-    a.y = OUT("y");
-    a.m = P("mm", 0);
-    a.n = P("mm", 1);
-    a.k = P("mm", 2);
-    a.batch = P("mm", 3);
-    a.nbatch_dims = pn(t, "bshape");
-    for (d = 0; d < a.nbatch_dims; d++) {
-        a.batch_shape[d] = P("bshape", d);
-        a.a_bstrides[d] = P("abstr", d);
-        a.b_bstrides[d] = P("bbstr", d);
-    }
+    matmul_params(t, &a);
     FORK(dg_matmul_f32, &a);
 }
 
 static void c_fused_matmul(tc_t *t)
 {
     dg_matmul_args_t a;
-    uint32_t d;
-    memset(&a, 0, sizeof a);
-    a.a = IN("a");
-    a.b = IN("b");
-    a.y = OUT("y");
-    a.m = P("mm", 0);
-    a.n = P("mm", 1);
-    a.k = P("mm", 2);
-    a.batch = P("mm", 3);
-    a.nbatch_dims = pn(t, "bshape");
-    for (d = 0; d < a.nbatch_dims; d++) {
-        a.batch_shape[d] = P("bshape", d);
-        a.a_bstrides[d] = P("abstr", d);
-        a.b_bstrides[d] = P("bbstr", d);
-    }
+    matmul_params(t, &a);
     a.trans_a = P("fused", 0);
     a.trans_b = P("fused", 1);
     a.alpha = fv(t, "fused", 0);
