@@ -31,6 +31,7 @@ use indexmap::IndexMap;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+pub(crate) use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
 use crate::ir::{DType, Dim, Flavor, Model, Role, TensorData, TensorType};
 pub use layout::Layout;
 use layout::{Key, Target};
@@ -40,7 +41,6 @@ pub use schedule::Schedule;
 
 pub const INPUTS_FILE: &str = "inputs.npz";
 pub const OUTPUTS_FILE: &str = "outputs.npz";
-const ACCUM_BUFFER_SUFFIX: &str = "_grad.accumulation.buffer";
 
 #[derive(Clone, Debug, Default)]
 pub struct BindOptions {

@@ -117,7 +117,9 @@ impl Roles {
     }
 }
 
-const ACCUM_BUFFER_SUFFIX: &str = "_grad.accumulation.buffer";
+/// onnxruntime names a parameter's gradient accumulation buffer
+/// `<param>_grad.accumulation.buffer`.
+pub const ACCUM_BUFFER_SUFFIX: &str = "_grad.accumulation.buffer";
 const ACCUM_OUT_SUFFIX: &str = "_grad.accumulation.out";
 
 /// Detect every role in a model.
