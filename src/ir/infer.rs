@@ -73,7 +73,7 @@ fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Opti
     if !ints {
         return Ok(None);
     }
-    fold(ctx)
+    fold(ctx, inferred)
 }
 
 /// Combine the operator rule's type with what the file declares.

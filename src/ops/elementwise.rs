@@ -44,11 +44,11 @@ fn cast(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![t])
 }
 
-fn fold_identity(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_identity(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     Ok(ctx.konst(0).map(|d| vec![d.clone()]))
 }
 
-fn fold_cast(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let (Some(d), Some(to)) = (ctx.konst(0), ctx.node.attr_int("to")) else {
         return Ok(None);
     };
@@ -57,14 +57,14 @@ fn fold_cast(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
 }
 
 /// Integer arithmetic on shape values (e.g. `Shape → Div → Concat`).
-fn fold_arith(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let (Some(a), Some(b)) = (ctx.konst(0), ctx.konst(1)) else {
         return Ok(None);
     };
     if !a.dtype.is_int() || a.dtype != b.dtype {
         return Ok(None);
     }
-    let out = match binary(ctx)?.pop().and_then(|t| t.shape()) {
+    let out = match out.first().and_then(|t| t.shape()) {
         Some(s) => s,
         None => return Ok(None),
     };

@@ -22,7 +22,8 @@ use crate::ir::{DType, Graph, Node, TensorData, TensorType};
 pub type InferFn = fn(&Ctx) -> Result<Vec<TensorType>>;
 
 /// Constant folding: the value of every output, when the inputs allow.
-pub type FoldFn = fn(&Ctx) -> Result<Option<Vec<TensorData>>>;
+/// Gets the output types the shape rule just computed.
+pub type FoldFn = fn(&Ctx, &[TensorType]) -> Result<Option<Vec<TensorData>>>;
 
 pub struct OpDef {
     pub name: &'static str,

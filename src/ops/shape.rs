@@ -230,7 +230,7 @@ fn shape(ctx: &Ctx) -> Result<Vec<TensorType>> {
     }])
 }
 
-fn fold_shape(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_shape(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(x) = ctx.shape(0)? else { return Ok(None) };
     let (s, e) = shape_range(ctx, x.len());
     let v: Vec<i64> = x[s..e].iter().map(|&d| d as i64).collect();
@@ -241,7 +241,7 @@ fn size(_ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![TensorType::new(DType::I64, &[])])
 }
 
-fn fold_size(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_size(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(x) = ctx.shape(0)? else { return Ok(None) };
     Ok(Some(vec![TensorData::from_i64(vec![], &[checked_numel(ctx, &x)? as i64])]))
 }
@@ -260,7 +260,7 @@ fn gather(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 /// Gather on 1-D integer data (the shape-subgraph case).
-fn fold_gather(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_gather(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let (Some(d), Some(i)) = (ctx.konst(0), ctx.konst(1)) else { return Ok(None) };
     if d.shape.len() != 1 {
         return Ok(None);
@@ -279,16 +279,15 @@ fn fold_gather(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
 }
 
 /// Same bytes, new shape (Reshape, Squeeze, Unsqueeze, Flatten).
-fn fold_view(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_view(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(d) = ctx.konst(0) else { return Ok(None) };
-    let infer = super::lookup(&ctx.node.op).map(|o| o.infer);
-    let Some(shape) = infer.map(|f| f(ctx)).transpose()?.and_then(|mut v| v.pop()).and_then(|t| t.shape()) else {
+    let Some(shape) = out.first().and_then(|t| t.shape()) else {
         return Ok(None);
     };
     Ok(Some(vec![TensorData { dtype: d.dtype, shape, bytes: d.bytes.clone() }]))
 }
 
-fn fold_concat(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_concat(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let mut parts = Vec::new();
     for i in 0..ctx.node.inputs.len() {
         let Some(d) = ctx.konst(i) else { return Ok(None) };
@@ -307,7 +306,7 @@ fn fold_concat(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
     Ok(Some(vec![TensorData { dtype, shape: vec![n], bytes }]))
 }
 
-fn fold_slice(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_slice(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(d) = ctx.konst(0) else { return Ok(None) };
     if d.shape.len() != 1 {
         return Ok(None);
@@ -343,7 +342,7 @@ fn constant(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![constant_value(ctx)?.ty()])
 }
 
-fn fold_constant(ctx: &Ctx) -> Result<Option<Vec<TensorData>>> {
+fn fold_constant(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let d = constant_value(ctx)?;
     if d.numel() > FOLD_LIMIT * 16 {
         return Ok(None);
