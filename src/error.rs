@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use crate::diag::{Finding, Hint};
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,36 +38,46 @@ pub enum Error {
     #[error("node '{node}' ({op}): {detail}")]
     Node { node: String, op: String, detail: String },
 
-    /// Anything else wrong with the model's structure.
-    #[error("{0}")]
-    Model(String),
+    /// Anything else wrong with the model's structure, naming the tensor
+    /// or node at fault when there is one.
+    #[error("{detail}")]
+    Model { tensor: Option<String>, node: Option<String>, detail: String },
 
-    /// Usage errors: a flag combination or path that cannot be honoured.
+    /// A MODEL argument that names no model: a folder without a main graph,
+    /// a path that is not a regular file.
+    #[error("{} {detail}", path.display())]
+    NoModel { path: PathBuf, detail: String },
+
+    /// Usage errors: a flag combination or path that cannot be honoured
+    /// (worded by the command line, which owns the flags).
     #[error("{0}")]
     Usage(String),
 
-    /// A memory plan that cannot be made (a buffer without a static size).
-    #[error("{0}")]
-    Plan(String),
+    /// A memory plan that cannot be made (a buffer without a static size),
+    /// naming the buffer or node.
+    #[error("{detail}")]
+    Plan { buffer: Option<String>, node: Option<String>, detail: String },
 
     /// A memory plan that does not fit the platform; the message gives the
-    /// bytes needed and available, split into arena, weights and reserved.
+    /// bytes needed and available, split into arena, weights and reserved;
+    /// `hints` what would make it fit (the command line words them).
     #[error("{message}")]
-    Capacity { platform: String, level: String, needed: u64, available: u64, message: String },
+    Capacity { platform: String, level: String, needed: u64, available: u64, message: String, hints: Vec<Hint> },
 
     /// An `.npz` file (or one array in it) that cannot be read.
     #[error("{}{}: {detail}", path.display(), key.as_ref().map(|k| format!(", key '{k}'")).unwrap_or_default())]
     Npz { path: PathBuf, key: Option<String>, detail: String },
 
     /// Test data that does not fit the graph: slot mismatches, schedule
-    /// inconsistencies, a `--num-data-inputs` that would shift slots,
-    /// weights that do not pair with their gradients and updates.
-    #[error("{0}")]
-    Binding(String),
+    /// inconsistencies, a forced number of data inputs that would shift
+    /// slots, weights that do not pair with their gradients and updates.
+    /// Names the slot, graph input and npz key when there is one.
+    #[error("{detail}")]
+    Binding { slot: Option<usize>, input: Option<String>, key: Option<String>, detail: String },
 
     /// Training cannot run with this data (SPEC §2.4), classified.
-    #[error("{}", crate::check::describe(.0))]
-    Triage(Vec<crate::check::Finding>),
+    #[error("{}", crate::diag::describe(.0))]
+    Triage(Vec<Finding>),
 }
 
 impl Error {
@@ -76,6 +88,42 @@ impl Error {
 
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    pub fn model(detail: impl Into<String>) -> Self {
+        Error::Model { tensor: None, node: None, detail: detail.into() }
+    }
+
+    pub fn plan(detail: impl Into<String>) -> Self {
+        Error::Plan { buffer: None, node: None, detail: detail.into() }
+    }
+
+    pub fn binding(detail: impl Into<String>) -> Self {
+        Error::Binding { slot: None, input: None, key: None, detail: detail.into() }
+    }
+
+    /// The same binding error, naming the graph input it concerns.
+    pub fn at_input(mut self, name: &str) -> Self {
+        if let Error::Binding { input, .. } = &mut self {
+            *input = Some(name.to_string());
+        }
+        self
+    }
+
+    /// The same binding error, naming the slot it concerns.
+    pub fn at_slot(mut self, index: usize) -> Self {
+        if let Error::Binding { slot, .. } = &mut self {
+            *slot = Some(index);
+        }
+        self
+    }
+
+    /// The same binding error, naming the npz key it concerns.
+    pub fn at_key(mut self, name: &str) -> Self {
+        if let Error::Binding { key, .. } = &mut self {
+            *key = Some(name.to_string());
+        }
+        self
     }
 
     pub fn node(node: &crate::ir::Node, detail: impl Into<String>) -> Self {

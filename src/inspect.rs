@@ -188,12 +188,11 @@ fn shape_text(v: &Value) -> String {
 }
 
 fn table(out: &mut String, rows: &[ValueReport]) {
-    let w = rows.iter().map(|r| r.name.len()).max().unwrap_or(0).min(60);
-    let ws = rows.iter().map(|r| r.dtype.len() + 1 + shape_text(&r.shape).len()).max().unwrap_or(0);
-    for r in rows {
-        let ty = format!("{} {}", r.dtype, shape_text(&r.shape));
-        let _ = writeln!(out, "  {:<w$}  {:<ws$}  {}", r.name, ty, r.role);
-    }
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| vec![r.name.clone(), format!("{} {}", r.dtype, shape_text(&r.shape)), r.role.clone()])
+        .collect();
+    out.push_str(&crate::text::table(&rows, &crate::text::Style { max_width: 60, ..crate::text::Style::PLAIN }));
 }
 
 pub fn text(model: &Model) -> String {
@@ -215,7 +214,8 @@ pub fn text(model: &Model) -> String {
         human_bytes(r.param_bytes),
         human_bytes(r.trainable_bytes)
     );
-    let domains: Vec<String> = r.domains.iter().map(|(d, n)| format!("{d} ({n} nodes)")).collect();
+    let domains: Vec<String> =
+        r.domains.iter().map(|(d, n)| format!("{d} ({})", crate::text::count(*n, "node"))).collect();
     let _ = writeln!(o, "domains      {}", domains.join(", "));
     let mut ops: Vec<(&String, &usize)> = r.ops.iter().collect();
     ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
@@ -234,10 +234,7 @@ pub fn text(model: &Model) -> String {
         }
     }
     if r.training {
-        let log_prob_only = model
-            .graph
-            .nodes()
-            .any(|(_, n)| n.op == "SoftmaxCrossEntropyLoss" && crate::ops::loss::log_prob_only(&model.graph, n));
+        let log_prob_only = model.graph.nodes().any(|(_, n)| crate::ops::loss::log_prob_only(&model.graph, n));
         let missing = if log_prob_only {
             "(not computed: SoftmaxCrossEntropyLoss keeps only its log_prob output in this graph)"
         } else {
@@ -260,7 +257,8 @@ pub fn text(model: &Model) -> String {
     }
     if let Some(opt) = &r.optimizer {
         let ops: Vec<String> = opt.ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-        let _ = writeln!(o, "\noptimizer    {} ({} nodes: {})", opt.path, opt.nodes, ops.join(", "));
+        let _ =
+            writeln!(o, "\noptimizer    {} ({}: {})", opt.path, crate::text::count(opt.nodes, "node"), ops.join(", "));
         table(&mut o, &opt.inputs);
         table(&mut o, &opt.outputs);
     }

@@ -1,17 +1,23 @@
 //! deploygen: ONNX models (inference graphs and whole training steps) to
 //! self-contained C deployment projects for GAP9 and Siracusa.
 //!
-//! The pipeline, one module per stage, data flowing one way:
+//! The pipeline, one module per stage, data flowing one way; no module
+//! imports a later stage:
 //!
 //! ```text
-//! import (onnx → ir) → bind (npz → roles, mini-batches) → check
-//!   → lower → plan (levels, supply, offsets) → emit (C project) → verify
+//! import (onnx → ir) → lower (typing, folding, roles, aliasing)
+//!   → bind (npz → slots, mini-batches) → check (can training run?)
+//!   → plan (levels, supply, offsets) → emit (C project) → verify
 //! ```
 //!
-//! `ir` is what the stages share; `ops` holds each operator's facts.
+//! Shared by all: `ir` (plain data), `ops` (the operator registry: every
+//! fact about every operator), `target` (chip descriptors), `diag` and
+//! `error`. `cli` is the command line, one file per command.
 
 pub mod bind;
 pub mod check;
+pub mod cli;
+pub mod diag;
 pub mod emit;
 pub mod error;
 pub mod import;
@@ -20,6 +26,14 @@ pub mod ir;
 pub mod lower;
 pub mod ops;
 pub mod plan;
+pub mod target;
+pub mod text;
 pub mod verify;
 
 pub use error::{Error, Result};
+
+/// Import a model (a folder or one `.onnx` file) and lower it: the typed
+/// graphs with their training roles, ready for binding and planning.
+pub fn load(path: &std::path::Path) -> Result<ir::Model> {
+    lower::lower(import::load(path)?)
+}

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use deploygen::bind::{self, npz, BindOptions, Binding, DetectedFrom, Layout, Source, UpdateKind};
 use deploygen::ir::{DType, Flavor, Role, TensorData};
-use deploygen::{check, import, Error};
+use deploygen::{check, Error};
 use predicates::prelude::*;
 
 /// Every model folder of the zoo.
@@ -30,7 +30,7 @@ fn zoo_models() -> Vec<PathBuf> {
 }
 
 fn bind_dir(dir: &Path, n: Option<usize>) -> Result<Binding, Error> {
-    let m = import::load(dir).unwrap();
+    let m = deploygen::load(dir).unwrap();
     bind::bind(&m, &BindOptions { num_data_inputs: n })
 }
 
@@ -80,7 +80,7 @@ fn assert_well_formed(b: &Binding, model: &deploygen::ir::Model) {
 #[test]
 fn every_zoo_model_binds_without_warning() {
     for dir in zoo_models() {
-        let m = import::load(&dir).unwrap();
+        let m = deploygen::load(&dir).unwrap();
         let b = bind::bind(&m, &BindOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         assert!(b.warnings.is_empty(), "{}: {:?}", dir.display(), b.warnings);
         assert!(b.missing.is_empty(), "{}: {:?}", dir.display(), b.missing);
@@ -211,7 +211,7 @@ fn conformance_models_bind_with_two_data_inputs() {
             eprintln!("skipped: ../shared/conformance/{name} not present");
             continue;
         };
-        let m = import::load(&dir).unwrap();
+        let m = deploygen::load(&dir).unwrap();
         let b = bind::bind(&m, &BindOptions::default()).unwrap();
         assert!(b.warnings.is_empty(), "{name}: {:?}", b.warnings);
         // One mini-batch: D comes from the graph roles (input + labels).
@@ -329,7 +329,7 @@ fn forced_num_data_inputs_on_one_mini_batch_is_accepted() {
 #[test]
 fn swapped_positional_slots_name_both() {
     let e = bind_dir(&fixture("swapped_slots"), None).unwrap_err();
-    assert!(matches!(e, Error::Binding(_)), "{e:?}");
+    assert!(matches!(e, Error::Binding { .. }), "{e:?}");
     let e = e.to_string();
     assert!(
         e.contains(

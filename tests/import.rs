@@ -20,7 +20,7 @@ fn shape_of(g: &deploygen::ir::Graph, name: &str) -> Vec<usize> {
 fn mlp_imports_with_shapes_and_roles() {
     let dir = tempfile::tempdir().unwrap();
     let path = mlp().write(dir.path(), "network.onnx");
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     assert_eq!(m.path, path);
     assert_eq!(m.graph.onnx_nodes, 2);
     assert_eq!(shape_of(&m.graph, "h"), [2, 3]);
@@ -41,7 +41,7 @@ fn schedule_is_topological_with_file_order_ties() {
         .output("y", F32, &[4])
         .output("z", F32, &[4]);
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     let order: Vec<&str> = g.nodes().map(|(_, n)| n.name.as_str()).collect();
     // Relu_1 must precede Relu_0; Relu_2 is free but comes after Relu_1's
     // dependant only if file order says so: 0 < 2, so 1, 0, 2.
@@ -63,7 +63,7 @@ fn shape_rules_cover_conv_pool_gemm_reshape() {
         .node("Gemm", &["f", "fc"], &["y"], vec![attr_int("transB", 1)])
         .output("y", F32, &[1, 10]);
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     assert_eq!(shape_of(&g, "c"), [1, 8, 8, 8]);
     assert_eq!(shape_of(&g, "d"), [1, 8, 8, 8]);
     assert_eq!(shape_of(&g, "p"), [1, 8, 4, 4]);
@@ -82,7 +82,7 @@ fn batched_matmul_and_gemm_broadcast() {
         .node("Gemm", &["m", "w"], &["y"], vec![])
         .output("y", F32, &[2, 3, 5, 7]);
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     assert_eq!(shape_of(&g, "m"), [2, 3, 5, 6]);
     assert_eq!(shape_of(&g, "y"), [2, 3, 5, 7]);
 }
@@ -100,7 +100,7 @@ fn static_shape_subgraph_folds_away() {
         .node("Reshape", &["x", "target"], &["y"], vec![])
         .output("y", F32, &[2, 12]);
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     assert_eq!(g.onnx_nodes, 4);
     assert_eq!(g.node_count(), 1, "Shape, Gather and Concat fold; Reshape of a runtime input stays");
     let target = g.tensor(g.id("target").unwrap()).data.as_ref().unwrap();
@@ -113,7 +113,7 @@ fn declared_shape_that_contradicts_the_rule_is_an_error() {
     let mut b = mlp();
     b.graph.output[0] = value("y", F32, &[2, 5]);
     let dir = tempfile::tempdir().unwrap();
-    let err = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap_err().to_string();
+    let err = read_typed(&b.write(dir.path(), "m.onnx")).unwrap_err().to_string();
     assert!(err.contains("Relu_1") && err.contains("[2, 5]") && err.contains("[2, 3]"), "{err}");
 }
 
@@ -163,7 +163,7 @@ fn typed_fields_and_every_attribute_kind_import() {
     ];
     b.node("Add", &["x", "k"], &["y"], attrs).output("y", F32, &[3]);
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     let k = g.tensor(g.id("k").unwrap()).data.as_ref().unwrap();
     assert_eq!(k.to_f32().unwrap(), [1.0, 2.0, 3.0]);
     let flags = g.tensor(g.id("flags").unwrap()).data.as_ref().unwrap();
@@ -200,7 +200,7 @@ fn external_data_is_read_relative_to_the_model() {
     b.input("x", F32, &[2]).node("Add", &["x", "w"], &["y"], vec![]).output("y", F32, &[2]);
     b.graph.initializer.push(external("weights.bin"));
     // Load from another working directory: the path must be relative to the model.
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     let w = g.tensor(g.id("w").unwrap()).data.as_ref().unwrap();
     assert_eq!(w.to_f32().unwrap(), [1.0, 2.0]);
 }
@@ -235,7 +235,7 @@ fn sequence_inputs_are_tolerated() {
         &[1],
     );
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "optimizer.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "optimizer.onnx")).unwrap();
     assert!(g.tensor(g.id("params").unwrap()).sequence);
 }
 
@@ -296,7 +296,7 @@ fn artifacts(dir: &std::path::Path) {
 fn training_artifacts_roles_pair_by_name() {
     let dir = tempfile::tempdir().unwrap();
     artifacts(dir.path());
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     assert_eq!(m.roles.flavor, Flavor::TrainingArtifacts);
     assert!(m.optimizer.is_some());
     let r = &m.roles;
@@ -327,7 +327,7 @@ fn single_graph_training_step_roles() {
         .output("w_updated", F32, &[3, 4]);
     let dir = tempfile::tempdir().unwrap();
     b.write(dir.path(), "network.onnx");
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     assert_eq!(m.roles.flavor, Flavor::TrainingStep);
     assert_eq!(m.roles.role("labels"), Some(Role::Labels));
     assert_eq!(m.roles.role("w_updated"), Some(Role::UpdatedParam));
@@ -387,7 +387,7 @@ fn truncated_files_are_rejected_at_every_length() {
     // Every prefix either imports or fails cleanly; never a panic.
     for len in 0..bytes.len() {
         std::fs::write(&p, &bytes[..len]).unwrap();
-        if let Err(e) = import::read_graph(&p) {
+        if let Err(e) = read_typed(&p) {
             assert!(!e.to_string().is_empty());
         }
     }
@@ -441,7 +441,7 @@ fn known_operator_in_an_unexpected_domain_is_accepted() {
         &[4],
     );
     let dir = tempfile::tempdir().unwrap();
-    let g = import::read_graph(&b.write(dir.path(), "m.onnx")).unwrap();
+    let g = read_typed(&b.write(dir.path(), "m.onnx")).unwrap();
     assert_eq!(g.nodes().next().unwrap().1.domain, "");
 }
 
@@ -540,7 +540,7 @@ fn zoo_roles_match_the_generator_manifest() {
     };
     let mut checked = 0;
     for (name, facts) in manifest.as_object().unwrap() {
-        let m = import::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let m = deploygen::load(&root.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         let g = &m.graph;
         let r = &m.roles;
         let with = |roles: &[Role]| -> Vec<String> {

@@ -34,7 +34,7 @@ fn try_import(bytes: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.onnx");
     std::fs::write(&p, bytes).unwrap();
-    let _ = deploygen::import::read_graph(&p);
+    let _ = read_typed(&p);
 }
 
 proptest! {
@@ -61,7 +61,7 @@ fn the_rich_model_itself_imports() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.onnx");
     std::fs::write(&p, rich_model()).unwrap();
-    let g = deploygen::import::read_graph(&p).unwrap();
+    let g = read_typed(&p).unwrap();
     assert_eq!(g.onnx_nodes, 10);
 }
 
@@ -188,7 +188,7 @@ fn extreme_values_in_window_and_concat_rules() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("m.onnx");
         std::fs::write(&p, b2.bytes()).unwrap();
-        let r = std::panic::catch_unwind(|| deploygen::import::read_graph(&p).map(|_| ()).map_err(|e| e.to_string()));
+        let r = std::panic::catch_unwind(|| read_typed(&p).map(|_| ()).map_err(|e| e.to_string()));
         assert!(r.is_ok(), "case {i} panicked");
     }
 }

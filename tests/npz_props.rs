@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use deploygen::bind::{self, npz, BindOptions};
 use deploygen::ir::Model;
-use deploygen::{import, Error};
+use deploygen::Error;
 use proptest::prelude::*;
 
 fn fixture_dir() -> &'static Path {
@@ -29,7 +29,7 @@ fn compressed_npz() -> &'static [u8] {
 
 fn model() -> &'static Model {
     static M: OnceLock<Model> = OnceLock::new();
-    M.get_or_init(|| import::load(fixture_dir()).unwrap())
+    M.get_or_init(|| deploygen::load(fixture_dir()).unwrap())
 }
 
 /// Parse, and when that works, bind to the tiny classifier.

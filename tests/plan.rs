@@ -8,14 +8,14 @@ use std::path::PathBuf;
 
 use assert_cmd::Command;
 use common::*;
-use deploygen::import;
+use deploygen::diag::Hint;
 use deploygen::ir::Model;
 use deploygen::plan::{self, Kind, Level, Placement, Plan, PlanOptions, Platform, Supply};
 use deploygen::Error;
 use predicates::prelude::*;
 
 fn load(name: &str) -> Model {
-    import::load(&zoo(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    deploygen::load(&zoo(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn opts(platform: &str, level: Level) -> PlanOptions {
@@ -90,18 +90,18 @@ fn platform_descriptors_are_data() {
 
 #[test]
 fn flags_resolve_to_options() {
-    let o = PlanOptions::from_flags(Some("siracusa"), Some("l3"), [Some(128_000), None, None]).unwrap().unwrap();
+    let o = deploygen::cli::plan_options(Some("siracusa"), Some("l3"), [Some(128_000), None, None]).unwrap().unwrap();
     assert_eq!(o.platform.name, "Siracusa");
     assert_eq!(o.default_mem, Level::L3);
     assert_eq!(o.platform.capacity(Level::L1), 128_000);
     // L2 by default.
-    let o = PlanOptions::from_flags(Some("GAP9"), None, [None; 3]).unwrap().unwrap();
+    let o = deploygen::cli::plan_options(Some("GAP9"), None, [None; 3]).unwrap().unwrap();
     assert_eq!(o.default_mem, Level::L2);
-    assert!(PlanOptions::from_flags(None, None, [None; 3]).unwrap().is_none());
-    assert!(matches!(PlanOptions::from_flags(None, Some("L2"), [None; 3]), Err(Error::Usage(_))));
-    assert!(matches!(PlanOptions::from_flags(None, None, [None, Some(1), None]), Err(Error::Usage(_))));
-    assert!(matches!(PlanOptions::from_flags(Some("GAP9"), Some("L1"), [None; 3]), Err(Error::Usage(_))));
-    assert!(matches!(PlanOptions::from_flags(Some("GAP9"), Some("fast"), [None; 3]), Err(Error::Usage(_))));
+    assert!(deploygen::cli::plan_options(None, None, [None; 3]).unwrap().is_none());
+    assert!(matches!(deploygen::cli::plan_options(None, Some("L2"), [None; 3]), Err(Error::Usage(_))));
+    assert!(matches!(deploygen::cli::plan_options(None, None, [None, Some(1), None]), Err(Error::Usage(_))));
+    assert!(matches!(deploygen::cli::plan_options(Some("GAP9"), Some("L1"), [None; 3]), Err(Error::Usage(_))));
+    assert!(matches!(deploygen::cli::plan_options(Some("GAP9"), Some("fast"), [None; 3]), Err(Error::Usage(_))));
 }
 
 // ------------------------------------------------------------------ matrix
@@ -115,7 +115,7 @@ fn every_model_plans_on_both_chips_at_both_levels() {
     assert!(models.len() >= 9, "zoo missing? {models:?}");
     let mut table = String::new();
     for path in &models {
-        let m = import::load(path).unwrap();
+        let m = deploygen::load(path).unwrap();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         for platform in ["GAP9", "Siracusa"] {
             for level in [Level::L2, Level::L3] {
@@ -270,15 +270,15 @@ fn resnet8_gap9_l2_holds_what_it_bakes_or_says_why_not() {
     let mut o = opts("GAP9", Level::L2);
     o.platform = o.platform.with_capacity(Level::L2, 1_000_000);
     match plan::plan(&m, &o) {
-        Err(Error::Capacity { level, needed, available, message, .. }) => {
+        Err(Error::Capacity { level, needed, available, message, hints, .. }) => {
             assert_eq!(level, "L2");
             assert_eq!(available, 1_000_000);
             assert!(needed > available);
-            for want in
-                ["needs", "1,000,000 B", "arena", "weights, baked", "stacks/reserved", "--default-mem L3", "--l2"]
-            {
+            for want in ["needs", "1,000,000 B", "arena", "weights, baked", "stacks/reserved"] {
                 assert!(message.contains(want), "missing '{want}' in:\n{message}");
             }
+            assert!(hints.contains(&Hint::DefaultMem { level: Level::L3 }), "{hints:?}");
+            assert!(hints.iter().any(|h| matches!(h, Hint::Capacity { level: Level::L2, .. })), "{hints:?}");
         }
         Ok(p) => panic!("planned into 1,000,000 B of L2: {:?}", p.level(Level::L2)),
         Err(e) => panic!("{e}"),
@@ -333,7 +333,7 @@ fn inline_sgd_updates_in_place_unless_read_later() {
         .output("w_updated", F32, &[4])
         .output("late", F32, &[4]);
     b.write(dir.path(), "network.onnx");
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     let p = plan_of(&m, "host", Level::L2);
     let w = buffer(&p, "w");
     assert!(w.aliases.iter().all(|a| a.tensor != "w_updated"));
@@ -353,7 +353,7 @@ fn shape_only_nodes_alias_their_input() {
         .node("Relu", &["v"], &["y"], vec![])
         .output("y", F32, &[4, 4]);
     b.write(dir.path(), "network.onnx");
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     let p = plan_of(&m, "GAP9", Level::L2);
     let r = buffer(&p, "r");
     assert_eq!(r.name, "r");
@@ -384,7 +384,7 @@ fn a_view_read_after_an_in_place_write_is_a_copy() {
         .output("w_updated", F32, &[4])
         .output("late", F32, &[2, 2]);
     b.write(dir.path(), "network.onnx");
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     let p = plan_of(&m, "host", Level::L2);
     let w = buffer(&p, "w");
     assert!(w.aliases.iter().any(|a| a.tensor == "w_updated"), "SGD in place");
@@ -403,7 +403,7 @@ fn inplace_accumulator_output_is_the_buffer() {
         .node_in("InPlaceAccumulatorV2", "com.microsoft", &["buf", "g", "reset"], &["flag", "buf_out"], vec![])
         .output("flag", BOOL, &[1]);
     b.write(dir.path(), "network.onnx");
-    let m = import::load(dir.path()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
     let p = plan_of(&m, "GAP9", Level::L2);
     let buf = buffer(&p, "buf");
     assert!(buf.aliases.iter().any(|a| a.tensor == "buf_out"));
@@ -472,7 +472,7 @@ fn the_largest_node_must_fit_l2_staging() {
     let mut o = opts("GAP9", Level::L3);
     o.platform = o.platform.with_capacity(Level::L2, 150_000).with_capacity(Level::L1, 20_000);
     match plan::plan(&m, &o) {
-        Err(Error::Capacity { level, message, .. }) => {
+        Err(Error::Capacity { level, message, hints, .. }) => {
             assert_eq!(level, "L2");
             assert!(message.contains("largest L2 staging of one node"), "{message}");
             // The largest node's staging is part of the arena, counted once.
@@ -487,8 +487,8 @@ fn the_largest_node_must_fit_l2_staging() {
                 .map(|w| w.replace(',', "").parse::<u64>().unwrap())
                 .unwrap();
             assert!(staging > 0 && staging <= arena, "staging {staging} vs arena {arena}:\n{message}");
-            assert!(message.contains("--l2"), "{message}");
-            assert!(!message.contains("--default-mem L3"), "already at L3: {message}");
+            assert!(hints.iter().any(|h| matches!(h, Hint::Capacity { level: Level::L2, .. })), "{hints:?}");
+            assert!(!hints.iter().any(|h| matches!(h, Hint::DefaultMem { .. })), "already at L3: {hints:?}");
         }
         other => panic!("{:?}", other.map(|p| p.level(Level::L2).clone())),
     }
@@ -500,18 +500,19 @@ fn reservations_larger_than_a_level_are_an_error() {
     let mut o = opts("Siracusa", Level::L2);
     o.platform = o.platform.with_capacity(Level::L1, 30_000);
     match plan::plan(&m, &o) {
-        Err(Error::Capacity { level, message, .. }) => {
+        Err(Error::Capacity { level, message, hints, .. }) => {
             assert_eq!(level, "L1");
-            assert!(message.contains("38,600 B") && message.contains("--l1"), "{message}");
+            assert!(message.contains("38,600 B"), "{message}");
+            assert!(matches!(hints[..], [Hint::Capacity { level: Level::L1, .. }]), "{hints:?}");
         }
         other => panic!("{:?}", other.map(|_| ())),
     }
     let mut o = opts("GAP9", Level::L3);
     o.platform = o.platform.with_capacity(Level::L3, 10_000);
     match plan::plan(&m, &o) {
-        Err(Error::Capacity { level, message, .. }) => {
+        Err(Error::Capacity { level, hints, .. }) => {
             assert_eq!(level, "L3");
-            assert!(message.contains("--l3"), "{message}");
+            assert!(matches!(hints[..], [Hint::Capacity { level: Level::L3, .. }]), "{hints:?}");
         }
         other => panic!("{:?}", other.map(|_| ())),
     }

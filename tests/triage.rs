@@ -11,11 +11,11 @@ use common::*;
 use deploygen::bind::{self, npz, BindOptions};
 use deploygen::check::{self, Finding, TriageFlavor, MISSING_TARGETS_REASON};
 use deploygen::ir::TensorData;
-use deploygen::{import, Error};
+use deploygen::Error;
 use predicates::prelude::*;
 
 fn findings(dir: &Path) -> Vec<Finding> {
-    let m = import::load(dir).unwrap();
+    let m = deploygen::load(dir).unwrap();
     let b = bind::bind(&m, &BindOptions::default()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     check::findings(&m, &b)
 }
@@ -30,7 +30,7 @@ fn missing_labels_is_missing_targets() {
     assert!(f[0].detail.contains("inputs.npz has no key 'labels'"), "{}", f[0].detail);
     assert!(f[0].detail.contains("SoftmaxCrossEntropyLoss"), "{}", f[0].detail);
 
-    let m = import::load(&fixture("missing_labels")).unwrap();
+    let m = deploygen::load(&fixture("missing_labels")).unwrap();
     let b = bind::bind(&m, &BindOptions::default()).unwrap();
     let e = check::training(&m, &b).unwrap_err();
     assert!(matches!(&e, Error::Triage(f) if f[0].flavor == TriageFlavor::MissingTargets));
@@ -164,7 +164,7 @@ fn bn_model(batch: i64, pre: &str) -> tempfile::TempDir {
 fn bn_findings(dir: &Path) -> Vec<Finding> {
     // The hand-built graph has no backward pass; the BatchNorm check reads
     // only the node's training_mode and shapes.
-    let m = import::load(dir).unwrap();
+    let m = deploygen::load(dir).unwrap();
     let b = bind::bind(&m, &BindOptions::default()).unwrap();
     check::bn::single_value(&m, &b)
 }

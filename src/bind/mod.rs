@@ -295,7 +295,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         (_, true) => Layout::Named,
         (true, false) => Layout::Positional,
         (false, false) => {
-            return Err(Error::Binding(format!(
+            return Err(Error::binding(format!(
                 "{} mixes named keys ('{}') and positional keys ('{}'): use one layout",
                 inputs.path.display(),
                 named[0],
@@ -344,7 +344,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         }
     }
     if !bad.is_empty() {
-        return Err(Error::Binding(format!(
+        return Err(Error::binding(format!(
             "{}: {} array(s) do not fit the graph input they bind to:\n{}",
             inputs.path.display(),
             bad.len(),
@@ -379,7 +379,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
                 role[i] = Role::Data;
             }
             other => {
-                return Err(Error::Binding(format!(
+                return Err(Error::binding(format!(
                     "graph input '{}' is a {} but inputs.npz gives it per-mini-batch values ('{}'): only data \
                      and label inputs change per mini-batch",
                     x.name,
@@ -415,7 +415,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
     if let Some(n) = opts.num_data_inputs {
         if n != detected {
             if stored > 1 {
-                return Err(Error::Binding(shift_message(
+                return Err(Error::binding(shift_message(
                     n,
                     detected,
                     stored,
@@ -431,7 +431,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
                 // value for the whole run, which is what it has anyway.
                 for &i in &order[n..detected] {
                     notes.push(format!(
-                        "--num-data-inputs {n}: '{}' ({}) is bound as a constant input (the data has one \
+                        "num_data_inputs = {n}: '{}' ({}) is bound as a constant input (the data has one \
                          mini-batch, so its value never changes)",
                         graph_inputs[i].name,
                         role[i].name()
@@ -440,15 +440,15 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
                 }
             } else {
                 let Some(extra) = order.get(detected..n) else {
-                    return Err(Error::Binding(format!(
-                        "--num-data-inputs {n}: the graph has only {} inputs that are not gradient buffers",
+                    return Err(Error::binding(format!(
+                        "num_data_inputs = {n}: the graph has only {} inputs that are not gradient buffers",
                         n_positions
                     )));
                 };
                 for &i in extra {
                     if role[i] != Role::Frozen {
-                        return Err(Error::Binding(format!(
-                            "--num-data-inputs {n} would make {} '{}' a per-mini-batch data input; the graph has {} \
+                        return Err(Error::binding(format!(
+                            "num_data_inputs = {n} would make {} '{}' a per-mini-batch data input; the graph has {} \
                              data input(s) ({}), and every weight after them would pair with the wrong gradient \
                              buffer. Drop the flag.",
                             role[i].name(),
@@ -459,7 +459,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
                     }
                 }
                 for &i in extra {
-                    notes.push(format!("--num-data-inputs {n}: '{}' is bound as data", graph_inputs[i].name));
+                    notes.push(format!("num_data_inputs = {n}: '{}' is bound as data", graph_inputs[i].name));
                     role[i] = Role::Data;
                 }
             }
@@ -490,7 +490,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
             Role::LazyReset => (Source::Harness, base.map(str::to_string).into_iter().collect()),
             _ if base.is_none() => {
                 if let Some((_, k)) = at.range((i, 1)..(i, usize::MAX)).next() {
-                    return Err(Error::Binding(format!(
+                    return Err(Error::binding(format!(
                         "inputs.npz has '{k}' but no '{expected_key}': mini-batch 0 of graph input '{}' is missing",
                         x.name
                     )));
@@ -512,7 +512,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
                     match at.get(&(i, mb)) {
                         Some(k) => keys.push(k.to_string()),
                         None => {
-                            return Err(Error::Binding(format!(
+                            return Err(Error::binding(format!(
                                 "inputs.npz has no '{}' for mini-batch {mb} of graph input '{}' ({}), but the \
                                  schedule uses {} mini-batches (keys found: {})",
                                 layout::key_for(layout, &x.name, x.position, mb),
@@ -706,7 +706,7 @@ fn realign_positional(
             }
         }
         let details: Vec<String> = mismatched.iter().map(|&p| format!("  {}", describe(p))).collect();
-        return Err(Error::Binding(format!(
+        return Err(Error::binding(format!(
             "{}: positional slots do not match the graph inputs they land on:\n{}\n{}",
             inputs.path.display(),
             details.join("\n"),
@@ -758,7 +758,7 @@ fn realign_positional(
     }
 
     let details: Vec<String> = mismatched.iter().map(|&p| format!("  {}", describe(p))).collect();
-    Err(Error::Binding(format!(
+    Err(Error::binding(format!(
         "{}: positional slots do not match the graph inputs they land on:\n{}",
         inputs.path.display(),
         details.join("\n")
@@ -787,7 +787,7 @@ fn shift_message(
     let mut m = String::new();
     let _ = write!(
         m,
-        "--num-data-inputs {n} contradicts the test data: inputs.npz holds {stored} mini-batches and {detected} graph \
+        "num_data_inputs = {n} contradicts the test data: inputs.npz holds {stored} mini-batches and {detected} graph \
          input(s) change per mini-batch: {}. So num_data_inputs is {detected}.",
         data.iter().map(|&i| describe(i)).collect::<Vec<_>>().join(" and ")
     );
@@ -858,7 +858,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         if fits(ty, t) {
             Ok(())
         } else {
-            Err(Error::Binding(format!(
+            Err(Error::binding(format!(
                 "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
                 o.path.display(),
                 ty_str(t.dtype, &t.shape)
@@ -869,7 +869,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     for (key, t) in &o.arrays {
         if b.loss.is_none() && key.contains("loss") {
             if !t.dtype.is_float() {
-                return Err(Error::Binding(format!(
+                return Err(Error::binding(format!(
                     "{}: key '{key}' holds the loss references but is {}, not a float",
                     o.path.display(),
                     t.dtype

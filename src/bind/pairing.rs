@@ -5,9 +5,10 @@
 
 use serde::Serialize;
 
-use super::{quoted, Slot, ACCUM_BUFFER_SUFFIX};
+use super::{quoted, Slot};
 use crate::error::{Error, Result};
-use crate::ir::{Flavor, Graph, Model, Role};
+use crate::ir::{Flavor, Model, Role};
+use crate::lower::training::{self, SgdNode};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -58,43 +59,30 @@ type Paired = (Vec<ParamBinding>, Option<f32>, Option<String>);
 /// learning rate and where it came from.
 pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut Vec<String>) -> Result<Paired> {
     let roles = &model.roles;
-    let g = &model.graph;
     if roles.flavor == Flavor::Inference {
         return Ok((vec![], None, None));
     }
     let slot_of = |name: &str| slots.iter().find(|s| s.input == name).map(|s| s.index);
-    let bad = |m: String| Error::Binding(m);
+    let bad = |m: String| Error::binding(m);
 
     // W: the trainable weights, in slot order (initializers after slots).
     let mut params = roles.params.clone();
     params.sort_by_key(|p| slot_of(&p.name).unwrap_or(usize::MAX));
 
     // NG: the gradient buffers, each accumulated by one InPlaceAccumulatorV2
-    // whose buffer name names its weight.
+    // whose buffer name names its weight (asserted by the structure pass).
     let buffers: Vec<&Slot> = slots.iter().filter(|s| s.role == Role::GradBuffer).collect();
-    let accumulators: Vec<(&str, &str)> = g
-        .nodes()
-        .filter(|(_, n)| n.op == "InPlaceAccumulatorV2")
-        .filter_map(|(_, n)| Some((n.name.as_str(), g.name_of(n.input(0)?))))
-        .collect();
-    for (node, buf) in &accumulators {
-        let weight = buf.strip_suffix(ACCUM_BUFFER_SUFFIX);
-        if !weight.is_some_and(|w| params.iter().any(|p| p.name == w)) {
-            return Err(bad(format!(
-                "InPlaceAccumulatorV2 '{node}' accumulates into '{buf}', which names no trainable weight (expected \
-                 '<weight>{ACCUM_BUFFER_SUFFIX}' for a weight that is a graph input)"
-            )));
-        }
-    }
+    let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
+    let st = training::structure(model, &names)?;
     for b in &buffers {
-        if !accumulators.iter().any(|(_, buf)| *buf == b.input) {
+        if !st.accumulators.iter().any(|a| a.buffer == b.input) {
             return Err(bad(format!(
                 "gradient buffer '{}' (slot {}) is accumulated by no InPlaceAccumulatorV2",
                 b.input, b.index
             )));
         }
     }
-    let accumulating = !accumulators.is_empty();
+    let accumulating = !st.accumulators.is_empty();
     if accumulating {
         let without: Vec<&str> = params.iter().filter(|p| p.grad_buffer.is_none()).map(|p| p.name.as_str()).collect();
         if !without.is_empty() {
@@ -104,42 +92,25 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
 
     // The updates.
     let mut updates: Vec<(String, Update)> = Vec::new();
-    let sgd_nodes = |graph: &Graph, kind: UpdateKind| -> Vec<(String, Update)> {
-        graph
-            .nodes()
-            .filter(|(_, n)| n.op == "SGD")
-            .filter_map(|(_, n)| {
-                let w = graph.name_of(n.input(0)?).to_string();
-                let gr = graph.name_of(n.input(1)?).to_string();
-                Some((
-                    w.clone(),
-                    Update {
-                        kind,
-                        node: n.name.clone(),
-                        weight_input: w,
-                        grad_input: gr,
-                        output: n.output(0).map(|t| graph.name_of(t).to_string()),
-                        lr: n.attr_float("lr"),
-                    },
-                ))
+    let sgd = |nodes: &[SgdNode], kind: UpdateKind| -> Vec<(String, Update)> {
+        nodes
+            .iter()
+            .map(|n| {
+                let u = Update {
+                    kind,
+                    node: n.node.clone(),
+                    weight_input: n.weight.clone(),
+                    grad_input: n.gradient.clone(),
+                    output: n.output.clone(),
+                    lr: n.lr,
+                };
+                (n.weight.clone(), u)
             })
             .collect()
     };
-    updates.extend(sgd_nodes(g, UpdateKind::InlineSgd));
-    let mut v2 = None;
-    if let Some(og) = &model.optimizer {
-        updates.extend(sgd_nodes(og, UpdateKind::Sgd));
-        v2 = og.nodes().find(|(_, n)| n.op == "SGDOptimizerV2").map(|(_, n)| {
-            let name = |i: usize| n.input(i).map(|t| og.name_of(t).to_string()).unwrap_or_default();
-            (n.name.clone(), name(1), name(2))
-        });
-    } else if accumulating {
-        return Err(bad(format!(
-            "the training graph accumulates gradients for {} weight(s) but there is no optimizer graph \
-             (optimizer.onnx or optimizer_model.onnx) next to it",
-            params.len()
-        )));
-    }
+    updates.extend(sgd(&st.inline_sgd, UpdateKind::InlineSgd));
+    updates.extend(sgd(&st.optimizer_sgd, UpdateKind::Sgd));
+    let v2 = st.sequence.as_ref().map(|v| (v.node.clone(), v.params.clone(), v.gradients.clone()));
     if let Some((node, pseq, gseq)) = &v2 {
         for (i, p) in params.iter().enumerate() {
             updates.push((
@@ -160,10 +131,11 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     let mut out: Vec<ParamBinding> = Vec::with_capacity(params.len());
     for (w, u) in &updates {
         let Some(p) = params.iter().find(|p| p.name == *w) else {
+            let op = st.optimizer_sgd.iter().chain(&st.inline_sgd).find(|n| n.node == u.node).map(|n| n.op.as_str());
+            let op = op.or(st.sequence.as_ref().map(|v| v.op.as_str())).unwrap_or("?");
             return Err(bad(format!(
-                "optimizer node '{}' ({}) updates '{w}', which is not a trainable weight of the training graph",
-                u.node,
-                kind_name(u.kind)
+                "optimizer node '{}' ({op}) updates '{w}', which is not a trainable weight of the training graph",
+                u.node
             )));
         };
         if out.iter().any(|q| q.name == *w) {
@@ -267,11 +239,4 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
         }
     }
     Ok((out, lr, source))
-}
-
-fn kind_name(k: UpdateKind) -> &'static str {
-    match k {
-        UpdateKind::InlineSgd | UpdateKind::Sgd => "SGD",
-        UpdateKind::SgdOptimizerV2 { .. } => "SGDOptimizerV2",
-    }
 }

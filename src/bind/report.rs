@@ -7,9 +7,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{short, BindOptions, Binding, DetectedFrom, Layout, ParamBinding, Source};
+use crate::ir::Role;
+use crate::text::{Align, Style};
+
+use super::{short, Binding, DetectedFrom, Layout, ParamBinding, Source};
 use crate::error::Error;
-use crate::ir::Model;
 
 #[derive(Serialize)]
 pub struct SlotReport {
@@ -103,8 +105,11 @@ pub fn text(b: &Binding) -> String {
     let _ = writeln!(o, "\ntest data    {} ({} layout), {outputs}", short(&b.inputs_path), b.layout.name());
     let how = match b.detected_from {
         DetectedFrom::MiniBatchKeys => "detected: the inputs with mb<i>_ keys",
+        DetectedFrom::GraphRoles if b.slots_with(Role::Labels).next().is_none() => {
+            "one mini-batch: the graph's data inputs"
+        }
         DetectedFrom::GraphRoles => "one mini-batch: the graph's data and label inputs",
-        DetectedFrom::Flag => "one mini-batch: --num-data-inputs",
+        DetectedFrom::Flag => "one mini-batch: num_data_inputs given",
     };
     let _ = writeln!(o, "data inputs  {} ({how})", b.num_data_inputs);
     let rows: Vec<[String; 6]> = b
@@ -121,34 +126,11 @@ pub fn text(b: &Binding) -> String {
             [s.index.to_string(), s.role.name().to_string(), s.input.clone(), key, shape(&s.shape), s.dtype.name()]
         })
         .collect();
-    let header = ["slot", "role", "graph input", "npz key", "shape", "dtype"];
-    let mut w = header.map(str::len);
-    for r in &rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count()).min(60);
-        }
-    }
-    let line = |o: &mut String, r: &[String; 6]| {
-        let _ = writeln!(
-            o,
-            "  {:>w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {:<w4$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            r[4],
-            r[5],
-            w0 = w[0],
-            w1 = w[1],
-            w2 = w[2],
-            w3 = w[3],
-            w4 = w[4]
-        );
-    };
-    line(&mut o, &header.map(str::to_string));
-    for r in &rows {
-        line(&mut o, r);
-    }
+    let header = ["slot", "role", "graph input", "npz key", "shape", "dtype"].map(str::to_string);
+    let mut all = vec![header.to_vec()];
+    all.extend(rows.iter().map(|r| r.to_vec()));
+    let style = Style { align: &[Align::Right], max_width: 60, ..Style::PLAIN };
+    o.push_str(&crate::text::table(&all, &style));
     let s = &b.schedule;
     if b.params.is_empty() && b.loss.is_none() && s.n_batches == 1 {
         let _ = writeln!(o, "schedule     one inference pass");
@@ -194,30 +176,6 @@ pub fn text(b: &Binding) -> String {
     o
 }
 
-/// What `inspect` does with test data: bind it when the model folder has an
-/// `inputs.npz`, then run the training checks. Returns the binding when
-/// binding succeeded (even if a check then failed, so the table can show
-/// what is missing) and the first problem.
-pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<Binding>, Option<Error>) {
-    if super::inputs_path(model).is_none() {
-        let problem = num_data_inputs.map(|n| {
-            Error::Usage(format!(
-                "--num-data-inputs {n} needs test data, but {} has no {}",
-                model.dir.display(),
-                super::INPUTS_FILE
-            ))
-        });
-        return (None, problem);
-    }
-    match super::bind(model, &BindOptions { num_data_inputs }) {
-        Ok(b) => {
-            let problem = crate::check::training(model, &b).err();
-            (Some(b), problem)
-        }
-        Err(e) => (None, Some(e)),
-    }
-}
-
 /// JSON sections for `inspect --format json`: `binding` (or `null`), and
 /// `binding_error` when binding or a check failed.
 pub fn json_sections(binding: Option<&Binding>, problem: Option<&Error>) -> BTreeMap<String, Value> {
@@ -227,7 +185,7 @@ pub fn json_sections(binding: Option<&Binding>, problem: Option<&Error>) -> BTre
         let (kind, findings) = match e {
             Error::Triage(f) => ("triage", serde_json::to_value(f).expect("findings serialize")),
             Error::Npz { .. } => ("npz", Value::Array(vec![])),
-            Error::Binding(_) => ("binding", Value::Array(vec![])),
+            Error::Binding { .. } => ("binding", Value::Array(vec![])),
             _ => ("other", Value::Array(vec![])),
         };
         m.insert(

@@ -48,7 +48,7 @@ pub struct Meta {
 /// One scalar: a 0-d or one-element array.
 fn scalar<'a>(key: &str, t: &'a TensorData) -> Result<&'a TensorData> {
     if t.numel() != 1 {
-        return Err(Error::Binding(format!(
+        return Err(Error::binding(format!(
             "inputs.npz key '{key}' must be a scalar, found {} {:?}",
             t.dtype, t.shape
         )));
@@ -61,8 +61,8 @@ fn count(key: &str, t: &TensorData) -> Result<usize> {
     let v = if t.dtype.is_int() { t.to_i64().and_then(|v| v.first().copied()) } else { None };
     match v {
         Some(n) if n >= 1 => Ok(n as usize),
-        Some(n) => Err(Error::Binding(format!("inputs.npz key '{key}' is {n}; it must be at least 1"))),
-        None => Err(Error::Binding(format!("inputs.npz key '{key}' must be an integer, found {}", t.dtype))),
+        Some(n) => Err(Error::binding(format!("inputs.npz key '{key}' is {n}; it must be at least 1"))),
+        None => Err(Error::binding(format!("inputs.npz key '{key}' must be an integer, found {}", t.dtype))),
     }
 }
 
@@ -83,10 +83,10 @@ impl Meta {
                 match v {
                     Some(lr) if lr.is_finite() => self.learning_rate = Some(lr),
                     Some(lr) => {
-                        return Err(Error::Binding(format!("inputs.npz key '{key}' is {lr}, not a finite number")))
+                        return Err(Error::binding(format!("inputs.npz key '{key}' is {lr}, not a finite number")))
                     }
                     None => {
-                        return Err(Error::Binding(format!(
+                        return Err(Error::binding(format!(
                             "inputs.npz key '{key}' must be a float, found {}",
                             t.dtype
                         )))
@@ -102,7 +102,7 @@ impl Meta {
     pub fn schedule(&self, stored: usize, warnings: &mut Vec<String>) -> Result<Schedule> {
         let data_size = self.data_size.unwrap_or(stored);
         if data_size > stored {
-            return Err(Error::Binding(format!(
+            return Err(Error::binding(format!(
                 "meta_data_size is {data_size} but inputs.npz holds {stored} mini-batch(es) (0..{})",
                 stored.saturating_sub(1)
             )));
@@ -117,7 +117,7 @@ impl Meta {
         let n_batches = self.n_batches.unwrap_or(stored);
         let n_accum = self.n_accum.unwrap_or(1);
         if n_batches % n_accum != 0 {
-            return Err(Error::Binding(format!(
+            return Err(Error::binding(format!(
                 "meta_n_batches ({n_batches}) is not a multiple of meta_n_accum ({n_accum}): the last optimizer step \
                  would be incomplete"
             )));

@@ -13,17 +13,11 @@
 use super::{Finding, TriageFlavor, BN_SINGLE_VALUE_REASON};
 use crate::bind::Binding;
 use crate::ir::{Graph, Model, Node, Role, TensorId};
+use crate::ops;
 
 /// Whether a node is a BatchNormalization running in training mode.
 fn training_mode(n: &Node) -> bool {
-    match n.op.as_str() {
-        // onnxruntime's training BatchNorm: training_mode defaults to 1.
-        "BatchNormInternal" => n.attr_int("training_mode").unwrap_or(1) != 0,
-        // ONNX opset 14+: training_mode attribute; before, the running
-        // statistics outputs only exist in training mode.
-        "BatchNormalization" => n.attr_int("training_mode").map_or(n.outputs.iter().flatten().count() > 1, |m| m != 0),
-        _ => false,
-    }
+    ops::of(n).batch_stats.is_some_and(|f| f(n))
 }
 
 /// The canonical reason for a BatchNorm input shape.
@@ -38,25 +32,7 @@ fn spatial_all_one(g: &Graph, t: TensorId) -> bool {
 
 /// A node that produces a fixed 1×1 map whatever the input resolution.
 fn is_global_pool(g: &Graph, n: &Node) -> bool {
-    match n.op.as_str() {
-        "GlobalAveragePool" | "GlobalMaxPool" | "GlobalLpPool" => true,
-        "ReduceMean" | "ReduceMax" | "ReduceSum" => {
-            let Some(rank) = n.input(0).and_then(|t| g.tensor(t).ty.dims.as_ref().map(Vec::len)) else {
-                return false;
-            };
-            let axes: Vec<i64> = match n.attr_ints("axes") {
-                Some(a) => a.to_vec(),
-                None => match n.input(1).and_then(|t| g.tensor(t).data.as_ref()).and_then(|d| d.to_i64()) {
-                    Some(a) => a,
-                    None => return false,
-                },
-            };
-            let mut axes: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + rank as i64 } else { a }).collect();
-            axes.sort_unstable();
-            n.attr_int("keepdims").unwrap_or(1) != 0 && axes == (2..rank as i64).collect::<Vec<_>>()
-        }
-        _ => false,
-    }
+    ops::of(n).fixed_1x1.is_some_and(|f| f(g, n))
 }
 
 /// Walk back from `t` (a value with 1×1 spatial dims) to the node that made

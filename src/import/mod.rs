@@ -8,7 +8,7 @@ mod tensor;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::ir::{roles, Model};
+use crate::ir::{Model, Roles};
 
 /// The raw protobuf types generated from `proto/onnx.proto`. Only this
 /// module converts them; they are public so tests can build models.
@@ -35,37 +35,37 @@ pub struct ModelFiles {
 pub fn locate(arg: &Path) -> Result<ModelFiles> {
     let meta = std::fs::metadata(arg).map_err(|e| Error::io(arg, e))?;
     if meta.is_dir() {
-        let main = MAIN_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file()).ok_or_else(|| {
-            Error::Usage(format!("{} holds no model: expected {}", arg.display(), MAIN_NAMES.join(" or ")))
+        let main = MAIN_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file()).ok_or_else(|| Error::NoModel {
+            path: arg.to_path_buf(),
+            detail: format!("holds no model: expected {}", MAIN_NAMES.join(" or ")),
         })?;
         let optimizer = OPTIMIZER_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file());
         Ok(ModelFiles { dir: arg.to_path_buf(), main, optimizer })
     } else {
-        let dir = arg.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-        Ok(ModelFiles { dir, main: arg.to_path_buf(), optimizer: None })
+        let dir = match arg.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        // A main-graph file named as in a model folder keeps its optimizer
+        // graph beside it.
+        let is_main = arg.file_name().and_then(|n| n.to_str()).is_some_and(|n| MAIN_NAMES.contains(&n));
+        let optimizer = if is_main { OPTIMIZER_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file()) } else { None };
+        Ok(ModelFiles { dir, main: arg.to_path_buf(), optimizer })
     }
 }
 
-/// Import a model: main graph, optional optimizer graph, training roles.
+/// Import a model: main graph and optional optimizer graph, decoded and
+/// scheduled. `lower::lower` types them and finds the training roles.
 pub fn load(arg: &Path) -> Result<Model> {
     let files = locate(arg)?;
     let graph = read_graph(&files.main)?;
     let optimizer = files.optimizer.as_deref().map(read_graph).transpose()?;
-    let mut model = Model {
+    Ok(Model {
         dir: files.dir,
         path: files.main,
         graph,
         optimizer,
         optimizer_path: files.optimizer,
-        roles: roles::Roles {
-            flavor: roles::Flavor::Inference,
-            main: Default::default(),
-            optimizer: Default::default(),
-            params: vec![],
-            loss: None,
-            lazy_reset: None,
-        },
-    };
-    model.roles = roles::detect(&model);
-    Ok(model)
+        roles: Roles::none(),
+    })
 }

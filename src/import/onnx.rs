@@ -12,7 +12,8 @@ use crate::ir::{Attr, DType, Dim, Graph, Node, Origin, Tensor, TensorType};
 use crate::ops;
 
 /// Read, decode and convert one `.onnx` file; the graph comes back
-/// scheduled and typed.
+/// scheduled, every node resolved against the operator registry, and
+/// untyped (`lower` types it).
 pub fn read_graph(path: &Path) -> Result<Graph> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|e| Error::Decode {
@@ -28,7 +29,6 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut g = convert(graph, &model.opset_import, dir)?;
     g.compute_schedule()?;
-    crate::ir::infer(&mut g)?;
     Ok(g)
 }
 
@@ -47,7 +47,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
         let data = tensor::convert(init, dir)?;
         let name = init.name().to_string();
         if g.tensors.contains_key(&name) {
-            return Err(Error::Model(format!("initializer '{name}' is defined twice")));
+            return Err(Error::model(format!("initializer '{name}' is defined twice")));
         }
         let (id, _) = g.tensors.insert_full(
             name.clone(),
@@ -79,7 +79,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
         let name = if np.name().is_empty() { format!("{}_{order}", np.op_type()) } else { np.name().to_string() };
         let op = np.op_type().to_string();
         let domain = np.domain().to_string();
-        if ops::lookup(&op).is_none() {
+        let Some(op_id) = ops::resolve(&op) else {
             return Err(Error::UnknownOp {
                 node: name,
                 opset: g.opset_of(&domain),
@@ -87,7 +87,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
                 op,
                 supported: ops::supported().join(", "),
             });
-        }
+        };
         let mut outputs = Vec::with_capacity(np.output.len());
         for out in &np.output {
             if out.is_empty() {
@@ -100,7 +100,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
                     Origin::Initializer => "an initializer",
                     _ => "the output of another node",
                 };
-                return Err(Error::Model(format!(
+                return Err(Error::model(format!(
                     "node '{name}' ({op}) writes '{out}', which is already {what} (ONNX graphs assign each value once)"
                 )));
             }
@@ -119,7 +119,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
             .iter()
             .map(|a| Ok((a.name().to_string(), attr(a, dir)?)))
             .collect::<Result<IndexMap<_, _>>>()?;
-        nodes.push(Node { name, op, domain, inputs: vec![], outputs, attrs, order });
+        nodes.push(Node { name, op, op_id, domain, inputs: vec![], outputs, attrs, order });
     }
 
     for (np, node) in gp.node.iter().zip(nodes.iter_mut()) {
@@ -145,7 +145,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
         match g.tensors.get_index_of(vi.name()) {
             Some(id) => g.outputs.push(id),
             None => {
-                return Err(Error::Model(format!(
+                return Err(Error::model(format!(
                     "graph output '{}' is not produced by any node, input or initializer",
                     vi.name()
                 )))
@@ -224,7 +224,7 @@ fn attr(a: &pb::AttributeProto, dir: &Path) -> Result<Attr> {
         T::String => Attr::String(s(a.s())),
         T::Tensor => match &a.t {
             Some(t) => Attr::Tensor(tensor::convert(t, dir)?),
-            None => return Err(Error::Model(format!("attribute '{}' declares a tensor but holds none", a.name()))),
+            None => return Err(Error::model(format!("attribute '{}' declares a tensor but holds none", a.name()))),
         },
         T::Graph => Attr::Graph {
             name: a.g.as_ref().map(|g| g.name().to_string()).unwrap_or_default(),

@@ -13,7 +13,7 @@ const EXTERNAL: i32 = 1;
 
 pub fn convert(t: &pb::TensorProto, model_dir: &Path) -> Result<TensorData> {
     let name = t.name();
-    let bad = |detail: String| Error::Model(format!("initializer '{name}': {detail}"));
+    let bad = |detail: String| Error::model(format!("initializer '{name}': {detail}"));
     let dtype = DType::from_onnx(t.data_type());
     let mut shape = Vec::with_capacity(t.dims.len());
     for &d in &t.dims {

@@ -64,10 +64,21 @@ pub struct Tensor {
     pub sequence: bool,
 }
 
+/// A node's operator, resolved once at import against the operator
+/// registry (`ops::def` gives its facts). Plain data: `ir` knows no
+/// operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct OpId {
+    pub family: u16,
+    pub index: u16,
+}
+
 #[derive(Clone, Debug)]
 pub struct Node {
     pub name: String,
+    /// The operator type as written in the file (for messages).
     pub op: String,
+    pub op_id: OpId,
     pub domain: String,
     /// Input slots; `None` for an omitted optional input (empty name).
     pub inputs: Vec<Option<TensorId>>,

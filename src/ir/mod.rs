@@ -1,13 +1,12 @@
 //! The intermediate representation every later stage reads: graphs of
-//! operator nodes over a tensor table, plus the training roles found in them.
+//! operator nodes over a tensor table, plus the training roles found in
+//! them. Plain data: it depends on no stage and on no operator.
 
 mod graph;
-mod infer;
 pub mod roles;
 mod types;
 
-pub use graph::{Attr, Graph, Node, Origin, Tensor, TensorId};
-pub use infer::infer;
+pub use graph::{Attr, Graph, Node, OpId, Origin, Tensor, TensorId};
 pub use roles::{Flavor, Role, Roles};
 pub use types::{DType, Dim, TensorData, TensorType};
 

@@ -5,9 +5,9 @@ use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Conv", infer: conv, fold: None },
+    OpDef { name: "Conv", infer: conv, ..OpDef::BASE },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
-    OpDef { name: "ConvGrad", infer: conv_grad, fold: None },
+    OpDef { name: "ConvGrad", infer: conv_grad, gradient: true, ..OpDef::BASE },
 ];
 
 /// Spatial geometry shared by Conv and the pooling operators.

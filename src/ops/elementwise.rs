@@ -5,21 +5,21 @@ use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Add", infer: binary, fold: Some(fold_arith) },
-    OpDef { name: "Sub", infer: binary, fold: Some(fold_arith) },
-    OpDef { name: "Mul", infer: binary, fold: Some(fold_arith) },
-    OpDef { name: "Div", infer: binary, fold: Some(fold_arith) },
-    OpDef { name: "Pow", infer: pow, fold: None },
-    OpDef { name: "Sum", infer: binary, fold: None },
-    OpDef { name: "Relu", infer: unary, fold: None },
-    OpDef { name: "Gelu", infer: unary, fold: None },
-    OpDef { name: "Identity", infer: unary, fold: Some(fold_identity) },
-    OpDef { name: "Cast", infer: cast, fold: Some(fold_cast) },
+    OpDef { name: "Add", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
+    OpDef { name: "Sub", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
+    OpDef { name: "Mul", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
+    OpDef { name: "Div", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
+    OpDef { name: "Pow", infer: pow, ..OpDef::BASE },
+    OpDef { name: "Sum", infer: binary, ..OpDef::BASE },
+    OpDef { name: "Relu", infer: unary, ..OpDef::BASE },
+    OpDef { name: "Gelu", infer: unary, ..OpDef::BASE },
+    OpDef { name: "Identity", infer: unary, fold: Some(fold_identity), view: true, ..OpDef::BASE },
+    OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), ..OpDef::BASE },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
-    OpDef { name: "Scale", infer: unary, fold: None },
+    OpDef { name: "Scale", infer: unary, ..OpDef::BASE },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
-    OpDef { name: "ReluGrad", infer: unary, fold: None },
-    OpDef { name: "GeluGrad", infer: unary, fold: None },
+    OpDef { name: "ReluGrad", infer: unary, gradient: true, ..OpDef::BASE },
+    OpDef { name: "GeluGrad", infer: unary, gradient: true, ..OpDef::BASE },
 ];
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {

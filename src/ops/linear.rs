@@ -6,11 +6,11 @@ use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Gemm", infer: gemm, fold: None },
-    OpDef { name: "MatMul", infer: matmul, fold: None },
+    OpDef { name: "Gemm", infer: gemm, ..OpDef::BASE },
+    OpDef { name: "MatMul", infer: matmul, ..OpDef::BASE },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
-    OpDef { name: "FusedMatMul", infer: fused_matmul, fold: None },
+    OpDef { name: "FusedMatMul", infer: fused_matmul, ..OpDef::BASE },
 ];
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from

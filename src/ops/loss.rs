@@ -1,20 +1,26 @@
 //! Loss functions and their gradients.
 
-use super::{Ctx, OpDef};
+use super::{Ctx, OpDef, Train};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Graph, Node, Origin, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (scores [N, C, ...], labels [N, ...] [, weights]) -> loss, log_prob.
     // Deeploy's exporters write a log-prob-only form, see `log_prob_only`.
-    OpDef { name: "SoftmaxCrossEntropyLoss", infer: sce, fold: None },
+    OpDef { name: "SoftmaxCrossEntropyLoss", infer: sce, train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
     // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or the
     // 2-input form (log_prob, labels) with dY = 1.
-    OpDef { name: "SoftmaxCrossEntropyLossGrad", infer: sce_grad, fold: None },
+    OpDef {
+        name: "SoftmaxCrossEntropyLossGrad",
+        infer: sce_grad,
+        gradient: true,
+        labels: Some(sce_grad_labels),
+        ..OpDef::BASE
+    },
     // (X, target) -> scalar mean of squared differences.
-    OpDef { name: "MSELoss", infer: mse, fold: None },
+    OpDef { name: "MSELoss", infer: mse, train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
     // (dY, X, target) -> dX.
-    OpDef { name: "MSELossGrad", infer: mse_grad, fold: None },
+    OpDef { name: "MSELossGrad", infer: mse_grad, gradient: true, labels: Some(slot_2), ..OpDef::BASE },
 ];
 
 fn reduction<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
@@ -28,8 +34,8 @@ fn reduction<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
 /// log_prob output (as output 0) and feeds it to a 2-input
 /// SoftmaxCrossEntropyLossGrad(log_prob, labels); the loss value itself is
 /// never computed. Recognised by that consumer, not by names.
-pub fn log_prob_only(graph: &crate::ir::Graph, node: &crate::ir::Node) -> bool {
-    if node.outputs.len() != 1 {
+pub fn log_prob_only(graph: &Graph, node: &Node) -> bool {
+    if node.op != "SoftmaxCrossEntropyLoss" || node.outputs.len() != 1 {
         return false;
     }
     let Some(out) = node.output(0) else { return false };
@@ -39,8 +45,34 @@ pub fn log_prob_only(graph: &crate::ir::Graph, node: &crate::ir::Node) -> bool {
         .any(|n| n.op == "SoftmaxCrossEntropyLossGrad" && n.inputs.len() == 2 && n.input(0) == Some(out))
 }
 
+fn slot_1(_: &Node) -> Option<usize> {
+    Some(1)
+}
+
+fn slot_2(_: &Node) -> Option<usize> {
+    Some(2)
+}
+
+fn sce_grad_labels(node: &Node) -> Option<usize> {
+    Some(sce_grad_labels_slot(node))
+}
+
+/// onnxruntime builds MSE as ReduceMean(Pow(Sub(pred, target), 2)): the
+/// target is the Sub's second operand when it is a graph input.
+pub fn composed_mse_target(g: &Graph, loss: TensorId) -> Option<TensorId> {
+    let step = |t: TensorId, op: &str| -> Option<&Node> {
+        let n = g.node(g.producer(t)?);
+        (n.op == op).then_some(n)
+    };
+    let mean = step(loss, "ReduceMean")?;
+    let pow = step(mean.input(0)?, "Pow")?;
+    let sub = step(pow.input(0)?, "Sub")?;
+    let target = sub.input(1)?;
+    (g.tensor(target).origin == Origin::Input).then_some(target)
+}
+
 /// Slot of the labels input of a SoftmaxCrossEntropyLossGrad node.
-pub fn sce_grad_labels_slot(node: &crate::ir::Node) -> usize {
+pub fn sce_grad_labels_slot(node: &Node) -> usize {
     if node.inputs.len() == 2 {
         1
     } else {

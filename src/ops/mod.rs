@@ -1,7 +1,13 @@
-//! Operator facts, one family per file: for each supported operator its
-//! shape/dtype rule and, for shape arithmetic, how to fold it. Operators are
-//! matched by type; the domain is recorded but never a reason to reject a
-//! known type (`GeluGrad` and `SGD` appear in the default domain in the wild).
+//! The operator registry: every fact about every supported operator, one
+//! definition each, grouped by family (one file per family). Later stages
+//! ask the registry (`ops::of(node)`) and never match operator names:
+//! shape and dtype rule, folding, compile-time inputs, views and in-place
+//! updates, scratch bytes, training-role hints, BatchNorm facts.
+//!
+//! Operators are matched by type; the domain is recorded but never a reason
+//! to reject a known type (`GeluGrad` and `SGD` appear in the default
+//! domain in the wild). Each node is resolved once, at import, to an
+//! `ir::OpId` that indexes this registry.
 
 pub mod conv;
 mod elementwise;
@@ -15,7 +21,7 @@ mod softmax;
 mod training;
 
 use crate::error::{Error, Result};
-use crate::ir::{DType, Graph, Node, TensorData, TensorType};
+use crate::ir::{DType, Graph, Node, OpId, TensorData, TensorType};
 
 /// Shape and dtype rule: the type of every output slot, in order. Unknown
 /// dims are allowed (`TensorType::unknown`); the rule must never panic.
@@ -25,11 +31,110 @@ pub type InferFn = fn(&Ctx) -> Result<Vec<TensorType>>;
 /// Gets the output types the shape rule just computed.
 pub type FoldFn = fn(&Ctx, &[TensorType]) -> Result<Option<Vec<TensorData>>>;
 
+/// Bytes of per-kernel scratch a node needs (runtime/kernels/dg_kernels.h).
+pub type ScratchFn = fn(&Graph, &Node) -> u64;
+
+/// When a node with a fold rule is folded at import.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FoldWhen {
+    /// Every input is a constant and every output an integer (shape
+    /// arithmetic; trainable weights are never integer, so never fold).
+    ConstantInts,
+    /// From the input's static shape alone, whatever its value (Shape, Size).
+    Shapes,
+    /// Always, whatever the output type (Constant).
+    Always,
+}
+
+/// How an operator writes one of its inputs in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Update {
+    None,
+    /// Always writes input `input`; output `output`, when present, is the
+    /// same buffer (InPlaceAccumulatorV2).
+    Always {
+        input: usize,
+        output: usize,
+    },
+    /// Output `output` may share input `input`'s buffer, when no later node
+    /// reads the input (SGD: w_updated over w).
+    WhenLastReader {
+        input: usize,
+        output: usize,
+    },
+    /// Updates every member of its parameter-sequence input in place, one
+    /// parameter at a time; outputs from 1 on are those parameters
+    /// (SGDOptimizerV2).
+    Sequence,
+}
+
+/// The part an operator plays in a training step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Train {
+    None,
+    /// Forward pass: output 0 is the loss value.
+    Loss,
+    /// Gradient accumulation: (buffer, gradient, reset flag).
+    Accumulator,
+    /// Per-parameter optimizer step: (weight, gradient){lr} -> updated.
+    Sgd,
+    /// Optimizer over sequences: (learning_rate, params, gradients, …).
+    SgdSequence,
+}
+
 pub struct OpDef {
     pub name: &'static str,
     pub infer: InferFn,
     /// Set for the operators that make up static shape subgraphs.
     pub fold: Option<FoldFn>,
+    pub fold_when: FoldWhen,
+    /// Input slots read when generating code, when constant (shapes, axes,
+    /// bounds): such constants need no buffer.
+    pub compile_time: &'static [usize],
+    /// Output 0 is input 0 under another shape: it can alias it (no copy).
+    pub view: bool,
+    pub update: Update,
+    /// A backward-pass operator (its outputs are gradients).
+    pub gradient: bool,
+    pub train: Train,
+    /// Slot of the input a loss (or loss gradient) compares against.
+    pub labels: Option<fn(&Node) -> Option<usize>>,
+    pub scratch: Option<ScratchFn>,
+    /// A BatchNormalization that normalises with batch statistics on this
+    /// node (training mode).
+    pub batch_stats: Option<fn(&Node) -> bool>,
+    /// Makes a fixed 1×1 spatial map whatever the input resolution
+    /// (global pools; reductions over every spatial axis with keepdims).
+    pub fixed_1x1: Option<fn(&Graph, &Node) -> bool>,
+}
+
+impl OpDef {
+    /// Defaults for every fact but name and rule: entries write
+    /// `OpDef { name, infer, .., ..OpDef::BASE }`.
+    pub const BASE: OpDef = OpDef {
+        name: "",
+        infer: no_rule,
+        fold: None,
+        fold_when: FoldWhen::ConstantInts,
+        compile_time: &[],
+        view: false,
+        update: Update::None,
+        gradient: false,
+        train: Train::None,
+        labels: None,
+        scratch: None,
+        batch_stats: None,
+        fixed_1x1: None,
+    };
+
+    /// Whether input `slot` is read at generation time (when constant).
+    pub fn compile_time_input(&self, slot: usize) -> bool {
+        self.compile_time.contains(&slot)
+    }
+}
+
+fn no_rule(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Err(ctx.err("operator has no shape rule"))
 }
 
 const FAMILIES: &[&[OpDef]] = &[
@@ -45,8 +150,25 @@ const FAMILIES: &[&[OpDef]] = &[
     training::OPS,
 ];
 
+/// Resolve an operator type to its registry handle.
+pub fn resolve(op: &str) -> Option<OpId> {
+    FAMILIES.iter().enumerate().find_map(|(f, defs)| {
+        defs.iter().position(|d| d.name == op).map(|i| OpId { family: f as u16, index: i as u16 })
+    })
+}
+
+/// The definition behind a handle.
+pub fn def(id: OpId) -> &'static OpDef {
+    &FAMILIES[id.family as usize][id.index as usize]
+}
+
+/// The definition of a node's operator.
+pub fn of(node: &Node) -> &'static OpDef {
+    def(node.op_id)
+}
+
 pub fn lookup(op: &str) -> Option<&'static OpDef> {
-    FAMILIES.iter().flat_map(|f| f.iter()).find(|d| d.name == op)
+    resolve(op).map(def)
 }
 
 /// All supported operator types, sorted, for error messages.

@@ -3,20 +3,51 @@
 
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X, scale, B, mean, var) -> Y [, running_mean, running_var] (opset 14+).
-    OpDef { name: "BatchNormalization", infer: batch_norm, fold: None },
+    OpDef { name: "BatchNormalization", infer: batch_norm, batch_stats: Some(onnx_training_mode), ..OpDef::BASE },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
-    OpDef { name: "BatchNormInternal", infer: batch_norm, fold: None },
+    OpDef { name: "BatchNormInternal", infer: batch_norm, batch_stats: Some(ort_training_mode), ..OpDef::BASE },
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
-    OpDef { name: "BatchNormalizationGrad", infer: norm_grad, fold: None },
+    OpDef { name: "BatchNormalizationGrad", infer: norm_grad, gradient: true, ..OpDef::BASE },
     // (X, scale[, B]) -> Y, Mean, InvStdDev.
-    OpDef { name: "LayerNormalization", infer: layer_norm, fold: None },
+    OpDef { name: "LayerNormalization", infer: layer_norm, ..OpDef::BASE },
     // com.microsoft (dY, X, scale, mean, inv_std_var) -> dX, dScale, dBias.
-    OpDef { name: "LayerNormalizationGrad", infer: norm_grad, fold: None },
+    OpDef {
+        name: "LayerNormalizationGrad",
+        infer: norm_grad,
+        gradient: true,
+        scratch: Some(layer_norm_grad_scratch),
+        ..OpDef::BASE
+    },
 ];
+
+/// onnxruntime's training BatchNorm: training_mode defaults to 1.
+fn ort_training_mode(n: &Node) -> bool {
+    n.attr_int("training_mode").unwrap_or(1) != 0
+}
+
+/// ONNX opset 14+: the training_mode attribute; before, the running
+/// statistics outputs only exist in training mode.
+fn onnx_training_mode(n: &Node) -> bool {
+    n.attr_int("training_mode").map_or(n.outputs.iter().flatten().count() > 1, |m| m != 0)
+}
+
+/// (dY, X, scale, bias) without saved statistics: the kernel recomputes
+/// mean and inv_std into 2 * rows floats.
+fn layer_norm_grad_scratch(g: &Graph, node: &Node) -> u64 {
+    if node.input(3).is_some() && node.input(4).is_some() {
+        return 0;
+    }
+    let Some(shape) = node.input(1).and_then(|x| g.tensor(x).ty.shape()) else { return 0 };
+    let rank = shape.len() as i64;
+    let axis = node.attr_int("axis").unwrap_or(-1);
+    let axis = if axis < 0 { axis + rank } else { axis }.clamp(0, rank) as usize;
+    let rows: usize = shape[..axis].iter().product();
+    (2 * rows * 4) as u64
+}
 
 fn batch_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let y = ctx.same_as(0)?;

@@ -3,20 +3,25 @@
 use super::conv::window;
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // MaxPool -> (Y, Indices); training graphs need Indices for MaxPoolGrad.
-    OpDef { name: "MaxPool", infer: max_pool, fold: None },
+    OpDef { name: "MaxPool", infer: max_pool, ..OpDef::BASE },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
-    OpDef { name: "MaxPoolGrad", infer: max_pool_grad, fold: None },
-    OpDef { name: "AveragePool", infer: avg_pool, fold: None },
+    OpDef { name: "MaxPoolGrad", infer: max_pool_grad, gradient: true, ..OpDef::BASE },
+    OpDef { name: "AveragePool", infer: avg_pool, ..OpDef::BASE },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
-    OpDef { name: "AveragePoolGrad", infer: avg_pool_grad, fold: None },
-    OpDef { name: "GlobalAveragePool", infer: global_pool, fold: None },
+    OpDef { name: "AveragePoolGrad", infer: avg_pool_grad, gradient: true, ..OpDef::BASE },
+    OpDef { name: "GlobalAveragePool", infer: global_pool, fixed_1x1: Some(always_1x1), ..OpDef::BASE },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
-    OpDef { name: "GlobalAveragePoolGrad", infer: global_pool_grad, fold: None },
+    OpDef { name: "GlobalAveragePoolGrad", infer: global_pool_grad, gradient: true, ..OpDef::BASE },
 ];
+
+/// Global pools make a 1×1 map whatever the input resolution.
+fn always_1x1(_: &Graph, _: &Node) -> bool {
+    true
+}
 
 fn kernel_shape(ctx: &Ctx) -> Result<Vec<usize>> {
     match ctx.node.attr_ints("kernel_shape") {

@@ -3,10 +3,30 @@
 
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Graph, Node, TensorType};
 
-pub const OPS: &[OpDef] =
-    &[OpDef { name: "ReduceSum", infer: reduce, fold: None }, OpDef { name: "ReduceMean", infer: reduce, fold: None }];
+pub const OPS: &[OpDef] = &[
+    OpDef { name: "ReduceSum", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
+    OpDef { name: "ReduceMean", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
+];
+
+/// A reduction over exactly the spatial axes (2..rank) with keepdims: a
+/// fixed 1×1 map whatever the input resolution.
+fn over_spatial(g: &Graph, n: &Node) -> bool {
+    let Some(rank) = n.input(0).and_then(|t| g.tensor(t).ty.dims.as_ref().map(Vec::len)) else {
+        return false;
+    };
+    let axes: Vec<i64> = match n.attr_ints("axes") {
+        Some(a) => a.to_vec(),
+        None => match n.input(1).and_then(|t| g.tensor(t).data.as_ref()).and_then(|d| d.to_i64()) {
+            Some(a) => a,
+            None => return false,
+        },
+    };
+    let mut axes: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + rank as i64 } else { a }).collect();
+    axes.sort_unstable();
+    n.attr_int("keepdims").unwrap_or(1) != 0 && axes == (2..rank as i64).collect::<Vec<_>>()
+}
 
 /// Normalised, sorted, deduplicated reduction axes; `None` = no reduction
 /// (noop_with_empty_axes with empty axes).

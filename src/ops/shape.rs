@@ -2,23 +2,37 @@
 //! are constant, which is how static shape subgraphs (Shape → Gather →
 //! Concat → Reshape) disappear at import.
 
-use super::{checked_numel, Ctx, OpDef, FOLD_LIMIT};
+use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{Attr, DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Transpose", infer: transpose, fold: None },
-    OpDef { name: "Reshape", infer: reshape, fold: Some(fold_view) },
-    OpDef { name: "Squeeze", infer: squeeze, fold: Some(fold_view) },
-    OpDef { name: "Unsqueeze", infer: unsqueeze, fold: Some(fold_view) },
-    OpDef { name: "Flatten", infer: flatten, fold: Some(fold_view) },
-    OpDef { name: "Concat", infer: concat, fold: Some(fold_concat) },
-    OpDef { name: "Slice", infer: slice, fold: Some(fold_slice) },
-    OpDef { name: "Expand", infer: expand, fold: None },
-    OpDef { name: "Shape", infer: shape, fold: Some(fold_shape) },
-    OpDef { name: "Size", infer: size, fold: Some(fold_size) },
-    OpDef { name: "Gather", infer: gather, fold: Some(fold_gather) },
-    OpDef { name: "Constant", infer: constant, fold: Some(fold_constant) },
+    OpDef { name: "Transpose", infer: transpose, ..OpDef::BASE },
+    OpDef { name: "Reshape", infer: reshape, fold: Some(fold_view), compile_time: &[1], view: true, ..OpDef::BASE },
+    OpDef { name: "Squeeze", infer: squeeze, fold: Some(fold_view), compile_time: &[1], view: true, ..OpDef::BASE },
+    OpDef { name: "Unsqueeze", infer: unsqueeze, fold: Some(fold_view), compile_time: &[1], view: true, ..OpDef::BASE },
+    OpDef { name: "Flatten", infer: flatten, fold: Some(fold_view), view: true, ..OpDef::BASE },
+    OpDef { name: "Concat", infer: concat, fold: Some(fold_concat), ..OpDef::BASE },
+    OpDef { name: "Slice", infer: slice, fold: Some(fold_slice), compile_time: &[1, 2, 3, 4], ..OpDef::BASE },
+    OpDef { name: "Expand", infer: expand, compile_time: &[1], ..OpDef::BASE },
+    OpDef {
+        name: "Shape",
+        infer: shape,
+        fold: Some(fold_shape),
+        fold_when: FoldWhen::Shapes,
+        compile_time: &[0],
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Size",
+        infer: size,
+        fold: Some(fold_size),
+        fold_when: FoldWhen::Shapes,
+        compile_time: &[0],
+        ..OpDef::BASE
+    },
+    OpDef { name: "Gather", infer: gather, fold: Some(fold_gather), ..OpDef::BASE },
+    OpDef { name: "Constant", infer: constant, fold: Some(fold_constant), fold_when: FoldWhen::Always, ..OpDef::BASE },
 ];
 
 fn unknown(ctx: &Ctx) -> Result<Vec<TensorType>> {

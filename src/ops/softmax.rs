@@ -6,10 +6,10 @@ use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Softmax", infer: same, fold: None },
+    OpDef { name: "Softmax", infer: same, ..OpDef::BASE },
     // (dY, Y) -> dX.
-    OpDef { name: "SoftmaxGrad", infer: same, fold: None },
-    OpDef { name: "SoftmaxGrad_13", infer: same, fold: None },
+    OpDef { name: "SoftmaxGrad", infer: same, gradient: true, ..OpDef::BASE },
+    OpDef { name: "SoftmaxGrad_13", infer: same, gradient: true, ..OpDef::BASE },
 ];
 
 fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -1,6 +1,6 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::{Ctx, OpDef};
+use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
@@ -8,13 +8,25 @@ pub const OPS: &[OpDef] = &[
     // com.microsoft (buffer, gradient, overwrite: bool) -> (updated: bool [1]
     // [, buffer_out]). Writes `buffer` in place: overwrite when the flag is
     // set (lazy_reset_grad), else add.
-    OpDef { name: "InPlaceAccumulatorV2", infer: accumulate, fold: None },
+    OpDef {
+        name: "InPlaceAccumulatorV2",
+        infer: accumulate,
+        update: Update::Always { input: 0, output: 1 },
+        train: Train::Accumulator,
+        ..OpDef::BASE
+    },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
     // exporters, though no ONNX opset defines it).
-    OpDef { name: "SGD", infer: sgd, fold: None },
+    OpDef {
+        name: "SGD",
+        infer: sgd,
+        update: Update::WhenLastReader { input: 0, output: 0 },
+        train: Train::Sgd,
+        ..OpDef::BASE
+    },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq
     // [, ...]) -> update_completed: bool [1] [, updated params: seq].
-    OpDef { name: "SGDOptimizerV2", infer: sgd_v2, fold: None },
+    OpDef { name: "SGDOptimizerV2", infer: sgd_v2, update: Update::Sequence, train: Train::SgdSequence, ..OpDef::BASE },
 ];
 
 fn accumulate(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -5,28 +5,32 @@
 //! the optimizer graph's `N..N+M`; the two run one after the other and share
 //! the weight and gradient buffers.
 //!
-//! Sharing (one buffer, several tensors):
-//! - `InPlaceAccumulatorV2(buffer, grad, reset)` writes `buffer` in place;
-//!   its optional second output is the same buffer.
-//! - `SGD(w, g) -> w_updated` writes `w` in place when no node reads `w`
-//!   after the SGD; otherwise `w_updated` gets a buffer of its own.
-//! - `SGDOptimizerV2` updates the parameter buffers in place; its sequence
-//!   inputs and outputs are views of the parameter and gradient buffers.
-//! - Shape-only operators (Reshape, Squeeze, Unsqueeze, Flatten, Identity)
-//!   alias their input: no copy, no code; not when an in-place write to the
-//!   input's buffer falls inside the alias's lifetime.
+//! Sharing (one buffer, several tensors), from the registry's facts:
+//! - `Update::Always` (InPlaceAccumulatorV2) writes its input in place; its
+//!   optional output is the same buffer.
+//! - `Update::WhenLastReader` (SGD's `w_updated`) shares the input's buffer
+//!   when `lower::alias` found no later reader; otherwise the output gets
+//!   a buffer of its own.
+//! - `Update::Sequence` (SGDOptimizerV2) updates the parameter buffers in
+//!   place; its sequence inputs and outputs are views of the parameter and
+//!   gradient buffers.
+//! - Views (`OpDef::view`: Reshape, Squeeze, …) alias their input: no copy,
+//!   no code; not when an in-place write to the input's buffer falls inside
+//!   the alias's lifetime.
 //!
-//! Constants feeding only compile-time operands (Reshape's shape, axes,
-//! Slice bounds) need no buffer.
+//! Constants feeding only compile-time operands (`OpDef::compile_time`:
+//! shapes, axes, bounds) need no buffer.
 
 use std::collections::HashMap;
 
 use petgraph::stable_graph::NodeIndex;
 use serde::Serialize;
 
-use super::platform::Level;
 use crate::error::{Error, Result};
-use crate::ir::{Graph, Model, Node, Origin, Role, TensorId};
+use crate::ir::{Graph, Model, Node, OpId, Origin, Role, TensorId};
+use crate::lower::alias;
+use crate::ops::{self, Update};
+use crate::target::Level;
 
 pub type BufId = usize;
 
@@ -174,6 +178,7 @@ pub struct Step {
     pub node: NodeIndex,
     pub name: String,
     pub op: String,
+    pub op_id: OpId,
     /// Distinct buffers in first-use order, with how they are touched.
     pub operands: Vec<(BufId, Access)>,
     /// A shape-only node whose output aliases its input: no code.
@@ -205,23 +210,6 @@ pub struct StaticRequest {
     pub level: Level,
 }
 
-/// Operators whose output is their input under another shape.
-pub fn shape_only(op: &str) -> bool {
-    matches!(op, "Reshape" | "Squeeze" | "Unsqueeze" | "Flatten" | "Identity")
-}
-
-/// Input slots an operator reads at compile time (shapes, axes, bounds),
-/// when the value is a constant.
-pub fn compile_time_slot(op: &str, slot: usize) -> bool {
-    match op {
-        "Reshape" | "Expand" | "Squeeze" | "Unsqueeze" | "Tile" => slot == 1,
-        "ReduceSum" | "ReduceMean" | "ReduceMax" | "ReduceMin" | "ReduceProd" | "ReduceL2" => slot == 1,
-        "Slice" => (1..=4).contains(&slot),
-        "Shape" | "Size" => slot == 0,
-        _ => false,
-    }
-}
-
 fn is_constant(g: &Graph, t: TensorId) -> bool {
     matches!(g.tensor(t).origin, Origin::Initializer | Origin::Folded) && g.tensor(t).data.is_some()
 }
@@ -232,7 +220,7 @@ fn size_of(g: &Graph, t: TensorId, what: &str) -> Result<(u64, Vec<usize>)> {
     let shape = tensor.ty.shape();
     match (tensor.ty.bytes(), shape) {
         (Some(b), Some(s)) => Ok((b as u64, s)),
-        _ => Err(Error::Plan(format!(
+        _ => Err(Error::plan(format!(
             "{what} '{}' has no static size ({}); the memory plan needs every buffer's shape",
             tensor.name, tensor.ty
         ))),
@@ -327,28 +315,17 @@ impl<'a> Builder<'a> {
 /// Kind of a value a node produces.
 fn value_kind(g: &Graph, node: &Node, t: TensorId) -> Kind {
     let name = g.name_of(t).to_ascii_lowercase();
-    if node.op.ends_with("Grad") || node.op == "InPlaceAccumulatorV2" || name.contains("grad") {
+    let def = ops::of(node);
+    if def.gradient || def.train == ops::Train::Accumulator || name.contains("grad") {
         Kind::Gradient
     } else {
         Kind::Activation
     }
 }
 
-/// Bytes of per-kernel scratch a node needs (runtime/kernels/dg_kernels.h).
+/// Bytes of per-kernel scratch a node needs (its registry entry says).
 pub fn scratch_bytes(g: &Graph, node: &Node) -> u64 {
-    match node.op.as_str() {
-        // (dY, X, scale, bias) without saved statistics: mean and inv_std
-        // are recomputed into 2 * rows floats.
-        "LayerNormalizationGrad" if node.input(3).is_none() || node.input(4).is_none() => {
-            let Some(shape) = node.input(1).and_then(|x| g.tensor(x).ty.shape()) else { return 0 };
-            let rank = shape.len() as i64;
-            let axis = node.attr_int("axis").unwrap_or(-1);
-            let axis = if axis < 0 { axis + rank } else { axis }.clamp(0, rank) as usize;
-            let rows: usize = shape[..axis].iter().product();
-            (2 * rows * 4) as u64
-        }
-        _ => 0,
-    }
+    ops::of(node).scratch.map_or(0, |f| f(g, node))
 }
 
 /// Discover every buffer of the model (main graph, then optimizer graph)
@@ -387,7 +364,8 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
     // folded values in tensor order. Constants read only at compile time
     // need no buffer.
     let data_use = |g: &Graph, t: TensorId| {
-        g.nodes().any(|(_, n)| n.inputs.iter().enumerate().any(|(i, s)| *s == Some(t) && !compile_time_slot(&n.op, i)))
+        g.nodes()
+            .any(|(_, n)| n.inputs.iter().enumerate().any(|(i, s)| *s == Some(t) && !ops::of(n).compile_time_input(i)))
     };
     let mut compile_time: Vec<String> = vec![];
     for &t in &g.initializers {
@@ -490,41 +468,12 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
     let step_of: HashMap<NodeIndex, u32> = sched.iter().enumerate().map(|(i, (n, _))| (*n, base + i as u32)).collect();
     let is_output = |t: TensorId| g.outputs.contains(&t);
 
-    // In-place writes: accumulators always; SGD when nothing reads the
-    // weight after it. (buffer-group tensor, step)
-    let mut inplace: Vec<(TensorId, u32)> = vec![];
-    let mut sgd_inplace: HashMap<NodeIndex, bool> = HashMap::new();
-    for (i, (ni, n)) in sched.iter().enumerate() {
-        let s = base + i as u32;
-        match n.op.as_str() {
-            "InPlaceAccumulatorV2" => inplace.extend(n.input(0).map(|t| (t, s))),
-            "SGD" => {
-                let Some(w) = n.input(0) else { continue };
-                let later: Vec<String> = g
-                    .consumers(w)
-                    .into_iter()
-                    .filter(|c| c != ni && step_of[c] > s)
-                    .map(|c| g.display_node(c))
-                    .collect();
-                let same_size = n.output(0).is_some_and(|o| g.tensor(o).ty.bytes() == g.tensor(w).ty.bytes());
-                let ok = later.is_empty() && same_size;
-                if !later.is_empty() {
-                    b.notes.push(format!(
-                        "SGD '{}' does not update '{}' in place: {} read(s) it later; '{}' gets its own buffer",
-                        n.name,
-                        g.name_of(w),
-                        later.join(", "),
-                        n.output(0).map_or("?", |o| g.name_of(o))
-                    ));
-                }
-                sgd_inplace.insert(*ni, ok);
-                if ok {
-                    inplace.push((w, s));
-                }
-            }
-            _ => {}
-        }
-    }
+    // In-place writes (buffer-group tensor, step) and whether each
+    // conditional updater shares its input's buffer.
+    let ip = alias::in_place(g);
+    b.notes.extend(ip.notes);
+    let inplace: Vec<(TensorId, u32)> = ip.writes.iter().map(|&(t, i)| (t, base + i as u32)).collect();
+    let sgd_inplace = ip.shared;
     // Last step that reads a tensor (graph outputs: the end).
     let last_read = |t: TensorId| -> u32 {
         let r = g.consumers(t).iter().map(|c| step_of[c]).max().unwrap_or(0);
@@ -559,7 +508,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                 let role = b.model.roles.optimizer.get(g.name_of(t)).copied();
                 if let Some(r @ (Role::ParamSequence | Role::GradSequence)) = role {
                     // SGDOptimizerV2 updates the parameters in place.
-                    let acc = if r == Role::ParamSequence && n.op == "SGDOptimizerV2" {
+                    let acc = if r == Role::ParamSequence && ops::of(n).update == Update::Sequence {
                         Access::ReadWrite
                     } else {
                         Access::Read
@@ -570,7 +519,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                     }
                     viewed_seq = true;
                 }
-            } else if compile_time_slot(&n.op, slot) && is_constant(g, t) {
+            } else if ops::of(n).compile_time_input(slot) && is_constant(g, t) {
                 continue;
             } else if is_constant(g, t) {
                 // A constant read as data that discovery did not see: give
@@ -578,7 +527,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                 let id = b.persistent(sel, t, Kind::Constant)?;
                 add(&mut operands, id, Access::Read);
             } else {
-                return Err(Error::Plan(format!(
+                return Err(Error::plan(format!(
                     "node '{}' ({}) reads '{}', which has no buffer: it is neither produced earlier nor a graph input",
                     n.name,
                     n.op,
@@ -596,10 +545,16 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
             }
             let in0 = n.input(0).and_then(|x| b.map(sel).get(&x).copied());
             let out_bytes = g.tensor(t).ty.bytes().map(|x| x as u64);
-            match (n.op.as_str(), slot) {
-                ("InPlaceAccumulatorV2", 1) | ("SGD", 0) if in0.is_some() => {
+            let def = ops::of(n);
+            let shares = match def.update {
+                Update::Always { output, .. } => output == slot,
+                Update::WhenLastReader { output, .. } => output == slot,
+                _ => false,
+            };
+            match def.update {
+                _ if shares && in0.is_some() => {
                     let id = in0.expect("checked");
-                    let inplace_ok = n.op == "InPlaceAccumulatorV2" || sgd_inplace.get(ni) == Some(&true);
+                    let inplace_ok = matches!(def.update, Update::Always { .. }) || sgd_inplace.get(ni) == Some(&true);
                     if inplace_ok && out_bytes == Some(b.buffers[id].bytes) {
                         let why = format!("{} '{}' writes '{}' in place", n.op, n.name, b.buffers[id].name);
                         b.alias(sel, t, id, why);
@@ -610,14 +565,15 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                         continue;
                     }
                 }
-                ("SGDOptimizerV2", s2) if s2 >= 1 => {
+                Update::Sequence if slot >= 1 => {
                     // Updated parameters: the parameter buffers, in place.
                     for id in sequence_members(b, Role::ParamSequence) {
                         add(&mut operands, id, Access::ReadWrite);
                     }
                     continue;
                 }
-                (op, 0) if shape_only(op) && in0.is_some() => {
+                _ if def.view && slot == 0 && in0.is_some() => {
+                    let op = &n.op;
                     let id = in0.expect("checked");
                     let x = n.input(0).expect("checked");
                     if out_bytes == Some(b.buffers[id].bytes) {
@@ -660,6 +616,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
             node: *ni,
             name: n.name.clone(),
             op: n.op.clone(),
+            op_id: n.op_id,
             operands: if alias_only { vec![] } else { operands },
             alias_only,
             scratch_bytes: if alias_only { 0 } else { scratch_bytes(g, n) },

@@ -3,7 +3,7 @@
 //!
 //! Rules:
 //! 1. Graph I/O, weights, gradient buffers and optimizer inputs live at the
-//!    default level (`--default-mem`), unless capacity forces them to L3
+//!    default level, unless capacity forces them to L3
 //!    (see `Planner::relieve` in mod.rs: the buffers that save most L2 per
 //!    node touching them move first).
 //! 2. Activations and gradients live in the arena of the default level.
@@ -19,7 +19,9 @@
 use serde::Serialize;
 
 use super::buffers::{Access, BufId, Buffer, GraphSel, Kind, Placement, Step};
-use super::platform::{Level, Platform};
+use crate::ir::OpId;
+use crate::ops::{self, Update};
+use crate::target::{Level, Platform};
 
 /// Give every discovered buffer its level under the default, with the
 /// rule that put it there.
@@ -27,12 +29,12 @@ pub fn initial(buffers: &mut [Buffer], default: Level) {
     for b in buffers.iter_mut() {
         let reason = match b.kind {
             Kind::Input | Kind::Output | Kind::OptimizerInput => {
-                format!("graph I/O at the default level (--default-mem {default})")
+                format!("graph I/O at the default level {default}")
             }
             Kind::Param | Kind::Frozen | Kind::Constant => {
-                format!("weight at the default level (--default-mem {default})")
+                format!("weight at the default level {default}")
             }
-            Kind::GradBuffer => format!("gradient buffer at the default level (--default-mem {default})"),
+            Kind::GradBuffer => format!("gradient buffer at the default level {default}"),
             Kind::Activation | Kind::Gradient => format!("in the {default} arena (default level)"),
             Kind::Static => {
                 b.level_reason = format!("static buffer at its preferred level {}", b.level);
@@ -69,6 +71,9 @@ pub struct NodePlan {
     pub graph: GraphSel,
     pub name: String,
     pub op: String,
+    /// The operator's registry handle.
+    #[serde(skip)]
+    pub op_id: OpId,
     /// Level the kernel computes in; `None` for a shape-only alias (no code).
     pub exec: Option<Level>,
     pub operands: Vec<Operand>,
@@ -140,6 +145,7 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform) ->
                 graph: step.graph,
                 name: step.name.clone(),
                 op: step.op.clone(),
+                op_id: step.op_id,
                 exec: None,
                 operands: vec![],
                 scratch: None,
@@ -149,7 +155,8 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform) ->
         // SGDOptimizerV2 walks its parameters one at a time: one shared
         // copy per operand kind (parameter, gradient), sized for the
         // largest, instead of one per parameter.
-        let looped = |b: &Buffer| step.op == "SGDOptimizerV2" && matches!(b.kind, Kind::Param | Kind::GradBuffer);
+        let sequence = ops::def(step.op_id).update == Update::Sequence;
+        let looped = |b: &Buffer| sequence && matches!(b.kind, Kind::Param | Kind::GradBuffer);
         let mut loop_max: [u64; 2] = [0, 0];
         let mut operand_bytes = 0u64;
         for &(b, _) in &step.operands {
@@ -212,6 +219,7 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform) ->
             graph: step.graph,
             name: step.name.clone(),
             op: step.op.clone(),
+            op_id: step.op_id,
             exec: Some(if in_l1 { Level::L1 } else { Level::L2 }),
             operands,
             scratch,

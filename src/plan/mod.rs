@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! buffers::discover   tensors → buffers (sizes, lifetimes, aliases, kinds)
-//! levels::initial     level per buffer under --default-mem, with reasons
+//! levels::initial     level per buffer under the default level, with reasons
 //! supply::decide      per weight: baked / l3-hex / l3-staged
 //! levels::derive      per node: L2 staging of L3 operands, L1 copies, scratch
 //! offsets::assign     per level: offsets (greedy by size + order search)
@@ -20,7 +20,6 @@
 pub mod buffers;
 pub mod levels;
 pub mod offsets;
-pub mod platform;
 pub mod report;
 pub mod supply;
 pub mod svg;
@@ -29,20 +28,21 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use crate::target::{Level, Platform};
 pub use buffers::{Access, BufId, Buffer, GraphSel, Kind, Placement, StaticRequest};
 pub use levels::{NodePlan, Operand};
-pub use platform::{Level, Platform};
 pub use supply::{SkipCopy, Supply, WeightPlan};
 
+use crate::diag::Hint;
 use crate::error::{Error, Result};
 use crate::ir::Model;
 
 /// What to plan for.
 #[derive(Clone, Debug)]
 pub struct PlanOptions {
-    /// The platform, with any `--l1/--l2/--l3` overrides applied.
+    /// The platform, with any capacity overrides applied.
     pub platform: Platform,
-    /// `--default-mem`: L2 or L3.
+    /// The default level of graph I/O, weights and buffers: L2 or L3.
     pub default_mem: Level,
     /// Extra static buffers a later stage needs (test data), with their
     /// preferred level. They are placed like weights: baked at L2,
@@ -57,39 +57,6 @@ impl PlanOptions {
     pub fn new(platform: Platform, default_mem: Level) -> PlanOptions {
         PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None }
     }
-
-    /// From the command line's `--platform`, `--default-mem` (default L2),
-    /// `--l1`, `--l2`, `--l3`. `None` when no platform is named; the other
-    /// flags without `--platform` are an error.
-    pub fn from_flags(
-        platform: Option<&str>,
-        default_mem: Option<&str>,
-        capacities: [Option<u64>; 3],
-    ) -> Result<Option<PlanOptions>> {
-        let Some(name) = platform else {
-            if default_mem.is_some() || capacities.iter().any(Option::is_some) {
-                return Err(Error::Usage(format!(
-                    "--default-mem, --l1, --l2 and --l3 shape a memory plan, which needs --platform ({})",
-                    Platform::all().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
-                )));
-            }
-            return Ok(None);
-        };
-        let mut p = Platform::by_name(name)?;
-        let level = match default_mem {
-            None => Level::L2,
-            Some(s) => match Level::parse(s) {
-                Some(l @ (Level::L2 | Level::L3)) => l,
-                _ => return Err(Error::Usage(format!("--default-mem {s}: the default memory level must be L2 or L3"))),
-            },
-        };
-        for (l, c) in Level::ALL.into_iter().zip(capacities) {
-            if let Some(bytes) = c {
-                p = p.with_capacity(l, bytes);
-            }
-        }
-        Ok(Some(PlanOptions::new(p, level)))
-    }
 }
 
 /// Accounting of one level.
@@ -97,7 +64,7 @@ impl PlanOptions {
 pub struct LevelPlan {
     pub level: Level,
     pub capacity: u64,
-    pub reserved: Vec<platform::Reserved>,
+    pub reserved: Vec<crate::target::Reserved>,
     pub reserved_bytes: u64,
     /// Bytes of the level's arena: persistent band + transient region.
     pub arena_bytes: u64,
@@ -380,7 +347,7 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
     v
 }
 
-fn capacity_error(p: &Platform, a: &Attempt, l: Level, extra: Vec<String>, tries: Vec<String>) -> Error {
+fn capacity_error(p: &Platform, a: &Attempt, l: Level, extra: Vec<String>, hints: Vec<Hint>) -> Error {
     let lp = &a.levels[&l];
     let mut msg = format!(
         "the memory plan does not fit {}'s {l}: it needs {} B and {l} has {} B ({} B short)",
@@ -393,15 +360,13 @@ fn capacity_error(p: &Platform, a: &Attempt, l: Level, extra: Vec<String>, tries
         msg.push('\n');
         msg.push_str(&line);
     }
-    if !tries.is_empty() {
-        msg.push_str(&format!("\n  try: {}", tries.join(", or ")));
-    }
     Error::Capacity {
         platform: p.name.clone(),
         level: l.to_string(),
         needed: lp.needed_bytes,
         available: lp.capacity,
         message: msg,
+        hints,
     }
 }
 
@@ -426,7 +391,7 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     p.validate()?;
     if opts.default_mem == Level::L1 {
         return Err(Error::Usage(
-            "--default-mem L1: the default level must be L2 or L3 (L1 holds per-node copies and scratch only)".into(),
+            "the default memory level must be L2 or L3, not L1 (L1 holds per-node copies and scratch only)".into(),
         ));
     }
     for l in Level::ALL {
@@ -440,13 +405,13 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
                 needed: d.reserved_bytes(),
                 available: d.capacity,
                 message: format!(
-                    "{}'s {l} of {} B cannot even hold what is reserved there: {} B ({})\n  try: a larger --{}",
+                    "{}'s {l} of {} B cannot even hold what is reserved there: {} B ({})",
                     p.name,
                     thousands(d.capacity),
                     thousands(d.reserved_bytes()),
                     names.join(", "),
-                    l.name().to_ascii_lowercase()
                 ),
+                hints: vec![Hint::Capacity { level: l, bytes: d.reserved_bytes() + 1 }],
             });
         }
     }
@@ -471,7 +436,13 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
             if !moved.is_empty() {
                 extra.push(format!("  ({} buffer(s) were moved here from L2 because L2 was short)", moved.len()));
             }
-            return Err(capacity_error(p, &a, Level::L3, extra, vec![format!("--l3 {} (or more)", l3.needed_bytes)]));
+            return Err(capacity_error(
+                p,
+                &a,
+                Level::L3,
+                extra,
+                vec![Hint::Capacity { level: Level::L3, bytes: l3.needed_bytes }],
+            ));
         }
         if !l2.fits && opts.default_mem == Level::L2 {
             // Move persistent L2 buffers to L3: most bytes freed per node
@@ -547,12 +518,12 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
         if let Some((node, bytes)) = largest_staging(&a) {
             extra.push(format!("  largest L2 staging of one node: {node}, {} B", thousands(bytes)));
         }
-        let mut tries = vec![];
+        let mut hints = vec![];
         if opts.default_mem == Level::L2 {
-            tries.push("--default-mem L3".to_string());
+            hints.push(Hint::DefaultMem { level: Level::L3 });
         }
-        tries.push(format!("--l2 {} (or more)", shown.levels[&Level::L2].needed_bytes));
-        return Err(capacity_error(p, shown, Level::L2, extra, tries));
+        hints.push(Hint::Capacity { level: Level::L2, bytes: shown.levels[&Level::L2].needed_bytes });
+        return Err(capacity_error(p, shown, Level::L2, extra, hints));
     };
 
     let plan = Plan {
@@ -567,6 +538,6 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
         nodes: done.nodes,
         decisions,
     };
-    plan.verify().map_err(|e| Error::Plan(format!("internal error: the memory plan failed its own check: {e}")))?;
+    plan.verify().map_err(|e| Error::plan(format!("internal error: the memory plan failed its own check: {e}")))?;
     Ok(plan)
 }

@@ -17,29 +17,13 @@ pub fn json(plan: &Plan) -> Value {
     serde_json::to_value(plan).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
-fn row(o: &mut String, cells: &[String], widths: &[usize]) {
-    let mut line = String::from(" ");
-    for (i, (c, w)) in cells.iter().zip(widths).enumerate() {
-        if i < 2 {
-            let _ = write!(line, " {c:<w$}");
-        } else {
-            let _ = write!(line, " {c:>w$}");
-        }
-    }
-    let _ = writeln!(o, "{}", line.trim_end());
-}
-
 fn table(o: &mut String, head: &[&str], rows: &[Vec<String>]) {
-    let mut widths: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (w, c) in widths.iter_mut().zip(r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    row(o, &head.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &widths);
-    for r in rows {
-        row(o, r, &widths);
-    }
+    use crate::text::{Align, Style};
+    let mut all = vec![head.iter().map(|s| s.to_string()).collect::<Vec<_>>()];
+    all.extend(rows.iter().cloned());
+    let align = [Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right];
+    let align: Vec<Align> = (0..head.len()).map(|i| *align.get(i).unwrap_or(&Align::Right)).collect();
+    o.push_str(&crate::text::table(&all, &Style { sep: " ", align: &align, ..Style::PLAIN }));
 }
 
 /// Text for `deploygen inspect --platform P`.
@@ -48,7 +32,7 @@ pub fn text(plan: &Plan) -> String {
     let p = &plan.platform;
     let _ = writeln!(
         o,
-        "\nmemory plan  {}, --default-mem {}  ({} cluster cores; a task sent without fork runs on core {})",
+        "\nmemory plan  {}, default level {}  ({} cluster cores; a task sent without fork runs on core {})",
         p.name, plan.default_mem, p.cluster_cores, p.controller_core_id
     );
     let _ = writeln!(
@@ -178,8 +162,8 @@ pub fn text(plan: &Plan) -> String {
     let execs = |e: Option<Level>| plan.nodes.iter().filter(|n| n.exec == e).count();
     let _ = writeln!(
         o,
-        "  {} tensors share another's buffer (in-place updates, shape-only views); nodes computing in L1: {}, in L2: {}, views without code: {}",
-        aliased,
+        "  {} another's buffer (in-place updates, shape-only views); nodes computing in L1: {}, in L2: {}, views without code: {}",
+        if aliased == 1 { "1 tensor shares".to_string() } else { format!("{aliased} tensors share") },
         execs(Some(Level::L1)),
         execs(Some(Level::L2)),
         execs(None)

@@ -21,7 +21,7 @@
 use serde::Serialize;
 
 use super::buffers::{BufId, Buffer, Kind, Placement};
-use super::platform::Level;
+use crate::target::Level;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Supply {

@@ -64,7 +64,7 @@ pub fn svg(plan: &Plan, title: &str) -> String {
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         o,
-        r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{} — {} --default-mem {}</text>"#,
+        r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{} — {}, default level {}</text>"#,
         esc(title),
         esc(&plan.platform.name),
         plan.default_mem

@@ -215,3 +215,11 @@ pub fn conformance(name: &str) -> Option<PathBuf> {
     let p = root().join("../shared/conformance").join(name);
     p.join("network.onnx").is_file().then_some(p)
 }
+
+/// One `.onnx` file imported and typed (import, then lowering's typing pass).
+#[allow(dead_code)]
+pub fn read_typed(p: &std::path::Path) -> deploygen::Result<deploygen::ir::Graph> {
+    let mut g = deploygen::import::read_graph(p)?;
+    deploygen::lower::infer(&mut g)?;
+    Ok(g)
+}

@@ -4,10 +4,9 @@
 //! the operator's rule is an error: it means the file and deploygen
 //! disagree about what the node computes.
 
-use super::graph::{Graph, Origin};
-use super::types::{DType, Dim, TensorType};
 use crate::error::{Error, Result};
-use crate::ops::{self, Ctx};
+use crate::ir::{DType, Dim, Graph, Origin, TensorData, TensorType};
+use crate::ops::{self, Ctx, FoldWhen};
 
 /// Fold and infer in schedule order. Returns the number of folded nodes.
 pub fn infer(graph: &mut Graph) -> Result<usize> {
@@ -15,13 +14,7 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
     let schedule = graph.schedule.clone();
     for n in schedule {
         let node = graph.dag[n].clone();
-        let def = ops::lookup(&node.op).ok_or_else(|| Error::UnknownOp {
-            node: node.name.clone(),
-            op: node.op.clone(),
-            domain: node.domain.clone(),
-            opset: graph.opset_of(&node.domain),
-            supported: ops::supported().join(", "),
-        })?;
+        let def = ops::of(&node);
         let ctx = Ctx { graph, node: &node };
         let inferred = (def.infer)(&ctx)?;
         if let Some(values) = try_fold(&ctx, def, &inferred)? {
@@ -59,9 +52,9 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
 
 /// Fold a node whose outputs are integer shape arithmetic and whose inputs
 /// are all known. Trainable weights are never integer, so they never fold.
-fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Option<Vec<crate::ir::TensorData>>> {
+fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(fold) = def.fold else { return Ok(None) };
-    let shape_only = matches!(ctx.node.op.as_str(), "Shape" | "Size");
+    let shape_only = def.fold_when == FoldWhen::Shapes;
     let inputs_known = ctx.node.inputs.iter().flatten().all(|&t| {
         let tensor = ctx.graph.tensor(t);
         tensor.data.is_some() && !matches!(tensor.origin, Origin::Input)
@@ -69,7 +62,7 @@ fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Opti
     if !(shape_only || inputs_known) {
         return Ok(None);
     }
-    let ints = inferred.iter().all(|t| t.dtype.is_int()) || ctx.node.op == "Constant";
+    let ints = inferred.iter().all(|t| t.dtype.is_int()) || def.fold_when == FoldWhen::Always;
     if !ints {
         return Ok(None);
     }
@@ -77,7 +70,7 @@ fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Opti
 }
 
 /// Combine the operator rule's type with what the file declares.
-fn reconcile(node: &super::Node, tensor: &str, rule: &TensorType, declared: &TensorType) -> Result<TensorType> {
+fn reconcile(node: &crate::ir::Node, tensor: &str, rule: &TensorType, declared: &TensorType) -> Result<TensorType> {
     // `Other(0)` (ONNX UNDEFINED) marks a value the file does not declare.
     let undeclared = declared.dtype == DType::Other(0);
     if !undeclared && declared.dtype != rule.dtype {

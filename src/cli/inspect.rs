@@ -1,0 +1,115 @@
+//! `deploygen inspect`: what is inside a model, how its test data binds,
+//! and (with `--platform`) its memory plan.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+use super::output::{write_file, write_stdout};
+use crate::bind::{self, BindOptions, Binding};
+use crate::error::{Error, Result};
+use crate::ir::Model;
+use crate::{check, inspect, plan};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A model folder (network.onnx, inputs.npz, …) or one .onnx file.
+    model: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Also write the graph as Graphviz to this file.
+    #[arg(long, value_name = "FILE")]
+    dot: Option<PathBuf>,
+    /// Number of per-mini-batch data inputs; only where the test data
+    /// cannot tell (a single mini-batch) or to confirm detection.
+    #[arg(long, value_name = "N")]
+    num_data_inputs: Option<usize>,
+    /// Target platform for the memory plan (GAP9, Siracusa, host).
+    #[arg(long)]
+    platform: Option<String>,
+    /// Where graph I/O, weights and buffers live unless a rule moves them.
+    #[arg(long, value_name = "LEVEL")]
+    default_mem: Option<String>,
+    /// L1 capacity in bytes (overrides the platform's).
+    #[arg(long, value_name = "BYTES")]
+    l1: Option<u64>,
+    /// L2 capacity in bytes (overrides the platform's).
+    #[arg(long, value_name = "BYTES")]
+    l2: Option<u64>,
+    /// L3 capacity in bytes (overrides the platform's).
+    #[arg(long, value_name = "BYTES")]
+    l3: Option<u64>,
+    /// Also draw the memory plan as SVG to this file.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+}
+
+/// Bind the model's test data when its folder has an `inputs.npz`, then run
+/// the training checks. Returns the binding when binding succeeded (even
+/// if a check then failed, so the table can show what is missing) and the
+/// first problem.
+pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<Binding>, Option<Error>) {
+    if bind::inputs_path(model).is_none() {
+        let problem = num_data_inputs.map(|n| {
+            Error::Usage(format!(
+                "--num-data-inputs {n} needs test data, but {} has no {}",
+                model.dir.display(),
+                bind::INPUTS_FILE
+            ))
+        });
+        return (None, problem);
+    }
+    match bind::bind(model, &BindOptions { num_data_inputs }) {
+        Ok(b) => {
+            let problem = check::training(model, &b).err();
+            (Some(b), problem)
+        }
+        Err(e) => (None, Some(e)),
+    }
+}
+
+/// Every fallible step runs before anything is printed; a data problem
+/// (binding or training check) still prints the report, which shows it,
+/// then exits 2 with the message.
+pub fn run(a: Args) -> Result<()> {
+    let opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
+    if a.svg.is_some() && opts.is_none() {
+        return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
+    }
+    let m = crate::load(&a.model)?;
+    let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
+    let mem = opts.map(|o| plan::plan(&m, &o)).transpose()?;
+    if let Some(path) = &a.dot {
+        write_file(path, &inspect::dot(&m))?;
+    }
+    if let (Some(path), Some(p)) = (&a.svg, &mem) {
+        write_file(path, &plan::svg::svg(p, &a.model.display().to_string()))?;
+    }
+    let out = match a.format {
+        Format::Text => {
+            let mut out = inspect::text(&m);
+            if let Some(b) = &binding {
+                out.push_str(&bind::report::text(b));
+            }
+            if let Some(p) = &mem {
+                out.push_str(&plan::report::text(p));
+            }
+            out
+        }
+        Format::Json => {
+            let mut sections = bind::report::json_sections(binding.as_ref(), problem.as_ref());
+            if let Some(p) = &mem {
+                sections.insert("plan".to_string(), plan::report::json(p));
+            }
+            inspect::json_with(&m, sections)
+        }
+    };
+    write_stdout(&out)?;
+    problem.map_or(Ok(()), Err)
+}

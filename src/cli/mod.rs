@@ -1,0 +1,95 @@
+//! The command line: one file per command. Flag parsing and every word
+//! about flags live here; the stages take typed options and report typed
+//! errors and hints, which this module words for the user.
+
+pub mod inspect;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::diag::Hint;
+use crate::error::{Error, Result};
+use crate::plan::{Level, PlanOptions, Platform};
+
+#[derive(Parser)]
+#[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Show what is inside a model: graph, operators, inputs, outputs, roles,
+    /// how its test data binds and, with --platform, its memory plan.
+    Inspect(inspect::Args),
+}
+
+/// Run the command line; the process exit code per SPEC §1.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect(a) => inspect::run(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", describe(&e));
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+/// An error's message with its hints in command-line words.
+pub fn describe(e: &Error) -> String {
+    let mut msg = e.to_string();
+    if let Error::Capacity { hints, .. } = e {
+        let tries: Vec<String> = hints.iter().map(hint).collect();
+        if !tries.is_empty() {
+            msg.push_str(&format!("\n  try: {}", tries.join(", or ")));
+        }
+    }
+    msg
+}
+
+fn hint(h: &Hint) -> String {
+    match h {
+        Hint::DefaultMem { level } => format!("--default-mem {level}"),
+        Hint::Capacity { level, bytes } => format!("--{} {bytes} (or more)", level.name().to_ascii_lowercase()),
+    }
+}
+
+/// Memory-plan options from `--platform`, `--default-mem` (default L2),
+/// `--l1`, `--l2`, `--l3`. `None` when no platform is named; the other
+/// flags without `--platform` are an error.
+pub fn plan_options(
+    platform: Option<&str>,
+    default_mem: Option<&str>,
+    capacities: [Option<u64>; 3],
+) -> Result<Option<PlanOptions>> {
+    let Some(name) = platform else {
+        if default_mem.is_some() || capacities.iter().any(Option::is_some) {
+            return Err(Error::Usage(format!(
+                "--default-mem, --l1, --l2 and --l3 shape a memory plan, which needs --platform ({})",
+                Platform::all().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+            )));
+        }
+        return Ok(None);
+    };
+    let mut p = Platform::by_name(name)?;
+    let level = match default_mem {
+        None => Level::L2,
+        Some(s) => match Level::parse(s) {
+            Some(l @ (Level::L2 | Level::L3)) => l,
+            _ => return Err(Error::Usage(format!("--default-mem {s}: the default memory level must be L2 or L3"))),
+        },
+    };
+    for (l, c) in Level::ALL.into_iter().zip(capacities) {
+        if let Some(bytes) = c {
+            p = p.with_capacity(l, bytes);
+        }
+    }
+    Ok(Some(PlanOptions::new(p, level)))
+}

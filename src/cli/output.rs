@@ -1,0 +1,36 @@
+//! Writing what a command produced: files atomically, reports to stdout.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// Write next to the target, then rename: no half-written file on error.
+/// A folder that does not exist is named as the user gave it.
+pub fn write_file(path: &Path, contents: &str) -> Result<()> {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if !parent.is_dir() {
+        return Err(Error::Usage(format!(
+            "cannot write {}: folder {} does not exist",
+            path.display(),
+            parent.display()
+        )));
+    }
+    let tmp = path.with_extension("deploygen-tmp");
+    let cannot = |e: std::io::Error| Error::Usage(format!("cannot write {}: {e}", path.display()));
+    std::fs::write(&tmp, contents).map_err(cannot)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        cannot(e)
+    })
+}
+
+/// Print a report. A reader that stops early (`deploygen inspect … | head`)
+/// closes the pipe; that is the end of the output, not an error.
+pub fn write_stdout(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| Error::io("<stdout>", e)),
+    }
+}

@@ -1,2 +1,0 @@
-//! Lowering: training-specific rewrites on the typed IR (ConvGrad split,
-//! in-place aliasing) ahead of planning.

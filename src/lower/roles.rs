@@ -1,0 +1,189 @@
+//! Training roles, found from the graph alone: which inputs are data and
+//! labels, which are trainable parameters, frozen parameters, gradient
+//! buffers and the reset flag; which value is the loss; which outputs are
+//! updated parameters. Pairings are by name and by the accumulator/optimizer
+//! nodes' slots — never by position arithmetic. The registry says which
+//! node plays which part (`ops::Train`).
+
+use indexmap::IndexMap;
+
+use crate::ir::roles::ParamRoles;
+use crate::ir::roles::{ACCUM_BUFFER_SUFFIX, ACCUM_OUT_SUFFIX};
+use crate::ir::{Flavor, Model, Origin, Role, Roles, TensorId};
+use crate::ops::{self, Train};
+
+/// Detect every role in a model.
+pub fn detect(model: &Model) -> Roles {
+    let g = &model.graph;
+    let ops = |part: Train| g.nodes().filter(move |(_, n)| ops::of(n).train == part).map(|(_, n)| n);
+    let has_grad_ops = g.nodes().any(|(_, n)| ops::of(n).gradient);
+
+    let mut params: Vec<ParamRoles> = Vec::new();
+    let mut main: IndexMap<String, Role> = IndexMap::new();
+    let mut lazy_reset = None;
+
+    // Gradient accumulation (artifacts flavor): the accumulator's slots
+    // name the buffer, the gradient and the reset flag; the buffer's name
+    // names the parameter.
+    for n in ops(Train::Accumulator) {
+        let (Some(buf), Some(grad)) = (n.input(0), n.input(1)) else { continue };
+        let buf_name = g.name_of(buf).to_string();
+        main.insert(buf_name.clone(), Role::GradBuffer);
+        if let Some(flag) = n.input(2) {
+            if g.tensor(flag).origin == Origin::Input {
+                main.insert(g.name_of(flag).to_string(), Role::LazyReset);
+                lazy_reset = Some(g.name_of(flag).to_string());
+            }
+        }
+        if let Some(out) = n.output(0) {
+            main.insert(g.name_of(out).to_string(), Role::GradFlag);
+        }
+        let param = buf_name.strip_suffix(ACCUM_BUFFER_SUFFIX).filter(|p| g.id(p).is_some()).map(str::to_string);
+        if let Some(p) = param {
+            params.push(ParamRoles {
+                name: p,
+                grad_buffer: Some(buf_name),
+                gradient: Some(g.name_of(grad).to_string()),
+                updated: None,
+            });
+        }
+    }
+
+    // Inline SGD (single-graph flavor): SGD(w, g) -> w_updated.
+    for n in ops(Train::Sgd) {
+        let Some(w) = n.input(0) else { continue };
+        let name = g.name_of(w).to_string();
+        let gradient = n.input(1).map(|t| g.name_of(t).to_string());
+        let updated = n.output(0).map(|t| g.name_of(t).to_string());
+        if let Some(u) = &updated {
+            main.insert(u.clone(), Role::UpdatedParam);
+        }
+        match params.iter_mut().find(|p| p.name == name) {
+            Some(p) => p.updated = updated,
+            None => params.push(ParamRoles { name, grad_buffer: None, gradient, updated }),
+        }
+    }
+
+    // Per-parameter SGD in a separate optimizer graph pairs by input name.
+    let mut optimizer: IndexMap<String, Role> = IndexMap::new();
+    if let Some(og) = &model.optimizer {
+        for (_, n) in og.nodes() {
+            match ops::of(n).train {
+                Train::Sgd => {
+                    let (Some(w), Some(gr)) = (n.input(0), n.input(1)) else { continue };
+                    let (w, gr) = (og.name_of(w).to_string(), og.name_of(gr).to_string());
+                    optimizer.insert(w.clone(), Role::Param);
+                    optimizer.insert(gr.clone(), Role::GradBuffer);
+                    let updated = n.output(0).map(|t| og.name_of(t).to_string());
+                    if let Some(u) = &updated {
+                        optimizer.insert(u.clone(), Role::UpdatedParam);
+                    }
+                    if let Some(p) = params.iter_mut().find(|p| p.name == w) {
+                        p.updated = updated;
+                    }
+                }
+                Train::SgdSequence => {
+                    let slots = [Role::LearningRate, Role::ParamSequence, Role::GradSequence];
+                    for (i, role) in slots.iter().enumerate() {
+                        if let Some(t) = n.input(i) {
+                            optimizer.insert(og.name_of(t).to_string(), *role);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for &t in &og.inputs {
+            let name = og.name_of(t);
+            if !optimizer.contains_key(name) {
+                let role = match name {
+                    "step" => Role::Step,
+                    "learning_rate" | "lr" => Role::LearningRate,
+                    _ if og.tensor(t).sequence => Role::OptimizerState,
+                    _ => Role::Other,
+                };
+                optimizer.insert(name.to_string(), role);
+            }
+        }
+        for &t in &og.outputs {
+            optimizer.entry(og.name_of(t).to_string()).or_insert(Role::Other);
+        }
+    }
+
+    // Keep parameters in graph-input (or initializer) order.
+    let position = |name: &str| g.id(name).unwrap_or(usize::MAX);
+    params.sort_by_key(|p| position(&p.name));
+    for p in &params {
+        main.insert(p.name.clone(), Role::Param);
+    }
+
+    let flavor = if ops(Train::Accumulator).count() > 0 || model.optimizer.is_some() {
+        Flavor::TrainingArtifacts
+    } else if ops(Train::Sgd).count() > 0 {
+        Flavor::TrainingStep
+    } else if has_grad_ops {
+        Flavor::TrainingArtifacts
+    } else {
+        Flavor::Inference
+    };
+
+    // The loss: a loss operator's first output, else (ORT's composed MSE)
+    // the first scalar graph output that is not an accumulation flag.
+    let loss = g
+        .nodes()
+        .find(|(_, n)| ops::of(n).train == Train::Loss)
+        .filter(|(_, n)| !ops::loss::log_prob_only(g, n))
+        .and_then(|(_, n)| n.output(0))
+        .or_else(|| {
+            (flavor != Flavor::Inference)
+                .then(|| {
+                    g.outputs.iter().copied().find(|&t| {
+                        let name = g.name_of(t);
+                        !name.ends_with(ACCUM_OUT_SUFFIX)
+                            && main.get(name).is_none()
+                            && g.tensor(t).ty.dtype.is_float()
+                            && g.tensor(t).ty.numel() == Some(1)
+                    })
+                })
+                .flatten()
+        })
+        .map(|t| g.name_of(t).to_string());
+    if let Some(l) = &loss {
+        main.insert(l.clone(), Role::Loss);
+    }
+
+    // Labels: what the loss compares against.
+    let mut labels: Vec<TensorId> = Vec::new();
+    for (_, n) in g.nodes() {
+        let Some(slot) = ops::of(n).labels.and_then(|f| f(n)) else { continue };
+        labels.extend(n.input(slot));
+    }
+    if let Some(l) = loss.as_deref().and_then(|l| g.id(l)) {
+        labels.extend(ops::loss::composed_mse_target(g, l));
+    }
+
+    // Remaining graph inputs: data before the first parameter, frozen
+    // parameters after it (onnxruntime lists user inputs, then labels, then
+    // parameters). Single-graph and inference models keep weights as
+    // initializers, so all their inputs are data.
+    let first_param = g.inputs.iter().position(|&t| main.get(g.name_of(t)) == Some(&Role::Param));
+    for (pos, &t) in g.inputs.iter().enumerate() {
+        let name = g.name_of(t);
+        if main.contains_key(name) || g.tensor(t).sequence {
+            continue;
+        }
+        let role = if labels.contains(&t) {
+            Role::Labels
+        } else if first_param.is_some_and(|f| pos > f) {
+            Role::Frozen
+        } else {
+            Role::Data
+        };
+        main.insert(name.to_string(), role);
+    }
+    for &t in &g.outputs {
+        main.entry(g.name_of(t).to_string()).or_insert(Role::Output);
+    }
+
+    Roles { flavor, main, optimizer, params, loss, lazy_reset }
+}
