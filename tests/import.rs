@@ -5,7 +5,7 @@ mod common;
 
 use assert_cmd::Command;
 use common::*;
-use deploygen::import::{self, pb};
+use deploygen::import::pb;
 use deploygen::ir::{DType, Flavor, Role};
 use predicates::prelude::*;
 
