@@ -97,6 +97,99 @@ impl Node {
         self.outputs.get(i).copied().flatten()
     }
 
+    /// Name of an attribute value's kind, for messages.
+    fn kind_of(a: &Attr) -> &'static str {
+        match a {
+            Attr::Float(_) => "FLOAT",
+            Attr::Int(_) => "INT",
+            Attr::String(_) => "STRING",
+            Attr::Tensor(_) => "TENSOR",
+            Attr::Graph { .. } => "GRAPH",
+            Attr::Floats(_) => "FLOATS",
+            Attr::Ints(_) => "INTS",
+            Attr::Strings(_) => "STRINGS",
+            Attr::Tensors(_) => "TENSORS",
+            Attr::Graphs(_) => "GRAPHS",
+            Attr::SparseTensor => "SPARSE_TENSOR",
+            Attr::SparseTensors(_) => "SPARSE_TENSORS",
+            Attr::TypeProto => "TYPE_PROTO",
+            Attr::TypeProtos(_) => "TYPE_PROTOS",
+        }
+    }
+
+    fn wrong_type(&self, name: &str, want: &str) -> Error {
+        let found = self.attrs.get(name).map_or("nothing", Node::kind_of);
+        Error::node(self, format!("attribute '{name}' must be {want}, found {found}"))
+    }
+
+    /// The typed attribute accessors: `Ok(None)` when absent, an error
+    /// naming node and attribute when present with another type. Shape
+    /// rules read every attribute through these, so a model that passes
+    /// lowering has well-typed attributes.
+    pub fn int(&self, name: &str) -> Result<Option<i64>> {
+        match self.attrs.get(name) {
+            None => Ok(None),
+            Some(Attr::Int(v)) => Ok(Some(*v)),
+            Some(_) => Err(self.wrong_type(name, "an INT")),
+        }
+    }
+
+    /// An INT attribute within `lo..=hi` (or the default when absent).
+    pub fn int_in(&self, name: &str, default: i64, lo: i64, hi: i64) -> Result<i64> {
+        let v = self.int(name)?.unwrap_or(default);
+        if v < lo || v > hi {
+            return Err(Error::node(self, format!("attribute '{name}' = {v} is out of range {lo}..={hi}")));
+        }
+        Ok(v)
+    }
+
+    /// A 0/1 INT attribute.
+    pub fn flag(&self, name: &str, default: bool) -> Result<bool> {
+        Ok(self.int_in(name, default as i64, 0, 1)? == 1)
+    }
+
+    pub fn float(&self, name: &str) -> Result<Option<f32>> {
+        match self.attrs.get(name) {
+            None => Ok(None),
+            Some(Attr::Float(v)) => Ok(Some(*v)),
+            Some(_) => Err(self.wrong_type(name, "a FLOAT")),
+        }
+    }
+
+    pub fn ints(&self, name: &str) -> Result<Option<&[i64]>> {
+        match self.attrs.get(name) {
+            None => Ok(None),
+            Some(Attr::Ints(v)) => Ok(Some(v)),
+            Some(_) => Err(self.wrong_type(name, "INTS")),
+        }
+    }
+
+    pub fn floats(&self, name: &str) -> Result<Option<&[f32]>> {
+        match self.attrs.get(name) {
+            None => Ok(None),
+            Some(Attr::Floats(v)) => Ok(Some(v)),
+            Some(_) => Err(self.wrong_type(name, "FLOATS")),
+        }
+    }
+
+    pub fn string(&self, name: &str) -> Result<Option<&str>> {
+        match self.attrs.get(name) {
+            None => Ok(None),
+            Some(Attr::String(v)) => Ok(Some(v)),
+            Some(_) => Err(self.wrong_type(name, "a STRING")),
+        }
+    }
+
+    pub fn tensor_attr(&self, name: &str) -> Result<Option<&TensorData>> {
+        match self.attrs.get(name) {
+            None => Ok(None),
+            Some(Attr::Tensor(v)) => Ok(Some(v)),
+            Some(_) => Err(self.wrong_type(name, "a TENSOR")),
+        }
+    }
+
+    /// Unchecked readers for stages after lowering, whose shape rules
+    /// already read (and so validated) the attributes: `None` when absent.
     pub fn attr_int(&self, name: &str) -> Option<i64> {
         match self.attrs.get(name)? {
             Attr::Int(v) => Some(*v),
