@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zoo import build, readme  # noqa: E402
 from zoo.fixtures import build_fixtures  # noqa: E402
-from zoo.models import ZOO  # noqa: E402
+from zoo.models import LATER, ZOO  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_FOLDER_BYTES = 2 * 1000 * 1000
@@ -43,9 +43,8 @@ def write_folder(path, files):
             f.write(data)
 
 
-def generate(root, work):
-    models = OrderedDict()
-    for make in ZOO:
+def build_models(makes, root, work, models):
+    for make in makes:
         spec = make()
         if spec.kind == "train":
             files, facts, _ = build.build_training(spec, work)
@@ -63,10 +62,16 @@ def generate(root, work):
         print(f"models/{spec.name}: {size} bytes, checks "
               + ", ".join(f"{k[6:]}={v:.1e}" for k, v in facts.items() if k.startswith("check_")))
 
+
+def generate(root, work):
+    models = OrderedDict()
+    # order matters for onnxruntime's generated names, see zoo.models.LATER
+    build_models(ZOO, root, work, models)
     fixtures = build_fixtures(work)
     for name, (files, _) in fixtures.items():
         write_folder(os.path.join(root, "tests", "fixtures", name), files)
         print(f"tests/fixtures/{name}: {sum(len(d) for d in files.values())} bytes")
+    build_models(LATER, root, work, models)
 
     with open(os.path.join(root, "models", "README.md"), "w") as f:
         f.write(readme.models_readme(models))
