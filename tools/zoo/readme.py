@@ -154,7 +154,21 @@ python3.11 -m venv ~/.venvs/deploygen-tools      # outside the checkout
 ~/.venvs/deploygen-tools/bin/pip install -r tools/requirements.txt
 ~/.venvs/deploygen-tools/bin/python tools/make_models.py          # rewrites models/ and tests/fixtures/
 ~/.venvs/deploygen-tools/bin/python tools/make_models.py --check  # regenerates in a temp dir, compares byte for byte
+~/.venvs/deploygen-tools/bin/python tools/make_models.py --check-refs  # make_refs.py reproduces every outputs.npz
 ```
+
+`tools/make_refs.py MODEL_DIR [--out FILE]` recomputes one folder's
+`outputs.npz` from its committed files alone (`network.onnx`,
+`optimizer.onnx`, `inputs.npz` in any of the three layouts): training
+folders are replayed over the `meta_*` schedule on an onnxruntime
+InferenceSession (gradients read from the graph, accumulation and the
+BatchNorm write-back as below, the optimizer step through the committed
+per-parameter `SGD` graph or `w - lr * g` for `SGDOptimizerV2`); graphs
+onnxruntime 1.19 cannot run are rewritten first (`tools/zoo/compat.py`:
+legacy attributes to inputs, RMSNormalization / RMSNorm decomposed). It
+exits with status 2 and says so when onnxruntime is not importable.
+`--check-refs` (`tools/test_make_refs.py`) runs it on every folder here: all
+of them come out bit-exact (the test allows 1e-6).
 
 torch is not needed: `onnxruntime/training/__init__.py` imports it, so the
 script puts a bare `onnxruntime.training` package into `sys.modules` first
