@@ -170,6 +170,12 @@ exits with status 2 and says so when onnxruntime is not importable.
 `--check-refs` (`tools/test_make_refs.py`) runs it on every folder here: all
 of them come out bit-exact (the test allows 1e-6).
 
+`tools/ort_step_time.py MODEL_DIR... [--json FILE]` times one training step
+(forward + backward + optimizer) or one inference per folder on
+onnxruntime, CPU, one thread (median of `--runs` runs); its output for
+this zoo is `ort_step_times.json` (machine-dependent, not part of
+`--check`).
+
 torch is not needed: `onnxruntime/training/__init__.py` imports it, so the
 script puts a bare `onnxruntime.training` package into `sys.modules` first
 (`tools/zoo/ort.py`). onnx must stay at 1.17: newer onnx (1.23) writes
