@@ -454,6 +454,41 @@ def make_ops_second_wave():
                 data_shape=(1, 4, 8, 8), flavor="inference", data_size=1, n_batches=1, seed=1601)
 
 
+def make_ops_second_wave_train():
+    """The second-wave operators onnxruntime-training can differentiate, in one training graph."""
+    b = Builder("ops_second_wave_train", seed=1602)
+    c = lambda name, v, dt=np.float32: b.const(name, np.array(v, dt))                    # noqa: E731
+    x = b.input("input", [2, 4, 6, 6])
+    h = b.conv(x, 4, 4, 3, "conv", bias=True)                                            # [2, 4, 6, 6]
+    p = b.node("Pad", [h, c("pad.pads", [0, 0, 1, 1, 0, 0, 1, 1], np.int64), c("pad.value", 0.1)],
+               base="pad", mode="constant")                                              # [2, 4, 8, 8]
+    s1, s2 = b.node("Split", [p, c("split.sizes", [2, 2], np.int64)], outs=["split.a", "split.b"], axis=1)
+    t = b.node("Tanh", [s1], base="tanh")
+    sg = b.node("Sigmoid", [s2], base="sigmoid")
+    mx = b.node("Max", [t, sg], base="max")
+    mn = b.node("Min", [t, sg], base="min")
+    cat = b.node("Concat", [mx, mn], base="concat", axis=1)                              # [2, 4, 8, 8]
+    g = b.node("Gather", [cat, c("gather.idx", [3, 0, 2, 1], np.int64)], base="gather", axis=1)
+    w = b.node("Where", [b.const("where.cond", b.rng.random((1, 4, 1, 8)) < 0.5), g, b.node("Neg", [g], base="neg")],
+               base="where")
+    e = b.node("Erf", [b.node("Mul", [w, c("erf.scale", 2.0)], base="erf.in")], base="erf")
+    sq = b.node("Sqrt", [b.node("Add", [b.node("Abs", [e], base="abs"), c("sqrt.eps", 0.1)], base="sqrt.in")],
+                base="sqrt")
+    lg = b.node("Log", [b.node("Add", [b.node("Exp", [b.node("Neg", [sq], base="neg_sq")], base="exp"),
+                                       c("one", 1.0)], base="exp_p1")], base="log")      # softplus(-sqrt)
+    q = b.node("Add", [lg, b.node("Pow", [w, c("pow.exp", 2.0)], base="pow")], base="sum")
+    q = b.node("Clip", [q, c("clip.min", 0.35), c("clip.max", 0.9)], base="clip")
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [q], base="gap.out")], base="flatten.out", axis=1)
+    y = b.gemm(h, 4, 4, "fc", relu_init=False)
+    b.output(y, [2, 4])
+    return Spec("ops_second_wave_train", b.model(), b.trainable, b.frozen, "train",
+                "training with the differentiable second-wave ops: Pad (constant), Split, Tanh, Sigmoid, Max, Min, "
+                "Concat, Gather, Where, Neg, Erf, Abs, Sqrt, Exp, Log, Pow, Clip. ORT turns the forward Concat into "
+                "com.microsoft ConcatTraining (second output per_input_length) and emits SigmoidGrad, TanhGrad, "
+                "GatherGrad, SplitTraining, Pad with negated pads, Sign, Equal, GreaterOrEqual/LessOrEqual/And, Cast",
+                data_shape=(2, 4, 6, 6), num_classes=4, lr=0.02, seed=1602)
+
+
 # --------------------------------------------------------------------------
 # third-party conventions (each model written in one exporter's style)
 # --------------------------------------------------------------------------
@@ -608,4 +643,5 @@ LATER = [
     make_conv_legacy_attrs,
     make_conv_size1_dims,
     make_conv_misc_forms,
+    make_ops_second_wave_train,
 ]

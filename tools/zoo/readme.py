@@ -283,6 +283,21 @@ What onnxruntime 1.19.2 (training, CPU) refused, and what the zoo does instead:
   `mobilenet_v3_block_train` writes them as `x * Clip(x * (1/6) + 0.5, 0, 1)`
   and `Clip(x * (1/6) + 0.5, 0, 1)`, whose gradients onnxruntime builds from
   `GreaterOrEqual`, `LessOrEqual`, `And`, `Cast` and `Mul`.
+- **No gradient builder** in `generate_artifacts` either: GlobalMaxPool,
+  ReduceMax, InstanceNormalization, GroupNormalization, Floor, Ceil, and Pad
+  in `reflect` or `edge` mode (`Pad gradient currently supports constant
+  mode only`). These are inference-only (`ops_second_wave`);
+  `ops_second_wave_train` trains the rest. There onnxruntime turns the
+  forward `Concat` into `com.microsoft:ConcatTraining` (extra output
+  `per_input_length`), differentiates Split with `Concat` and Concat with
+  `com.microsoft:SplitTraining`, Pad with a `Pad` of the negated pads
+  (`Neg` of the pads input: negative pads crop), Gather with
+  `com.microsoft:GatherGrad`, Sigmoid/Tanh with
+  `com.microsoft:SigmoidGrad`/`TanhGrad`, Abs with `Sign`, Max/Min with
+  `Equal` + `Cast` + `Sum` + `Div` masks, Clip with `GreaterOrEqual`,
+  `LessOrEqual`, `And`, `Cast`, and Where with `Where` against a zero
+  constant. Its constant-sharing pass may also merge equal scalar
+  initializers (`Pad`'s value input becomes `sqrt.eps`, both 0.1).
 - **ConvTranspose**: `generate_artifacts` emits
   `com.microsoft:ConvTransposeGrad`, but onnxruntime has no CPU kernel for it
   (`NOT_IMPLEMENTED` when the training session is created), so there is no
