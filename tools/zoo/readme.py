@@ -157,6 +157,21 @@ python3.11 -m venv ~/.venvs/deploygen-tools      # outside the checkout
 ~/.venvs/deploygen-tools/bin/python tools/make_models.py --check-refs  # make_refs.py reproduces every outputs.npz
 ```
 
+torch is not needed: `onnxruntime/training/__init__.py` imports it, so the
+script puts a bare `onnxruntime.training` package into `sys.modules` first
+(`tools/zoo/ort.py`). onnx must stay at 1.17: newer onnx (1.23) writes
+models with an IR version above 10, which onnxruntime 1.19 refuses. Runs
+offline, in a few seconds.
+
+Output is byte-identical from run to run: fixed seeds, `.npz` files written
+with fixed zip timestamps and attributes (`tools/zoo/npz.py`), onnxruntime
+with one thread. It was checked with `--check` and by comparing the sha256 of
+every file over two runs. A different CPU can change onnxruntime's float
+results in the last bit (its kernels are picked per instruction set), and a
+different zlib can change the compressed `.npz` members; `--check` shows it.
+
+## References and timings for any folder
+
 `tools/make_refs.py MODEL_DIR [--out FILE]` recomputes one folder's
 `outputs.npz` from its committed files alone (`network.onnx`,
 `optimizer.onnx`, `inputs.npz` in any of the three layouts): training
@@ -182,19 +197,6 @@ with `outputs.npz`. With onnxruntime 1.31.1 (onnx 1.23.2) all agree within
 1e-6, `rmsnorm_transformer` (real opset-23 RMSNormalization against the
 decomposed reference) within 1.2e-7; it still refuses the default-domain
 `RMSNorm` and the legacy attribute forms.
-
-torch is not needed: `onnxruntime/training/__init__.py` imports it, so the
-script puts a bare `onnxruntime.training` package into `sys.modules` first
-(`tools/zoo/ort.py`). onnx must stay at 1.17: newer onnx (1.23) writes
-models with an IR version above 10, which onnxruntime 1.19 refuses. Runs
-offline, in a few seconds.
-
-Output is byte-identical from run to run: fixed seeds, `.npz` files written
-with fixed zip timestamps and attributes (`tools/zoo/npz.py`), onnxruntime
-with one thread. It was checked with `--check` and by comparing the sha256 of
-every file over two runs. A different CPU can change onnxruntime's float
-results in the last bit (its kernels are picked per instruction set), and a
-different zlib can change the compressed `.npz` members; `--check` shows it.
 
 ## Models
 
