@@ -60,6 +60,9 @@ def main(argv=None):
     except refs.RefError as e:
         sys.stderr.write(f"make_refs.py: {args.model_dir}: {e}\n")
         return 1
+    except Exception as e:  # noqa: BLE001  (a corrupt file, a graph onnxruntime refuses)
+        sys.stderr.write(f"make_refs.py: {args.model_dir}: {type(e).__name__}: {str(e).splitlines()[0]}\n")
+        return 1
     compressed = False
     old = os.path.join(args.model_dir, "outputs.npz")
     if os.path.exists(old):

@@ -65,7 +65,7 @@ def step_fn(folder):
 
     if flavor == "inference":
         slots = [i.name for i in model.graph.input if i.name not in init]
-        bound, _ = refs._bind(ins, slots)
+        bound, _ = refs._bind(ins, slots, model.graph)
         run, _ = compat.for_onnxruntime(model)
         sess = refs._session(run)
         feeds = {n: bound[n][0] for n in slots}
@@ -73,13 +73,13 @@ def step_fn(folder):
 
     if flavor == "single_graph":
         slots = [i.name for i in model.graph.input if i.name not in init]
-        bound, _ = refs._bind(ins, slots)
+        bound, _ = refs._bind(ins, slots, model.graph)
         sess = refs._session(train.sgd_as_onnx(model))
         feeds = {n: bound[n][0] for n in slots}
         return "training", lambda: sess.run(None, feeds)
 
     slots = [i.name for i in model.graph.input if not i.name.endswith(train.GRAD_BUF)]
-    bound, _ = refs._bind(ins, slots)
+    bound, _ = refs._bind(ins, slots, model.graph)
     shapes = refs._shapes(model.graph)
     feeds = {n: bound[n][0].copy() for n in slots}
     feeds["lazy_reset_grad"] = np.array([True])

@@ -83,9 +83,22 @@ def _meta(ins, key, default):
     return int(ins[key]) if key in ins else default
 
 
-def _bind(ins, slots):
-    """Map slot name -> (base array, {mb index: array}) and the layout."""
+def _declared(graph):
+    """name -> (numpy dtype, shape or None when not fully static) of every graph input."""
+    out = {}
+    for i in graph.input:
+        t = i.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
+        shape = dims if t.HasField("shape") and None not in dims else None
+        out[i.name] = (helper.tensor_dtype_to_np_dtype(t.elem_type) if t.elem_type else None, shape)
+    return out
+
+
+def _bind(ins, slots, graph=None):
+    """Map slot name -> (base array, {mb index: array}) and the layout. With `graph`,
+    every array is checked against the dtype and static shape of its graph input."""
     layout = layout_of(list(ins), slots)
+    decl = _declared(graph) if graph is not None else {}
     out = OrderedDict()
     for i, name in enumerate(slots):
         k = slot_key(layout, i, name)
@@ -96,6 +109,11 @@ def _bind(ins, slots):
         while f"mb{mb}_{k}" in ins:
             per_mb[mb] = ins[f"mb{mb}_{k}"]
             mb += 1
+        dtype, shape = decl.get(name, (None, None))
+        for key, a in [(k, ins[k])] + [(f"mb{j}_{k}", v) for j, v in per_mb.items()]:
+            if (dtype is not None and a.dtype != dtype) or (shape is not None and list(a.shape) != shape):
+                raise RefError(f"`{key}` lands on graph input {i} `{name}` {np.dtype(dtype).name}{shape} "
+                               f"but holds {a.dtype.name}{list(a.shape)}")
         out[name] = (ins[k], per_mb)
     return out, layout
 
@@ -124,7 +142,7 @@ def _feed(bound, name, mb, data_size):
 def inference(folder, model, ins):
     init = {i.name for i in model.graph.initializer}
     slots = [i.name for i in model.graph.input if i.name not in init]
-    bound, layout = _bind(ins, slots)
+    bound, layout = _bind(ins, slots, model.graph)
     run, changes = compat.for_onnxruntime(model)
     names = [o.name for o in model.graph.output]
     values = _session(run).run(None, {n: bound[n][0] for n in slots})
@@ -140,7 +158,7 @@ def artifacts(folder, model, ins):
     bns = bn_running_stats(model)
     frozen = [n for rm, _, rv, _ in bns for n in (rm, rv)]
     slots = [i.name for i in model.graph.input if not i.name.endswith(GRAD_BUF)]
-    bound, layout = _bind(ins, slots)
+    bound, layout = _bind(ins, slots, model.graph)
     data, data_size, n_batches, n_accum = _schedule(ins, bound)
     if not data:
         # one stored mini-batch: the inputs that are neither parameters nor BatchNorm statistics
@@ -211,7 +229,7 @@ def artifacts(folder, model, ins):
 def single_graph(folder, model, ins):
     init = {i.name for i in model.graph.initializer}
     slots = [i.name for i in model.graph.input if i.name not in init]
-    bound, layout = _bind(ins, slots)
+    bound, layout = _bind(ins, slots, model.graph)
     _, data_size, n_batches, n_accum = _schedule(ins, bound)
     if n_accum != 1:
         raise RefError("a single-graph training step updates on every pass: meta_n_accum must be 1")
