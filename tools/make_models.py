@@ -10,6 +10,7 @@ InferenceSession). Nothing here uses deploygen.
 
     python tools/make_models.py            # rewrite models/ and tests/fixtures/
     python tools/make_models.py --check    # regenerate into a temp dir; compare byte for byte
+    python tools/make_models.py --check-refs   # tools/make_refs.py reproduces every committed outputs.npz
 
 Setup (see models/README.md): a Python 3.11 venv with tools/requirements.txt.
 Output is byte-identical from run to run (fixed seeds, fixed zip timestamps).
@@ -28,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from zoo import build, readme  # noqa: E402
 from zoo.fixtures import build_fixtures  # noqa: E402
-from zoo.models import ZOO  # noqa: E402
+from zoo.models import LATER, ZOO  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_FOLDER_BYTES = 2 * 1000 * 1000
@@ -43,9 +44,8 @@ def write_folder(path, files):
             f.write(data)
 
 
-def generate(root, work):
-    models = OrderedDict()
-    for make in ZOO:
+def build_models(makes, root, work, models):
+    for make in makes:
         spec = make()
         if spec.kind == "train":
             files, facts, _ = build.build_training(spec, work)
@@ -63,10 +63,16 @@ def generate(root, work):
         print(f"models/{spec.name}: {size} bytes, checks "
               + ", ".join(f"{k[6:]}={v:.1e}" for k, v in facts.items() if k.startswith("check_")))
 
+
+def generate(root, work):
+    models = OrderedDict()
+    # order matters for onnxruntime's generated names, see zoo.models.LATER
+    build_models(ZOO, root, work, models)
     fixtures = build_fixtures(work)
     for name, (files, _) in fixtures.items():
         write_folder(os.path.join(root, "tests", "fixtures", name), files)
         print(f"tests/fixtures/{name}: {sum(len(d) for d in files.values())} bytes")
+    build_models(LATER, root, work, models)
 
     with open(os.path.join(root, "models", "README.md"), "w") as f:
         f.write(readme.models_readme(models))
@@ -77,21 +83,34 @@ def generate(root, work):
         f.write(readme.fixtures_readme(fixtures))
 
 
+# written by tools/ort_step_time.py (timings, machine-dependent), not by this script
+NOT_GENERATED = {os.path.join("models", "ort_step_times.json")}
+
+
 def tree(root):
     out = set()
     for sub in ("models", os.path.join("tests", "fixtures")):
         for d, _, names in os.walk(os.path.join(root, sub)):
             for n in names:
                 out.add(os.path.relpath(os.path.join(d, n), root))
-    return out
+    return out - NOT_GENERATED
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true",
                     help="regenerate into a temporary directory and compare with the committed files")
+    ap.add_argument("--check-refs", action="store_true",
+                    help="recompute every committed outputs.npz with tools/make_refs.py's recipe and compare "
+                         "(tools/test_make_refs.py)")
     ap.add_argument("--root", default=ROOT, help="repository root to write into (default: this checkout)")
     args = ap.parse_args()
+    if args.check_refs:
+        import test_make_refs
+        dirs = test_make_refs.model_dirs(args.root)
+        bad = test_make_refs.check_refs(dirs) + test_make_refs.check_missing_onnxruntime()
+        print(f"{len(dirs)} folders checked, {bad} failures")
+        return 1 if bad else 0
     with tempfile.TemporaryDirectory() as work:
         if not args.check:
             generate(args.root, os.path.join(work, "artifacts"))

@@ -134,8 +134,19 @@ def build_training(spec, work, label_value=None):
 
     ins = inputs_npz(spec.layout, graph_inputs, data_names, p0, batches, meta(spec, with_lr))
     outs = OrderedDict(loss=losses.astype(np.float32))
-    for name in graph_param_order(tm, spec):
-        outs[f"{name}_updated"] = params[name]
+    if spec.layout == "ordered":
+        # graph-output order: output_0 the loss (one per pass), output_k the k-th updated parameter
+        assert spec.flavor == "single_graph"
+        outs = OrderedDict(output_0=losses.astype(np.float32))
+        for k, o in enumerate(net.graph.output[1:], start=1):
+            assert o.name.endswith("_updated")
+            outs[f"output_{k}"] = params[o.name[: -len("_updated")]]
+        facts["npz_keys"] = OrderedDict(
+            inputs=OrderedDict((f"input_{i}", n) for i, n in enumerate(graph_inputs)),
+            outputs=OrderedDict((f"output_{k}", o.name) for k, o in enumerate(net.graph.output)))
+    else:
+        for name in graph_param_order(tm, spec):
+            outs[f"{name}_updated"] = params[name]
     files["inputs.npz"] = _npz(ins, spec.compressed)
     files["outputs.npz"] = _npz(outs, spec.compressed)
 
@@ -150,6 +161,7 @@ def build_training(spec, work, label_value=None):
     facts.update(
         data_inputs=data_names,
         graph_inputs=graph_inputs,
+        roles=training_roles(net, spec, data_names),
         trainable_bytes=nbytes(p0[n] for n in spec.trainable),
         frozen_bytes=nbytes(p0[n] for n in spec.frozen),
         n_trainable=len(spec.trainable),
@@ -163,6 +175,34 @@ def build_training(spec, work, label_value=None):
         loss_output=net.graph.output[0].name,
     )
     return files, facts, batches
+
+
+def training_roles(net, spec, data_names):
+    """Role of every graph input and output (names as in deploygen's `Role::name`)."""
+    def role(name):
+        if name in data_names:
+            return "labels" if name == data_names[-1] else "data"
+        if name in spec.trainable:
+            return "param"
+        if name in spec.frozen:
+            return "frozen"
+        if name.endswith(train.GRAD_BUF):
+            return "grad_buffer"
+        assert name == "lazy_reset_grad", name
+        return "lazy_reset_grad"
+    outs = OrderedDict()
+    for k, o in enumerate(net.graph.output):
+        if k == 0:
+            outs[o.name] = "loss"
+        elif o.name.endswith("_updated"):
+            outs[o.name] = "updated_param"
+        else:
+            assert o.name.endswith("_grad.accumulation.out"), o.name
+            outs[o.name] = "grad_flag"
+    r = OrderedDict(inputs=OrderedDict((i.name, role(i.name)) for i in net.graph.input), outputs=outs)
+    if spec.flavor == "single_graph":
+        r["initializers"] = OrderedDict((i.name, "param") for i in net.graph.initializer if i.name in spec.trainable)
+    return r
 
 
 def _check_sgd_optimizer(opt, spec, p0):
@@ -180,30 +220,78 @@ def _check_sgd_optimizer(opt, spec, p0):
                             p0[p] - lr * feeds[f"{p}{train.GRAD_BUF}"]) for p in spec.trainable)
 
 
+ROUNDING_MARGIN = 1e-3
+
+
+def _session(model):
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def input_key(layout, i, name):
+    return {"positional": f"arr_{i:04d}", "ordered": f"input_{i}", "named": name}[layout]
+
+
+def output_key(layout, i, name):
+    return f"output_{i}" if layout == "ordered" else name
+
+
+def inference_roles(model):
+    init = {i.name for i in model.graph.initializer}
+    return OrderedDict(
+        inputs=OrderedDict((i.name, "data") for i in model.graph.input if i.name not in init),
+        outputs=OrderedDict((o.name, "output") for o in model.graph.output))
+
+
+def check_graph(spec, model):
+    """onnx.checker as the spec asks; returns the relabelled ops."""
+    if spec.checker == "reference":
+        return train.check_model(spec.ref_model)
+    if spec.checker == "lenient":
+        view, moved = train.checker_view(model)
+        onnx.checker.check_model(view, full_check=False)
+        return moved
+    return train.check_model(model)
+
+
 def build_inference(spec):
     batches = make_batches(spec, ["input"])
     x = batches[0][0]
-    so = onnxruntime.SessionOptions()
-    so.intra_op_num_threads = 1
-    sess = onnxruntime.InferenceSession(spec.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    run = spec.ref_model if spec.ref_model is not None else spec.model
     names = [o.name for o in spec.model.graph.output]
-    outs = OrderedDict(zip(names, sess.run(None, {"input": x})))
-    ref = numpy_ref.forward(spec.model, {"input": x})
+    assert [o.name for o in run.graph.output] == names
+    outs = OrderedDict(zip(names, _session(run).run(None, {"input": x})))
+    env = {}
+    ref = numpy_ref.forward(spec.model, {"input": x}, env_out=env)
     facts = OrderedDict()
     facts["check_numpy_forward"] = max(expect_close(f"{spec.name}: numpy {n}", ref[n], outs[n]) for n in names)
-    facts["checker_relabelled"] = train.check_model(spec.model)
+    margin = numpy_ref.rounding_margin(spec.model, env)
+    if margin != np.inf:
+        if not margin > ROUNDING_MARGIN:
+            raise CheckFailed(f"{spec.name}: a Floor/Ceil/Cast input is {margin:.2e} from an integer")
+        facts["rounding_margin"] = margin
+    facts["checker_relabelled"] = check_graph(spec, spec.model)
     files = OrderedDict()
     files["network.onnx"] = spec.model.SerializeToString()
-    files["inputs.npz"] = _npz(OrderedDict(arr_0000=x), spec.compressed)
-    files["outputs.npz"] = _npz(outs, spec.compressed)
+    graph_inputs = [i.name for i in spec.model.graph.input]
+    files["inputs.npz"] = _npz(OrderedDict([(input_key(spec.layout, 0, "input"), x)]), spec.compressed)
+    files["outputs.npz"] = _npz(OrderedDict((output_key(spec.layout, i, n), outs[n]) for i, n in enumerate(names)),
+                                spec.compressed)
     facts.update(
         data_inputs=["input"],
-        graph_inputs=["input"],
+        graph_inputs=graph_inputs,
+        roles=inference_roles(spec.model),
         trainable_bytes=0,
         weight_bytes=int(sum(np.prod(i.dims) * 4 for i in spec.model.graph.initializer if i.data_type == 1)),
         ops=op_list(spec.model),
         outputs={n: list(outs[n].shape) for n in names},
+        declared_outputs={o.name: [d.dim_value for d in o.type.tensor_type.shape.dim] for o in spec.model.graph.output},
         opset={o.domain or "ai.onnx": o.version for o in spec.model.opset_import},
         ir_version=spec.model.ir_version,
     )
+    if spec.layout == "ordered":
+        facts["npz_keys"] = OrderedDict(inputs={"input_0": "input"},
+                                        outputs=OrderedDict((f"output_{i}", n) for i, n in enumerate(names)))
     return files, facts, batches

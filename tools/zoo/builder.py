@@ -97,6 +97,58 @@ class Builder:
             pads=pads, group=group, dilations=[1, 1],
         )
 
+    def conv1d(self, x, cin, cout, k, prefix, stride=1, pad=None, group=1, bias=False):
+        pad = k // 2 if pad is None else pad
+        w = self.param(f"{prefix}.weight", self.he((cout, cin // group, k), cin // group * k))
+        ins = [x, w]
+        if bias:
+            ins.append(self.param(f"{prefix}.bias", self.small((cout,))))
+        return self.node("Conv", ins, base=f"{prefix}.out", kernel_shape=[k], strides=[stride], pads=[pad, pad],
+                         group=group, dilations=[1])
+
+    def conv_transpose1d(self, x, cin, cout, k, prefix, stride=2, pad=1, bias=False):
+        """ConvTranspose 1-D; weight [cin, cout, k]; L_out = (L - 1) * stride + k - 2 * pad."""
+        w = self.param(f"{prefix}.weight", self.he((cin, cout, k), cin * k // stride))
+        ins = [x, w]
+        if bias:
+            ins.append(self.param(f"{prefix}.bias", self.small((cout,))))
+        return self.node("ConvTranspose", ins, base=f"{prefix}.out", kernel_shape=[k], strides=[stride],
+                         pads=[pad, pad], dilations=[1], group=1)
+
+    def hard_sigmoid(self, x, prefix, decomposed=False):
+        """HardSigmoid as PyTorch exports it (alpha = 1/6, beta = 0.5), or the same as
+        Clip(x * (1/6) + 0.5, 0, 1) (onnxruntime-training has no HardSigmoid gradient)."""
+        if not decomposed:
+            return self.node("HardSigmoid", [x], base=f"{prefix}.hsig", alpha=1.0 / 6.0, beta=0.5)
+        sixth = self.const(f"{prefix}.sixth", np.array(1.0 / 6.0, np.float32))
+        half = self.const(f"{prefix}.half", np.array(0.5, np.float32))
+        zero = self.const(f"{prefix}.zero", np.array(0.0, np.float32))
+        one = self.const(f"{prefix}.one", np.array(1.0, np.float32))
+        h = self.node("Add", [self.node("Mul", [x, sixth], base=f"{prefix}.scaled"), half], base=f"{prefix}.shifted")
+        return self.node("Clip", [h, zero, one], base=f"{prefix}.hsig")
+
+    def hard_swish(self, x, prefix, decomposed=False):
+        """HardSwish, or x * Clip(x / 6 + 0.5, 0, 1) (no HardSwish gradient in onnxruntime-training)."""
+        if not decomposed:
+            return self.node("HardSwish", [x], base=f"{prefix}.hswish")
+        return self.node("Mul", [x, self.hard_sigmoid(x, prefix, True)], base=f"{prefix}.hswish")
+
+    def rmsnorm(self, x, dim, prefix, form="RMSNormalization", eps=1e-5):
+        """RMSNorm over the last axis. form: "RMSNormalization" (ai.onnx opset 23), "RMSNorm"
+        (default-domain single op, no ONNX schema) or "decomposed" (Mul, ReduceMean, Add,
+        Sqrt, Div, Mul: what onnxruntime 1.19 can run)."""
+        g = self.param(f"{prefix}.weight", 1.0 + self.small((dim,), 0.1))
+        if form == "RMSNormalization":
+            return self.node("RMSNormalization", [x, g], base=f"{prefix}.out", axis=-1, epsilon=eps)
+        if form == "RMSNorm":
+            return self.node("RMSNorm", [x, g], base=f"{prefix}.out", axis=-1, epsilon=eps)
+        axes = self.const(f"{prefix}.axes", np.array([-1], np.int64))
+        e = self.const(f"{prefix}.eps", np.array(eps, np.float32))
+        ms = self.node("ReduceMean", [self.node("Mul", [x, x], base=f"{prefix}.sq"), axes], base=f"{prefix}.ms",
+                       keepdims=1)
+        r = self.node("Sqrt", [self.node("Add", [ms, e], base=f"{prefix}.ms_eps")], base=f"{prefix}.rms")
+        return self.node("Mul", [self.node("Div", [x, r], base=f"{prefix}.normed"), g], base=f"{prefix}.out")
+
     def bn(self, x, c, prefix):
         gamma = self.param(f"{prefix}.weight", 1.0 + self.small((c,), 0.1))
         beta = self.param(f"{prefix}.bias", self.small((c,), 0.1))

@@ -66,7 +66,7 @@ def inputs_npz(layout, graph_inputs, data_names, params, batches, meta_keys):
     out = OrderedDict()
 
     def key(i, name):
-        return f"arr_{i:04d}" if layout == "positional" else name
+        return {"positional": f"arr_{i:04d}", "ordered": f"input_{i}", "named": name}[layout]
 
     for i, (name, value) in enumerate(slots):
         out[key(i, name)] = first[name] if value is None else value

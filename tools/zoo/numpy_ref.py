@@ -50,6 +50,65 @@ def conv(x, w, b, a):
     return y
 
 
+def conv1d(x, w, b, a):
+    k = a["kernel_shape"][0]
+    s = a.get("strides", [1])[0]
+    d = a.get("dilations", [1])[0]
+    g = a.get("group", 1)
+    assert d == 1, "dilated Conv 1-D is not used in the zoo"
+    x = _pad(x, a.get("pads", [0, 0]), 0.0)
+    win = sliding_window_view(x, k, axis=2)[:, :, ::s]      # N, C, OL, k
+    n, c, ol = win.shape[:3]
+    cout = w.shape[0]
+    cg, og = c // g, cout // g
+    y = np.einsum("ngclk,gock->ngol", win.reshape(n, g, cg, ol, k), w.reshape(g, og, cg, k)).reshape(n, cout, ol)
+    if b is not None:
+        y = y + b.reshape(1, -1, 1)
+    return y
+
+
+def conv_transpose1d(x, w, b, a):
+    """ConvTranspose over one spatial axis (group 1, dilation 1): scatter, then crop the pads."""
+    assert a.get("group", 1) == 1 and a.get("dilations", [1]) == [1] and not a.get("output_shape")
+    k = w.shape[2]
+    s = a.get("strides", [1])[0]
+    pb, pe = a.get("pads", [0, 0])
+    op = a.get("output_padding", [0])[0]
+    n, _, length = x.shape
+    full = np.zeros((n, w.shape[1], (length - 1) * s + k + op))
+    for i in range(length):
+        full[:, :, i * s:i * s + k] += np.einsum("nc,cok->nok", x[:, :, i], w)
+    y = full[:, :, pb:full.shape[2] - pe]
+    if b is not None:
+        y = y + b.reshape(1, -1, 1)
+    return y
+
+
+def pad_nd(x, pads, mode, value):
+    r = x.ndim
+    width = [(int(pads[i]), int(pads[i + r])) for i in range(r)]
+    if mode == "constant":
+        return np.pad(x, width, constant_values=value)
+    return np.pad(x, width, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])
+
+
+def _axes(node, a, x, pos):
+    """Reduction/Squeeze axes from the attribute (opset-11 form) or the input at `pos`."""
+    if "axes" in a:
+        return [int(v) for v in a["axes"]]
+    if len(x) > pos and x[pos] is not None:
+        return [int(v) for v in x[pos]]
+    return None
+
+
+def _reduce(fn, x, axes, keepdims, noop_with_empty_axes=0):
+    if axes is None or len(axes) == 0:
+        if noop_with_empty_axes:
+            return x
+        axes = list(range(x.ndim))
+    return fn(x, axis=tuple(int(v) % x.ndim for v in axes), keepdims=bool(keepdims))
+
+
 def pool(x, a, kind):
     k = a["kernel_shape"]
     s = a.get("strides", [1, 1])
@@ -71,10 +130,11 @@ def softmax(x, axis):
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def forward(model, feeds, params=None, bn_stats=None):
+def forward(model, feeds, params=None, bn_stats=None, env_out=None):
     """Run a forward graph in float64. `params` overrides initializers by name.
     If `bn_stats` is a dict, training-mode BatchNormInternal nodes record the
-    running statistics they produce there (keyed by the running_mean/var input)."""
+    running statistics they produce there (keyed by the running_mean/var input).
+    If `env_out` is a dict, every tensor value is left in it (node order)."""
     env = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     env = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in env.items()}
     for k, v in (params or {}).items():
@@ -85,20 +145,28 @@ def forward(model, feeds, params=None, bn_stats=None):
         a = _attrs(node)
         x = [env[i] if i else None for i in node.input]
         op = node.op_type
-        if op == "Conv":
+        outs = None
+        if op == "Conv" and x[0].ndim == 3:
+            y = conv1d(x[0], x[1], x[2] if len(x) > 2 else None, a)
+        elif op == "Conv":
             y = conv(x[0], x[1], x[2] if len(x) > 2 else None, a)
+        elif op == "ConvTranspose":
+            assert x[0].ndim == 3, "only ConvTranspose 1-D in the zoo"
+            y = conv_transpose1d(x[0], x[1], x[2] if len(x) > 2 else None, a)
         elif op in ("BatchNormInternal", "BatchNormalization"):
+            red = (0,) + tuple(range(2, x[0].ndim))
+            cshape = (1, -1) + (1,) * (x[0].ndim - 2)
             if op == "BatchNormInternal" and a.get("training_mode", 0):
-                mu = x[0].mean(axis=(0, 2, 3), keepdims=True)
-                var = x[0].var(axis=(0, 2, 3), keepdims=True)        # biased, as in training mode
+                mu = x[0].mean(axis=red, keepdims=True)
+                var = x[0].var(axis=red, keepdims=True)              # biased, as in training mode
                 if bn_stats is not None:
                     mom = a.get("momentum", 0.9)
                     bn_stats[node.input[3]] = mom * x[3] + (1 - mom) * mu.reshape(-1)
                     bn_stats[node.input[4]] = mom * x[4] + (1 - mom) * var.reshape(-1)
             else:
-                mu, var = x[3].reshape(1, -1, 1, 1), x[4].reshape(1, -1, 1, 1)
-            y = (x[0] - mu) / np.sqrt(var + a.get("epsilon", 1e-5)) * x[1].reshape(1, -1, 1, 1) \
-                + x[2].reshape(1, -1, 1, 1)
+                mu, var = x[3].reshape(cshape), x[4].reshape(cshape)
+            y = (x[0] - mu) / np.sqrt(var + a.get("epsilon", 1e-5)) * x[1].reshape(cshape) \
+                + x[2].reshape(cshape)
         elif op == "Relu":
             y = np.maximum(x[0], 0.0)
         elif op == "MaxPool":
@@ -135,12 +203,130 @@ def forward(model, feeds, params=None, bn_stats=None):
             y = layernorm(x[0], x[1], x[2], a.get("epsilon", 1e-5))
         elif op == "Gelu":
             y = 0.5 * x[0] * (1.0 + _erf(x[0] / math.sqrt(2.0)))
-        elif op == "ReduceMean":
+        elif op == "ReduceMean" and len(x) > 1 and "axes" not in a:
             y = x[0].mean(axis=tuple(int(d) for d in x[1]), keepdims=bool(a.get("keepdims", 1)))
+        elif op in ("ReduceMean", "ReduceSum", "ReduceMax"):
+            fn = {"ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max}[op]
+            y = _reduce(fn, x[0], _axes(node, a, x, 1), a.get("keepdims", 1), a.get("noop_with_empty_axes", 0))
         else:
-            raise NotImplementedError(f"numpy reference has no {op}")
-        env[node.output[0]] = y
+            outs = _second_wave(op, node, a, x, env)
+            y = outs[0]
+        for name, value in zip(node.output, outs if outs is not None else [y]):
+            if name:
+                env[name] = value
+    if env_out is not None:
+        env_out.update(env)
     return {o.name: env[o.name] for o in model.graph.output}
+
+
+def rounding_margin(model, env):
+    """Smallest distance to the nearest integer over the inputs of Floor, Ceil and
+    Cast float -> int (truncation): a deployment whose float results differ in the
+    last bits must not land on the other side of a step."""
+    margin = np.inf
+    for node in model.graph.node:
+        to_int = node.op_type == "Cast" and _attrs(node).get("to") in _INT_TYPES
+        if node.op_type in ("Floor", "Ceil") or to_int:
+            v = np.asarray(env[node.input[0]], np.float64)
+            margin = min(margin, float(np.min(np.abs(v - np.round(v)))))
+    return margin
+
+
+_FLOAT_TYPES = {1: np.float64, 11: np.float64}
+_INT_TYPES = {6: np.int32, 7: np.int64}
+
+
+def _second_wave(op, node, a, x, env):
+    """The second-wave operators; returns the list of node outputs."""
+    unary = {
+        "Exp": np.exp, "Log": np.log, "Sqrt": np.sqrt, "Tanh": np.tanh, "Neg": np.negative, "Abs": np.abs,
+        "Floor": np.floor, "Ceil": np.ceil, "Erf": _erf, "Identity": lambda v: v,
+        "Sigmoid": lambda v: 1.0 / (1.0 + np.exp(-v)),
+    }
+    if op in unary:
+        return [unary[op](x[0])]
+    if op == "Sub":
+        return [x[0] - x[1]]
+    if op == "Pow":
+        return [np.power(x[0], x[1])]
+    if op == "HardSigmoid":
+        return [np.clip(a.get("alpha", 0.2) * x[0] + a.get("beta", 0.5), 0.0, 1.0)]
+    if op == "HardSwish":
+        return [x[0] * np.clip(x[0] / 6.0 + 0.5, 0.0, 1.0)]
+    if op == "Clip":
+        lo = x[1] if len(x) > 1 and x[1] is not None else a.get("min", -np.inf)
+        hi = x[2] if len(x) > 2 and x[2] is not None else a.get("max", np.inf)
+        return [np.minimum(np.maximum(x[0], lo), hi)]
+    if op in ("Max", "Min"):
+        fn = np.maximum if op == "Max" else np.minimum
+        y = x[0]
+        for v in x[1:]:
+            y = fn(y, v)
+        return [y]
+    if op == "Where":
+        return [np.where(x[0], x[1], x[2])]
+    if op == "Cast":
+        to = a["to"]
+        if to in _FLOAT_TYPES:
+            return [x[0].astype(np.float64)]
+        if to == 9:
+            return [x[0].astype(bool)]
+        return [np.trunc(x[0]).astype(_INT_TYPES[to])]
+    if op == "Gather":
+        return [np.take(x[0], x[1].astype(np.int64), axis=a.get("axis", 0))]
+    if op == "Split":
+        axis = a.get("axis", 0)
+        sizes = a.get("split") or (list(x[1]) if len(x) > 1 and x[1] is not None else None)
+        if sizes is None:
+            sizes = [x[0].shape[axis] // len(node.output)] * len(node.output)
+        return np.split(x[0], np.cumsum([int(v) for v in sizes])[:-1], axis=axis)
+    if op == "Pad":
+        pads = a["pads"] if "pads" in a else x[1]
+        value = a.get("value", 0.0) if "pads" in a else (float(x[2]) if len(x) > 2 and x[2] is not None else 0.0)
+        assert len(x) < 4 or x[3] is None, "Pad axes input is not used in the zoo"
+        return [pad_nd(x[0], pads, a.get("mode", b"constant").decode() if isinstance(a.get("mode"), bytes)
+                       else a.get("mode", "constant"), value)]
+    if op == "GlobalMaxPool":
+        return [x[0].max(axis=tuple(range(2, x[0].ndim)), keepdims=True)]
+    if op == "GlobalAveragePool":
+        return [x[0].mean(axis=tuple(range(2, x[0].ndim)), keepdims=True)]
+    if op == "InstanceNormalization":
+        red = tuple(range(2, x[0].ndim))
+        cshape = (1, -1) + (1,) * (x[0].ndim - 2)
+        mu = x[0].mean(axis=red, keepdims=True)
+        var = x[0].var(axis=red, keepdims=True)
+        return [(x[0] - mu) / np.sqrt(var + a.get("epsilon", 1e-5)) * x[1].reshape(cshape) + x[2].reshape(cshape)]
+    if op == "GroupNormalization":                      # opset 21: scale and bias per channel
+        g = a["num_groups"]
+        n, c = x[0].shape[:2]
+        xg = x[0].reshape(n, g, -1)
+        mu = xg.mean(axis=2, keepdims=True)
+        var = xg.var(axis=2, keepdims=True)
+        y = ((xg - mu) / np.sqrt(var + a.get("epsilon", 1e-5))).reshape(x[0].shape)
+        cshape = (1, -1) + (1,) * (x[0].ndim - 2)
+        return [y * x[1].reshape(cshape) + x[2].reshape(cshape)]
+    if op in ("RMSNormalization", "RMSNorm"):
+        axis = a.get("axis", -1) % x[0].ndim
+        red = tuple(range(axis, x[0].ndim))
+        ms = (x[0] ** 2).mean(axis=red, keepdims=True)
+        return [x[0] / np.sqrt(ms + a.get("epsilon", 1e-5)) * x[1]]
+    if op in ("Squeeze", "Unsqueeze"):
+        axes = _axes(node, a, x, 1)
+        if op == "Squeeze":
+            return [np.squeeze(x[0], axis=tuple(v % x[0].ndim for v in axes)) if axes else np.squeeze(x[0])]
+        r = x[0].ndim + len(axes)
+        return [np.expand_dims(x[0], tuple(v % r for v in axes))]
+    if op == "Concat":
+        return [np.concatenate(x, axis=a["axis"])]
+    if op == "Constant":
+        v = numpy_helper.to_array(a["value"])
+        return [v.astype(np.float64) if v.dtype.kind == "f" else v]
+    if op == "SoftmaxCrossEntropyLoss":
+        assert a.get("reduction", b"mean") in (b"mean", "mean") and len(x) == 2
+        z = x[0] - x[0].max(axis=1, keepdims=True)
+        logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+        return [-np.take_along_axis(logp, x[1].reshape(-1, 1), axis=1).mean(), logp]
+    raise NotImplementedError(f"numpy reference has no {op}")
 
 
 def cross_entropy(logits, labels):

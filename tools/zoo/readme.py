@@ -36,6 +36,9 @@ def manifest(models):
         m["compressed_npz"] = spec.compressed
         m["data_inputs"] = f["data_inputs"]
         m["graph_inputs"] = f["graph_inputs"]
+        m["roles"] = f["roles"]
+        if "npz_keys" in f:
+            m["npz_keys"] = f["npz_keys"]
         if spec.kind == "train":
             m["optimizer"] = _optimizer(spec)
             m["loss"] = "SoftmaxCrossEntropyLoss" if spec.loss == "ce" else "MSE (Sub/Pow/ReduceMean)"
@@ -55,10 +58,19 @@ def manifest(models):
         else:
             m["weight_bytes"] = f["weight_bytes"]
             m["outputs"] = f["outputs"]
+            if f["declared_outputs"] != f["outputs"]:
+                m["declared_outputs"] = f["declared_outputs"]
         m["ops"] = f["ops"]
         m["opset"] = f["opset"]
         m["ir_version"] = f["ir_version"]
         m["checker_relabelled_ops"] = f["checker_relabelled"]
+        if spec.checker != "full":
+            m["checker"] = spec.checker
+            m["checker_note"] = spec.checker_note
+        if spec.ref_note:
+            m["references"] = spec.ref_note
+        if "rounding_margin" in f:
+            m["rounding_margin"] = f["rounding_margin"]
         m["cross_checks_max_abs_diff"] = OrderedDict((k[6:], v) for k, v in f.items() if k.startswith("check_"))
         out[name] = m
     return out
@@ -142,6 +154,7 @@ python3.11 -m venv ~/.venvs/deploygen-tools      # outside the checkout
 ~/.venvs/deploygen-tools/bin/pip install -r tools/requirements.txt
 ~/.venvs/deploygen-tools/bin/python tools/make_models.py          # rewrites models/ and tests/fixtures/
 ~/.venvs/deploygen-tools/bin/python tools/make_models.py --check  # regenerates in a temp dir, compares byte for byte
+~/.venvs/deploygen-tools/bin/python tools/make_models.py --check-refs  # make_refs.py reproduces every outputs.npz
 ```
 
 torch is not needed: `onnxruntime/training/__init__.py` imports it, so the
@@ -156,6 +169,34 @@ with one thread. It was checked with `--check` and by comparing the sha256 of
 every file over two runs. A different CPU can change onnxruntime's float
 results in the last bit (its kernels are picked per instruction set), and a
 different zlib can change the compressed `.npz` members; `--check` shows it.
+
+## References and timings for any folder
+
+`tools/make_refs.py MODEL_DIR [--out FILE]` recomputes one folder's
+`outputs.npz` from its committed files alone (`network.onnx`,
+`optimizer.onnx`, `inputs.npz` in any of the three layouts): training
+folders are replayed over the `meta_*` schedule on an onnxruntime
+InferenceSession (gradients read from the graph, accumulation and the
+BatchNorm write-back as below, the optimizer step through the committed
+per-parameter `SGD` graph or `w - lr * g` for `SGDOptimizerV2`); graphs
+onnxruntime 1.19 cannot run are rewritten first (`tools/zoo/compat.py`:
+legacy attributes to inputs, RMSNormalization / RMSNorm decomposed). It
+exits with status 2 and says so when onnxruntime is not importable.
+`--check-refs` (`tools/test_make_refs.py`) runs it on every folder here: all
+of them come out bit-exact (the test allows 1e-6).
+
+`tools/ort_step_time.py MODEL_DIR... [--json FILE]` times one training step
+(forward + backward + optimizer) or one inference per folder on
+onnxruntime, CPU, one thread (median of `--runs` runs); its output for
+this zoo is `ort_step_times.json` (machine-dependent, not part of
+`--check`).
+
+`tools/check_ort_current.py`, run with a newer onnxruntime in a venv of its
+own, runs every inference folder's `network.onnx` as committed and compares
+with `outputs.npz`. With onnxruntime 1.31.1 (onnx 1.23.2) all agree within
+1e-6, `rmsnorm_transformer` (real opset-23 RMSNormalization against the
+decomposed reference) within 1.2e-7; it still refuses the default-domain
+`RMSNorm` and the legacy attribute forms.
 
 ## Models
 
@@ -194,7 +235,8 @@ most of them unused.
 ## File formats
 
 `inputs.npz`
-- *positional* layout (all training models but `simple_mlp`): `arr_NNNN` for
+- *positional* layout (the training models but `simple_mlp` and
+  `conv_ordered_npz_train`): `arr_NNNN` for
   every graph input of `network.onnx` in graph order except the
   `*_grad.accumulation.buffer` inputs: data inputs, parameters,
   `lazy_reset_grad`. onnxruntime keeps the forward model's initializer
@@ -213,6 +255,13 @@ most of them unused.
   (stored `True`: its value on the first pass of every optimizer step, as
   onnxruntime declares it).
 - inference models: `arr_0000` (the `input`).
+- *ordered* layout (`conv_ordered_npz`, `conv_ordered_npz_train`; the test
+  folders of other tools): `input_<k>` is graph input k, `mb<i>_input_<k>`
+  its value in mini-batch i, and `outputs.npz` has `output_<k>` for graph
+  output k; no key names a graph tensor. For the training step `output_0`
+  is the loss of every pass (f32 `[n_batches]`) and `output_<k>` the
+  `<p>_updated` output after the last pass. `manifest.json` (`npz_keys`)
+  maps every key to its tensor.
 - `.npz` members are stored (zip method 0) except for the models marked
   *compressed* (deflate), so both forms are covered.
 
@@ -221,11 +270,64 @@ most of them unused.
 - `<param>_updated`: every parameter after the whole schedule, in graph
   order: trainable ones and **also the BatchNorm running mean/var** (see
   below). Which keys are frozen is in `manifest.json` (`frozen`).
-- inference models: one key per graph output (`probs`, `logits`).
+- inference models: one key per graph output (`probs`, `logits`), with the
+  shape onnxruntime computes (which `conv_size1_dims` declares differently).
 
 `manifest.json`: per model the flavor, layout, data inputs, trainable and
 frozen names, schedule, learning rate, loss output name, losses, ops, opsets,
 sizes and the cross-check results, for tests that want them without Python.
+`roles` gives the role of every graph input and output with deploygen's
+role names (`data`, `labels` — the loss target, also the MSE target —,
+`param`, `frozen`, `grad_buffer`, `lazy_reset_grad`; `loss`, `grad_flag`,
+`updated_param`, `output`; single graphs also list their parameter
+initializers). `references` says how the references were made where
+onnxruntime could not run the committed file; `declared_outputs` appears
+where the declared output shapes differ from the computed ones.
+
+## Second-wave operators and third-party conventions
+
+What onnxruntime 1.19.2 (training, CPU) refused, and what the zoo does instead:
+- **HardSwish, HardSigmoid**: no gradient (`GetGradientForOp` fails in
+  `generate_artifacts`). `mobilenet_v3_block` (inference) uses the ops;
+  `mobilenet_v3_block_train` writes them as `x * Clip(x * (1/6) + 0.5, 0, 1)`
+  and `Clip(x * (1/6) + 0.5, 0, 1)`, whose gradients onnxruntime builds from
+  `GreaterOrEqual`, `LessOrEqual`, `And`, `Cast` and `Mul`.
+- **No gradient builder** in `generate_artifacts` either: GlobalMaxPool,
+  ReduceMax, InstanceNormalization, GroupNormalization, Floor, Ceil, and Pad
+  in `reflect` or `edge` mode (`Pad gradient currently supports constant
+  mode only`). These are inference-only (`ops_second_wave`);
+  `ops_second_wave_train` trains the rest. There onnxruntime turns the
+  forward `Concat` into `com.microsoft:ConcatTraining` (extra output
+  `per_input_length`), differentiates Split with `Concat` and Concat with
+  `com.microsoft:SplitTraining`, Pad with a `Pad` of the negated pads
+  (`Neg` of the pads input: negative pads crop), Gather with
+  `com.microsoft:GatherGrad`, Sigmoid/Tanh with
+  `com.microsoft:SigmoidGrad`/`TanhGrad`, Abs with `Sign`, Max/Min with
+  `Equal` + `Cast` + `Sum` + `Div` masks, Clip with `GreaterOrEqual`,
+  `LessOrEqual`, `And`, `Cast`, and Where with `Where` against a zero
+  constant. Its constant-sharing pass may also merge equal scalar
+  initializers (`Pad`'s value input becomes `sqrt.eps`, both 0.1).
+- **ConvTranspose**: `generate_artifacts` emits
+  `com.microsoft:ConvTransposeGrad`, but onnxruntime has no CPU kernel for it
+  (`NOT_IMPLEMENTED` when the training session is created), so there is no
+  training reference. `conv1d_autoencoder` (inference) has the
+  ConvTransposes; `conv1d_autoencoder_train` upsamples with Conv 1-D +
+  Reshape/Transpose (sub-pixel) instead.
+- **RMSNormalization** (opset 23) is in neither onnx 1.17 nor onnxruntime
+  1.19, and onnxruntime cannot run the default-domain `RMSNorm`: see
+  `references` below.
+- **Legacy attribute forms** at opset 18: onnxruntime (and onnx.checker)
+  reject the file; see `references` below.
+- **SoftmaxCrossEntropyLoss** with an empty output-0 name (only `log_prob`)
+  is rejected (`output 0 is marked single but has an empty string`), so
+  `conv_misc_forms` names output 0 (`loss`) and leaves it out of the graph
+  outputs.
+- Declared shapes differing by size-1 dims: onnxruntime warns (`Error merging
+  shape info for output ... Falling back to lenient merge`) and runs.
+
+Per model:
+
+{notes}
 
 ## Training-step semantics (what the references assume)
 
@@ -325,9 +427,25 @@ hand.
 """
 
 
+def _notes(models):
+    rows = []
+    for name, (spec, f) in models.items():
+        extra = []
+        if spec.ref_note:
+            extra.append(f"references: {spec.ref_note}")
+        if spec.checker_note:
+            extra.append(spec.checker_note)
+        if "rounding_margin" in f:
+            extra.append(f"every Floor/Ceil/Cast-to-int input is at least {f['rounding_margin']:.1e} from an "
+                         "integer (the script requires 1e-3), so last-bit float differences cannot flip a step")
+        if extra:
+            rows.append(f"- `{name}`: " + "; ".join(extra) + ".")
+    return "\n".join(rows)
+
+
 def models_readme(models):
     return MODELS_README.format(table=_table(models), ops=_ops(models), checks=_checks(models),
-                                memory=_memory(models))
+                                memory=_memory(models), notes=_notes(models))
 
 
 def fixtures_readme(fixtures):
