@@ -1457,6 +1457,139 @@ def conv1d():
             "p_conv": I([2, 3, 1, 9, 4, 1, ol, 1, 3, 1, 2, 1, 2, 0, 1, 1])}
 
 
+
+# ---------------------------------------------------------------- second wave: gradient graphs
+# Operators onnxruntime-training 1.19.2 puts into the gradient graphs of the
+# second-wave ops (checked with generate_artifacts): Sign (Abs), Equal +
+# Cast + Sum + Div + Mul (Max / Min), GreaterOrEqual / LessOrEqual / And +
+# Cast + Mul (Clip), GatherGrad (Gather), Concat (Split), Pad with negated
+# pads (Pad), ConvTransposeGrad (ConvTranspose).
+@case2("ort")
+def sign():
+    return _unary2("Sign", edges2(rnd2(3, 8, lo=-2, hi=2), [0.0, -0.0, 1.2e-38, -1.2e-38, 1e-45,
+                                                            -1e-45]))
+
+
+def _compare(op, ashape, bshape, ties=True, dtype=F32):
+    if dtype == np.bool_:
+        a, b = RNG2.random(ashape) < 0.5, RNG2.random(bshape) < 0.5
+    else:
+        a, b = rnd2(*ashape), rnd2(*bshape)
+        if ties:  # half the pairs equal
+            a, b = np.round(a * 2) / 2, np.round(b * 2) / 2
+            a, b = a.astype(F32), b.astype(F32)
+    out = np.broadcast_shapes(ashape, bshape)
+    y = run_op(op, [("A", a), ("B", b)], [("Y", list(out), B)])["Y"]
+    d = {"in_a": a, "in_b": b, "out_y": y}
+    if tuple(ashape) == tuple(bshape):
+        d.update(p_shape=I([]), p_astr=I([]), p_bstr=I([]))
+    else:
+        d.update(p_shape=I(out), p_astr=I(bcast_strides(ashape, out)),
+                 p_bstr=I(bcast_strides(bshape, out)))
+    return d
+
+
+@case2("ort")
+def equal_bcast():
+    return _compare("Equal", (2, 3, 4), (3, 1))
+
+
+@case2("ort")
+def less_same():
+    return _compare("Less", (4, 6), (4, 6))
+
+
+@case2("ort")
+def less_equal_bcast():
+    return _compare("LessOrEqual", (3, 5), (1,))
+
+
+@case2("ort")
+def greater_bcast():
+    return _compare("Greater", (2, 1, 5), (3, 5))
+
+
+@case2("ort")
+def greater_equal_same():
+    return _compare("GreaterOrEqual", (4, 6), (4, 6))
+
+
+@case2("ort")
+def and_bcast():
+    return _compare("And", (2, 3, 4), (4,), dtype=np.bool_)
+
+
+def _gather_grad(xshape, axis, idx):
+    idx = np.asarray(idx, dtype=np.int64)
+    ax = axis % len(xshape)
+    yshape = list(xshape[:ax]) + list(idx.shape) + list(xshape[ax + 1:])
+    dy = rnd2(*yshape)
+    dx = run_op("GatherGrad", [("S", np.array(xshape, np.int64)), ("I", idx), ("dY", dy)],
+                [("dX", list(xshape), F)], {"axis": axis}, "com.microsoft")["dX"]
+    return {"in_dy": dy, "in_indices": idx.reshape(-1), "out_dx": dx,
+            "p_gather": I([int(np.prod(xshape[:ax])), xshape[ax], int(np.prod(xshape[ax + 1:])),
+                           idx.size, 0, 4])}
+
+
+@case2("ort")
+def gather_grad_axis0_repeats():
+    # an embedding: repeated rows accumulate, unused rows are zero
+    return _gather_grad((6, 4), 0, [[1, 4, 1], [0, 1, 4]])
+
+
+@case2("ort")
+def gather_grad_axis1():
+    return _gather_grad((2, 5, 3), 1, [3, 0, 3, 2])
+
+
+def _convt_grad(xs, ws, group, strides, pads, dil, out_pad):
+    """ConvTransposeGrad(dY, X, W) -> dX, dW, dB (onnxruntime 1.19 has no CPU
+    kernel for it): dX = Conv(dY, W), dW = ConvGrad's dW with the roles of X
+    and dY swapped, dB = ReduceSum of dY; all run on onnxruntime, and dX / dW
+    are checked against the adjoint identities of ConvTranspose itself."""
+    x, w = rnd2(*xs), rnd2(*ws)
+    nd = len(xs) - 2
+    cout = ws[1] * group
+    tattrs = {"group": group, "strides": strides, "pads": pads, "dilations": dil,
+              "output_padding": out_pad, "kernel_shape": list(ws[2:])}
+    osz = [strides[i] * (xs[2 + i] - 1) + out_pad[i] + dil[i] * (ws[2 + i] - 1) + 1
+           - pads[i] - pads[nd + i] for i in range(nd)]
+    yshape = [xs[0], cout] + osz
+    dy = rnd2(*yshape)
+    # Conv's end pads so that the output is exactly X's size
+    cattrs = {"group": group, "strides": strides, "dilations": dil,
+              "kernel_shape": list(ws[2:]), "pads": pads}
+    dxr = run_op("Conv", [("dY", dy), ("W", w)], [("dX", list(xs), F)], cattrs)["dX"]
+    g = run_op("ConvGrad", [("G", x), ("X", dy), ("W", w)],
+               [("a", list(yshape), F), ("dW", list(ws), F), ("b", [ws[0]], F)], cattrs,
+               "com.microsoft")
+    red = np.array([i for i in range(len(yshape)) if i != 1], np.int64)
+    db = run_op("ReduceSum", [("dY", dy), ("axes", red)], [("dB", [cout], F)], {"keepdims": 0})["dB"]
+    # adjoint checks against ORT's ConvTranspose: <dY, convT(x, W)> equals
+    # <x, dX> and <W, dW> (convT is linear in x and in W)
+    y = run_op("ConvTranspose", [("X", x), ("W", w)], [("Y", yshape, F)], tattrs)["Y"]
+    lhs = float((dy.astype(np.float64) * y).sum())
+    assert np.isclose(lhs, float((x.astype(np.float64) * dxr).sum()), rtol=1e-4), "dX adjoint"
+    assert np.isclose(lhs, float((w.astype(np.float64) * g["dW"]).sum()), rtol=1e-4), "dW adjoint"
+    h = lambda v, i: v[i] if nd == 2 else (1 if i == 0 else v[0])  # noqa: E731
+    pl = pads[1] if nd == 2 else pads[0]
+    pt = pads[0] if nd == 2 else 0
+    # the Conv that computes dX / dW: input dY [N, cout, osz], output X's size
+    conv = I([xs[0], cout, h(osz, 0), h(osz, 1), xs[1], h(xs[2:], 0), h(xs[2:], 1), h(ws[2:], 0),
+              h(ws[2:], 1), h(strides, 0), h(strides, 1), h(dil, 0), h(dil, 1), pt, pl, group])
+    return {"in_dy": dy, "in_x": x, "in_w": w, "out_dx": dxr, "out_dw": g["dW"],
+            "out_db": db, "p_conv": conv}
+
+
+@case2("ort")
+def convtranspose_grad():
+    return _convt_grad((2, 4, 3, 4), (4, 3, 3, 2), 2, [2, 1], [1, 0, 0, 1], [1, 2], [1, 0])
+
+
+@case2("ort")
+def convtranspose_grad_1d():
+    return _convt_grad((2, 3, 7), (3, 2, 4), 1, [3], [1, 2], [2], [0])
+
 def write_wave2(out_dir):
     """Writes the second-wave cases to out_dir (runtime/tests/refs/wave2)."""
     os.makedirs(out_dir, exist_ok=True)

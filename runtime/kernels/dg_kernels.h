@@ -522,6 +522,7 @@ enum dg_fault_id_wave2 {
     DG_FAULT_GLOBAL_MAXPOOL, DG_FAULT_REDUCE_MAX,
     DG_FAULT_GROUPNORM, DG_FAULT_INSTANCENORM, DG_FAULT_RMSNORM_Y, DG_FAULT_RMSNORM_INVSTD,
     DG_FAULT_CONV_TRANSPOSE,
+    DG_FAULT_SIGN, DG_FAULT_COMPARE, DG_FAULT_GATHER_GRAD,
     DG_FAULT_W2_COUNT
 };
 
@@ -750,6 +751,61 @@ void dg_rmsnorm_f32(void *args);
  * - pad_top - pad_bottom). Each output element sums, in (in channel, k_h,
  * k_w) order, the inputs that map onto it, then adds the bias. */
 void dg_conv_transpose_f32(void *args);
+
+/* ---- operators of onnxruntime-training's gradient graphs ------------------
+ * Sign (Abs gradient): dg_unary_args_t, y = -1, 0 or 1 (0 for +-0; NaN
+ * stays NaN). */
+void dg_sign_f32(void *args);
+
+/* Comparisons with numpy broadcasting, bool (one byte, 0 / 1) output:
+ * Equal, Less, LessOrEqual, Greater, GreaterOrEqual on float inputs (a NaN
+ * operand compares false), And on bool inputs. Max / Min gradients use
+ * Equal (+ Cast, Sum, Div, Mul), the Clip gradient GreaterOrEqual /
+ * LessOrEqual / And (+ Cast, Mul; or dg_clip_grad_f32 fused). Same layout
+ * as dg_binary_args_t: ndim == 0: n contiguous elements each; else the
+ * output shape and per-input element strides (0 = broadcast). */
+typedef struct {
+    const void *a;
+    const void *b;
+    uint8_t *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS];
+    uint32_t a_strides[DG_MAX_DIMS];
+    uint32_t b_strides[DG_MAX_DIMS];
+} dg_compare_args_t;
+void dg_equal_f32(void *args);
+void dg_less_f32(void *args);
+void dg_less_equal_f32(void *args);
+void dg_greater_f32(void *args);
+void dg_greater_equal_f32(void *args);
+void dg_and_bool(void *args);
+
+/* com.microsoft GatherGrad(shape, indices, dY){axis} (fp32): dx is
+ * [outer, axis_dim, inner] and zero except dx[o, indices[j], i] +=
+ * dy[o, j, i], summed in j order (repeated indices add up). Each dx row
+ * (o, k) is owned by one core, which scans all indices. Indices as in
+ * dg_gather_args_t (normalised int64, or int32 when indices_i32). */
+typedef struct {
+    const float *dy;
+    const void *indices;
+    uint32_t indices_i32;
+    float *dx;
+    uint32_t outer, axis_dim, inner;
+    uint32_t n_idx;
+} dg_gather_grad_args_t;
+void dg_gather_grad_f32(void *args);
+
+/* com.microsoft ConvTransposeGrad(dY, X, W) needs no kernel of its own
+ * (onnxruntime 1.19 has no CPU kernel for it either). With the
+ * ConvTranspose's strides, pads, dilations and group:
+ *   dX = Conv(dY, W):   dg_conv_f32 with x = dY, w = W, y = dX (in_c =
+ *                       ConvTranspose's out_c, out_c = its in_c; W's
+ *                       [in_c, out_c / group, k_h, k_w] is Conv's layout);
+ *   dW = dg_conv_grad_dw_f32 with dy = X, x = dY, dw = dW (same args);
+ *   dB = dg_conv_grad_db_f32 with dy = dY viewed as that Conv's input, i.e.
+ *        out_c = ConvTranspose's out_c and out_h / out_w its output size.
+ * (tests/kernel_tests_wave2.c case convtranspose_grad does exactly this.) */
 
 #ifdef __cplusplus
 }

@@ -187,3 +187,29 @@ void dg_split_kernel(void *args)
             if (p->sizes[i] * p->inner > 0)
                 DG_FAULT_BYTES2(DG_FAULT_SPLIT, p->y[i]);
 }
+
+/* ---- GatherGrad ------------------------------------------------------------ */
+void dg_gather_grad_f32(void *args)
+{
+    const dg_gather_grad_args_t *p = (const dg_gather_grad_args_t *)args;
+    dg_range_t r = dg_split(p->outer * p->axis_dim);
+    uint32_t row, j, i;
+    for (row = r.start; row < r.end; row++) {
+        const uint32_t o = row / p->axis_dim, k = row % p->axis_dim;
+        float *dx = p->dx + row * p->inner;
+        for (i = 0; i < p->inner; i++)
+            dx[i] = 0.0f;
+        for (j = 0; j < p->n_idx; j++) {
+            const int64_t ix = p->indices_i32 ? (int64_t)((const int32_t *)p->indices)[j]
+                                              : ((const int64_t *)p->indices)[j];
+            const float *dy = p->dy + (o * p->n_idx + j) * p->inner;
+            DG_CHECK(ix >= 0 && ix < (int64_t)p->axis_dim, "GatherGrad: index outside [0, axis_dim)");
+            if (ix != (int64_t)k)
+                continue;
+            for (i = 0; i < p->inner; i++)
+                dx[i] += dy[i];
+        }
+        for (i = 0; i < p->inner; i++)
+            dx[i] = DG_FAULT(DG_FAULT_GATHER_GRAD, dx[i]);
+    }
+}

@@ -193,3 +193,6 @@ void dg_min_f32(void *args)
 {
     variadic((const dg_variadic_args_t *)args, 0, DG_FAULT_MIN);
 }
+
+/* ---- Sign (the Abs gradient) ----------------------------------------------- */
+DG_UNARY_KERNEL(dg_sign_f32, DG_FAULT_SIGN, v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : (v == v ? 0.0f : v)))

@@ -571,6 +571,85 @@ static void c_conv1d(tc_t *t)
     FORK(dg_conv_f32, &a);
 }
 
+static void c_sign(tc_t *t) { c_unary(t, dg_sign_f32); }
+
+static void c_compare(tc_t *t, void (*k)(void *))
+{
+    dg_compare_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = in_(t, "a");
+    a.b = in_(t, "b");
+    a.y = (uint8_t *)out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(k, &a);
+}
+static void c_equal(tc_t *t) { c_compare(t, dg_equal_f32); }
+static void c_less(tc_t *t) { c_compare(t, dg_less_f32); }
+static void c_less_equal(tc_t *t) { c_compare(t, dg_less_equal_f32); }
+static void c_greater(tc_t *t) { c_compare(t, dg_greater_f32); }
+static void c_greater_equal(tc_t *t) { c_compare(t, dg_greater_equal_f32); }
+static void c_and(tc_t *t) { c_compare(t, dg_and_bool); }
+
+static void c_gather_grad(tc_t *t)
+{
+    dg_gather_grad_args_t a;
+    a.dy = IN("dy");
+    a.indices = in_(t, "indices");
+    a.dx = OUT("dx");
+    a.outer = P("gather", 0);
+    a.axis_dim = P("gather", 1);
+    a.inner = P("gather", 2);
+    a.n_idx = P("gather", 3);
+    a.indices_i32 = P("gather", 4);
+    FORK(dg_gather_grad_f32, &a);
+}
+
+/* ConvTransposeGrad mapped onto the Conv kernels (see dg_kernels.h):
+ * p_conv describes the Conv from dY (its input) to X's shape. */
+static void c_conv_transpose_grad(tc_t *t)
+{
+    dg_conv_args_t a, b;
+    memset(&a, 0, sizeof a);
+    a.batch = P("conv", 0);
+    a.in_c = P("conv", 1);
+    a.in_h = P("conv", 2);
+    a.in_w = P("conv", 3);
+    a.out_c = P("conv", 4);
+    a.out_h = P("conv", 5);
+    a.out_w = P("conv", 6);
+    a.k_h = P("conv", 7);
+    a.k_w = P("conv", 8);
+    a.stride_h = P("conv", 9);
+    a.stride_w = P("conv", 10);
+    a.dil_h = P("conv", 11);
+    a.dil_w = P("conv", 12);
+    a.pad_top = P("conv", 13);
+    a.pad_left = P("conv", 14);
+    a.group = P("conv", 15);
+    a.x = IN("dy");      /* dX = Conv(dY, W) */
+    a.w = IN("w");
+    a.b = NULL;
+    a.y = OUT("dx");
+    a.dy = IN("x");      /* dW: ConvGrad's dW with X as the output gradient */
+    a.dw = OUT("dw");
+    FORK(dg_conv_f32, &a);
+    FORK(dg_conv_grad_dw_f32, &a);
+    b = a;               /* dB: the sum of dY per ConvTranspose output channel */
+    b.out_c = a.in_c;
+    b.out_h = a.in_h;
+    b.out_w = a.in_w;
+    b.dy = a.x;
+    b.db = OUT("db");
+    FORK(dg_conv_grad_db_f32, &b);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 #define R 1e-5f
 #define EXACT 0.0f, 0.0f
@@ -641,6 +720,19 @@ static const case_t CASES[] = {
     {"convtranspose_s2_nobias", NULL, c_conv_transpose, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE}},
     {"convtranspose_1d", NULL, c_conv_transpose, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE}},
     {"conv1d", NULL, c_conv1d, R, 1e-6f, {DG_FAULT_CONV}},
+    {"sign", NULL, c_sign, EXACT, {DG_FAULT_SIGN}},
+    {"equal_bcast", NULL, c_equal, EXACT, {DG_FAULT_COMPARE}},
+    {"less_same", NULL, c_less, EXACT, {DG_FAULT_COMPARE}},
+    {"less_equal_bcast", NULL, c_less_equal, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_bcast", NULL, c_greater, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_equal_same", NULL, c_greater_equal, EXACT, {DG_FAULT_COMPARE}},
+    {"and_bcast", NULL, c_and, EXACT, {DG_FAULT_COMPARE}},
+    {"gather_grad_axis0_repeats", NULL, c_gather_grad, R, 1e-6f, {DG_FAULT_GATHER_GRAD}},
+    {"gather_grad_axis1", NULL, c_gather_grad, R, 1e-6f, {DG_FAULT_GATHER_GRAD}},
+    {"convtranspose_grad", NULL, c_conv_transpose_grad, R, 1e-6f,
+     {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convtranspose_grad_1d", NULL, c_conv_transpose_grad, R, 1e-6f,
+     {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
