@@ -1590,6 +1590,27 @@ def convtranspose_grad():
 def convtranspose_grad_1d():
     return _convt_grad((2, 3, 7), (3, 2, 4), 1, [3], [1, 2], [2], [0])
 
+
+# ---------------------------------------------------------------- second wave: Pow
+# Pow is a first-wave kernel (dg_pow_f32, dg_binary_args_t); these cases pin
+# it beyond the Pow(x, 2) of onnxruntime's MSE decomposition.
+def _pow(base, expo):
+    out = np.broadcast_shapes(base.shape, expo.shape)
+    y = run_op("Pow", [("A", base), ("B", expo)], [("C", list(out), F)])["C"]
+    return {"in_a": base, "in_b": expo, "out_y": y, "p_shape": I(out),
+            "p_astr": I(bcast_strides(base.shape, out)), "p_bstr": I(bcast_strides(expo.shape, out))}
+
+
+@case2("ort")
+def pow_bcast_exponents():
+    return _pow(rnd2(3, 5, lo=0.05, hi=3), np.array([-2.0, 0.5, 3.0, 1.7, 0.0], F32))
+
+
+@case2("ort")
+def pow_negative_base_int():
+    # integer exponents of negative bases are defined (odd ones negative)
+    return _pow(rnd2(4, 1, lo=-3, hi=-0.2), np.array([2.0, 3.0, -1.0, 0.0, 1.0, 4.0], F32))
+
 def write_wave2(out_dir):
     """Writes the second-wave cases to out_dir (runtime/tests/refs/wave2)."""
     os.makedirs(out_dir, exist_ok=True)

@@ -650,6 +650,25 @@ static void c_conv_transpose_grad(tc_t *t)
     FORK(dg_conv_grad_db_f32, &b);
 }
 
+/* Pow: the first-wave broadcast kernel with general exponents */
+static void c_pow(tc_t *t)
+{
+    dg_binary_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(dg_pow_f32, &a);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 #define R 1e-5f
 #define EXACT 0.0f, 0.0f
@@ -733,6 +752,8 @@ static const case_t CASES[] = {
      {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convtranspose_grad_1d", NULL, c_conv_transpose_grad, R, 1e-6f,
      {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"pow_bcast_exponents", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
+    {"pow_negative_base_int", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
