@@ -807,6 +807,8 @@ void dg_gather_grad_f32(void *args);
  *        out_c = ConvTranspose's out_c and out_h / out_w its output size.
  * (tests/kernel_tests_wave2.c case convtranspose_grad does exactly this.) */
 
+/* ###################### end of the second-wave operators ###################### */
+
 #ifdef __cplusplus
 }
 #endif
