@@ -88,9 +88,14 @@ fn parse_npy(bytes: &[u8]) -> (String, Vec<usize>, Vec<u8>) {
 /// Unpacks every runtime/tests/refs/*.npz into dir/<case>/{manifest.txt,
 /// <key>.bin}; returns the case names.
 fn unpack_refs(dir: &Path) -> Vec<String> {
+    unpack_refs_from(&root().join("tests/refs"), dir)
+}
+
+/// Unpacks every `src`/*.npz as [`unpack_refs`] does.
+fn unpack_refs_from(src: &Path, dir: &Path) -> Vec<String> {
     let mut names = Vec::new();
-    let mut files: Vec<PathBuf> = fs::read_dir(root().join("tests/refs"))
-        .expect("runtime/tests/refs")
+    let mut files: Vec<PathBuf> = fs::read_dir(src)
+        .unwrap_or_else(|e| panic!("{}: {e}", src.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "npz"))
         .collect();
@@ -336,4 +341,87 @@ fn emulation_aborts_on_misuse() {
         assert!(!o.status.success(), "{scenario} did not abort:\n{text}");
         assert!(text.contains(message), "{scenario}: expected '{message}':\n{text}");
     }
+}
+
+// ---------------------------------------------------------------- second wave
+
+/// Second-wave references (runtime/tests/refs/wave2) unpacked into `dir`.
+fn unpack_wave2(dir: &Path) -> Vec<String> {
+    unpack_refs_from(&root().join("tests/refs/wave2"), dir)
+}
+
+/// Builds kernel_tests_wave2.c with `platform` / `extra`, runs it with
+/// `args` and asserts that every second-wave case passed.
+fn wave2_pass(platform: &str, opt: &str, extra: &[&str], args: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let refs = tmp.path().join("refs");
+    let names = unpack_wave2(&refs);
+    assert!(names.len() >= 60, "only {} second-wave reference cases", names.len());
+    let exe = tmp.path().join("kernel_tests_wave2");
+    let mut flags = vec![platform];
+    flags.extend_from_slice(extra);
+    build(&exe, "kernel_tests_wave2.c", opt, &flags);
+    let mut a = vec![refs.to_str().unwrap()];
+    a.extend_from_slice(args);
+    let (o, text) = run(&exe, &a);
+    assert!(o.status.success(), "second-wave kernel tests failed ({flags:?}):\n{text}");
+    assert!(!text.contains("ThreadSanitizer") && !text.contains("runtime error"), "{text}");
+    for n in &names {
+        assert!(text.contains(&format!("ok   {n} ")), "case {n} did not pass:\n{text}");
+    }
+    assert!(text.contains(&format!("kernel tests (wave 2): {} passed, 0 failed", names.len())), "{text}");
+}
+
+#[test]
+fn wave2_refs_are_small() {
+    let total: u64 =
+        fs::read_dir(root().join("tests/refs/wave2")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+    assert!(total < 500_000, "second-wave reference vectors take {total} bytes");
+}
+
+#[test]
+fn wave2_kernels_match_onnxruntime_gap9_1_3_8_cores() {
+    wave2_pass("-DDG_PLATFORM_GAP9", "-O2", &[], &["--cores", "1,3,8"]);
+}
+
+#[test]
+fn wave2_kernels_match_onnxruntime_siracusa_and_host() {
+    wave2_pass("-DDG_PLATFORM_SIRACUSA", "-O2", &[], &["--cores", "8,1"]);
+    wave2_pass("-DDG_PLATFORM_HOST", "-O2", &[], &["--cores", "1"]);
+}
+
+#[test]
+fn wave2_kernels_clean_under_asan_ubsan() {
+    wave2_pass(
+        "-DDG_PLATFORM_GAP9",
+        "-O1",
+        &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
+        &["--cores", "1,8"],
+    );
+}
+
+#[test]
+fn wave2_kernels_clean_under_tsan() {
+    wave2_pass("-DDG_PLATFORM_GAP9", "-O1", &["-g", "-fsanitize=thread"], &["--cores", "3,8"]);
+}
+
+#[test]
+fn wave2_kernel_checks_catch_injected_faults() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refs = tmp.path().join("refs");
+    let names = unpack_wave2(&refs);
+    let exe = tmp.path().join("kernel_tests_wave2_fault");
+    build(&exe, "kernel_tests_wave2.c", "-O2", &["-DDG_PLATFORM_GAP9", "-DDG_FAULT_INJECTION"]);
+    // the hooks are inert until a fault is selected
+    let (o, text) = run(&exe, &[refs.to_str().unwrap(), "--cores", "8"]);
+    assert!(o.status.success(), "{text}");
+    let (o, text) = run(&exe, &[refs.to_str().unwrap(), "--fault"]);
+    assert!(o.status.success(), "an injected fault went unnoticed:\n{text}");
+    assert!(!text.contains("MISSED"), "{text}");
+    // every case perturbs each of its outputs
+    for n in &names {
+        assert!(text.contains(&format!("fault {n} #")), "case {n} has no fault:\n{text}");
+    }
+    let detected = text.lines().filter(|l| l.ends_with(": detected")).count();
+    assert!(detected > names.len(), "only {detected} faults detected:\n{text}");
 }

@@ -795,6 +795,841 @@ def fused_matmul_ta():
     return _matmul((4, 5), (5, 3), fused=(1, 0, 1.0))
 
 
+
+# ================================================================ second wave
+# Second-wave operators, written to runtime/tests/refs/wave2/ for
+# runtime/tests/kernel_tests_wave2.c. They draw from their own RNG so that
+# neither set's reference files change when the other gains cases.
+WAVE2 = {}  # name -> (source, function)
+RNG2 = np.random.default_rng(20261201)
+U8 = TensorProto.UINT8
+I32 = TensorProto.INT32
+B = TensorProto.BOOL
+
+
+def case2(source):
+    def deco(fn):
+        WAVE2[fn.__name__] = (source, fn)
+        return fn
+    return deco
+
+
+def rnd2(*shape, lo=-1.0, hi=1.0):
+    return RNG2.uniform(lo, hi, size=shape).astype(F32)
+
+
+def _elem2(a):
+    if a.dtype == np.uint8:
+        return U8
+    return elem_type(a)
+
+
+def run_graph(nodes, inputs, outputs, opset=OPSET, ms=True):
+    """A small graph of nodes (helper.make_node) on onnxruntime 1.19.2;
+    inputs: (name, array) - array None for an omitted optional input (its
+    name is simply not fed); outputs: (name, shape, elem type)."""
+    g = helper.make_graph(
+        nodes, "wave2",
+        [helper.make_tensor_value_info(n, _elem2(a), list(a.shape)) for n, a in inputs
+         if a is not None],
+        [helper.make_tensor_value_info(n, t, s) for n, s, t in outputs])
+    ops = [helper.make_opsetid("", opset)]
+    if ms:
+        ops.append(helper.make_opsetid("com.microsoft", 1))
+    m = helper.make_model(g, opset_imports=ops)
+    m.ir_version = 10 if opset >= 21 else 9
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    res = sess.run(None, {n: a for n, a in inputs if a is not None})
+    return dict(zip([n for n, _, _ in outputs], res))
+
+
+def run_op(op, inputs, outputs, attrs=None, domain="", opset=OPSET):
+    node = helper.make_node(op, [n if a is not None else "" for n, a in inputs],
+                            [n for n, _, _ in outputs], domain=domain, **(attrs or {}))
+    return run_graph([node], inputs, outputs, opset)
+
+
+def _unary2(op, x, attrs=None, domain=""):
+    y = run_op(op, [("X", x)], [("Y", list(x.shape), F)], attrs, domain)["Y"]
+    return {"in_x": x, "out_y": y}
+
+
+def edges2(x, vals):
+    flat = x.reshape(-1).copy()
+    flat[:len(vals)] = vals
+    return flat.reshape(x.shape)
+
+
+ROUNDING = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.0, -2.0, 1e-7, -1e-7, 2.5, -2.5]
+
+
+@case2("ort")
+def ceil():
+    return _unary2("Ceil", edges2(rnd2(3, 8, lo=-5, hi=5), ROUNDING))
+
+
+@case2("ort")
+def floor():
+    return _unary2("Floor", edges2(rnd2(3, 8, lo=-5, hi=5), ROUNDING))
+
+
+@case2("ort")
+def exp():
+    return _unary2("Exp", edges2(rnd2(4, 7, lo=-6, hi=6), [0.0, -0.0, 1e-7, 10.0, -20.0]))
+
+
+@case2("ort")
+def log():
+    return _unary2("Log", edges2(rnd2(4, 7, lo=0.01, hi=20), [1.0, 1e-6, 1.2e-38, 1e6]))
+
+
+@case2("ort")
+def sqrt():
+    return _unary2("Sqrt", edges2(rnd2(4, 7, lo=0, hi=20), [0.0, -0.0, 1e-8, 1.0, 4.0, 1e10]))
+
+
+@case2("ort")
+def neg():
+    return _unary2("Neg", edges2(rnd2(3, 7, lo=-4, hi=4), [0.0, -0.0, 1.2e-38]))
+
+
+@case2("ort")
+def abs_():
+    return _unary2("Abs", edges2(rnd2(3, 7, lo=-4, hi=4), [0.0, -0.0, -1.2e-38, 1.2e-38]))
+
+
+@case2("ort")
+def tanh():
+    return _unary2("Tanh", edges2(rnd2(5, 9, lo=-5, hi=5), [0.0, -0.0, 1e-6, -1e-6, 12.0, -12.0]))
+
+
+@case2("ort")
+def sigmoid():
+    return _unary2("Sigmoid", edges2(rnd2(5, 9, lo=-10, hi=10), [0.0, 1e-6, -1e-6, 30.0, -30.0,
+                                                                 -90.0, 90.0]))
+
+
+@case2("ort")
+def erf():
+    return _unary2("Erf", edges2(rnd2(5, 9, lo=-3, hi=3), [0.0, -0.0, 1e-6, -1e-6, 5.0, -5.0]))
+
+
+HS_KINKS = [0.0, -3.0, 3.0, -2.5, 2.5, -3.0001, 3.0001, 1e-6]
+
+
+@case2("ort")
+def hard_swish():
+    return _unary2("HardSwish", edges2(rnd2(5, 9, lo=-5, hi=5), HS_KINKS))
+
+
+def _hard_sigmoid(alpha, beta, attrs):
+    d = _unary2("HardSigmoid", edges2(rnd2(5, 9, lo=-5, hi=5), HS_KINKS), attrs)
+    d["f_param"] = Fv([alpha, beta])
+    return d
+
+
+@case2("ort")
+def hard_sigmoid_default():
+    return _hard_sigmoid(0.2, 0.5, {})
+
+
+@case2("ort")
+def hard_sigmoid_custom():
+    return _hard_sigmoid(0.3, 0.4, {"alpha": 0.3, "beta": 0.4})
+
+
+def _swish(alpha):
+    # Swish (opset 24) is not in onnx 1.17 / onnxruntime 1.19; its
+    # x * sigmoid(alpha x) is com.microsoft QuickGelu with alpha given
+    d = _unary2("QuickGelu", edges2(rnd2(5, 9, lo=-8, hi=8), [0.0, 1e-6, -1e-6, -40.0, 40.0]),
+                {"alpha": alpha}, "com.microsoft")
+    xd = d["in_x"].astype(np.float64)
+    assert np.allclose(d["out_y"], xd / (1 + np.exp(-alpha * xd)), rtol=1e-5, atol=1e-6)
+    d["f_param"] = Fv([alpha, 0.0])
+    return d
+
+
+@case2("ort")
+def swish_alpha1():
+    return _swish(1.0)
+
+
+@case2("ort")
+def swish_quickgelu():
+    return _swish(1.702)
+
+
+CLIP_EDGES = [-0.5, 0.75, -0.50001, 0.75001, 0.0, -0.0]
+
+
+def _clip(lo, hi, attr_form=False, grad=False):
+    """lo / hi None = absent. attr_form: opset-6 attributes; else inputs."""
+    x = edges2(rnd2(4, 9, lo=-2, hi=2), CLIP_EDGES)
+    p = {"has_min": int(lo is not None), "has_max": int(hi is not None)}
+    d = {"in_x": x, "p_clip": I([p["has_min"], p["has_max"], int(not attr_form)]),
+         "f_clip": Fv([lo if lo is not None else 0.0, hi if hi is not None else 0.0])}
+    if grad:
+        # onnxruntime-training's Clip gradient (opset >= 13, checked with
+        # generate_artifacts): GreaterOrEqual(X, min) And LessOrEqual(X, max),
+        # Cast to float, Mul with dY
+        dy = rnd2(*x.shape)
+        nodes, ins, mask = [], [("X", x), ("dY", dy)], []
+        if lo is not None:
+            ins.append(("mn", np.array(lo, F32)))
+            nodes.append(helper.make_node("GreaterOrEqual", ["X", "mn"], ["ge"]))
+            mask.append("ge")
+        if hi is not None:
+            ins.append(("mx", np.array(hi, F32)))
+            nodes.append(helper.make_node("LessOrEqual", ["X", "mx"], ["le"]))
+            mask.append("le")
+        if len(mask) == 2:
+            nodes.append(helper.make_node("And", mask, ["m"]))
+            mask = ["m"]
+        nodes.append(helper.make_node("Cast", mask, ["mf"], to=F))
+        nodes.append(helper.make_node("Mul", ["dY", "mf"], ["dX"]))
+        d["out_dx"] = run_graph(nodes, ins, [("dX", list(x.shape), F)])["dX"]
+        d["in_dy"] = dy
+        return d
+    if attr_form:
+        attrs = {}
+        if lo is not None:
+            attrs["min"] = lo
+        if hi is not None:
+            attrs["max"] = hi
+        d["out_y"] = run_op("Clip", [("X", x)], [("Y", list(x.shape), F)], attrs, opset=6)["Y"]
+    else:
+        ins = [("X", x), ("mn", None if lo is None else np.array(lo, F32)),
+               ("mx", None if hi is None else np.array(hi, F32))]
+        if hi is None:
+            ins = ins[:2]
+        d["out_y"] = run_op("Clip", ins, [("Y", list(x.shape), F)])["Y"]
+    return d
+
+
+@case2("ort")
+def clip_min_max():
+    return _clip(-0.5, 0.75)
+
+
+@case2("ort")
+def clip_max_only():
+    return _clip(None, 0.75)
+
+
+@case2("ort")
+def clip_none():
+    return _clip(None, None)
+
+
+@case2("ort")
+def clip_attr_min():
+    return _clip(-0.5, None, attr_form=True)
+
+
+@case2("ort")
+def clip_grad_min_max():
+    return _clip(-0.5, 0.75, grad=True)
+
+
+@case2("ort")
+def clip_grad_min_only():
+    return _clip(-0.5, None, grad=True)
+
+
+def _grad_y(fwd, grad, lo, hi):
+    x = rnd2(4, 9, lo=lo, hi=hi)
+    y = run_op(fwd, [("X", x)], [("Y", list(x.shape), F)])["Y"]
+    dy = rnd2(*x.shape)
+    dx = run_op(grad, [("dY", dy), ("Y", y)], [("dX", list(x.shape), F)], {},
+                "com.microsoft")["dX"]
+    return {"in_dy": dy, "in_y": y, "out_dx": dx}
+
+
+@case2("ort")
+def sigmoid_grad():
+    return _grad_y("Sigmoid", "SigmoidGrad", -6, 6)
+
+
+@case2("ort")
+def tanh_grad():
+    return _grad_y("Tanh", "TanhGrad", -3, 3)
+
+
+@case2("ort")
+def swish_grad():
+    x, dy = rnd2(4, 9, lo=-6, hi=6), rnd2(4, 9)
+    dx = run_op("QuickGeluGrad", [("dY", dy), ("X", x)], [("dX", [4, 9], F)], {"alpha": 1.0},
+                "com.microsoft")["dX"]
+    return {"in_dy": dy, "in_x": x, "out_dx": dx, "f_param": Fv([1.0, 0.0])}
+
+
+def _variadic(op, shapes, ties=False):
+    xs = [rnd2(*s) for s in shapes]
+    if ties:  # equal operands: which one wins must not matter, but be exact
+        xs = [np.round(x * 2) / 2 for x in xs]
+        xs = [x.astype(F32) for x in xs]
+    out = np.broadcast_shapes(*shapes)
+    y = run_op(op, [(f"x{i}", x) for i, x in enumerate(xs)], [("Y", list(out), F)])["Y"]
+    d = {f"in_x{i}": x for i, x in enumerate(xs)}
+    d["out_y"] = y
+    if all(tuple(s) == tuple(out) for s in shapes):
+        d["p_shape"] = I([])
+        d["p_strides"] = I([])
+    else:
+        d["p_shape"] = I(out)
+        d["p_strides"] = I([bcast_strides(s, out) for s in shapes])
+    return d
+
+
+@case2("ort")
+def max_bcast3():
+    return _variadic("Max", [(2, 3, 4), (3, 1), (4,)])
+
+
+@case2("ort")
+def min_bcast2():
+    return _variadic("Min", [(2, 1, 5), (3, 1)], ties=True)
+
+
+@case2("ort")
+def max_same4():
+    return _variadic("Max", [(3, 5)] * 4, ties=True)
+
+
+@case2("ort")
+def min_single():
+    return _variadic("Min", [(2, 7)])
+
+
+def _where(cshape, xshape, yshape, dtype=F32):
+    c = RNG2.random(cshape) < 0.5
+    x = (rnd2(*xshape) * 100).astype(dtype)
+    y = (rnd2(*yshape) * 100).astype(dtype)
+    out = np.broadcast_shapes(cshape, xshape, yshape)
+    r = run_op("Where", [("C", c), ("X", x), ("Y", y)], [("O", list(out), _elem2(x))])["O"]
+    d = {"in_cond": c, "in_x": x, "in_y": y, "out_o": r,
+         "p_elem": I([x.dtype.itemsize])}
+    if cshape == xshape == yshape:
+        d["p_shape"] = I([])
+        d["p_strides"] = I([])
+    else:
+        d["p_shape"] = I(out)
+        d["p_strides"] = I([bcast_strides(s, out) for s in (cshape, xshape, yshape)])
+    return d
+
+
+@case2("ort")
+def where_bcast():
+    return _where((2, 1, 4), (3, 4), (1,))
+
+
+@case2("ort")
+def where_same_i64():
+    return _where((3, 5), (3, 5), (3, 5), np.int64)
+
+
+DT = {np.dtype(F32): (0, F), np.dtype(np.int64): (1, L), np.dtype(np.int32): (2, I32),
+      np.dtype(np.uint8): (3, U8), np.dtype(np.bool_): (4, B)}
+
+
+def _cast(x, to):
+    to = np.dtype(to)
+    y = run_op("Cast", [("X", x)], [("Y", list(x.shape), DT[to][1])], {"to": DT[to][1]})["Y"]
+    return {"in_x": x, "out_y": y, "p_cast": I([DT[x.dtype][0], DT[to][0]])}
+
+
+FRAC = [0.0, -0.0, 0.5, -0.5, 0.99, -0.99, 1.5, -1.5, 2.5, -2.5, 1e-30, 100.75, -100.75]
+
+
+@case2("ort")
+def cast_f32_i64():
+    return _cast(edges2(rnd2(3, 9, lo=-1e6, hi=1e6), FRAC + [3e9, -3e9]), np.int64)
+
+
+@case2("ort")
+def cast_f32_i32():
+    return _cast(edges2(rnd2(3, 9, lo=-1e6, hi=1e6), FRAC + [2e9, -2e9]), np.int32)
+
+
+@case2("ort")
+def cast_f32_u8():
+    return _cast(edges2(rnd2(3, 9, lo=0, hi=255.9), [0.0, 0.5, 0.99, 1.5, 254.5, 255.0]),
+                 np.uint8)
+
+
+@case2("ort")
+def cast_f32_bool():
+    return _cast(edges2(rnd2(3, 9, lo=-2, hi=2), [0.0, -0.0, 1e-38, -1e-45, np.nan, np.inf,
+                                                  0.0, 0.0]), np.bool_)
+
+
+@case2("ort")
+def cast_i64_f32():
+    # 2^24 + 1 and 2^40 + 1 round to nearest even in float
+    v = RNG2.integers(-2**40, 2**40, size=(3, 9)).astype(np.int64)
+    return _cast(edges2(v, [0, 1, -1, 2**24 + 1, 2**40 + 1, -(2**24 + 3), 2**62]), F32)
+
+
+@case2("ort")
+def cast_i32_f32():
+    v = RNG2.integers(-2**31, 2**31 - 1, size=(3, 9)).astype(np.int32)
+    return _cast(edges2(v, [0, 1, -1, 2**24 + 1, -(2**24 + 3), 2**31 - 1, -2**31]), F32)
+
+
+@case2("ort")
+def cast_bool_f32():
+    return _cast(RNG2.random((3, 9)) < 0.5, F32)
+
+
+@case2("ort")
+def cast_u8_f32():
+    return _cast(RNG2.integers(0, 256, size=(3, 9)).astype(np.uint8), F32)
+
+
+@case2("ort")
+def cast_i64_i32():
+    # narrowing wraps (two's complement), as onnxruntime's static_cast
+    v = RNG2.integers(-2**40, 2**40, size=(3, 9)).astype(np.int64)
+    return _cast(edges2(v, [0, -1, 2**31, 2**32 + 5, -(2**31) - 1]), np.int32)
+
+
+@case2("ort")
+def cast_i64_bool():
+    v = RNG2.integers(-3, 3, size=(3, 9)).astype(np.int64)
+    return _cast(edges2(v, [0, 2**32, -2**40]), np.bool_)
+
+
+def _gather(xshape, axis, idx, idx_dtype=np.int64, dtype=F32):
+    x = (rnd2(*xshape) * 10).astype(dtype)
+    idx = np.asarray(idx, dtype=idx_dtype)
+    ax = axis % len(xshape)
+    out = list(xshape[:ax]) + list(idx.shape) + list(xshape[ax + 1:])
+    y = run_op("Gather", [("X", x), ("I", idx)], [("Y", out, _elem2(x))], {"axis": axis})["Y"]
+    norm = np.where(idx < 0, idx + xshape[ax], idx).astype(idx_dtype)  # the generator's job
+    return {"in_x": x, "in_indices": norm.reshape(-1), "out_y": y,
+            "p_gather": I([int(np.prod(xshape[:ax])), xshape[ax], int(np.prod(xshape[ax + 1:])),
+                           norm.size, int(idx_dtype == np.int32), x.dtype.itemsize])}
+
+
+@case2("ort")
+def gather_axis0():
+    return _gather((5, 3), 0, [4, 0, -1, 2, -5])
+
+
+@case2("ort")
+def gather_axis1_2d_idx():
+    return _gather((2, 5, 3), 1, [[3, 0], [-4, 1]])
+
+
+@case2("ort")
+def gather_last_scalar_i32():
+    return _gather((2, 3, 4), -1, -2, np.int32)
+
+
+@case2("ort")
+def gather_i64_data():
+    return _gather((4, 3), 0, [3, 3, 1], dtype=np.int64)
+
+
+def _split(xshape, axis, sizes, given):
+    x = rnd2(*xshape)
+    ax = axis % len(xshape)
+    outs = [(f"y{i}", list(xshape[:ax]) + [s] + list(xshape[ax + 1:]), F) for i, s in
+            enumerate(sizes)]
+    if given:
+        r = run_op("Split", [("X", x), ("S", np.array(sizes, np.int64))], outs, {"axis": axis})
+    else:
+        r = run_op("Split", [("X", x)], outs, {"axis": axis, "num_outputs": len(sizes)})
+    d = {"in_x": x, "p_sizes": I(sizes),
+         "p_outer_inner": I([int(np.prod(xshape[:ax])), int(np.prod(xshape[ax + 1:]))])}
+    for i in range(len(sizes)):
+        d[f"out_y{i}"] = r[f"y{i}"]
+    return d
+
+
+@case2("ort")
+def split_equal_axis1():
+    return _split((2, 6, 3), 1, [2, 2, 2], False)
+
+
+@case2("ort")
+def split_uneven_last():
+    # num_outputs that does not divide: the last chunk is smaller (opset 18)
+    return _split((2, 3, 7), -1, [3, 3, 1], False)
+
+
+@case2("ort")
+def split_sizes_axis0():
+    return _split((6, 4), 0, [1, 3, 2], True)
+
+
+def _pad(xshape, pads, mode, value=None, opset=OPSET):
+    x = rnd2(*xshape)
+    nd = len(xshape)
+    out = [xshape[d] + pads[d] + pads[nd + d] for d in range(nd)]
+    ins = [("X", x), ("P", np.array(pads, np.int64))]
+    if value is not None:
+        ins.append(("V", np.array(value, F32)))
+    y = run_op("Pad", ins, [("Y", out, F)], {"mode": mode}, opset=opset)["Y"]
+    modes = {"constant": 0, "reflect": 1, "edge": 2, "wrap": 3}
+    return {"in_x": x, "out_y": y, "p_in_shape": I(xshape), "p_begin": I(pads[:nd]),
+            "p_end": I(pads[nd:]), "p_mode": I([modes[mode]]),
+            "f_value": Fv([value if value is not None else 0.0])}
+
+
+@case2("ort")
+def pad_constant_crop():
+    # NCHW: pad H, crop W at the start, pad W at the end
+    return _pad((1, 2, 4, 5), [0, 0, 1, -2, 0, 0, 2, 1], "constant", 1.5)
+
+
+@case2("ort")
+def pad_constant_default():
+    return _pad((3, 4), [1, 0, 0, 2], "constant")
+
+
+@case2("ort")
+def pad_reflect():
+    return _pad((2, 2, 4, 5), [0, 0, 3, 2, 0, 0, 2, 4], "reflect")
+
+
+@case2("ort")
+def pad_reflect_crop():
+    # crop first, reflect the cropped extent
+    return _pad((2, 6, 5), [0, -1, 2, 0, 2, -1], "reflect")
+
+
+@case2("ort")
+def pad_edge_crop():
+    return _pad((2, 3, 4, 4), [0, -1, 2, 0, 1, 0, -2, 3], "edge")
+
+
+@case2("ort")
+def pad_wrap():
+    return _pad((2, 3, 5), [0, 2, 1, 0, 1, 4], "wrap", opset=19)
+
+
+@case2("ort")
+def global_maxpool():
+    x = edges2(rnd2(2, 3, 5, 4), [0.9999, 0.9999])  # a tie
+    y = run_op("GlobalMaxPool", [("X", x)], [("Y", [2, 3, 1, 1], F)])["Y"]
+    return {"in_x": x, "out_y": y, "p_pool": I([2, 3, 5, 4])}
+
+
+def _reduce_max(shape, axes, keepdims):
+    x = rnd2(*shape, lo=-3, hi=-1)  # all negative: an accumulator started at 0 fails
+    ax = sorted(a % len(shape) for a in axes)
+    out = [1 if i in ax else dd for i, dd in enumerate(shape) if keepdims or i not in ax]
+    y = run_op("ReduceMax", [("X", x), ("axes", np.array(axes, dtype=np.int64))],
+               [("Y", out, F)], {"keepdims": keepdims})["Y"]
+    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    keep = [i for i in range(len(shape)) if i not in ax]
+    return {"in_x": x, "out_y": y,
+            "p_keep_shape": I([shape[i] for i in keep]),
+            "p_keep_strides": I([strides[i] for i in keep]),
+            "p_red_shape": I([shape[i] for i in ax]), "p_red_strides": I([strides[i] for i in ax])}
+
+
+@case2("ort")
+def reducemax_axes02():
+    return _reduce_max((2, 3, 4), [0, 2], 0)
+
+
+@case2("ort")
+def reducemax_last_keep():
+    return _reduce_max((3, 2, 5), [-1], 1)
+
+
+@case2("ort")
+def reducemax_all():
+    return _reduce_max((3, 4, 2), [0, 1, 2], 0)
+
+
+def _groupnorm(xshape, groups, opset):
+    x = rnd2(*xshape, lo=-2, hi=3)
+    c = xshape[1]
+    ns = groups if opset < 21 else c
+    s, b = rnd2(ns), rnd2(ns)
+    y = run_op("GroupNormalization", [("X", x), ("s", s), ("b", b)], [("Y", list(xshape), F)],
+               {"num_groups": groups, "epsilon": 1e-5}, opset=opset)["Y"]
+    return {"in_x": x, "in_scale": s, "in_bias": b, "out_y": y,
+            "p_gn": I([xshape[0], c, int(np.prod(xshape[2:])), groups, int(opset < 21)]),
+            "f_gn": Fv([1e-5])}
+
+
+@case2("ort")
+def groupnorm_per_channel():
+    # opset 21: scale / bias per channel
+    return _groupnorm((2, 6, 4, 3), 3, 21)
+
+
+@case2("ort")
+def groupnorm_per_group_opset18():
+    # opset 18: scale / bias per group
+    return _groupnorm((2, 6, 5), 2, 18)
+
+
+@case2("ort")
+def instancenorm():
+    x, s, b = rnd2(2, 3, 4, 5, lo=-2, hi=3), rnd2(3), rnd2(3)
+    y = run_op("InstanceNormalization", [("X", x), ("s", s), ("b", b)], [("Y", [2, 3, 4, 5], F)],
+               {"epsilon": 1e-4})["Y"]
+    return {"in_x": x, "in_scale": s, "in_bias": b, "out_y": y, "p_gn": I([2, 3, 20, 3, 0]),
+            "f_gn": Fv([1e-4])}
+
+
+def _rms(shape, axis):
+    # RMSNormalization is opset 23 (not in onnx 1.17 / onnxruntime 1.19);
+    # onnxruntime's kernel for the same math is SimplifiedLayerNormalization
+    x = rnd2(*shape, lo=-2, hi=2)
+    ax = axis % len(shape)
+    rows, cols = int(np.prod(shape[:ax])), int(np.prod(shape[ax:]))
+    s = rnd2(*shape[ax:])
+    stat = list(shape[:ax]) + [1] * (len(shape) - ax)
+    r = run_op("SimplifiedLayerNormalization", [("X", x), ("s", s)],
+               [("Y", list(shape), F), ("V", stat, F)], {"axis": axis, "epsilon": 1e-5})
+    xd = x.astype(np.float64).reshape(rows, cols)
+    ref = xd / np.sqrt((xd * xd).mean(axis=1, keepdims=True) + 1e-5) * s.reshape(1, cols)
+    assert np.allclose(r["Y"].reshape(rows, cols), ref, rtol=1e-5, atol=1e-6), "RMS norm math"
+    return {"in_x": x, "in_scale": s, "out_y": r["Y"], "out_inv_std": r["V"],
+            "p_ln": I([rows, cols]), "f_ln": Fv([1e-5])}
+
+
+@case2("ort")
+def rmsnorm_last():
+    return _rms((3, 4, 8), -1)
+
+
+@case2("ort")
+def rmsnorm_axis1():
+    return _rms((2, 3, 4), 1)
+
+
+def _convt(xs, ws, group, strides, pads, dil, out_pad, bias):
+    """xs / ws 2-D (NCHW, [C_in, C_out/group, kh, kw]) or 1-D (run as 1-D
+    ONNX, stored for the kernel with height 1)."""
+    x, w = rnd2(*xs), rnd2(*ws)
+    nd = len(xs) - 2
+    attrs = {"group": group, "strides": strides, "pads": pads, "dilations": dil,
+             "output_padding": out_pad, "kernel_shape": list(ws[2:])}
+    osz = [strides[i] * (xs[2 + i] - 1) + out_pad[i] + dil[i] * (ws[2 + i] - 1) + 1
+           - pads[i] - pads[nd + i] for i in range(nd)]
+    ins = [("X", x), ("W", w)]
+    d = {"in_x": x, "in_w": w}
+    if bias:
+        b = rnd2(ws[1] * group)
+        ins.append(("B", b))
+        d["in_b"] = b
+    y = run_op("ConvTranspose", ins, [("Y", [xs[0], ws[1] * group] + osz, F)], attrs)["Y"]
+    d["out_y"] = y
+    h = lambda v, i: v[i] if nd == 2 else (1 if i == 0 else v[0])  # noqa: E731
+    hp = lambda v, i: v[i] if nd == 2 else (0 if i == 0 else v[0])  # noqa: E731
+    d["p_conv"] = I([xs[0], xs[1], h(xs[2:], 0), h(xs[2:], 1), ws[1] * group, h(osz, 0),
+                     h(osz, 1), h(ws[2:], 0), h(ws[2:], 1), h(strides, 0), h(strides, 1),
+                     h(dil, 0), h(dil, 1), hp(pads, 0), hp(pads, 1) if nd == 2 else pads[0],
+                     group])
+    return d
+
+
+@case2("ort")
+def convtranspose_grouped():
+    return _convt((2, 4, 3, 4), (4, 3, 3, 2), 2, [2, 1], [1, 0, 0, 1], [1, 2], [1, 0], True)
+
+
+@case2("ort")
+def convtranspose_s2_nobias():
+    return _convt((1, 3, 4, 4), (3, 2, 3, 3), 1, [2, 2], [1, 1, 1, 1], [1, 1], [1, 1], False)
+
+
+@case2("ort")
+def convtranspose_1d():
+    return _convt((2, 3, 7), (3, 2, 4), 1, [3], [1, 2], [2], [0], True)
+
+
+@case2("ort")
+def conv1d():
+    # Conv 1-D runs on the 2-D kernel (dg_conv_f32) with height 1
+    x, w, b = rnd2(2, 3, 9), rnd2(4, 3, 3), rnd2(4)
+    attrs = {"strides": [2], "pads": [1, 2], "dilations": [2], "kernel_shape": [3]}
+    ol = (9 + 1 + 2 - 2 * 2 - 1) // 2 + 1
+    y = run_op("Conv", [("X", x), ("W", w), ("B", b)], [("Y", [2, 4, ol], F)], attrs)["Y"]
+    return {"in_x": x, "in_w": w, "in_b": b, "out_y": y,
+            "p_conv": I([2, 3, 1, 9, 4, 1, ol, 1, 3, 1, 2, 1, 2, 0, 1, 1])}
+
+
+
+# ---------------------------------------------------------------- second wave: gradient graphs
+# Operators onnxruntime-training 1.19.2 puts into the gradient graphs of the
+# second-wave ops (checked with generate_artifacts): Sign (Abs), Equal +
+# Cast + Sum + Div + Mul (Max / Min), GreaterOrEqual / LessOrEqual / And +
+# Cast + Mul (Clip), GatherGrad (Gather), Concat (Split), Pad with negated
+# pads (Pad), ConvTransposeGrad (ConvTranspose).
+@case2("ort")
+def sign():
+    return _unary2("Sign", edges2(rnd2(3, 8, lo=-2, hi=2), [0.0, -0.0, 1.2e-38, -1.2e-38, 1e-45,
+                                                            -1e-45]))
+
+
+def _compare(op, ashape, bshape, ties=True, dtype=F32):
+    if dtype == np.bool_:
+        a, b = RNG2.random(ashape) < 0.5, RNG2.random(bshape) < 0.5
+    else:
+        a, b = rnd2(*ashape), rnd2(*bshape)
+        if ties:  # half the pairs equal
+            a, b = np.round(a * 2) / 2, np.round(b * 2) / 2
+            a, b = a.astype(F32), b.astype(F32)
+    out = np.broadcast_shapes(ashape, bshape)
+    y = run_op(op, [("A", a), ("B", b)], [("Y", list(out), B)])["Y"]
+    d = {"in_a": a, "in_b": b, "out_y": y}
+    if tuple(ashape) == tuple(bshape):
+        d.update(p_shape=I([]), p_astr=I([]), p_bstr=I([]))
+    else:
+        d.update(p_shape=I(out), p_astr=I(bcast_strides(ashape, out)),
+                 p_bstr=I(bcast_strides(bshape, out)))
+    return d
+
+
+@case2("ort")
+def equal_bcast():
+    return _compare("Equal", (2, 3, 4), (3, 1))
+
+
+@case2("ort")
+def less_same():
+    return _compare("Less", (4, 6), (4, 6))
+
+
+@case2("ort")
+def less_equal_bcast():
+    return _compare("LessOrEqual", (3, 5), (1,))
+
+
+@case2("ort")
+def greater_bcast():
+    return _compare("Greater", (2, 1, 5), (3, 5))
+
+
+@case2("ort")
+def greater_equal_same():
+    return _compare("GreaterOrEqual", (4, 6), (4, 6))
+
+
+@case2("ort")
+def and_bcast():
+    return _compare("And", (2, 3, 4), (4,), dtype=np.bool_)
+
+
+def _gather_grad(xshape, axis, idx):
+    idx = np.asarray(idx, dtype=np.int64)
+    ax = axis % len(xshape)
+    yshape = list(xshape[:ax]) + list(idx.shape) + list(xshape[ax + 1:])
+    dy = rnd2(*yshape)
+    dx = run_op("GatherGrad", [("S", np.array(xshape, np.int64)), ("I", idx), ("dY", dy)],
+                [("dX", list(xshape), F)], {"axis": axis}, "com.microsoft")["dX"]
+    return {"in_dy": dy, "in_indices": idx.reshape(-1), "out_dx": dx,
+            "p_gather": I([int(np.prod(xshape[:ax])), xshape[ax], int(np.prod(xshape[ax + 1:])),
+                           idx.size, 0, 4])}
+
+
+@case2("ort")
+def gather_grad_axis0_repeats():
+    # an embedding: repeated rows accumulate, unused rows are zero
+    return _gather_grad((6, 4), 0, [[1, 4, 1], [0, 1, 4]])
+
+
+@case2("ort")
+def gather_grad_axis1():
+    return _gather_grad((2, 5, 3), 1, [3, 0, 3, 2])
+
+
+def _convt_grad(xs, ws, group, strides, pads, dil, out_pad):
+    """ConvTransposeGrad(dY, X, W) -> dX, dW, dB (onnxruntime 1.19 has no CPU
+    kernel for it): dX = Conv(dY, W), dW = ConvGrad's dW with the roles of X
+    and dY swapped, dB = ReduceSum of dY; all run on onnxruntime, and dX / dW
+    are checked against the adjoint identities of ConvTranspose itself."""
+    x, w = rnd2(*xs), rnd2(*ws)
+    nd = len(xs) - 2
+    cout = ws[1] * group
+    tattrs = {"group": group, "strides": strides, "pads": pads, "dilations": dil,
+              "output_padding": out_pad, "kernel_shape": list(ws[2:])}
+    osz = [strides[i] * (xs[2 + i] - 1) + out_pad[i] + dil[i] * (ws[2 + i] - 1) + 1
+           - pads[i] - pads[nd + i] for i in range(nd)]
+    yshape = [xs[0], cout] + osz
+    dy = rnd2(*yshape)
+    # Conv's end pads so that the output is exactly X's size
+    cattrs = {"group": group, "strides": strides, "dilations": dil,
+              "kernel_shape": list(ws[2:]), "pads": pads}
+    dxr = run_op("Conv", [("dY", dy), ("W", w)], [("dX", list(xs), F)], cattrs)["dX"]
+    g = run_op("ConvGrad", [("G", x), ("X", dy), ("W", w)],
+               [("a", list(yshape), F), ("dW", list(ws), F), ("b", [ws[0]], F)], cattrs,
+               "com.microsoft")
+    red = np.array([i for i in range(len(yshape)) if i != 1], np.int64)
+    db = run_op("ReduceSum", [("dY", dy), ("axes", red)], [("dB", [cout], F)], {"keepdims": 0})["dB"]
+    # adjoint checks against ORT's ConvTranspose: <dY, convT(x, W)> equals
+    # <x, dX> and <W, dW> (convT is linear in x and in W)
+    y = run_op("ConvTranspose", [("X", x), ("W", w)], [("Y", yshape, F)], tattrs)["Y"]
+    lhs = float((dy.astype(np.float64) * y).sum())
+    assert np.isclose(lhs, float((x.astype(np.float64) * dxr).sum()), rtol=1e-4), "dX adjoint"
+    assert np.isclose(lhs, float((w.astype(np.float64) * g["dW"]).sum()), rtol=1e-4), "dW adjoint"
+    h = lambda v, i: v[i] if nd == 2 else (1 if i == 0 else v[0])  # noqa: E731
+    pl = pads[1] if nd == 2 else pads[0]
+    pt = pads[0] if nd == 2 else 0
+    # the Conv that computes dX / dW: input dY [N, cout, osz], output X's size
+    conv = I([xs[0], cout, h(osz, 0), h(osz, 1), xs[1], h(xs[2:], 0), h(xs[2:], 1), h(ws[2:], 0),
+              h(ws[2:], 1), h(strides, 0), h(strides, 1), h(dil, 0), h(dil, 1), pt, pl, group])
+    return {"in_dy": dy, "in_x": x, "in_w": w, "out_dx": dxr, "out_dw": g["dW"],
+            "out_db": db, "p_conv": conv}
+
+
+@case2("ort")
+def convtranspose_grad():
+    return _convt_grad((2, 4, 3, 4), (4, 3, 3, 2), 2, [2, 1], [1, 0, 0, 1], [1, 2], [1, 0])
+
+
+@case2("ort")
+def convtranspose_grad_1d():
+    return _convt_grad((2, 3, 7), (3, 2, 4), 1, [3], [1, 2], [2], [0])
+
+
+# ---------------------------------------------------------------- second wave: Pow
+# Pow is a first-wave kernel (dg_pow_f32, dg_binary_args_t); these cases pin
+# it beyond the Pow(x, 2) of onnxruntime's MSE decomposition.
+def _pow(base, expo):
+    out = np.broadcast_shapes(base.shape, expo.shape)
+    y = run_op("Pow", [("A", base), ("B", expo)], [("C", list(out), F)])["C"]
+    return {"in_a": base, "in_b": expo, "out_y": y, "p_shape": I(out),
+            "p_astr": I(bcast_strides(base.shape, out)), "p_bstr": I(bcast_strides(expo.shape, out))}
+
+
+@case2("ort")
+def pow_bcast_exponents():
+    return _pow(rnd2(3, 5, lo=0.05, hi=3), np.array([-2.0, 0.5, 3.0, 1.7, 0.0], F32))
+
+
+@case2("ort")
+def pow_negative_base_int():
+    # integer exponents of negative bases are defined (odd ones negative)
+    return _pow(rnd2(4, 1, lo=-3, hi=-0.2), np.array([2.0, 3.0, -1.0, 0.0, 1.0, 4.0], F32))
+
+def write_wave2(out_dir):
+    """Writes the second-wave cases to out_dir (runtime/tests/refs/wave2)."""
+    os.makedirs(out_dir, exist_ok=True)
+    for f in os.listdir(out_dir):
+        if f.endswith(".npz"):
+            os.remove(os.path.join(out_dir, f))
+    total = 0
+    for name, (source, fn) in WAVE2.items():
+        d = fn()
+        for k, v in d.items():
+            assert k.split("_")[0] in ("in", "out", "p", "f"), k
+            if k.startswith("out_") and v.dtype.kind == "f":
+                assert np.all(np.isfinite(v)), (name, k)
+        path = os.path.join(out_dir, name + ".npz")
+        np.savez_compressed(path, **{k: np.ascontiguousarray(v) for k, v in d.items()})
+        total += os.path.getsize(path)
+        print(f"{name:28s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
+    print(f"{len(WAVE2)} second-wave cases, {total} bytes in {os.path.relpath(out_dir)}")
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -818,6 +1653,7 @@ def main():
         total += os.path.getsize(path)
         print(f"{name:24s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
     print(f"{len(CASES)} cases, {total} bytes in {os.path.relpath(args.out)}")
+    write_wave2(os.path.join(args.out, "wave2"))
     return 0
 
 

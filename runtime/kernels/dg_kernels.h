@@ -506,6 +506,309 @@ typedef struct {
 } dg_sgd_args_t;
 void dg_sgd_f32(void *args);
 
+/* ######################################################################
+ * Second-wave operators (fp32). Same calling convention as above.
+ * ###################################################################### */
+
+/* Fault ids of the second-wave kernels (tests only), after the first wave's. */
+enum dg_fault_id_wave2 {
+    DG_FAULT_W2_FIRST = DG_FAULT_COUNT,
+    DG_FAULT_CEIL = DG_FAULT_W2_FIRST, DG_FAULT_FLOOR, DG_FAULT_EXP, DG_FAULT_LOG,
+    DG_FAULT_SQRT, DG_FAULT_NEG, DG_FAULT_ABS, DG_FAULT_TANH, DG_FAULT_SIGMOID,
+    DG_FAULT_ERF, DG_FAULT_HARD_SWISH, DG_FAULT_HARD_SIGMOID, DG_FAULT_SWISH,
+    DG_FAULT_CLIP, DG_FAULT_CLIP_GRAD, DG_FAULT_SIGMOID_GRAD, DG_FAULT_TANH_GRAD,
+    DG_FAULT_SWISH_GRAD, DG_FAULT_MAX, DG_FAULT_MIN,
+    DG_FAULT_WHERE, DG_FAULT_CAST, DG_FAULT_GATHER, DG_FAULT_SPLIT, DG_FAULT_PAD,
+    DG_FAULT_GLOBAL_MAXPOOL, DG_FAULT_REDUCE_MAX,
+    DG_FAULT_GROUPNORM, DG_FAULT_INSTANCENORM, DG_FAULT_RMSNORM_Y, DG_FAULT_RMSNORM_INVSTD,
+    DG_FAULT_CONV_TRANSPOSE,
+    DG_FAULT_SIGN, DG_FAULT_COMPARE, DG_FAULT_GATHER_GRAD,
+    DG_FAULT_W2_COUNT
+};
+
+/* ---- unary elementwise (dg_unary_args_t: x, y, n; y may alias x) -------
+ * Ceil, Floor, Exp, Log, Sqrt, Neg, Abs, Tanh, Sigmoid (1 / (1 + e^-x)),
+ * Erf, HardSwish (x * max(0, min(1, x / 6 + 1/2))). */
+void dg_ceil_f32(void *args);
+void dg_floor_f32(void *args);
+void dg_exp_f32(void *args);
+void dg_log_f32(void *args);
+void dg_sqrt_f32(void *args);
+void dg_neg_f32(void *args);
+void dg_abs_f32(void *args);
+void dg_tanh_f32(void *args);
+void dg_sigmoid_f32(void *args);
+void dg_erf_f32(void *args);
+void dg_hard_swish_f32(void *args);
+
+/* Unary with parameters. y may alias x.
+ *   dg_hard_sigmoid_f32  y = max(0, min(1, alpha x + beta))  (ONNX defaults
+ *                        alpha 0.2, beta 0.5)
+ *   dg_swish_f32         y = x * sigmoid(alpha x)  (Swish, opset 24 and
+ *                        com.microsoft QuickGelu; Swish's default alpha is 1,
+ *                        QuickGelu's 1.702; beta unused) */
+typedef struct {
+    const float *x;
+    float *y;
+    uint32_t n;
+    float alpha, beta;
+} dg_unary_param_args_t;
+void dg_hard_sigmoid_f32(void *args);
+void dg_swish_f32(void *args);
+
+/* Clip: y = min(max(x, lo), hi). lo = *min_ptr when min_ptr != NULL (the
+ * opset >= 11 input), else `min` (the opset-6 attribute) when has_min, else
+ * -FLT_MAX (onnxruntime's default: -inf clips to -FLT_MAX); hi likewise with
+ * FLT_MAX.
+ * dg_clip_grad_f32: onnxruntime's gradient graph for Clip
+ *   (GreaterOrEqual(X, min) And LessOrEqual(X, max), Cast, Mul) fused:
+ *   dx = dy where lo <= x <= hi (boundaries included), else 0; an absent
+ *   bound is no condition. Reads x, dy; writes dx. */
+typedef struct {
+    const float *x;
+    float *y;
+    const float *dy;
+    float *dx;
+    uint32_t n;
+    const float *min_ptr;
+    const float *max_ptr;
+    float min, max;
+    uint32_t has_min, has_max;
+} dg_clip_args_t;
+void dg_clip_f32(void *args);
+void dg_clip_grad_f32(void *args);
+
+/* Gradients that onnxruntime-training emits from the forward *output* Y
+ * (com.microsoft, inputs (dY, Y)):
+ *   SigmoidGrad: dx = dy * y * (1 - y)
+ *   TanhGrad:    dx = dy * (1 - y * y) */
+typedef struct {
+    const float *dy;
+    const float *y;
+    float *dx;
+    uint32_t n;
+} dg_act_grad_y_args_t;
+void dg_sigmoid_grad_f32(void *args);
+void dg_tanh_grad_f32(void *args);
+
+/* com.microsoft QuickGeluGrad(dY, X){alpha}, the gradient of Swish /
+ * QuickGelu: with s = sigmoid(alpha x), dx = dy * s * (1 + alpha x (1 - s)). */
+typedef struct {
+    const float *dy;
+    const float *x;
+    float *dx;
+    uint32_t n;
+    float alpha;
+} dg_swish_grad_args_t;
+void dg_swish_grad_f32(void *args);
+
+/* ---- variadic Max / Min with numpy broadcasting -------------------------
+ * nin (1..DG_MAX_VARIADIC) inputs. ndim == 0: every input is n contiguous
+ * elements. Otherwise `shape` is the output shape and strides[i] the element
+ * strides of input i per output dimension (0 on a broadcast dimension), as
+ * in dg_binary_args_t. Inputs are combined in input order. y may alias an
+ * input that is not broadcast. */
+#define DG_MAX_VARIADIC 8
+typedef struct {
+    const float *const *x;
+    uint32_t nin;
+    float *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS];
+    uint32_t strides[DG_MAX_VARIADIC][DG_MAX_DIMS];
+} dg_variadic_args_t;
+void dg_max_f32(void *args);
+void dg_min_f32(void *args);
+
+/* ---- Where(cond, x, y) with numpy broadcasting (any element size 1/2/4/8)
+ * out[i] = cond[.] ? x[.] : y[.]; cond is bool (one byte, nonzero = true).
+ * ndim == 0: all n contiguous; else the output shape and per-input element
+ * strides (0 = broadcast). */
+typedef struct {
+    const uint8_t *cond;
+    const void *x;
+    const void *y;
+    void *out;
+    uint32_t elem_size;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS];
+    uint32_t c_strides[DG_MAX_DIMS];
+    uint32_t x_strides[DG_MAX_DIMS];
+    uint32_t y_strides[DG_MAX_DIMS];
+} dg_where_args_t;
+void dg_where(void *args);
+
+/* ---- Cast between f32, i64, i32, u8 and bool (n elements) ----------------
+ * float -> integer truncates toward zero (C conversion, as onnxruntime's
+ * static_cast; out-of-range values are undefined, as there); -> bool is
+ * x != 0 (stored as 0 / 1); integer -> float rounds to nearest; integer ->
+ * narrower integer wraps (two's complement); bool reads nonzero as 1.
+ * from == to copies. */
+enum { DG_DT_F32 = 0, DG_DT_I64 = 1, DG_DT_I32 = 2, DG_DT_U8 = 3, DG_DT_BOOL = 4 };
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t n;
+    uint32_t from, to;
+} dg_cast_args_t;
+void dg_cast(void *args);
+
+/* ---- Gather along an axis with constant indices (any element size) ------
+ * x is [outer, axis_dim, inner], y is [outer, n_idx, inner]:
+ * y[o, j, i] = x[o, indices[j], i]. Indices are int64 (int32 when
+ * indices_i32), already normalised to [0, axis_dim) by the generator (the
+ * host emulation aborts on one outside). Scalar indices: n_idx = 1 and the
+ * generator drops the axis from the output shape. */
+typedef struct {
+    const void *x;
+    const void *indices;
+    uint32_t indices_i32;
+    void *y;
+    uint32_t elem_size;
+    uint32_t outer, axis_dim, inner;
+    uint32_t n_idx;
+} dg_gather_args_t;
+void dg_gather(void *args);
+
+/* ---- Split along an axis (any element size): the inverse of dg_concat ---
+ * x is [outer, sum(sizes), inner]; output i is [outer, sizes[i], inner]. */
+typedef struct {
+    const void *x;
+    void *const *y;
+    const uint32_t *sizes;
+    uint32_t nout;
+    uint32_t elem_size;
+    uint32_t outer, inner;
+} dg_split_args_t;
+void dg_split_kernel(void *args);
+
+/* ---- Pad (fp32), ndim dims -----------------------------------------------
+ * pads_begin[d] / pads_end[d] are ONNX's pads[d] / pads[ndim + d] and may be
+ * negative (crop). As onnxruntime: the negative pads crop the input first,
+ * then the positive pads extend the cropped input by `value` (constant),
+ * its mirror without the edge element (reflect; pads must be smaller than
+ * the cropped extent), its edge element (edge) or wrap around (wrap).
+ * out_shape[d] = in_shape[d] + pads_begin[d] + pads_end[d]. */
+enum { DG_PAD_CONSTANT = 0, DG_PAD_REFLECT = 1, DG_PAD_EDGE = 2, DG_PAD_WRAP = 3 };
+typedef struct {
+    const float *x;
+    float *y;
+    uint32_t ndim;
+    uint32_t in_shape[DG_MAX_DIMS];
+    int32_t pads_begin[DG_MAX_DIMS];
+    int32_t pads_end[DG_MAX_DIMS];
+    uint32_t mode;
+    float value;
+} dg_pad_args_t;
+void dg_pad_f32(void *args);
+
+/* ---- max reductions -------------------------------------------------------
+ * GlobalMaxPool: dg_pool_args_t (batch, channels, in_h, in_w; x -> y of
+ * [batch, channels, 1, 1]).
+ * ReduceMax: dg_reduce_args_t exactly as ReduceSum (any axes; keepdims is
+ * only a shape matter). Any NaN input gives NaN (onnxruntime 1.19 is not
+ * consistent there: ReduceMax keeps only a leading NaN, GlobalMaxPool skips
+ * NaN; the tests use finite data). */
+void dg_global_maxpool_f32(void *args);
+void dg_reduce_max_f32(void *args);
+
+/* ---- group / instance / RMS normalization ---------------------------------
+ * GroupNormalization: x is [batch, channels, spatial]; channels split into
+ * `groups` groups of channels / groups; mean and biased variance over each
+ * (sample, group); y = (x - mean) / sqrt(var + epsilon) * scale + bias with
+ * scale / bias per channel (opset 21), or per group when scale_per_group
+ * (opset 18's form, deprecated by ONNX). One core per (sample, group).
+ * InstanceNormalization (dg_instancenorm_f32): the same struct, groups is
+ * ignored (one group per channel), scale / bias per channel. */
+typedef struct {
+    const float *x;
+    const float *scale;
+    const float *bias;
+    float *y;
+    uint32_t batch, channels, spatial;
+    uint32_t groups;
+    uint32_t scale_per_group;
+    float epsilon;
+} dg_groupnorm_args_t;
+void dg_groupnorm_f32(void *args);
+void dg_instancenorm_f32(void *args);
+
+/* RMSNormalization (opset 23; also the default-domain `RMSNorm` and
+ * com.microsoft SimplifiedLayerNormalization): dg_layernorm_args_t over rows
+ * x cols (cols = product of the dims from `axis` on):
+ * y = x / sqrt(mean(x^2) + epsilon) * scale (+ bias when bias != NULL).
+ * `mean` is unused; inv_std (rows elements, may be NULL) receives
+ * 1 / sqrt(mean(x^2) + epsilon). */
+void dg_rmsnorm_f32(void *args);
+
+/* ---- ConvTranspose (NCHW; 1-D is height 1) ---------------------------------
+ * dg_conv_args_t with x, w, b (may be NULL), y; w is [in_c, out_c / group,
+ * k_h, k_w] (ONNX's ConvTranspose layout). pad_top / pad_left are the begin
+ * pads; the end pads and output_padding are implied by out_h / out_w
+ * (out_h = stride_h (in_h - 1) + output_padding_h + dil_h (k_h - 1) + 1
+ * - pad_top - pad_bottom). Each output element sums, in (in channel, k_h,
+ * k_w) order, the inputs that map onto it, then adds the bias. */
+void dg_conv_transpose_f32(void *args);
+
+/* ---- operators of onnxruntime-training's gradient graphs ------------------
+ * Sign (Abs gradient): dg_unary_args_t, y = -1, 0 or 1 (0 for +-0; NaN
+ * stays NaN). */
+void dg_sign_f32(void *args);
+
+/* Comparisons with numpy broadcasting, bool (one byte, 0 / 1) output:
+ * Equal, Less, LessOrEqual, Greater, GreaterOrEqual on float inputs (a NaN
+ * operand compares false), And on bool inputs. Max / Min gradients use
+ * Equal (+ Cast, Sum, Div, Mul), the Clip gradient GreaterOrEqual /
+ * LessOrEqual / And (+ Cast, Mul; or dg_clip_grad_f32 fused). Same layout
+ * as dg_binary_args_t: ndim == 0: n contiguous elements each; else the
+ * output shape and per-input element strides (0 = broadcast). */
+typedef struct {
+    const void *a;
+    const void *b;
+    uint8_t *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS];
+    uint32_t a_strides[DG_MAX_DIMS];
+    uint32_t b_strides[DG_MAX_DIMS];
+} dg_compare_args_t;
+void dg_equal_f32(void *args);
+void dg_less_f32(void *args);
+void dg_less_equal_f32(void *args);
+void dg_greater_f32(void *args);
+void dg_greater_equal_f32(void *args);
+void dg_and_bool(void *args);
+
+/* com.microsoft GatherGrad(shape, indices, dY){axis} (fp32): dx is
+ * [outer, axis_dim, inner] and zero except dx[o, indices[j], i] +=
+ * dy[o, j, i], summed in j order (repeated indices add up). Each dx row
+ * (o, k) is owned by one core, which scans all indices. Indices as in
+ * dg_gather_args_t (normalised int64, or int32 when indices_i32). */
+typedef struct {
+    const float *dy;
+    const void *indices;
+    uint32_t indices_i32;
+    float *dx;
+    uint32_t outer, axis_dim, inner;
+    uint32_t n_idx;
+} dg_gather_grad_args_t;
+void dg_gather_grad_f32(void *args);
+
+/* com.microsoft ConvTransposeGrad(dY, X, W) needs no kernel of its own
+ * (onnxruntime 1.19 has no CPU kernel for it either). With the
+ * ConvTranspose's strides, pads, dilations and group:
+ *   dX = Conv(dY, W):   dg_conv_f32 with x = dY, w = W, y = dX (in_c =
+ *                       ConvTranspose's out_c, out_c = its in_c; W's
+ *                       [in_c, out_c / group, k_h, k_w] is Conv's layout);
+ *   dW = dg_conv_grad_dw_f32 with dy = X, x = dY, dw = dW (same args);
+ *   dB = dg_conv_grad_db_f32 with dy = dY viewed as that Conv's input, i.e.
+ *        out_c = ConvTranspose's out_c and out_h / out_w its output size.
+ * (tests/kernel_tests_wave2.c case convtranspose_grad does exactly this.) */
+
+/* ###################### end of the second-wave operators ###################### */
+
 #ifdef __cplusplus
 }
 #endif

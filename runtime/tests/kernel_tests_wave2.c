@@ -1,0 +1,963 @@
+/*
+ * Second-wave kernel tests: the dg_* kernels of the second operator wave
+ * (unary math and activations, their gradients, Clip, Max / Min, Where,
+ * Cast, Gather, Split, Pad, ReduceMax, GlobalMaxPool, Group / Instance /
+ * RMS normalization, ConvTranspose, Conv 1-D) against onnxruntime reference
+ * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/wave2).
+ *
+ *   kernel_tests_wave2 REFDIR [--cores 1,3,8] [--fault] [CASE...]
+ *
+ * Same harness as kernel_tests.c: REFDIR holds one folder per case
+ * (manifest.txt + key.bin, unpacked by tests/runtime.rs); each case runs
+ * inside a cluster task that forks the kernel on each core count; outputs
+ * start as 0xFF bytes (NaN / -1) so an element no core writes fails; a case
+ * passes when every output is within tolerance (integers and exact cases
+ * bit-exact) for every core count and bit-identical across core counts.
+ * --fault (build with -DDG_FAULT_INJECTION): perturb each listed kernel
+ * output in turn and require the check to fail.
+ */
+#include "dg_kernels.h"
+#include "pmsis.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ARRS 40
+#define MAX_OUTS 8
+#define MAX_TEMPS 16
+
+typedef struct {
+    char key[64];
+    char dtype[8];
+    int ndim;
+    long shape[8];
+    size_t numel, bytes;
+    void *data;
+} arr_t;
+
+typedef struct {
+    char name[64];
+    void *buf;
+    arr_t *ref;
+} out_t;
+
+typedef struct tc {
+    arr_t arrs[MAX_ARRS];
+    int narr;
+    out_t outs[MAX_OUTS];
+    int nout;
+    void *temps[MAX_TEMPS];
+    int ntemp;
+    int nc;
+    int failed_setup;
+    void (*fn)(struct tc *);
+} tc_t;
+
+typedef struct {
+    const char *name;
+    const char *dir;
+    void (*fn)(tc_t *);
+    float rtol, atol;
+    int faults[6];
+} case_t;
+
+#ifdef DG_FAULT_INJECTION
+extern volatile int dg_fault_id;
+#endif
+
+/* ---- loading ---------------------------------------------------------------- */
+static size_t dtype_size(const char *dt)
+{
+    if (!strcmp(dt, "f4") || !strcmp(dt, "i4"))
+        return 4;
+    if (!strcmp(dt, "i8"))
+        return 8;
+    if (!strcmp(dt, "u1") || !strcmp(dt, "b1"))
+        return 1;
+    return 0;
+}
+
+static int load_case(tc_t *t, const char *root, const char *dir)
+{
+    char path[1024], line[512];
+    FILE *mf, *bf;
+    snprintf(path, sizeof path, "%s/%s/manifest.txt", root, dir);
+    mf = fopen(path, "r");
+    if (!mf) {
+        printf("FAIL %s: no reference folder (%s)\n", dir, path);
+        return -1;
+    }
+    t->narr = 0;
+    while (fgets(line, sizeof line, mf)) {
+        arr_t *a;
+        char *tok;
+        int d;
+        if (t->narr == MAX_ARRS)
+            break;
+        a = &t->arrs[t->narr];
+        memset(a, 0, sizeof *a);
+        tok = strtok(line, " \n");
+        if (!tok)
+            continue;
+        snprintf(a->key, sizeof a->key, "%s", tok);
+        snprintf(a->dtype, sizeof a->dtype, "%s", strtok(NULL, " \n"));
+        a->ndim = atoi(strtok(NULL, " \n"));
+        a->numel = 1;
+        for (d = 0; d < a->ndim; d++) {
+            a->shape[d] = atol(strtok(NULL, " \n"));
+            a->numel *= (size_t)a->shape[d];
+        }
+        a->bytes = a->numel * dtype_size(a->dtype);
+        a->data = malloc(a->bytes ? a->bytes : 1);
+        snprintf(path, sizeof path, "%s/%s/%s.bin", root, dir, a->key);
+        bf = fopen(path, "rb");
+        if (!bf || fread(a->data, 1, a->bytes, bf) != a->bytes) {
+            printf("FAIL %s: cannot read %s\n", dir, path);
+            if (bf)
+                fclose(bf);
+            fclose(mf);
+            return -1;
+        }
+        fclose(bf);
+        t->narr++;
+    }
+    fclose(mf);
+    return 0;
+}
+
+static void free_case(tc_t *t)
+{
+    int i;
+    for (i = 0; i < t->narr; i++)
+        free(t->arrs[i].data);
+    t->narr = 0;
+}
+
+static arr_t *find(tc_t *t, const char *prefix, const char *name)
+{
+    char key[80];
+    int i;
+    snprintf(key, sizeof key, "%s%s", prefix, name);
+    for (i = 0; i < t->narr; i++)
+        if (!strcmp(t->arrs[i].key, key))
+            return &t->arrs[i];
+    return NULL;
+}
+
+static arr_t *need(tc_t *t, const char *prefix, const char *name)
+{
+    arr_t *a = find(t, prefix, name);
+    if (!a) {
+        printf("  missing array %s%s\n", prefix, name);
+        t->failed_setup = 1;
+    }
+    return a;
+}
+
+/* ---- helpers used by the cases ------------------------------------------------ */
+static void *temp(tc_t *t, size_t bytes)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (t->ntemp < MAX_TEMPS)
+        t->temps[t->ntemp++] = p;
+    return p;
+}
+
+/* A fresh copy of input `name` (kernels may write in place). */
+static void *in_(tc_t *t, const char *name)
+{
+    arr_t *a = need(t, "in_", name);
+    void *p;
+    if (!a)
+        return temp(t, 64);
+    p = temp(t, a->bytes);
+    memcpy(p, a->data, a->bytes);
+    return p;
+}
+
+static uint32_t numel(tc_t *t, const char *key)
+{
+    int i;
+    for (i = 0; i < t->narr; i++)
+        if (!strcmp(t->arrs[i].key, key))
+            return (uint32_t)t->arrs[i].numel;
+    t->failed_setup = 1;
+    return 0;
+}
+
+static long pv(tc_t *t, const char *name, size_t i)
+{
+    arr_t *a = need(t, "p_", name);
+    if (!a || i >= a->numel) {
+        t->failed_setup = 1;
+        return 0;
+    }
+    return (long)((const int64_t *)a->data)[i];
+}
+
+static uint32_t pn(tc_t *t, const char *name)
+{
+    arr_t *a = need(t, "p_", name);
+    return a ? (uint32_t)a->numel : 0;
+}
+
+static float fv(tc_t *t, const char *name, size_t i)
+{
+    arr_t *a = need(t, "f_", name);
+    if (!a || i >= a->numel) {
+        t->failed_setup = 1;
+        return 0.0f;
+    }
+    return ((const float *)a->data)[i];
+}
+
+/* Output buffer for reference out_<name>, filled with 0xFF (NaN / -1) or,
+ * with init, with a copy of input `init`. */
+static void *out_(tc_t *t, const char *name, const char *init)
+{
+    arr_t *ref = need(t, "out_", name);
+    out_t *o;
+    if (!ref || t->nout == MAX_OUTS)
+        return temp(t, 64);
+    o = &t->outs[t->nout++];
+    snprintf(o->name, sizeof o->name, "%s", name);
+    o->ref = ref;
+    o->buf = malloc(ref->bytes ? ref->bytes : 1);
+    memset(o->buf, 0xFF, ref->bytes);
+    if (init) {
+        arr_t *src = need(t, "in_", init);
+        if (src && src->bytes == ref->bytes)
+            memcpy(o->buf, src->data, ref->bytes);
+        else
+            t->failed_setup = 1;
+    }
+    return o->buf;
+}
+
+#define IN(name) ((float *)in_(t, name))
+#define OUT(name) ((float *)out_(t, name, NULL))
+#define N(key) numel(t, key)
+#define P(name, i) ((uint32_t)pv(t, name, i))
+#define FORK(kernel, args) pi_cl_team_fork(t->nc, kernel, args)
+
+#define PL(name, i) ((int32_t)pv(t, name, i))
+
+/* ---- cases ------------------------------------------------------------------- */
+static void c_unary(tc_t *t, void (*k)(void *))
+{
+    dg_unary_args_t a;
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    FORK(k, &a);
+}
+static void c_ceil(tc_t *t) { c_unary(t, dg_ceil_f32); }
+static void c_floor(tc_t *t) { c_unary(t, dg_floor_f32); }
+static void c_exp(tc_t *t) { c_unary(t, dg_exp_f32); }
+static void c_log(tc_t *t) { c_unary(t, dg_log_f32); }
+static void c_sqrt(tc_t *t) { c_unary(t, dg_sqrt_f32); }
+static void c_neg(tc_t *t) { c_unary(t, dg_neg_f32); }
+static void c_abs(tc_t *t) { c_unary(t, dg_abs_f32); }
+static void c_tanh(tc_t *t) { c_unary(t, dg_tanh_f32); }
+static void c_sigmoid(tc_t *t) { c_unary(t, dg_sigmoid_f32); }
+static void c_erf(tc_t *t) { c_unary(t, dg_erf_f32); }
+static void c_hard_swish(tc_t *t) { c_unary(t, dg_hard_swish_f32); }
+
+static void c_unary_param(tc_t *t, void (*k)(void *))
+{
+    dg_unary_param_args_t a;
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.alpha = fv(t, "param", 0);
+    a.beta = fv(t, "param", 1);
+    FORK(k, &a);
+}
+static void c_hard_sigmoid(tc_t *t) { c_unary_param(t, dg_hard_sigmoid_f32); }
+static void c_swish(tc_t *t) { c_unary_param(t, dg_swish_f32); }
+
+/* p_clip = [has_min, has_max, as_inputs]; f_clip = [min, max]. The input
+ * form passes the bounds by pointer, the attribute form by value. */
+static void clip_params(tc_t *t, dg_clip_args_t *a)
+{
+    float *bounds = (float *)temp(t, 2 * sizeof(float));
+    memset(a, 0, sizeof *a);
+    a->n = N("in_x");
+    a->x = IN("x");
+    a->has_min = P("clip", 0);
+    a->has_max = P("clip", 1);
+    bounds[0] = fv(t, "clip", 0);
+    bounds[1] = fv(t, "clip", 1);
+    if (P("clip", 2)) {
+        a->min_ptr = a->has_min ? &bounds[0] : NULL;
+        a->max_ptr = a->has_max ? &bounds[1] : NULL;
+        a->has_min = a->has_max = 0; /* the pointers alone must suffice */
+    } else {
+        a->min = bounds[0];
+        a->max = bounds[1];
+    }
+}
+
+static void c_clip(tc_t *t)
+{
+    dg_clip_args_t a;
+    clip_params(t, &a);
+    a.y = OUT("y");
+    FORK(dg_clip_f32, &a);
+}
+
+static void c_clip_grad(tc_t *t)
+{
+    dg_clip_args_t a;
+    clip_params(t, &a);
+    a.dy = IN("dy");
+    a.dx = OUT("dx");
+    FORK(dg_clip_grad_f32, &a);
+}
+
+static void c_act_grad_y(tc_t *t, void (*k)(void *))
+{
+    dg_act_grad_y_args_t a;
+    a.dy = IN("dy");
+    a.y = IN("y");
+    a.dx = OUT("dx");
+    a.n = N("out_dx");
+    FORK(k, &a);
+}
+static void c_sigmoid_grad(tc_t *t) { c_act_grad_y(t, dg_sigmoid_grad_f32); }
+static void c_tanh_grad(tc_t *t) { c_act_grad_y(t, dg_tanh_grad_f32); }
+
+static void c_swish_grad(tc_t *t)
+{
+    dg_swish_grad_args_t a;
+    a.dy = IN("dy");
+    a.x = IN("x");
+    a.dx = OUT("dx");
+    a.n = N("out_dx");
+    a.alpha = fv(t, "param", 0);
+    FORK(dg_swish_grad_f32, &a);
+}
+
+/* inputs in_x0.. in order; p_strides holds nin x ndim strides */
+static void c_variadic(tc_t *t, void (*k)(void *))
+{
+    static const char *names[DG_MAX_VARIADIC] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+    const float *xs[DG_MAX_VARIADIC];
+    dg_variadic_args_t a;
+    uint32_t i, d;
+    memset(&a, 0, sizeof a);
+    for (i = 0; i < DG_MAX_VARIADIC && find(t, "in_", names[i]); i++)
+        xs[i] = IN(names[i]);
+    a.x = xs;
+    a.nin = i;
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        for (i = 0; i < a.nin; i++)
+            a.strides[i][d] = P("strides", i * a.ndim + d);
+    }
+    FORK(k, &a);
+}
+static void c_max(tc_t *t) { c_variadic(t, dg_max_f32); }
+static void c_min(tc_t *t) { c_variadic(t, dg_min_f32); }
+
+static void c_where(tc_t *t)
+{
+    dg_where_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.cond = (const uint8_t *)in_(t, "cond");
+    a.x = in_(t, "x");
+    a.y = in_(t, "y");
+    a.out = out_(t, "o", NULL);
+    a.elem_size = P("elem", 0);
+    a.n = N("out_o");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.c_strides[d] = P("strides", d);
+        a.x_strides[d] = P("strides", a.ndim + d);
+        a.y_strides[d] = P("strides", 2 * a.ndim + d);
+    }
+    FORK(dg_where, &a);
+}
+
+static void c_cast(tc_t *t)
+{
+    dg_cast_args_t a;
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.from = P("cast", 0);
+    a.to = P("cast", 1);
+    FORK(dg_cast, &a);
+}
+
+/* p_gather = [outer, axis_dim, inner, n_idx, indices_i32, elem_size] */
+static void c_gather(tc_t *t)
+{
+    dg_gather_args_t a;
+    a.x = in_(t, "x");
+    a.indices = in_(t, "indices");
+    a.y = out_(t, "y", NULL);
+    a.outer = P("gather", 0);
+    a.axis_dim = P("gather", 1);
+    a.inner = P("gather", 2);
+    a.n_idx = P("gather", 3);
+    a.indices_i32 = P("gather", 4);
+    a.elem_size = P("gather", 5);
+    FORK(dg_gather, &a);
+}
+
+static void c_split(tc_t *t)
+{
+    void *ys[3];
+    uint32_t sizes[3];
+    dg_split_args_t a;
+    ys[0] = OUT("y0");
+    ys[1] = OUT("y1");
+    ys[2] = OUT("y2");
+    sizes[0] = P("sizes", 0);
+    sizes[1] = P("sizes", 1);
+    sizes[2] = P("sizes", 2);
+    a.x = in_(t, "x");
+    a.y = ys;
+    a.sizes = sizes;
+    a.nout = 3;
+    a.elem_size = 4;
+    a.outer = P("outer_inner", 0);
+    a.inner = P("outer_inner", 1);
+    FORK(dg_split_kernel, &a);
+}
+
+static void c_pad(tc_t *t)
+{
+    dg_pad_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.ndim = pn(t, "in_shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.in_shape[d] = P("in_shape", d);
+        a.pads_begin[d] = PL("begin", d);
+        a.pads_end[d] = PL("end", d);
+    }
+    a.mode = P("mode", 0);
+    a.value = fv(t, "value", 0);
+    FORK(dg_pad_f32, &a);
+}
+
+static void c_global_maxpool(tc_t *t)
+{
+    dg_pool_args_t a;
+    memset(&a, 0, sizeof a);
+    a.batch = P("pool", 0);
+    a.channels = P("pool", 1);
+    a.in_h = P("pool", 2);
+    a.in_w = P("pool", 3);
+    a.out_h = a.out_w = 1;
+    a.x = IN("x");
+    a.y = OUT("y");
+    FORK(dg_global_maxpool_f32, &a);
+}
+
+static void c_reduce_max(tc_t *t)
+{
+    dg_reduce_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.nkeep = pn(t, "keep_shape");
+    a.nred = pn(t, "red_shape");
+    for (d = 0; d < a.nkeep; d++) {
+        a.keep_shape[d] = P("keep_shape", d);
+        a.keep_strides[d] = P("keep_strides", d);
+    }
+    for (d = 0; d < a.nred; d++) {
+        a.red_shape[d] = P("red_shape", d);
+        a.red_strides[d] = P("red_strides", d);
+    }
+    FORK(dg_reduce_max_f32, &a);
+}
+
+/* p_gn = [batch, channels, spatial, groups, scale_per_group]; f_gn = [eps] */
+static void gn_params(tc_t *t, dg_groupnorm_args_t *a)
+{
+    a->batch = P("gn", 0);
+    a->channels = P("gn", 1);
+    a->spatial = P("gn", 2);
+    a->groups = P("gn", 3);
+    a->scale_per_group = P("gn", 4);
+    a->epsilon = fv(t, "gn", 0);
+    a->x = IN("x");
+    a->scale = IN("scale");
+    a->bias = IN("bias");
+    a->y = OUT("y");
+}
+
+static void c_groupnorm(tc_t *t)
+{
+    dg_groupnorm_args_t a;
+    gn_params(t, &a);
+    FORK(dg_groupnorm_f32, &a);
+}
+
+static void c_instancenorm(tc_t *t)
+{
+    dg_groupnorm_args_t a;
+    gn_params(t, &a);
+    a.groups = 0; /* ignored by InstanceNormalization */
+    FORK(dg_instancenorm_f32, &a);
+}
+
+static void c_rmsnorm(tc_t *t)
+{
+    dg_layernorm_args_t a;
+    a.rows = P("ln", 0);
+    a.cols = P("ln", 1);
+    a.epsilon = fv(t, "ln", 0);
+    a.x = IN("x");
+    a.scale = IN("scale");
+    a.bias = NULL;
+    a.mean = NULL;
+    a.y = OUT("y");
+    a.inv_std = OUT("inv_std");
+    FORK(dg_rmsnorm_f32, &a);
+}
+
+static void conv_params(tc_t *t, dg_conv_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = P("conv", 0);
+    a->in_c = P("conv", 1);
+    a->in_h = P("conv", 2);
+    a->in_w = P("conv", 3);
+    a->out_c = P("conv", 4);
+    a->out_h = P("conv", 5);
+    a->out_w = P("conv", 6);
+    a->k_h = P("conv", 7);
+    a->k_w = P("conv", 8);
+    a->stride_h = P("conv", 9);
+    a->stride_w = P("conv", 10);
+    a->dil_h = P("conv", 11);
+    a->dil_w = P("conv", 12);
+    a->pad_top = P("conv", 13);
+    a->pad_left = P("conv", 14);
+    a->group = P("conv", 15);
+    a->x = IN("x");
+    a->w = IN("w");
+    a->b = find(t, "in_", "b") ? IN("b") : NULL;
+    a->y = OUT("y");
+}
+
+static void c_conv_transpose(tc_t *t)
+{
+    dg_conv_args_t a;
+    conv_params(t, &a);
+    FORK(dg_conv_transpose_f32, &a);
+}
+
+/* Conv 1-D: the first-wave 2-D kernel with height 1 */
+static void c_conv1d(tc_t *t)
+{
+    dg_conv_args_t a;
+    conv_params(t, &a);
+    FORK(dg_conv_f32, &a);
+}
+
+static void c_sign(tc_t *t) { c_unary(t, dg_sign_f32); }
+
+static void c_compare(tc_t *t, void (*k)(void *))
+{
+    dg_compare_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = in_(t, "a");
+    a.b = in_(t, "b");
+    a.y = (uint8_t *)out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(k, &a);
+}
+static void c_equal(tc_t *t) { c_compare(t, dg_equal_f32); }
+static void c_less(tc_t *t) { c_compare(t, dg_less_f32); }
+static void c_less_equal(tc_t *t) { c_compare(t, dg_less_equal_f32); }
+static void c_greater(tc_t *t) { c_compare(t, dg_greater_f32); }
+static void c_greater_equal(tc_t *t) { c_compare(t, dg_greater_equal_f32); }
+static void c_and(tc_t *t) { c_compare(t, dg_and_bool); }
+
+static void c_gather_grad(tc_t *t)
+{
+    dg_gather_grad_args_t a;
+    a.dy = IN("dy");
+    a.indices = in_(t, "indices");
+    a.dx = OUT("dx");
+    a.outer = P("gather", 0);
+    a.axis_dim = P("gather", 1);
+    a.inner = P("gather", 2);
+    a.n_idx = P("gather", 3);
+    a.indices_i32 = P("gather", 4);
+    FORK(dg_gather_grad_f32, &a);
+}
+
+/* ConvTransposeGrad mapped onto the Conv kernels (see dg_kernels.h):
+ * p_conv describes the Conv from dY (its input) to X's shape. */
+static void c_conv_transpose_grad(tc_t *t)
+{
+    dg_conv_args_t a, b;
+    memset(&a, 0, sizeof a);
+    a.batch = P("conv", 0);
+    a.in_c = P("conv", 1);
+    a.in_h = P("conv", 2);
+    a.in_w = P("conv", 3);
+    a.out_c = P("conv", 4);
+    a.out_h = P("conv", 5);
+    a.out_w = P("conv", 6);
+    a.k_h = P("conv", 7);
+    a.k_w = P("conv", 8);
+    a.stride_h = P("conv", 9);
+    a.stride_w = P("conv", 10);
+    a.dil_h = P("conv", 11);
+    a.dil_w = P("conv", 12);
+    a.pad_top = P("conv", 13);
+    a.pad_left = P("conv", 14);
+    a.group = P("conv", 15);
+    a.x = IN("dy");      /* dX = Conv(dY, W) */
+    a.w = IN("w");
+    a.b = NULL;
+    a.y = OUT("dx");
+    a.dy = IN("x");      /* dW: ConvGrad's dW with X as the output gradient */
+    a.dw = OUT("dw");
+    FORK(dg_conv_f32, &a);
+    FORK(dg_conv_grad_dw_f32, &a);
+    b = a;               /* dB: the sum of dY per ConvTranspose output channel */
+    b.out_c = a.in_c;
+    b.out_h = a.in_h;
+    b.out_w = a.in_w;
+    b.dy = a.x;
+    b.db = OUT("db");
+    FORK(dg_conv_grad_db_f32, &b);
+}
+
+/* Pow: the first-wave broadcast kernel with general exponents */
+static void c_pow(tc_t *t)
+{
+    dg_binary_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(dg_pow_f32, &a);
+}
+
+/* ---- the table ----------------------------------------------------------------- */
+#define R 1e-5f
+#define EXACT 0.0f, 0.0f
+static const case_t CASES[] = {
+    {"ceil", NULL, c_ceil, EXACT, {DG_FAULT_CEIL}},
+    {"floor", NULL, c_floor, EXACT, {DG_FAULT_FLOOR}},
+    {"exp", NULL, c_exp, R, 1e-6f, {DG_FAULT_EXP}},
+    {"log", NULL, c_log, R, 1e-6f, {DG_FAULT_LOG}},
+    {"sqrt", NULL, c_sqrt, R, 1e-6f, {DG_FAULT_SQRT}},
+    {"neg", NULL, c_neg, EXACT, {DG_FAULT_NEG}},
+    {"abs_", NULL, c_abs, EXACT, {DG_FAULT_ABS}},
+    {"tanh", NULL, c_tanh, R, 1e-6f, {DG_FAULT_TANH}},
+    {"sigmoid", NULL, c_sigmoid, R, 1e-6f, {DG_FAULT_SIGMOID}},
+    {"erf", NULL, c_erf, R, 1e-6f, {DG_FAULT_ERF}},
+    {"hard_swish", NULL, c_hard_swish, R, 1e-6f, {DG_FAULT_HARD_SWISH}},
+    {"hard_sigmoid_default", NULL, c_hard_sigmoid, R, 1e-6f, {DG_FAULT_HARD_SIGMOID}},
+    {"hard_sigmoid_custom", NULL, c_hard_sigmoid, R, 1e-6f, {DG_FAULT_HARD_SIGMOID}},
+    {"swish_alpha1", NULL, c_swish, R, 1e-6f, {DG_FAULT_SWISH}},
+    {"swish_quickgelu", NULL, c_swish, R, 1e-6f, {DG_FAULT_SWISH}},
+    {"clip_min_max", NULL, c_clip, EXACT, {DG_FAULT_CLIP}},
+    {"clip_max_only", NULL, c_clip, EXACT, {DG_FAULT_CLIP}},
+    {"clip_none", NULL, c_clip, EXACT, {DG_FAULT_CLIP}},
+    {"clip_attr_min", NULL, c_clip, EXACT, {DG_FAULT_CLIP}},
+    {"clip_grad_min_max", NULL, c_clip_grad, EXACT, {DG_FAULT_CLIP_GRAD}},
+    {"clip_grad_min_only", NULL, c_clip_grad, EXACT, {DG_FAULT_CLIP_GRAD}},
+    {"sigmoid_grad", NULL, c_sigmoid_grad, R, 1e-6f, {DG_FAULT_SIGMOID_GRAD}},
+    {"tanh_grad", NULL, c_tanh_grad, R, 1e-6f, {DG_FAULT_TANH_GRAD}},
+    {"swish_grad", NULL, c_swish_grad, R, 1e-6f, {DG_FAULT_SWISH_GRAD}},
+    {"max_bcast3", NULL, c_max, EXACT, {DG_FAULT_MAX}},
+    {"min_bcast2", NULL, c_min, EXACT, {DG_FAULT_MIN}},
+    {"max_same4", NULL, c_max, EXACT, {DG_FAULT_MAX}},
+    {"min_single", NULL, c_min, EXACT, {DG_FAULT_MIN}},
+    {"where_bcast", NULL, c_where, EXACT, {DG_FAULT_WHERE}},
+    {"where_same_i64", NULL, c_where, EXACT, {DG_FAULT_WHERE}},
+    {"cast_f32_i64", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_f32_i32", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_f32_u8", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_f32_bool", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_i64_f32", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_i32_f32", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_bool_f32", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_u8_f32", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_i64_i32", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"cast_i64_bool", NULL, c_cast, EXACT, {DG_FAULT_CAST}},
+    {"gather_axis0", NULL, c_gather, EXACT, {DG_FAULT_GATHER}},
+    {"gather_axis1_2d_idx", NULL, c_gather, EXACT, {DG_FAULT_GATHER}},
+    {"gather_last_scalar_i32", NULL, c_gather, EXACT, {DG_FAULT_GATHER}},
+    {"gather_i64_data", NULL, c_gather, EXACT, {DG_FAULT_GATHER}},
+    {"split_equal_axis1", NULL, c_split, EXACT, {DG_FAULT_SPLIT}},
+    {"split_uneven_last", NULL, c_split, EXACT, {DG_FAULT_SPLIT}},
+    {"split_sizes_axis0", NULL, c_split, EXACT, {DG_FAULT_SPLIT}},
+    {"pad_constant_crop", NULL, c_pad, EXACT, {DG_FAULT_PAD}},
+    {"pad_constant_default", NULL, c_pad, EXACT, {DG_FAULT_PAD}},
+    {"pad_reflect", NULL, c_pad, EXACT, {DG_FAULT_PAD}},
+    {"pad_reflect_crop", NULL, c_pad, EXACT, {DG_FAULT_PAD}},
+    {"pad_edge_crop", NULL, c_pad, EXACT, {DG_FAULT_PAD}},
+    {"pad_wrap", NULL, c_pad, EXACT, {DG_FAULT_PAD}},
+    {"global_maxpool", NULL, c_global_maxpool, EXACT, {DG_FAULT_GLOBAL_MAXPOOL}},
+    {"reducemax_axes02", NULL, c_reduce_max, EXACT, {DG_FAULT_REDUCE_MAX}},
+    {"reducemax_last_keep", NULL, c_reduce_max, EXACT, {DG_FAULT_REDUCE_MAX}},
+    {"reducemax_all", NULL, c_reduce_max, EXACT, {DG_FAULT_REDUCE_MAX}},
+    {"groupnorm_per_channel", NULL, c_groupnorm, R, 1e-6f, {DG_FAULT_GROUPNORM}},
+    {"groupnorm_per_group_opset18", NULL, c_groupnorm, R, 1e-6f, {DG_FAULT_GROUPNORM}},
+    {"instancenorm", NULL, c_instancenorm, R, 1e-6f, {DG_FAULT_INSTANCENORM}},
+    {"rmsnorm_last", NULL, c_rmsnorm, R, 1e-6f, {DG_FAULT_RMSNORM_Y, DG_FAULT_RMSNORM_INVSTD}},
+    {"rmsnorm_axis1", NULL, c_rmsnorm, R, 1e-6f, {DG_FAULT_RMSNORM_Y, DG_FAULT_RMSNORM_INVSTD}},
+    {"convtranspose_grouped", NULL, c_conv_transpose, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE}},
+    {"convtranspose_s2_nobias", NULL, c_conv_transpose, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE}},
+    {"convtranspose_1d", NULL, c_conv_transpose, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE}},
+    {"conv1d", NULL, c_conv1d, R, 1e-6f, {DG_FAULT_CONV}},
+    {"sign", NULL, c_sign, EXACT, {DG_FAULT_SIGN}},
+    {"equal_bcast", NULL, c_equal, EXACT, {DG_FAULT_COMPARE}},
+    {"less_same", NULL, c_less, EXACT, {DG_FAULT_COMPARE}},
+    {"less_equal_bcast", NULL, c_less_equal, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_bcast", NULL, c_greater, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_equal_same", NULL, c_greater_equal, EXACT, {DG_FAULT_COMPARE}},
+    {"and_bcast", NULL, c_and, EXACT, {DG_FAULT_COMPARE}},
+    {"gather_grad_axis0_repeats", NULL, c_gather_grad, R, 1e-6f, {DG_FAULT_GATHER_GRAD}},
+    {"gather_grad_axis1", NULL, c_gather_grad, R, 1e-6f, {DG_FAULT_GATHER_GRAD}},
+    {"convtranspose_grad", NULL, c_conv_transpose_grad, R, 1e-6f,
+     {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convtranspose_grad_1d", NULL, c_conv_transpose_grad, R, 1e-6f,
+     {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"pow_bcast_exponents", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
+    {"pow_negative_base_int", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
+};
+#define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
+
+/* ---- running ------------------------------------------------------------------ */
+static void case_entry(void *arg)
+{
+    tc_t *t = (tc_t *)arg;
+    t->fn(t);
+}
+
+static struct pi_device g_cluster;
+
+static void run_once(tc_t *t, const case_t *c, int nc)
+{
+    struct pi_cluster_task task;
+    t->nout = 0;
+    t->ntemp = 0;
+    t->nc = nc;
+    t->fn = c->fn;
+    pi_cluster_send_task_to_cl(&g_cluster, pi_cluster_task(&task, case_entry, t));
+}
+
+static void release_run(tc_t *t)
+{
+    int i;
+    for (i = 0; i < t->nout; i++)
+        free(t->outs[i].buf);
+    for (i = 0; i < t->ntemp; i++)
+        free(t->temps[i]);
+    t->nout = 0;
+    t->ntemp = 0;
+}
+
+/* Returns the number of bad elements over all outputs; reports the worst. */
+static size_t compare(tc_t *t, const case_t *c, int verbose, double *max_rel)
+{
+    size_t bad = 0, i;
+    int k;
+    *max_rel = 0.0;
+    for (k = 0; k < t->nout; k++) {
+        const out_t *o = &t->outs[k];
+        size_t obad = 0, first = (size_t)-1;
+        if (!strcmp(o->ref->dtype, "f4")) {
+            const float *got = (const float *)o->buf, *ref = (const float *)o->ref->data;
+            for (i = 0; i < o->ref->numel; i++) {
+                const double d = fabs((double)got[i] - (double)ref[i]);
+                const double tol = (double)c->rtol * fabs((double)ref[i]) + (double)c->atol;
+                const double rel = d / (fabs((double)ref[i]) > 1e-30 ? fabs((double)ref[i]) : 1e-30);
+                if (!(d <= tol)) {
+                    if (first == (size_t)-1)
+                        first = i;
+                    obad++;
+                }
+                if (d == d && rel > *max_rel)
+                    *max_rel = rel;
+            }
+            if (obad && verbose)
+                printf("  %s: %zu of %zu outside tolerance; first [%zu] got %.9g ref %.9g\n",
+                       o->name, obad, o->ref->numel, first, (double)got[first],
+                       (double)ref[first]);
+        } else {
+            if (memcmp(o->buf, o->ref->data, o->ref->bytes) != 0) {
+                obad = 1;
+                if (verbose)
+                    printf("  %s: integer output differs from the reference\n", o->name);
+            }
+        }
+        bad += obad;
+    }
+    return bad;
+}
+
+static int parse_cores(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        out[n++] = atoi(s);
+        while (*s && *s != ',')
+            s++;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    struct pi_cluster_conf conf;
+    static tc_t t;
+    const char *root = NULL;
+    int cores[8] = {1, 3, 8}, ncores = 3, fault_mode = 0, i, j, k;
+    int passed = 0, failed = 0, detected = 0, missed = 0;
+    const char *only[128];
+    int nonly = 0;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--cores") && i + 1 < argc)
+            ncores = parse_cores(argv[++i], cores, 8);
+        else if (!strcmp(argv[i], "--fault"))
+            fault_mode = 1;
+        else if (!root)
+            root = argv[i];
+        else if (nonly < 128)
+            only[nonly++] = argv[i];
+    }
+    if (!root) {
+        fprintf(stderr, "usage: %s REFDIR [--cores 1,3,8] [--fault] [CASE...]\n", argv[0]);
+        return 2;
+    }
+#ifndef DG_FAULT_INJECTION
+    if (fault_mode) {
+        fprintf(stderr, "--fault needs a build with -DDG_FAULT_INJECTION\n");
+        return 2;
+    }
+#endif
+    pi_cluster_conf_init(&conf);
+    pi_open_from_conf(&g_cluster, &conf);
+    if (pi_cluster_open(&g_cluster) != 0)
+        return 2;
+    printf("cases: %d\n", NCASES);
+
+    for (i = 0; i < NCASES; i++) {
+        const case_t *c = &CASES[i];
+        int ok = 1;
+        if (nonly) {
+            for (j = 0; j < nonly && strcmp(only[j], c->name); j++)
+                ;
+            if (j == nonly)
+                continue;
+        }
+        memset(&t, 0, sizeof t);
+        if (load_case(&t, root, c->dir ? c->dir : c->name) != 0) {
+            failed++;
+            continue;
+        }
+        if (!fault_mode) {
+            void *first[MAX_OUTS];
+            size_t first_bytes[MAX_OUTS];
+            int nfirst = 0;
+            double worst = 0.0, rel = 0.0;
+            for (k = 0; k < ncores && ok; k++) {
+                run_once(&t, c, cores[k]);
+                if (t.failed_setup) {
+                    printf("  setup failed\n");
+                    ok = 0;
+                } else if (compare(&t, c, 1, &rel) != 0) {
+                    printf("  (with %d cores)\n", cores[k]);
+                    ok = 0;
+                } else if (k == 0) {
+                    for (j = 0; j < t.nout; j++) {
+                        first_bytes[j] = t.outs[j].ref->bytes;
+                        first[j] = malloc(first_bytes[j] ? first_bytes[j] : 1);
+                        memcpy(first[j], t.outs[j].buf, first_bytes[j]);
+                    }
+                    nfirst = t.nout;
+                } else {
+                    for (j = 0; j < t.nout && j < nfirst; j++) {
+                        if (memcmp(first[j], t.outs[j].buf, first_bytes[j]) != 0) {
+                            printf("  %s: %d cores not bit-identical to %d cores\n",
+                                   t.outs[j].name, cores[k], cores[0]);
+                            ok = 0;
+                        }
+                    }
+                }
+                if (rel > worst)
+                    worst = rel;
+                release_run(&t);
+            }
+            for (j = 0; j < nfirst; j++)
+                free(first[j]);
+            printf("%s %s (max rel err %.2e)\n", ok ? "ok  " : "FAIL", c->name, worst);
+            if (ok)
+                passed++;
+            else
+                failed++;
+        } else {
+#ifdef DG_FAULT_INJECTION
+            for (k = 0; k < 6 && c->faults[k] != DG_FAULT_NONE; k++) {
+                double rel;
+                size_t bad;
+                dg_fault_id = c->faults[k];
+                run_once(&t, c, cores[ncores - 1]);
+                dg_fault_id = DG_FAULT_NONE;
+                bad = compare(&t, c, 0, &rel);
+                release_run(&t);
+                printf("fault %s #%d: %s\n", c->name, c->faults[k], bad ? "detected" : "MISSED");
+                if (bad)
+                    detected++;
+                else
+                    missed++;
+            }
+            if (k == 0) {
+                printf("fault %s: no fault listed\n", c->name);
+                missed++;
+            }
+#endif
+        }
+        free_case(&t);
+    }
+    pi_cluster_close(&g_cluster);
+    if (fault_mode) {
+        printf("fault injection: %d detected, %d missed\n", detected, missed);
+        return missed == 0 && detected > 0 ? 0 : 1;
+    }
+    printf("kernel tests (wave 2): %d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
