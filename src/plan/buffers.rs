@@ -155,7 +155,47 @@ pub struct Buffer {
     pub copy_of: Option<BufId>,
 }
 
+/// A value's bytes, element type and shape.
+pub struct Value {
+    pub bytes: u64,
+    pub dtype: String,
+    pub shape: Vec<usize>,
+}
+
 impl Buffer {
+    /// The one constructor: a main-graph buffer at L2, unplaced, with no
+    /// aliases, its size the bytes rounded up to `align`; callers set the
+    /// rest with struct-update syntax.
+    pub fn new(
+        id: BufId,
+        name: String,
+        kind: Kind,
+        v: Value,
+        align: u64,
+        live: (u32, u32),
+        persistent: bool,
+    ) -> Buffer {
+        Buffer {
+            id,
+            name,
+            graph: GraphSel::Main,
+            kind,
+            bytes: v.bytes,
+            size: v.bytes.div_ceil(align) * align,
+            dtype: v.dtype,
+            shape: v.shape,
+            start: live.0,
+            end: live.1,
+            persistent,
+            aliases: vec![],
+            level: Level::L2,
+            level_reason: String::new(),
+            placement: Placement::Unplaced,
+            step: None,
+            copy_of: None,
+        }
+    }
+
     pub fn lifetime(&self) -> (u32, u32) {
         (self.start, self.end)
     }
@@ -271,25 +311,10 @@ impl<'a> Builder<'a> {
         let g = self.graph(sel);
         let (bytes, shape) = size_of(g, t, kind.name())?;
         let id = self.buffers.len();
-        self.buffers.push(Buffer {
-            id,
-            name: g.name_of(t).to_string(),
-            graph: sel,
-            kind,
-            bytes,
-            size: bytes.div_ceil(self.align) * self.align,
-            dtype: g.tensor(t).ty.dtype.name(),
-            shape,
-            start,
-            end,
-            persistent,
-            aliases: vec![],
-            level: Level::L2,
-            level_reason: String::new(),
-            placement: Placement::Unplaced,
-            step: None,
-            copy_of: None,
-        });
+        let v = Value { bytes, dtype: g.tensor(t).ty.dtype.name(), shape };
+        let name = g.name_of(t).to_string();
+        self.buffers
+            .push(Buffer { graph: sel, ..Buffer::new(id, name, kind, v, self.align, (start, end), persistent) });
         self.bind(sel, t, id);
         Ok(id)
     }
@@ -422,25 +447,9 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
 
     for s in statics {
         let id = b.buffers.len();
-        b.buffers.push(Buffer {
-            id,
-            name: s.name.clone(),
-            graph: GraphSel::Main,
-            kind: Kind::Static,
-            bytes: s.bytes,
-            size: s.bytes.div_ceil(b.align) * b.align,
-            dtype: "u8".into(),
-            shape: vec![s.bytes as usize],
-            start: 0,
-            end: b.last,
-            persistent: true,
-            aliases: vec![],
-            level: s.level,
-            level_reason: String::new(),
-            placement: Placement::Unplaced,
-            step: None,
-            copy_of: None,
-        });
+        let v = Value { bytes: s.bytes, dtype: "u8".into(), shape: vec![s.bytes as usize] };
+        let buf = Buffer::new(id, s.name.clone(), Kind::Static, v, b.align, (0, b.last), true);
+        b.buffers.push(Buffer { level: s.level, ..buf });
     }
 
     Ok(Discovery { buffers: b.buffers, steps, main_steps, main: b.main, optimizer: b.opt, notes: b.notes })

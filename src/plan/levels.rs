@@ -18,7 +18,7 @@
 
 use serde::Serialize;
 
-use super::buffers::{Access, BufId, Buffer, GraphSel, Kind, Placement, Step};
+use super::buffers::{Access, BufId, Buffer, GraphSel, Kind, Step, Value};
 use crate::ir::OpId;
 use crate::ops::{self, Update};
 use crate::target::{Level, Platform};
@@ -109,25 +109,8 @@ fn per_node(
             format!("kernel scratch of node '{}' ({})", step.name, step.op),
         ),
     };
-    buffers.push(Buffer {
-        id,
-        name,
-        graph: step.graph,
-        kind,
-        bytes,
-        size: bytes.div_ceil(align) * align,
-        dtype,
-        shape,
-        start: step.index,
-        end: step.index,
-        persistent: false,
-        aliases: vec![],
-        level,
-        level_reason: reason,
-        placement: Placement::Unplaced,
-        step: Some(step.index),
-        copy_of: of,
-    });
+    let buf = Buffer::new(id, name, kind, Value { bytes, dtype, shape }, align, (step.index, step.index), false);
+    buffers.push(Buffer { graph: step.graph, level, level_reason: reason, step: Some(step.index), copy_of: of, ..buf });
     id
 }
 
