@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use deploygen::{bind, import, inspect, plan, Error};
+use deploygen::{bind, emit, import, inspect, plan, Error};
 
 #[derive(Parser)]
 #[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
@@ -54,6 +54,48 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
+    /// Generate the C deployment project (network, test harness, build files).
+    Build {
+        /// A model folder (network.onnx, inputs.npz, …) or one .onnx file.
+        model: PathBuf,
+        /// Target platform (GAP9, Siracusa, host).
+        #[arg(long)]
+        platform: String,
+        /// Where graph I/O, weights and buffers live unless a rule moves them.
+        #[arg(long, value_name = "LEVEL")]
+        default_mem: Option<String>,
+        /// L1 capacity in bytes (overrides the platform's).
+        #[arg(long, value_name = "BYTES")]
+        l1: Option<u64>,
+        /// L2 capacity in bytes (overrides the platform's).
+        #[arg(long, value_name = "BYTES")]
+        l2: Option<u64>,
+        /// L3 capacity in bytes (overrides the platform's).
+        #[arg(long, value_name = "BYTES")]
+        l3: Option<u64>,
+        /// Most bytes of weights baked into the L2 image; larger weights are
+        /// l3-staged (default: the platform's L2 image limit).
+        #[arg(long = "l2-image", value_name = "BYTES")]
+        l2_image: Option<u64>,
+        /// Absolute comparison tolerance (default: 1e-3).
+        #[arg(long, value_name = "T")]
+        tolerance: Option<f32>,
+        /// Number of per-mini-batch data inputs (only where the data cannot tell).
+        #[arg(long, value_name = "N")]
+        num_data_inputs: Option<usize>,
+        /// Output folder (default: build/<model>-<platform>-<level>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Replace an existing output folder.
+        #[arg(long)]
+        force: bool,
+        /// Generate in memory and diff against this project folder; write nothing.
+        #[arg(long, value_name = "DIR")]
+        check: Option<PathBuf>,
+        /// One hex/<n>.hex per L3 buffer instead of the packed L3 image.
+        #[arg(long)]
+        hex_files: bool,
+    },
 }
 
 fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
@@ -76,6 +118,41 @@ fn write_stdout(text: &str) -> Result<(), Error> {
 
 fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        Command::Build {
+            model,
+            platform,
+            default_mem,
+            l1,
+            l2,
+            l3,
+            l2_image,
+            tolerance,
+            num_data_inputs,
+            out,
+            force,
+            check,
+            hex_files,
+        } => {
+            let args = emit::cli::BuildArgs {
+                model,
+                platform,
+                default_mem,
+                l1,
+                l2,
+                l3,
+                l2_image,
+                tolerance,
+                num_data_inputs,
+                out,
+                force,
+                check,
+                hex_files,
+            };
+            if !emit::cli::run(&args)? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Inspect { model, format, dot, num_data_inputs, platform, default_mem, l1, l2, l3, svg } => {
             let opts = plan::PlanOptions::from_flags(platform.as_deref(), default_mem.as_deref(), [l1, l2, l3])?;
             if svg.is_some() && opts.is_none() {
