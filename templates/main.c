@@ -37,7 +37,7 @@ static struct pi_device cluster_dev;
 static uint32_t task_cycles;
 static uint32_t check_errors;
 static uint32_t check_compared;
-{%- if f.training %}
+{%- if f.training && f.loss_idx.is_some() %}
 static float stored_losses[N_LOSS_SLOTS];
 {%- endif %}
 

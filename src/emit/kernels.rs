@@ -362,20 +362,36 @@ fn unary(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 fn scale(ctx: &KernelCtx) -> Result<KernelCall> {
-    ctx.require_f32(&[0, 1])?;
+    ctx.require_f32(&[0])?;
     let n = numel(&ctx.out_shape(0)?);
     let down = ctx.attr_int("scale_down", 0)?;
-    one(call(
+    // A non-float scale (ORT casts it) is a constant: pass it as a float.
+    let mut locals = vec![];
+    let sc = if ctx.in_dtype(1)? == DType::F32 {
+        ctx.inp(1)?
+    } else {
+        let k = ctx.ops().konst(1).ok_or_else(|| ctx.err("a non-float scale must be a constant"))?;
+        let v = match (k.to_i64(), k.to_f32()) {
+            (Some(v), _) => v.first().copied().unwrap_or(0) as f32,
+            (None, Some(v)) => v.first().copied().unwrap_or(0.0),
+            (None, None) => return Err(ctx.err("the scale constant has no numeric value")),
+        };
+        locals.push(Local { ctype: "const float".into(), name: "scale_value".into(), values: vec![f(v)] });
+        "scale_value".into()
+    };
+    let mut inv = call(
         "dg_scale_f32",
         "dg_scale_args_t",
         vec![
             ("x", ctx.inp(0)?),
-            ("scale", ctx.inp(1)?),
+            ("scale", sc),
             ("y", ctx.out(0)?),
             ("n", u(n)),
             ("scale_down", u(usize::from(down != 0))),
         ],
-    ))
+    );
+    inv.locals = locals;
+    one(inv)
 }
 
 fn sum(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -413,18 +429,31 @@ fn act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 fn gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
-    if a.len() != 2 || b.len() != 2 || y.len() != 2 {
-        return Err(ctx.err("Gemm operands must be 2-D"));
-    }
     let ta = ctx.attr_int("transA", 0)? != 0;
     let tb = ctx.attr_int("transB", 0)? != 0;
-    let (m, n) = (y[0], y[1]);
-    let k = if ta { a[0] } else { a[1] };
+    // Exporters feed Gemm [.., M, K] with leading 1s or batch dims (rows
+    // of A, unless transposed): the rows flatten into M.
+    let lead1 = |s: &[usize]| s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1);
+    let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !y.is_empty();
+    if !ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none() {
+        // A batched Gemm (some exporters write MatMul gradients so): a
+        // batched matmul with transposes and a scale.
+        return matmul_with(ctx, ta, tb, ctx.attr_float("alpha", 1.0)?, true);
+    }
+    if !ok {
+        return Err(ctx.err(format!("Gemm operands must be 2-D (A {a:?}, B {b:?}, Y {y:?})")));
+    }
+    let (ar, br) = (a.len(), b.len());
+    let (m, k) = if ta { (a[ar - 1], a[ar - 2]) } else { (numel(&a[..ar - 1]), a[ar - 1]) };
+    let n = if tb { b[br - 2] } else { b[br - 1] };
+    if numel(&y) != m * n {
+        return Err(ctx.err(format!("Gemm output {y:?} does not hold {m} x {n} values")));
+    }
     let (mut csm, mut csn) = (0, 0);
     if ctx.node.input(2).is_some() {
         let c = ctx.in_shape(2)?;
         let dn = c.last().copied().unwrap_or(1);
-        let dm = if c.len() >= 2 { c[c.len() - 2] } else { 1 };
+        let dm = if c.len() >= 2 { numel(&c[..c.len() - 1]) } else { 1 };
         csn = if dn == 1 { 0 } else { 1 };
         csm = if dm == 1 { 0 } else { dn };
     }
@@ -450,7 +479,6 @@ fn gemm(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 fn matmul(ctx: &KernelCtx) -> Result<KernelCall> {
-    ctx.require_f32(&[0, 1])?;
     let fused = ctx.node.op == "FusedMatMul";
     let (ta, tb, alpha) = if fused {
         if ctx.attr_int("transBatchA", 0)? != 0 || ctx.attr_int("transBatchB", 0)? != 0 {
@@ -460,6 +488,11 @@ fn matmul(ctx: &KernelCtx) -> Result<KernelCall> {
     } else {
         (false, false, 1.0)
     };
+    matmul_with(ctx, ta, tb, alpha, fused)
+}
+
+fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused: bool) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
     let (mut a, mut b) = (ctx.in_shape(0)?, ctx.in_shape(1)?);
     if a.len() == 1 {
         a = if ta { vec![a[0], 1] } else { vec![1, a[0]] };
@@ -971,9 +1004,18 @@ fn sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
         return Err(ctx.err("class weights are not supported by the kernel"));
     }
     let [b, c, i] = sce_dims(ctx, &ctx.in_shape(0)?)?;
-    let log_prob = match ctx.outputs.get(1).cloned().flatten() {
-        Some(p) => p,
-        None => ctx.scratch.clone().ok_or_else(|| ctx.err("needs its log_prob output (or a scratch buffer)"))?,
+    let scores = ctx.in_shape(0)?;
+    // Some exporters give the node a single output of the scores' shape:
+    // log_prob only, no loss value.
+    let single_log_prob = ctx.node.outputs.len() == 1 && ctx.has_out(0) && ctx.out_shape(0)? == scores;
+    let (loss, log_prob) = if single_log_prob {
+        ("NULL".to_string(), ctx.out(0)?)
+    } else {
+        let lp = match ctx.outputs.get(1).cloned().flatten() {
+            Some(p) => p,
+            None => ctx.scratch.clone().ok_or_else(|| ctx.err("needs its log_prob output (or a scratch buffer)"))?,
+        };
+        (ctx.opt_out(0), lp)
     };
     let (ig, has) = ignore(ctx)?;
     one(call(
@@ -984,7 +1026,7 @@ fn sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
             ("labels", ctx.inp(1)?),
             ("labels_i32", labels_i32(ctx, 1)?),
             ("log_prob", log_prob),
-            ("loss", ctx.opt_out(0)),
+            ("loss", loss),
             ("batch", u(b)),
             ("classes", u(c)),
             ("inner", u(i)),
