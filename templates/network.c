@@ -16,15 +16,6 @@ uint8_t *dg_arena_L1;
 uint8_t *dg_arena_L2;
 void *dg_arena_L3;
 void *dg_l3_staged;
-{%- for b in f.baked %}
-
-/* {{ b.comment }} */
-PI_L2 {{ b.ctype }} {{ b.name }}[] = {
-{%- for l in b.lines %}
-{{ l }}
-{%- endfor %}
-};
-{%- endfor %}
 
 void *DeeployNetwork_inputs[{{ f.inputs.len().max(1) }}];
 const uint32_t DeeployNetwork_inputs_bytes[{{ f.inputs.len().max(1) }}] = {

@@ -737,8 +737,7 @@ pub fn generate(
         }
     } else {
         no_data_reason = Some(format!(
-            "{} has no inputs.npz/outputs.npz: there are no references, so this run compares nothing and fails",
-            model.dir.display()
+            "model '{name}' has no inputs.npz/outputs.npz: there are no references, so this run compares nothing and fails"
         ));
     }
 
@@ -850,7 +849,7 @@ pub fn generate(
         .collect();
     let net = if training { "TrainingNetwork" } else { "Network" }.to_string();
     let has_optimizer = training;
-    let mut sources = vec!["main.c".to_string(), format!("{net}.c")];
+    let mut sources = vec!["main.c".to_string(), format!("{net}.c"), "Weights.c".to_string()];
     if has_optimizer {
         sources.push("OptimizerNetwork.c".into());
     }

@@ -55,6 +55,12 @@ struct NetworkC<'a> {
 }
 
 #[derive(Template)]
+#[template(path = "weights.c")]
+struct WeightsC<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
 #[template(path = "optimizer.h")]
 struct OptimizerH<'a> {
     f: &'a Facts,
@@ -116,6 +122,7 @@ pub fn render(f: &Facts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let mut files = vec![
         (PathBuf::from(format!("{net}.h")), text(&NetworkH { f }, "the network header")?),
         (PathBuf::from(format!("{net}.c")), text(&NetworkC { f }, "the network")?),
+        (PathBuf::from("Weights.c"), text(&WeightsC { f }, "Weights.c")?),
         (PathBuf::from("testinputs.h"), text(&TestInputs { f }, "testinputs.h")?),
         (PathBuf::from("testoutputs.h"), text(&TestOutputs { f }, "testoutputs.h")?),
         (PathBuf::from("main.c"), text(&MainC { f }, "main.c")?),
