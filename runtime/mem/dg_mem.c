@@ -175,65 +175,123 @@ void dg_copy(void *dst, const void *src, size_t n)
     }
 }
 
+/* ---- files: the readfs flash image on the SDK, a folder on the host ---- */
 #ifdef DG_PMSIS_HOST
 #include <stdlib.h>
 
-size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
+typedef FILE dg_file_t;
+
+static dg_file_t *dg_file_open(const char *name, size_t *size)
 {
     const char *dir = getenv("DG_HEX_DIR");
     char path[1024];
     FILE *f;
-    size_t total = 0, k;
+    long end;
     if (dir == NULL || *dir == '\0')
         dir = DG_HEX_DIR_DEFAULT;
     if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-        return (size_t)-1;
+        return NULL;
     f = fopen(path, "rb");
-    if (f == NULL) {
-        printf("FATAL: cannot open %s\r\n", path);
-        return (size_t)-1;
+    if (f == NULL)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        return NULL;
     }
-    while ((k = fread(dg_stage, 1, sizeof dg_stage, f)) > 0) {
-        if (total + k > max_size) {
-            printf("FATAL: %s is larger than its L3 buffer (%lu B)\r\n", path,
-                   (unsigned long)max_size);
-            fclose(f);
-            return (size_t)-1;
-        }
-        dg_l3_write((uint8_t *)dst_l3 + total, dg_stage, k);
-        total += k;
-    }
-    fclose(f);
-    return total;
+    *size = (size_t)end;
+    return f;
 }
+
+static size_t dg_file_read(dg_file_t *f, void *buf, size_t n) { return fread(buf, 1, n, f); }
+
+static void dg_file_close(dg_file_t *f) { fclose(f); }
 #else
-size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
+typedef pi_fs_file_t dg_file_t;
+
+static dg_file_t *dg_file_open(const char *name, size_t *size)
 {
     pi_fs_file_t *fd;
-    size_t total = 0, k;
     if (!dg_fs_ready)
-        return (size_t)-1;
+        return NULL;
     fd = pi_fs_open(&dg_fs_dev, name, 0);
-    if (fd == NULL) {
+    if (fd != NULL)
+        *size = fd->size;
+    return fd;
+}
+
+static size_t dg_file_read(dg_file_t *f, void *buf, size_t n)
+{
+    int32_t k = pi_fs_read(f, buf, (uint32_t)n);
+    return k < 0 ? 0 : (size_t)k;
+}
+
+static void dg_file_close(dg_file_t *f) { pi_fs_close(f); }
+#endif
+
+size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
+{
+    size_t size = 0, total = 0, k;
+    dg_file_t *f = dg_file_open(name, &size);
+    if (f == NULL) {
         printf("FATAL: cannot open %s\r\n", name);
         return (size_t)-1;
     }
-    if (fd->size > max_size) {
-        printf("FATAL: %s is larger than its L3 buffer (%lu B)\r\n", name,
-               (unsigned long)max_size);
-        pi_fs_close(fd);
+    if (size > max_size) {
+        printf("FATAL: %s is larger than its L3 buffer (%lu B)\r\n", name, (unsigned long)max_size);
+        dg_file_close(f);
         return (size_t)-1;
     }
-    while (total < fd->size) {
-        k = fd->size - total < sizeof dg_stage ? fd->size - total : sizeof dg_stage;
-        if ((size_t)pi_fs_read(fd, dg_stage, k) != k) {
-            pi_fs_close(fd);
+    while (total < size) {
+        k = size - total < sizeof dg_stage ? size - total : sizeof dg_stage;
+        if (dg_file_read(f, dg_stage, k) != k) {
+            dg_file_close(f);
             return (size_t)-1;
         }
         dg_l3_write((uint8_t *)dst_l3 + total, dg_stage, k);
         total += k;
     }
-    pi_fs_close(fd);
+    dg_file_close(f);
     return total;
 }
-#endif
+
+int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n)
+{
+    size_t size = 0, pos = 0, k, want, skip;
+    uint32_t i;
+    dg_file_t *f = dg_file_open(name, &size);
+    if (f == NULL) {
+        printf("FATAL: cannot open %s\r\n", name);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        size_t end = (size_t)segs[i].offset + segs[i].bytes, done = 0;
+        if (segs[i].offset < pos || end > size) {
+            printf("FATAL: %s: segment %u (offset %lu, %lu B) is outside the file (%lu B)\r\n",
+                   name, (unsigned)i, (unsigned long)segs[i].offset,
+                   (unsigned long)segs[i].bytes, (unsigned long)size);
+            dg_file_close(f);
+            return -1;
+        }
+        /* Skip the padding between segments. */
+        for (skip = segs[i].offset - pos; skip > 0; skip -= k) {
+            k = skip < sizeof dg_stage ? skip : sizeof dg_stage;
+            if (dg_file_read(f, dg_stage, k) != k)
+                goto short_read;
+        }
+        while (done < segs[i].bytes) {
+            want = segs[i].bytes - done;
+            k = want < sizeof dg_stage ? want : sizeof dg_stage;
+            if (dg_file_read(f, dg_stage, k) != k)
+                goto short_read;
+            dg_l3_write((uint8_t *)segs[i].dst + done, dg_stage, k);
+            done += k;
+        }
+        pos = end;
+    }
+    dg_file_close(f);
+    return 0;
+short_read:
+    printf("FATAL: %s: short read\r\n", name);
+    dg_file_close(f);
+    return -1;
+}

@@ -44,6 +44,21 @@ void dg_l3_write(void *dst_l3, const void *src_l2, size_t size);
  * itself "hex" unless defined). Real SDK: from the readfs flash image. */
 size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size);
 
+/* One piece of a packed L3 image: `bytes` bytes at `offset` of the file go
+ * to the L3 buffer `dst`. */
+typedef struct {
+    void *dst;
+    uint32_t offset;
+    uint32_t bytes;
+} dg_l3_segment_t;
+
+/* Loads the segments of a packed image file (raw little-endian, segments
+ * sorted by offset, as deploygen writes it) into their L3 buffers, reading
+ * the file once. Returns 0, or -1 (with a FATAL line) when the file cannot
+ * be read or is shorter than its last segment. Files are found like those
+ * of dg_load_file_to_l3. */
+int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n);
+
 /* Memory level of a pointer: DG_LEVEL_L1, _L2 or _L3. */
 int dg_mem_level(const void *ptr);
 

@@ -2,6 +2,7 @@
 //! about flags live here; the stages take typed options and report typed
 //! errors and hints, which this module words for the user.
 
+pub mod build;
 pub mod inspect;
 mod output;
 
@@ -25,16 +26,21 @@ enum Command {
     /// Show what is inside a model: graph, operators, inputs, outputs, roles,
     /// how its test data binds and, with --platform, its memory plan.
     Inspect(inspect::Args),
+    /// Generate the C deployment project (network, test harness, build files).
+    Build(build::Args),
 }
 
 /// Run the command line; the process exit code per SPEC §1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Inspect(a) => inspect::run(a),
+        Command::Inspect(a) => inspect::run(a).map(|()| true),
+        Command::Build(a) => build::run(a),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        // A comparison that found differences (`build --check`).
+        Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprintln!("error: {}", describe(&e));
             ExitCode::from(e.exit_code() as u8)

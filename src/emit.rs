@@ -1,1 +1,0 @@
-//! Emission: askama templates to a self-contained C project.

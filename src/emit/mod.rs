@@ -1,0 +1,1115 @@
+//! Emission: (graph, binding, plan, target) → a self-contained C project.
+//!
+//! The emitter makes no decision the plan did not make: levels, offsets,
+//! staging and L1 copies, and every weight's supply come from
+//! [`plan::Plan`]; what each node calls comes from its kernel binding
+//! ([`kernels::binding_for`]); the values come from the graph and the
+//! [`bind::Binding`]. Rust computes the facts, the askama templates in
+//! `templates/` hold the C.
+//!
+//! Generated files:
+//! - `Network.c/.h` (inference) or `TrainingNetwork.c/.h` +
+//!   `OptimizerNetwork.c/.h` (training): `InitNetwork` / `RunNetwork` and
+//!   the buffer tables. The optimizer's buffers are the training network's,
+//!   named by the same arena expressions (aliasing is the plan's, by name).
+//! - `testinputs.h`, `testoutputs.h`: test data and references.
+//! - `hex/l3.bin`: every L3 initial value, raw little-endian, word-padded,
+//!   in one packed image with an offset table in the network source (or one
+//!   `hex/<n>.hex` per buffer with [`EmitOptions::hex_files`]).
+//! - `main.c`: the harness; `Makefile.host`, and per chip the SDK build
+//!   file; `runtime/` (kernels, memory layer, harness helpers, host
+//!   emulation); `deploygen.json`, the [`Manifest`].
+
+pub mod c;
+pub mod cli;
+pub mod kernels;
+mod render;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::bind::{self, RefKind};
+use crate::error::{Error, Result};
+use crate::ir::{self, DType, Graph, Model, Role, TensorData};
+use crate::plan::{self, Access, BufId, GraphSel, Level, Placement, Supply};
+
+/// Default absolute tolerance of every comparison (SPEC §5 rule 4).
+pub const DEFAULT_TOLERANCE: f32 = 1e-3;
+
+/// Name of the packed L3 image.
+pub const L3_IMAGE: &str = "l3.bin";
+
+#[derive(Clone, Debug, Default)]
+pub struct EmitOptions {
+    /// Absolute tolerance; `None`: the binding's, else 1e-3.
+    pub tolerance: Option<f32>,
+    /// One `hex/<n>.hex` per L3 buffer instead of the packed image.
+    pub hex_files: bool,
+    /// Model name used in the project (default: the model folder's name).
+    pub name: Option<String>,
+}
+
+/// What a generated project promises its test runner (`deploygen.json`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Manifest {
+    pub model: String,
+    pub platform: String,
+    pub default_mem: String,
+    /// "training" | "inference".
+    pub kind: String,
+    /// Values the harness must compare: loss references plus the elements
+    /// of every compared tensor reference.
+    pub expected_compared: u64,
+    pub loss_refs: u64,
+    pub tolerance: f32,
+    /// Compared tensors: name and element count.
+    pub compared: Vec<Compared>,
+    /// References or outputs not compared, with why.
+    pub not_compared: Vec<NotCompared>,
+    pub steps: u64,
+    pub accum: u64,
+    /// Bytes per level: arena, and static data outside it.
+    pub memory: BTreeMap<String, LevelBytes>,
+    /// Where each weight went.
+    pub weights: Vec<WeightSupply>,
+    pub l3_image: Option<String>,
+    pub l3_image_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Compared {
+    pub name: String,
+    pub values: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct NotCompared {
+    pub name: String,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LevelBytes {
+    pub arena: u64,
+    pub static_bytes: u64,
+    pub capacity: u64,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct WeightSupply {
+    pub name: String,
+    pub bytes: u64,
+    pub level: String,
+    pub supply: String,
+}
+
+/// A generated project, in memory.
+#[derive(Clone, Debug)]
+pub struct Project {
+    /// Relative path and contents, sorted by path.
+    pub files: Vec<(PathBuf, Vec<u8>)>,
+    pub manifest: Manifest,
+}
+
+impl Project {
+    /// Total bytes of all files.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|(_, b)| b.len() as u64).sum()
+    }
+
+    /// Write the project into `out` atomically: into a temporary folder
+    /// next to it, renamed at the end. An existing `out` is replaced only
+    /// with `force`.
+    pub fn write(&self, out: &Path, force: bool) -> Result<()> {
+        if out.exists() && !force {
+            return Err(Error::Usage(format!(
+                "{} already exists: pass --force to replace it, or choose another --out",
+                out.display()
+            )));
+        }
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        let base = out.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "project".into());
+        let tmp = parent.join(format!(".{base}.deploygen-tmp-{}", std::process::id()));
+        let old = parent.join(format!(".{base}.deploygen-old-{}", std::process::id()));
+        let cleanup = |p: &Path| {
+            let _ = std::fs::remove_dir_all(p);
+        };
+        cleanup(&tmp);
+        let result = (|| -> Result<()> {
+            for (rel, data) in &self.files {
+                let p = tmp.join(rel);
+                if let Some(d) = p.parent() {
+                    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+                }
+                std::fs::write(&p, data).map_err(|e| Error::io(&p, e))?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            cleanup(&tmp);
+            return Err(e);
+        }
+        if out.exists() {
+            cleanup(&old);
+            if let Err(e) = std::fs::rename(out, &old) {
+                cleanup(&tmp);
+                return Err(Error::io(out, e));
+            }
+        }
+        if let Err(e) = std::fs::rename(&tmp, out) {
+            if old.exists() {
+                let _ = std::fs::rename(&old, out);
+            }
+            cleanup(&tmp);
+            return Err(Error::io(out, e));
+        }
+        cleanup(&old);
+        Ok(())
+    }
+
+    /// Compare with an existing project folder: a unified diff of every
+    /// file that differs, is missing or is extra; empty when identical.
+    pub fn check(&self, dir: &Path) -> Result<String> {
+        let mut out = String::new();
+        let mut expected: BTreeMap<PathBuf, &[u8]> = BTreeMap::new();
+        for (p, d) in &self.files {
+            expected.insert(p.clone(), d);
+        }
+        let mut found: Vec<PathBuf> = vec![];
+        list_files(dir, Path::new(""), &mut found)?;
+        for rel in &found {
+            if !expected.contains_key(rel) {
+                out.push_str(&format!("only in {}: {}\n", dir.display(), rel.display()));
+            }
+        }
+        for (rel, want) in &expected {
+            let p = dir.join(rel);
+            match std::fs::read(&p) {
+                Err(_) => out.push_str(&format!("missing in {}: {}\n", dir.display(), rel.display())),
+                Ok(have) if have.as_slice() == *want => {}
+                Ok(have) => out.push_str(&unified_diff(rel, &have, want)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn list_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let dir = root.join(rel);
+    let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let r = rel.join(e.file_name());
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            list_files(root, &r, out)?;
+        } else {
+            out.push(r);
+        }
+    }
+    Ok(())
+}
+
+/// A unified diff of one file (`have` on disk → `want` generated); binary
+/// files are reported by size.
+pub fn unified_diff(rel: &Path, have: &[u8], want: &[u8]) -> String {
+    match (std::str::from_utf8(have), std::str::from_utf8(want)) {
+        (Ok(a), Ok(b)) => {
+            let mut s = format!("--- a/{0}\n+++ b/{0}\n", rel.display());
+            s.push_str(&line_diff(a, b));
+            s
+        }
+        _ => format!("binary file {} differs ({} B on disk, {} B generated)\n", rel.display(), have.len(), want.len()),
+    }
+}
+
+/// Minimal unified diff (LCS over lines, 3 lines of context).
+fn line_diff(a: &str, b: &str) -> String {
+    let a: Vec<&str> = a.lines().collect();
+    let b: Vec<&str> = b.lines().collect();
+    // Trim the common prefix and suffix to keep the table small.
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
+    let mut ops: Vec<(char, &str)> = vec![];
+    if am.len() * bm.len() > 4_000_000 {
+        ops.extend(am.iter().map(|l| ('-', *l)));
+        ops.extend(bm.iter().map(|l| ('+', *l)));
+    } else {
+        let (n, m) = (am.len(), bm.len());
+        let mut t = vec![0u32; (n + 1) * (m + 1)];
+        for i in (0..n).rev() {
+            for j in (0..m).rev() {
+                t[i * (m + 1) + j] = if am[i] == bm[j] {
+                    t[(i + 1) * (m + 1) + j + 1] + 1
+                } else {
+                    t[(i + 1) * (m + 1) + j].max(t[i * (m + 1) + j + 1])
+                };
+            }
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < n || j < m {
+            if i < n && j < m && am[i] == bm[j] {
+                ops.push((' ', am[i]));
+                i += 1;
+                j += 1;
+            } else if j < m && (i == n || t[i * (m + 1) + j + 1] >= t[(i + 1) * (m + 1) + j]) {
+                ops.push(('+', bm[j]));
+                j += 1;
+            } else {
+                ops.push(('-', am[i]));
+                i += 1;
+            }
+        }
+    }
+    let ctx_before: Vec<&str> = a[pre.saturating_sub(3)..pre].to_vec();
+    let ctx_after: Vec<&str> = a[a.len() - suf..(a.len() - suf + 3).min(a.len())].to_vec();
+    let start = pre.saturating_sub(3);
+    let old_len = ctx_before.len() + am.len() + ctx_after.len();
+    let new_len = ctx_before.len() + bm.len() + ctx_after.len();
+    let mut s = format!("@@ -{},{} +{},{} @@\n", start + 1, old_len, start + 1, new_len);
+    for l in ctx_before {
+        s.push_str(&format!(" {l}\n"));
+    }
+    for (c, l) in ops {
+        s.push_str(&format!("{c}{l}\n"));
+    }
+    for l in ctx_after {
+        s.push_str(&format!(" {l}\n"));
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------
+// The facts the templates render
+// ---------------------------------------------------------------------------
+
+/// A `dg_copy(dst, src, bytes)`.
+#[derive(Clone, Debug)]
+pub struct Copy {
+    pub dst: String,
+    pub src: String,
+    pub bytes: u64,
+    pub what: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct CallCode {
+    pub comment: String,
+    pub func: String,
+    pub args_type: String,
+    pub fields: Vec<(String, String)>,
+    pub forked: bool,
+    pub locals: Vec<(String, String, String)>,
+    pub pre: Vec<Copy>,
+    pub post: Vec<Copy>,
+}
+
+#[derive(Clone, Debug)]
+pub struct NodeCode {
+    pub comment: String,
+    pub pre: Vec<Copy>,
+    pub calls: Vec<CallCode>,
+    pub post: Vec<Copy>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Baked {
+    pub ctype: String,
+    pub name: String,
+    pub comment: String,
+    pub lines: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct TableEntry {
+    pub expr: String,
+    pub bytes: u64,
+    pub name: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Segment {
+    pub dst: String,
+    pub offset: u64,
+    pub bytes: u64,
+    pub name: String,
+    /// `hex/<n>.hex` name when loading per file.
+    pub file: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Arena {
+    pub level: String,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub name: String,
+    pub expr: String,
+    pub ref_name: String,
+    pub values: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct DataArray {
+    pub ctype: String,
+    pub name: String,
+    pub lines: Vec<String>,
+}
+
+/// Everything known about the project, for the templates.
+#[derive(Clone, Debug)]
+pub struct Facts {
+    pub model: String,
+    pub platform: String,
+    pub platform_define: String,
+    pub default_mem: String,
+    pub training: bool,
+    /// `TrainingNetwork` or `Network`.
+    pub net: String,
+    pub has_optimizer: bool,
+    pub cores: u32,
+    pub cc_stack: u64,
+    pub arenas: Vec<Arena>,
+    pub l1_arena_bytes: u64,
+    pub l2_arena_bytes: u64,
+    pub l3_arena_bytes: u64,
+    pub staged_bytes: u64,
+    pub baked: Vec<Baked>,
+    pub inputs: Vec<TableEntry>,
+    pub outputs: Vec<TableEntry>,
+    pub opt_inputs: Vec<TableEntry>,
+    pub opt_outputs: Vec<TableEntry>,
+    pub lr_expr: Option<String>,
+    pub main_nodes: Vec<NodeCode>,
+    pub opt_nodes: Vec<NodeCode>,
+    /// Copies that carry a run's updates into the buffers the next run
+    /// reads (an SGD that could not update in place).
+    pub commits: Vec<Copy>,
+    pub segments: Vec<Segment>,
+    pub hex_files: bool,
+    pub staged: Vec<Copy>,
+    pub skip_copy: bool,
+    pub skip_reason: String,
+    // test data
+    pub num_data: usize,
+    pub data_size: usize,
+    pub steps: usize,
+    pub accum: usize,
+    pub learning_rate: f32,
+    pub lr_lit: String,
+    pub reset_idx: Option<usize>,
+    pub loss_idx: Option<usize>,
+    pub data_arrays: Vec<DataArray>,
+    /// Per sample: the data array name of each data slot.
+    pub data_rows: Vec<Vec<String>>,
+    pub data_slots: Vec<usize>,
+    // references
+    pub tolerance: f32,
+    pub tol_lit: String,
+    pub loss_refs: usize,
+    pub loss_lines: Vec<String>,
+    pub refs: Vec<DataArray>,
+    pub checks: Vec<Check>,
+    pub expected: u64,
+    pub not_compared: Vec<NotCompared>,
+    pub no_data_reason: Option<String>,
+    // build
+    pub sources: Vec<String>,
+    pub runtime_sources: Vec<String>,
+    pub l1_heap: u64,
+    pub l2_heap: u64,
+    pub l3_heap: u64,
+    pub readfs: Vec<String>,
+}
+
+struct Ctx<'a> {
+    model: &'a Model,
+    plan: &'a plan::Plan,
+    main: HashMap<String, BufId>,
+    opt: HashMap<String, BufId>,
+}
+
+impl Ctx<'_> {
+    fn graph(&self, sel: GraphSel) -> &Graph {
+        match sel {
+            GraphSel::Main => &self.model.graph,
+            GraphSel::Optimizer => self.model.optimizer.as_ref().expect("optimizer nodes only with an optimizer graph"),
+        }
+    }
+
+    fn buffer_of(&self, sel: GraphSel, name: &str) -> Option<BufId> {
+        match sel {
+            GraphSel::Main => self.main.get(name).copied(),
+            GraphSel::Optimizer => self.opt.get(name).copied(),
+        }
+    }
+
+    /// The C expression of a buffer where it lives.
+    fn expr(&self, id: BufId) -> String {
+        let b = &self.plan.buffers[id];
+        match b.placement {
+            Placement::Static => format!("(void *){}", baked_name(id)),
+            Placement::Arena { offset } => format!("DG_{}({})", b.level, offset),
+            Placement::Unplaced => "NULL".into(),
+        }
+    }
+}
+
+fn baked_name(id: BufId) -> String {
+    format!("dg_w{id}")
+}
+
+fn project_name(model: &Model, opts: &EmitOptions) -> String {
+    if let Some(n) = &opts.name {
+        return n.clone();
+    }
+    let dir = model.dir.file_name().map(|f| f.to_string_lossy().into_owned());
+    let stem = model.path.file_stem().map(|f| f.to_string_lossy().into_owned());
+    dir.filter(|d| !d.is_empty() && d != ".").or(stem).unwrap_or_else(|| "model".into())
+}
+
+/// Bytes of a tensor's value as stored in a buffer of `dtype` (f64 test
+/// data is narrowed to an f32 buffer).
+fn value_bytes(data: &TensorData, dtype: &str) -> Vec<u8> {
+    if dtype == "f32" && data.dtype == DType::F64 {
+        data.to_f32().unwrap_or_default().into_iter().flat_map(|v| v.to_le_bytes()).collect()
+    } else {
+        data.bytes.clone()
+    }
+}
+
+/// The initial value of a weight buffer: the graph's constant, else the
+/// test data's value for that graph input.
+fn initial_value(ctx: &Ctx, binding: Option<&bind::Binding>, id: BufId) -> Result<TensorData> {
+    let b = &ctx.plan.buffers[id];
+    let g = ctx.graph(b.graph);
+    if let Some(d) = g.id(&b.name).and_then(|t| g.tensor(t).data.clone()) {
+        return Ok(d);
+    }
+    if let Some(s) = binding.and_then(|bd| bd.slot(&b.name)) {
+        if let Some(v) = s.values.first() {
+            let mut v = v.clone();
+            v.bytes = value_bytes(&v, &b.dtype);
+            if b.dtype == "f32" {
+                v.dtype = DType::F32;
+            }
+            return Ok(v);
+        }
+    }
+    Err(Error::model(format!(
+        "weight '{}' has no initial value: it is not an initializer and the test data does not provide it{}",
+        b.name,
+        if binding.is_none() { " (the model has no inputs.npz)" } else { "" }
+    )))
+}
+
+/// Generate the project in memory.
+pub fn generate(
+    model: &Model,
+    binding: Option<&bind::Binding>,
+    plan: &plan::Plan,
+    opts: &EmitOptions,
+) -> Result<Project> {
+    let mut main = HashMap::new();
+    let mut opt = HashMap::new();
+    for b in &plan.buffers {
+        if b.kind.is_per_node() || b.kind == plan::Kind::Static {
+            continue;
+        }
+        match b.graph {
+            GraphSel::Main => main.insert(b.name.clone(), b.id),
+            GraphSel::Optimizer => opt.insert(b.name.clone(), b.id),
+        };
+        for a in &b.aliases {
+            match a.graph {
+                GraphSel::Main => main.entry(a.tensor.clone()).or_insert(b.id),
+                GraphSel::Optimizer => opt.entry(a.tensor.clone()).or_insert(b.id),
+            };
+        }
+    }
+    let ctx = Ctx { model, plan, main, opt };
+    let training = model.roles.is_training();
+    let name = project_name(model, opts);
+
+    // ---- nodes --------------------------------------------------------------
+    let mut main_nodes = vec![];
+    let mut opt_nodes = vec![];
+    for n in &plan.nodes {
+        if n.exec.is_none() {
+            continue;
+        }
+        let code = node_code(&ctx, n)?;
+        match n.graph {
+            GraphSel::Main => main_nodes.push(code),
+            GraphSel::Optimizer => opt_nodes.push(code),
+        }
+    }
+
+    // Updates an SGD could not write in place go back after the run.
+    let mut commits = vec![];
+    for p in &model.roles.params {
+        let (Some(w), Some(up)) = (ctx.buffer_of(GraphSel::Main, &p.name), p.updated.as_deref()) else { continue };
+        if let Some(u) = ctx.buffer_of(GraphSel::Main, up) {
+            if u != w {
+                commits.push(Copy {
+                    dst: ctx.expr(w),
+                    src: ctx.expr(u),
+                    bytes: plan.buffers[w].bytes,
+                    what: format!("{} <- {}", p.name, up),
+                });
+            }
+        }
+    }
+
+    // ---- weights: baked arrays, the L3 image, staged copies ------------------
+    let mut baked = vec![];
+    let mut segments = vec![];
+    let mut staged = vec![];
+    let mut image: Vec<u8> = vec![];
+    let mut hex: Vec<(PathBuf, Vec<u8>)> = vec![];
+    let mut staged_bytes = 0u64;
+    let mut weights = vec![];
+    let mut ordered: Vec<&plan::WeightPlan> = plan.weights.iter().collect();
+    ordered.sort_by_key(|w| (w.hex_index.unwrap_or(u32::MAX), w.buffer));
+    for w in ordered {
+        let b = &plan.buffers[w.buffer];
+        let value = initial_value(&ctx, binding, w.buffer)?;
+        let raw = value_bytes(&value, &b.dtype);
+        if raw.len() as u64 != b.bytes {
+            return Err(Error::model(format!(
+                "weight '{}': its initial value has {} B, its buffer {} B",
+                b.name,
+                raw.len(),
+                b.bytes
+            )));
+        }
+        weights.push(WeightSupply {
+            name: b.name.clone(),
+            bytes: b.bytes,
+            level: b.level.to_string(),
+            supply: w.supply.name().into(),
+        });
+        match w.supply {
+            Supply::Baked => {
+                let ct = c::ctype_of_name(&b.dtype);
+                let mut v = value.clone();
+                v.bytes = raw;
+                if b.dtype == "f32" {
+                    v.dtype = DType::F32;
+                }
+                baked.push(Baked {
+                    ctype: ct.into(),
+                    name: baked_name(w.buffer),
+                    comment: format!("{} ({} {:?}, {} B)", c::comment(&b.name), b.dtype, b.shape, b.bytes),
+                    lines: c::lines(&c::values(&v), 8),
+                });
+            }
+            Supply::L3Hex | Supply::L3Staged => {
+                let idx = w.hex_index.unwrap_or(0);
+                let dst = if w.supply == Supply::L3Hex {
+                    ctx.expr(w.buffer)
+                } else {
+                    let e = format!("DG_STAGED({staged_bytes})");
+                    staged.push(Copy {
+                        dst: ctx.expr(w.buffer),
+                        src: e.clone(),
+                        bytes: b.bytes,
+                        what: c::comment(&b.name),
+                    });
+                    staged_bytes += b.size;
+                    e
+                };
+                while image.len() % 4 != 0 {
+                    image.push(0);
+                }
+                let offset = image.len() as u64;
+                image.extend_from_slice(&raw);
+                let mut padded = raw.clone();
+                while padded.len() % 4 != 0 {
+                    padded.push(0);
+                }
+                hex.push((PathBuf::from(format!("hex/{idx}.hex")), padded));
+                segments.push(Segment {
+                    dst,
+                    offset,
+                    bytes: b.bytes,
+                    name: c::comment(&b.name),
+                    file: format!("{idx}.hex"),
+                });
+            }
+        }
+    }
+    while image.len() % 4 != 0 {
+        image.push(0);
+    }
+
+    // ---- tables ---------------------------------------------------------------
+    let g = &model.graph;
+    let entry = |sel: GraphSel, name: &str| -> Result<TableEntry> {
+        let id = ctx.buffer_of(sel, name).ok_or_else(|| {
+            Error::plan(format!("tensor '{name}' is a graph input or output but the memory plan gives it no buffer"))
+        })?;
+        Ok(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(name) })
+    };
+    let input_names: Vec<String> = match binding {
+        Some(bd) => bd.slots.iter().map(|s| s.input.clone()).collect(),
+        None => g.inputs.iter().filter(|&&t| !g.tensor(t).sequence).map(|&t| g.name_of(t).to_string()).collect(),
+    };
+    let inputs: Vec<TableEntry> = input_names.iter().map(|n| entry(GraphSel::Main, n)).collect::<Result<_>>()?;
+    let output_names: Vec<String> = g.outputs.iter().map(|&t| g.name_of(t).to_string()).collect();
+    let outputs: Vec<TableEntry> = output_names.iter().map(|n| entry(GraphSel::Main, n)).collect::<Result<_>>()?;
+    let (mut opt_inputs, mut opt_outputs, mut lr_expr) = (vec![], vec![], None);
+    if let Some(og) = &model.optimizer {
+        for &t in &og.inputs {
+            if og.tensor(t).sequence {
+                continue;
+            }
+            let n = og.name_of(t);
+            if let Some(id) = ctx.buffer_of(GraphSel::Optimizer, n) {
+                opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+                if model.roles.optimizer.get(n) == Some(&Role::LearningRate) {
+                    lr_expr = Some(ctx.expr(id));
+                }
+            }
+        }
+        for &t in &og.outputs {
+            let n = og.name_of(t);
+            if let Some(id) = ctx.buffer_of(GraphSel::Optimizer, n) {
+                opt_outputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+            }
+        }
+    }
+    let reset_idx = model.roles.lazy_reset.as_ref().and_then(|r| input_names.iter().position(|n| n == r));
+    let loss_idx = model.roles.loss.as_ref().and_then(|l| output_names.iter().position(|n| n == l));
+
+    // ---- test data ------------------------------------------------------------
+    let mut data_arrays = vec![];
+    let mut data_rows: Vec<Vec<String>> = vec![];
+    let mut data_slots = vec![];
+    let (mut num_data, mut data_size, mut steps, mut accum) = (0, 0, 0, 0);
+    let mut learning_rate = 0.0f32;
+    let mut not_compared = vec![];
+    let mut no_data_reason = None;
+    if let Some(bd) = binding {
+        num_data = bd.num_data_inputs;
+        let per_mb: Vec<&bind::Slot> = bd.data_slots().iter().collect();
+        data_size = if training { bd.schedule.data_size.max(1) } else { 1 };
+        if training {
+            steps = bd.schedule.n_steps;
+            accum = bd.schedule.n_accum.max(1);
+        } else {
+            steps = 1;
+            accum = 1;
+        }
+        learning_rate = bd.learning_rate.unwrap_or(0.0);
+        for s in &per_mb {
+            data_slots.push(s.index);
+        }
+        for mb in 0..data_size {
+            let mut row = vec![];
+            for s in &per_mb {
+                let v =
+                    s.values.get(mb).or_else(|| s.values.first()).ok_or_else(|| {
+                        Error::binding(format!("data slot '{}' has no value for sample {mb}", s.input))
+                    })?;
+                let id = ctx.buffer_of(GraphSel::Main, &s.input);
+                let dtype = id.map_or("f32".to_string(), |i| plan.buffers[i].dtype.clone());
+                let mut v2 = v.clone();
+                v2.bytes = value_bytes(v, &dtype);
+                if dtype == "f32" {
+                    v2.dtype = DType::F32;
+                }
+                let nm = format!("testData_mb{mb}_buf{}", s.index);
+                data_arrays.push(DataArray {
+                    ctype: c::ctype_of_name(&dtype).into(),
+                    name: nm.clone(),
+                    lines: c::lines(&c::values(&v2), 8),
+                });
+                row.push(nm);
+            }
+            data_rows.push(row);
+        }
+    } else {
+        no_data_reason = Some(format!(
+            "model '{name}' has no inputs.npz/outputs.npz: there are no references, so this run compares nothing and fails"
+        ));
+    }
+
+    // ---- references --------------------------------------------------------------
+    let tolerance = opts.tolerance.or(binding.and_then(|b| b.tolerance)).unwrap_or(DEFAULT_TOLERANCE);
+    let mut loss_lines = vec![];
+    let mut loss_refs = 0usize;
+    let mut refs = vec![];
+    let mut checks = vec![];
+    let mut compared = vec![];
+    if let Some(bd) = binding {
+        if let Some(l) = &bd.loss {
+            let vals = l.data.to_f32().unwrap_or_default();
+            let passes = bd.schedule.n_steps * bd.schedule.n_accum.max(1);
+            if loss_idx.is_none() {
+                not_compared.push(NotCompared {
+                    name: l.key.clone(),
+                    why: "the graph has no loss output to compare against".into(),
+                });
+            } else {
+                loss_refs = vals.len().min(passes);
+                if vals.len() > passes {
+                    not_compared.push(NotCompared {
+                        name: format!("{}[{}..{}]", l.key, passes, vals.len()),
+                        why: format!("the schedule runs {passes} forward passes"),
+                    });
+                }
+                let shown: Vec<String> = vals[..loss_refs].iter().map(|v| c::f32_lit(*v)).collect();
+                loss_lines = c::lines(&shown, 4);
+            }
+        } else if training {
+            not_compared.push(NotCompared { name: "loss".into(), why: "outputs.npz holds no loss references".into() });
+        }
+        for (i, r) in bd.references.iter().enumerate() {
+            let id = ctx.buffer_of(GraphSel::Main, &r.target);
+            let float = r.data.dtype.is_float();
+            let Some(id) = id.filter(|_| float) else {
+                not_compared.push(NotCompared {
+                    name: r.key.clone(),
+                    why: if float {
+                        format!("no buffer holds '{}'", r.target)
+                    } else {
+                        format!("its dtype {} is not compared (float references only)", r.data.dtype)
+                    },
+                });
+                continue;
+            };
+            if plan.buffers[id].dtype != "f32" {
+                not_compared.push(NotCompared {
+                    name: r.key.clone(),
+                    why: format!("'{}' is {}, not f32", r.target, plan.buffers[id].dtype),
+                });
+                continue;
+            }
+            let vals = r.data.to_f32().unwrap_or_default();
+            let rn = format!("testRef_{i}");
+            refs.push(DataArray {
+                ctype: "float".into(),
+                name: rn.clone(),
+                lines: c::lines(&vals.iter().map(|v| c::f32_lit(*v)).collect::<Vec<_>>(), 8),
+            });
+            let what = match r.kind {
+                RefKind::UpdatedParam | RefKind::Frozen => r.key.clone(),
+                _ => r.target.clone(),
+            };
+            checks.push(Check { name: c::string(&what), expr: ctx.expr(id), ref_name: rn, values: vals.len() as u64 });
+            compared.push(Compared { name: what, values: vals.len() as u64 });
+        }
+        for p in &bd.params {
+            if p.reference.is_none() {
+                not_compared.push(NotCompared {
+                    name: format!("{}_updated", p.name),
+                    why: "outputs.npz holds no reference for it".into(),
+                });
+            }
+        }
+        for s in bd.slots_with(ir::Role::Frozen) {
+            if !bd.references.iter().any(|r| r.target == s.input) {
+                not_compared.push(NotCompared {
+                    name: format!("{}_updated", s.input),
+                    why: "outputs.npz holds no reference for it".into(),
+                });
+            }
+        }
+        if !training {
+            for o in &output_names {
+                if !bd.references.iter().any(|r| &r.target == o) {
+                    not_compared.push(NotCompared {
+                        name: o.clone(),
+                        why: "outputs.npz holds no reference for this output".into(),
+                    });
+                }
+            }
+        }
+    }
+    let expected: u64 = loss_refs as u64 + checks.iter().map(|c| c.values).sum::<u64>();
+
+    // ---- build facts -----------------------------------------------------------------
+    let p = &plan.platform;
+    let platform_define = match p.name.as_str() {
+        "GAP9" => "DG_PLATFORM_GAP9",
+        "Siracusa" => "DG_PLATFORM_SIRACUSA",
+        _ => "DG_PLATFORM_HOST",
+    }
+    .to_string();
+    let arenas: Vec<Arena> = [Level::L1, Level::L2]
+        .into_iter()
+        .map(|l| Arena { level: l.to_string(), bytes: plan.level(l).arena_bytes })
+        .collect();
+    let net = if training { "TrainingNetwork" } else { "Network" }.to_string();
+    let has_optimizer = training;
+    let mut sources = vec!["main.c".to_string(), format!("{net}.c"), "Weights.c".to_string()];
+    if has_optimizer {
+        sources.push("OptimizerNetwork.c".into());
+    }
+    let runtime_sources: Vec<String> = render::RUNTIME
+        .iter()
+        .filter(|(p, _)| p.ends_with(".c") && !p.contains("pmsis-host"))
+        .map(|(p, _)| format!("runtime/{p}"))
+        .collect();
+    let budget = |l: Level| {
+        let lp = plan.level(l);
+        lp.capacity.saturating_sub(lp.reserved_bytes)
+    };
+    let cc_stack = p.level(Level::L1).reserved.iter().find(|r| r.name.contains("CC_STACK_SIZE")).map_or(0, |r| r.bytes);
+    let has_image = !segments.is_empty();
+    let readfs: Vec<String> = if !has_image {
+        vec![]
+    } else if opts.hex_files {
+        hex.iter().map(|(p, _)| p.display().to_string()).collect()
+    } else {
+        vec![format!("hex/{L3_IMAGE}")]
+    };
+    let facts = Facts {
+        model: name.clone(),
+        platform: p.name.clone(),
+        platform_define,
+        default_mem: plan.default_mem.to_string(),
+        training,
+        net: net.clone(),
+        has_optimizer,
+        cores: p.cluster_cores,
+        cc_stack,
+        arenas,
+        l1_arena_bytes: plan.level(Level::L1).arena_bytes,
+        l2_arena_bytes: plan.level(Level::L2).arena_bytes,
+        l3_arena_bytes: plan.level(Level::L3).arena_bytes,
+        staged_bytes,
+        baked,
+        inputs,
+        outputs,
+        opt_inputs,
+        opt_outputs,
+        lr_expr,
+        main_nodes,
+        opt_nodes,
+        commits,
+        segments,
+        hex_files: opts.hex_files,
+        staged,
+        skip_copy: plan.skip_initweight_copy.skip,
+        skip_reason: c::comment(&plan.skip_initweight_copy.reason),
+        num_data,
+        data_size,
+        steps,
+        accum,
+        learning_rate,
+        lr_lit: c::f32_lit(learning_rate),
+        reset_idx,
+        loss_idx,
+        data_arrays,
+        data_rows,
+        data_slots,
+        tolerance,
+        tol_lit: c::f32_lit(tolerance),
+        loss_refs,
+        loss_lines,
+        refs,
+        checks,
+        expected,
+        not_compared: not_compared
+            .iter()
+            .map(|n| NotCompared { name: c::string(&n.name), why: c::string(&n.why) })
+            .collect(),
+        no_data_reason: no_data_reason.as_deref().map(c::string),
+        sources,
+        runtime_sources,
+        l1_heap: budget(Level::L1),
+        l2_heap: budget(Level::L2).saturating_sub(plan.level(Level::L2).static_bytes),
+        l3_heap: budget(Level::L3),
+        readfs,
+    };
+
+    let mut files = render::render(&facts)?;
+    if has_image {
+        if opts.hex_files {
+            files.extend(hex);
+        } else {
+            files.push((PathBuf::from(format!("hex/{L3_IMAGE}")), image.clone()));
+        }
+    }
+    let memory = Level::ALL
+        .into_iter()
+        .map(|l| {
+            let lp = plan.level(l);
+            (l.to_string(), LevelBytes { arena: lp.arena_bytes, static_bytes: lp.static_bytes, capacity: lp.capacity })
+        })
+        .collect();
+    let manifest = Manifest {
+        model: name,
+        platform: p.name.clone(),
+        default_mem: plan.default_mem.to_string(),
+        kind: if training { "training" } else { "inference" }.into(),
+        expected_compared: expected,
+        loss_refs: loss_refs as u64,
+        tolerance,
+        compared,
+        not_compared,
+        steps: steps as u64,
+        accum: accum as u64,
+        memory,
+        weights,
+        l3_image: (has_image && !opts.hex_files).then(|| format!("hex/{L3_IMAGE}")),
+        l3_image_bytes: if has_image { image.len() as u64 } else { 0 },
+    };
+    let mut json = serde_json::to_string_pretty(&manifest).map_err(|e| Error::model(e.to_string()))?;
+    json.push('\n');
+    files.push((PathBuf::from("deploygen.json"), json.into_bytes()));
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(Project { files, manifest })
+}
+
+/// The code of one scheduled node: staging copies around its kernel
+/// call(s), as the plan places the operands.
+fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
+    let g = ctx.graph(n.graph);
+    let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
+    let ni = *g
+        .schedule
+        .get((n.step - base) as usize)
+        .ok_or_else(|| Error::plan(format!("plan step {} of node '{}' is not in the schedule", n.step, n.name)))?;
+    let node = g.node(ni);
+    let binding = kernels::binding_for(&node.op).ok_or_else(|| {
+        let mut known: Vec<&str> = crate::ops::supported().into_iter().filter(|o| kernels::binding_for(o).is_some()).collect();
+        known.sort_unstable();
+        Error::Node {
+            node: node.name.clone(),
+            op: node.op.clone(),
+            detail: format!(
+                "operator '{}' (domain '{}') has no kernel binding, so no code can be generated for it; operators with kernel bindings: {}",
+                node.op,
+                if node.domain.is_empty() { "ai.onnx" } else { &node.domain },
+                known.join(", ")
+            ),
+        }
+    })?;
+    let at = |id: BufId| -> String {
+        match n.operands.iter().find(|o| o.buffer == id) {
+            Some(o) => match (o.l1_copy, o.l2_staging) {
+                (Some(c), _) | (None, Some(c)) => ctx.expr(c),
+                _ => ctx.expr(id),
+            },
+            None => ctx.expr(id),
+        }
+    };
+    let ptr = |t: Option<ir::TensorId>| -> Option<String> {
+        let t = t?;
+        if g.tensor(t).sequence {
+            return None;
+        }
+        ctx.buffer_of(n.graph, g.name_of(t)).map(at)
+    };
+    let inputs: Vec<Option<String>> = node.inputs.iter().map(|t| ptr(*t)).collect();
+    let outputs: Vec<Option<String>> = node.outputs.iter().map(|t| ptr(*t)).collect();
+    let scratch = n.scratch.map(|s| ctx.expr(s));
+    // Sequence members (the optimizer's params / gradients), by name.
+    let mut members = vec![];
+    if node.inputs.iter().flatten().any(|&t| g.tensor(t).sequence) {
+        for p in &ctx.model.roles.params {
+            let (Some(w), Some(gb)) = (
+                ctx.buffer_of(GraphSel::Main, &p.name),
+                p.grad_buffer.as_deref().and_then(|gname| ctx.buffer_of(GraphSel::Main, gname)),
+            ) else {
+                return Err(Error::node(
+                    node,
+                    format!("parameter '{}' has no gradient buffer to update it from", p.name),
+                ));
+            };
+            let numel = ctx.plan.buffers[w].bytes / 4;
+            members.push(kernels::Member {
+                name: p.name.clone(),
+                param: at(w),
+                grad: at(gb),
+                numel: numel as usize,
+                stage: vec![w, gb],
+            });
+        }
+    }
+    let kctx = kernels::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
+    let kc = binding(&kctx)?;
+
+    let written: Vec<BufId> = kc
+        .writes_inputs
+        .iter()
+        .filter_map(|&i| node.input(i))
+        .filter_map(|t| ctx.buffer_of(n.graph, g.name_of(t)))
+        .collect();
+    let copies = |ids: &dyn Fn(BufId) -> bool| -> (Vec<Copy>, Vec<Copy>) {
+        let (mut pre, mut post) = (vec![], vec![]);
+        for o in &n.operands {
+            if !ids(o.buffer) {
+                continue;
+            }
+            let Some(cp) = o.l1_copy.or(o.l2_staging) else { continue };
+            let home = ctx.expr(o.buffer);
+            let b = &ctx.plan.buffers[o.buffer];
+            let copy = ctx.expr(cp);
+            let name = c::comment(&b.name);
+            if matches!(o.access, Access::Read | Access::ReadWrite) {
+                let what = format!("{name} {}->{}", o.home, o.at);
+                pre.push(Copy { dst: copy.clone(), src: home.clone(), bytes: b.bytes, what });
+            }
+            if matches!(o.access, Access::Write | Access::ReadWrite) || written.contains(&o.buffer) {
+                let what = format!("{name} {}->{}", o.at, o.home);
+                post.push(Copy { dst: home, src: copy, bytes: b.bytes, what });
+            }
+        }
+        (pre, post)
+    };
+    let per_call: Vec<BufId> = kc.calls.iter().flat_map(|c| c.stage.iter().copied()).collect();
+    let (pre, mut post) = copies(&|b| !per_call.contains(&b));
+    let calls = kc
+        .calls
+        .iter()
+        .map(|inv| {
+            let (cpre, cpost) = copies(&|b| inv.stage.contains(&b));
+            CallCode {
+                comment: inv.comment.as_deref().map(c::comment).unwrap_or_default(),
+                func: inv.func.clone(),
+                args_type: inv.args_type.clone(),
+                fields: inv.fields.clone(),
+                forked: inv.forked,
+                locals: inv.locals.iter().map(|l| (l.ctype.clone(), l.name.clone(), l.values.join(", "))).collect(),
+                pre: cpre,
+                post: cpost,
+            }
+        })
+        .collect();
+    for (i, o) in kc.state_updates {
+        let (Some(ti), Some(to)) = (node.input(i), node.output(o)) else { continue };
+        let (Some(bi), Some(bo)) = (ctx.buffer_of(n.graph, g.name_of(ti)), ctx.buffer_of(n.graph, g.name_of(to)))
+        else {
+            continue;
+        };
+        if bi != bo {
+            post.push(Copy {
+                dst: ctx.expr(bi),
+                src: ctx.expr(bo),
+                bytes: ctx.plan.buffers[bi].bytes,
+                what: format!(
+                    "{} <- {} (carried to the next run)",
+                    c::comment(g.name_of(ti)),
+                    c::comment(g.name_of(to))
+                ),
+            });
+        }
+    }
+    let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
+    Ok(NodeCode {
+        comment: format!("step {}: {} '{}' computes in {}", n.step, node.op, c::comment(&node.name), exec),
+        pre,
+        calls,
+        post,
+    })
+}

@@ -1,0 +1,144 @@
+//! The askama templates, and the runtime files copied into every project.
+
+use std::path::PathBuf;
+
+use askama::Template;
+
+use super::Facts;
+use crate::error::{Error, Result};
+
+macro_rules! runtime {
+    ($($p:literal),* $(,)?) => {
+        &[$(($p, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime/", $p)) as &[u8])),*]
+    };
+}
+
+/// `runtime/` files copied into a project (path under `runtime/`, bytes).
+pub const RUNTIME: &[(&str, &[u8])] = runtime![
+    "README.md",
+    "harness/dg_check.c",
+    "harness/dg_check.h",
+    "kernels/common.c",
+    "kernels/conv.c",
+    "kernels/dg_internal.h",
+    "kernels/dg_kernels.h",
+    "kernels/elementwise.c",
+    "kernels/linear.c",
+    "kernels/loss.c",
+    "kernels/norm.c",
+    "kernels/pool.c",
+    "kernels/reduce.c",
+    "kernels/shape.c",
+    "kernels/softmax.c",
+    "kernels/training.c",
+    "mem/dg_mem.c",
+    "mem/dg_mem.h",
+    "pmsis-host/bsp/bsp.h",
+    "pmsis-host/bsp/flash/hyperflash.h",
+    "pmsis-host/bsp/fs/readfs.h",
+    "pmsis-host/bsp/ram.h",
+    "pmsis-host/bsp/ram/hyperram.h",
+    "pmsis-host/pmsis.h",
+    "pmsis-host/pmsis_host.c",
+];
+
+#[derive(Template)]
+#[template(path = "network.h")]
+struct NetworkH<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "network.c")]
+struct NetworkC<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "weights.c")]
+struct WeightsC<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "optimizer.h")]
+struct OptimizerH<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "optimizer.c")]
+struct OptimizerC<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "testinputs.h")]
+struct TestInputs<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "testoutputs.h")]
+struct TestOutputs<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "main.c")]
+struct MainC<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "makefile_host.mk")]
+struct MakefileHost<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "makefile_sdk.mk")]
+struct MakefileSdk<'a> {
+    f: &'a Facts,
+}
+
+#[derive(Template)]
+#[template(path = "cmakelists.txt")]
+struct CMakeLists<'a> {
+    f: &'a Facts,
+}
+
+fn text(t: &impl Template, what: &str) -> Result<Vec<u8>> {
+    let mut s = t.render().map_err(|e| Error::model(format!("internal error rendering {what}: {e}")))?;
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    Ok(s.into_bytes())
+}
+
+/// Every generated source and build file, plus the runtime.
+pub fn render(f: &Facts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let net = &f.net;
+    let mut files = vec![
+        (PathBuf::from(format!("{net}.h")), text(&NetworkH { f }, "the network header")?),
+        (PathBuf::from(format!("{net}.c")), text(&NetworkC { f }, "the network")?),
+        (PathBuf::from("Weights.c"), text(&WeightsC { f }, "Weights.c")?),
+        (PathBuf::from("testinputs.h"), text(&TestInputs { f }, "testinputs.h")?),
+        (PathBuf::from("testoutputs.h"), text(&TestOutputs { f }, "testoutputs.h")?),
+        (PathBuf::from("main.c"), text(&MainC { f }, "main.c")?),
+        (PathBuf::from("Makefile.host"), text(&MakefileHost { f }, "Makefile.host")?),
+    ];
+    if f.has_optimizer {
+        files.push((PathBuf::from("OptimizerNetwork.h"), text(&OptimizerH { f }, "the optimizer header")?));
+        files.push((PathBuf::from("OptimizerNetwork.c"), text(&OptimizerC { f }, "the optimizer")?));
+    }
+    match f.platform.as_str() {
+        "Siracusa" => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { f }, "Makefile")?)),
+        "GAP9" => files.push((PathBuf::from("CMakeLists.txt"), text(&CMakeLists { f }, "CMakeLists.txt")?)),
+        _ => {}
+    }
+    for (p, data) in RUNTIME {
+        files.push((PathBuf::from("runtime").join(p), data.to_vec()));
+    }
+    Ok(files)
+}

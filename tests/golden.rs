@@ -1,0 +1,228 @@
+//! Golden files: `golden/<model>/<platform>-<level>/` holds the generated
+//! sources of a representative set of projects (the copied `runtime/` is
+//! left out; data files over 32 KiB — test vectors, references, baked
+//! weights — and the binary L3 image are kept as a summary: size, hash and
+//! first lines). Every file is diffed with a
+//! readable unified diff; `UPDATE_GOLDEN=1 cargo test` rewrites them.
+//! A second test compiles every golden project against the host emulation.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use deploygen::emit::cli::{generate, BuildArgs};
+use similar::TextDiff;
+
+/// Files above this size are kept as a summary.
+const SUMMARY_ABOVE: usize = 32 * 1024;
+const SUMMARY_SUFFIX: &str = ".golden-summary";
+
+struct Case {
+    model: &'static str,
+    platform: &'static str,
+    level: &'static str,
+    /// `--l2-image` (the ResNet-8 case stages its weights through L3).
+    l2_image: Option<u64>,
+}
+
+const CASES: &[Case] = &[
+    Case { model: "simple_mlp", platform: "GAP9", level: "L2", l2_image: None },
+    Case { model: "simple_mlp", platform: "GAP9", level: "L3", l2_image: None },
+    Case { model: "simple_mlp", platform: "Siracusa", level: "L2", l2_image: None },
+    Case { model: "simple_mlp", platform: "Siracusa", level: "L3", l2_image: None },
+    Case { model: "simple_mlp", platform: "host", level: "L2", l2_image: None },
+    Case { model: "resnet8", platform: "GAP9", level: "L2", l2_image: Some(200_000) },
+    Case { model: "resnet8", platform: "GAP9", level: "L3", l2_image: None },
+    Case { model: "cct", platform: "GAP9", level: "L3", l2_image: None },
+    Case { model: "kws_cnn", platform: "GAP9", level: "L2", l2_image: None },
+    Case { model: "kws_cnn", platform: "host", level: "L3", l2_image: None },
+    Case { model: "cnn_inline_sgd", platform: "GAP9", level: "L2", l2_image: None },
+    Case { model: "cnn_inline_sgd", platform: "Siracusa", level: "L3", l2_image: None },
+];
+
+fn golden_dir(c: &Case) -> PathBuf {
+    common::root().join("golden").join(c.model).join(format!("{}-{}", c.platform, c.level))
+}
+
+fn args(c: &Case) -> BuildArgs {
+    BuildArgs {
+        model: common::zoo(c.model),
+        platform: c.platform.into(),
+        default_mem: Some(c.level.into()),
+        l2_image: c.l2_image,
+        ..Default::default()
+    }
+}
+
+fn fnv1a64(data: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf29ce484222325;
+    for &b in data {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    h
+}
+
+/// Files that hold data (test vectors, references, baked weights) rather
+/// than code: kept as a summary when large. Code is always kept exactly.
+fn is_data(rel: &Path) -> bool {
+    let name = rel.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    matches!(name.as_str(), "testinputs.h" | "testoutputs.h" | "Weights.c")
+}
+
+/// The golden form of one generated file: (path in golden/, contents).
+fn golden_form(rel: &Path, data: &[u8]) -> (PathBuf, String) {
+    match std::str::from_utf8(data) {
+        Ok(text) if data.len() <= SUMMARY_ABOVE || !is_data(rel) => (rel.to_path_buf(), text.to_string()),
+        text => {
+            let mut s = format!(
+                "deploygen golden summary of {} (too large to keep)\nbytes {}\nfnv1a64 {:016x}\n",
+                rel.display(),
+                data.len(),
+                fnv1a64(data)
+            );
+            if let Ok(t) = text {
+                s.push_str(&format!("lines {}\n--- first 40 lines ---\n", t.lines().count()));
+                for l in t.lines().take(40) {
+                    s.push_str(l);
+                    s.push('\n');
+                }
+            }
+            (PathBuf::from(format!("{}{SUMMARY_SUFFIX}", rel.display())), s)
+        }
+    }
+}
+
+/// The generated project of a case in golden form, sorted by path.
+fn expected(c: &Case) -> Vec<(PathBuf, String, Vec<u8>)> {
+    let built = generate(&args(c)).unwrap_or_else(|e| panic!("{} {} {}: {e}", c.model, c.platform, c.level));
+    built
+        .project
+        .files
+        .iter()
+        .filter(|(p, _)| !p.starts_with("runtime"))
+        .map(|(p, d)| {
+            let (gp, text) = golden_form(p, d);
+            (gp, text, d.clone())
+        })
+        .collect()
+}
+
+fn files_in(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(rd) = std::fs::read_dir(dir.join(rel)) else { return };
+    for e in rd.flatten() {
+        let r = rel.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            files_in(dir, &r, out);
+        } else {
+            out.push(r);
+        }
+    }
+}
+
+#[test]
+fn generated_projects_match_the_golden_files() {
+    let update = std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1");
+    let mut report = String::new();
+    for c in CASES {
+        let dir = golden_dir(c);
+        let want = expected(c);
+        if update {
+            let _ = std::fs::remove_dir_all(&dir);
+            for (p, text, _) in &want {
+                let path = dir.join(p);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, text).unwrap();
+            }
+            continue;
+        }
+        let mut have = vec![];
+        files_in(&dir, Path::new(""), &mut have);
+        for h in &have {
+            if !want.iter().any(|(p, _, _)| p == h) {
+                report.push_str(&format!("{}: golden file {} is no longer generated\n", dir.display(), h.display()));
+            }
+        }
+        for (p, text, _) in &want {
+            let path = dir.join(p);
+            match std::fs::read_to_string(&path) {
+                Err(_) => report.push_str(&format!("{}: missing (generated, not in golden/)\n", path.display())),
+                Ok(old) if old == *text => {}
+                Ok(old) => {
+                    let d = TextDiff::from_lines(&old, text);
+                    report.push_str(&format!(
+                        "{}\n",
+                        d.unified_diff().context_radius(3).header(
+                            &format!("golden/{}", path.strip_prefix(common::root().join("golden")).unwrap().display()),
+                            "generated"
+                        )
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "generated output differs from golden/ (UPDATE_GOLDEN=1 cargo test rewrites it):\n{report}"
+    );
+}
+
+/// Every golden project is real C: its files (summarised ones checked
+/// against their hash and taken from the generator) build with
+/// `make -f Makefile.host` against the host emulation, two at a time.
+#[test]
+fn golden_projects_compile_on_the_host() {
+    if std::process::Command::new("gcc").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no gcc");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let mut dirs = vec![];
+    for (i, c) in CASES.iter().enumerate() {
+        let golden = golden_dir(c);
+        let out = work.path().join(format!("p{i}"));
+        let built = generate(&args(c)).unwrap();
+        for (rel, data) in &built.project.files {
+            let dst = out.join(rel);
+            std::fs::create_dir_all(dst.parent().unwrap()).unwrap();
+            if rel.starts_with("runtime") {
+                std::fs::write(&dst, data).unwrap();
+                continue;
+            }
+            let (gp, text) = golden_form(rel, data);
+            let g = std::fs::read_to_string(golden.join(&gp))
+                .unwrap_or_else(|_| panic!("{}: no golden {} (UPDATE_GOLDEN=1)", golden.display(), gp.display()));
+            assert_eq!(g, text, "{}: {} differs from golden", golden.display(), gp.display());
+            if gp == *rel {
+                std::fs::write(&dst, g).unwrap();
+            } else {
+                std::fs::write(&dst, data).unwrap();
+            }
+        }
+        dirs.push((format!("{} {}-{}", c.model, c.platform, c.level), out));
+    }
+    let failures = std::sync::Mutex::new(vec![]);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some((name, dir)) = dirs.get(i) else { break };
+                let o = std::process::Command::new("make")
+                    .args(["-s", "-f", "Makefile.host"])
+                    .current_dir(dir)
+                    .output()
+                    .unwrap();
+                if !o.status.success() || !dir.join("app").is_file() {
+                    failures.lock().unwrap().push(format!(
+                        "{name}: make -f Makefile.host failed\n{}{}",
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    ));
+                }
+            });
+        }
+    });
+    let f = failures.into_inner().unwrap();
+    assert!(f.is_empty(), "{}", f.join("\n"));
+}
