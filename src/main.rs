@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use deploygen::{bind, import, inspect, plan, Error};
+use deploygen::{bind, import, inspect, plan, verify, Error};
 
 #[derive(Parser)]
 #[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
@@ -54,6 +54,9 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
+    /// Generate, build and run models on the host emulation; check their
+    /// results against the references (exit 0 pass, 1 wrong, 2 not run).
+    Test(verify::cli::TestArgs),
 }
 
 fn write_file(path: &Path, contents: &str) -> Result<(), Error> {
@@ -74,8 +77,9 @@ fn write_stdout(text: &str) -> Result<(), Error> {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Error> {
+fn run(cli: Cli) -> Result<i32, Error> {
     match cli.command {
+        Command::Test(args) => verify::cli::run(&args),
         Command::Inspect { model, format, dot, num_data_inputs, platform, default_mem, l1, l2, l3, svg } => {
             let opts = plan::PlanOptions::from_flags(platform.as_deref(), default_mem.as_deref(), [l1, l2, l3])?;
             if svg.is_some() && opts.is_none() {
@@ -113,7 +117,7 @@ fn run(cli: Cli) -> Result<(), Error> {
                 }
             };
             write_stdout(&out)?;
-            problem.map_or(Ok(()), Err)
+            problem.map_or(Ok(0), Err)
         }
     }
 }
@@ -121,7 +125,7 @@ fn run(cli: Cli) -> Result<(), Error> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code() as u8)
