@@ -207,10 +207,7 @@ fn learning_rate_comes_from_meta_or_the_sgd_attribute() {
 #[test]
 fn conformance_models_bind_with_two_data_inputs() {
     for name in ["CCT2_LP", "CCT2_FT1"] {
-        let Some(dir) = common::conformance(name) else {
-            eprintln!("skipped: ../shared/conformance/{name} not present");
-            continue;
-        };
+        let Some(dir) = common::conformance("conformance_models_bind_with_two_data_inputs", name) else { continue };
         let m = deploygen::load(&dir).unwrap();
         let b = bind::bind(&m, &BindOptions::default()).unwrap();
         assert!(b.warnings.is_empty(), "{name}: {:?}", b.warnings);
@@ -220,7 +217,7 @@ fn conformance_models_bind_with_two_data_inputs() {
         check::training(&m, &b).unwrap();
         assert_well_formed(&b, &m);
     }
-    let Some(lp) = common::conformance("CCT2_LP") else { return };
+    let Some(lp) = common::conformance("conformance_models_bind_with_two_data_inputs", "CCT2_LP") else { return };
     let out = deploygen().args(["inspect", "--format", "json"]).arg(&lp).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

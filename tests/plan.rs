@@ -42,7 +42,7 @@ fn all_models() -> Vec<PathBuf> {
         .filter(|p| p.join("network.onnx").is_file() || p.join("training_model.onnx").is_file())
         .collect();
     v.sort();
-    v.extend(["CCT2_LP", "CCT2_FT1"].iter().filter_map(|n| conformance(n)));
+    v.extend(["CCT2_LP", "CCT2_FT1"].iter().filter_map(|n| conformance("plan: all_models", n)));
     v
 }
 

@@ -5,6 +5,7 @@
 pub mod build;
 pub mod inspect;
 mod output;
+pub mod test;
 
 use std::process::ExitCode;
 
@@ -28,6 +29,9 @@ enum Command {
     Inspect(inspect::Args),
     /// Generate the C deployment project (network, test harness, build files).
     Build(build::Args),
+    /// Generate, build and run models on the host emulation; check their
+    /// results against the references (exit 0 pass, 1 wrong, 2 not run).
+    Test(crate::verify::cli::TestArgs),
 }
 
 /// Run the command line; the process exit code per SPEC §1.
@@ -36,6 +40,11 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(a).map(|()| true),
         Command::Build(a) => build::run(a),
+        Command::Test(a) => match test::run(&a) {
+            Ok(0) => Ok(true),
+            Ok(code) => return ExitCode::from(code.clamp(1, 255) as u8),
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

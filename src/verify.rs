@@ -1,1 +1,0 @@
-//! Verification: build the generated project, run it, compare, report.

@@ -1,0 +1,95 @@
+//! `--junit FILE`: one test case per (model, platform, level), named by its
+//! status-table key, with the properties CI dashboards read:
+//! `error_message`, `stage`, `status`, `compared`, `tolerance`, `platform`,
+//! `default_mem`.
+//!
+//! `status` is the verdict (`PASSED`, `FAILED`, `XFAIL`, `XPASS`,
+//! `SKIPPED`); `stage` the outcome's class (`PASSED`, a `FAILED_…` stage,
+//! `INCORRECT_RESULT`, or `NOT_RUN` for a skipped case). A wrong result or
+//! an unexpected pass is a `<failure>`, any other failed case an `<error>`,
+//! an expected failure or a skip `<skipped>`.
+
+use std::path::Path;
+
+use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::runner::{Summary, Verdict};
+use super::Stage;
+use crate::error::{Error, Result};
+
+pub const SUITE: &str = "deploygen test";
+
+pub fn report(summary: &Summary) -> Report {
+    let mut suite = TestSuite::new(SUITE);
+    for r in &summary.results {
+        let o = r.outcome.as_ref();
+        let error_message = match r.verdict {
+            Verdict::Passed => String::new(),
+            _ => r.message.clone(),
+        };
+        let mut status = match r.verdict {
+            Verdict::Passed => TestCaseStatus::success(),
+            Verdict::XPassed => TestCaseStatus::non_success(NonSuccessKind::Failure),
+            Verdict::Failed if o.and_then(|o| o.stage) == Some(Stage::Result) => {
+                TestCaseStatus::non_success(NonSuccessKind::Failure)
+            }
+            Verdict::Failed => TestCaseStatus::non_success(NonSuccessKind::Error),
+            Verdict::XFailed | Verdict::Skipped => TestCaseStatus::skipped(),
+        };
+        if r.verdict != Verdict::Passed {
+            status.set_message(r.message.lines().next().unwrap_or(""));
+            status.set_type(r.class());
+            if let Some(o) = o.filter(|o| !o.details.is_empty()) {
+                status.set_description(o.details.join("\n"));
+            }
+        }
+        let mut tc = TestCase::new(r.key.as_str(), status);
+        tc.set_classname(r.case.name.as_str());
+        if let Some(o) = o {
+            tc.set_time(o.elapsed);
+            if !o.output.is_empty() {
+                tc.set_system_out_lossy(o.output.as_bytes());
+            }
+        }
+        let compared = o.and_then(|o| o.compared).map(|n| n.to_string()).unwrap_or_default();
+        let tolerance = o
+            .and_then(|o| o.tolerance)
+            .map(|t| t.to_string())
+            .or_else(|| r.case.tolerance.map(|t| t.to_string()))
+            .unwrap_or_default();
+        for (k, v) in [
+            ("error_message", error_message),
+            ("stage", r.class().to_string()),
+            ("status", r.verdict.name().to_string()),
+            ("compared", compared),
+            ("tolerance", tolerance),
+            ("platform", r.case.platform.clone()),
+            ("default_mem", r.case.default_mem.clone()),
+        ] {
+            tc.add_property(Property::new(k, v));
+        }
+        suite.add_test_case(tc);
+    }
+    let mut report = Report::new("deploygen");
+    report.add_test_suite(suite);
+    report
+}
+
+/// Write the report next to `path`, then rename it into place: a reader
+/// never sees half a file.
+pub fn write(summary: &Summary, path: &Path) -> Result<()> {
+    let xml = report(summary).to_string().map_err(|e| Error::Usage(format!("cannot write JUnit XML: {e}")))?;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp =
+        tempfile::Builder::new().prefix(".deploygen-junit-").tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+    std::io::Write::write_all(&mut tmp, xml.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
+    // A report is for everyone to read, not private like a temp file.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::Permissions::from_mode(0o644);
+    tmp.as_file().set_permissions(mode).map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    Ok(())
+}

@@ -1,0 +1,385 @@
+//! Verification (SPEC §7): generate a case's project into a temp folder,
+//! build it with gcc (host emulation for GAP9 and Siracusa, plain C for
+//! host), run it under a time limit, read what the harness printed, and
+//! classify the result by the stage where it went wrong.
+//!
+//! ```text
+//! run_case   gen(case, dir)        → FAILED_IMPORT / _BIND / _PLAN / _EMIT
+//!            deploygen.json        → FAILED_EMIT (missing, malformed, nothing to compare)
+//!            make -f Makefile.host → FAILED_C_COMPILE
+//!            ./app                 → FAILED_RUNTIME (crash, time-out, FATAL, sanitizer,
+//!                                    no or malformed `Errors:` line)
+//!            `Errors: E out of N`  → INCORRECT_RESULT (E > 0, N ≠ expected, N = 0,
+//!                                    detail lines that contradict E)
+//! ```
+//!
+//! The exit code of the app is never trusted alone: a pass needs exactly one
+//! well-formed `Errors: 0 out of N` line with N equal to the project's
+//! `expected_compared` (> 0), no sanitizer report, no `FATAL:` line, and
+//! exit status 0.
+//!
+//! [`runner`] runs many cases in parallel and judges them against the
+//! status table ([`status`]); [`junit`] writes the JUnit report; [`cli`] is
+//! `deploygen test`.
+
+pub mod cli;
+pub mod exec;
+pub mod harness;
+pub mod junit;
+pub mod manifest;
+pub mod runner;
+pub mod status;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+
+/// Where a case failed. The names are the ones the status table, the JUnit
+/// `stage` property and the verdict use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Stage {
+    /// The ONNX model could not be read or turned into the IR.
+    #[serde(rename = "FAILED_IMPORT")]
+    Import,
+    /// The test data does not bind, or training cannot run with it (triage).
+    #[serde(rename = "FAILED_BIND")]
+    Bind,
+    /// No memory plan (the model does not fit, or a buffer has no size).
+    #[serde(rename = "FAILED_PLAN")]
+    Plan,
+    /// The C project could not be generated, or its `deploygen.json` is
+    /// missing, malformed or promises nothing to compare.
+    #[serde(rename = "FAILED_EMIT")]
+    Emit,
+    /// `make -f Makefile.host` failed (or timed out).
+    #[serde(rename = "FAILED_C_COMPILE")]
+    CCompile,
+    /// The app crashed, timed out, failed an allocation, tripped a
+    /// sanitizer, or did not report a well-formed `Errors:` line.
+    #[serde(rename = "FAILED_RUNTIME")]
+    Runtime,
+    /// The comparison: values differ, or the harness did not compare what
+    /// it had to.
+    #[serde(rename = "INCORRECT_RESULT")]
+    Result,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 7] =
+        [Stage::Import, Stage::Bind, Stage::Plan, Stage::Emit, Stage::CCompile, Stage::Runtime, Stage::Result];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Import => "FAILED_IMPORT",
+            Stage::Bind => "FAILED_BIND",
+            Stage::Plan => "FAILED_PLAN",
+            Stage::Emit => "FAILED_EMIT",
+            Stage::CCompile => "FAILED_C_COMPILE",
+            Stage::Runtime => "FAILED_RUNTIME",
+            Stage::Result => "INCORRECT_RESULT",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|st| st.name() == s)
+    }
+
+    /// The stage a pipeline error comes from, by its variant.
+    pub fn of(e: &Error) -> Stage {
+        match e {
+            Error::Io { .. }
+            | Error::Decode { .. }
+            | Error::UnknownOp { .. }
+            | Error::Cycle { .. }
+            | Error::Dangling { .. }
+            | Error::ExternalData { .. }
+            | Error::Node { .. }
+            | Error::Model { .. }
+            | Error::NoModel { .. }
+            | Error::Usage { .. } => Stage::Import,
+            Error::Npz { .. } | Error::Binding { .. } | Error::Triage { .. } => Stage::Bind,
+            Error::Plan { .. } | Error::Capacity { .. } => Stage::Plan,
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A generation error with the stage it happened in. `From<Error>`
+/// classifies by variant ([`Stage::of`]); a generation step that knows
+/// better (emission, writing the project) says so with [`StageError::at`].
+#[derive(Debug)]
+pub struct StageError {
+    pub stage: Stage,
+    pub error: Box<Error>,
+}
+
+impl StageError {
+    pub fn at(stage: Stage) -> impl FnOnce(Error) -> StageError {
+        move |error| StageError { stage, error: Box::new(error) }
+    }
+}
+
+impl From<Error> for StageError {
+    fn from(error: Error) -> Self {
+        StageError { stage: Stage::of(&error), error: Box::new(error) }
+    }
+}
+
+/// Training step or inference graph: the last part of a case's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Training,
+    Inference,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Training => "training",
+            Kind::Inference => "inference",
+        }
+    }
+
+    /// The kind of a model: imported when it imports; otherwise guessed
+    /// from its files (an optimizer graph or onnxruntime's training file
+    /// name mean training).
+    pub fn detect(model: &Path) -> Kind {
+        if let Ok(m) = crate::load(model) {
+            return if m.roles.is_training() { Kind::Training } else { Kind::Inference };
+        }
+        let training_files = ["training_model.onnx", "optimizer.onnx", "optimizer_model.onnx"];
+        if model.is_dir() && training_files.iter().any(|f| model.join(f).is_file()) {
+            Kind::Training
+        } else {
+            Kind::Inference
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One (model, platform, level) to verify, and how.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The model folder (or `.onnx` file).
+    pub model: PathBuf,
+    /// The model's name in keys: its folder name.
+    pub name: String,
+    /// Canonical platform name (`GAP9`, `Siracusa`, `host`).
+    pub platform: String,
+    /// `L2` or `L3`.
+    pub default_mem: String,
+    pub kind: Kind,
+    /// `--l1`, `--l2`, `--l3` capacity overrides.
+    pub capacities: [Option<u64>; 3],
+    /// `--tolerance`: the per-model override handed to emission.
+    pub tolerance: Option<f32>,
+    /// Build with AddressSanitizer and UBSan.
+    pub sanitize: bool,
+    /// Limit for the build and, separately, for the run.
+    pub timeout: Duration,
+    /// Keep the generated project folder (its path is in the outcome).
+    pub keep: bool,
+}
+
+impl Case {
+    pub fn new(model: impl Into<PathBuf>, name: &str, platform: &str, default_mem: &str, kind: Kind) -> Case {
+        Case {
+            model: model.into(),
+            name: name.to_string(),
+            platform: platform.to_string(),
+            default_mem: default_mem.to_string(),
+            kind,
+            capacities: [None; 3],
+            tolerance: None,
+            sanitize: false,
+            timeout: Duration::from_secs(300),
+            keep: false,
+        }
+    }
+
+    /// `<model>/<platform>-<level>-training` (or `-inference`): the key of
+    /// the status table and the JUnit test-case name.
+    pub fn key(&self) -> String {
+        format!("{}/{}-{}-{}", self.name, self.platform, self.default_mem, self.kind)
+    }
+}
+
+/// One `[loss i] computed=… ref=… diff=… tol=…` line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Loss {
+    pub index: usize,
+    pub computed: f64,
+    pub reference: f64,
+    pub diff: f64,
+    pub tol: f64,
+}
+
+impl Loss {
+    /// What rule 3 of SPEC §5 demands: NaN (anywhere) fails.
+    pub fn within(&self) -> bool {
+        self.computed.is_finite() && self.reference.is_finite() && self.diff <= self.tol
+    }
+}
+
+/// What happened to one case. `stage` is `None` for a pass.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub stage: Option<Stage>,
+    /// One line: what passed, or what went wrong.
+    pub message: String,
+    /// Supporting lines: compiler output, mismatches, sanitizer report.
+    pub details: Vec<String>,
+    /// E and N of the `Errors:` line, when there was a well-formed one.
+    pub errors: Option<u64>,
+    pub compared: Option<u64>,
+    /// `expected_compared` of the project.
+    pub expected: Option<u64>,
+    /// The tolerance the project compares with.
+    pub tolerance: Option<f64>,
+    pub losses: Vec<Loss>,
+    /// The `BENCH …` line, without the prefix.
+    pub bench: Option<String>,
+    pub elapsed: Duration,
+    /// The project folder, when kept.
+    pub project: Option<PathBuf>,
+    /// What the app printed (stdout, then stderr), capped.
+    pub output: String,
+}
+
+impl Outcome {
+    pub fn passed(&self) -> bool {
+        self.stage.is_none()
+    }
+
+    /// The outcome's class: `PASSED` or the failure stage's name.
+    pub fn class(&self) -> &'static str {
+        self.stage.map_or("PASSED", Stage::name)
+    }
+
+    pub(crate) fn fail(stage: Stage, message: impl Into<String>) -> Outcome {
+        Outcome { stage: Some(stage), message: message.into(), ..Default::default() }
+    }
+
+    fn with_details(mut self, details: Vec<String>) -> Outcome {
+        self.details = details;
+        self
+    }
+}
+
+/// What `EXTRA_CFLAGS` gets with `--sanitize`.
+pub const SANITIZE_CFLAGS: &str = "-fsanitize=address,undefined -fno-omit-frame-pointer";
+
+/// The last `n` non-empty lines of a tool's output.
+fn tail(text: &str, n: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].iter().map(|l| l.to_string()).collect()
+}
+
+/// Verify one case: `gen` generates its project into the given (empty)
+/// folder and returns the stage error when a pipeline stage fails; then the
+/// project is built, run and judged.
+pub fn run_case<E>(case: &Case, gen: &(dyn Fn(&Case, &Path) -> Result<(), E> + Sync)) -> Outcome
+where
+    E: Into<StageError>,
+{
+    let start = Instant::now();
+    let dir = match tempfile::Builder::new().prefix(&format!("deploygen-test-{}-", case.name)).tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            let mut o = Outcome::fail(Stage::Emit, format!("cannot create a temp folder for the project: {e}"));
+            o.elapsed = start.elapsed();
+            return o;
+        }
+    };
+    let mut outcome = match gen(case, dir.path()) {
+        Err(e) => {
+            let e: StageError = e.into();
+            let mut lines = e.error.to_string().lines().map(str::to_string).collect::<Vec<_>>();
+            let first = if lines.is_empty() { String::new() } else { lines.remove(0) };
+            Outcome::fail(e.stage, first).with_details(lines)
+        }
+        Ok(()) => build_and_run(case, dir.path()),
+    };
+    outcome.elapsed = start.elapsed();
+    if case.keep {
+        outcome.project = Some(dir.keep());
+    }
+    outcome
+}
+
+/// Build and run a generated project folder, and judge what it printed.
+pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
+    let m = match manifest::Manifest::read(dir) {
+        Ok(m) => m,
+        Err(msg) => return Outcome::fail(Stage::Emit, msg),
+    };
+    if let Err(msg) = m.agrees_with(case) {
+        return Outcome::fail(Stage::Emit, msg);
+    }
+    let base = Outcome { expected: Some(m.expected_compared), tolerance: m.tolerance, ..Default::default() };
+
+    // Build.
+    let mut make = Command::new("make");
+    make.arg("-f").arg(manifest::MAKEFILE).current_dir(dir);
+    if case.sanitize {
+        make.arg(format!("EXTRA_CFLAGS={SANITIZE_CFLAGS}"));
+    }
+    let built = match exec::run(&mut make, case.timeout) {
+        Ok(r) => r,
+        Err(e) => return Outcome::fail(Stage::CCompile, format!("cannot run make: {e}")).merge(base),
+    };
+    let log = built.text();
+    if built.timed_out {
+        let msg = format!("the build did not finish within {} s", case.timeout.as_secs_f64());
+        return Outcome::fail(Stage::CCompile, msg).with_details(tail(&log, 20)).merge(base);
+    }
+    if !built.success() {
+        let msg = format!("make -f {} failed ({})", manifest::MAKEFILE, built.describe_status());
+        return Outcome::fail(Stage::CCompile, msg).with_details(tail(&log, 30)).merge(base);
+    }
+    let app = dir.join(manifest::APP);
+    if !app.is_file() {
+        let msg = format!("make -f {} succeeded but built no ./{}", manifest::MAKEFILE, manifest::APP);
+        return Outcome::fail(Stage::CCompile, msg).with_details(tail(&log, 10)).merge(base);
+    }
+
+    // Run.
+    let mut cmd = Command::new(&app);
+    cmd.current_dir(dir).env("DG_HOST_QUIET", "1");
+    if case.sanitize {
+        cmd.env("ASAN_OPTIONS", "halt_on_error=1:detect_leaks=1")
+            .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");
+    }
+    let ran = match exec::run(&mut cmd, case.timeout) {
+        Ok(r) => r,
+        Err(e) => return Outcome::fail(Stage::Runtime, format!("cannot start ./{}: {e}", manifest::APP)).merge(base),
+    };
+    let mut o = harness::judge(&m, &ran, case.timeout).merge(base);
+    o.output = ran.text();
+    o
+}
+
+impl Outcome {
+    /// Fill what `self` leaves unset from `base`.
+    fn merge(mut self, base: Outcome) -> Outcome {
+        self.expected = self.expected.or(base.expected);
+        self.tolerance = self.tolerance.or(base.tolerance);
+        self
+    }
+}
