@@ -570,7 +570,11 @@ fn the_command_classifies_pipeline_failures_and_writes_junit() {
     assert!(stdout.contains("no status table: every case is expected to pass"), "{stdout}");
     assert!(stdout.contains("| case "), "the summary table: {stdout}");
     let report = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
-    assert_eq!(report.test_suites[0].test_cases.len(), 5);
+    let folders = std::fs::read_dir(common::root().join("tests/fixtures"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_dir())
+        .count();
+    assert_eq!(report.test_suites[0].test_cases.len(), folders);
 }
 
 #[test]
@@ -623,4 +627,66 @@ fn the_command_refuses_bad_input() {
     let empty = tempfile::tempdir().unwrap();
     fails(&[empty.path().to_str().unwrap(), "--platform", "GAP9", "--default-mem", "L3"], "holds no model");
     fails(&[m, "--default-mem", "L3"], "--platform");
+}
+
+/// The whole command with a fake generation step: a wrong result is exit 1,
+/// with the verdict, the summary and the JUnit report saying so.
+#[test]
+fn the_command_exits_1_on_a_wrong_result() {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: deploygen::verify::cli::TestArgs,
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("r.xml");
+    let model = common::fixture("tiny_classifier");
+    let cli = Cli::parse_from([
+        "test".as_ref(),
+        model.as_os_str(),
+        "--platform".as_ref(),
+        "GAP9".as_ref(),
+        "--platform".as_ref(),
+        "Siracusa".as_ref(),
+        "--default-mem".as_ref(),
+        "L3".as_ref(),
+        "--status".as_ref(),
+        "/dev/null".as_ref(),
+        "--junit".as_ref(),
+        junit.as_os_str(),
+    ]);
+    let gen = |case: &Case, dir: &Path| -> Result<(), Error> {
+        let main = if case.platform == "GAP9" { prints(&WRONG, 1) } else { prints(&PASS, 0) };
+        fake(main, 4, 2)(case, dir)
+    };
+    let mut out = Vec::new();
+    let code = deploygen::verify::cli::run_with(&cli.args, &gen, &mut out).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("FAILED  tiny_classifier/GAP9-L3-training  INCORRECT_RESULT: 1 of 4 compared values are wrong"),
+        "{out}"
+    );
+    assert!(out.contains("PASSED  tiny_classifier/Siracusa-L3-training  Errors: 0 out of 4, tolerance 0.001"), "{out}");
+    assert!(out.contains("2 cases: 1 passed, 1 failed, 0 xfail, 0 xpass, 0 skipped"), "{out}");
+    let report = quick_junit::Report::deserialize_from_str(&std::fs::read_to_string(&junit).unwrap()).unwrap();
+    let names: Vec<&str> = report.test_suites[0].test_cases.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["tiny_classifier/GAP9-L3-training", "tiny_classifier/Siracusa-L3-training"]);
+}
+
+#[test]
+fn a_panicking_generation_step_fails_its_case_only() {
+    let calls = AtomicUsize::new(0);
+    let gen = |case: &Case, dir: &Path| -> Result<(), Error> {
+        if case.name == "boom" {
+            panic!("index out of bounds");
+        }
+        by_name(&calls)(case, dir)
+    };
+    let cases = [case("boom"), case("pass1")];
+    let s = runner::run(&cases, &StatusTable::empty(), &gen, &quiet(), &mut Vec::new());
+    let o = s.results[0].outcome.as_ref().unwrap();
+    assert_stage(o, Stage::Emit, "deploygen panicked while generating the project (a bug): index out of bounds");
+    assert_eq!(s.results[1].verdict, Verdict::Passed);
 }

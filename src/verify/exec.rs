@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -77,38 +78,69 @@ pub fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-/// Read a stream to its end, keeping its first `HEAD` and last `TAIL` bytes.
-fn read_capped(mut r: impl Read) -> String {
-    let mut head = Vec::new();
-    let mut tail = std::collections::VecDeque::new();
-    let mut dropped = 0usize;
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        let n = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let mut chunk = &buf[..n];
-        if head.len() < HEAD {
-            let take = chunk.len().min(HEAD - head.len());
-            head.extend_from_slice(&chunk[..take]);
+/// A stream's bytes: its first `HEAD` and last `TAIL`.
+#[derive(Default)]
+struct Capped {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    dropped: usize,
+}
+
+impl Capped {
+    fn push(&mut self, mut chunk: &[u8]) {
+        if self.head.len() < HEAD {
+            let take = chunk.len().min(HEAD - self.head.len());
+            self.head.extend_from_slice(&chunk[..take]);
             chunk = &chunk[take..];
         }
-        tail.extend(chunk.iter().copied());
-        if tail.len() > TAIL {
-            let excess = tail.len() - TAIL;
-            tail.drain(..excess);
-            dropped += excess;
+        self.tail.extend(chunk.iter().copied());
+        if self.tail.len() > TAIL {
+            let excess = self.tail.len() - TAIL;
+            self.tail.drain(..excess);
+            self.dropped += excess;
         }
     }
-    let mut s = String::from_utf8_lossy(&head).into_owned();
-    if dropped > 0 {
-        s.push_str(&format!("\n[… {dropped} bytes of output not kept …]\n"));
+
+    fn text(&self) -> String {
+        let mut s = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            s.push_str(&format!("\n[… {} bytes of output not kept …]\n", self.dropped));
+        }
+        let tail: Vec<u8> = self.tail.iter().copied().collect();
+        s.push_str(&String::from_utf8_lossy(&tail));
+        s
     }
-    let tail: Vec<u8> = tail.into_iter().collect();
-    s.push_str(&String::from_utf8_lossy(&tail));
+}
+
+/// Read a stream to its end into a shared buffer, in a thread; the
+/// receiver hears when it is done.
+fn reader(mut r: impl Read + Send + 'static) -> (Arc<Mutex<Capped>>, mpsc::Receiver<()>) {
+    let buf = Arc::new(Mutex::new(Capped::default()));
+    let (tx, rx) = mpsc::channel();
+    let b = Arc::clone(&buf);
+    thread::spawn(move || {
+        let mut chunk = [0u8; 16 * 1024];
+        loop {
+            match r.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => b.lock().unwrap_or_else(|e| e.into_inner()).push(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        let _ = tx.send(());
+    });
+    (buf, rx)
+}
+
+/// What a reader got, waiting at most `grace` for the stream to end: a
+/// process that left the group may still hold the pipe open.
+fn collect((buf, done): (Arc<Mutex<Capped>>, mpsc::Receiver<()>), grace: Duration) -> String {
+    let finished = done.recv_timeout(grace).is_ok();
+    let mut s = buf.lock().unwrap_or_else(|e| e.into_inner()).text();
+    if !finished {
+        s.push_str("\n[output pipe still held open by a process outside the group; stopped reading]\n");
+    }
     s
 }
 
@@ -147,8 +179,8 @@ pub fn run(cmd: &mut Command, limit: Duration) -> std::io::Result<Ran> {
     let pid = child.id();
     let out = child.stdout.take().expect("stdout is piped");
     let err = child.stderr.take().expect("stderr is piped");
-    let t_out = thread::spawn(move || read_capped(out));
-    let t_err = thread::spawn(move || read_capped(err));
+    let t_out = reader(out);
+    let t_err = reader(err);
     let mut pause = Duration::from_millis(1);
     let timed_out = loop {
         match exited(pid) {
@@ -172,7 +204,7 @@ pub fn run(cmd: &mut Command, limit: Duration) -> std::io::Result<Ran> {
     let status = child.wait()?;
     // Out of time, unless it exited on its own in the last moment.
     let timed_out = timed_out && status.signal() == Some(libc::SIGKILL);
-    let stdout = t_out.join().unwrap_or_default();
-    let stderr = t_err.join().unwrap_or_default();
+    let stdout = collect(t_out, Duration::from_secs(2));
+    let stderr = collect(t_err, Duration::from_secs(2));
     Ok(Ran { status: (!timed_out).then_some(status), timed_out, stdout, stderr, elapsed: start.elapsed() })
 }

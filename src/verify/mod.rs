@@ -52,8 +52,9 @@ pub enum Stage {
     /// No memory plan (the model does not fit, or a buffer has no size).
     #[serde(rename = "FAILED_PLAN")]
     Plan,
-    /// The C project could not be generated, or its `deploygen.json` is
-    /// missing, malformed or promises nothing to compare.
+    /// The C project could not be generated (or generating it panicked),
+    /// or its `deploygen.json` is missing, malformed or promises nothing to
+    /// compare.
     #[serde(rename = "FAILED_EMIT")]
     Emit,
     /// `make -f Makefile.host` failed (or timed out).
@@ -307,14 +308,24 @@ where
             return o;
         }
     };
-    let mut outcome = match gen(case, dir.path()) {
-        Err(e) => {
+    // A panic in the pipeline is a bug; it fails this case, not the run.
+    let generated = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| gen(case, dir.path())));
+    let mut outcome = match generated {
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Outcome::fail(Stage::Emit, format!("deploygen panicked while generating the project (a bug): {what}"))
+        }
+        Ok(Err(e)) => {
             let e: StageError = e.into();
             let mut lines = e.error.to_string().lines().map(str::to_string).collect::<Vec<_>>();
             let first = if lines.is_empty() { String::new() } else { lines.remove(0) };
             Outcome::fail(e.stage, first).with_details(lines)
         }
-        Ok(()) => build_and_run(case, dir.path()),
+        Ok(Ok(())) => build_and_run(case, dir.path()),
     };
     outcome.elapsed = start.elapsed();
     if case.keep {
