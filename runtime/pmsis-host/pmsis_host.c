@@ -928,6 +928,8 @@ int pmsis_kickoff(void *arg)
 {
     void (*fn)(void);
     ensure_init();
+    /* Line-buffered like a UART: a run that crashes keeps what it printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     memcpy(&fn, &arg, sizeof fn);
     fn();
     return g_exit_value;
