@@ -91,6 +91,14 @@ fn simple_mlp_runs_to_errors_0_and_every_check_can_fail() {
     assert!(stdout.contains("[check fc1.weight_updated] errors 0 out of 2048"), "{stdout}");
     assert!(stdout.contains("BENCH train_cycles="), "{stdout}");
 
+    // An allocation that fails stops Init, is named, and fails the run.
+    let o =
+        Command::new("./app").current_dir(&out).env("DG_HOST_QUIET", "1").env("DG_L1_SIZE", "1024").output().unwrap();
+    let so = String::from_utf8_lossy(&o.stdout);
+    assert_ne!(o.status.code(), Some(0), "{so}");
+    assert!(so.contains("FATAL: L1 allocation of ") && so.contains(" B failed (L1 arena)"), "{so}");
+    assert!(!so.contains("[loss"), "nothing computes after a failed Init: {so}");
+
     // A loss reference off by one: that loss fails, the others pass.
     let outputs = out.join("testoutputs.h");
     let pristine = std::fs::read_to_string(&outputs).unwrap();
@@ -187,6 +195,14 @@ fn inference_at_l3_runs_from_the_packed_image() {
     let (rc, stdout) = run(&out);
     assert_eq!(rc, 0, "{stdout}");
     assert!(stdout.contains("BENCH cycles="), "{stdout}");
+    // One file per buffer (--hex-files) works the same.
+    let hexed = tmp.path().join("h");
+    let o = build(&common::zoo("kws_cnn"), "Siracusa", "L3", &hexed, &["--hex-files"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(hexed.join("hex/0.hex").is_file() && !hexed.join("hex/l3.bin").exists());
+    make(&hexed);
+    let (rc, stdout) = run(&hexed);
+    assert_eq!(rc, 0, "{stdout}");
     // Without its image the run cannot start, and says so.
     std::fs::remove_file(out.join("hex/l3.bin")).unwrap();
     let (rc, stdout) = run(&out);
