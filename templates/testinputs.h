@@ -14,6 +14,7 @@
 
 #include "pmsis.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #define TRAINING_NUM_DATA_INPUTS {{ f.num_data }}

@@ -9,6 +9,7 @@
 
 #include "pmsis.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #define TRAINING_TOLERANCE_ABS {{ f.tol_lit }}

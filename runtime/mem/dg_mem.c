@@ -7,42 +7,35 @@
 #ifndef DG_COPY_STAGE_BYTES
 #define DG_COPY_STAGE_BYTES 1024
 #endif
-#ifndef DG_HEX_DIR_DEFAULT
-#define DG_HEX_DIR_DEFAULT "hex"
-#endif
 
 static struct pi_device dg_ram_dev;
 static int dg_ram_ready;
 PI_L2 static uint8_t dg_stage[DG_COPY_STAGE_BYTES];
 
-#ifndef DG_PMSIS_HOST
-/* Real SDK: the RAM and the readfs image in flash. */
+/* The RAM and the readfs image in flash: the same code on the SDKs and on
+ * the host emulation (whose readfs is a folder). */
 #include "bsp/bsp.h"
 #include "bsp/flash.h"
 #include "bsp/fs.h"
 #include "bsp/fs/readfs.h"
 #include "bsp/ram.h"
-#if defined(DG_PLATFORM_GAP9)
-static struct pi_default_ram_conf dg_ram_conf;
-#define DG_RAM_CONF_INIT(c) pi_default_ram_conf_init(c)
-static struct pi_default_flash_conf dg_flash_conf;
-#define DG_FLASH_CONF_INIT(c) pi_default_flash_conf_init(c)
-#else
+#if defined(DG_PLATFORM_SIRACUSA)
 #include "bsp/flash/hyperflash.h"
 #include "bsp/ram/hyperram.h"
 static struct pi_hyperram_conf dg_ram_conf;
 #define DG_RAM_CONF_INIT(c) pi_hyperram_conf_init(c)
 static struct pi_hyperflash_conf dg_flash_conf;
 #define DG_FLASH_CONF_INIT(c) pi_hyperflash_conf_init(c)
+#else
+static struct pi_default_ram_conf dg_ram_conf;
+#define DG_RAM_CONF_INIT(c) pi_default_ram_conf_init(c)
+static struct pi_default_flash_conf dg_flash_conf;
+#define DG_FLASH_CONF_INIT(c) pi_default_flash_conf_init(c)
 #endif
 static struct pi_device dg_flash_dev;
 static struct pi_device dg_fs_dev;
 static struct pi_readfs_conf dg_fs_conf;
 static int dg_fs_ready;
-#else
-static struct pi_default_ram_conf dg_ram_conf;
-#define DG_RAM_CONF_INIT(c) pi_default_ram_conf_init(c)
-#endif
 
 int dg_mem_init(void)
 {
@@ -55,7 +48,6 @@ int dg_mem_init(void)
         return -1;
     }
     dg_ram_ready = 1;
-#ifndef DG_PMSIS_HOST
     DG_FLASH_CONF_INIT(&dg_flash_conf);
     pi_open_from_conf(&dg_flash_dev, &dg_flash_conf);
     if (pi_flash_open(&dg_flash_dev) == 0) {
@@ -64,7 +56,6 @@ int dg_mem_init(void)
         pi_open_from_conf(&dg_fs_dev, &dg_fs_conf);
         dg_fs_ready = (pi_fs_mount(&dg_fs_dev) == 0);
     }
-#endif
     return 0;
 }
 
@@ -175,37 +166,7 @@ void dg_copy(void *dst, const void *src, size_t n)
     }
 }
 
-/* ---- files: the readfs flash image on the SDK, a folder on the host ---- */
-#ifdef DG_PMSIS_HOST
-#include <stdlib.h>
-
-typedef FILE dg_file_t;
-
-static dg_file_t *dg_file_open(const char *name, size_t *size)
-{
-    const char *dir = getenv("DG_HEX_DIR");
-    char path[1024];
-    FILE *f;
-    long end;
-    if (dir == NULL || *dir == '\0')
-        dir = DG_HEX_DIR_DEFAULT;
-    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, name) >= sizeof path)
-        return NULL;
-    f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        return NULL;
-    }
-    *size = (size_t)end;
-    return f;
-}
-
-static size_t dg_file_read(dg_file_t *f, void *buf, size_t n) { return fread(buf, 1, n, f); }
-
-static void dg_file_close(dg_file_t *f) { fclose(f); }
-#else
+/* ---- files: the readfs flash image (a folder on the host emulation) ---- */
 typedef pi_fs_file_t dg_file_t;
 
 static dg_file_t *dg_file_open(const char *name, size_t *size)
@@ -226,7 +187,6 @@ static size_t dg_file_read(dg_file_t *f, void *buf, size_t n)
 }
 
 static void dg_file_close(dg_file_t *f) { pi_fs_close(f); }
-#endif
 
 size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
 {

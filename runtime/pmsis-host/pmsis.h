@@ -227,6 +227,44 @@ static inline void pi_cl_ram_write(struct pi_device *device, uint32_t pi_ram_add
 static inline void pi_cl_ram_read_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
 static inline void pi_cl_ram_write_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
 
+/* ---- flash and the read-only file system: bsp/flash, bsp/fs/readfs ------
+ * The emulated readfs image is a folder: the directory named by the
+ * DG_HEX_DIR environment variable, "hex" by default (the generated project
+ * keeps its READFS_FILES there). pi_fs_open takes a file's base name, as on
+ * the chips. */
+struct pi_flash_conf {
+    void *api;
+};
+struct pi_hyperflash_conf {
+    struct pi_flash_conf flash;
+};
+struct pi_default_flash_conf {
+    struct pi_flash_conf flash;
+};
+void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf);
+void pi_default_flash_conf_init(struct pi_default_flash_conf *conf);
+int32_t pi_flash_open(struct pi_device *device);
+void pi_flash_close(struct pi_device *device);
+
+typedef enum { PI_FS_READ_ONLY = 0, PI_FS_HOST = 1 } pi_fs_type_e;
+struct pi_fs_conf {
+    pi_fs_type_e type;
+    struct pi_device *flash;
+};
+struct pi_readfs_conf {
+    struct pi_fs_conf fs;
+};
+typedef struct pi_fs_file_s {
+    uint32_t size;
+    void *handle;
+} pi_fs_file_t;
+void pi_readfs_conf_init(struct pi_readfs_conf *conf);
+int32_t pi_fs_mount(struct pi_device *device);
+void pi_fs_unmount(struct pi_device *device);
+pi_fs_file_t *pi_fs_open(struct pi_device *device, const char *file, int flags);
+void pi_fs_close(pi_fs_file_t *file);
+int32_t pi_fs_read(pi_fs_file_t *file, void *buffer, uint32_t size);
+
 /* ---- performance counters ----------------------------------------------
  * The host has no cycle counter that means anything for the chip: the
  * emulation counts nanoseconds of wall time per thread and reports them as

@@ -656,6 +656,80 @@ void pi_l2_free(void *chunk, int size)
 void pi_default_ram_conf_init(struct pi_default_ram_conf *conf) { memset(conf, 0, sizeof(*conf)); }
 void pi_hyperram_conf_init(struct pi_hyperram_conf *conf) { memset(conf, 0, sizeof(*conf)); }
 
+#ifndef DG_HEX_DIR_DEFAULT
+#define DG_HEX_DIR_DEFAULT "hex"
+#endif
+
+/* ---- flash + readfs: a folder ------------------------------------------------ */
+void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf) { memset(conf, 0, sizeof *conf); }
+void pi_default_flash_conf_init(struct pi_default_flash_conf *conf) { memset(conf, 0, sizeof *conf); }
+int32_t pi_flash_open(struct pi_device *device)
+{
+    (void)device;
+    ensure_init();
+    return 0;
+}
+void pi_flash_close(struct pi_device *device) { (void)device; }
+void pi_readfs_conf_init(struct pi_readfs_conf *conf) { memset(conf, 0, sizeof *conf); }
+int32_t pi_fs_mount(struct pi_device *device)
+{
+    struct pi_readfs_conf *c = device ? (struct pi_readfs_conf *)device->config : NULL;
+    ensure_init();
+    if (c == NULL || c->fs.flash == NULL) {
+        fprintf(stderr, "[pmsis-host] error: pi_fs_mount without a flash device in its conf\n");
+        return -1;
+    }
+    return 0;
+}
+void pi_fs_unmount(struct pi_device *device) { (void)device; }
+
+pi_fs_file_t *pi_fs_open(struct pi_device *device, const char *file, int flags)
+{
+    const char *dir = getenv("DG_HEX_DIR");
+    char path[1024];
+    pi_fs_file_t *f;
+    FILE *h;
+    long end;
+    (void)device;
+    (void)flags;
+    if (dir == NULL || *dir == '\0')
+        dir = DG_HEX_DIR_DEFAULT;
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, file) >= sizeof path)
+        return NULL;
+    h = fopen(path, "rb");
+    if (h == NULL)
+        return NULL;
+    if (fseek(h, 0, SEEK_END) != 0 || (end = ftell(h)) < 0 || end > 0xFFFFFFFFL || fseek(h, 0, SEEK_SET) != 0) {
+        fclose(h);
+        return NULL;
+    }
+    f = (pi_fs_file_t *)malloc(sizeof *f);
+    if (f == NULL) {
+        fclose(h);
+        return NULL;
+    }
+    f->size = (uint32_t)end;
+    f->handle = h;
+    return f;
+}
+
+void pi_fs_close(pi_fs_file_t *file)
+{
+    if (file == NULL)
+        return;
+    fclose((FILE *)file->handle);
+    free(file);
+}
+
+int32_t pi_fs_read(pi_fs_file_t *file, void *buffer, uint32_t size)
+{
+    size_t k;
+    if (file == NULL)
+        return -1;
+    k = fread(buffer, 1, size, (FILE *)file->handle);
+    return (int32_t)k;
+}
+
 int32_t pi_ram_open(struct pi_device *device)
 {
     (void)device;
@@ -928,6 +1002,8 @@ int pmsis_kickoff(void *arg)
 {
     void (*fn)(void);
     ensure_init();
+    /* Line-buffered like a UART: a run that crashes keeps what it printed. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     memcpy(&fn, &arg, sizeof fn);
     fn();
     return g_exit_value;

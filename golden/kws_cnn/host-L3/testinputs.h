@@ -9,6 +9,7 @@
 
 #include "pmsis.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #define TRAINING_NUM_DATA_INPUTS 1

@@ -1,0 +1,351 @@
+//! `deploygen build` end to end: generated projects compile against the
+//! host emulation, run, and really compare (a perturbed reference, a NaN
+//! and a wrong reference count each make the run fail); bad input is exit
+//! 2 with nothing written; `--check`, `--force` and byte-identical output.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+use deploygen::emit::cli::{generate, BuildArgs};
+
+fn deploygen() -> Command {
+    Command::cargo_bin("deploygen").unwrap()
+}
+
+fn build(model: &Path, platform: &str, level: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    deploygen()
+        .arg("build")
+        .arg(model)
+        .args(["--platform", platform, "--default-mem", level, "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn have_gcc() -> bool {
+    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: no gcc on this machine");
+    }
+    ok
+}
+
+fn make(dir: &Path) {
+    let o = Command::new("make").args(["-s", "-f", "Makefile.host"]).current_dir(dir).output().unwrap();
+    assert!(
+        o.status.success(),
+        "make -f Makefile.host failed in {}:\n{}{}",
+        dir.display(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Run ./app; (exit code, stdout).
+fn run(dir: &Path) -> (i32, String) {
+    let o = Command::new("./app").current_dir(dir).env("DG_HOST_QUIET", "1").output().unwrap();
+    (o.status.code().unwrap_or(-1), String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+fn manifest(dir: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("deploygen.json")).unwrap()).unwrap()
+}
+
+/// Replace the first element of the C array `name` in `file`.
+fn perturb(file: &Path, array: &str, with: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let start = text.find(&format!("{array}[")).unwrap_or_else(|| panic!("{array} not in {}", file.display()));
+    let body = start + text[start..].find("{\n").unwrap() + 2;
+    let first_end = body + text[body..].find(',').unwrap();
+    let new = format!("{}    {with}{}", &text[..body], &text[first_end..]);
+    std::fs::write(file, new).unwrap();
+}
+
+#[test]
+fn simple_mlp_runs_to_errors_0_and_every_check_can_fail() {
+    if !have_gcc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let o = build(&common::zoo("simple_mlp"), "GAP9", "L2", &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary = String::from_utf8_lossy(&o.stdout);
+    for want in ["files:", "L2: arena", "weights: ", "baked", "compares: 4 loss(es)"] {
+        assert!(summary.contains(want), "summary lacks {want:?}:\n{summary}");
+    }
+    let m = manifest(&out);
+    let n = m["expected_compared"].as_u64().unwrap();
+    assert_eq!(m["kind"], "training");
+    assert_eq!(m["loss_refs"], 4);
+    assert!(n > 4);
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_eq!(rc, 0, "{stdout}");
+    assert!(stdout.contains(&format!("Errors: 0 out of {n}\r\n")), "{stdout}");
+    assert!(stdout.contains("[loss 3] computed="), "{stdout}");
+    assert!(stdout.contains("[check fc1.weight_updated] errors 0 out of 2048"), "{stdout}");
+    assert!(stdout.contains("BENCH train_cycles="), "{stdout}");
+
+    // An allocation that fails stops Init, is named, and fails the run.
+    let o =
+        Command::new("./app").current_dir(&out).env("DG_HOST_QUIET", "1").env("DG_L1_SIZE", "1024").output().unwrap();
+    let so = String::from_utf8_lossy(&o.stdout);
+    assert_ne!(o.status.code(), Some(0), "{so}");
+    assert!(so.contains("FATAL: L1 allocation of ") && so.contains(" B failed (L1 arena)"), "{so}");
+    assert!(!so.contains("[loss"), "nothing computes after a failed Init: {so}");
+
+    // A loss reference off by one: that loss fails, the others pass.
+    let outputs = out.join("testoutputs.h");
+    let pristine = std::fs::read_to_string(&outputs).unwrap();
+    perturb(&outputs, "testLossRef", "100.0f");
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0, "{stdout}");
+    assert!(stdout.contains(&format!("Errors: 1 out of {n}\r\n")), "{stdout}");
+
+    // A NaN reference counts as an error.
+    std::fs::write(&outputs, &pristine).unwrap();
+    perturb(&outputs, "testRef_0", "NAN");
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0, "{stdout}");
+    assert!(stdout.contains(&format!("Errors: 1 out of {n}\r\n")), "{stdout}");
+    assert!(stdout.contains("  mismatch fc1.weight_updated[0] computed="), "{stdout}");
+
+    // Comparing fewer values than there are references fails.
+    let more =
+        pristine.replace(&format!("#define EXPECTED_COMPARED {n}u"), &format!("#define EXPECTED_COMPARED {}u", n + 1));
+    assert_ne!(more, pristine);
+    std::fs::write(&outputs, more).unwrap();
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0, "{stdout}");
+    assert!(stdout.contains(&format!("FAILED: compared {n} values, expected {}", n + 1)), "{stdout}");
+
+    // A missing weight supply (all-zero weights) is caught by the losses.
+    std::fs::write(&outputs, &pristine).unwrap();
+    let weights = out.join("Weights.c");
+    let w = std::fs::read_to_string(&weights).unwrap();
+    let zeroed: String = w
+        .lines()
+        .map(|l| {
+            if l.starts_with("    ") && l.ends_with(',') {
+                let k = l.matches(',').count();
+                format!("    {}", "0.0f, ".repeat(k).trim_end())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&weights, zeroed).unwrap();
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0, "{stdout}");
+    assert!(stdout.contains("[loss 0] computed=2.302585"), "zero weights give ln(10): {stdout}");
+}
+
+#[test]
+fn resnet8_with_l3_staged_weights_runs() {
+    if !have_gcc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let o = build(&common::zoo("resnet8"), "GAP9", "L2", &out, &["--l2-image", "200000"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("l3-staged"));
+    let m = manifest(&out);
+    let supplies: Vec<&str> = m["weights"].as_array().unwrap().iter().map(|w| w["supply"].as_str().unwrap()).collect();
+    assert!(supplies.contains(&"l3-staged") && supplies.contains(&"baked"), "{supplies:?}");
+    assert!(out.join("hex/l3.bin").is_file());
+    let ti = std::fs::read_to_string(out.join("testinputs.h")).unwrap();
+    assert!(!ti.contains("#define TRAINING_SKIP_INITWEIGHT_COPY"), "staged weights are copied at Init");
+    make(&out);
+    let (rc, stdout) = run(&out);
+    let n = m["expected_compared"].as_u64().unwrap();
+    assert_eq!(rc, 0, "{stdout}");
+    assert!(stdout.contains(&format!("Errors: 0 out of {n}\r\n")), "{stdout}");
+}
+
+#[test]
+fn inference_at_l3_runs_from_the_packed_image() {
+    if !have_gcc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let o = build(&common::zoo("kws_cnn"), "Siracusa", "L3", &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = manifest(&out);
+    assert_eq!(m["kind"], "inference");
+    assert!(m["weights"].as_array().unwrap().iter().all(|w| w["supply"] == "l3-hex"));
+    let mk = std::fs::read_to_string(out.join("Makefile")).unwrap();
+    for want in
+        ["APP = ", "APP_SRCS", "APP_CFLAGS = -std=gnu99 -O2", "READFS_FILES", "include $(RULES_DIR)/pmsis_rules.mk"]
+    {
+        assert!(mk.contains(want), "{want}");
+    }
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_eq!(rc, 0, "{stdout}");
+    assert!(stdout.contains("BENCH cycles="), "{stdout}");
+    // One file per buffer (--hex-files) works the same.
+    let hexed = tmp.path().join("h");
+    let o = build(&common::zoo("kws_cnn"), "Siracusa", "L3", &hexed, &["--hex-files"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(hexed.join("hex/0.hex").is_file() && !hexed.join("hex/l3.bin").exists());
+    make(&hexed);
+    let (rc, stdout) = run(&hexed);
+    assert_eq!(rc, 0, "{stdout}");
+    // Without its image the run cannot start, and says so.
+    std::fs::remove_file(out.join("hex/l3.bin")).unwrap();
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0);
+    assert!(stdout.contains("FATAL: cannot open l3.bin"), "{stdout}");
+}
+
+#[test]
+fn a_model_without_test_data_builds_and_its_run_fails_saying_why() {
+    if !have_gcc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("bare");
+    std::fs::create_dir(&model).unwrap();
+    std::fs::copy(common::zoo("kws_cnn").join("network.onnx"), model.join("network.onnx")).unwrap();
+    let out = tmp.path().join("p");
+    let o = build(&model, "host", "L2", &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(manifest(&out)["expected_compared"], 0);
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0, "{stdout}");
+    assert!(stdout.contains("Errors: 0 out of 0"), "{stdout}");
+    assert!(stdout.contains("FAILED: model 'bare' has no inputs.npz"), "{stdout}");
+}
+
+#[test]
+fn an_operator_without_kernel_binding_is_exit_2_before_anything_is_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = common::ModelBuilder::new();
+    b.input("x", common::F32, &[4, 3]).output("y", common::F32, &[2, 3]).init_i64("idx", &[0, 2]);
+    b.node("Gather", &["x", "idx"], &["y"], vec![]);
+    b.write(tmp.path(), "network.onnx");
+    let out = tmp.path().join("p");
+    let o = build(tmp.path(), "GAP9", "L2", &out, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("Gather") && err.contains("no kernel binding"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn plan_errors_are_exit_2_and_leave_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let o = build(&common::zoo("resnet8"), "GAP9", "L3", &out, &["--l3", "1000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not fit"), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "nothing written");
+    let o = build(&common::fixture("missing_labels"), "GAP9", "L2", &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.exists());
+}
+
+#[test]
+fn check_force_and_byte_identical_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let model = common::zoo("simple_mlp");
+    assert!(build(&model, "Siracusa", "L3", &a, &[]).status.success());
+    assert!(build(&model, "Siracusa", "L3", &b, &[]).status.success());
+    let mut fa = vec![];
+    let mut fb = vec![];
+    list(&a, Path::new(""), &mut fa);
+    list(&b, Path::new(""), &mut fb);
+    assert_eq!(fa, fb);
+    for f in &fa {
+        assert_eq!(std::fs::read(a.join(f)).unwrap(), std::fs::read(b.join(f)).unwrap(), "{}", f.display());
+    }
+    // An existing folder is replaced only with --force.
+    let o = build(&model, "Siracusa", "L3", &a, &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--force"));
+    // --check: identical → 0; a changed file → 1 and a diff; nothing written.
+    let o = build(&model, "Siracusa", "L3", Path::new("unused"), &["--check", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let main = a.join("main.c");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, text.replacen("#include", "#include \"extra.h\"\n#include", 1)).unwrap();
+    let o = build(&model, "Siracusa", "L3", Path::new("unused"), &["--check", a.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let diff = String::from_utf8_lossy(&o.stdout);
+    assert!(diff.contains("--- a/main.c") && diff.contains("-#include \"extra.h\""), "{diff}");
+    assert!(!Path::new("unused").exists());
+    let o = build(&model, "Siracusa", "L3", &a, &["--force"]);
+    assert!(o.status.success());
+    assert_eq!(std::fs::read(&main).unwrap(), std::fs::read(b.join("main.c")).unwrap());
+}
+
+fn list(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
+    let mut es: Vec<_> = std::fs::read_dir(root.join(rel)).unwrap().flatten().collect();
+    es.sort_by_key(|e| e.file_name());
+    for e in es {
+        let r = rel.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            list(root, &r, out);
+        } else {
+            out.push(r);
+        }
+    }
+}
+
+/// Every zoo model (and the conformance models, when present) generates on
+/// every platform at L2 and L3, or fails with the plan's capacity error;
+/// the harness compares exactly what the manifest promises.
+#[test]
+fn every_model_generates_on_every_platform_and_level() {
+    let mut models: Vec<PathBuf> = std::fs::read_dir(common::root().join("models"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("network.onnx").is_file())
+        .collect();
+    models.sort();
+    match (common::conformance("CCT2_LP"), common::conformance("CCT2_FT1")) {
+        (Some(a), Some(b)) => models.extend([a, b]),
+        _ if std::env::var("CI").is_ok() => panic!("CI is set but ../shared/conformance is missing"),
+        _ => eprintln!("SKIPPED: ../shared/conformance is not there; zoo models only"),
+    }
+    for m in &models {
+        for platform in ["GAP9", "Siracusa", "host"] {
+            for level in ["L2", "L3"] {
+                let args = BuildArgs {
+                    model: m.clone(),
+                    platform: platform.into(),
+                    default_mem: Some(level.into()),
+                    ..Default::default()
+                };
+                match generate(&args) {
+                    Ok(b) => {
+                        let man = &b.project.manifest;
+                        assert!(man.expected_compared > 0, "{} {platform} {level}", m.display());
+                        let main = b.project.files.iter().find(|(p, _)| p == Path::new("main.c")).unwrap();
+                        let main = String::from_utf8_lossy(&main.1);
+                        assert!(!main.contains("pi_core_id() != 0"), "no core-id guard");
+                        let again = generate(&args).unwrap();
+                        assert_eq!(b.project.files, again.project.files, "deterministic");
+                    }
+                    Err(deploygen::Error::Capacity { .. }) => {}
+                    Err(e) => panic!("{} {platform} {level}: {e}", m.display()),
+                }
+            }
+        }
+    }
+}
