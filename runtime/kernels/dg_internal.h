@@ -57,4 +57,27 @@ static inline void dg_pos_next(dg_pos_t *p, const uint32_t *shape)
     }
 }
 
+/* Register-blocked matrix product used by Gemm, MatMul, FusedMatMul and the
+ * pointwise convolution: for i < rows, j < n,
+ *     y[i * ldy + j] = sum over kk = 0, 1, ..., k - 1 (in this order) of
+ *                      a[i * a_si + kk * a_sk] * b[kk * b_sk + j * b_sj]
+ * starting from 0.0f, one float accumulator per output. The tiling only
+ * changes which outputs are computed together, never the order of one
+ * output's sum, so the result does not depend on where a core's chunk of
+ * rows starts. Fastest when b_sj == 1 (rows of B contiguous) or b_sk == 1
+ * (columns contiguous). */
+void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k);
+
+/* Output columns per register tile of dg_mm_block_f32 / the convolutions
+ * when B rows are contiguous: 8 fills two 4-wide vectors on hosts that
+ * auto-vectorize; the 32-bit cores (32 float registers, no float SIMD) keep
+ * 4 rows x 4 columns of accumulators in registers. */
+#if defined(__riscv)
+#define DG_TILE_N 4
+#else
+#define DG_TILE_N 8
+#endif
+#define DG_TILE_M 4
+
 #endif /* DG_INTERNAL_H */
