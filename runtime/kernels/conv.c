@@ -3,40 +3,271 @@
  * fixed order, so the gradients need no cross-core reduction. */
 #include "dg_internal.h"
 
+/* ---- forward ---------------------------------------------------------------
+ * y[n, m, oh, ow] = (sum over c < cg, kh, kw in this order, skipping taps
+ * outside the input, of x * w, from 0.0f) + b[m]. The work items are
+ * (n, group, block of up to 4 output channels, oh); inside an item the
+ * output row is computed in register tiles of several channels x several
+ * columns, interior tiles without bounds checks. */
+/* Columns per tile for strided convolutions: the loads are not contiguous,
+ * so there is nothing to vectorize and 4 x 4 accumulators fit the
+ * registers. */
+#define DG_CONV_NS 4
+
+typedef struct {
+    const float *x;  /* x[n, first channel of the group, 0, 0] */
+    const float *w;  /* w[m0, 0, 0, 0] */
+    float *y;        /* y[n, m0, oh, 0] */
+    size_t wk;       /* weights per output channel: cg * k_h * k_w */
+    size_t x_hw;     /* in_h * in_w */
+    size_t y_hw;     /* out_h * out_w */
+    uint32_t cg, in_w, k_h, k_w, dil_w, stride_w, pad_left;
+    uint32_t kh_lo, kh_hi; /* taps kh with an input row inside the image */
+    int32_t ih0;           /* input row of kh = 0: oh * stride_h - pad_top */
+    uint32_t dil_h;
+    float bias[DG_TILE_M];
+} conv_row_t;
+
+/* 4 channels x NR columns starting at ow0, every tap inside the input; SW
+ * is the stride_w the body is specialised for (0: read q->stride_w). The
+ * column loop is innermost so the host compiler can vectorize it. */
+#define DG_CONV_TILE4(NAME, NR, SW)                                                         \
+    static void NAME(const conv_row_t *q, uint32_t ow0)                                     \
+    {                                                                                       \
+        float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
+        const size_t sw = (SW) ? (SW) : q->stride_w, wk = q->wk;                            \
+        uint32_t c, kh, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (c = 0; c < q->cg; c++) {                                                       \
+            const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
+            const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
+            for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
+                const float *xr =                                                           \
+                    xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                const float *wr = wc + kh * q->k_w;                                         \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *xb = xr + kw * q->dil_w;                                   \
+                    const float w0 = wr[kw], w1 = wr[wk + kw], w2 = wr[2 * wk + kw];        \
+                    const float w3 = wr[3 * wk + kw];                                       \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++) {                                            \
+                        const float xv = xb[t * sw];                                        \
+                        c0[t] += w0 * xv;                                                   \
+                        c1[t] += w1 * xv;                                                   \
+                        c2[t] += w2 * xv;                                                   \
+                        c3[t] += w3 * xv;                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++) {                                                        \
+            q->y[ow0 + t] = DG_FAULT(DG_FAULT_CONV, c0[t] + q->bias[0]);                    \
+            q->y[q->y_hw + ow0 + t] = DG_FAULT(DG_FAULT_CONV, c1[t] + q->bias[1]);          \
+            q->y[2 * q->y_hw + ow0 + t] = DG_FAULT(DG_FAULT_CONV, c2[t] + q->bias[2]);      \
+            q->y[3 * q->y_hw + ow0 + t] = DG_FAULT(DG_FAULT_CONV, c3[t] + q->bias[3]);      \
+        }                                                                                   \
+    }
+
+/* 1 channel x NR columns (depthwise, and channels left over from blocks
+ * of 4). */
+#define DG_CONV_TILE1(NAME, NR, SW)                                                         \
+    static void NAME(const conv_row_t *q, uint32_t ow0)                                     \
+    {                                                                                       \
+        float c0[NR];                                                                       \
+        const size_t sw = (SW) ? (SW) : q->stride_w;                                        \
+        uint32_t c, kh, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = 0.0f;                                                                   \
+        for (c = 0; c < q->cg; c++) {                                                       \
+            const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
+            const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
+            for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
+                const float *xr =                                                           \
+                    xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                const float *wr = wc + kh * q->k_w;                                         \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *xb = xr + kw * q->dil_w;                                   \
+                    const float w0 = wr[kw];                                                \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++)                                              \
+                        c0[t] += w0 * xb[t * sw];                                           \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++)                                                          \
+            q->y[ow0 + t] = DG_FAULT(DG_FAULT_CONV, c0[t] + q->bias[0]);                    \
+    }
+
+DG_CONV_TILE4(conv_4xn_s1, DG_TILE_N, 1)
+DG_CONV_TILE4(conv_4xn_s2, DG_CONV_NS, 2)
+DG_CONV_TILE4(conv_4xn_sx, DG_CONV_NS, 0)
+DG_CONV_TILE4(conv_4x1, 1, 0)
+DG_CONV_TILE1(conv_1xn_s1, 2 * DG_TILE_N, 1)
+DG_CONV_TILE1(conv_1xn_s2, DG_TILE_N, 2)
+DG_CONV_TILE1(conv_1xn_sx, DG_TILE_N, 0)
+DG_CONV_TILE1(conv_1x1, 1, 0)
+
+/* One output column of mr channels in the padded border: the kw taps
+ * inside the input are a contiguous range, found once per column. */
+static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
+    const size_t wk = q->wk;
+    uint32_t c, kh, kw, kw_lo, kw_hi;
+    for (kw_lo = 0; kw_lo < q->k_w && iw0 + (int32_t)(kw_lo * q->dil_w) < 0; kw_lo++)
+        ;
+    for (kw_hi = kw_lo; kw_hi < q->k_w && iw0 + (int32_t)(kw_hi * q->dil_w) < (int32_t)q->in_w;
+         kw_hi++)
+        ;
+    for (c = 0; c < q->cg; c++) {
+        const float *xc = q->x + c * q->x_hw;
+        const float *wc = q->w + (size_t)c * q->k_h * q->k_w;
+        for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
+            const float *xr = xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
+            const float *wr = wc + kh * q->k_w;
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const float xv = xr[(uint32_t)(iw0 + (int32_t)(kw * q->dil_w))];
+                a0 += xv * wr[kw];
+                if (mr == DG_TILE_M) {
+                    a1 += xv * wr[wk + kw];
+                    a2 += xv * wr[2 * wk + kw];
+                    a3 += xv * wr[3 * wk + kw];
+                }
+            }
+        }
+    }
+    q->y[ow] = DG_FAULT(DG_FAULT_CONV, a0 + q->bias[0]);
+    if (mr == DG_TILE_M) {
+        q->y[q->y_hw + ow] = DG_FAULT(DG_FAULT_CONV, a1 + q->bias[1]);
+        q->y[2 * q->y_hw + ow] = DG_FAULT(DG_FAULT_CONV, a2 + q->bias[2]);
+        q->y[3 * q->y_hw + ow] = DG_FAULT(DG_FAULT_CONV, a3 + q->bias[3]);
+    }
+}
+
+/* Columns [lo, hi) of one output row, all taps inside the input: tiles of
+ * nr columns (the last one shifted left to end at hi; it recomputes a few
+ * outputs of this row with the same order, hence the same values). */
+static void conv_interior(const conv_row_t *q, uint32_t mr, uint32_t lo, uint32_t hi)
+{
+    const uint32_t s = q->stride_w;
+    const uint32_t nr = mr == DG_TILE_M ? (s == 1 ? DG_TILE_N : DG_CONV_NS)
+                                        : (s == 1 ? 2 * DG_TILE_N : DG_TILE_N);
+    uint32_t ow;
+    if (hi - lo >= nr) {
+        for (ow = lo;; ow += nr) {
+            if (ow + nr > hi)
+                ow = hi - nr;
+            if (mr == DG_TILE_M)
+                s == 1 ? conv_4xn_s1(q, ow) : s == 2 ? conv_4xn_s2(q, ow) : conv_4xn_sx(q, ow);
+            else
+                s == 1 ? conv_1xn_s1(q, ow) : s == 2 ? conv_1xn_s2(q, ow) : conv_1xn_sx(q, ow);
+            if (ow + nr == hi)
+                break;
+        }
+        return;
+    }
+    for (ow = lo; ow < hi; ow++) {
+        if (mr == DG_TILE_M)
+            conv_4x1(q, ow);
+        else
+            conv_1x1(q, ow);
+    }
+}
+
+/* Pointwise (1 x 1, stride 1, no padding): per (n, group) a matrix
+ * product W[mg, cg] X[cg, h*w]; work items are blocks of output columns. */
+static void conv_pointwise(const dg_conv_args_t *p)
+{
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
+    const uint32_t hw = p->out_h * p->out_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
+    dg_range_t r = dg_split(p->batch * p->group * nb);
+    uint32_t it = r.start;
+    while (it < r.end) {
+        const uint32_t ng = it / nb, b0 = it % nb;
+        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
+        const uint32_t n = ng / p->group, g = ng % p->group;
+        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
+        float *y = p->y + ((size_t)n * p->out_c + (size_t)g * mg) * hw;
+        uint32_t m, j;
+        dg_mm_block_f32(p->w + (size_t)g * mg * cg, cg, 1,
+                        p->x + ((size_t)n * p->in_c + (size_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
+                        mg, j1 - j0, cg);
+        for (m = 0; m < mg; m++) {
+            const float bias = p->b ? p->b[g * mg + m] : 0.0f;
+            float *yr = y + (size_t)m * hw;
+            for (j = j0; j < j1; j++)
+                yr[j] = DG_FAULT(DG_FAULT_CONV, yr[j] + bias);
+        }
+        it += b1 - b0;
+    }
+}
+
 void dg_conv_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
-    uint32_t row;
-    for (row = r.start; row < r.end; row++) {
-        const uint32_t oh = row % p->out_h;
-        const uint32_t m = (row / p->out_h) % p->out_c;
-        const uint32_t n = row / (p->out_h * p->out_c);
-        const uint32_t g = m / mg;
-        const float bias = p->b ? p->b[m] : 0.0f;
-        float *yrow = p->y + (size_t)row * p->out_w;
-        uint32_t ow, c, kh, kw;
-        for (ow = 0; ow < p->out_w; ow++) {
-            float acc = 0.0f;
-            for (c = 0; c < cg; c++) {
-                const float *xp = p->x + ((size_t)n * p->in_c + g * cg + c) * p->in_h * p->in_w;
-                const float *wp = p->w + ((size_t)m * cg + c) * p->k_h * p->k_w;
-                for (kh = 0; kh < p->k_h; kh++) {
-                    const int64_t ih = (int64_t)oh * p->stride_h + (int64_t)kh * p->dil_h -
-                                       (int64_t)p->pad_top;
-                    if (ih < 0 || ih >= (int64_t)p->in_h)
-                        continue;
-                    for (kw = 0; kw < p->k_w; kw++) {
-                        const int64_t iw = (int64_t)ow * p->stride_w + (int64_t)kw * p->dil_w -
-                                           (int64_t)p->pad_left;
-                        if (iw < 0 || iw >= (int64_t)p->in_w)
-                            continue;
-                        acc += xp[ih * p->in_w + iw] * wp[kh * p->k_w + kw];
-                    }
-                }
-            }
-            yrow[ow] = DG_FAULT(DG_FAULT_CONV, acc + bias);
+    const uint32_t mblocks = (mg + DG_TILE_M - 1) / DG_TILE_M;
+    const uint32_t span_w = (p->k_w - 1) * p->dil_w; /* last tap's offset */
+    uint32_t ow_lo, ow_hi, it;
+    dg_range_t r;
+    conv_row_t q;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_pointwise(p);
+        return;
+    }
+    /* interior columns: every kw tap inside [0, in_w) */
+    ow_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    if (p->in_w + p->pad_left >= span_w + 1)
+        ow_hi = (p->in_w + p->pad_left - span_w - 1) / p->stride_w + 1;
+    else
+        ow_hi = 0;
+    if (ow_hi > p->out_w)
+        ow_hi = p->out_w;
+    if (ow_lo > ow_hi)
+        ow_lo = ow_hi;
+    q.wk = (size_t)cg * p->k_h * p->k_w;
+    q.x_hw = (size_t)p->in_h * p->in_w;
+    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.cg = cg;
+    q.in_w = p->in_w;
+    q.k_h = p->k_h;
+    q.k_w = p->k_w;
+    q.dil_w = p->dil_w;
+    q.dil_h = p->dil_h;
+    q.stride_w = p->stride_w;
+    q.pad_left = p->pad_left;
+    r = dg_split(p->batch * p->group * mblocks * p->out_h);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t oh = it % p->out_h, mb = (it / p->out_h) % mblocks;
+        const uint32_t g = (it / (p->out_h * mblocks)) % p->group;
+        const uint32_t n = it / (p->out_h * mblocks * p->group);
+        const uint32_t m0 = g * mg + mb * DG_TILE_M;
+        const uint32_t mr = mg - mb * DG_TILE_M < DG_TILE_M ? mg - mb * DG_TILE_M : DG_TILE_M;
+        uint32_t m, ow, kh;
+        q.ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
+        for (kh = 0; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
+            ;
+        q.kh_lo = kh;
+        for (; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < (int32_t)p->in_h; kh++)
+            ;
+        q.kh_hi = kh;
+        q.x = p->x + ((size_t)n * p->in_c + (size_t)g * cg) * q.x_hw;
+        /* channel blocks of 4, or the 1..3 left over one at a time */
+        for (m = 0; m < mr; m += (mr == DG_TILE_M ? DG_TILE_M : 1)) {
+            const uint32_t cm = mr == DG_TILE_M ? DG_TILE_M : 1;
+            uint32_t j;
+            q.w = p->w + (size_t)(m0 + m) * q.wk;
+            q.y = p->y + (((size_t)n * p->out_c + m0 + m) * p->out_h + oh) * p->out_w;
+            for (j = 0; j < cm; j++)
+                q.bias[j] = p->b ? p->b[m0 + m + j] : 0.0f;
+            for (ow = 0; ow < ow_lo; ow++)
+                conv_col_border(&q, cm, ow);
+            conv_interior(&q, cm, ow_lo, ow_hi);
+            for (ow = ow_hi; ow < p->out_w; ow++)
+                conv_col_border(&q, cm, ow);
         }
     }
 }

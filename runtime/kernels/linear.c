@@ -19,6 +19,7 @@ static void tile_rowb_4xn(const float *pa, size_t a_si, size_t a_sk, const float
         c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;
     for (kk = 0; kk < k; kk++) {
         const float a0 = pa[0], a1 = pa[a_si], a2 = pa[s2], a3 = pa[s3];
+        DG_UNROLL_TILE
         for (t = 0; t < DG_TILE_N; t++) {
             const float bv = pb[t];
             c0[t] += a0 * bv;
@@ -46,6 +47,7 @@ static void tile_rowb_1xn(const float *pa, size_t a_sk, const float *pb, size_t 
         c0[t] = 0.0f;
     for (kk = 0; kk < k; kk++) {
         const float a0 = pa[0];
+        DG_UNROLL_TILE
         for (t = 0; t < DG_TILE_N; t++)
             c0[t] += a0 * pb[t];
         pa += a_sk;
