@@ -272,48 +272,265 @@ void dg_conv_f32(void *args)
     }
 }
 
-/* dx[n, c, ih, iw] = sum over m in c's group, kh, kw with
- * ih = oh * stride_h + kh * dil_h - pad_top (same for w) of dy * w. */
+/* ---- dX ---------------------------------------------------------------------
+ * dx[n, c, ih, iw] = sum over m in c's group, kh, kw (in this order) with
+ * ih = oh * stride_h + kh * dil_h - pad_top (same for w), of dy * w, from
+ * 0.0f. Work items are (n, group, block of up to 4 input channels, ih).
+ * For one ih the contributing kh form an arithmetic progression (step
+ * stride_h / gcd(stride_h, dil_h)), found once per row; with stride_w 1 the
+ * interior columns take every kw and run in register tiles, the rest (the
+ * border, and every column when stride_w > 1) one column of up to 4
+ * channels at a time with its kw progression found once per column. */
+typedef struct {
+    const float *dy; /* dy[n, first output channel of the group, 0, 0] */
+    const float *w;  /* w[first m of the group, c0, 0, 0] */
+    float *dx;       /* dx[n, c0, ih, 0] */
+    size_t kk;       /* k_h * k_w */
+    size_t wm;       /* weights per output channel: cg * kk */
+    size_t y_hw, x_hw;
+    uint32_t mg, out_w, k_w, dil_w, stride_w, pad_left;
+    uint32_t kh_a, kh_n, kh_step; /* kh_a, kh_a + kh_step, ... (kh_n of them) */
+    uint32_t oh_a, oh_step;       /* the matching oh: oh_a, oh_a - oh_step, ... */
+} dx_row_t;
+
+static uint32_t gcd_u32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        const uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* 4 channels (MR 4) or 1 channel x NR columns from iw0, stride_w 1, every
+ * kw inside dy. */
+#define DG_DX_TILE4(NAME, NR)                                                               \
+    static void NAME(const dx_row_t *q, uint32_t iw0)                                       \
+    {                                                                                       \
+        float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
+        const size_t kk = q->kk;                                                            \
+        uint32_t mm, j, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (mm = 0; mm < q->mg; mm++) {                                                    \
+            const float *dyp = q->dy + mm * q->y_hw + iw0 + q->pad_left;                    \
+            const float *wp = q->w + mm * q->wm;                                            \
+            for (j = 0; j < q->kh_n; j++) {                                                 \
+                const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w;             \
+                const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w;                 \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *db = dyr - kw * q->dil_w;                                  \
+                    const float w0 = wr[kw], w1 = wr[kk + kw], w2 = wr[2 * kk + kw];        \
+                    const float w3 = wr[3 * kk + kw];                                       \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++) {                                            \
+                        const float v = db[t];                                              \
+                        c0[t] += w0 * v;                                                    \
+                        c1[t] += w1 * v;                                                    \
+                        c2[t] += w2 * v;                                                    \
+                        c3[t] += w3 * v;                                                    \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++) {                                                        \
+            q->dx[iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c0[t]);                        \
+            q->dx[q->x_hw + iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c1[t]);              \
+            q->dx[2 * q->x_hw + iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c2[t]);          \
+            q->dx[3 * q->x_hw + iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c3[t]);          \
+        }                                                                                   \
+    }
+
+#define DG_DX_TILE1(NAME, NR)                                                               \
+    static void NAME(const dx_row_t *q, uint32_t iw0)                                       \
+    {                                                                                       \
+        float c0[NR];                                                                       \
+        uint32_t mm, j, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = 0.0f;                                                                   \
+        for (mm = 0; mm < q->mg; mm++) {                                                    \
+            const float *dyp = q->dy + mm * q->y_hw + iw0 + q->pad_left;                    \
+            const float *wp = q->w + mm * q->wm;                                            \
+            for (j = 0; j < q->kh_n; j++) {                                                 \
+                const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w;             \
+                const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w;                 \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *db = dyr - kw * q->dil_w;                                  \
+                    const float w0 = wr[kw];                                                \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++)                                              \
+                        c0[t] += w0 * db[t];                                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++)                                                          \
+            q->dx[iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c0[t]);                        \
+    }
+
+DG_DX_TILE4(dx_4xn, DG_TILE_N)
+DG_DX_TILE1(dx_1xn, 2 * DG_TILE_N)
+
+/* One column iw of mr (1 or 4) channels, any stride: the kw with an
+ * integer ow inside dy are kw_a, kw_a + kw_step, ... */
+static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
+{
+    const int32_t tw0 = (int32_t)(iw + q->pad_left);
+    const uint32_t gw = gcd_u32(q->stride_w, q->dil_w);
+    const uint32_t kw_step = q->stride_w / gw, ow_step = q->dil_w / gw;
+    const size_t kk = q->kk;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    uint32_t kw_a, kw_n = 0, ow_a = 0, mm, j, i;
+    for (kw_a = 0; kw_a < q->k_w; kw_a++) {
+        const int32_t tw = tw0 - (int32_t)(kw_a * q->dil_w);
+        if (tw < 0) {
+            kw_a = q->k_w;
+            break;
+        }
+        if ((uint32_t)tw % q->stride_w == 0 && (uint32_t)tw / q->stride_w < q->out_w)
+            break;
+    }
+    if (kw_a < q->k_w) {
+        int32_t tw = tw0 - (int32_t)(kw_a * q->dil_w);
+        ow_a = (uint32_t)tw / q->stride_w;
+        for (i = kw_a; i < q->k_w && tw >= 0; i += kw_step, tw -= (int32_t)(kw_step * q->dil_w))
+            kw_n++;
+    }
+    for (mm = 0; mm < q->mg; mm++) {
+        const float *dyp = q->dy + mm * q->y_hw;
+        const float *wp = q->w + mm * q->wm;
+        for (j = 0; j < q->kh_n; j++) {
+            const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w + ow_a;
+            const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w + kw_a;
+            for (i = 0; i < kw_n; i++) {
+                const float v = dyr[-(ptrdiff_t)(i * ow_step)];
+                const size_t o = i * kw_step;
+                a0 += v * wr[o];
+                if (mr == DG_TILE_M) {
+                    a1 += v * wr[kk + o];
+                    a2 += v * wr[2 * kk + o];
+                    a3 += v * wr[3 * kk + o];
+                }
+            }
+        }
+    }
+    q->dx[iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a0);
+    if (mr == DG_TILE_M) {
+        q->dx[q->x_hw + iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a1);
+        q->dx[2 * q->x_hw + iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a2);
+        q->dx[3 * q->x_hw + iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a3);
+    }
+}
+
+/* Pointwise: per (n, group) dX[cg, hw] = W^T[cg, mg] dY[mg, hw]. */
+static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
+{
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
+    const uint32_t hw = p->in_h * p->in_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
+    dg_range_t r = dg_split(p->batch * p->group * nb);
+    uint32_t it = r.start;
+    while (it < r.end) {
+        const uint32_t ng = it / nb, b0 = it % nb;
+        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
+        const uint32_t n = ng / p->group, g = ng % p->group;
+        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
+        float *dx = p->dx + ((size_t)n * p->in_c + (size_t)g * cg) * hw;
+        uint32_t c, j;
+        dg_mm_block_f32(p->w + (size_t)g * mg * cg, 1, cg,
+                        p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * hw + j0, hw, 1,
+                        dx + j0, hw, cg, j1 - j0, mg);
+        for (c = 0; c < cg; c++)
+            for (j = j0; j < j1; j++)
+                dx[(size_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(size_t)c * hw + j]);
+        it += b1 - b0;
+    }
+}
+
 void dg_conv_grad_dx_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    dg_range_t r = dg_split(p->batch * p->in_c * p->in_h);
-    uint32_t row;
-    for (row = r.start; row < r.end; row++) {
-        const uint32_t ih = row % p->in_h;
-        const uint32_t ci = (row / p->in_h) % p->in_c;
-        const uint32_t n = row / (p->in_h * p->in_c);
-        const uint32_t g = ci / cg, c = ci % cg;
-        float *dxrow = p->dx + (size_t)row * p->in_w;
-        uint32_t iw, mm, kh, kw;
-        for (iw = 0; iw < p->in_w; iw++) {
-            float acc = 0.0f;
-            for (mm = 0; mm < mg; mm++) {
-                const uint32_t m = g * mg + mm;
-                const float *dyp = p->dy + ((size_t)n * p->out_c + m) * p->out_h * p->out_w;
-                const float *wp = p->w + ((size_t)m * cg + c) * p->k_h * p->k_w;
-                for (kh = 0; kh < p->k_h; kh++) {
-                    const int64_t th = (int64_t)ih + p->pad_top - (int64_t)kh * p->dil_h;
-                    int64_t oh;
-                    if (th < 0 || th % p->stride_h != 0)
-                        continue;
-                    oh = th / p->stride_h;
-                    if (oh >= (int64_t)p->out_h)
-                        continue;
-                    for (kw = 0; kw < p->k_w; kw++) {
-                        const int64_t tw = (int64_t)iw + p->pad_left - (int64_t)kw * p->dil_w;
-                        int64_t ow;
-                        if (tw < 0 || tw % p->stride_w != 0)
-                            continue;
-                        ow = tw / p->stride_w;
-                        if (ow >= (int64_t)p->out_w)
-                            continue;
-                        acc += dyp[oh * p->out_w + ow] * wp[kh * p->k_w + kw];
-                    }
-                }
+    const uint32_t cblocks = (cg + DG_TILE_M - 1) / DG_TILE_M;
+    const uint32_t gh = gcd_u32(p->stride_h, p->dil_h);
+    const uint32_t span_w = (p->k_w - 1) * p->dil_w;
+    uint32_t iw_lo = 0, iw_hi = 0, it;
+    dg_range_t r;
+    dx_row_t q;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_grad_dx_pointwise(p);
+        return;
+    }
+    /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
+    if (p->stride_w == 1 && p->out_w > p->pad_left) {
+        iw_lo = span_w > p->pad_left ? span_w - p->pad_left : 0;
+        iw_hi = p->out_w - p->pad_left < p->in_w ? p->out_w - p->pad_left : p->in_w;
+        if (iw_lo > iw_hi)
+            iw_lo = iw_hi = 0;
+    }
+    q.kk = (size_t)p->k_h * p->k_w;
+    q.wm = (size_t)cg * q.kk;
+    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.x_hw = (size_t)p->in_h * p->in_w;
+    q.mg = mg;
+    q.out_w = p->out_w;
+    q.k_w = p->k_w;
+    q.dil_w = p->dil_w;
+    q.stride_w = p->stride_w;
+    q.pad_left = p->pad_left;
+    q.kh_step = p->stride_h / gh;
+    q.oh_step = p->dil_h / gh;
+    r = dg_split(p->batch * p->group * cblocks * p->in_h);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t ih = it % p->in_h, cb = (it / p->in_h) % cblocks;
+        const uint32_t g = (it / (p->in_h * cblocks)) % p->group;
+        const uint32_t n = it / (p->in_h * cblocks * p->group);
+        const uint32_t c0 = cb * DG_TILE_M;
+        const uint32_t cr = cg - c0 < DG_TILE_M ? cg - c0 : DG_TILE_M;
+        const int32_t th0 = (int32_t)(ih + p->pad_top);
+        uint32_t kh, c, iw;
+        /* first kh with an integer oh inside dy, then how many follow */
+        q.kh_n = 0;
+        q.kh_a = 0;
+        q.oh_a = 0;
+        for (kh = 0; kh < p->k_h; kh++) {
+            const int32_t th = th0 - (int32_t)(kh * p->dil_h);
+            if (th < 0)
+                break;
+            if ((uint32_t)th % p->stride_h == 0 && (uint32_t)th / p->stride_h < p->out_h) {
+                int32_t t2 = th;
+                q.kh_a = kh;
+                q.oh_a = (uint32_t)th / p->stride_h;
+                for (; kh < p->k_h && t2 >= 0; kh += q.kh_step, t2 -= (int32_t)(q.kh_step * p->dil_h))
+                    q.kh_n++;
+                break;
             }
-            dxrow[iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, acc);
+        }
+        q.dy = p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * q.y_hw;
+        for (c = 0; c < cr; c += (cr == DG_TILE_M ? DG_TILE_M : 1)) {
+            const uint32_t cm = cr == DG_TILE_M ? DG_TILE_M : 1;
+            const uint32_t nr = cm == DG_TILE_M ? DG_TILE_N : 2 * DG_TILE_N;
+            q.w = p->w + ((size_t)g * mg * cg + c0 + c) * q.kk;
+            q.dx = p->dx + (((size_t)n * p->in_c + (size_t)g * cg + c0 + c) * p->in_h + ih) * p->in_w;
+            for (iw = 0; iw < iw_lo; iw++)
+                dx_col(&q, cm, iw);
+            if (iw_hi - iw_lo >= nr) {
+                for (iw = iw_lo;; iw += nr) {
+                    if (iw + nr > iw_hi)
+                        iw = iw_hi - nr;
+                    if (cm == DG_TILE_M)
+                        dx_4xn(&q, iw);
+                    else
+                        dx_1xn(&q, iw);
+                    if (iw + nr == iw_hi)
+                        break;
+                }
+            } else {
+                for (iw = iw_lo; iw < iw_hi; iw++)
+                    dx_col(&q, cm, iw);
+            }
+            for (iw = iw_hi > iw_lo ? iw_hi : iw_lo; iw < p->in_w; iw++)
+                dx_col(&q, cm, iw);
         }
     }
 }
