@@ -535,41 +535,236 @@ void dg_conv_grad_dx_f32(void *args)
     }
 }
 
-/* dw[m, c, kh, kw] = sum over n, oh, ow of dy[n, m, oh, ow] * x[n, g*cg + c,
- * ih, iw]. One weight element per work item. */
+/* ---- dW ---------------------------------------------------------------------
+ * dw[m, c, kh, kw] = sum over n, oh, ow (in this order) of dy[n, m, oh, ow]
+ * x[n, g*cg + c, ih, iw], skipping positions outside the input, from
+ * 0.0f. Work items are (group, block of up to 4 output channels, c, kh);
+ * an item computes its channels x all kw in tiles of up to 4 kw, and for
+ * one tile the ow where every tap of the tile is inside the input run
+ * without checks (the input row is checked once per (n, oh)). */
+typedef struct {
+    const float *dy; /* dy[0, m0, 0, 0] */
+    const float *x;  /* x[0, ci, 0, 0] */
+    float *dw;       /* dw[m0, c, kh, 0] */
+    size_t dy_n, x_n;  /* per-sample strides: out_c * out_hw, in_c * in_hw */
+    size_t y_hw, w_m;  /* out_h * out_w; weights per output channel */
+    uint32_t batch, out_h, out_w, in_h, in_w;
+    uint32_t stride_h, stride_w, dil_w, pad_left;
+    int32_t ih0; /* input row of oh = 0: kh * dil_h - pad_top */
+} dw_item_t;
+
+/* MR channels x NT taps kw0 .. kw0 + NT - 1. */
+#define DG_DW_TILE(NAME, MR, NT)                                                            \
+    static void NAME(const dw_item_t *q, uint32_t kw0)                                      \
+    {                                                                                       \
+        float acc[MR][NT];                                                                  \
+        int32_t off[NT];                                                                    \
+        const size_t sw = q->stride_w;                                                      \
+        uint32_t lo = 0, hi = q->out_w, n, oh, ow, r, t;                                    \
+        for (t = 0; t < (NT); t++) {                                                        \
+            /* ow with 0 <= ow * sw + off[t] < in_w */                                      \
+            uint32_t a, b;                                                                  \
+            off[t] = (int32_t)((kw0 + t) * q->dil_w) - (int32_t)q->pad_left;                \
+            a = off[t] >= 0 ? 0 : ((uint32_t)(-off[t]) + q->stride_w - 1) / q->stride_w;    \
+            b = (int32_t)q->in_w > off[t]                                                   \
+                    ? ((uint32_t)((int32_t)q->in_w - off[t]) + q->stride_w - 1) / q->stride_w \
+                    : 0;                                                                    \
+            if (a > lo)                                                                     \
+                lo = a;                                                                     \
+            if (b < hi)                                                                     \
+                hi = b;                                                                     \
+        }                                                                                   \
+        DG_UNROLL_TILE                                                                      \
+        for (r = 0; r < (MR); r++)                                                          \
+            DG_UNROLL_TILE                                                                  \
+            for (t = 0; t < (NT); t++)                                                      \
+                acc[r][t] = 0.0f;                                                           \
+        if (lo > hi)                                                                        \
+            lo = hi;                                                                        \
+        for (n = 0; n < q->batch; n++) {                                                    \
+            const float *dyn = q->dy + n * q->dy_n, *xn = q->x + n * q->x_n;                \
+            for (oh = 0; oh < q->out_h; oh++) {                                             \
+                const int32_t ih = (int32_t)(oh * q->stride_h) + q->ih0;                    \
+                const float *dyr = dyn + oh * q->out_w, *xr, *xp;                           \
+                if (ih < 0 || ih >= (int32_t)q->in_h)                                       \
+                    continue;                                                               \
+                xr = xn + (uint32_t)ih * q->in_w;                                           \
+                for (ow = 0; ow < lo; ow++)                                                 \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NT); t++) {                                            \
+                        const int32_t iw = (int32_t)(ow * sw) + off[t];                     \
+                        if (iw >= 0 && iw < (int32_t)q->in_w) {                             \
+                            DG_UNROLL_TILE                                                  \
+                            for (r = 0; r < (MR); r++)                                      \
+                                acc[r][t] += dyr[r * q->y_hw + ow] * xr[iw];                \
+                        }                                                                   \
+                    }                                                                       \
+                xp = xr + (ptrdiff_t)((int32_t)(lo * sw) + off[0]);                         \
+                for (ow = lo; ow < hi; ow++) {                                              \
+                    float d[MR];                                                            \
+                    DG_UNROLL_TILE                                                          \
+                    for (r = 0; r < (MR); r++)                                              \
+                        d[r] = dyr[r * q->y_hw + ow];                                       \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NT); t++) {                                            \
+                        const float xv = xp[t * q->dil_w];                                  \
+                        DG_UNROLL_TILE                                                      \
+                        for (r = 0; r < (MR); r++)                                          \
+                            acc[r][t] += d[r] * xv;                                         \
+                    }                                                                       \
+                    xp += sw;                                                               \
+                }                                                                           \
+                for (ow = hi > lo ? hi : lo; ow < q->out_w; ow++)                           \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NT); t++) {                                            \
+                        const int32_t iw = (int32_t)(ow * sw) + off[t];                     \
+                        if (iw >= 0 && iw < (int32_t)q->in_w) {                             \
+                            DG_UNROLL_TILE                                                  \
+                            for (r = 0; r < (MR); r++)                                      \
+                                acc[r][t] += dyr[r * q->y_hw + ow] * xr[iw];                \
+                        }                                                                   \
+                    }                                                                       \
+            }                                                                               \
+        }                                                                                   \
+        DG_UNROLL_TILE                                                                      \
+        for (r = 0; r < (MR); r++)                                                          \
+            DG_UNROLL_TILE                                                                  \
+            for (t = 0; t < (NT); t++)                                                      \
+                q->dw[r * q->w_m + kw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, acc[r][t]);   \
+    }
+
+DG_DW_TILE(dw_4x1, 4, 1)
+DG_DW_TILE(dw_4x2, 4, 2)
+DG_DW_TILE(dw_4x3, 4, 3)
+DG_DW_TILE(dw_4x4, 4, 4)
+DG_DW_TILE(dw_1x1, 1, 1)
+DG_DW_TILE(dw_1x2, 1, 2)
+DG_DW_TILE(dw_1x3, 1, 3)
+DG_DW_TILE(dw_1x4, 1, 4)
+
+/* Pointwise dW: dw[m, c] = sum over n, p of dy[n, m, p] x[n, g*cg + c, p];
+ * items are (group, block of 4 m, block of 4 c), 4 x 4 dot-product tiles. */
+static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
+{
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
+    const uint32_t mb = (mg + 3) / 4, cb = (cg + 3) / 4, hw = p->in_h * p->in_w;
+    const size_t dy_n = (size_t)p->out_c * hw, x_n = (size_t)p->in_c * hw;
+    dg_range_t r = dg_split(p->group * mb * cb);
+    uint32_t it;
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t g = it / (mb * cb), m0 = ((it / cb) % mb) * 4, c0 = (it % cb) * 4;
+        const uint32_t mr = mg - m0 < 4 ? mg - m0 : 4, cr = cg - c0 < 4 ? cg - c0 : 4;
+        float acc[4][4] = {{0.0f}};
+        const float *dyp = p->dy + ((size_t)g * mg + m0) * hw;
+        const float *xp = p->x + ((size_t)g * cg + c0) * hw;
+        uint32_t n, i, a, b;
+        if (mr == 4 && cr == 4) {
+            float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f;
+            float c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
+            float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;
+            float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
+            for (n = 0; n < p->batch; n++) {
+                const float *d0 = dyp + n * dy_n, *x0 = xp + n * x_n;
+                const float *d1 = d0 + hw, *d2 = d1 + hw, *d3 = d2 + hw;
+                const float *x1 = x0 + hw, *x2 = x1 + hw, *x3 = x2 + hw;
+                for (i = 0; i < hw; i++) {
+                    const float e0 = d0[i], e1 = d1[i], e2 = d2[i], e3 = d3[i];
+                    const float y0 = x0[i], y1 = x1[i], y2 = x2[i], y3 = x3[i];
+                    c00 += e0 * y0;
+                    c01 += e0 * y1;
+                    c02 += e0 * y2;
+                    c03 += e0 * y3;
+                    c10 += e1 * y0;
+                    c11 += e1 * y1;
+                    c12 += e1 * y2;
+                    c13 += e1 * y3;
+                    c20 += e2 * y0;
+                    c21 += e2 * y1;
+                    c22 += e2 * y2;
+                    c23 += e2 * y3;
+                    c30 += e3 * y0;
+                    c31 += e3 * y1;
+                    c32 += e3 * y2;
+                    c33 += e3 * y3;
+                }
+            }
+            acc[0][0] = c00;
+            acc[0][1] = c01;
+            acc[0][2] = c02;
+            acc[0][3] = c03;
+            acc[1][0] = c10;
+            acc[1][1] = c11;
+            acc[1][2] = c12;
+            acc[1][3] = c13;
+            acc[2][0] = c20;
+            acc[2][1] = c21;
+            acc[2][2] = c22;
+            acc[2][3] = c23;
+            acc[3][0] = c30;
+            acc[3][1] = c31;
+            acc[3][2] = c32;
+            acc[3][3] = c33;
+        } else {
+            for (n = 0; n < p->batch; n++)
+                for (i = 0; i < hw; i++)
+                    for (a = 0; a < mr; a++)
+                        for (b = 0; b < cr; b++)
+                            acc[a][b] += dyp[n * dy_n + a * hw + i] * xp[n * x_n + b * hw + i];
+        }
+        for (a = 0; a < mr; a++)
+            for (b = 0; b < cr; b++)
+                p->dw[((size_t)g * mg + m0 + a) * cg + c0 + b] =
+                    DG_FAULT(DG_FAULT_CONV_GRAD_DW, acc[a][b]);
+    }
+}
+
 void dg_conv_grad_dw_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t kk = p->k_h * p->k_w;
-    dg_range_t r = dg_split(p->out_c * cg * kk);
-    uint32_t e;
-    for (e = r.start; e < r.end; e++) {
-        const uint32_t kw = e % p->k_w;
-        const uint32_t kh = (e / p->k_w) % p->k_h;
-        const uint32_t c = (e / kk) % cg;
-        const uint32_t m = e / (kk * cg);
-        const uint32_t ci = (m / mg) * cg + c;
-        float acc = 0.0f;
-        uint32_t n, oh, ow;
-        for (n = 0; n < p->batch; n++) {
-            const float *dyp = p->dy + ((size_t)n * p->out_c + m) * p->out_h * p->out_w;
-            const float *xp = p->x + ((size_t)n * p->in_c + ci) * p->in_h * p->in_w;
-            for (oh = 0; oh < p->out_h; oh++) {
-                const int64_t ih = (int64_t)oh * p->stride_h + (int64_t)kh * p->dil_h -
-                                   (int64_t)p->pad_top;
-                if (ih < 0 || ih >= (int64_t)p->in_h)
-                    continue;
-                for (ow = 0; ow < p->out_w; ow++) {
-                    const int64_t iw = (int64_t)ow * p->stride_w + (int64_t)kw * p->dil_w -
-                                       (int64_t)p->pad_left;
-                    if (iw < 0 || iw >= (int64_t)p->in_w)
-                        continue;
-                    acc += dyp[oh * p->out_w + ow] * xp[ih * p->in_w + iw];
-                }
+    const uint32_t mblocks = (mg + 3) / 4;
+    dg_range_t r;
+    dw_item_t q;
+    uint32_t it;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_grad_dw_pointwise(p);
+        return;
+    }
+    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.dy_n = (size_t)p->out_c * q.y_hw;
+    q.x_n = (size_t)p->in_c * p->in_h * p->in_w;
+    q.w_m = (size_t)cg * p->k_h * p->k_w;
+    q.batch = p->batch;
+    q.out_h = p->out_h;
+    q.out_w = p->out_w;
+    q.in_h = p->in_h;
+    q.in_w = p->in_w;
+    q.stride_h = p->stride_h;
+    q.stride_w = p->stride_w;
+    q.dil_w = p->dil_w;
+    q.pad_left = p->pad_left;
+    r = dg_split(p->group * mblocks * cg * p->k_h);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t kh = it % p->k_h, c = (it / p->k_h) % cg;
+        const uint32_t mb = (it / (p->k_h * cg)) % mblocks, g = it / (p->k_h * cg * mblocks);
+        const uint32_t m0 = g * mg + mb * 4, mr = mg - mb * 4 < 4 ? mg - mb * 4 : 4;
+        uint32_t m, kw;
+        q.ih0 = (int32_t)(kh * p->dil_h) - (int32_t)p->pad_top;
+        q.x = p->x + ((size_t)g * cg + c) * p->in_h * p->in_w;
+        for (m = 0; m < mr; m += (mr == 4 ? 4 : 1)) {
+            q.dy = p->dy + (size_t)(m0 + m) * q.y_hw;
+            q.dw = p->dw + (size_t)(m0 + m) * q.w_m + ((size_t)c * p->k_h + kh) * p->k_w;
+            for (kw = 0; kw < p->k_w; kw += 4) {
+                const uint32_t nt = p->k_w - kw < 4 ? p->k_w - kw : 4;
+                if (mr == 4)
+                    nt == 4 ? dw_4x4(&q, kw) : nt == 3 ? dw_4x3(&q, kw)
+                    : nt == 2 ? dw_4x2(&q, kw) : dw_4x1(&q, kw);
+                else
+                    nt == 4 ? dw_1x4(&q, kw) : nt == 3 ? dw_1x3(&q, kw)
+                    : nt == 2 ? dw_1x2(&q, kw) : dw_1x1(&q, kw);
             }
         }
-        p->dw[e] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, acc);
     }
 }
 
