@@ -5,6 +5,7 @@
 #include "dg_kernels.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* A kernel-level invariant. On the host emulation a violation aborts with
@@ -72,11 +73,14 @@ void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, s
 /* Output columns per register tile of dg_mm_block_f32 / the convolutions
  * when B rows are contiguous: 8 fills two 4-wide vectors on hosts that
  * auto-vectorize; the 32-bit cores (32 float registers, no float SIMD) keep
- * 4 rows x 4 columns of accumulators in registers. */
+ * 4 rows x 4 columns of accumulators in registers. -DDG_TILE_N=4 builds the
+ * RISC-V tiling on the host (the results are the same either way). */
+#ifndef DG_TILE_N
 #if defined(__riscv)
 #define DG_TILE_N 4
 #else
 #define DG_TILE_N 8
+#endif
 #endif
 #define DG_TILE_M 4
 
