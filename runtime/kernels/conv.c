@@ -193,7 +193,7 @@ static void conv_pointwise(const dg_conv_args_t *p)
         uint32_t m, j;
         dg_mm_block_f32(p->w + (size_t)g * mg * cg, cg, 1,
                         p->x + ((size_t)n * p->in_c + (size_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
-                        mg, j1 - j0, cg);
+                        mg, j1 - j0, cg, 0);
         for (m = 0; m < mg; m++) {
             const float bias = p->b ? p->b[g * mg + m] : 0.0f;
             float *yr = y + (size_t)m * hw;
@@ -438,7 +438,7 @@ static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
         uint32_t c, j;
         dg_mm_block_f32(p->w + (size_t)g * mg * cg, 1, cg,
                         p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * hw + j0, hw, 1,
-                        dx + j0, hw, cg, j1 - j0, mg);
+                        dx + j0, hw, cg, j1 - j0, mg, 0);
         for (c = 0; c < cg; c++)
             for (j = j0; j < j1; j++)
                 dx[(size_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(size_t)c * hw + j]);
@@ -642,79 +642,30 @@ DG_DW_TILE(dw_1x2, 1, 2)
 DG_DW_TILE(dw_1x3, 1, 3)
 DG_DW_TILE(dw_1x4, 1, 4)
 
-/* Pointwise dW: dw[m, c] = sum over n, p of dy[n, m, p] x[n, g*cg + c, p];
- * items are (group, block of 4 m, block of 4 c), 4 x 4 dot-product tiles. */
+/* Pointwise dW: per group dW[mg, cg] = sum over n of dY_n[mg, hw] X_n[cg, hw]^T,
+ * through the Gemm tiles with the sum continued from one sample to the
+ * next (k = (n, p) in order). The output channels are split. */
 static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
 {
-    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t mb = (mg + 3) / 4, cb = (cg + 3) / 4, hw = p->in_h * p->in_w;
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group, hw = p->in_h * p->in_w;
     const size_t dy_n = (size_t)p->out_c * hw, x_n = (size_t)p->in_c * hw;
-    dg_range_t r = dg_split(p->group * mb * cb);
-    uint32_t it;
-    for (it = r.start; it < r.end; it++) {
-        const uint32_t g = it / (mb * cb), m0 = ((it / cb) % mb) * 4, c0 = (it % cb) * 4;
-        const uint32_t mr = mg - m0 < 4 ? mg - m0 : 4, cr = cg - c0 < 4 ? cg - c0 : 4;
-        float acc[4][4] = {{0.0f}};
-        const float *dyp = p->dy + ((size_t)g * mg + m0) * hw;
-        const float *xp = p->x + ((size_t)g * cg + c0) * hw;
-        uint32_t n, i, a, b;
-        if (mr == 4 && cr == 4) {
-            float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f;
-            float c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
-            float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;
-            float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
-            for (n = 0; n < p->batch; n++) {
-                const float *d0 = dyp + n * dy_n, *x0 = xp + n * x_n;
-                const float *d1 = d0 + hw, *d2 = d1 + hw, *d3 = d2 + hw;
-                const float *x1 = x0 + hw, *x2 = x1 + hw, *x3 = x2 + hw;
-                for (i = 0; i < hw; i++) {
-                    const float e0 = d0[i], e1 = d1[i], e2 = d2[i], e3 = d3[i];
-                    const float y0 = x0[i], y1 = x1[i], y2 = x2[i], y3 = x3[i];
-                    c00 += e0 * y0;
-                    c01 += e0 * y1;
-                    c02 += e0 * y2;
-                    c03 += e0 * y3;
-                    c10 += e1 * y0;
-                    c11 += e1 * y1;
-                    c12 += e1 * y2;
-                    c13 += e1 * y3;
-                    c20 += e2 * y0;
-                    c21 += e2 * y1;
-                    c22 += e2 * y2;
-                    c23 += e2 * y3;
-                    c30 += e3 * y0;
-                    c31 += e3 * y1;
-                    c32 += e3 * y2;
-                    c33 += e3 * y3;
-                }
-            }
-            acc[0][0] = c00;
-            acc[0][1] = c01;
-            acc[0][2] = c02;
-            acc[0][3] = c03;
-            acc[1][0] = c10;
-            acc[1][1] = c11;
-            acc[1][2] = c12;
-            acc[1][3] = c13;
-            acc[2][0] = c20;
-            acc[2][1] = c21;
-            acc[2][2] = c22;
-            acc[2][3] = c23;
-            acc[3][0] = c30;
-            acc[3][1] = c31;
-            acc[3][2] = c32;
-            acc[3][3] = c33;
-        } else {
-            for (n = 0; n < p->batch; n++)
-                for (i = 0; i < hw; i++)
-                    for (a = 0; a < mr; a++)
-                        for (b = 0; b < cr; b++)
-                            acc[a][b] += dyp[n * dy_n + a * hw + i] * xp[n * x_n + b * hw + i];
-        }
-        for (a = 0; a < mr; a++)
-            for (b = 0; b < cr; b++)
-                p->dw[((size_t)g * mg + m0 + a) * cg + c0 + b] =
-                    DG_FAULT(DG_FAULT_CONV_GRAD_DW, acc[a][b]);
+    dg_range_t r = dg_split(p->out_c);
+    uint32_t m = r.start;
+    while (m < r.end) {
+        const uint32_t g = m / mg, m1 = (g + 1) * mg < r.end ? (g + 1) * mg : r.end;
+        float *dw = p->dw + (size_t)m * cg;
+        uint32_t n;
+        size_t i;
+        if (p->batch == 0)
+            for (i = 0; i < (size_t)(m1 - m) * cg; i++)
+                dw[i] = 0.0f;
+        for (n = 0; n < p->batch; n++)
+            dg_mm_block_f32(p->dy + n * dy_n + (size_t)m * hw, hw, 1,
+                            p->x + n * x_n + (size_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
+                            n > 0);
+        for (i = 0; i < (size_t)(m1 - m) * cg; i++)
+            dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i]);
+        m = m1;
     }
 }
 

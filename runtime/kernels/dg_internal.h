@@ -62,13 +62,16 @@ static inline void dg_pos_next(dg_pos_t *p, const uint32_t *shape)
  * pointwise convolution: for i < rows, j < n,
  *     y[i * ldy + j] = sum over kk = 0, 1, ..., k - 1 (in this order) of
  *                      a[i * a_si + kk * a_sk] * b[kk * b_sk + j * b_sj]
- * starting from 0.0f, one float accumulator per output. The tiling only
+ * starting from 0.0f (acc == 0) or from the value already in y (acc != 0,
+ * to continue a sum over further k), one float accumulator per output. The
+ * tiling only
  * changes which outputs are computed together, never the order of one
  * output's sum, so the result does not depend on where a core's chunk of
  * rows starts. Fastest when b_sj == 1 (rows of B contiguous) or b_sk == 1
  * (columns contiguous). */
 void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k);
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+                     int acc);
 
 /* Output columns per register tile of dg_mm_block_f32 / the convolutions
  * when B rows are contiguous: 8 fills two 4-wide vectors on hosts that
@@ -91,6 +94,14 @@ void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, s
 #define DG_UNROLL_TILE _Pragma("GCC unroll 16")
 #else
 #define DG_UNROLL_TILE
+#endif
+
+/* Inlines a tile into each caller: on its own the register allocator
+ * spills half of a 4 x 8 tile's accumulators on x86-64. */
+#if defined(__GNUC__)
+#define DG_INLINE __inline__ __attribute__((always_inline))
+#else
+#define DG_INLINE
 #endif
 
 #endif /* DG_INTERNAL_H */

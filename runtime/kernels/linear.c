@@ -7,44 +7,63 @@
 /* ---- register tiles ------------------------------------------------------
  * A(i, k) = pa[i * a_si + k * a_sk]. "rowb": B(k, j) = pb[k * b_sk + j]
  * (j contiguous); "colb": B(k, j) = pb[k + j * b_sj] (k contiguous). Every
- * accumulator starts at 0.0f and adds its products in k order. */
+ * accumulator starts at 0.0f (or, with acc, at the partial sum already in
+ * y) and adds its products in k order. */
 
-static void tile_rowb_4xn(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
-                          float *y, size_t ldy, uint32_t k)
+
+#define DG_TILE_ROWB_4XN(NAME, INIT0, INIT1, INIT2, INIT3)                                  \
+    static DG_INLINE void NAME(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk, \
+                     float *y, size_t ldy, uint32_t k)                                       \
+    {                                                                                         \
+        float c0[DG_TILE_N], c1[DG_TILE_N], c2[DG_TILE_N], c3[DG_TILE_N];                     \
+        const size_t s2 = 2 * a_si, s3 = 3 * a_si;                                            \
+        uint32_t kk, t;                                                                       \
+        for (t = 0; t < DG_TILE_N; t++) {                                                     \
+            c0[t] = INIT0;                                                                    \
+            c1[t] = INIT1;                                                                    \
+            c2[t] = INIT2;                                                                    \
+            c3[t] = INIT3;                                                                    \
+        }                                                                                     \
+        for (kk = 0; kk < k; kk++) {                                                          \
+            const float a0 = pa[0], a1 = pa[a_si], a2 = pa[s2], a3 = pa[s3];                  \
+            DG_UNROLL_TILE                                                                    \
+            for (t = 0; t < DG_TILE_N; t++) {                                                 \
+                const float bv = pb[t];                                                       \
+                c0[t] += a0 * bv;                                                             \
+                c1[t] += a1 * bv;                                                             \
+                c2[t] += a2 * bv;                                                             \
+                c3[t] += a3 * bv;                                                             \
+            }                                                                                 \
+            pa += a_sk;                                                                       \
+            pb += b_sk;                                                                       \
+        }                                                                                     \
+        for (t = 0; t < DG_TILE_N; t++) {                                                     \
+            y[t] = c0[t];                                                                     \
+            y[ldy + t] = c1[t];                                                               \
+            y[2 * ldy + t] = c2[t];                                                           \
+            y[3 * ldy + t] = c3[t];                                                           \
+        }                                                                                     \
+    }
+
+DG_TILE_ROWB_4XN(tile_rowb_4xn_new, 0.0f, 0.0f, 0.0f, 0.0f)
+DG_TILE_ROWB_4XN(tile_rowb_4xn_acc, y[t], y[ldy + t], y[2 * ldy + t], y[3 * ldy + t])
+
+static DG_INLINE void tile_rowb_4xn(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
+                          float *y, size_t ldy, uint32_t k, int acc)
 {
-    float c0[DG_TILE_N], c1[DG_TILE_N], c2[DG_TILE_N], c3[DG_TILE_N];
-    const size_t s2 = 2 * a_si, s3 = 3 * a_si;
-    uint32_t kk, t;
-    for (t = 0; t < DG_TILE_N; t++)
-        c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;
-    for (kk = 0; kk < k; kk++) {
-        const float a0 = pa[0], a1 = pa[a_si], a2 = pa[s2], a3 = pa[s3];
-        DG_UNROLL_TILE
-        for (t = 0; t < DG_TILE_N; t++) {
-            const float bv = pb[t];
-            c0[t] += a0 * bv;
-            c1[t] += a1 * bv;
-            c2[t] += a2 * bv;
-            c3[t] += a3 * bv;
-        }
-        pa += a_sk;
-        pb += b_sk;
-    }
-    for (t = 0; t < DG_TILE_N; t++) {
-        y[t] = c0[t];
-        y[ldy + t] = c1[t];
-        y[2 * ldy + t] = c2[t];
-        y[3 * ldy + t] = c3[t];
-    }
+    if (acc)
+        tile_rowb_4xn_acc(pa, a_si, a_sk, pb, b_sk, y, ldy, k);
+    else
+        tile_rowb_4xn_new(pa, a_si, a_sk, pb, b_sk, y, ldy, k);
 }
 
 static void tile_rowb_1xn(const float *pa, size_t a_sk, const float *pb, size_t b_sk, float *y,
-                          uint32_t k)
+                          uint32_t k, int acc)
 {
     float c0[DG_TILE_N];
     uint32_t kk, t;
     for (t = 0; t < DG_TILE_N; t++)
-        c0[t] = 0.0f;
+        c0[t] = acc ? y[t] : 0.0f;
     for (kk = 0; kk < k; kk++) {
         const float a0 = pa[0];
         DG_UNROLL_TILE
@@ -59,12 +78,18 @@ static void tile_rowb_1xn(const float *pa, size_t a_sk, const float *pb, size_t 
 
 /* 4 x 4 outputs, any B layout (used for k-contiguous B and for the edges). */
 static void tile_4x4(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t k)
+                     size_t b_sj, float *y, size_t ldy, uint32_t k, int acc)
 {
     float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f;
     float c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
     float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;
     float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
+    if (acc) {
+        c00 = y[0], c01 = y[1], c02 = y[2], c03 = y[3];
+        c10 = y[ldy], c11 = y[ldy + 1], c12 = y[ldy + 2], c13 = y[ldy + 3];
+        c20 = y[2 * ldy], c21 = y[2 * ldy + 1], c22 = y[2 * ldy + 2], c23 = y[2 * ldy + 3];
+        c30 = y[3 * ldy], c31 = y[3 * ldy + 1], c32 = y[3 * ldy + 2], c33 = y[3 * ldy + 3];
+    }
     const size_t s2 = 2 * a_si, s3 = 3 * a_si, t2 = 2 * b_sj, t3 = 3 * b_sj;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
@@ -112,9 +137,10 @@ static void tile_4x4(const float *pa, size_t a_si, size_t a_sk, const float *pb,
 
 /* 4 rows x 1 column / 1 row x 4 columns / 1 x 1, any layout. */
 static void tile_4x1(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
-                     float *y, size_t ldy, uint32_t k)
+                     float *y, size_t ldy, uint32_t k, int acc)
 {
-    float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+    float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[ldy] : 0.0f;
+    float c2 = acc ? y[2 * ldy] : 0.0f, c3 = acc ? y[3 * ldy] : 0.0f;
     const size_t s2 = 2 * a_si, s3 = 3 * a_si;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
@@ -133,9 +159,10 @@ static void tile_4x1(const float *pa, size_t a_si, size_t a_sk, const float *pb,
 }
 
 static void tile_1x4(const float *pa, size_t a_sk, const float *pb, size_t b_sk, size_t b_sj,
-                     float *y, uint32_t k)
+                     float *y, uint32_t k, int acc)
 {
-    float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f;
+    float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[1] : 0.0f;
+    float c2 = acc ? y[2] : 0.0f, c3 = acc ? y[3] : 0.0f;
     const size_t t2 = 2 * b_sj, t3 = 3 * b_sj;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
@@ -153,9 +180,8 @@ static void tile_1x4(const float *pa, size_t a_sk, const float *pb, size_t b_sk,
     y[3] = c3;
 }
 
-static float dot1(const float *pa, size_t a_sk, const float *pb, size_t b_sk, uint32_t k)
+static float dot1(const float *pa, size_t a_sk, const float *pb, size_t b_sk, uint32_t k, float c)
 {
-    float c = 0.0f;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
         c += pa[0] * pb[0];
@@ -165,8 +191,8 @@ static float dot1(const float *pa, size_t a_sk, const float *pb, size_t b_sk, ui
     return c;
 }
 
-void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k)
+static void mm_tiles(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
 {
     /* j contiguous in B (and not the degenerate n == 1 column): wide tiles */
     const int rowb = b_sj == 1 && n >= DG_TILE_N;
@@ -177,29 +203,78 @@ void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, s
         float *yr = y + i * ldy;
         for (j = 0; j + nw <= n; j += nw) {
             if (rowb)
-                tile_rowb_4xn(pa, a_si, a_sk, b + j, b_sk, yr + j, ldy, k);
+                tile_rowb_4xn(pa, a_si, a_sk, b + j, b_sk, yr + j, ldy, k, acc);
             else
-                tile_4x4(pa, a_si, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, ldy, k);
+                tile_4x4(pa, a_si, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, ldy, k, acc);
         }
         for (; j + 4 <= n; j += 4)
-            tile_4x4(pa, a_si, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, ldy, k);
+            tile_4x4(pa, a_si, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, ldy, k, acc);
         for (; j < n; j++)
-            tile_4x1(pa, a_si, a_sk, b + j * b_sj, b_sk, yr + j, ldy, k);
+            tile_4x1(pa, a_si, a_sk, b + j * b_sj, b_sk, yr + j, ldy, k, acc);
     }
     for (; i < rows; i++) {
         const float *pa = a + i * a_si;
         float *yr = y + i * ldy;
         for (j = 0; j + nw <= n; j += nw) {
             if (rowb)
-                tile_rowb_1xn(pa, a_sk, b + j, b_sk, yr + j, k);
+                tile_rowb_1xn(pa, a_sk, b + j, b_sk, yr + j, k, acc);
             else
-                tile_1x4(pa, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, k);
+                tile_1x4(pa, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, k, acc);
         }
         for (; j + 4 <= n; j += 4)
-            tile_1x4(pa, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, k);
+            tile_1x4(pa, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, k, acc);
         for (; j < n; j++)
-            yr[j] = dot1(pa, a_sk, b + j * b_sj, b_sk, k);
+            yr[j] = dot1(pa, a_sk, b + j * b_sj, b_sk, k, acc ? yr[j] : 0.0f);
     }
+}
+
+#if !defined(__riscv) && !defined(DG_MM_NO_PACK)
+/* Hosts with vector units: a k-contiguous B (transposed B, the dot-product
+ * form) is copied DG_TILE_N columns x DG_MM_PACK_K k at a time into a
+ * small j-contiguous panel so the wide tiles apply; between k chunks the
+ * partial sums wait in y (stored floats, so continuing from them is the
+ * same as continuing in a register). The 32-bit cores have no float SIMD
+ * and run the 4 x 4 dot-product tiles instead, without the copy and its
+ * stack buffer. */
+#define DG_MM_PACK_K 128
+static void mm_packed(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sj,
+                      float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
+{
+    float pk[DG_MM_PACK_K * DG_TILE_N];
+    uint32_t j0, k0, kk, t, i;
+    for (j0 = 0; j0 + DG_TILE_N <= n; j0 += DG_TILE_N) {
+        for (k0 = 0; k0 < k; k0 += DG_MM_PACK_K) {
+            const uint32_t kc = k - k0 < DG_MM_PACK_K ? k - k0 : DG_MM_PACK_K;
+            const int ac = acc || k0 > 0;
+            for (t = 0; t < DG_TILE_N; t++) {
+                const float *bc = b + (j0 + t) * b_sj + k0;
+                for (kk = 0; kk < kc; kk++)
+                    pk[kk * DG_TILE_N + t] = bc[kk];
+            }
+            for (i = 0; i + DG_TILE_M <= rows; i += DG_TILE_M)
+                tile_rowb_4xn(a + i * a_si + k0 * a_sk, a_si, a_sk, pk, DG_TILE_N,
+                              y + i * ldy + j0, ldy, kc, ac);
+            for (; i < rows; i++)
+                tile_rowb_1xn(a + i * a_si + k0 * a_sk, a_sk, pk, DG_TILE_N, y + i * ldy + j0, kc,
+                              ac);
+        }
+    }
+    if (j0 < n)
+        mm_tiles(a, a_si, a_sk, b + j0 * b_sj, 1, b_sj, y + j0, ldy, rows, n - j0, k, acc);
+}
+#endif
+
+void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+                     int acc)
+{
+#if !defined(__riscv) && !defined(DG_MM_NO_PACK)
+    if (b_sk == 1 && b_sj != 1 && n >= DG_TILE_N && rows >= DG_TILE_M && k > 0) {
+        mm_packed(a, a_si, a_sk, b, b_sj, y, ldy, rows, n, k, acc);
+        return;
+    }
+#endif
+    mm_tiles(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, acc);
 }
 
 void dg_gemm_f32(void *args)
@@ -213,7 +288,7 @@ void dg_gemm_f32(void *args)
     if (r.start >= r.end)
         return;
     dg_mm_block_f32(p->a + r.start * a_si, a_si, a_sk, p->b, b_sk, b_sj,
-                    p->y + (size_t)r.start * p->n, p->n, r.end - r.start, p->n, p->k);
+                    p->y + (size_t)r.start * p->n, p->n, r.end - r.start, p->n, p->k, 0);
     /* epilogue: y = alpha * sum (+ beta * C) */
     for (i = r.start; i < r.end; i++) {
         float *yr = p->y + (size_t)i * p->n;
@@ -250,7 +325,7 @@ static void matmul_rows(const dg_matmul_args_t *p, uint32_t trans_a, uint32_t tr
             boff += (size_t)id * p->b_bstrides[d];
         }
         dg_mm_block_f32(p->a + aoff + i0 * a_si, a_si, a_sk, p->b + boff, b_sk, b_sj,
-                        p->y + (size_t)row * p->n, p->n, rows, p->n, p->k);
+                        p->y + (size_t)row * p->n, p->n, rows, p->n, p->k, 0);
         for (i = 0; i < rows; i++) {
             float *yr = p->y + (size_t)(row + i) * p->n;
             for (j = 0; j < p->n; j++)
