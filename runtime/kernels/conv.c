@@ -3,138 +3,753 @@
  * fixed order, so the gradients need no cross-core reduction. */
 #include "dg_internal.h"
 
+/* ---- forward ---------------------------------------------------------------
+ * y[n, m, oh, ow] = (sum over c < cg, kh, kw in this order, skipping taps
+ * outside the input, of x * w, from 0.0f) + b[m]. The work items are
+ * (n, group, block of up to 4 output channels, oh); inside an item the
+ * output row is computed in register tiles of several channels x several
+ * columns, interior tiles without bounds checks. */
+/* Columns per tile for strided convolutions: the loads are not contiguous,
+ * so there is nothing to vectorize and 4 x 4 accumulators fit the
+ * registers. */
+#define DG_CONV_NS 4
+
+typedef struct {
+    const float *x;  /* x[n, first channel of the group, 0, 0] */
+    const float *w;  /* w[m0, 0, 0, 0] */
+    float *y;        /* y[n, m0, oh, 0] */
+    size_t wk;       /* weights per output channel: cg * k_h * k_w */
+    size_t x_hw;     /* in_h * in_w */
+    size_t y_hw;     /* out_h * out_w */
+    uint32_t cg, in_w, k_h, k_w, dil_w, stride_w, pad_left;
+    uint32_t kh_lo, kh_hi; /* taps kh with an input row inside the image */
+    int32_t ih0;           /* input row of kh = 0: oh * stride_h - pad_top */
+    uint32_t dil_h;
+    float bias[DG_TILE_M];
+} conv_row_t;
+
+/* 4 channels x NR columns starting at ow0, every tap inside the input; SW
+ * is the stride_w the body is specialised for (0: read q->stride_w). The
+ * column loop is innermost so the host compiler can vectorize it. */
+#define DG_CONV_TILE4(NAME, NR, SW)                                                         \
+    static void NAME(const conv_row_t *q, uint32_t ow0)                                     \
+    {                                                                                       \
+        float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
+        const size_t sw = (SW) ? (SW) : q->stride_w, wk = q->wk;                            \
+        uint32_t c, kh, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (c = 0; c < q->cg; c++) {                                                       \
+            const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
+            const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
+            for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
+                const float *xr =                                                           \
+                    xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                const float *wr = wc + kh * q->k_w;                                         \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *xb = xr + kw * q->dil_w;                                   \
+                    const float w0 = wr[kw], w1 = wr[wk + kw], w2 = wr[2 * wk + kw];        \
+                    const float w3 = wr[3 * wk + kw];                                       \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++) {                                            \
+                        const float xv = xb[t * sw];                                        \
+                        c0[t] += w0 * xv;                                                   \
+                        c1[t] += w1 * xv;                                                   \
+                        c2[t] += w2 * xv;                                                   \
+                        c3[t] += w3 * xv;                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++) {                                                        \
+            q->y[ow0 + t] = DG_FAULT(DG_FAULT_CONV, c0[t] + q->bias[0]);                    \
+            q->y[q->y_hw + ow0 + t] = DG_FAULT(DG_FAULT_CONV, c1[t] + q->bias[1]);          \
+            q->y[2 * q->y_hw + ow0 + t] = DG_FAULT(DG_FAULT_CONV, c2[t] + q->bias[2]);      \
+            q->y[3 * q->y_hw + ow0 + t] = DG_FAULT(DG_FAULT_CONV, c3[t] + q->bias[3]);      \
+        }                                                                                   \
+    }
+
+/* 1 channel x NR columns (depthwise, and channels left over from blocks
+ * of 4). */
+#define DG_CONV_TILE1(NAME, NR, SW)                                                         \
+    static void NAME(const conv_row_t *q, uint32_t ow0)                                     \
+    {                                                                                       \
+        float c0[NR];                                                                       \
+        const size_t sw = (SW) ? (SW) : q->stride_w;                                        \
+        uint32_t c, kh, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = 0.0f;                                                                   \
+        for (c = 0; c < q->cg; c++) {                                                       \
+            const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
+            const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
+            for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
+                const float *xr =                                                           \
+                    xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                const float *wr = wc + kh * q->k_w;                                         \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *xb = xr + kw * q->dil_w;                                   \
+                    const float w0 = wr[kw];                                                \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++)                                              \
+                        c0[t] += w0 * xb[t * sw];                                           \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++)                                                          \
+            q->y[ow0 + t] = DG_FAULT(DG_FAULT_CONV, c0[t] + q->bias[0]);                    \
+    }
+
+DG_CONV_TILE4(conv_4xn_s1, DG_TILE_N, 1)
+DG_CONV_TILE4(conv_4xn_s2, DG_CONV_NS, 2)
+DG_CONV_TILE4(conv_4xn_sx, DG_CONV_NS, 0)
+DG_CONV_TILE4(conv_4x1, 1, 0)
+DG_CONV_TILE1(conv_1xn_s1, 2 * DG_TILE_N, 1)
+DG_CONV_TILE1(conv_1xn_s2, DG_TILE_N, 2)
+DG_CONV_TILE1(conv_1xn_sx, DG_TILE_N, 0)
+DG_CONV_TILE1(conv_1x1, 1, 0)
+
+/* One output column of mr channels in the padded border: the kw taps
+ * inside the input are a contiguous range, found once per column. */
+static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
+    const size_t wk = q->wk;
+    uint32_t c, kh, kw, kw_lo, kw_hi;
+    for (kw_lo = 0; kw_lo < q->k_w && iw0 + (int32_t)(kw_lo * q->dil_w) < 0; kw_lo++)
+        ;
+    for (kw_hi = kw_lo; kw_hi < q->k_w && iw0 + (int32_t)(kw_hi * q->dil_w) < (int32_t)q->in_w;
+         kw_hi++)
+        ;
+    for (c = 0; c < q->cg; c++) {
+        const float *xc = q->x + c * q->x_hw;
+        const float *wc = q->w + (size_t)c * q->k_h * q->k_w;
+        for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
+            const float *xr = xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
+            const float *wr = wc + kh * q->k_w;
+            for (kw = kw_lo; kw < kw_hi; kw++) {
+                const float xv = xr[(uint32_t)(iw0 + (int32_t)(kw * q->dil_w))];
+                a0 += xv * wr[kw];
+                if (mr == DG_TILE_M) {
+                    a1 += xv * wr[wk + kw];
+                    a2 += xv * wr[2 * wk + kw];
+                    a3 += xv * wr[3 * wk + kw];
+                }
+            }
+        }
+    }
+    q->y[ow] = DG_FAULT(DG_FAULT_CONV, a0 + q->bias[0]);
+    if (mr == DG_TILE_M) {
+        q->y[q->y_hw + ow] = DG_FAULT(DG_FAULT_CONV, a1 + q->bias[1]);
+        q->y[2 * q->y_hw + ow] = DG_FAULT(DG_FAULT_CONV, a2 + q->bias[2]);
+        q->y[3 * q->y_hw + ow] = DG_FAULT(DG_FAULT_CONV, a3 + q->bias[3]);
+    }
+}
+
+/* Columns [lo, hi) of one output row, all taps inside the input: tiles of
+ * nr columns (the last one shifted left to end at hi; it recomputes a few
+ * outputs of this row with the same order, hence the same values). */
+static void conv_interior(const conv_row_t *q, uint32_t mr, uint32_t lo, uint32_t hi)
+{
+    const uint32_t s = q->stride_w;
+    const uint32_t nr = mr == DG_TILE_M ? (s == 1 ? DG_TILE_N : DG_CONV_NS)
+                                        : (s == 1 ? 2 * DG_TILE_N : DG_TILE_N);
+    uint32_t ow;
+    if (hi - lo >= nr) {
+        for (ow = lo;; ow += nr) {
+            if (ow + nr > hi)
+                ow = hi - nr;
+            if (mr == DG_TILE_M)
+                s == 1 ? conv_4xn_s1(q, ow) : s == 2 ? conv_4xn_s2(q, ow) : conv_4xn_sx(q, ow);
+            else
+                s == 1 ? conv_1xn_s1(q, ow) : s == 2 ? conv_1xn_s2(q, ow) : conv_1xn_sx(q, ow);
+            if (ow + nr == hi)
+                break;
+        }
+        return;
+    }
+    for (ow = lo; ow < hi; ow++) {
+        if (mr == DG_TILE_M)
+            conv_4x1(q, ow);
+        else
+            conv_1x1(q, ow);
+    }
+}
+
+/* Pointwise (1 x 1, stride 1, no padding): per (n, group) a matrix
+ * product W[mg, cg] X[cg, h*w]; work items are blocks of output columns. */
+static void conv_pointwise(const dg_conv_args_t *p)
+{
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
+    const uint32_t hw = p->out_h * p->out_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
+    dg_range_t r = dg_split(p->batch * p->group * nb);
+    uint32_t it = r.start;
+    while (it < r.end) {
+        const uint32_t ng = it / nb, b0 = it % nb;
+        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
+        const uint32_t n = ng / p->group, g = ng % p->group;
+        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
+        float *y = p->y + ((size_t)n * p->out_c + (size_t)g * mg) * hw;
+        uint32_t m, j;
+        dg_mm_block_f32(p->w + (size_t)g * mg * cg, cg, 1,
+                        p->x + ((size_t)n * p->in_c + (size_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
+                        mg, j1 - j0, cg, 0);
+        for (m = 0; m < mg; m++) {
+            const float bias = p->b ? p->b[g * mg + m] : 0.0f;
+            float *yr = y + (size_t)m * hw;
+            for (j = j0; j < j1; j++)
+                yr[j] = DG_FAULT(DG_FAULT_CONV, yr[j] + bias);
+        }
+        it += b1 - b0;
+    }
+}
+
 void dg_conv_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
-    uint32_t row;
-    for (row = r.start; row < r.end; row++) {
-        const uint32_t oh = row % p->out_h;
-        const uint32_t m = (row / p->out_h) % p->out_c;
-        const uint32_t n = row / (p->out_h * p->out_c);
-        const uint32_t g = m / mg;
-        const float bias = p->b ? p->b[m] : 0.0f;
-        float *yrow = p->y + (size_t)row * p->out_w;
-        uint32_t ow, c, kh, kw;
-        for (ow = 0; ow < p->out_w; ow++) {
-            float acc = 0.0f;
-            for (c = 0; c < cg; c++) {
-                const float *xp = p->x + ((size_t)n * p->in_c + g * cg + c) * p->in_h * p->in_w;
-                const float *wp = p->w + ((size_t)m * cg + c) * p->k_h * p->k_w;
-                for (kh = 0; kh < p->k_h; kh++) {
-                    const int64_t ih = (int64_t)oh * p->stride_h + (int64_t)kh * p->dil_h -
-                                       (int64_t)p->pad_top;
-                    if (ih < 0 || ih >= (int64_t)p->in_h)
-                        continue;
-                    for (kw = 0; kw < p->k_w; kw++) {
-                        const int64_t iw = (int64_t)ow * p->stride_w + (int64_t)kw * p->dil_w -
-                                           (int64_t)p->pad_left;
-                        if (iw < 0 || iw >= (int64_t)p->in_w)
-                            continue;
-                        acc += xp[ih * p->in_w + iw] * wp[kh * p->k_w + kw];
-                    }
-                }
-            }
-            yrow[ow] = DG_FAULT(DG_FAULT_CONV, acc + bias);
+    const uint32_t mblocks = (mg + DG_TILE_M - 1) / DG_TILE_M;
+    const uint32_t span_w = (p->k_w - 1) * p->dil_w; /* last tap's offset */
+    uint32_t ow_lo, ow_hi, it;
+    dg_range_t r;
+    conv_row_t q;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_pointwise(p);
+        return;
+    }
+    /* interior columns: every kw tap inside [0, in_w) */
+    ow_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    if (p->in_w + p->pad_left >= span_w + 1)
+        ow_hi = (p->in_w + p->pad_left - span_w - 1) / p->stride_w + 1;
+    else
+        ow_hi = 0;
+    if (ow_hi > p->out_w)
+        ow_hi = p->out_w;
+    if (ow_lo > ow_hi)
+        ow_lo = ow_hi;
+    q.wk = (size_t)cg * p->k_h * p->k_w;
+    q.x_hw = (size_t)p->in_h * p->in_w;
+    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.cg = cg;
+    q.in_w = p->in_w;
+    q.k_h = p->k_h;
+    q.k_w = p->k_w;
+    q.dil_w = p->dil_w;
+    q.dil_h = p->dil_h;
+    q.stride_w = p->stride_w;
+    q.pad_left = p->pad_left;
+    r = dg_split(p->batch * p->group * mblocks * p->out_h);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t oh = it % p->out_h, mb = (it / p->out_h) % mblocks;
+        const uint32_t g = (it / (p->out_h * mblocks)) % p->group;
+        const uint32_t n = it / (p->out_h * mblocks * p->group);
+        const uint32_t m0 = g * mg + mb * DG_TILE_M;
+        const uint32_t mr = mg - mb * DG_TILE_M < DG_TILE_M ? mg - mb * DG_TILE_M : DG_TILE_M;
+        uint32_t m, ow, kh;
+        q.ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
+        for (kh = 0; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
+            ;
+        q.kh_lo = kh;
+        for (; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < (int32_t)p->in_h; kh++)
+            ;
+        q.kh_hi = kh;
+        q.x = p->x + ((size_t)n * p->in_c + (size_t)g * cg) * q.x_hw;
+        /* channel blocks of 4, or the 1..3 left over one at a time */
+        for (m = 0; m < mr; m += (mr == DG_TILE_M ? DG_TILE_M : 1)) {
+            const uint32_t cm = mr == DG_TILE_M ? DG_TILE_M : 1;
+            uint32_t j;
+            q.w = p->w + (size_t)(m0 + m) * q.wk;
+            q.y = p->y + (((size_t)n * p->out_c + m0 + m) * p->out_h + oh) * p->out_w;
+            for (j = 0; j < cm; j++)
+                q.bias[j] = p->b ? p->b[m0 + m + j] : 0.0f;
+            for (ow = 0; ow < ow_lo; ow++)
+                conv_col_border(&q, cm, ow);
+            conv_interior(&q, cm, ow_lo, ow_hi);
+            for (ow = ow_hi; ow < p->out_w; ow++)
+                conv_col_border(&q, cm, ow);
         }
     }
 }
 
-/* dx[n, c, ih, iw] = sum over m in c's group, kh, kw with
- * ih = oh * stride_h + kh * dil_h - pad_top (same for w) of dy * w. */
+/* ---- dX ---------------------------------------------------------------------
+ * dx[n, c, ih, iw] = sum over m in c's group, kh, kw (in this order) with
+ * ih = oh * stride_h + kh * dil_h - pad_top (same for w), of dy * w, from
+ * 0.0f. Work items are (n, group, block of up to 4 input channels, ih).
+ * For one ih the contributing kh form an arithmetic progression (step
+ * stride_h / gcd(stride_h, dil_h)), found once per row; with stride_w 1 the
+ * interior columns take every kw and run in register tiles, the rest (the
+ * border, and every column when stride_w > 1) one column of up to 4
+ * channels at a time with its kw progression found once per column. */
+typedef struct {
+    const float *dy; /* dy[n, first output channel of the group, 0, 0] */
+    const float *w;  /* w[first m of the group, c0, 0, 0] */
+    float *dx;       /* dx[n, c0, ih, 0] */
+    size_t kk;       /* k_h * k_w */
+    size_t wm;       /* weights per output channel: cg * kk */
+    size_t y_hw, x_hw;
+    uint32_t mg, out_w, k_w, dil_w, stride_w, pad_left;
+    uint32_t kh_a, kh_n, kh_step; /* kh_a, kh_a + kh_step, ... (kh_n of them) */
+    uint32_t oh_a, oh_step;       /* the matching oh: oh_a, oh_a - oh_step, ... */
+} dx_row_t;
+
+static uint32_t gcd_u32(uint32_t a, uint32_t b)
+{
+    while (b) {
+        const uint32_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* 4 channels (MR 4) or 1 channel x NR columns from iw0, stride_w 1, every
+ * kw inside dy. */
+#define DG_DX_TILE4(NAME, NR)                                                               \
+    static void NAME(const dx_row_t *q, uint32_t iw0)                                       \
+    {                                                                                       \
+        float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
+        const size_t kk = q->kk;                                                            \
+        uint32_t mm, j, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (mm = 0; mm < q->mg; mm++) {                                                    \
+            const float *dyp = q->dy + mm * q->y_hw + iw0 + q->pad_left;                    \
+            const float *wp = q->w + mm * q->wm;                                            \
+            for (j = 0; j < q->kh_n; j++) {                                                 \
+                const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w;             \
+                const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w;                 \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *db = dyr - kw * q->dil_w;                                  \
+                    const float w0 = wr[kw], w1 = wr[kk + kw], w2 = wr[2 * kk + kw];        \
+                    const float w3 = wr[3 * kk + kw];                                       \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++) {                                            \
+                        const float v = db[t];                                              \
+                        c0[t] += w0 * v;                                                    \
+                        c1[t] += w1 * v;                                                    \
+                        c2[t] += w2 * v;                                                    \
+                        c3[t] += w3 * v;                                                    \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++) {                                                        \
+            q->dx[iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c0[t]);                        \
+            q->dx[q->x_hw + iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c1[t]);              \
+            q->dx[2 * q->x_hw + iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c2[t]);          \
+            q->dx[3 * q->x_hw + iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c3[t]);          \
+        }                                                                                   \
+    }
+
+#define DG_DX_TILE1(NAME, NR)                                                               \
+    static void NAME(const dx_row_t *q, uint32_t iw0)                                       \
+    {                                                                                       \
+        float c0[NR];                                                                       \
+        uint32_t mm, j, kw, t;                                                              \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = 0.0f;                                                                   \
+        for (mm = 0; mm < q->mg; mm++) {                                                    \
+            const float *dyp = q->dy + mm * q->y_hw + iw0 + q->pad_left;                    \
+            const float *wp = q->w + mm * q->wm;                                            \
+            for (j = 0; j < q->kh_n; j++) {                                                 \
+                const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w;             \
+                const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w;                 \
+                for (kw = 0; kw < q->k_w; kw++) {                                           \
+                    const float *db = dyr - kw * q->dil_w;                                  \
+                    const float w0 = wr[kw];                                                \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++)                                              \
+                        c0[t] += w0 * db[t];                                                \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++)                                                          \
+            q->dx[iw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c0[t]);                        \
+    }
+
+DG_DX_TILE4(dx_4xn, DG_TILE_N)
+DG_DX_TILE1(dx_1xn, 2 * DG_TILE_N)
+
+/* One column iw of mr (1 or 4) channels, any stride: the kw with an
+ * integer ow inside dy are kw_a, kw_a + kw_step, ... */
+static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
+{
+    const int32_t tw0 = (int32_t)(iw + q->pad_left);
+    const uint32_t gw = gcd_u32(q->stride_w, q->dil_w);
+    const uint32_t kw_step = q->stride_w / gw, ow_step = q->dil_w / gw;
+    const size_t kk = q->kk;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    uint32_t kw_a, kw_n = 0, ow_a = 0, mm, j, i;
+    for (kw_a = 0; kw_a < q->k_w; kw_a++) {
+        const int32_t tw = tw0 - (int32_t)(kw_a * q->dil_w);
+        if (tw < 0) {
+            kw_a = q->k_w;
+            break;
+        }
+        if ((uint32_t)tw % q->stride_w == 0 && (uint32_t)tw / q->stride_w < q->out_w)
+            break;
+    }
+    if (kw_a < q->k_w) {
+        int32_t tw = tw0 - (int32_t)(kw_a * q->dil_w);
+        ow_a = (uint32_t)tw / q->stride_w;
+        for (i = kw_a; i < q->k_w && tw >= 0; i += kw_step, tw -= (int32_t)(kw_step * q->dil_w))
+            kw_n++;
+    }
+    for (mm = 0; mm < q->mg; mm++) {
+        const float *dyp = q->dy + mm * q->y_hw;
+        const float *wp = q->w + mm * q->wm;
+        for (j = 0; j < q->kh_n; j++) {
+            const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w + ow_a;
+            const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w + kw_a;
+            for (i = 0; i < kw_n; i++) {
+                const float v = dyr[-(ptrdiff_t)(i * ow_step)];
+                const size_t o = i * kw_step;
+                a0 += v * wr[o];
+                if (mr == DG_TILE_M) {
+                    a1 += v * wr[kk + o];
+                    a2 += v * wr[2 * kk + o];
+                    a3 += v * wr[3 * kk + o];
+                }
+            }
+        }
+    }
+    q->dx[iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a0);
+    if (mr == DG_TILE_M) {
+        q->dx[q->x_hw + iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a1);
+        q->dx[2 * q->x_hw + iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a2);
+        q->dx[3 * q->x_hw + iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, a3);
+    }
+}
+
+/* Pointwise: per (n, group) dX[cg, hw] = W^T[cg, mg] dY[mg, hw]. */
+static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
+{
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
+    const uint32_t hw = p->in_h * p->in_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
+    dg_range_t r = dg_split(p->batch * p->group * nb);
+    uint32_t it = r.start;
+    while (it < r.end) {
+        const uint32_t ng = it / nb, b0 = it % nb;
+        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
+        const uint32_t n = ng / p->group, g = ng % p->group;
+        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
+        float *dx = p->dx + ((size_t)n * p->in_c + (size_t)g * cg) * hw;
+        uint32_t c, j;
+        dg_mm_block_f32(p->w + (size_t)g * mg * cg, 1, cg,
+                        p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * hw + j0, hw, 1,
+                        dx + j0, hw, cg, j1 - j0, mg, 0);
+        for (c = 0; c < cg; c++)
+            for (j = j0; j < j1; j++)
+                dx[(size_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(size_t)c * hw + j]);
+        it += b1 - b0;
+    }
+}
+
 void dg_conv_grad_dx_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    dg_range_t r = dg_split(p->batch * p->in_c * p->in_h);
-    uint32_t row;
-    for (row = r.start; row < r.end; row++) {
-        const uint32_t ih = row % p->in_h;
-        const uint32_t ci = (row / p->in_h) % p->in_c;
-        const uint32_t n = row / (p->in_h * p->in_c);
-        const uint32_t g = ci / cg, c = ci % cg;
-        float *dxrow = p->dx + (size_t)row * p->in_w;
-        uint32_t iw, mm, kh, kw;
-        for (iw = 0; iw < p->in_w; iw++) {
-            float acc = 0.0f;
-            for (mm = 0; mm < mg; mm++) {
-                const uint32_t m = g * mg + mm;
-                const float *dyp = p->dy + ((size_t)n * p->out_c + m) * p->out_h * p->out_w;
-                const float *wp = p->w + ((size_t)m * cg + c) * p->k_h * p->k_w;
-                for (kh = 0; kh < p->k_h; kh++) {
-                    const int64_t th = (int64_t)ih + p->pad_top - (int64_t)kh * p->dil_h;
-                    int64_t oh;
-                    if (th < 0 || th % p->stride_h != 0)
-                        continue;
-                    oh = th / p->stride_h;
-                    if (oh >= (int64_t)p->out_h)
-                        continue;
-                    for (kw = 0; kw < p->k_w; kw++) {
-                        const int64_t tw = (int64_t)iw + p->pad_left - (int64_t)kw * p->dil_w;
-                        int64_t ow;
-                        if (tw < 0 || tw % p->stride_w != 0)
-                            continue;
-                        ow = tw / p->stride_w;
-                        if (ow >= (int64_t)p->out_w)
-                            continue;
-                        acc += dyp[oh * p->out_w + ow] * wp[kh * p->k_w + kw];
-                    }
-                }
+    const uint32_t cblocks = (cg + DG_TILE_M - 1) / DG_TILE_M;
+    const uint32_t gh = gcd_u32(p->stride_h, p->dil_h);
+    const uint32_t span_w = (p->k_w - 1) * p->dil_w;
+    uint32_t iw_lo = 0, iw_hi = 0, it;
+    dg_range_t r;
+    dx_row_t q;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_grad_dx_pointwise(p);
+        return;
+    }
+    /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
+    if (p->stride_w == 1 && p->out_w > p->pad_left) {
+        iw_lo = span_w > p->pad_left ? span_w - p->pad_left : 0;
+        iw_hi = p->out_w - p->pad_left < p->in_w ? p->out_w - p->pad_left : p->in_w;
+        if (iw_lo > iw_hi)
+            iw_lo = iw_hi = 0;
+    }
+    q.kk = (size_t)p->k_h * p->k_w;
+    q.wm = (size_t)cg * q.kk;
+    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.x_hw = (size_t)p->in_h * p->in_w;
+    q.mg = mg;
+    q.out_w = p->out_w;
+    q.k_w = p->k_w;
+    q.dil_w = p->dil_w;
+    q.stride_w = p->stride_w;
+    q.pad_left = p->pad_left;
+    q.kh_step = p->stride_h / gh;
+    q.oh_step = p->dil_h / gh;
+    r = dg_split(p->batch * p->group * cblocks * p->in_h);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t ih = it % p->in_h, cb = (it / p->in_h) % cblocks;
+        const uint32_t g = (it / (p->in_h * cblocks)) % p->group;
+        const uint32_t n = it / (p->in_h * cblocks * p->group);
+        const uint32_t c0 = cb * DG_TILE_M;
+        const uint32_t cr = cg - c0 < DG_TILE_M ? cg - c0 : DG_TILE_M;
+        const int32_t th0 = (int32_t)(ih + p->pad_top);
+        uint32_t kh, c, iw;
+        /* first kh with an integer oh inside dy, then how many follow */
+        q.kh_n = 0;
+        q.kh_a = 0;
+        q.oh_a = 0;
+        for (kh = 0; kh < p->k_h; kh++) {
+            const int32_t th = th0 - (int32_t)(kh * p->dil_h);
+            if (th < 0)
+                break;
+            if ((uint32_t)th % p->stride_h == 0 && (uint32_t)th / p->stride_h < p->out_h) {
+                int32_t t2 = th;
+                q.kh_a = kh;
+                q.oh_a = (uint32_t)th / p->stride_h;
+                for (; kh < p->k_h && t2 >= 0; kh += q.kh_step, t2 -= (int32_t)(q.kh_step * p->dil_h))
+                    q.kh_n++;
+                break;
             }
-            dxrow[iw] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, acc);
+        }
+        q.dy = p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * q.y_hw;
+        for (c = 0; c < cr; c += (cr == DG_TILE_M ? DG_TILE_M : 1)) {
+            const uint32_t cm = cr == DG_TILE_M ? DG_TILE_M : 1;
+            const uint32_t nr = cm == DG_TILE_M ? DG_TILE_N : 2 * DG_TILE_N;
+            q.w = p->w + ((size_t)g * mg * cg + c0 + c) * q.kk;
+            q.dx = p->dx + (((size_t)n * p->in_c + (size_t)g * cg + c0 + c) * p->in_h + ih) * p->in_w;
+            for (iw = 0; iw < iw_lo; iw++)
+                dx_col(&q, cm, iw);
+            if (iw_hi - iw_lo >= nr) {
+                for (iw = iw_lo;; iw += nr) {
+                    if (iw + nr > iw_hi)
+                        iw = iw_hi - nr;
+                    if (cm == DG_TILE_M)
+                        dx_4xn(&q, iw);
+                    else
+                        dx_1xn(&q, iw);
+                    if (iw + nr == iw_hi)
+                        break;
+                }
+            } else {
+                for (iw = iw_lo; iw < iw_hi; iw++)
+                    dx_col(&q, cm, iw);
+            }
+            for (iw = iw_hi > iw_lo ? iw_hi : iw_lo; iw < p->in_w; iw++)
+                dx_col(&q, cm, iw);
         }
     }
 }
 
-/* dw[m, c, kh, kw] = sum over n, oh, ow of dy[n, m, oh, ow] * x[n, g*cg + c,
- * ih, iw]. One weight element per work item. */
+/* ---- dW ---------------------------------------------------------------------
+ * dw[m, c, kh, kw] = sum over n, oh, ow (in this order) of dy[n, m, oh, ow]
+ * x[n, g*cg + c, ih, iw], skipping positions outside the input, from
+ * 0.0f. Work items are (group, block of up to 4 output channels, c, kh);
+ * an item computes its channels x all kw in tiles of up to 4 kw, and for
+ * one tile the ow where every tap of the tile is inside the input run
+ * without checks (the input row is checked once per (n, oh)). */
+typedef struct {
+    const float *dy; /* dy[0, m0, 0, 0] */
+    const float *x;  /* x[0, ci, 0, 0] */
+    float *dw;       /* dw[m0, c, kh, 0] */
+    size_t dy_n, x_n;  /* per-sample strides: out_c * out_hw, in_c * in_hw */
+    size_t y_hw, w_m;  /* out_h * out_w; weights per output channel */
+    uint32_t batch, out_h, out_w, in_h, in_w;
+    uint32_t stride_h, stride_w, dil_w, pad_left;
+    int32_t ih0; /* input row of oh = 0: kh * dil_h - pad_top */
+} dw_item_t;
+
+/* MR channels x NT taps kw0 .. kw0 + NT - 1. */
+#define DG_DW_TILE(NAME, MR, NT)                                                            \
+    static void NAME(const dw_item_t *q, uint32_t kw0)                                      \
+    {                                                                                       \
+        float acc[MR][NT];                                                                  \
+        int32_t off[NT];                                                                    \
+        const size_t sw = q->stride_w;                                                      \
+        uint32_t lo = 0, hi = q->out_w, n, oh, ow, r, t;                                    \
+        for (t = 0; t < (NT); t++) {                                                        \
+            /* ow with 0 <= ow * sw + off[t] < in_w */                                      \
+            uint32_t a, b;                                                                  \
+            off[t] = (int32_t)((kw0 + t) * q->dil_w) - (int32_t)q->pad_left;                \
+            a = off[t] >= 0 ? 0 : ((uint32_t)(-off[t]) + q->stride_w - 1) / q->stride_w;    \
+            b = (int32_t)q->in_w > off[t]                                                   \
+                    ? ((uint32_t)((int32_t)q->in_w - off[t]) + q->stride_w - 1) / q->stride_w \
+                    : 0;                                                                    \
+            if (a > lo)                                                                     \
+                lo = a;                                                                     \
+            if (b < hi)                                                                     \
+                hi = b;                                                                     \
+        }                                                                                   \
+        DG_UNROLL_TILE                                                                      \
+        for (r = 0; r < (MR); r++)                                                          \
+            DG_UNROLL_TILE                                                                  \
+            for (t = 0; t < (NT); t++)                                                      \
+                acc[r][t] = 0.0f;                                                           \
+        if (lo > hi)                                                                        \
+            lo = hi;                                                                        \
+        for (n = 0; n < q->batch; n++) {                                                    \
+            const float *dyn = q->dy + n * q->dy_n, *xn = q->x + n * q->x_n;                \
+            for (oh = 0; oh < q->out_h; oh++) {                                             \
+                const int32_t ih = (int32_t)(oh * q->stride_h) + q->ih0;                    \
+                const float *dyr = dyn + oh * q->out_w, *xr, *xp;                           \
+                if (ih < 0 || ih >= (int32_t)q->in_h)                                       \
+                    continue;                                                               \
+                xr = xn + (uint32_t)ih * q->in_w;                                           \
+                for (ow = 0; ow < lo; ow++)                                                 \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NT); t++) {                                            \
+                        const int32_t iw = (int32_t)(ow * sw) + off[t];                     \
+                        if (iw >= 0 && iw < (int32_t)q->in_w) {                             \
+                            DG_UNROLL_TILE                                                  \
+                            for (r = 0; r < (MR); r++)                                      \
+                                acc[r][t] += dyr[r * q->y_hw + ow] * xr[iw];                \
+                        }                                                                   \
+                    }                                                                       \
+                xp = xr + (ptrdiff_t)((int32_t)(lo * sw) + off[0]);                         \
+                for (ow = lo; ow < hi; ow++) {                                              \
+                    float d[MR];                                                            \
+                    DG_UNROLL_TILE                                                          \
+                    for (r = 0; r < (MR); r++)                                              \
+                        d[r] = dyr[r * q->y_hw + ow];                                       \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NT); t++) {                                            \
+                        const float xv = xp[t * q->dil_w];                                  \
+                        DG_UNROLL_TILE                                                      \
+                        for (r = 0; r < (MR); r++)                                          \
+                            acc[r][t] += d[r] * xv;                                         \
+                    }                                                                       \
+                    xp += sw;                                                               \
+                }                                                                           \
+                for (ow = hi > lo ? hi : lo; ow < q->out_w; ow++)                           \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NT); t++) {                                            \
+                        const int32_t iw = (int32_t)(ow * sw) + off[t];                     \
+                        if (iw >= 0 && iw < (int32_t)q->in_w) {                             \
+                            DG_UNROLL_TILE                                                  \
+                            for (r = 0; r < (MR); r++)                                      \
+                                acc[r][t] += dyr[r * q->y_hw + ow] * xr[iw];                \
+                        }                                                                   \
+                    }                                                                       \
+            }                                                                               \
+        }                                                                                   \
+        DG_UNROLL_TILE                                                                      \
+        for (r = 0; r < (MR); r++)                                                          \
+            DG_UNROLL_TILE                                                                  \
+            for (t = 0; t < (NT); t++)                                                      \
+                q->dw[r * q->w_m + kw0 + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, acc[r][t]);   \
+    }
+
+DG_DW_TILE(dw_4x1, 4, 1)
+DG_DW_TILE(dw_4x2, 4, 2)
+DG_DW_TILE(dw_4x3, 4, 3)
+DG_DW_TILE(dw_4x4, 4, 4)
+DG_DW_TILE(dw_1x1, 1, 1)
+DG_DW_TILE(dw_1x2, 1, 2)
+DG_DW_TILE(dw_1x3, 1, 3)
+DG_DW_TILE(dw_1x4, 1, 4)
+
+/* Pointwise dW: per group dW[mg, cg] = sum over n of dY_n[mg, hw] X_n[cg, hw]^T,
+ * through the Gemm tiles with the sum continued from one sample to the
+ * next (k = (n, p) in order). The output channels are split. */
+static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
+{
+    const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group, hw = p->in_h * p->in_w;
+    const size_t dy_n = (size_t)p->out_c * hw, x_n = (size_t)p->in_c * hw;
+    dg_range_t r = dg_split(p->out_c);
+    uint32_t m = r.start;
+    while (m < r.end) {
+        const uint32_t g = m / mg, m1 = (g + 1) * mg < r.end ? (g + 1) * mg : r.end;
+        float *dw = p->dw + (size_t)m * cg;
+        uint32_t n;
+        size_t i;
+        if (p->batch == 0)
+            for (i = 0; i < (size_t)(m1 - m) * cg; i++)
+                dw[i] = 0.0f;
+        for (n = 0; n < p->batch; n++)
+            dg_mm_block_f32(p->dy + n * dy_n + (size_t)m * hw, hw, 1,
+                            p->x + n * x_n + (size_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
+                            n > 0);
+        for (i = 0; i < (size_t)(m1 - m) * cg; i++)
+            dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i]);
+        m = m1;
+    }
+}
+
 void dg_conv_grad_dw_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t kk = p->k_h * p->k_w;
-    dg_range_t r = dg_split(p->out_c * cg * kk);
-    uint32_t e;
-    for (e = r.start; e < r.end; e++) {
-        const uint32_t kw = e % p->k_w;
-        const uint32_t kh = (e / p->k_w) % p->k_h;
-        const uint32_t c = (e / kk) % cg;
-        const uint32_t m = e / (kk * cg);
-        const uint32_t ci = (m / mg) * cg + c;
-        float acc = 0.0f;
-        uint32_t n, oh, ow;
-        for (n = 0; n < p->batch; n++) {
-            const float *dyp = p->dy + ((size_t)n * p->out_c + m) * p->out_h * p->out_w;
-            const float *xp = p->x + ((size_t)n * p->in_c + ci) * p->in_h * p->in_w;
-            for (oh = 0; oh < p->out_h; oh++) {
-                const int64_t ih = (int64_t)oh * p->stride_h + (int64_t)kh * p->dil_h -
-                                   (int64_t)p->pad_top;
-                if (ih < 0 || ih >= (int64_t)p->in_h)
-                    continue;
-                for (ow = 0; ow < p->out_w; ow++) {
-                    const int64_t iw = (int64_t)ow * p->stride_w + (int64_t)kw * p->dil_w -
-                                       (int64_t)p->pad_left;
-                    if (iw < 0 || iw >= (int64_t)p->in_w)
-                        continue;
-                    acc += dyp[oh * p->out_w + ow] * xp[ih * p->in_w + iw];
-                }
+    const uint32_t mblocks = (mg + 3) / 4;
+    dg_range_t r;
+    dw_item_t q;
+    uint32_t it;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_grad_dw_pointwise(p);
+        return;
+    }
+    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.dy_n = (size_t)p->out_c * q.y_hw;
+    q.x_n = (size_t)p->in_c * p->in_h * p->in_w;
+    q.w_m = (size_t)cg * p->k_h * p->k_w;
+    q.batch = p->batch;
+    q.out_h = p->out_h;
+    q.out_w = p->out_w;
+    q.in_h = p->in_h;
+    q.in_w = p->in_w;
+    q.stride_h = p->stride_h;
+    q.stride_w = p->stride_w;
+    q.dil_w = p->dil_w;
+    q.pad_left = p->pad_left;
+    r = dg_split(p->group * mblocks * cg * p->k_h);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t kh = it % p->k_h, c = (it / p->k_h) % cg;
+        const uint32_t mb = (it / (p->k_h * cg)) % mblocks, g = it / (p->k_h * cg * mblocks);
+        const uint32_t m0 = g * mg + mb * 4, mr = mg - mb * 4 < 4 ? mg - mb * 4 : 4;
+        uint32_t m, kw;
+        q.ih0 = (int32_t)(kh * p->dil_h) - (int32_t)p->pad_top;
+        q.x = p->x + ((size_t)g * cg + c) * p->in_h * p->in_w;
+        for (m = 0; m < mr; m += (mr == 4 ? 4 : 1)) {
+            q.dy = p->dy + (size_t)(m0 + m) * q.y_hw;
+            q.dw = p->dw + (size_t)(m0 + m) * q.w_m + ((size_t)c * p->k_h + kh) * p->k_w;
+            for (kw = 0; kw < p->k_w; kw += 4) {
+                const uint32_t nt = p->k_w - kw < 4 ? p->k_w - kw : 4;
+                if (mr == 4)
+                    nt == 4 ? dw_4x4(&q, kw) : nt == 3 ? dw_4x3(&q, kw)
+                    : nt == 2 ? dw_4x2(&q, kw) : dw_4x1(&q, kw);
+                else
+                    nt == 4 ? dw_1x4(&q, kw) : nt == 3 ? dw_1x3(&q, kw)
+                    : nt == 2 ? dw_1x2(&q, kw) : dw_1x1(&q, kw);
             }
         }
-        p->dw[e] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, acc);
     }
 }
 
+/* ---- dB: db[m] = sum over n, i (in this order) of dy[n, m, i]. Four
+ * channels are summed side by side: four independent addition chains
+ * instead of one, each in its own channel's order. */
 void dg_conv_grad_db_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     dg_range_t r = dg_split(p->out_c);
     const uint32_t hw = p->out_h * p->out_w;
-    uint32_t m, n, i;
-    for (m = r.start; m < r.end; m++) {
+    const size_t dy_n = (size_t)p->out_c * hw;
+    uint32_t m = r.start, n, i;
+    for (; m + 4 <= r.end; m += 4) {
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        for (n = 0; n < p->batch; n++) {
+            const float *d0 = p->dy + n * dy_n + (size_t)m * hw;
+            const float *d1 = d0 + hw, *d2 = d1 + hw, *d3 = d2 + hw;
+            for (i = 0; i < hw; i++) {
+                a0 += d0[i];
+                a1 += d1[i];
+                a2 += d2[i];
+                a3 += d3[i];
+            }
+        }
+        p->db[m] = DG_FAULT(DG_FAULT_CONV_GRAD_DB, a0);
+        p->db[m + 1] = DG_FAULT(DG_FAULT_CONV_GRAD_DB, a1);
+        p->db[m + 2] = DG_FAULT(DG_FAULT_CONV_GRAD_DB, a2);
+        p->db[m + 3] = DG_FAULT(DG_FAULT_CONV_GRAD_DB, a3);
+    }
+    for (; m < r.end; m++) {
         float acc = 0.0f;
         for (n = 0; n < p->batch; n++) {
-            const float *dyp = p->dy + ((size_t)n * p->out_c + m) * hw;
+            const float *dyp = p->dy + n * dy_n + (size_t)m * hw;
             for (i = 0; i < hw; i++)
                 acc += dyp[i];
         }

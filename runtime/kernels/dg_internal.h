@@ -5,6 +5,7 @@
 #include "dg_kernels.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* A kernel-level invariant. On the host emulation a violation aborts with
@@ -56,5 +57,51 @@ static inline void dg_pos_next(dg_pos_t *p, const uint32_t *shape)
         p->idx[d] = 0;
     }
 }
+
+/* Register-blocked matrix product used by Gemm, MatMul, FusedMatMul and the
+ * pointwise convolution: for i < rows, j < n,
+ *     y[i * ldy + j] = sum over kk = 0, 1, ..., k - 1 (in this order) of
+ *                      a[i * a_si + kk * a_sk] * b[kk * b_sk + j * b_sj]
+ * starting from 0.0f (acc == 0) or from the value already in y (acc != 0,
+ * to continue a sum over further k), one float accumulator per output. The
+ * tiling only
+ * changes which outputs are computed together, never the order of one
+ * output's sum, so the result does not depend on where a core's chunk of
+ * rows starts. Fastest when b_sj == 1 (rows of B contiguous) or b_sk == 1
+ * (columns contiguous). */
+void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+                     int acc);
+
+/* Output columns per register tile of dg_mm_block_f32 / the convolutions
+ * when B rows are contiguous: 8 fills two 4-wide vectors on hosts that
+ * auto-vectorize; the 32-bit cores (32 float registers, no float SIMD) keep
+ * 4 rows x 4 columns of accumulators in registers. -DDG_TILE_N=4 builds the
+ * RISC-V tiling on the host (the results are the same either way). */
+#ifndef DG_TILE_N
+#if defined(__riscv)
+#define DG_TILE_N 4
+#else
+#define DG_TILE_N 8
+#endif
+#endif
+#define DG_TILE_M 4
+
+/* Fully unrolls the column loop of a register tile, so the accumulators
+ * become registers (GCC keeps an array indexed in a loop in memory at -O2).
+ * Only a hint: other compilers ignore it. */
+#if defined(__GNUC__) && !defined(__clang__) && (__GNUC__ >= 8)
+#define DG_UNROLL_TILE _Pragma("GCC unroll 16")
+#else
+#define DG_UNROLL_TILE
+#endif
+
+/* Inlines a tile into each caller: on its own the register allocator
+ * spills half of a 4 x 8 tile's accumulators on x86-64. */
+#if defined(__GNUC__)
+#define DG_INLINE __inline__ __attribute__((always_inline))
+#else
+#define DG_INLINE
+#endif
 
 #endif /* DG_INTERNAL_H */

@@ -1,57 +1,337 @@
 /* Gemm and batched MatMul. Rows of the output are split across cores; each
- * output is one dot product summed over k in order. */
+ * output is one dot product summed over k in order, computed in register
+ * tiles of several outputs (dg_mm_block_f32) so the k loop reuses every
+ * load of A and B for several multiply-adds. */
 #include "dg_internal.h"
+
+/* ---- register tiles ------------------------------------------------------
+ * A(i, k) = pa[i * a_si + k * a_sk]. "rowb": B(k, j) = pb[k * b_sk + j]
+ * (j contiguous); "colb": B(k, j) = pb[k + j * b_sj] (k contiguous). Every
+ * accumulator starts at 0.0f (or, with acc, at the partial sum already in
+ * y) and adds its products in k order. */
+
+
+#define DG_TILE_ROWB_4XN(NAME, INIT0, INIT1, INIT2, INIT3)                                  \
+    static DG_INLINE void NAME(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk, \
+                     float *y, size_t ldy, uint32_t k)                                       \
+    {                                                                                         \
+        float c0[DG_TILE_N], c1[DG_TILE_N], c2[DG_TILE_N], c3[DG_TILE_N];                     \
+        const size_t s2 = 2 * a_si, s3 = 3 * a_si;                                            \
+        uint32_t kk, t;                                                                       \
+        for (t = 0; t < DG_TILE_N; t++) {                                                     \
+            c0[t] = INIT0;                                                                    \
+            c1[t] = INIT1;                                                                    \
+            c2[t] = INIT2;                                                                    \
+            c3[t] = INIT3;                                                                    \
+        }                                                                                     \
+        for (kk = 0; kk < k; kk++) {                                                          \
+            const float a0 = pa[0], a1 = pa[a_si], a2 = pa[s2], a3 = pa[s3];                  \
+            DG_UNROLL_TILE                                                                    \
+            for (t = 0; t < DG_TILE_N; t++) {                                                 \
+                const float bv = pb[t];                                                       \
+                c0[t] += a0 * bv;                                                             \
+                c1[t] += a1 * bv;                                                             \
+                c2[t] += a2 * bv;                                                             \
+                c3[t] += a3 * bv;                                                             \
+            }                                                                                 \
+            pa += a_sk;                                                                       \
+            pb += b_sk;                                                                       \
+        }                                                                                     \
+        for (t = 0; t < DG_TILE_N; t++) {                                                     \
+            y[t] = c0[t];                                                                     \
+            y[ldy + t] = c1[t];                                                               \
+            y[2 * ldy + t] = c2[t];                                                           \
+            y[3 * ldy + t] = c3[t];                                                           \
+        }                                                                                     \
+    }
+
+DG_TILE_ROWB_4XN(tile_rowb_4xn_new, 0.0f, 0.0f, 0.0f, 0.0f)
+DG_TILE_ROWB_4XN(tile_rowb_4xn_acc, y[t], y[ldy + t], y[2 * ldy + t], y[3 * ldy + t])
+
+static DG_INLINE void tile_rowb_4xn(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
+                          float *y, size_t ldy, uint32_t k, int acc)
+{
+    if (acc)
+        tile_rowb_4xn_acc(pa, a_si, a_sk, pb, b_sk, y, ldy, k);
+    else
+        tile_rowb_4xn_new(pa, a_si, a_sk, pb, b_sk, y, ldy, k);
+}
+
+static void tile_rowb_1xn(const float *pa, size_t a_sk, const float *pb, size_t b_sk, float *y,
+                          uint32_t k, int acc)
+{
+    float c0[DG_TILE_N];
+    uint32_t kk, t;
+    for (t = 0; t < DG_TILE_N; t++)
+        c0[t] = acc ? y[t] : 0.0f;
+    for (kk = 0; kk < k; kk++) {
+        const float a0 = pa[0];
+        DG_UNROLL_TILE
+        for (t = 0; t < DG_TILE_N; t++)
+            c0[t] += a0 * pb[t];
+        pa += a_sk;
+        pb += b_sk;
+    }
+    for (t = 0; t < DG_TILE_N; t++)
+        y[t] = c0[t];
+}
+
+/* 4 x 4 outputs, any B layout (used for k-contiguous B and for the edges). */
+static void tile_4x4(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t k, int acc)
+{
+    float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f;
+    float c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
+    float c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;
+    float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;
+    if (acc) {
+        c00 = y[0], c01 = y[1], c02 = y[2], c03 = y[3];
+        c10 = y[ldy], c11 = y[ldy + 1], c12 = y[ldy + 2], c13 = y[ldy + 3];
+        c20 = y[2 * ldy], c21 = y[2 * ldy + 1], c22 = y[2 * ldy + 2], c23 = y[2 * ldy + 3];
+        c30 = y[3 * ldy], c31 = y[3 * ldy + 1], c32 = y[3 * ldy + 2], c33 = y[3 * ldy + 3];
+    }
+    const size_t s2 = 2 * a_si, s3 = 3 * a_si, t2 = 2 * b_sj, t3 = 3 * b_sj;
+    uint32_t kk;
+    for (kk = 0; kk < k; kk++) {
+        const float a0 = pa[0], a1 = pa[a_si], a2 = pa[s2], a3 = pa[s3];
+        const float b0 = pb[0], b1 = pb[b_sj], b2 = pb[t2], b3 = pb[t3];
+        c00 += a0 * b0;
+        c01 += a0 * b1;
+        c02 += a0 * b2;
+        c03 += a0 * b3;
+        c10 += a1 * b0;
+        c11 += a1 * b1;
+        c12 += a1 * b2;
+        c13 += a1 * b3;
+        c20 += a2 * b0;
+        c21 += a2 * b1;
+        c22 += a2 * b2;
+        c23 += a2 * b3;
+        c30 += a3 * b0;
+        c31 += a3 * b1;
+        c32 += a3 * b2;
+        c33 += a3 * b3;
+        pa += a_sk;
+        pb += b_sk;
+    }
+    y[0] = c00;
+    y[1] = c01;
+    y[2] = c02;
+    y[3] = c03;
+    y += ldy;
+    y[0] = c10;
+    y[1] = c11;
+    y[2] = c12;
+    y[3] = c13;
+    y += ldy;
+    y[0] = c20;
+    y[1] = c21;
+    y[2] = c22;
+    y[3] = c23;
+    y += ldy;
+    y[0] = c30;
+    y[1] = c31;
+    y[2] = c32;
+    y[3] = c33;
+}
+
+/* 4 rows x 1 column / 1 row x 4 columns / 1 x 1, any layout. */
+static void tile_4x1(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
+                     float *y, size_t ldy, uint32_t k, int acc)
+{
+    float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[ldy] : 0.0f;
+    float c2 = acc ? y[2 * ldy] : 0.0f, c3 = acc ? y[3 * ldy] : 0.0f;
+    const size_t s2 = 2 * a_si, s3 = 3 * a_si;
+    uint32_t kk;
+    for (kk = 0; kk < k; kk++) {
+        const float bv = pb[0];
+        c0 += pa[0] * bv;
+        c1 += pa[a_si] * bv;
+        c2 += pa[s2] * bv;
+        c3 += pa[s3] * bv;
+        pa += a_sk;
+        pb += b_sk;
+    }
+    y[0] = c0;
+    y[ldy] = c1;
+    y[2 * ldy] = c2;
+    y[3 * ldy] = c3;
+}
+
+static void tile_1x4(const float *pa, size_t a_sk, const float *pb, size_t b_sk, size_t b_sj,
+                     float *y, uint32_t k, int acc)
+{
+    float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[1] : 0.0f;
+    float c2 = acc ? y[2] : 0.0f, c3 = acc ? y[3] : 0.0f;
+    const size_t t2 = 2 * b_sj, t3 = 3 * b_sj;
+    uint32_t kk;
+    for (kk = 0; kk < k; kk++) {
+        const float av = pa[0];
+        c0 += av * pb[0];
+        c1 += av * pb[b_sj];
+        c2 += av * pb[t2];
+        c3 += av * pb[t3];
+        pa += a_sk;
+        pb += b_sk;
+    }
+    y[0] = c0;
+    y[1] = c1;
+    y[2] = c2;
+    y[3] = c3;
+}
+
+static float dot1(const float *pa, size_t a_sk, const float *pb, size_t b_sk, uint32_t k, float c)
+{
+    uint32_t kk;
+    for (kk = 0; kk < k; kk++) {
+        c += pa[0] * pb[0];
+        pa += a_sk;
+        pb += b_sk;
+    }
+    return c;
+}
+
+static void mm_tiles(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
+{
+    /* j contiguous in B (and not the degenerate n == 1 column): wide tiles */
+    const int rowb = b_sj == 1 && n >= DG_TILE_N;
+    const uint32_t nw = rowb ? DG_TILE_N : 4;
+    uint32_t i = 0, j;
+    for (; i + DG_TILE_M <= rows; i += DG_TILE_M) {
+        const float *pa = a + i * a_si;
+        float *yr = y + i * ldy;
+        for (j = 0; j + nw <= n; j += nw) {
+            if (rowb)
+                tile_rowb_4xn(pa, a_si, a_sk, b + j, b_sk, yr + j, ldy, k, acc);
+            else
+                tile_4x4(pa, a_si, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, ldy, k, acc);
+        }
+        for (; j + 4 <= n; j += 4)
+            tile_4x4(pa, a_si, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, ldy, k, acc);
+        for (; j < n; j++)
+            tile_4x1(pa, a_si, a_sk, b + j * b_sj, b_sk, yr + j, ldy, k, acc);
+    }
+    for (; i < rows; i++) {
+        const float *pa = a + i * a_si;
+        float *yr = y + i * ldy;
+        for (j = 0; j + nw <= n; j += nw) {
+            if (rowb)
+                tile_rowb_1xn(pa, a_sk, b + j, b_sk, yr + j, k, acc);
+            else
+                tile_1x4(pa, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, k, acc);
+        }
+        for (; j + 4 <= n; j += 4)
+            tile_1x4(pa, a_sk, b + j * b_sj, b_sk, b_sj, yr + j, k, acc);
+        for (; j < n; j++)
+            yr[j] = dot1(pa, a_sk, b + j * b_sj, b_sk, k, acc ? yr[j] : 0.0f);
+    }
+}
+
+#if !defined(__riscv) && !defined(DG_MM_NO_PACK)
+/* Hosts with vector units: a k-contiguous B (transposed B, the dot-product
+ * form) is copied DG_TILE_N columns x DG_MM_PACK_K k at a time into a
+ * small j-contiguous panel so the wide tiles apply; between k chunks the
+ * partial sums wait in y (stored floats, so continuing from them is the
+ * same as continuing in a register). The 32-bit cores have no float SIMD
+ * and run the 4 x 4 dot-product tiles instead, without the copy and its
+ * stack buffer. */
+#define DG_MM_PACK_K 128
+static void mm_packed(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sj,
+                      float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
+{
+    float pk[DG_MM_PACK_K * DG_TILE_N];
+    uint32_t j0, k0, kk, t, i;
+    for (j0 = 0; j0 + DG_TILE_N <= n; j0 += DG_TILE_N) {
+        for (k0 = 0; k0 < k; k0 += DG_MM_PACK_K) {
+            const uint32_t kc = k - k0 < DG_MM_PACK_K ? k - k0 : DG_MM_PACK_K;
+            const int ac = acc || k0 > 0;
+            for (t = 0; t < DG_TILE_N; t++) {
+                const float *bc = b + (j0 + t) * b_sj + k0;
+                for (kk = 0; kk < kc; kk++)
+                    pk[kk * DG_TILE_N + t] = bc[kk];
+            }
+            for (i = 0; i + DG_TILE_M <= rows; i += DG_TILE_M)
+                tile_rowb_4xn(a + i * a_si + k0 * a_sk, a_si, a_sk, pk, DG_TILE_N,
+                              y + i * ldy + j0, ldy, kc, ac);
+            for (; i < rows; i++)
+                tile_rowb_1xn(a + i * a_si + k0 * a_sk, a_sk, pk, DG_TILE_N, y + i * ldy + j0, kc,
+                              ac);
+        }
+    }
+    if (j0 < n)
+        mm_tiles(a, a_si, a_sk, b + j0 * b_sj, 1, b_sj, y + j0, ldy, rows, n - j0, k, acc);
+}
+#endif
+
+void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
+                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+                     int acc)
+{
+#if !defined(__riscv) && !defined(DG_MM_NO_PACK)
+    if (b_sk == 1 && b_sj != 1 && n >= DG_TILE_N && rows >= DG_TILE_M && k > 0) {
+        mm_packed(a, a_si, a_sk, b, b_sj, y, ldy, rows, n, k, acc);
+        return;
+    }
+#endif
+    mm_tiles(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, acc);
+}
 
 void dg_gemm_f32(void *args)
 {
     const dg_gemm_args_t *p = (const dg_gemm_args_t *)args;
     dg_range_t r = dg_split(p->m);
-    const uint32_t a_si = p->trans_a ? 1 : p->k, a_sk = p->trans_a ? p->m : 1;
-    const uint32_t b_sk = p->trans_b ? 1 : p->n, b_sj = p->trans_b ? p->k : 1;
+    const size_t a_si = p->trans_a ? 1 : p->k, a_sk = p->trans_a ? p->m : 1;
+    const size_t b_sk = p->trans_b ? 1 : p->n, b_sj = p->trans_b ? p->k : 1;
     const int use_c = p->c != NULL && p->beta != 0.0f;
-    uint32_t i, j, kk;
+    uint32_t i, j;
+    if (r.start >= r.end)
+        return;
+    dg_mm_block_f32(p->a + r.start * a_si, a_si, a_sk, p->b, b_sk, b_sj,
+                    p->y + (size_t)r.start * p->n, p->n, r.end - r.start, p->n, p->k, 0);
+    /* epilogue: y = alpha * sum (+ beta * C) */
     for (i = r.start; i < r.end; i++) {
-        const float *arow = p->a + (size_t)i * a_si;
-        for (j = 0; j < p->n; j++) {
-            const float *bcol = p->b + (size_t)j * b_sj;
-            float acc = 0.0f, v;
-            for (kk = 0; kk < p->k; kk++)
-                acc += arow[(size_t)kk * a_sk] * bcol[(size_t)kk * b_sk];
-            v = p->alpha * acc;
-            if (use_c)
-                v += p->beta * p->c[(size_t)i * p->c_stride_m + (size_t)j * p->c_stride_n];
-            p->y[(size_t)i * p->n + j] = DG_FAULT(DG_FAULT_GEMM, v);
+        float *yr = p->y + (size_t)i * p->n;
+        if (use_c) {
+            const float *cr = p->c + (size_t)i * p->c_stride_m;
+            const size_t cs = p->c_stride_n;
+            for (j = 0; j < p->n; j++)
+                yr[j] = DG_FAULT(DG_FAULT_GEMM, p->alpha * yr[j] + p->beta * cr[j * cs]);
+        } else {
+            for (j = 0; j < p->n; j++)
+                yr[j] = DG_FAULT(DG_FAULT_GEMM, p->alpha * yr[j]);
         }
     }
 }
 
-/* Batched y = alpha * op(A) op(B); one output row per work item. */
-static void matmul_rows(const dg_matmul_args_t *p, uint32_t trans_a, uint32_t trans_b, float alpha, int fault)
+/* Batched y = alpha * op(A) op(B); the batch * m output rows are split. */
+static void matmul_rows(const dg_matmul_args_t *p, uint32_t trans_a, uint32_t trans_b, float alpha,
+                        int fault)
 {
     dg_range_t r = dg_split(p->batch * p->m);
-    const uint32_t a_si = trans_a ? 1 : p->k, a_sk = trans_a ? p->m : 1;
-    const uint32_t b_sk = trans_b ? 1 : p->n, b_sj = trans_b ? p->k : 1;
-    uint32_t row, j, kk, d;
+    const size_t a_si = trans_a ? 1 : p->k, a_sk = trans_a ? p->m : 1;
+    const size_t b_sk = trans_b ? 1 : p->n, b_sj = trans_b ? p->k : 1;
+    uint32_t row = r.start, j, d;
     (void)fault;
-    for (row = r.start; row < r.end; row++) {
-        const uint32_t bi = row / p->m, i = row % p->m;
+    while (row < r.end) {
+        const uint32_t bi = row / p->m, i0 = row % p->m;
+        const uint32_t rows = (p->m - i0 < r.end - row) ? p->m - i0 : r.end - row;
         size_t aoff = 0, boff = 0;
-        uint32_t rem = bi;
-        const float *arow, *bmat;
+        uint32_t rem = bi, i;
         for (d = p->nbatch_dims; d-- > 0;) {
             const uint32_t id = rem % p->batch_shape[d];
             rem /= p->batch_shape[d];
             aoff += (size_t)id * p->a_bstrides[d];
             boff += (size_t)id * p->b_bstrides[d];
         }
-        arow = p->a + aoff + (size_t)i * a_si;
-        bmat = p->b + boff;
-        for (j = 0; j < p->n; j++) {
-            float acc = 0.0f;
-            for (kk = 0; kk < p->k; kk++)
-                acc += arow[(size_t)kk * a_sk] * bmat[(size_t)kk * b_sk + (size_t)j * b_sj];
-            p->y[(size_t)row * p->n + j] = DG_FAULT(fault, alpha * acc);
+        dg_mm_block_f32(p->a + aoff + i0 * a_si, a_si, a_sk, p->b + boff, b_sk, b_sj,
+                        p->y + (size_t)row * p->n, p->n, rows, p->n, p->k, 0);
+        for (i = 0; i < rows; i++) {
+            float *yr = p->y + (size_t)(row + i) * p->n;
+            for (j = 0; j < p->n; j++)
+                yr[j] = DG_FAULT(fault, alpha * yr[j]);
         }
+        row += rows;
     }
 }
 

@@ -4,41 +4,246 @@
 
 #include <float.h>
 
+/* Max over the window taps inside the input, in window order (kh, then
+ * kw), keeping the first maximum: best starts at the first tap and is
+ * replaced only by a strictly greater value. The input rows of the window
+ * are found once per output row, the kw range once per border column;
+ * interior columns take every kw without checks. The index is only
+ * tracked when the Indices output is wanted. A window with no tap inside
+ * the input gives -FLT_MAX (index: plane offset - 1), as before. */
+typedef struct {
+    const float *x; /* x[plane, 0, 0] */
+    uint32_t in_w, k_w, dil_w, dil_h, stride_w, pad_left;
+    uint32_t kh_lo, kh_hi;
+    int32_t ih0;
+} maxpool_row_t;
+
+static float maxpool_value(const maxpool_row_t *q, uint32_t ow, uint32_t kw_lo, uint32_t kw_hi)
+{
+    const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
+    float best = -FLT_MAX;
+    int first = 1;
+    uint32_t kh, kw;
+    if (kw_lo >= kw_hi)
+        return best;
+    for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
+        const float *xr = q->x + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w +
+                          (ptrdiff_t)(iw0 + (int32_t)(kw_lo * q->dil_w));
+        kw = kw_lo;
+        if (first) {
+            best = xr[0];
+            first = 0;
+            xr += q->dil_w;
+            kw++;
+        }
+        for (; kw < kw_hi; kw++, xr += q->dil_w) {
+            const float v = xr[0];
+            best = v > best ? v : best;
+        }
+    }
+    return best;
+}
+
+static float maxpool_index(const maxpool_row_t *q, uint32_t ow, uint32_t kw_lo, uint32_t kw_hi,
+                           int64_t *idx)
+{
+    const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
+    float best = -FLT_MAX;
+    int32_t bi = -1;
+    uint32_t kh, kw;
+    if (kw_lo >= kw_hi) {
+        *idx = -1;
+        return best;
+    }
+    for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
+        const uint32_t ih = (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h));
+        const float *xr = q->x + (size_t)ih * q->in_w;
+        for (kw = kw_lo; kw < kw_hi; kw++) {
+            const int32_t iw = iw0 + (int32_t)(kw * q->dil_w);
+            const float v = xr[iw];
+            if (v > best || bi < 0) {
+                best = v;
+                bi = (int32_t)(ih * q->in_w) + iw;
+            }
+        }
+    }
+    *idx = bi;
+    return best;
+}
+
+/* NP interior outputs ow0 .. ow0 + NP - 1 side by side (NP independent
+ * max chains), every kw inside the input and at least one input row. */
+#define DG_MAXPOOL_TILE(NAME, NP, SW)                                                       \
+    static void NAME(const maxpool_row_t *q, uint32_t ow0, float *y)                        \
+    {                                                                                       \
+        float best[NP];                                                                     \
+        const size_t sw = (SW) ? (SW) : q->stride_w;                                        \
+        const float *x0 = q->x + ow0 * sw - q->pad_left;                                    \
+        uint32_t kh, kw, t;                                                                 \
+        const float *xr = x0 + (size_t)(uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w; \
+        DG_UNROLL_TILE                                                                      \
+        for (t = 0; t < (NP); t++)                                                          \
+            best[t] = xr[t * sw];                                                           \
+        for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                          \
+            xr = x0 + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;      \
+            for (kw = kh == q->kh_lo ? 1 : 0; kw < q->k_w; kw++) {                          \
+                const float *xb = xr + kw * q->dil_w;                                       \
+                DG_UNROLL_TILE                                                              \
+                for (t = 0; t < (NP); t++) {                                                \
+                    const float v = xb[t * sw];                                             \
+                    best[t] = v > best[t] ? v : best[t];                                    \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        DG_UNROLL_TILE                                                                      \
+        for (t = 0; t < (NP); t++)                                                          \
+            y[ow0 + t] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[t]);                             \
+    }
+
+DG_MAXPOOL_TILE(maxpool_tile_s1, 8, 1)
+DG_MAXPOOL_TILE(maxpool_tile_s2, 4, 2)
+DG_MAXPOOL_TILE(maxpool_tile_sx, 4, 0)
+
+/* The same with the flat index of each maximum (first one on ties). */
+static void maxpool_tile_idx(const maxpool_row_t *q, uint32_t ow0, float *y, int64_t *idx,
+                             int64_t base)
+{
+    float b0, b1, b2, b3;
+    int32_t i0, i1, i2, i3;
+    const uint32_t sw = q->stride_w;
+    const int32_t iw0 = (int32_t)(ow0 * sw) - (int32_t)q->pad_left;
+    uint32_t kh, kw;
+    {
+        const int32_t o = (q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * (int32_t)q->in_w + iw0;
+        b0 = q->x[o];
+        b1 = q->x[o + (int32_t)sw];
+        b2 = q->x[o + 2 * (int32_t)sw];
+        b3 = q->x[o + 3 * (int32_t)sw];
+        i0 = o;
+        i1 = o + (int32_t)sw;
+        i2 = o + 2 * (int32_t)sw;
+        i3 = o + 3 * (int32_t)sw;
+    }
+    for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
+        const int32_t ro = (q->ih0 + (int32_t)(kh * q->dil_h)) * (int32_t)q->in_w + iw0;
+        for (kw = kh == q->kh_lo ? 1 : 0; kw < q->k_w; kw++) {
+            const int32_t o = ro + (int32_t)(kw * q->dil_w);
+            const float v0 = q->x[o], v1 = q->x[o + (int32_t)sw];
+            const float v2 = q->x[o + 2 * (int32_t)sw], v3 = q->x[o + 3 * (int32_t)sw];
+            if (v0 > b0) {
+                b0 = v0;
+                i0 = o;
+            }
+            if (v1 > b1) {
+                b1 = v1;
+                i1 = o + (int32_t)sw;
+            }
+            if (v2 > b2) {
+                b2 = v2;
+                i2 = o + 2 * (int32_t)sw;
+            }
+            if (v3 > b3) {
+                b3 = v3;
+                i3 = o + 3 * (int32_t)sw;
+            }
+        }
+    }
+    y[ow0] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b0);
+    y[ow0 + 1] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b1);
+    y[ow0 + 2] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b2);
+    y[ow0 + 3] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b3);
+    idx[ow0] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i0);
+    idx[ow0 + 1] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i1);
+    idx[ow0 + 2] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i2);
+    idx[ow0 + 3] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i3);
+}
+
 void dg_maxpool_f32(void *args)
 {
     const dg_pool_args_t *p = (const dg_pool_args_t *)args;
     const uint32_t planes = p->batch * p->channels;
+    const uint32_t span_w = (p->k_w - 1) * p->dil_w;
+    const size_t in_hw = (size_t)p->in_h * p->in_w;
     dg_range_t r = dg_split(planes * p->out_h);
-    uint32_t row;
+    uint32_t row, ow_lo, ow_hi;
+    maxpool_row_t q;
+    /* interior columns: every kw inside [0, in_w) */
+    ow_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    ow_hi = p->in_w + p->pad_left >= span_w + 1
+                ? (p->in_w + p->pad_left - span_w - 1) / p->stride_w + 1
+                : 0;
+    if (ow_hi > p->out_w)
+        ow_hi = p->out_w;
+    if (ow_lo > ow_hi)
+        ow_lo = ow_hi;
+    q.in_w = p->in_w;
+    q.k_w = p->k_w;
+    q.dil_w = p->dil_w;
+    q.dil_h = p->dil_h;
+    q.stride_w = p->stride_w;
+    q.pad_left = p->pad_left;
     for (row = r.start; row < r.end; row++) {
         const uint32_t oh = row % p->out_h, pl = row / p->out_h;
-        const float *xp = p->x + (size_t)pl * p->in_h * p->in_w;
-        const int64_t hs = (int64_t)oh * p->stride_h - (int64_t)p->pad_top;
-        uint32_t ow, kh, kw;
-        for (ow = 0; ow < p->out_w; ow++) {
-            const int64_t ws = (int64_t)ow * p->stride_w - (int64_t)p->pad_left;
-            float best = -FLT_MAX;
-            int64_t best_i = -1;
-            for (kh = 0; kh < p->k_h; kh++) {
-                const int64_t ih = hs + (int64_t)kh * p->dil_h;
-                if (ih < 0 || ih >= (int64_t)p->in_h)
-                    continue;
-                for (kw = 0; kw < p->k_w; kw++) {
-                    const int64_t iw = ws + (int64_t)kw * p->dil_w;
-                    float v;
-                    if (iw < 0 || iw >= (int64_t)p->in_w)
-                        continue;
-                    v = xp[ih * p->in_w + iw];
-                    if (v > best || best_i < 0) {
-                        best = v;
-                        best_i = ih * p->in_w + iw;
-                    }
+        float *y = p->y + (size_t)row * p->out_w;
+        uint32_t kh, ow, tiled_lo = 0, tiled_hi = 0;
+        q.x = p->x + (size_t)pl * in_hw;
+        q.ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
+        for (kh = 0; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
+            ;
+        q.kh_lo = kh;
+        for (; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < (int32_t)p->in_h; kh++)
+            ;
+        q.kh_hi = kh;
+        /* interior tiles (the last one shifted left to end at ow_hi) */
+        ow = 0;
+        if (q.kh_lo < q.kh_hi) {
+            const uint32_t np = p->indices ? 4 : p->stride_w == 1 ? 8 : 4;
+            int64_t *ip = p->indices ? p->indices + (size_t)row * p->out_w : NULL;
+            uint32_t o;
+            if (ow_hi - ow_lo >= np) {
+                for (o = ow_lo;; o += np) {
+                    if (o + np > ow_hi)
+                        o = ow_hi - np;
+                    if (ip)
+                        maxpool_tile_idx(&q, o, y, ip, (int64_t)pl * (int64_t)in_hw);
+                    else if (p->stride_w == 1)
+                        maxpool_tile_s1(&q, o, y);
+                    else if (p->stride_w == 2)
+                        maxpool_tile_s2(&q, o, y);
+                    else
+                        maxpool_tile_sx(&q, o, y);
+                    if (o + np == ow_hi)
+                        break;
                 }
+                tiled_lo = ow_lo;
+                tiled_hi = ow_hi;
             }
-            p->y[(size_t)row * p->out_w + ow] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best);
-            if (p->indices)
-                p->indices[(size_t)row * p->out_w + ow] = DG_FAULT_I(
-                    DG_FAULT_MAXPOOL_IDX, (int64_t)pl * p->in_h * p->in_w + best_i);
+        }
+        for (ow = 0; ow < p->out_w; ow++) {
+            uint32_t kw_lo = 0, kw_hi = p->k_w;
+            if (ow == tiled_lo && tiled_hi > tiled_lo) {
+                ow = tiled_hi - 1;
+                continue;
+            }
+            if (q.kh_lo >= q.kh_hi) {
+                kw_hi = 0;
+            } else if (ow < ow_lo || ow >= ow_hi) {
+                const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;
+                for (; kw_lo < p->k_w && iw0 + (int32_t)(kw_lo * p->dil_w) < 0; kw_lo++)
+                    ;
+                for (kw_hi = kw_lo;
+                     kw_hi < p->k_w && iw0 + (int32_t)(kw_hi * p->dil_w) < (int32_t)p->in_w;
+                     kw_hi++)
+                    ;
+            }
+            if (p->indices) {
+                int64_t bi;
+                y[ow] = DG_FAULT(DG_FAULT_MAXPOOL_Y, maxpool_index(&q, ow, kw_lo, kw_hi, &bi));
+                p->indices[(size_t)row * p->out_w + ow] =
+                    DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, (int64_t)pl * (int64_t)in_hw + bi);
+            } else {
+                y[ow] = DG_FAULT(DG_FAULT_MAXPOOL_Y, maxpool_value(&q, ow, kw_lo, kw_hi));
+            }
         }
     }
 }
