@@ -5,6 +5,7 @@
 pub mod build;
 pub mod inspect;
 mod output;
+pub mod report;
 pub mod test;
 
 use std::process::ExitCode;
@@ -32,6 +33,9 @@ enum Command {
     /// Generate, build and run models on the host emulation; check their
     /// results against the references (exit 0 pass, 1 wrong, 2 not run).
     Test(crate::verify::cli::TestArgs),
+    /// Measure generation time and memory, arena packing, weight supply and
+    /// the generated step's speed next to onnxruntime.
+    Report(report::Args),
 }
 
 /// Run the command line; the process exit code per SPEC §1.
@@ -40,6 +44,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(a).map(|()| true),
         Command::Build(a) => build::run(a),
+        Command::Report(a) => report::run(a).map(|()| true),
         Command::Test(a) => match test::run(&a) {
             Ok(0) => Ok(true),
             Ok(code) => return ExitCode::from(code.clamp(1, 255) as u8),

@@ -625,13 +625,13 @@ pub fn generate(
                     staged_bytes += b.size;
                     e
                 };
-                while image.len() % 4 != 0 {
+                while !image.len().is_multiple_of(4) {
                     image.push(0);
                 }
                 let offset = image.len() as u64;
                 image.extend_from_slice(&raw);
                 let mut padded = raw.clone();
-                while padded.len() % 4 != 0 {
+                while !padded.len().is_multiple_of(4) {
                     padded.push(0);
                 }
                 hex.push((PathBuf::from(format!("hex/{idx}.hex")), padded));
@@ -645,7 +645,7 @@ pub fn generate(
             }
         }
     }
-    while image.len() % 4 != 0 {
+    while !image.len().is_multiple_of(4) {
         image.push(0);
     }
 

@@ -27,6 +27,7 @@ pub mod exec;
 pub mod harness;
 pub mod junit;
 pub mod manifest;
+pub mod report;
 pub mod runner;
 pub mod status;
 
