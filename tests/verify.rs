@@ -249,13 +249,14 @@ fn pipeline_errors_are_classified_by_stage() {
         supported: "".into(),
     };
     assert_stage(&at(unknown), Stage::Import, "operator 'Foo'");
-    assert_stage(&at(Error::Binding("slot 2 expects [3, 4]".into())), Stage::Bind, "slot 2");
+    assert_stage(&at(Error::binding("slot 2 expects [3, 4]")), Stage::Bind, "slot 2");
     let capacity = Error::Capacity {
         platform: "GAP9".into(),
         level: "L2".into(),
         needed: 2,
         available: 1,
         message: "L2 needs 2 B, has 1 B".into(),
+        hints: vec![],
     };
     assert_stage(&at(capacity), Stage::Plan, "L2 needs 2 B");
     // A step that knows its stage says so.
@@ -274,13 +275,14 @@ fn clone_err(e: &Error) -> Error {
             opset: opset.clone(),
             supported: supported.clone(),
         },
-        Error::Binding(s) => Error::Binding(s.clone()),
-        Error::Capacity { platform, level, needed, available, message } => Error::Capacity {
+        Error::Binding { detail, .. } => Error::binding(detail.clone()),
+        Error::Capacity { platform, level, needed, available, message, hints } => Error::Capacity {
             platform: platform.clone(),
             level: level.clone(),
             needed: *needed,
             available: *available,
             message: message.clone(),
+            hints: hints.clone(),
         },
         _ => unreachable!(),
     }
