@@ -256,12 +256,12 @@ fn line_diff(a: &str, b: &str) -> String {
                 ops.push((' ', am[i]));
                 i += 1;
                 j += 1;
-            } else if j < m && (i == n || t[i * (m + 1) + j + 1] >= t[(i + 1) * (m + 1) + j]) {
-                ops.push(('+', bm[j]));
-                j += 1;
-            } else {
+            } else if i < n && (j == m || t[(i + 1) * (m + 1) + j] >= t[i * (m + 1) + j + 1]) {
                 ops.push(('-', am[i]));
                 i += 1;
+            } else {
+                ops.push(('+', bm[j]));
+                j += 1;
             }
         }
     }
@@ -1112,4 +1112,21 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         calls,
         post,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unified_diff_shows_changed_lines_with_context() {
+        let a = "1\n2\n3\n4\n5\n6\n7\n";
+        let b = "1\n2\n3\nfour\n5\n6\n7\n";
+        let d = unified_diff(Path::new("x.c"), a.as_bytes(), b.as_bytes());
+        assert!(d.starts_with("--- a/x.c\n+++ b/x.c\n@@ -1,7 +1,7 @@\n"), "{d}");
+        assert!(d.contains("\n-4\n+four\n"), "{d}");
+        assert!(d.contains(" 3\n") && d.contains(" 5\n"), "{d}");
+        let bin = unified_diff(Path::new("l3.bin"), &[0xff, 0], &[0xfe]);
+        assert!(bin.contains("binary file l3.bin differs"), "{bin}");
+    }
 }
