@@ -15,6 +15,7 @@
 //! `error`. `cli` is the command line, one file per command.
 
 pub mod bind;
+pub mod c;
 pub mod check;
 pub mod cli;
 pub mod diag;

@@ -3,7 +3,7 @@
 //! The emitter makes no decision the plan did not make: levels, offsets,
 //! staging and L1 copies, and every weight's supply come from
 //! [`plan::Plan`]; what each node calls comes from its kernel binding
-//! ([`kernels::binding_for`]); the values come from the graph and the
+//! (the registry entry's `OpDef::kernel`); the values come from the graph and the
 //! [`bind::Binding`]. Rust computes the facts, the askama templates in
 //! `templates/` hold the C.
 //!
@@ -20,9 +20,7 @@
 //!   file; `runtime/` (kernels, memory layer, harness helpers, host
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
-pub mod c;
 pub mod cli;
-pub mod kernels;
 mod render;
 
 use std::collections::{BTreeMap, HashMap};
@@ -31,8 +29,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::bind::{self, RefKind};
+use crate::c;
 use crate::error::{Error, Result};
 use crate::ir::{self, DType, Graph, Model, Role, TensorData};
+use crate::ops::{self, kernel};
 use crate::plan::{self, Access, BufId, GraphSel, Level, Placement, Supply};
 
 /// Default absolute tolerance of every comparison (SPEC §5 rule 4).
@@ -980,9 +980,8 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         .get((n.step - base) as usize)
         .ok_or_else(|| Error::plan(format!("plan step {} of node '{}' is not in the schedule", n.step, n.name)))?;
     let node = g.node(ni);
-    let binding = kernels::binding_for(&node.op).ok_or_else(|| {
-        let mut known: Vec<&str> = crate::ops::supported().into_iter().filter(|o| kernels::binding_for(o).is_some()).collect();
-        known.sort_unstable();
+    let binding = ops::of(node).kernel.ok_or_else(|| {
+        let known = ops::with_kernels();
         Error::Node {
             node: node.name.clone(),
             op: node.op.clone(),
@@ -1027,7 +1026,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
                 ));
             };
             let numel = ctx.plan.buffers[w].bytes / 4;
-            members.push(kernels::Member {
+            members.push(kernel::Member {
                 name: p.name.clone(),
                 param: at(w),
                 grad: at(gb),
@@ -1036,7 +1035,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             });
         }
     }
-    let kctx = kernels::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
+    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
     let kc = binding(&kctx)?;
 
     let written: Vec<BufId> = kc

@@ -1,13 +1,13 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Conv", infer: conv, ..OpDef::BASE },
+    OpDef { name: "Conv", infer: conv, kernel: Some(kernel::conv), ..OpDef::BASE },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
-    OpDef { name: "ConvGrad", infer: conv_grad, gradient: true, ..OpDef::BASE },
+    OpDef { name: "ConvGrad", infer: conv_grad, gradient: true, kernel: Some(kernel::conv_grad), ..OpDef::BASE },
 ];
 
 /// Spatial geometry shared by Conv and the pooling operators.

@@ -1,25 +1,32 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
-use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
+use super::{broadcast_inputs, kernel, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Add", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
-    OpDef { name: "Sub", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
-    OpDef { name: "Mul", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
-    OpDef { name: "Div", infer: binary, fold: Some(fold_arith), ..OpDef::BASE },
-    OpDef { name: "Pow", infer: pow, ..OpDef::BASE },
-    OpDef { name: "Sum", infer: binary, ..OpDef::BASE },
-    OpDef { name: "Relu", infer: unary, ..OpDef::BASE },
-    OpDef { name: "Gelu", infer: unary, ..OpDef::BASE },
-    OpDef { name: "Identity", infer: unary, fold: Some(fold_identity), view: true, ..OpDef::BASE },
+    OpDef { name: "Add", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
+    OpDef { name: "Sub", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
+    OpDef { name: "Mul", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
+    OpDef { name: "Div", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
+    OpDef { name: "Pow", infer: pow, kernel: Some(kernel::binary), ..OpDef::BASE },
+    OpDef { name: "Sum", infer: binary, kernel: Some(kernel::sum), ..OpDef::BASE },
+    OpDef { name: "Relu", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Gelu", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef {
+        name: "Identity",
+        infer: unary,
+        fold: Some(fold_identity),
+        view: true,
+        kernel: Some(kernel::copy),
+        ..OpDef::BASE
+    },
     OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), ..OpDef::BASE },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
-    OpDef { name: "Scale", infer: unary, ..OpDef::BASE },
+    OpDef { name: "Scale", infer: unary, kernel: Some(kernel::scale), ..OpDef::BASE },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
-    OpDef { name: "ReluGrad", infer: unary, gradient: true, ..OpDef::BASE },
-    OpDef { name: "GeluGrad", infer: unary, gradient: true, ..OpDef::BASE },
+    OpDef { name: "ReluGrad", infer: unary, gradient: true, kernel: Some(kernel::act_grad), ..OpDef::BASE },
+    OpDef { name: "GeluGrad", infer: unary, gradient: true, kernel: Some(kernel::act_grad), ..OpDef::BASE },
 ];
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {

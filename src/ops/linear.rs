@@ -1,16 +1,16 @@
 //! Gemm and MatMul. Their gradients are Gemm/MatMul/ReduceSum nodes in the
 //! backward graph; there is no GemmGrad operator.
 
-use super::{broadcast, Ctx, OpDef};
+use super::{broadcast, kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Gemm", infer: gemm, ..OpDef::BASE },
-    OpDef { name: "MatMul", infer: matmul, ..OpDef::BASE },
+    OpDef { name: "Gemm", infer: gemm, kernel: Some(kernel::gemm), ..OpDef::BASE },
+    OpDef { name: "MatMul", infer: matmul, kernel: Some(kernel::matmul), ..OpDef::BASE },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
-    OpDef { name: "FusedMatMul", infer: fused_matmul, ..OpDef::BASE },
+    OpDef { name: "FusedMatMul", infer: fused_matmul, kernel: Some(kernel::matmul), ..OpDef::BASE },
 ];
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from

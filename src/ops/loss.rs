@@ -1,13 +1,20 @@
 //! Loss functions and their gradients.
 
-use super::{Ctx, OpDef, Train};
+use super::{kernel, Ctx, OpDef, Train};
 use crate::error::Result;
 use crate::ir::{Graph, Node, Origin, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (scores [N, C, ...], labels [N, ...] [, weights]) -> loss, log_prob.
     // Deeploy's exporters write a log-prob-only form, see `log_prob_only`.
-    OpDef { name: "SoftmaxCrossEntropyLoss", infer: sce, train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
+    OpDef {
+        name: "SoftmaxCrossEntropyLoss",
+        infer: sce,
+        train: Train::Loss,
+        labels: Some(slot_1),
+        kernel: Some(kernel::sce_loss),
+        ..OpDef::BASE
+    },
     // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or the
     // 2-input form (log_prob, labels) with dY = 1.
     OpDef {
@@ -15,12 +22,27 @@ pub const OPS: &[OpDef] = &[
         infer: sce_grad,
         gradient: true,
         labels: Some(sce_grad_labels),
+        kernel: Some(kernel::sce_loss_grad),
         ..OpDef::BASE
     },
     // (X, target) -> scalar mean of squared differences.
-    OpDef { name: "MSELoss", infer: mse, train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
+    OpDef {
+        name: "MSELoss",
+        infer: mse,
+        train: Train::Loss,
+        labels: Some(slot_1),
+        kernel: Some(kernel::mse_loss),
+        ..OpDef::BASE
+    },
     // (dY, X, target) -> dX.
-    OpDef { name: "MSELossGrad", infer: mse_grad, gradient: true, labels: Some(slot_2), ..OpDef::BASE },
+    OpDef {
+        name: "MSELossGrad",
+        infer: mse_grad,
+        gradient: true,
+        labels: Some(slot_2),
+        kernel: Some(kernel::mse_loss_grad),
+        ..OpDef::BASE
+    },
 ];
 
 fn reduction<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {

@@ -11,6 +11,7 @@
 
 pub mod conv;
 mod elementwise;
+pub mod kernel;
 mod linear;
 pub mod loss;
 mod norm;
@@ -106,6 +107,9 @@ pub struct OpDef {
     /// Makes a fixed 1×1 spatial map whatever the input resolution
     /// (global pools; reductions over every spatial axis with keepdims).
     pub fixed_1x1: Option<fn(&Graph, &Node) -> bool>,
+    /// How a node becomes a call of a `runtime/kernels` function; `None`:
+    /// no kernel (the emitter refuses the node, naming it).
+    pub kernel: Option<kernel::KernelFn>,
 }
 
 impl OpDef {
@@ -125,6 +129,7 @@ impl OpDef {
         scratch: None,
         batch_stats: None,
         fixed_1x1: None,
+        kernel: None,
     };
 
     /// Whether input `slot` is read at generation time (when constant).
@@ -169,6 +174,14 @@ pub fn of(node: &Node) -> &'static OpDef {
 
 pub fn lookup(op: &str) -> Option<&'static OpDef> {
     resolve(op).map(def)
+}
+
+/// The operator types that have a kernel binding, sorted.
+pub fn with_kernels() -> Vec<&'static str> {
+    let mut v: Vec<&str> =
+        FAMILIES.iter().flat_map(|f| f.iter()).filter(|d| d.kernel.is_some()).map(|d| d.name).collect();
+    v.sort_unstable();
+    v
 }
 
 /// All supported operator types, sorted, for error messages.

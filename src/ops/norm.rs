@@ -1,25 +1,44 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X, scale, B, mean, var) -> Y [, running_mean, running_var] (opset 14+).
-    OpDef { name: "BatchNormalization", infer: batch_norm, batch_stats: Some(onnx_training_mode), ..OpDef::BASE },
+    OpDef {
+        name: "BatchNormalization",
+        infer: batch_norm,
+        batch_stats: Some(onnx_training_mode),
+        kernel: Some(kernel::batchnorm),
+        ..OpDef::BASE
+    },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
-    OpDef { name: "BatchNormInternal", infer: batch_norm, batch_stats: Some(ort_training_mode), ..OpDef::BASE },
+    OpDef {
+        name: "BatchNormInternal",
+        infer: batch_norm,
+        batch_stats: Some(ort_training_mode),
+        kernel: Some(kernel::batchnorm),
+        ..OpDef::BASE
+    },
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
-    OpDef { name: "BatchNormalizationGrad", infer: norm_grad, gradient: true, ..OpDef::BASE },
+    OpDef {
+        name: "BatchNormalizationGrad",
+        infer: norm_grad,
+        gradient: true,
+        kernel: Some(kernel::batchnorm_grad),
+        ..OpDef::BASE
+    },
     // (X, scale[, B]) -> Y, Mean, InvStdDev.
-    OpDef { name: "LayerNormalization", infer: layer_norm, ..OpDef::BASE },
+    OpDef { name: "LayerNormalization", infer: layer_norm, kernel: Some(kernel::layernorm), ..OpDef::BASE },
     // com.microsoft (dY, X, scale, mean, inv_std_var) -> dX, dScale, dBias.
     OpDef {
         name: "LayerNormalizationGrad",
         infer: norm_grad,
         gradient: true,
         scratch: Some(layer_norm_grad_scratch),
+        kernel: Some(kernel::layernorm_grad),
         ..OpDef::BASE
     },
 ];

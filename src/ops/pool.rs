@@ -1,21 +1,45 @@
 //! Pooling and its gradients.
 
 use super::conv::window;
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // MaxPool -> (Y, Indices); training graphs need Indices for MaxPoolGrad.
-    OpDef { name: "MaxPool", infer: max_pool, ..OpDef::BASE },
+    OpDef { name: "MaxPool", infer: max_pool, kernel: Some(kernel::pool), ..OpDef::BASE },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
-    OpDef { name: "MaxPoolGrad", infer: max_pool_grad, gradient: true, ..OpDef::BASE },
-    OpDef { name: "AveragePool", infer: avg_pool, ..OpDef::BASE },
+    OpDef {
+        name: "MaxPoolGrad",
+        infer: max_pool_grad,
+        gradient: true,
+        kernel: Some(kernel::maxpool_grad),
+        ..OpDef::BASE
+    },
+    OpDef { name: "AveragePool", infer: avg_pool, kernel: Some(kernel::pool), ..OpDef::BASE },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
-    OpDef { name: "AveragePoolGrad", infer: avg_pool_grad, gradient: true, ..OpDef::BASE },
-    OpDef { name: "GlobalAveragePool", infer: global_pool, fixed_1x1: Some(always_1x1), ..OpDef::BASE },
+    OpDef {
+        name: "AveragePoolGrad",
+        infer: avg_pool_grad,
+        gradient: true,
+        kernel: Some(kernel::avgpool_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "GlobalAveragePool",
+        infer: global_pool,
+        fixed_1x1: Some(always_1x1),
+        kernel: Some(kernel::global_avgpool),
+        ..OpDef::BASE
+    },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
-    OpDef { name: "GlobalAveragePoolGrad", infer: global_pool_grad, gradient: true, ..OpDef::BASE },
+    OpDef {
+        name: "GlobalAveragePoolGrad",
+        infer: global_pool_grad,
+        gradient: true,
+        kernel: Some(kernel::global_avgpool),
+        ..OpDef::BASE
+    },
 ];
 
 /// Global pools make a 1×1 map whatever the input resolution.

@@ -1,13 +1,27 @@
 //! ReduceSum / ReduceMean (axes as attribute before opset 13/18, as an
 //! input after).
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "ReduceSum", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
-    OpDef { name: "ReduceMean", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
+    OpDef {
+        name: "ReduceSum",
+        infer: reduce,
+        compile_time: &[1],
+        fixed_1x1: Some(over_spatial),
+        kernel: Some(kernel::reduce),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "ReduceMean",
+        infer: reduce,
+        compile_time: &[1],
+        fixed_1x1: Some(over_spatial),
+        kernel: Some(kernel::reduce),
+        ..OpDef::BASE
+    },
 ];
 
 /// A reduction over exactly the spatial axes (2..rank) with keepdims: a

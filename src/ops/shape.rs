@@ -2,19 +2,57 @@
 //! are constant, which is how static shape subgraphs (Shape → Gather →
 //! Concat → Reshape) disappear at import.
 
-use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
+use super::{checked_numel, kernel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{Attr, DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Transpose", infer: transpose, ..OpDef::BASE },
-    OpDef { name: "Reshape", infer: reshape, fold: Some(fold_view), compile_time: &[1], view: true, ..OpDef::BASE },
-    OpDef { name: "Squeeze", infer: squeeze, fold: Some(fold_view), compile_time: &[1], view: true, ..OpDef::BASE },
-    OpDef { name: "Unsqueeze", infer: unsqueeze, fold: Some(fold_view), compile_time: &[1], view: true, ..OpDef::BASE },
-    OpDef { name: "Flatten", infer: flatten, fold: Some(fold_view), view: true, ..OpDef::BASE },
-    OpDef { name: "Concat", infer: concat, fold: Some(fold_concat), ..OpDef::BASE },
-    OpDef { name: "Slice", infer: slice, fold: Some(fold_slice), compile_time: &[1, 2, 3, 4], ..OpDef::BASE },
-    OpDef { name: "Expand", infer: expand, compile_time: &[1], ..OpDef::BASE },
+    OpDef { name: "Transpose", infer: transpose, kernel: Some(kernel::transpose), ..OpDef::BASE },
+    OpDef {
+        name: "Reshape",
+        infer: reshape,
+        fold: Some(fold_view),
+        compile_time: &[1],
+        view: true,
+        kernel: Some(kernel::copy),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Squeeze",
+        infer: squeeze,
+        fold: Some(fold_view),
+        compile_time: &[1],
+        view: true,
+        kernel: Some(kernel::copy),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Unsqueeze",
+        infer: unsqueeze,
+        fold: Some(fold_view),
+        compile_time: &[1],
+        view: true,
+        kernel: Some(kernel::copy),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Flatten",
+        infer: flatten,
+        fold: Some(fold_view),
+        view: true,
+        kernel: Some(kernel::copy),
+        ..OpDef::BASE
+    },
+    OpDef { name: "Concat", infer: concat, fold: Some(fold_concat), kernel: Some(kernel::concat), ..OpDef::BASE },
+    OpDef {
+        name: "Slice",
+        infer: slice,
+        fold: Some(fold_slice),
+        compile_time: &[1, 2, 3, 4],
+        kernel: Some(kernel::slice),
+        ..OpDef::BASE
+    },
+    OpDef { name: "Expand", infer: expand, compile_time: &[1], kernel: Some(kernel::expand), ..OpDef::BASE },
     OpDef {
         name: "Shape",
         infer: shape,

@@ -1,15 +1,15 @@
 //! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
 //! opset-13 axis semantics).
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Softmax", infer: same, ..OpDef::BASE },
+    OpDef { name: "Softmax", infer: same, kernel: Some(kernel::softmax), ..OpDef::BASE },
     // (dY, Y) -> dX.
-    OpDef { name: "SoftmaxGrad", infer: same, gradient: true, ..OpDef::BASE },
-    OpDef { name: "SoftmaxGrad_13", infer: same, gradient: true, ..OpDef::BASE },
+    OpDef { name: "SoftmaxGrad", infer: same, gradient: true, kernel: Some(kernel::softmax_grad), ..OpDef::BASE },
+    OpDef { name: "SoftmaxGrad_13", infer: same, gradient: true, kernel: Some(kernel::softmax_grad), ..OpDef::BASE },
 ];
 
 fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -1,6 +1,6 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::{Ctx, OpDef, Train, Update};
+use super::{kernel, Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
@@ -13,6 +13,7 @@ pub const OPS: &[OpDef] = &[
         infer: accumulate,
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
+        kernel: Some(kernel::accumulate),
         ..OpDef::BASE
     },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
@@ -22,11 +23,19 @@ pub const OPS: &[OpDef] = &[
         infer: sgd,
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
+        kernel: Some(kernel::sgd),
         ..OpDef::BASE
     },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq
     // [, ...]) -> update_completed: bool [1] [, updated params: seq].
-    OpDef { name: "SGDOptimizerV2", infer: sgd_v2, update: Update::Sequence, train: Train::SgdSequence, ..OpDef::BASE },
+    OpDef {
+        name: "SGDOptimizerV2",
+        infer: sgd_v2,
+        update: Update::Sequence,
+        train: Train::SgdSequence,
+        kernel: Some(kernel::sgd_optimizer_v2),
+        ..OpDef::BASE
+    },
 ];
 
 fn accumulate(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -2,9 +2,9 @@
 //! `runtime/kernels` function (`dg_<op>_f32(void *args)` on a filled-in
 //! args struct, forked on the cluster team).
 //!
-//! This file is the only place in the emitter that knows operators: one
-//! function per kernel family with the common signature [`KernelFn`], and
-//! one lookup, [`binding_for`]. A binding reads everything it needs from
+//! One function per kernel family with the common signature [`KernelFn`];
+//! each operator's registry entry names its binding (`OpDef::kernel`), so
+//! the emitter never knows operators. A binding reads everything it needs from
 //! the [`KernelCtx`] — the node, its graph (shapes, dtypes, attributes,
 //! compile-time constants) and the C expression of each operand's pointer
 //! where the plan has the kernel compute on it — and returns the call(s)
@@ -84,45 +84,6 @@ pub struct KernelCall {
 }
 
 pub type KernelFn = fn(&KernelCtx) -> Result<KernelCall>;
-
-/// The kernel binding of an operator type; `None` when there is none.
-pub fn binding_for(op: &str) -> Option<KernelFn> {
-    Some(match op {
-        "Add" | "Sub" | "Mul" | "Div" | "Pow" => binary,
-        "Relu" | "Gelu" => unary,
-        "Scale" => scale,
-        "Sum" => sum,
-        "ReluGrad" | "GeluGrad" => act_grad,
-        "Gemm" => gemm,
-        "MatMul" | "FusedMatMul" => matmul,
-        "Conv" => conv,
-        "ConvGrad" => conv_grad,
-        "MaxPool" | "AveragePool" => pool,
-        "MaxPoolGrad" => maxpool_grad,
-        "AveragePoolGrad" => avgpool_grad,
-        "GlobalAveragePool" | "GlobalAveragePoolGrad" => global_avgpool,
-        "BatchNormalization" | "BatchNormInternal" => batchnorm,
-        "BatchNormalizationGrad" => batchnorm_grad,
-        "LayerNormalization" => layernorm,
-        "LayerNormalizationGrad" => layernorm_grad,
-        "Softmax" => softmax,
-        "SoftmaxGrad" | "SoftmaxGrad_13" => softmax_grad,
-        "SoftmaxCrossEntropyLoss" => sce_loss,
-        "SoftmaxCrossEntropyLossGrad" => sce_loss_grad,
-        "MSELoss" => mse_loss,
-        "MSELossGrad" => mse_loss_grad,
-        "ReduceSum" | "ReduceMean" => reduce,
-        "Identity" | "Reshape" | "Squeeze" | "Unsqueeze" | "Flatten" => copy,
-        "Transpose" => transpose,
-        "Slice" => slice,
-        "Expand" => expand,
-        "Concat" => concat,
-        "InPlaceAccumulatorV2" => accumulate,
-        "SGD" => sgd,
-        "SGDOptimizerV2" => sgd_optimizer_v2,
-        _ => return None,
-    })
-}
 
 // ---- context helpers ------------------------------------------------------
 
@@ -237,7 +198,7 @@ fn u(v: usize) -> String {
 }
 
 fn f(v: f32) -> String {
-    super::c::f32_lit(v)
+    crate::c::f32_lit(v)
 }
 
 fn to_u32(ctx: &KernelCtx, what: &str, v: i64) -> Result<usize> {
@@ -327,7 +288,7 @@ fn elem_size(ctx: &KernelCtx, d: DType) -> Result<usize> {
 
 // ---- elementwise ------------------------------------------------------------
 
-fn binary(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn binary(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let func = match ctx.node.op.as_str() {
         "Add" => "dg_add_f32",
@@ -351,7 +312,7 @@ fn binary(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call(func, "dg_binary_args_t", fields))
 }
 
-fn unary(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn unary(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let func = if ctx.node.op == "Relu" { "dg_relu_f32" } else { "dg_gelu_f32" };
     if ctx.node.op == "Gelu" && ctx.attr_str("approximate")?.is_some_and(|a| a != "none") {
@@ -361,7 +322,7 @@ fn unary(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call(func, "dg_unary_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
 }
 
-fn scale(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn scale(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let n = numel(&ctx.out_shape(0)?);
     let down = ctx.attr_int("scale_down", 0)?;
@@ -394,7 +355,7 @@ fn scale(ctx: &KernelCtx) -> Result<KernelCall> {
     one(inv)
 }
 
-fn sum(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn sum(ctx: &KernelCtx) -> Result<KernelCall> {
     let y = ctx.out_shape(0)?;
     let mut xs = vec![];
     for i in 0..ctx.node.inputs.len() {
@@ -413,7 +374,7 @@ fn sum(ctx: &KernelCtx) -> Result<KernelCall> {
     one(inv)
 }
 
-fn act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let func = if ctx.node.op == "ReluGrad" { "dg_relu_grad_f32" } else { "dg_gelu_grad_f32" };
     let n = numel(&ctx.out_shape(0)?);
@@ -426,7 +387,7 @@ fn act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 
 // ---- linear algebra -------------------------------------------------------------
 
-fn gemm(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
     let ta = ctx.attr_int("transA", 0)? != 0;
@@ -478,7 +439,7 @@ fn gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn matmul(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn matmul(ctx: &KernelCtx) -> Result<KernelCall> {
     let fused = ctx.node.op == "FusedMatMul";
     let (ta, tb, alpha) = if fused {
         if ctx.attr_int("transBatchA", 0)? != 0 || ctx.attr_int("transBatchB", 0)? != 0 {
@@ -644,7 +605,7 @@ fn conv_fields(g: &Geom, group: usize) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn conv(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn conv(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
     let g = geom(ctx, &x, &y, &w[2..])?;
@@ -654,7 +615,7 @@ fn conv(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_conv_f32", "dg_conv_args_t", fields))
 }
 
-fn conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     // ConvGrad(dY, X, W) -> dX, dW, dB
     let (dy, x, w) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.in_shape(2)?);
@@ -709,7 +670,7 @@ fn kernel_shape(ctx: &KernelCtx) -> Result<Vec<usize>> {
     k.iter().map(|&v| to_u32(ctx, "kernel_shape", v)).collect()
 }
 
-fn pool(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn pool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     let g = geom(ctx, &x, &y, &kernel_shape(ctx)?)?;
@@ -734,7 +695,7 @@ fn pool(ctx: &KernelCtx) -> Result<KernelCall> {
     }
 }
 
-fn maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     // MaxPoolGrad(dY, Indices) -> dX
     if ctx.in_dtype(1)? != DType::I64 {
@@ -751,7 +712,7 @@ fn maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_maxpool_grad_f32", "dg_pool_args_t", fields))
 }
 
-fn avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let (dy, dx) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     let g = geom(ctx, &dx, &dy, &kernel_shape(ctx)?)?;
@@ -764,7 +725,7 @@ fn avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_avgpool_grad_f32", "dg_pool_args_t", fields))
 }
 
-fn global_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn global_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let grad = ctx.node.op.ends_with("Grad");
     // Forward: x -> y; gradient: dy -> dx (x's shape is the output's).
@@ -806,7 +767,7 @@ fn bn_dims(ctx: &KernelCtx, x: &[usize]) -> Result<[usize; 3]> {
     Ok([x[0], x[1], numel(&x[2..])])
 }
 
-fn batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3, 4])?;
     let [b, c, s] = bn_dims(ctx, &ctx.in_shape(0)?)?;
     let train = ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0;
@@ -842,7 +803,7 @@ fn batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     Ok(KernelCall { calls: vec![call(func, "dg_batchnorm_args_t", fields)], state_updates, ..Default::default() })
 }
 
-fn batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3, 4])?;
     let [b, c, s] = bn_dims(ctx, &ctx.in_shape(1)?)?;
     one(call(
@@ -869,7 +830,7 @@ fn rows_cols(ctx: &KernelCtx, x: &[usize]) -> Result<(usize, usize)> {
     Ok((numel(&x[..axis]), numel(&x[axis..])))
 }
 
-fn layernorm(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn layernorm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let x = ctx.in_shape(0)?;
     let (rows, cols) = rows_cols(ctx, &x)?;
@@ -893,7 +854,7 @@ fn layernorm(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3, 4])?;
     let x = ctx.in_shape(1)?;
     let (rows, cols) = rows_cols(ctx, &x)?;
@@ -937,7 +898,7 @@ fn softmax_dims(ctx: &KernelCtx, x: &[usize], coerce: bool, default_axis: i64) -
     })
 }
 
-fn softmax(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn softmax(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let old = ctx.opset() < 13;
     let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(0)?, old, if old { 1 } else { -1 })?;
@@ -948,7 +909,7 @@ fn softmax(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn softmax_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn softmax_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let old = ctx.node.op == "SoftmaxGrad";
     let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(1)?, old, if old { 1 } else { -1 })?;
@@ -998,7 +959,7 @@ fn ignore(ctx: &KernelCtx) -> Result<(String, String)> {
     })
 }
 
-fn sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     if ctx.node.input(2).is_some() {
         return Err(ctx.err("class weights are not supported by the kernel"));
@@ -1037,7 +998,7 @@ fn sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     // (dY, log_prob, labels[, weight]) or the two-input (log_prob, labels).
     let two = ctx.node.inputs.len() == 2;
     let (dy, lp, lb) = if two { ("NULL".to_string(), 0, 1) } else { (ctx.inp(0)?, 1, 2) };
@@ -1066,7 +1027,7 @@ fn sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn mse_loss(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn mse_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let n = numel(&ctx.in_shape(0)?);
     one(call(
@@ -1076,7 +1037,7 @@ fn mse_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn mse_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn mse_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let n = numel(&ctx.in_shape(1)?);
     one(call(
@@ -1088,7 +1049,7 @@ fn mse_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 
 // ---- reductions -----------------------------------------------------------------------
 
-fn reduce(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn reduce(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let x = ctx.in_shape(0)?;
     max_dims(ctx, x.len())?;
@@ -1131,7 +1092,7 @@ fn reduce(ctx: &KernelCtx) -> Result<KernelCall> {
 
 // ---- data movement ------------------------------------------------------------------------
 
-fn copy(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn copy(ctx: &KernelCtx) -> Result<KernelCall> {
     let d = ctx.in_dtype(0)?;
     let bytes = numel(&ctx.in_shape(0)?) * elem_size(ctx, d)?;
     one(call("dg_copy_kernel", "dg_copy_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("bytes", u(bytes))]))
@@ -1159,7 +1120,7 @@ fn strided(ctx: &KernelCtx, func: &str, shape: &[usize], strides: &[i64], offset
     ))
 }
 
-fn transpose(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn transpose(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
     let perm: Vec<usize> = match ctx.attr_ints("perm")? {
         Some(p) => p.iter().map(|&v| ctx.axis(v, x.len())).collect::<Result<_>>()?,
@@ -1171,7 +1132,7 @@ fn transpose(ctx: &KernelCtx) -> Result<KernelCall> {
     strided(ctx, "dg_transpose", &shape, &s, 0)
 }
 
-fn slice(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn slice(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
     let o = ctx.ops();
     let starts = o.ints_attr_or_input("starts", 1)?.ok_or_else(|| ctx.err("starts are required"))?;
@@ -1202,13 +1163,13 @@ fn slice(ctx: &KernelCtx) -> Result<KernelCall> {
     strided(ctx, "dg_slice", &y, &s, offset)
 }
 
-fn expand(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn expand(ctx: &KernelCtx) -> Result<KernelCall> {
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     let s: Vec<i64> = broadcast_strides(ctx, &x, &y)?.into_iter().map(|v| v as i64).collect();
     strided(ctx, "dg_expand", &y, &s, 0)
 }
 
-fn concat(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn concat(ctx: &KernelCtx) -> Result<KernelCall> {
     let y = ctx.out_shape(0)?;
     let axis = ctx.axis(ctx.attr_int("axis", 0)?, y.len())?;
     let es = elem_size(ctx, ctx.out_dtype(0)?)?;
@@ -1241,7 +1202,7 @@ fn concat(ctx: &KernelCtx) -> Result<KernelCall> {
 
 // ---- training ------------------------------------------------------------------------------
 
-fn accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let n = numel(&ctx.in_shape(0)?);
     let mut kc = one(call(
@@ -1261,7 +1222,7 @@ fn accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
     Ok(kc)
 }
 
-fn sgd(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let n = numel(&ctx.in_shape(0)?);
     // The rate is the attribute `lr`, or a tensor input.
@@ -1286,7 +1247,7 @@ fn sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-fn sgd_optimizer_v2(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn sgd_optimizer_v2(ctx: &KernelCtx) -> Result<KernelCall> {
     // (learning_rate, step, params, gradients, ...): one SGD per parameter,
     // updating it in place.
     let lr = ctx.inp(0)?;
