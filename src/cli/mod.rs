@@ -4,6 +4,7 @@
 
 pub mod inspect;
 mod output;
+pub mod triage;
 
 use std::process::ExitCode;
 
@@ -25,16 +26,21 @@ enum Command {
     /// Show what is inside a model: graph, operators, inputs, outputs, roles,
     /// how its test data binds and, with --platform, its memory plan.
     Inspect(inspect::Args),
+    /// Triage a training case that fails for a missing input
+    /// (missing_targets, decoder_inputs, bn_single_value): reproduce it,
+    /// with --fix repair the test data, re-run, update status.toml.
+    Triage(triage::Args),
 }
 
 /// Run the command line; the process exit code per SPEC §1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Inspect(a) => inspect::run(a),
+        Command::Inspect(a) => inspect::run(a).map(|()| 0),
+        Command::Triage(a) => triage::run(a),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
             eprintln!("error: {}", describe(&e));
             ExitCode::from(e.exit_code() as u8)
