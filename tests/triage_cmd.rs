@@ -283,3 +283,43 @@ fn names_that_do_not_resolve_are_refused_naming_the_candidates() {
         .stderr(predicate::str::contains("tests/fixtures/missing_labels"));
     assert_eq!(std::fs::read_to_string(root.path().join("status.toml")).unwrap(), "");
 }
+
+#[test]
+fn a_reshape_constant_that_spells_out_the_batch_refuses_the_rebatched_copy() {
+    let model = |shape: &[i64]| {
+        let mut b = ModelBuilder::new();
+        b.input("x", F32, &[1, 4, 2, 2]).init_i64("shape", shape).node("Reshape", &["x", "shape"], &["y"], vec![]);
+        b.output("y", F32, &[1, 16]);
+        let dir = tempfile::tempdir().unwrap();
+        b.write(dir.path(), "network.onnx");
+        dir
+    };
+    let dir = model(&[1, 16]);
+    let m = deploygen::load(dir.path()).unwrap();
+    let out = dir.path().join("rebatched.onnx");
+    let e = deploygen::triage::rebatch::rebatch(&m, &["x".into()], &out).unwrap_err().to_string();
+    assert!(e.contains("'shape' = [1, 16], which hard-codes the batch"), "{e}");
+    // A shape that leaves the batch to the data re-batches, and the
+    // output's shape is re-inferred.
+    let dir = model(&[-1, 16]);
+    let m = deploygen::load(dir.path()).unwrap();
+    let out = dir.path().join("rebatched.onnx");
+    let changes = deploygen::triage::rebatch::rebatch(&m, &["x".into()], &out).unwrap();
+    assert!(changes[0].contains("graph input 'x': batch dim 1 → 2"), "{changes:?}");
+    let r = deploygen::import::read_graph(&out).unwrap();
+    let y = r.tensor(r.id("y").unwrap());
+    assert_eq!(y.ty.shape(), Some(vec![2, 16]));
+}
+
+#[test]
+fn the_report_comes_as_json_too() {
+    let root = repo(&["missing_labels"], "");
+    let out = triage_cmd(root.path(), &[ML_KEY, "--fix", "--format", "json"]).code(0).get_output().stdout.clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["flavor"], "missing_targets");
+    assert_eq!(v["key"], ML_KEY);
+    assert_eq!(v["inputs"][1]["input"], "labels");
+    assert!(v["inputs"][1]["holds"].is_null());
+    assert_eq!(v["status_written"][0][1]["status"], "EXPECTED_PASSING");
+    assert_eq!(v["exit_code"], 0);
+}
