@@ -281,7 +281,7 @@ fn plan_fix(d: &Diagnosis, flavor: TriageFlavor) -> Plan {
 
 /// Run the workflow. Errors are the exit-2 cases (bad input, unresolvable
 /// name, not a missing-input flavor), with nothing changed.
-pub fn run(opts: &Options, run_case: &RunCase) -> Result<Report> {
+pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     let table_path = opts.root.join(status::FILE);
     let mut table = StatusTable::read(&table_path)?;
     let r = resolve::resolve(&opts.root, &opts.name, &table)?;
@@ -514,7 +514,7 @@ fn fix_in(
     arrays: &fix::Arrays,
     rebatch_inputs: Option<&[String]>,
     report: &mut Report,
-    run_case: &RunCase,
+    run_case: &RunCase<'_>,
 ) -> Result<bool> {
     let dir = report.dir.clone();
     copy_dir(&dir, scratch)?;

@@ -55,14 +55,14 @@ impl CaseOutcome {
 
 /// Run one case: the model folder, the platform (`GAP9`, `Siracusa`,
 /// `host`) and the default memory level (`L2`, `L3`).
-pub type RunCase = dyn Fn(&Path, &str, &str) -> CaseOutcome;
+pub type RunCase<'a> = dyn Fn(&Path, &str, &str) -> CaseOutcome + 'a;
 
 /// Whether [`default_runner`] is the real host run (compares against the
 /// references). Tests that need numbers to be compared check it.
 pub const DEFAULT_RUNNER_RUNS_HOST: bool = false;
 
 /// The runner `deploygen triage` uses.
-pub fn default_runner() -> Box<RunCase> {
+pub fn default_runner() -> Box<RunCase<'static>> {
     Box::new(stages_only)
 }
 
