@@ -29,6 +29,7 @@ pub mod ops;
 pub mod plan;
 pub mod target;
 pub mod text;
+pub mod triage;
 pub mod verify;
 
 pub use error::{Error, Result};

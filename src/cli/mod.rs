@@ -7,6 +7,7 @@ pub mod inspect;
 mod output;
 pub mod report;
 pub mod test;
+pub mod triage;
 
 use std::process::ExitCode;
 
@@ -36,25 +37,25 @@ enum Command {
     /// Measure generation time and memory, arena packing, weight supply and
     /// the generated step's speed next to onnxruntime.
     Report(report::Args),
+    /// Triage a training case that fails for a missing input
+    /// (missing_targets, decoder_inputs, bn_single_value): reproduce it,
+    /// with --fix repair the test data, re-run, update status.toml.
+    Triage(triage::Args),
 }
 
 /// Run the command line; the process exit code per SPEC §1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Inspect(a) => inspect::run(a).map(|()| true),
-        Command::Build(a) => build::run(a),
-        Command::Report(a) => report::run(a).map(|()| true),
-        Command::Test(a) => match test::run(&a) {
-            Ok(0) => Ok(true),
-            Ok(code) => return ExitCode::from(code.clamp(1, 255) as u8),
-            Err(e) => Err(e),
-        },
+        Command::Inspect(a) => inspect::run(a).map(|()| 0),
+        Command::Build(a) => build::run(a).map(|same| if same { 0 } else { 1 }),
+        Command::Report(a) => report::run(a).map(|()| 0),
+        Command::Test(a) => test::run(&a),
+        Command::Triage(a) => triage::run(a),
     };
     match result {
-        Ok(true) => ExitCode::SUCCESS,
-        // A comparison that found differences (`build --check`).
-        Ok(false) => ExitCode::from(1),
+        // 1: wrong results, or differences found by `build --check`.
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("error: {}", describe(&e));
             ExitCode::from(e.exit_code() as u8)

@@ -1,0 +1,679 @@
+//! `deploygen triage`: the missing-input training triage (SPEC §2.4, §7)
+//! as one workflow, for one model per invocation.
+//!
+//! ```text
+//! resolve   TEST-NAME → model folder + status key        (resolve.rs)
+//! gate      the training check's findings: missing_targets, decoder_inputs,
+//!           bn_single_value; anything else stops, nothing changed
+//! reproduce the host run fails for the same canonical reason  (runner.rs)
+//! fix       per flavor, in a scratch copy                  (fix.rs, rebatch.rs)
+//! refs      tools/make_refs.py when asked and available     (refs.rs)
+//! re-run    training (every variant that reproduced) and inference;
+//!           inference regressing reverts the fix
+//! write     the fix next to the original (or over it with --in-place)
+//!           and the status entries                           (status.rs)
+//! ```
+
+pub mod fix;
+pub mod rebatch;
+pub mod refs;
+pub mod resolve;
+pub mod runner;
+pub mod status;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::bind::{self, BindOptions, Npz};
+use crate::diag::{Finding, TriageFlavor};
+use crate::error::{Error, Result};
+use crate::ir::{Flavor, Model};
+pub use runner::{CaseOutcome, RunCase};
+use status::{Entry, Key, StatusTable};
+
+/// The reason recorded when a fixed run mismatches references computed
+/// for the original data.
+pub const STALE_REFS_REASON: &str = "references were computed for other test data; regenerate with tools/make_refs.py";
+pub const FIXED_INPUTS: &str = "inputs.triage.npz";
+pub const FIXED_OUTPUTS: &str = "outputs.triage.npz";
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Repository root: `status.toml`, `models/`, `tests/fixtures/`, `tools/`.
+    pub root: PathBuf,
+    pub name: String,
+    pub fix: bool,
+    pub in_place: bool,
+    pub refs: bool,
+}
+
+/// One row of the input dump: what the graph needs, what the data holds.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputRow {
+    pub input: String,
+    pub needs: String,
+    pub key: Option<String>,
+    pub holds: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FixReport {
+    pub attempted: bool,
+    pub changes: Vec<String>,
+    /// Files written (empty when the fix was reverted or not attempted).
+    pub written: Vec<PathBuf>,
+    pub refs: Option<String>,
+    pub not_fixable: Option<String>,
+    pub reverted: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Variant {
+    pub key: String,
+    pub dir: PathBuf,
+    pub before: CaseOutcome,
+    pub after: Option<CaseOutcome>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub name: String,
+    pub model: String,
+    pub key: String,
+    pub dir: PathBuf,
+    pub resolved_how: String,
+    pub prior: Option<Entry>,
+    pub flavor: Option<String>,
+    pub findings: Vec<Finding>,
+    pub inputs: Vec<InputRow>,
+    pub unused_keys: Vec<String>,
+    /// Training variants (this key first) and their outcomes.
+    pub training: Vec<Variant>,
+    pub inference: Option<Variant>,
+    pub inference_note: Option<String>,
+    pub fix: FixReport,
+    pub status_written: Vec<(String, Entry)>,
+    pub human: Vec<String>,
+    pub outcome: String,
+    pub exit_code: i32,
+}
+
+/// What the static check says about a model folder.
+struct Diagnosis {
+    model: Model,
+    npz: Npz,
+    binding: Option<bind::Binding>,
+    findings: Vec<Finding>,
+    /// positions → the input their array belongs to (swapped slots).
+    misplaced: Option<std::collections::BTreeMap<usize, usize>>,
+}
+
+fn diagnose(dir: &Path) -> Result<Diagnosis> {
+    let model = crate::load(dir)?;
+    let path = bind::inputs_path(&model).ok_or_else(|| {
+        Error::Usage(format!("{} has no {}: no test data to triage", dir.display(), bind::INPUTS_FILE))
+    })?;
+    let npz = bind::npz::read(&path)?;
+    match bind::bind(&model, &BindOptions::default()) {
+        Ok(b) => {
+            let findings = crate::check::findings(&model, &b);
+            Ok(Diagnosis { model, npz, binding: Some(b), findings, misplaced: None })
+        }
+        Err(e @ Error::Binding { .. }) => {
+            let Some(map) = fix::misplaced_positions(&model, &npz) else { return Err(e) };
+            let inputs = fix::positioned(&model);
+            let detail = e.to_string();
+            let mut targets: Vec<usize> = map.values().copied().collect();
+            targets.sort_unstable();
+            let findings = targets
+                .into_iter()
+                .map(|q| Finding {
+                    flavor: TriageFlavor::DecoderInputs,
+                    reason: format!(
+                        "graph input '{}' is present only under a position that binds it to a different input",
+                        inputs[q].name
+                    ),
+                    detail: detail.clone(),
+                    input: Some(inputs[q].name.clone()),
+                    node: None,
+                    shape: None,
+                    batch2_fixes: None,
+                    fix: "re-key inputs.npz by name (the named layout)".into(),
+                })
+                .collect();
+            Ok(Diagnosis { model, npz, binding: None, findings, misplaced: Some(map) })
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn input_rows(d: &Diagnosis) -> (Vec<InputRow>, Vec<String>) {
+    let inputs = fix::positioned(&d.model);
+    let mut used = Vec::new();
+    let rows = inputs
+        .iter()
+        .enumerate()
+        .map(|(p, x)| {
+            let key = [x.name.clone(), format!("arr_{p:04}")].into_iter().find(|k| d.npz.get(k).is_some());
+            if let Some(k) = &key {
+                used.push(k.clone());
+            }
+            InputRow {
+                input: x.name.clone(),
+                needs: x.ty.to_string(),
+                holds: key.as_ref().and_then(|k| d.npz.get(k)).map(|t| t.ty().to_string()),
+                key,
+            }
+        })
+        .collect();
+    let unused = d
+        .npz
+        .keys()
+        .filter(|k| !used.iter().any(|u| u == k) && !k.starts_with("mb") && !k.starts_with("meta_"))
+        .map(str::to_string)
+        .collect();
+    (rows, unused)
+}
+
+/// The inference model of a zoo training model `<name>_train` is `<name>`
+/// beside it.
+fn inference_variant(dir: &Path) -> std::result::Result<(String, PathBuf), String> {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if let Some(base) = name.strip_suffix("_train") {
+        let sib = dir.with_file_name(base);
+        if sib.is_dir() {
+            return match crate::load(&sib) {
+                Ok(m) if m.roles.flavor == Flavor::Inference => Ok((base.to_string(), sib)),
+                Ok(_) => Err(format!("{} is not an inference model", sib.display())),
+                Err(e) => Err(format!("{}: {e}", sib.display())),
+            };
+        }
+    }
+    Err(format!(
+        "no inference variant: there is no inference model '{}' beside it, and deriving one by dropping the loss \
+         and backward part is not implemented yet",
+        name.strip_suffix("_train").unwrap_or(&name)
+    ))
+}
+
+/// Does a run fail for the finding's canonical reason? A misplaced
+/// positional slot fails binding before any check runs: its run names the
+/// slots as the binding error the finding carries does.
+fn same_reason(o: &CaseOutcome, f: &Finding) -> bool {
+    !o.passed()
+        && (o.message.contains(&f.reason)
+            || (f.flavor == TriageFlavor::DecoderInputs && o.message.contains(first_line(&f.detail))))
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// Copy the regular files of `from` into a new folder `to`.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
+    for e in std::fs::read_dir(from).map_err(|e| Error::io(from, e))? {
+        let e = e.map_err(|e| Error::io(from, e))?;
+        if e.file_type().map(|t| t.is_file()).unwrap_or(false) {
+            std::fs::copy(e.path(), to.join(e.file_name())).map_err(|err| Error::io(e.path(), err))?;
+        }
+    }
+    Ok(())
+}
+
+fn scratch_dir(model: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    std::env::temp_dir().join(format!(
+        "deploygen-triage-{model}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+fn write_npz(path: &Path, arrays: &fix::Arrays) -> Result<()> {
+    let refs: Vec<(&str, &crate::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let bytes = bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e })?;
+    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+}
+
+/// What the fix is, before anything is run.
+enum Plan {
+    Data { arrays: fix::Arrays, changes: Vec<String> },
+    Rebatch { arrays: fix::Arrays, changes: Vec<String>, inputs: Vec<String> },
+    NotFixable(String),
+}
+
+fn plan_fix(d: &Diagnosis, flavor: TriageFlavor) -> Plan {
+    let of_flavor: Vec<&Finding> = d.findings.iter().filter(|f| f.flavor == flavor).collect();
+    let data = |f: fix::Fix| match f {
+        fix::Fix::Data { arrays, changes } => Plan::Data { arrays, changes },
+        fix::Fix::NotFixable(why) => Plan::NotFixable(why),
+    };
+    match flavor {
+        TriageFlavor::MissingTargets => match &d.binding {
+            Some(b) => data(fix::targets(&d.model, b, &d.npz, &of_flavor)),
+            None => Plan::NotFixable("the test data does not bind".into()),
+        },
+        TriageFlavor::DecoderInputs => match (&d.misplaced, &d.binding) {
+            (Some(map), _) => data(fix::rekey_positions(&d.model, &d.npz, map)),
+            (None, Some(b)) => data(fix::rekey_missing(&d.model, b, &d.npz, &of_flavor)),
+            (None, None) => Plan::NotFixable("the test data does not bind".into()),
+        },
+        TriageFlavor::BnSingleValue => {
+            if let Some(f) = of_flavor.iter().find(|f| f.batch2_fixes != Some(true)) {
+                return Plan::NotFixable(format!("not fixable by batching: {}", f.detail));
+            }
+            let Some(b) = &d.binding else { return Plan::NotFixable("the test data does not bind".into()) };
+            let inputs: Vec<String> = b
+                .slots
+                .iter()
+                .filter(|s| matches!(s.role, crate::ir::Role::Data | crate::ir::Role::Labels))
+                .filter(|s| s.shape.first() == Some(&1))
+                .map(|s| s.input.clone())
+                .collect();
+            let (arrays, changes) = fix::repeat_batch(b, &d.npz);
+            Plan::Rebatch { arrays, changes, inputs }
+        }
+    }
+}
+
+/// Run the workflow. Errors are the exit-2 cases (bad input, unresolvable
+/// name, not a missing-input flavor), with nothing changed.
+pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
+    let table_path = opts.root.join(status::FILE);
+    let mut table = StatusTable::read(&table_path)?;
+    let r = resolve::resolve(&opts.root, &opts.name, &table)?;
+    let key = r.key.clone();
+    let prior = table.entry(&key.to_string())?;
+
+    // Gate.
+    let d = match diagnose(&r.dir) {
+        Ok(d) => d,
+        Err(e) => {
+            return Err(Error::Usage(format!(
+                "{key}: not a missing-input failure, nothing changed. The failing reason here is ({}): {}",
+                runner::stage_of(&e),
+                e
+            )))
+        }
+    };
+    let (inputs, unused_keys) = input_rows(&d);
+    let mut report = Report {
+        name: opts.name.clone(),
+        model: key.model.clone(),
+        key: key.to_string(),
+        dir: r.dir.clone(),
+        resolved_how: r.how.clone(),
+        prior: prior.clone(),
+        flavor: None,
+        findings: d.findings.clone(),
+        inputs,
+        unused_keys,
+        training: vec![],
+        inference: None,
+        inference_note: None,
+        fix: FixReport::default(),
+        status_written: vec![],
+        human: vec![],
+        outcome: String::new(),
+        exit_code: 0,
+    };
+    let before = run_case(&r.dir, &key.platform, &key.level);
+    let Some(first) = d.findings.first() else {
+        report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before: before.clone(), after: None });
+        if before.passed() {
+            report.outcome = match &prior {
+                Some(p) if p.status != status::EXPECTED_PASSING => format!(
+                    "training check finds nothing missing and the host run passes: the status entry '{key}' ({}) is \
+                     stale; re-run `deploygen test` for it. Nothing changed.",
+                    p.summary()
+                ),
+                _ => "training check finds nothing missing and the host run passes: nothing to do".into(),
+            };
+            return Ok(report);
+        }
+        return Err(Error::Usage(format!(
+            "{key}: not a missing-input failure, nothing changed. The failing reason here is {}",
+            before.summary()
+        )));
+    };
+    let flavor = first.flavor;
+    let reason = first.reason.clone();
+    let seen = first_line(&first.detail).to_string();
+    report.flavor = Some(flavor.name().to_string());
+    if let Some(p) = prior.as_ref().and_then(|p| p.reason.as_deref()) {
+        if TriageFlavor::from_reason(p) != Some(flavor) {
+            report.human.push(format!(
+                "the status entry's reason \"{p}\" is not of the flavor the check finds ({})",
+                flavor.name()
+            ));
+        }
+    }
+    if d.findings.iter().any(|f| f.flavor != flavor) {
+        report.human.push(format!(
+            "other flavors found too (one per invocation; this one treats {}): {}",
+            flavor.name(),
+            d.findings.iter().filter(|f| f.flavor != flavor).map(|f| f.reason.as_str()).collect::<Vec<_>>().join("; ")
+        ));
+    }
+
+    // Reproduce, for this key and every other training variant of the model.
+    if !same_reason(&before, first) {
+        report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before: before.clone(), after: None });
+        if before.passed() {
+            report.outcome = format!(
+                "the training check reports {} but the host run passes: the status entry is stale or the check is \
+                 wrong; nothing changed",
+                flavor.name()
+            );
+            report.human.push("the check and the host run disagree".into());
+            return Ok(report);
+        }
+        return Err(Error::Usage(format!(
+            "{key}: the host run does not fail for the canonical reason \"{reason}\"; it fails with {}. Nothing changed.",
+            before.summary()
+        )));
+    }
+    report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before, after: None });
+    for k in table.keys() {
+        let Some(other) = Key::parse(&k) else { continue };
+        if other.model != key.model || other.mode != "training" || other == key {
+            continue;
+        }
+        let o = run_case(&r.dir, &other.platform, &other.level);
+        if same_reason(&o, first) {
+            report.training.push(Variant { key: k.clone(), dir: r.dir.clone(), before: o, after: None });
+        } else {
+            report.human.push(format!("'{k}' does not reproduce ({}); left as it is", o.summary()));
+        }
+    }
+    match inference_variant(&r.dir) {
+        Ok((name, dir)) => {
+            let ikey = key.with(&name, "inference").to_string();
+            let before = run_case(&dir, &key.platform, &key.level);
+            report.inference = Some(Variant { key: ikey, dir, before, after: None });
+        }
+        Err(note) => report.inference_note = Some(note),
+    }
+
+    let xfail_all = |report: &mut Report, table: &mut StatusTable, why: &str| {
+        for v in &report.training {
+            let e = Entry::xfail(
+                v.before.stage.as_deref().unwrap_or("FAILED_BIND"),
+                &reason,
+                &format!("deploygen triage: host run of {}: {}; {seen}", v.key, first_line(&v.before.message)),
+            );
+            table.set(&v.key, &e);
+            report.status_written.push((v.key.clone(), e));
+        }
+        report.outcome = why.to_string();
+    };
+
+    if !opts.fix {
+        xfail_all(
+            &mut report,
+            &mut table,
+            &format!("{} reproduced; recorded as a known failure (no --fix)", flavor.name()),
+        );
+        table.write()?;
+        return Ok(report);
+    }
+
+    // Fix, in a scratch copy.
+    let plan = plan_fix(&d, flavor);
+    let (arrays, changes, rebatch_inputs) = match plan {
+        Plan::NotFixable(why) => {
+            report.fix.not_fixable = Some(why.clone());
+            report.human.push(format!("no test-data fix: {why}"));
+            xfail_all(&mut report, &mut table, &format!("{} reproduced; no test-data fix applies", flavor.name()));
+            report.exit_code = 1;
+            table.write()?;
+            return Ok(report);
+        }
+        Plan::Data { arrays, changes } => (arrays, changes, None),
+        Plan::Rebatch { arrays, changes, inputs } => (arrays, changes, Some(inputs)),
+    };
+    report.fix.attempted = true;
+    report.fix.changes = changes;
+    let scratch = scratch_dir(&key.model);
+    let result = fix_in(&scratch, opts, &d, &arrays, rebatch_inputs.as_deref(), &mut report, run_case);
+    let kept = match result {
+        Ok(k) => k,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&scratch);
+            let why = e.to_string();
+            report.fix.not_fixable = Some(why.clone());
+            report.fix.attempted = false;
+            report.human.push(format!("the fix could not be made: {why}"));
+            xfail_all(&mut report, &mut table, &format!("{} reproduced; the fix could not be made", flavor.name()));
+            report.exit_code = 1;
+            table.write()?;
+            return Ok(report);
+        }
+    };
+
+    // Status entries from the re-runs.
+    let refs_regenerated = report.fix.refs.as_deref().is_some_and(|s| s.starts_with("regenerated"));
+    let mut all_pass = true;
+    for v in &report.training {
+        let after = v.after.clone().expect("every variant is re-run");
+        let e = if !kept {
+            Entry::xfail(
+                v.before.stage.as_deref().unwrap_or("FAILED_BIND"),
+                &reason,
+                &format!("deploygen triage: host run of {}: {}; {seen}", v.key, first_line(&v.before.message)),
+            )
+        } else if after.passed() {
+            Entry::passing()
+        } else if after.stage.as_deref() == Some("INCORRECT_RESULT") && !refs_regenerated {
+            Entry::xfail(
+                "INCORRECT_RESULT",
+                STALE_REFS_REASON,
+                &format!(
+                    "deploygen triage --fix: host run of {} with the fixed data: {}",
+                    v.key,
+                    first_line(&after.message)
+                ),
+            )
+        } else {
+            Entry::xfail(
+                after.stage.as_deref().unwrap_or("FAILED_RUNTIME"),
+                first_line(&after.message),
+                &format!("deploygen triage --fix: host run of {} with the fixed data", v.key),
+            )
+        };
+        all_pass &= e.status == status::EXPECTED_PASSING;
+        table.set(&v.key, &e);
+        report.status_written.push((v.key.clone(), e));
+    }
+    if kept && all_pass && !opts.in_place {
+        report.human.push(format!(
+            "the EXPECTED_PASSING entries hold for the fixed files: move {} over the originals (or run with \
+             --in-place)",
+            report.fix.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    report.exit_code = if kept && all_pass { 0 } else { 1 };
+    report.outcome = match (kept, all_pass) {
+        (true, true) => format!("fixed: {} passes with the fixed test data", key),
+        (true, false) => format!("fix kept, but {key} still does not pass"),
+        (false, _) => "fix reverted; recorded as a known failure".into(),
+    };
+    table.write()?;
+    Ok(report)
+}
+
+/// Apply the fix in `scratch`, re-run, and write the deliverables when the
+/// fix is kept. Returns whether it was kept.
+fn fix_in(
+    scratch: &Path,
+    opts: &Options,
+    d: &Diagnosis,
+    arrays: &fix::Arrays,
+    rebatch_inputs: Option<&[String]>,
+    report: &mut Report,
+    run_case: &RunCase<'_>,
+) -> Result<bool> {
+    let dir = report.dir.clone();
+    copy_dir(&dir, scratch)?;
+    write_npz(&scratch.join(bind::INPUTS_FILE), arrays)?;
+    if let Some(inputs) = rebatch_inputs {
+        let main = d.model.path.file_name().map(PathBuf::from).unwrap_or_else(|| "network.onnx".into());
+        let changes = rebatch::rebatch(&d.model, inputs, &scratch.join(main))?;
+        report.fix.changes.extend(changes);
+    }
+    if opts.refs {
+        report.fix.refs = Some(match refs::make_refs(&opts.root, scratch) {
+            refs::Refs::Regenerated(s) => format!("regenerated outputs.npz: {s}"),
+            refs::Refs::Unavailable(s) => format!("not regenerated: {s}"),
+            refs::Refs::Failed(s) => format!("not regenerated: {s}"),
+        });
+    } else {
+        report.fix.refs =
+            Some(format!("not regenerated (no --refs): {} was computed for the original data", bind::OUTPUTS_FILE));
+    }
+    for i in 0..report.training.len() {
+        let key = Key::parse(&report.training[i].key).expect("variants are status keys");
+        report.training[i].after = Some(run_case(scratch, &key.platform, &key.level));
+    }
+    // The inference model has its own test data: the fix does not reach
+    // it, and the re-run confirms that.
+    if let Some(inf) = report.inference.as_mut() {
+        let key = Key::parse(&inf.key).expect("a status key");
+        let after = run_case(&inf.dir, &key.platform, &key.level);
+        if inf.before.passed() && !after.passed() {
+            report.fix.reverted = Some(format!("inference '{}' regressed: {}", inf.key, after.summary()));
+        }
+        inf.after = Some(after);
+    }
+    let training_reason_gone = report
+        .training
+        .iter()
+        .all(|v| !v.after.as_ref().is_some_and(|a| a.message.contains(&report.findings[0].reason)));
+    if report.fix.reverted.is_none() && !training_reason_gone {
+        report.fix.reverted = Some("the fixed data still fails for the same canonical reason".into());
+    }
+    if let Some(why) = &report.fix.reverted {
+        report.human.push(format!("fix reverted: {why}"));
+        let _ = std::fs::remove_dir_all(scratch);
+        return Ok(false);
+    }
+    // Deliverables.
+    let regenerated = report.fix.refs.as_deref().is_some_and(|s| s.starts_with("regenerated"));
+    let mut written = Vec::new();
+    if rebatch_inputs.is_some() {
+        if opts.in_place {
+            let main = d.model.path.file_name().map(PathBuf::from).unwrap_or_else(|| "network.onnx".into());
+            let mut files = vec![main, bind::INPUTS_FILE.into()];
+            if regenerated {
+                files.push(bind::OUTPUTS_FILE.into());
+            }
+            for f in files {
+                std::fs::copy(scratch.join(&f), dir.join(&f)).map_err(|e| Error::io(dir.join(&f), e))?;
+                written.push(dir.join(f));
+            }
+        } else {
+            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let copy = dir.with_file_name(format!("{name}.triage"));
+            if copy.exists() {
+                std::fs::remove_dir_all(&copy).map_err(|e| Error::io(&copy, e))?;
+            }
+            copy_dir(scratch, &copy)?;
+            written.push(copy);
+        }
+    } else {
+        let (inp, out) =
+            if opts.in_place { (bind::INPUTS_FILE, bind::OUTPUTS_FILE) } else { (FIXED_INPUTS, FIXED_OUTPUTS) };
+        std::fs::copy(scratch.join(bind::INPUTS_FILE), dir.join(inp)).map_err(|e| Error::io(dir.join(inp), e))?;
+        written.push(dir.join(inp));
+        if regenerated {
+            std::fs::copy(scratch.join(bind::OUTPUTS_FILE), dir.join(out)).map_err(|e| Error::io(dir.join(out), e))?;
+            written.push(dir.join(out));
+        }
+    }
+    let _ = std::fs::remove_dir_all(scratch);
+    report.fix.written = written;
+    Ok(true)
+}
+
+/// The one-screen report.
+pub fn text(r: &Report) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(s, "triage {}", r.name);
+    let _ = writeln!(s, "  model     {} ({}; {})", r.model, r.dir.display(), r.resolved_how);
+    let _ = writeln!(s, "  key       {}", r.key);
+    let _ = writeln!(s, "  prior     {}", r.prior.as_ref().map_or("no status entry".into(), Entry::summary));
+    let _ = writeln!(s, "  flavor    {}", r.flavor.as_deref().unwrap_or("none"));
+    for f in &r.findings {
+        let _ = writeln!(s, "  reason    {}", f.reason);
+        for line in f.detail.lines() {
+            let _ = writeln!(s, "            {}", line.trim_start());
+        }
+        if let Some(b) = f.batch2_fixes {
+            let _ = writeln!(s, "            batch 2 fixes it: {}", if b { "yes" } else { "no" });
+        }
+    }
+    let _ = writeln!(s, "  inputs    (graph needs / data holds)");
+    for row in &r.inputs {
+        let holds = match (&row.key, &row.holds) {
+            (Some(k), Some(h)) => format!("'{k}' {h}"),
+            _ => "MISSING".into(),
+        };
+        let _ = writeln!(s, "    {:<24} {:<20} {holds}", row.input, row.needs);
+    }
+    if !r.unused_keys.is_empty() {
+        let _ = writeln!(s, "    unused keys: {}", r.unused_keys.join(", "));
+    }
+    for v in &r.training {
+        let _ = writeln!(s, "  before    {}: {}", v.key, v.before.summary());
+    }
+    if r.fix.attempted || r.fix.not_fixable.is_some() {
+        let _ = writeln!(s, "  fix");
+        for c in &r.fix.changes {
+            let _ = writeln!(s, "    - {c}");
+        }
+        if let Some(n) = &r.fix.not_fixable {
+            let _ = writeln!(s, "    not fixable: {n}");
+        }
+        if let Some(refs) = &r.fix.refs {
+            let _ = writeln!(s, "    references: {refs}");
+        }
+        for w in &r.fix.written {
+            let _ = writeln!(s, "    wrote {}", w.display());
+        }
+        if let Some(why) = &r.fix.reverted {
+            let _ = writeln!(s, "    reverted: {why}");
+        }
+    }
+    for v in &r.training {
+        if let Some(a) = &v.after {
+            let _ = writeln!(s, "  after     {}: {}", v.key, a.summary());
+        }
+    }
+    match (&r.inference, &r.inference_note) {
+        (Some(v), _) => {
+            let _ = writeln!(s, "  inference {}: before {}", v.key, v.before.summary());
+            if let Some(a) = &v.after {
+                let _ = writeln!(s, "            after  {}", a.summary());
+            }
+        }
+        (None, Some(n)) => {
+            let _ = writeln!(s, "  inference {n}");
+        }
+        _ => {}
+    }
+    for (k, e) in &r.status_written {
+        let _ = writeln!(s, "  status    \"{k}\" = {}", e.summary());
+    }
+    if r.status_written.is_empty() {
+        let _ = writeln!(s, "  status    unchanged");
+    }
+    for h in &r.human {
+        let _ = writeln!(s, "  look      {h}");
+    }
+    let _ = writeln!(s, "  outcome   {}", r.outcome);
+    s
+}

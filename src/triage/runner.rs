@@ -1,0 +1,117 @@
+//! The seam between triage and the host run: one case (model folder,
+//! platform, memory level) in, its outcome out.
+//!
+//! `deploygen::verify` owns the real host run (generate the C project,
+//! compile it with gcc against the host emulation, run it, compare with
+//! `outputs.npz`): [`host_run`]. [`stages_only`] runs only import → lower →
+//! bind → check → plan and never compares numbers (it says so); tests use
+//! it where a run is not the point.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::plan::{Level, PlanOptions, Platform};
+
+/// What one run of a case found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CaseOutcome {
+    /// `None`: passed. Otherwise the stage that failed: `FAILED_IMPORT`,
+    /// `FAILED_BIND`, `FAILED_PLAN`, `FAILED_C_COMPILE`, `FAILED_RUNTIME` or
+    /// `INCORRECT_RESULT`.
+    pub stage: Option<String>,
+    /// The error (first line is the one a status table records), or what
+    /// the pass checked.
+    pub message: String,
+    /// How many reference values were compared (0 when none were).
+    pub compared: u64,
+}
+
+impl CaseOutcome {
+    pub fn passed(&self) -> bool {
+        self.stage.is_none()
+    }
+
+    pub fn pass(message: impl Into<String>, compared: u64) -> CaseOutcome {
+        CaseOutcome { stage: None, message: message.into(), compared }
+    }
+
+    pub fn fail(stage: &str, message: impl Into<String>) -> CaseOutcome {
+        CaseOutcome { stage: Some(stage.to_string()), message: message.into(), compared: 0 }
+    }
+
+    /// `stage: message`, or `passed (N values compared)`.
+    pub fn summary(&self) -> String {
+        match &self.stage {
+            None => format!("passed ({} values compared): {}", self.compared, self.message),
+            Some(s) => format!("{s}: {}", self.message.lines().next().unwrap_or("")),
+        }
+    }
+}
+
+/// Run one case: the model folder, the platform (`GAP9`, `Siracusa`,
+/// `host`) and the default memory level (`L2`, `L3`).
+pub type RunCase<'a> = dyn Fn(&Path, &str, &str) -> CaseOutcome + 'a;
+
+/// Whether [`default_runner`] is the real host run (compares against the
+/// references). Tests that need numbers to be compared check it.
+pub const DEFAULT_RUNNER_RUNS_HOST: bool = true;
+
+/// The runner `deploygen triage` uses: the real host run.
+pub fn default_runner() -> Box<RunCase<'static>> {
+    Box::new(host_run)
+}
+
+/// Generate the project, build it against the host emulation, run it and
+/// judge it (`deploygen test`'s case run).
+pub fn host_run(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
+    use crate::verify::{self, Case, Kind};
+    let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let case = Case::new(dir, &name, platform, level, Kind::detect(dir));
+    let o = verify::run_case(&case, &verify::cli::pipeline);
+    match o.stage {
+        None => CaseOutcome::pass(o.message, o.compared.unwrap_or(0)),
+        Some(stage) => CaseOutcome::fail(stage.name(), o.message),
+    }
+}
+
+/// The stage an error belongs to.
+pub fn stage_of(e: &Error) -> &'static str {
+    match e {
+        Error::Io { .. }
+        | Error::Decode { .. }
+        | Error::UnknownOp { .. }
+        | Error::Cycle { .. }
+        | Error::Dangling { .. }
+        | Error::ExternalData { .. }
+        | Error::Node { .. }
+        | Error::Model { .. }
+        | Error::NoModel { .. } => "FAILED_IMPORT",
+        Error::Npz { .. } | Error::Binding { .. } | Error::Triage(_) | Error::Usage(_) => "FAILED_BIND",
+        Error::Plan { .. } | Error::Capacity { .. } => "FAILED_PLAN",
+    }
+}
+
+/// import → lower → bind → check → plan; a pass means those stages
+/// succeeded. No C is generated or run and nothing is compared.
+pub fn stages_only(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
+    let run = || -> crate::Result<()> {
+        let m = crate::load(dir)?;
+        let b = crate::bind::bind(&m, &crate::bind::BindOptions::default())?;
+        crate::check::training(&m, &b)?;
+        let p = Platform::by_name(platform)?;
+        let l = Level::parse(level)
+            .ok_or_else(|| Error::Usage(format!("memory level '{level}' is not one of L1, L2, L3")))?;
+        crate::plan::plan(&m, &PlanOptions::new(p, l))?;
+        Ok(())
+    };
+    match run() {
+        Ok(()) => CaseOutcome::pass(
+            "import, bind, training check and memory plan succeeded (stages only: the host run is not wired in, \
+             nothing was compared)",
+            0,
+        ),
+        Err(e) => CaseOutcome::fail(stage_of(&e), e.to_string()),
+    }
+}
