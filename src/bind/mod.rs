@@ -239,6 +239,15 @@ fn fits(ty: &TensorType, t: &TensorData) -> bool {
     }
 }
 
+/// An array with the declared dtype and element count whose shape differs
+/// from the declared one only by size-1 dims (`[]` for `[1]`, `[8]` for
+/// `[1, 8]`).
+fn fits_but_size1(ty: &TensorType, t: &TensorData) -> bool {
+    let Some(d) = ty.shape() else { return false };
+    let strip = |v: &[usize]| -> Vec<usize> { v.iter().copied().filter(|&x| x != 1).collect() };
+    ty.dtype == t.dtype && strip(&d) == strip(&t.shape) && ty.numel() == Some(t.numel())
+}
+
 /// Bind already-read data; `bind` reads the files.
 pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &BindOptions) -> Result<Binding> {
     let g = &model.graph;
@@ -854,8 +863,18 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     let g = &model.graph;
     let frozen: Vec<String> = b.slots_with(Role::Frozen).map(|s| s.input.clone()).collect();
     let output_names: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
-    let check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<()> {
+    let mut notes = Vec::new();
+    let mut check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<()> {
         if fits(ty, t) {
+            Ok(())
+        } else if fits_but_size1(ty, t) {
+            // The file declares the output with extra or fewer size-1 dims
+            // than its reference tool computed (import warned): same values.
+            notes.push(format!(
+                "{}: key '{key}' ({}) is the reference for {what}, declared {ty}: they differ only by size-1 dims",
+                short(&o.path),
+                ty_str(t.dtype, &t.shape)
+            ));
             Ok(())
         } else {
             Err(Error::binding(format!(
@@ -935,6 +954,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             o.path.display()
         ));
     }
+    b.notes.extend(notes);
     if model.roles.flavor == Flavor::Inference {
         for out in &output_names {
             if !b.references.iter().any(|r| r.target == *out) {

@@ -48,16 +48,16 @@ pub fn output_spatial(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<(V
     }
     let mut out = Vec::with_capacity(sp);
     for d in 0..sp {
-        let (i, k, s, dl, op) = (input[d] as i128, kernel[d] as i128, strides[d] as i128, dilations[d] as i128, out_pad[d] as i128);
+        let (i, k, s, dl, op) =
+            (input[d] as i128, kernel[d] as i128, strides[d] as i128, dilations[d] as i128, out_pad[d] as i128);
         let full = s * (i - 1) + op + (k - 1) * dl + 1;
         let o = match (&output_shape, auto) {
             (Some(os), _) => {
                 let o = os[os.len() - sp + d] as i128;
                 let total = full - o;
                 if o < 1 || total < 0 {
-                    return Err(ctx.err(format!(
-                        "output_shape {os:?}: spatial dim {d} = {o} is not reachable (at most {full})"
-                    )));
+                    return Err(ctx
+                        .err(format!("output_shape {os:?}: spatial dim {d} = {o} is not reachable (at most {full})")));
                 }
                 let (lo, hi) =
                     if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };

@@ -94,8 +94,7 @@ fn rms_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
         }
         if let Some(s) = ctx.shape(slot)? {
             // Broadcasts against the normalised dims.
-            let ok = s.len() <= tail.len()
-                && s.iter().rev().zip(tail.iter().rev()).all(|(&a, &b)| a == b || a == 1);
+            let ok = s.len() <= tail.len() && s.iter().rev().zip(tail.iter().rev()).all(|(&a, &b)| a == b || a == 1);
             if !ok {
                 return Err(ctx.err(format!(
                     "input {slot} has shape {s:?}, which does not broadcast to the normalised dims {tail:?}"

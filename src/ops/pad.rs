@@ -41,12 +41,7 @@ pub fn pads(ctx: &Ctx, rank: usize) -> Result<(Vec<i64>, Vec<i64>)> {
         }
     };
     if p.len() != 2 * axes.len() {
-        return Err(ctx.err(format!(
-            "pads {p:?} has {} values; {} axes need {}",
-            p.len(),
-            axes.len(),
-            2 * axes.len()
-        )));
+        return Err(ctx.err(format!("pads {p:?} has {} values; {} axes need {}", p.len(), axes.len(), 2 * axes.len())));
     }
     let (mut begin, mut end) = (vec![0; rank], vec![0; rank]);
     for (k, &a) in axes.iter().enumerate() {
@@ -69,9 +64,9 @@ pub fn padded_shape(ctx: &Ctx, x: &[usize], begin: &[i64], end: &[i64], mode: &s
         }
         let grow = b.max(0).max(e.max(0));
         if mode == "reflect" && grow > 0 && grow >= cropped {
-            return Err(ctx.err(format!(
-                "reflect pads {b}, {e} on dim {d} must be smaller than the extent {cropped} of {x:?}"
-            )));
+            return Err(
+                ctx.err(format!("reflect pads {b}, {e} on dim {d} must be smaller than the extent {cropped} of {x:?}"))
+            );
         }
         if mode == "edge" && grow > 0 && cropped == 0 {
             return Err(ctx.err(format!("edge pads on dim {d} of {x:?} have no edge to repeat")));

@@ -40,9 +40,7 @@ pub fn split_sizes(ctx: &Ctx, dim: usize, n: usize) -> Result<Vec<usize>> {
         return Ok(sizes);
     }
     match ctx.node.int("num_outputs")? {
-        Some(k) if k != n as i64 => {
-            Err(ctx.err(format!("num_outputs = {k} but the node has {n} outputs")))
-        }
+        Some(k) if k != n as i64 => Err(ctx.err(format!("num_outputs = {k} but the node has {n} outputs"))),
         // Opset 18: ceil(dim / n) each, the last one smaller.
         Some(_) => {
             let chunk = dim.div_ceil(n);

@@ -18,7 +18,13 @@ impl Fixture {
             let name = format!("y{i}");
             let (id, _) = graph.tensors.insert_full(
                 name.clone(),
-                Tensor { name, ty: TensorType::unknown(DType::Other(0)), origin: Origin::Value, data: None, sequence: false },
+                Tensor {
+                    name,
+                    ty: TensorType::unknown(DType::Other(0)),
+                    origin: Origin::Value,
+                    data: None,
+                    sequence: false,
+                },
             );
             outs.push(Some(id));
         }

@@ -73,9 +73,8 @@ pub fn scalar_attr_or_input(ctx: &Ctx, attr: &str, slot: usize, constant: bool) 
             let name = ctx.graph.name_of(t);
             match ctx.konst(slot) {
                 None if constant || from_attr.is_some() => {
-                    return Err(ctx.err(format!(
-                        "input {slot} ('{name}', {attr}) must be a constant known when generating code"
-                    )))
+                    return Err(ctx
+                        .err(format!("input {slot} ('{name}', {attr}) must be a constant known when generating code")))
                 }
                 None => None,
                 Some(d) => match d.to_f32().or_else(|| d.to_i64().map(|v| v.iter().map(|&x| x as f32).collect())) {
@@ -91,9 +90,10 @@ pub fn scalar_attr_or_input(ctx: &Ctx, attr: &str, slot: usize, constant: bool) 
         }
     };
     match (from_attr, from_input) {
-        (Some(a), Some(i)) if a != i => Err(ctx.err(format!(
-            "{attr} is given both as attribute ({a}) and as input {slot} ({i}), and they disagree"
-        ))),
+        (Some(a), Some(i)) if a != i => {
+            Err(ctx
+                .err(format!("{attr} is given both as attribute ({a}) and as input {slot} ({i}), and they disagree")))
+        }
         (a, i) => Ok(a.or(i)),
     }
 }
