@@ -100,7 +100,8 @@ fn conv(ctx: &Ctx) -> Result<Vec<TensorType>> {
         return Err(ctx.err(format!("weight shape {w:?} does not match input shape {x:?}")));
     }
     let group = ctx.node.attr_int("group").unwrap_or(1);
-    let group_ok = group >= 1 && (w[1] as u128) * (group as u128) == x[1] as u128 && w[0] as u128 % group as u128 == 0;
+    let group_ok =
+        group >= 1 && (w[1] as u128) * (group as u128) == x[1] as u128 && (w[0] as u128).is_multiple_of(group as u128);
     if !group_ok {
         return Err(ctx.err(format!("input channels {} do not match weight {w:?} with group {group}", x[1])));
     }

@@ -51,7 +51,7 @@ pub fn split_sizes(ctx: &Ctx, dim: usize, n: usize) -> Result<Vec<usize>> {
             v.push(dim - chunk * (n - 1));
             Ok(v)
         }
-        None if dim % n == 0 => Ok(vec![dim / n; n]),
+        None if dim.is_multiple_of(n) => Ok(vec![dim / n; n]),
         None => Err(ctx.err(format!("cannot split dim {dim} into {n} equal parts (no split sizes given)"))),
     }
 }
