@@ -32,6 +32,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::global_avgpool),
         ..OpDef::BASE
     },
+    OpDef { name: "GlobalMaxPool", infer: global_pool, fixed_1x1: Some(always_1x1), ..OpDef::BASE },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
     OpDef {
         name: "GlobalAveragePoolGrad",

@@ -1,4 +1,4 @@
-//! ReduceSum / ReduceMean (axes as attribute before opset 13/18, as an
+//! ReduceSum / ReduceMean / ReduceMax (axes as attribute before opset 13/18, as an
 //! input after).
 
 use super::{kernel, Ctx, OpDef};
@@ -22,6 +22,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::reduce),
         ..OpDef::BASE
     },
+    OpDef { name: "ReduceMax", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
 ];
 
 /// A reduction over exactly the spatial axes (2..rank) with keepdims: a

@@ -68,14 +68,15 @@ pub fn targets(model: &Model, binding: &Binding, npz: &Npz, findings: &[&Finding
     let g = &model.graph;
     let mut arrays = match binding.layout {
         Layout::Named => npz.arrays.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-        Layout::Positional => to_named(binding, npz),
+        Layout::Positional | Layout::Ordered => to_named(binding, npz),
     };
     let mut changes = Vec::new();
-    if binding.layout == Layout::Positional {
+    if binding.layout != Layout::Named {
         changes.push(format!(
-            "re-keyed {} from the positional layout (arr_NNNN) to the named layout (keys = graph-input names), so \
-             the added targets cannot shift any slot",
-            crate::bind::short(&binding.inputs_path)
+            "re-keyed {} from the {} layout to the named layout (keys = graph-input names), so the added targets \
+             cannot shift any slot",
+            crate::bind::short(&binding.inputs_path),
+            binding.layout.name()
         ));
     }
     let n_mb = binding.data_slots().iter().map(|s| s.values.len()).max().unwrap_or(1).max(1);
