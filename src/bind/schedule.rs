@@ -30,7 +30,7 @@ impl Schedule {
 
     /// Whether the gradient buffers are overwritten (not added to) on `pass`.
     pub fn resets(&self, pass: usize) -> bool {
-        pass % self.n_accum.max(1) == 0
+        pass.is_multiple_of(self.n_accum.max(1))
     }
 }
 
@@ -116,7 +116,7 @@ impl Meta {
         }
         let n_batches = self.n_batches.unwrap_or(stored);
         let n_accum = self.n_accum.unwrap_or(1);
-        if n_batches % n_accum != 0 {
+        if !n_batches.is_multiple_of(n_accum) {
             return Err(Error::binding(format!(
                 "meta_n_batches ({n_batches}) is not a multiple of meta_n_accum ({n_accum}): the last optimizer step \
                  would be incomplete"

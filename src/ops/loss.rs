@@ -7,24 +7,40 @@ use crate::ir::{Graph, Node, Origin, TensorId, TensorType};
 pub const OPS: &[OpDef] = &[
     // (scores [N, C, ...], labels [N, ...] [, weights]) -> loss, log_prob.
     // Deeploy's exporters write a log-prob-only form, see `log_prob_only`.
-    OpDef { name: "SoftmaxCrossEntropyLoss", infer: sce, train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
+    OpDef {
+        name: "SoftmaxCrossEntropyLoss",
+        infer: sce,
+        required: &[0, 1],
+        train: Train::Loss,
+        labels: Some(slot_1),
+        ..OpDef::BASE
+    },
     // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or the
     // 2-input form (log_prob, labels) with dY = 1.
     OpDef {
         name: "SoftmaxCrossEntropyLossGrad",
         infer: sce_grad,
         gradient: true,
+        required: &[0, 1],
         labels: Some(sce_grad_labels),
         ..OpDef::BASE
     },
     // (X, target) -> scalar mean of squared differences.
-    OpDef { name: "MSELoss", infer: mse, train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
+    OpDef { name: "MSELoss", infer: mse, required: &[0, 1], train: Train::Loss, labels: Some(slot_1), ..OpDef::BASE },
     // (dY, X, target) -> dX.
-    OpDef { name: "MSELossGrad", infer: mse_grad, gradient: true, labels: Some(slot_2), ..OpDef::BASE },
+    OpDef {
+        name: "MSELossGrad",
+        infer: mse_grad,
+        required: &[0, 1, 2],
+        gradient: true,
+        labels: Some(slot_2),
+        ..OpDef::BASE
+    },
 ];
 
 fn reduction<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
-    match ctx.node.attr_str("reduction").unwrap_or("mean") {
+    ctx.node.int("ignore_index")?;
+    match ctx.node.string("reduction")?.unwrap_or("mean") {
         r @ ("mean" | "sum" | "none") => Ok(r),
         other => Err(ctx.err(format!("reduction '{other}' is not one of mean, sum, none"))),
     }
@@ -115,6 +131,7 @@ fn sce_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn mse(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    reduction(ctx)?;
     let x = ctx.same_as(0)?;
     if let (Some(a), Some(b)) = (x.shape(), ctx.shape(1)?) {
         if a != b {
@@ -125,5 +142,6 @@ fn mse(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn mse_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    reduction(ctx)?;
     Ok(vec![ctx.same_as(1)?])
 }

@@ -85,6 +85,9 @@ pub enum Train {
 pub struct OpDef {
     pub name: &'static str,
     pub infer: InferFn,
+    /// Input slots that must be present (a non-empty name): the typing
+    /// pass refuses a node that leaves one empty, before its rule runs.
+    pub required: &'static [usize],
     /// Set for the operators that make up static shape subgraphs.
     pub fold: Option<FoldFn>,
     pub fold_when: FoldWhen,
@@ -114,6 +117,7 @@ impl OpDef {
     pub const BASE: OpDef = OpDef {
         name: "",
         infer: no_rule,
+        required: &[0],
         fold: None,
         fold_when: FoldWhen::ConstantInts,
         compile_time: &[],
@@ -224,7 +228,7 @@ impl<'a> Ctx<'a> {
     /// `Ok(None)` when neither is given; an error when the input exists but
     /// is not constant.
     pub fn ints_attr_or_input(&self, attr: &str, i: usize) -> Result<Option<Vec<i64>>> {
-        if let Some(v) = self.node.attr_ints(attr) {
+        if let Some(v) = self.node.ints(attr)? {
             return Ok(Some(v.to_vec()));
         }
         if self.has(i) {
@@ -237,6 +241,21 @@ impl<'a> Ctx<'a> {
             };
         }
         Ok(None)
+    }
+
+    /// An INT attribute naming an axis of a rank-`rank` tensor, normalised
+    /// (negative counts from the end); `default` when absent.
+    pub fn axis_attr(&self, name: &str, default: i64, rank: usize) -> Result<usize> {
+        let r = rank as i64;
+        let v = self.node.int(name)?.unwrap_or(default);
+        if v < -r || v >= r {
+            return Err(self.err(format!(
+                "attribute '{name}' = {v} is out of range {}..={} for rank {rank}",
+                -r,
+                r - 1
+            )));
+        }
+        Ok(if v < 0 { v + r } else { v } as usize)
     }
 
     /// Normalise a possibly negative axis against `rank`.

@@ -25,7 +25,7 @@ pub(super) fn fit(
     let access_count = |id: BufId| disc.steps.iter().filter(|s| s.operands.iter().any(|(b, _)| *b == id)).count();
 
     loop {
-        let a = attempt(&base, &disc, opts);
+        let a = attempt(base, disc, opts);
         if a.fits() {
             return Ok(a);
         }
