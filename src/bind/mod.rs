@@ -191,20 +191,21 @@ impl Binding {
     }
 }
 
-/// `inputs.npz` of a model, if there is one.
-pub fn inputs_path(model: &Model) -> Option<PathBuf> {
+/// `inputs.npz` of a model, if there is one. A path that exists but is
+/// a directory, FIFO or device is an error saying so, not "absent".
+pub fn inputs_path(model: &Model) -> Result<Option<PathBuf>> {
     let p = model.dir.join(INPUTS_FILE);
-    p.is_file().then_some(p)
+    Ok(crate::import::regular_file(&p)?.then_some(p))
 }
 
 /// Bind the model's `inputs.npz` (and `outputs.npz` when present).
 pub fn bind(model: &Model, opts: &BindOptions) -> Result<Binding> {
-    let path = inputs_path(model).ok_or_else(|| {
+    let path = inputs_path(model)?.ok_or_else(|| {
         Error::Usage(format!("{} has no {INPUTS_FILE}: there is no test data to bind", model.dir.display()))
     })?;
     let inputs = npz::read(&path)?;
     let out_path = model.dir.join(OUTPUTS_FILE);
-    let outputs = if out_path.is_file() { Some(npz::read(&out_path)?) } else { None };
+    let outputs = if crate::import::regular_file(&out_path)? { Some(npz::read(&out_path)?) } else { None };
     bind_data(model, &inputs, outputs.as_ref(), opts)
 }
 
