@@ -855,16 +855,36 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     let g = &model.graph;
     let frozen: Vec<String> = b.slots_with(Role::Frozen).map(|s| s.input.clone()).collect();
     let output_names: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
-    let check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<()> {
-        if fits(ty, t) {
-            Ok(())
-        } else {
-            Err(Error::binding(format!(
-                "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
-                o.path.display(),
-                ty_str(t.dtype, &t.shape)
-            )))
+    // A reference that fits, or fits after a conversion (f64 to f32) or a
+    // reshape of the same element count, which a note reports.
+    let mut notes: Vec<String> = Vec::new();
+    let mut check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<TensorData> {
+        let mut t = t.clone();
+        if t.dtype == DType::F64 && ty.dtype == DType::F32 {
+            let v = t.to_f32().unwrap_or_default();
+            notes.push(format!("{}: key '{key}' is f64; converted to f32", o.path.display()));
+            t = TensorData::from_f32(t.shape.clone(), &v);
         }
+        if fits(ty, &t) {
+            return Ok(t);
+        }
+        let same_count = ty.shape().is_some_and(|s| s.iter().product::<usize>() == t.numel());
+        if ty.dtype == t.dtype && same_count {
+            let s = ty.shape().unwrap_or_default();
+            notes.push(format!(
+                "{}: key '{key}' has shape {:?}, {what} is {ty}: same element count, read as {s:?}",
+                o.path.display(),
+                t.shape
+            ));
+            t.shape = s;
+            return Ok(t);
+        }
+        Err(Error::binding(format!(
+            "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
+            o.path.display(),
+            ty_str(t.dtype, &t.shape)
+        ))
+        .at_key(key))
     };
     let param_ty = |name: &str| -> Option<TensorType> { g.id(name).map(|t| g.tensor(t).ty.clone()) };
     for (key, t) in &o.arrays {
@@ -878,12 +898,13 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             }
             let n = t.numel();
             if n != b.schedule.n_batches {
-                b.warnings.push(format!(
-                    "{}: '{key}' holds {n} loss(es) but the schedule runs {} forward passes{}",
+                return Err(Error::binding(format!(
+                    "{}: key '{key}' holds {n} loss(es) but the schedule runs {} forward passes (meta_n_batches, or \
+                     1 + the highest mini-batch index); one loss per forward pass is needed",
                     o.path.display(),
                     b.schedule.n_batches,
-                    if n < b.schedule.n_batches { ": the later ones go unchecked" } else { "" }
-                ));
+                ))
+                .at_key(key));
             }
             let target = model.roles.loss.clone().unwrap_or_default();
             if target.is_empty() {
@@ -898,37 +919,32 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         if let Some(name) = key.strip_suffix("_updated") {
             if let Some(p) = b.params.iter_mut().find(|p| p.name == name) {
                 let ty = param_ty(name).expect("parameters are graph tensors");
-                check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
+                let data = check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
                 p.reference = Some(key.clone());
                 b.references.push(Reference {
                     key: key.clone(),
                     kind: RefKind::UpdatedParam,
                     target: name.to_string(),
-                    data: t.clone(),
+                    data,
                 });
                 continue;
             }
             if frozen.iter().any(|f| f == name) {
                 let ty = param_ty(name).expect("frozen parameters are graph inputs");
-                check(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
+                let data = check(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
                 b.references.push(Reference {
                     key: key.clone(),
                     kind: RefKind::Frozen,
                     target: name.to_string(),
-                    data: t.clone(),
+                    data,
                 });
                 continue;
             }
         }
         if let Some(&out) = output_names.iter().find(|&&n| n == key) {
             let ty = &g.tensor(g.id(out).expect("outputs are tensors")).ty;
-            check(key, &format!("graph output '{out}'"), ty, t)?;
-            b.references.push(Reference {
-                key: key.clone(),
-                kind: RefKind::Output,
-                target: out.to_string(),
-                data: t.clone(),
-            });
+            let data = check(key, &format!("graph output '{out}'"), ty, t)?;
+            b.references.push(Reference { key: key.clone(), kind: RefKind::Output, target: out.to_string(), data });
             continue;
         }
         b.warnings.push(format!(
@@ -936,6 +952,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             o.path.display()
         ));
     }
+    b.notes.extend(notes);
     if model.roles.flavor == Flavor::Inference {
         for out in &output_names {
             if !b.references.iter().any(|r| r.target == *out) {
