@@ -255,7 +255,7 @@ fn graph_io_declarations_are_checked() {
         let vi = graph(m).input.iter_mut().find(|v| v.name() == "learning_rate").unwrap();
         set_dim(vi, 0, 0);
     });
-    refused(dir.path(), &["learning_rate", "[0]"]);
+    refused(dir.path(), &["learning_rate", "dim 0 as 0"]);
 }
 
 // --- Absurd schedules -------------------------------------------------------------
