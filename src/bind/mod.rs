@@ -193,20 +193,21 @@ impl Binding {
     }
 }
 
-/// `inputs.npz` of a model, if there is one.
-pub fn inputs_path(model: &Model) -> Option<PathBuf> {
+/// `inputs.npz` of a model, if there is one. A path that exists but is
+/// a directory, FIFO or device is an error saying so, not "absent".
+pub fn inputs_path(model: &Model) -> Result<Option<PathBuf>> {
     let p = model.dir.join(INPUTS_FILE);
-    p.is_file().then_some(p)
+    Ok(crate::import::regular_file(&p)?.then_some(p))
 }
 
 /// Bind the model's `inputs.npz` (and `outputs.npz` when present).
 pub fn bind(model: &Model, opts: &BindOptions) -> Result<Binding> {
-    let path = inputs_path(model).ok_or_else(|| {
+    let path = inputs_path(model)?.ok_or_else(|| {
         Error::Usage(format!("{} has no {INPUTS_FILE}: there is no test data to bind", model.dir.display()))
     })?;
     let inputs = npz::read(&path)?;
     let out_path = model.dir.join(OUTPUTS_FILE);
-    let outputs = if out_path.is_file() { Some(npz::read(&out_path)?) } else { None };
+    let outputs = if crate::import::regular_file(&out_path)? { Some(npz::read(&out_path)?) } else { None };
     bind_data(model, &inputs, outputs.as_ref(), opts)
 }
 
@@ -239,15 +240,6 @@ fn fits(ty: &TensorType, t: &TensorData) -> bool {
                 })
         }
     }
-}
-
-/// An array with the declared dtype and element count whose shape differs
-/// from the declared one only by size-1 dims (`[]` for `[1]`, `[8]` for
-/// `[1, 8]`).
-fn fits_but_size1(ty: &TensorType, t: &TensorData) -> bool {
-    let Some(d) = ty.shape() else { return false };
-    let strip = |v: &[usize]| -> Vec<usize> { v.iter().copied().filter(|&x| x != 1).collect() };
-    ty.dtype == t.dtype && strip(&d) == strip(&t.shape) && ty.numel() == Some(t.numel())
 }
 
 /// Bind already-read data; `bind` reads the files.
@@ -925,26 +917,36 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     let g = &model.graph;
     let frozen: Vec<String> = b.slots_with(Role::Frozen).map(|s| s.input.clone()).collect();
     let output_names: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
-    let mut notes = Vec::new();
-    let mut check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<()> {
-        if fits(ty, t) {
-            Ok(())
-        } else if fits_but_size1(ty, t) {
-            // The file declares the output with extra or fewer size-1 dims
-            // than its reference tool computed (import warned): same values.
-            notes.push(format!(
-                "{}: key '{key}' ({}) is the reference for {what}, declared {ty}: they differ only by size-1 dims",
-                short(&o.path),
-                ty_str(t.dtype, &t.shape)
-            ));
-            Ok(())
-        } else {
-            Err(Error::binding(format!(
-                "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
-                o.path.display(),
-                ty_str(t.dtype, &t.shape)
-            )))
+    // A reference that fits, or fits after a conversion (f64 to f32) or a
+    // reshape of the same element count, which a note reports.
+    let mut notes: Vec<String> = Vec::new();
+    let mut check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<TensorData> {
+        let mut t = t.clone();
+        if t.dtype == DType::F64 && ty.dtype == DType::F32 {
+            let v = t.to_f32().unwrap_or_default();
+            notes.push(format!("{}: key '{key}' is f64; converted to f32", o.path.display()));
+            t = TensorData::from_f32(t.shape.clone(), &v);
         }
+        if fits(ty, &t) {
+            return Ok(t);
+        }
+        let same_count = ty.shape().is_some_and(|s| s.iter().product::<usize>() == t.numel());
+        if ty.dtype == t.dtype && same_count {
+            let s = ty.shape().unwrap_or_default();
+            notes.push(format!(
+                "{}: key '{key}' has shape {:?}, {what} is {ty}: same element count, read as {s:?}",
+                o.path.display(),
+                t.shape
+            ));
+            t.shape = s;
+            return Ok(t);
+        }
+        Err(Error::binding(format!(
+            "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
+            o.path.display(),
+            ty_str(t.dtype, &t.shape)
+        ))
+        .at_key(key))
     };
     let param_ty = |name: &str| -> Option<TensorType> { g.id(name).map(|t| g.tensor(t).ty.clone()) };
     // Ordered layout: no key is a loss, `<param>_updated` or graph-output
@@ -1011,12 +1013,13 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             }
             let n = t.numel();
             if n != b.schedule.n_batches {
-                b.warnings.push(format!(
-                    "{}: '{key}' holds {n} loss(es) but the schedule runs {} forward passes{}",
+                return Err(Error::binding(format!(
+                    "{}: key '{key}' holds {n} loss(es) but the schedule runs {} forward passes (meta_n_batches, or \
+                     1 + the highest mini-batch index); one loss per forward pass is needed",
                     o.path.display(),
                     b.schedule.n_batches,
-                    if n < b.schedule.n_batches { ": the later ones go unchecked" } else { "" }
-                ));
+                ))
+                .at_key(key));
             }
             let target = model.roles.loss.clone().unwrap_or_default();
             if target.is_empty() {
@@ -1031,37 +1034,32 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         if let Some(name) = updated.as_deref() {
             if let Some(p) = b.params.iter_mut().find(|p| p.name == name) {
                 let ty = param_ty(name).expect("parameters are graph tensors");
-                check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
+                let data = check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
                 p.reference = Some(key.clone());
                 b.references.push(Reference {
                     key: key.clone(),
                     kind: RefKind::UpdatedParam,
                     target: name.to_string(),
-                    data: t.clone(),
+                    data,
                 });
                 continue;
             }
             if frozen.iter().any(|f| f == name) {
                 let ty = param_ty(name).expect("frozen parameters are graph inputs");
-                check(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
+                let data = check(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
                 b.references.push(Reference {
                     key: key.clone(),
                     kind: RefKind::Frozen,
                     target: name.to_string(),
-                    data: t.clone(),
+                    data,
                 });
                 continue;
             }
         }
         if let Some(out) = output {
             let ty = &g.tensor(g.id(out).expect("outputs are tensors")).ty;
-            check(key, &format!("graph output '{out}'"), ty, t)?;
-            b.references.push(Reference {
-                key: key.clone(),
-                kind: RefKind::Output,
-                target: out.to_string(),
-                data: t.clone(),
-            });
+            let data = check(key, &format!("graph output '{out}'"), ty, t)?;
+            b.references.push(Reference { key: key.clone(), kind: RefKind::Output, target: out.to_string(), data });
             continue;
         }
         b.warnings.push(format!(

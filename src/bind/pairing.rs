@@ -174,10 +174,31 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     let (w, ng, u) = (params.len(), buffers.len(), out.len());
     let counts_ok = w == u && (!accumulating || ng == w);
     if !not_updated.is_empty() || !counts_ok {
+        // Name what does not pair: weights without a buffer slot, buffer
+        // slots no weight claims.
+        let no_buffer: Vec<&str> = params
+            .iter()
+            .filter(|p| !p.grad_buffer.as_deref().is_some_and(|b| buffers.iter().any(|s| s.input == b)))
+            .map(|p| p.name.as_str())
+            .collect();
+        let stray: Vec<&str> = buffers
+            .iter()
+            .filter(|s| !params.iter().any(|p| p.grad_buffer.as_deref() == Some(s.input.as_str())))
+            .map(|s| s.input.as_str())
+            .collect();
+        let mut detail = String::new();
+        if !not_updated.is_empty() {
+            detail += &format!("; no update for {}", quoted(not_updated));
+        }
+        if accumulating && !no_buffer.is_empty() {
+            detail += &format!("; no gradient buffer for {}", quoted(no_buffer));
+        }
+        if !stray.is_empty() {
+            detail += &format!("; buffer(s) {} pair with no weight", quoted(stray));
+        }
         return Err(bad(format!(
             "weights, gradient buffers and optimizer updates do not pair up: W = {w} trainable weights, NG = {ng} \
-             gradient buffers, {u} optimizer updates{}",
-            if not_updated.is_empty() { String::new() } else { format!("; no update for {}", quoted(not_updated)) }
+             gradient buffers, {u} optimizer updates{detail}"
         )));
     }
     out.sort_by_key(|p| (p.slot.unwrap_or(usize::MAX), params.iter().position(|q| q.name == p.name)));
@@ -186,7 +207,18 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     let buffer_order: Vec<&str> = buffers.iter().map(|s| s.input.as_str()).collect();
     let weight_order: Vec<String> =
         out.iter().filter_map(|p| p.grad_buffer.clone()).filter(|b| buffer_order.contains(&b.as_str())).collect();
-    if buffer_order != weight_order.iter().map(String::as_str).collect::<Vec<_>>() {
+    if let Some(i) = buffer_order.iter().zip(&weight_order).position(|(b, w)| b != w) {
+        let weight_of = |b: &str| out.iter().find(|p| p.grad_buffer.as_deref() == Some(b)).map(|p| p.name.clone());
+        return Err(bad(format!(
+            "gradient buffer slots are not in the order of their weights: buffer slot {i} is '{}' (of weight '{}') \
+             but weight '{}' comes first, whose buffer is '{}'",
+            buffer_order[i],
+            weight_of(buffer_order[i]).unwrap_or_default(),
+            weight_of(&weight_order[i]).unwrap_or_default(),
+            weight_order[i]
+        )));
+    }
+    if buffer_order.len() != weight_order.len() {
         return Err(bad("gradient buffer slots are not in the order of their weights".into()));
     }
 

@@ -8,6 +8,10 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::ir::{DType, TensorData};
 
+/// Most forward passes a test run may schedule: far more than any
+/// reference file holds, few enough that the harness finishes.
+pub const MAX_PASSES: usize = 1 << 20;
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Schedule {
     /// Distinct mini-batches (samples), cycled (`meta_data_size`).
@@ -81,9 +85,11 @@ impl Meta {
                     _ => None,
                 };
                 match v {
-                    Some(lr) if lr.is_finite() => self.learning_rate = Some(lr),
+                    Some(lr) if lr.is_finite() && lr > 0.0 => self.learning_rate = Some(lr),
                     Some(lr) => {
-                        return Err(Error::binding(format!("inputs.npz key '{key}' is {lr}, not a finite number")))
+                        return Err(Error::binding(format!(
+                            "inputs.npz key '{key}' is {lr}; expected a finite learning rate above 0"
+                        )))
                     }
                     None => {
                         return Err(Error::binding(format!(
@@ -116,6 +122,18 @@ impl Meta {
         }
         let n_batches = self.n_batches.unwrap_or(stored);
         let n_accum = self.n_accum.unwrap_or(1);
+        if n_batches > MAX_PASSES {
+            return Err(Error::binding(format!(
+                "meta_n_batches is {n_batches}: deploygen schedules at most {MAX_PASSES} forward passes \
+                 (inputs.npz stores {stored} mini-batch(es))"
+            )));
+        }
+        if n_accum > n_batches {
+            return Err(Error::binding(format!(
+                "meta_n_accum is {n_accum} but the schedule runs {n_batches} forward pass(es) (meta_n_batches): \
+                 not one optimizer step would complete"
+            )));
+        }
         if !n_batches.is_multiple_of(n_accum) {
             return Err(Error::binding(format!(
                 "meta_n_batches ({n_batches}) is not a multiple of meta_n_accum ({n_accum}): the last optimizer step \

@@ -55,15 +55,19 @@ pub struct Args {
 /// if a check then failed, so the table can show what is missing) and the
 /// first problem.
 pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<Binding>, Option<Error>) {
-    if bind::inputs_path(model).is_none() {
-        let problem = num_data_inputs.map(|n| {
-            Error::Usage(format!(
-                "--num-data-inputs {n} needs test data, but {} has no {}",
-                model.dir.display(),
-                bind::INPUTS_FILE
-            ))
-        });
-        return (None, problem);
+    match bind::inputs_path(model) {
+        Err(e) => return (None, Some(e)),
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            let problem = num_data_inputs.map(|n| {
+                Error::Usage(format!(
+                    "--num-data-inputs {n} needs test data, but {} has no {}",
+                    model.dir.display(),
+                    bind::INPUTS_FILE
+                ))
+            });
+            return (None, problem);
+        }
     }
     match bind::bind(model, &BindOptions { num_data_inputs }) {
         Ok(b) => {

@@ -44,7 +44,7 @@ pub fn generate(a: &BuildArgs) -> Result<Built> {
         .expect("a platform is given");
     opts.l2_image_limit = a.l2_image;
     let model = crate::load(&a.model)?;
-    let binding = if bind::inputs_path(&model).is_some() {
+    let binding = if bind::inputs_path(&model)?.is_some() {
         let b = bind::bind(&model, &bind::BindOptions { num_data_inputs: a.num_data_inputs })?;
         check::training(&model, &b)?;
         Some(b)

@@ -32,14 +32,88 @@ pub struct ModelFiles {
     pub optimizer: Option<PathBuf>,
 }
 
+/// Whether `path` is a regular file: `Ok(false)` when it does not exist,
+/// `Ok(true)` for a regular file (through symlinks), an
+/// error saying what it is otherwise (directory, FIFO, device, socket,
+/// dangling or looping symbolic link).
+pub fn regular_file(path: &Path) -> Result<bool> {
+    let link = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if link.file_type().is_symlink() => {
+            return Err(Error::NoModel {
+                path: path.to_path_buf(),
+                detail: format!("is a symbolic link that leads nowhere (dangling or a loop: {e})"),
+            })
+        }
+        Err(e) => return Err(Error::io(path, e)),
+    };
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(true);
+    }
+    let what = if ft.is_dir() {
+        "a directory".to_string()
+    } else {
+        special_kind(&ft).unwrap_or("not a regular file").to_string()
+    };
+    Err(Error::NoModel { path: path.to_path_buf(), detail: format!("is {what}, not a regular file") })
+}
+
+#[cfg(unix)]
+fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &std::fs::FileType) -> Option<&'static str> {
+    None
+}
+
+/// The one file among `names` in `dir`; two present is an error asking for
+/// the file path.
+fn one_of(dir: &Path, names: &[&str]) -> Result<Option<PathBuf>> {
+    let mut found = Vec::new();
+    for n in names {
+        let p = dir.join(n);
+        if regular_file(&p)? {
+            found.push(p);
+        }
+    }
+    if found.len() > 1 {
+        return Err(Error::NoModel {
+            path: dir.to_path_buf(),
+            detail: format!(
+                "holds both {}: pass the path of the file to use (e.g. {}) instead of the folder",
+                names.join(" and "),
+                found[0].display()
+            ),
+        });
+    }
+    Ok(found.pop())
+}
+
 pub fn locate(arg: &Path) -> Result<ModelFiles> {
     let meta = std::fs::metadata(arg).map_err(|e| Error::io(arg, e))?;
     if meta.is_dir() {
-        let main = MAIN_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file()).ok_or_else(|| Error::NoModel {
+        let main = one_of(arg, MAIN_NAMES)?.ok_or_else(|| Error::NoModel {
             path: arg.to_path_buf(),
             detail: format!("holds no model: expected {}", MAIN_NAMES.join(" or ")),
         })?;
-        let optimizer = OPTIMIZER_NAMES.iter().map(|n| arg.join(n)).find(|p| p.is_file());
+        let optimizer = one_of(arg, OPTIMIZER_NAMES)?;
         Ok(ModelFiles { dir: arg.to_path_buf(), main, optimizer })
     } else {
         let dir = match arg.parent() {
@@ -49,7 +123,10 @@ pub fn locate(arg: &Path) -> Result<ModelFiles> {
         // A main-graph file named as in a model folder keeps its optimizer
         // graph beside it.
         let is_main = arg.file_name().and_then(|n| n.to_str()).is_some_and(|n| MAIN_NAMES.contains(&n));
-        let optimizer = if is_main { OPTIMIZER_NAMES.iter().map(|n| dir.join(n)).find(|p| p.is_file()) } else { None };
+        if !regular_file(arg)? {
+            return Err(Error::io(arg, std::io::Error::from(std::io::ErrorKind::NotFound)));
+        }
+        let optimizer = if is_main { one_of(&dir, OPTIMIZER_NAMES)? } else { None };
         Ok(ModelFiles { dir, main: arg.to_path_buf(), optimizer })
     }
 }

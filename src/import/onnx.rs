@@ -32,7 +32,50 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
     Ok(g)
 }
 
+/// A graph input's or output's declaration: a defined element type, and
+/// dims that are positive or symbolic (a negative or zero fixed dim cannot
+/// be deployed).
+fn check_declared(what: &str, vi: &pb::ValueInfoProto) -> Result<()> {
+    use pb::type_proto::Value;
+    let name = vi.name();
+    let tensor = match vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(Value::TensorType(t)) => t,
+        Some(Value::SequenceType(s)) => match s.elem_type.as_ref().and_then(|e| e.value.as_ref()) {
+            Some(Value::TensorType(t)) => t,
+            _ => return Ok(()),
+        },
+        _ => return Err(Error::model(format!("{what} '{name}' declares no tensor type (element type and shape)"))),
+    };
+    if tensor.elem_type() == 0 {
+        return Err(Error::Model {
+            tensor: Some(name.to_string()),
+            node: None,
+            detail: format!("{what} '{name}' has an undefined element type (elem_type 0)"),
+        });
+    }
+    for (i, d) in tensor.shape.iter().flat_map(|s| &s.dim).enumerate() {
+        if let Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) = &d.value {
+            if *v <= 0 {
+                return Err(Error::Model {
+                    tensor: Some(name.to_string()),
+                    node: None,
+                    detail: format!(
+                        "{what} '{name}' declares dim {i} as {v}; dims must be positive or symbolic (dim_param)"
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &Path) -> Result<Graph> {
+    for vi in &gp.input {
+        check_declared("graph input", vi)?;
+    }
+    for vi in &gp.output {
+        check_declared("graph output", vi)?;
+    }
     let mut g = Graph { name: gp.name().to_string(), ..Graph::default() };
     for o in opset_import {
         let domain = match o.domain() {

@@ -64,31 +64,79 @@ fn typed_bytes(t: &pb::TensorProto, dtype: DType) -> Vec<u8> {
     }
 }
 
+/// An `offset` or `length` value: a non-negative decimal integer.
+fn parse_count(key: &str, value: &str) -> std::result::Result<u64, String> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("'{key}' must be a non-negative integer, found '{value}'"));
+    }
+    value.parse().map_err(|_| format!("'{key}' = {value} is too large"))
+}
+
+/// Resolve `location` inside `model_dir`: relative, without `..` leaving
+/// the folder, and (after following symbolic links) still inside it.
+fn confine(model_dir: &Path, location: &str) -> std::result::Result<std::path::PathBuf, String> {
+    use std::path::Component;
+    let rel = Path::new(location);
+    if location.is_empty() {
+        return Err("'location' is empty".into());
+    }
+    if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::Prefix(_) | Component::RootDir)) {
+        return Err(format!(
+            "'location' = '{location}' is an absolute path; external data must be a file inside the model folder"
+        ));
+    }
+    let mut depth = 0usize;
+    for c in rel.components() {
+        match c {
+            Component::ParentDir if depth == 0 => {
+                return Err(format!("'location' = '{location}' leads outside the model folder"));
+            }
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+    }
+    let path = model_dir.join(rel);
+    let dir = model_dir.canonicalize().map_err(|e| format!("cannot resolve the model folder: {e}"))?;
+    let real = path.canonicalize().map_err(|e| format!("cannot open '{location}': {e}"))?;
+    if !real.starts_with(&dir) {
+        return Err(format!(
+            "'location' = '{location}' resolves (through a symbolic link) to {}, outside the model folder",
+            real.display()
+        ));
+    }
+    if !real.is_file() {
+        return Err(format!("'location' = '{location}' is not a regular file"));
+    }
+    Ok(real)
+}
+
 fn read_external(t: &pb::TensorProto, model_dir: &Path, want: usize) -> Result<Vec<u8>> {
+    let name = t.name().to_string();
+    let fail =
+        |path: &Path, detail: String| Error::ExternalData { tensor: name.clone(), path: path.to_path_buf(), detail };
     let mut location = None;
     let mut offset = 0u64;
     let mut length = None;
     for kv in &t.external_data {
         match kv.key() {
             "location" => location = Some(kv.value().to_string()),
-            "offset" => offset = kv.value().parse().unwrap_or(0),
-            "length" => length = kv.value().parse::<usize>().ok(),
+            "offset" => offset = parse_count("offset", kv.value()).map_err(|d| fail(model_dir, d))?,
+            "length" => length = Some(parse_count("length", kv.value()).map_err(|d| fail(model_dir, d))?),
             _ => {}
         }
     }
-    let name = t.name().to_string();
     let Some(location) = location else {
-        return Err(Error::ExternalData {
-            tensor: name,
-            path: model_dir.to_path_buf(),
-            detail: "the external_data entry has no 'location'".into(),
-        });
+        return Err(fail(model_dir, "the external_data entry has no 'location'".into()));
     };
-    let path = model_dir.join(&location);
-    let ext = |detail: String| Error::ExternalData { tensor: name.clone(), path: path.clone(), detail };
+    let path = confine(model_dir, &location).map_err(|d| fail(&model_dir.join(&location), d))?;
+    let ext = |detail: String| fail(&path, detail);
+    let len = length.unwrap_or(want as u64);
+    if len != want as u64 {
+        return Err(ext(format!("'length' = {len} but {want} bytes are needed for the tensor's type and shape")));
+    }
     let mut f = File::open(&path).map_err(|e| ext(format!("cannot open it: {e}")))?;
     let size = f.metadata().map_err(|e| ext(e.to_string()))?.len();
-    let len = length.unwrap_or(want) as u64;
     if offset.checked_add(len).is_none_or(|end| end > size) {
         return Err(ext(format!("bytes {offset}..{} are needed but the file has {size}", offset.saturating_add(len))));
     }

@@ -16,6 +16,7 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         let node = graph.dag[n].clone();
         let def = ops::of(&node);
         let ctx = Ctx { graph, node: &node };
+        required_inputs(&ctx, def)?;
         let inferred = (def.infer)(&ctx)?;
         if let Some(values) = try_fold(&ctx, def, &inferred)? {
             for (slot, value) in node.outputs.iter().zip(values) {
@@ -50,6 +51,25 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         graph.rebuild_edges();
     }
     Ok(folded)
+}
+
+/// The registry's required-input rule, for every node: a required slot
+/// left empty (or beyond the node's inputs) is an error before any shape
+/// rule runs.
+fn required_inputs(ctx: &Ctx, def: &ops::OpDef) -> Result<()> {
+    let missing: Vec<String> = def.required.iter().filter(|&&i| !ctx.has(i)).map(|i| i.to_string()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let given = ctx.node.inputs.iter().map(|t| t.map_or("''".to_string(), |t| format!("'{}'", ctx.graph.name_of(t))));
+    Err(ctx.err(format!(
+        "input {} is required but missing (the node has {} input(s): [{}]; {} needs inputs {:?})",
+        missing.join(", "),
+        ctx.node.inputs.len(),
+        given.collect::<Vec<_>>().join(", "),
+        def.name,
+        def.required
+    )))
 }
 
 /// Fold a node whose outputs are integer shape arithmetic and whose inputs

@@ -16,7 +16,7 @@ pub mod training;
 
 pub use infer::infer;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ir::Model;
 
 /// Lower an imported model: type and fold both graphs, then find the
@@ -27,5 +27,51 @@ pub fn lower(mut model: Model) -> Result<Model> {
         infer(og)?;
     }
     model.roles = roles::detect(&model);
+    check_training_inputs(&model)?;
     Ok(model)
+}
+
+/// Declared types of the training inputs: a gradient-accumulation buffer
+/// has its weight's dtype and shape; the optimizer's learning rate is one
+/// f32, its step counter one i64.
+fn check_training_inputs(model: &Model) -> Result<()> {
+    use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
+    use crate::ir::{DType, Role};
+    let g = &model.graph;
+    for &t in &g.inputs {
+        let buf = g.tensor(t);
+        let Some(weight) = buf.name.strip_suffix(ACCUM_BUFFER_SUFFIX) else { continue };
+        let Some(w) = g.id(weight).map(|w| g.tensor(w)) else { continue };
+        let same_shape = match (buf.ty.shape(), w.ty.shape()) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        if buf.ty.dtype != w.ty.dtype || !same_shape {
+            return Err(Error::binding(format!(
+                "gradient buffer '{}' is declared {} but its weight '{weight}' is {}: the buffer accumulates that \
+                 weight's gradient, so it needs the same type",
+                buf.name, buf.ty, w.ty
+            ))
+            .at_input(&buf.name));
+        }
+    }
+    if let Some(og) = &model.optimizer {
+        for &t in &og.inputs {
+            let x = og.tensor(t);
+            let want = match model.roles.optimizer.get(&x.name) {
+                Some(Role::LearningRate) => DType::F32,
+                Some(Role::Step) => DType::I64,
+                _ => continue,
+            };
+            let one = x.ty.shape().is_none_or(|s| s.iter().product::<usize>() == 1);
+            if x.ty.dtype != want || !one {
+                return Err(Error::binding(format!(
+                    "optimizer input '{}' is declared {} but must be one {want} value ([1] or [])",
+                    x.name, x.ty
+                ))
+                .at_input(&x.name));
+            }
+        }
+    }
+    Ok(())
 }

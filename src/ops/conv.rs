@@ -5,9 +5,16 @@ use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Conv", infer: conv, kernel: Some(kernel::conv), ..OpDef::BASE },
+    OpDef { name: "Conv", infer: conv, required: &[0, 1], kernel: Some(kernel::conv), ..OpDef::BASE },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
-    OpDef { name: "ConvGrad", infer: conv_grad, gradient: true, kernel: Some(kernel::conv_grad), ..OpDef::BASE },
+    OpDef {
+        name: "ConvGrad",
+        infer: conv_grad,
+        gradient: true,
+        required: &[0, 1, 2],
+        kernel: Some(kernel::conv_grad),
+        ..OpDef::BASE
+    },
 ];
 
 /// Spatial geometry shared by Conv and the pooling operators.
@@ -19,28 +26,52 @@ pub struct Window {
     pub pads: Vec<usize>,
 }
 
+/// Largest stride, dilation, pad or kernel extent deploygen accepts: far
+/// above any map a microcontroller holds, low enough that window arithmetic
+/// never overflows.
+pub const MAX_EXTENT: i64 = 1 << 20;
+
+/// A positive INTS attribute with one value per spatial dim.
+fn per_dim(ctx: &Ctx, name: &str, sp: usize, n: usize, lo: i64, default: usize) -> Result<Vec<usize>> {
+    let Some(v) = ctx.node.ints(name)? else { return Ok(vec![default; n]) };
+    if v.len() != n {
+        return Err(ctx.err(format!(
+            "attribute '{name}' = {v:?} must have {n} values ({} for {sp} spatial dims), found {}",
+            if n == sp { "one each" } else { "begin and end" },
+            v.len()
+        )));
+    }
+    if let Some(bad) = v.iter().find(|&&x| x < lo || x > MAX_EXTENT) {
+        return Err(ctx.err(format!("attribute '{name}' = {v:?}: {bad} is out of range {lo}..={MAX_EXTENT}")));
+    }
+    Ok(v.iter().map(|&x| x as usize).collect())
+}
+
+/// The `kernel_shape` attribute for `sp` spatial dims (`None` when absent).
+pub fn kernel_attr(ctx: &Ctx, sp: Option<usize>) -> Result<Option<Vec<usize>>> {
+    let Some(k) = ctx.node.ints("kernel_shape")? else { return Ok(None) };
+    if k.is_empty() || sp.is_some_and(|sp| k.len() != sp) {
+        let want = sp.map_or("at least one value".to_string(), |sp| format!("{sp} values (one per spatial dim)"));
+        return Err(ctx.err(format!("attribute 'kernel_shape' = {k:?} must have {want}, found {}", k.len())));
+    }
+    if let Some(bad) = k.iter().find(|&&x| !(1..=MAX_EXTENT).contains(&x)) {
+        return Err(ctx.err(format!("attribute 'kernel_shape' = {k:?}: {bad} is out of range 1..={MAX_EXTENT}")));
+    }
+    Ok(Some(k.iter().map(|&x| x as usize).collect()))
+}
+
 /// Read kernel/stride/dilation/pad attributes for `spatial` dims,
 /// resolving `auto_pad`.
 pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Result<(Window, Vec<usize>)> {
     let sp = kernel.len();
     if input.len() != sp + 2 {
-        return Err(ctx.err(format!("input has shape {input:?}, expected N, C and {sp} spatial dims")));
+        return Err(ctx
+            .err(format!("input has shape {input:?}, expected N, C and {sp} spatial dims (kernel_shape {kernel:?})")));
     }
-    let get = |name: &str, default: usize| -> Result<Vec<usize>> {
-        match ctx.node.attr_ints(name) {
-            None => Ok(vec![default; sp]),
-            Some(v) if v.len() == sp && v.iter().all(|&x| x >= 1) => Ok(v.iter().map(|&x| x as usize).collect()),
-            Some(v) => Err(ctx.err(format!("attribute {name}={v:?} is invalid for {sp} spatial dims"))),
-        }
-    };
-    let strides = get("strides", 1)?;
-    let dilations = get("dilations", 1)?;
-    let mut pads = match ctx.node.attr_ints("pads") {
-        None => vec![0; 2 * sp],
-        Some(v) if v.len() == 2 * sp && v.iter().all(|&x| x >= 0) => v.iter().map(|&x| x as usize).collect(),
-        Some(v) => return Err(ctx.err(format!("attribute pads={v:?} is invalid for {sp} spatial dims"))),
-    };
-    let auto = ctx.node.attr_str("auto_pad").unwrap_or("NOTSET");
+    let strides = per_dim(ctx, "strides", sp, sp, 1, 1)?;
+    let dilations = per_dim(ctx, "dilations", sp, sp, 1, 1)?;
+    let mut pads = per_dim(ctx, "pads", sp, 2 * sp, 0, 0)?;
+    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
     let mut out = Vec::with_capacity(sp);
     for d in 0..sp {
         let inp = input[d + 2];
@@ -93,27 +124,39 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
 
 fn conv(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    let (Some(x), Some(w)) = (ctx.shape(0)?, ctx.shape(1)?) else {
-        return Ok(vec![TensorType::unknown(dtype)]);
+    Ok(vec![match conv_shape(ctx, 0, 1, Some(2))? {
+        Some(s) => TensorType::new(dtype, &s),
+        None => TensorType::unknown(dtype),
+    }])
+}
+
+/// The output shape of a convolution of input slot `xi` with weight slot
+/// `wi` (and bias `bi`) under the node's attributes; `None` when a shape
+/// is unknown. Shared by Conv and ConvGrad, whose dY mirrors it.
+fn conv_shape(ctx: &Ctx, xi: usize, wi: usize, bi: Option<usize>) -> Result<Option<Vec<usize>>> {
+    let (Some(x), Some(w)) = (ctx.shape(xi)?, ctx.shape(wi)?) else {
+        kernel_attr(ctx, None)?;
+        ctx.node.int_in("group", 1, 1, MAX_EXTENT)?;
+        return Ok(None);
     };
     if w.len() != x.len() || w.len() < 3 {
         return Err(ctx.err(format!("weight shape {w:?} does not match input shape {x:?}")));
     }
-    let group = ctx.node.attr_int("group").unwrap_or(1);
-    let group_ok =
-        group >= 1 && (w[1] as u128) * (group as u128) == x[1] as u128 && (w[0] as u128).is_multiple_of(group as u128);
+    let group = ctx.node.int_in("group", 1, 1, MAX_EXTENT)?;
+    let group_ok = (w[1] as u128) * (group as u128) == x[1] as u128 && (w[0] as u128).is_multiple_of(group as u128);
     if !group_ok {
-        return Err(ctx.err(format!("input channels {} do not match weight {w:?} with group {group}", x[1])));
+        return Err(ctx.err(format!(
+            "attribute 'group' = {group} does not fit: input channels {} must be group x weight {w:?}[1] and \
+             the {} filters must divide into {group} groups",
+            x[1], w[0]
+        )));
     }
-    let kernel = match ctx.node.attr_ints("kernel_shape") {
-        Some(k) => k.iter().map(|&v| v.max(0) as usize).collect(),
-        None => w[2..].to_vec(),
-    };
+    let kernel = kernel_attr(ctx, Some(w.len() - 2))?.unwrap_or_else(|| w[2..].to_vec());
     if kernel != w[2..] {
         return Err(ctx.err(format!("kernel_shape {kernel:?} disagrees with weight shape {w:?}")));
     }
-    if ctx.has(2) {
-        if let Some(b) = ctx.shape(2)? {
+    if let Some(bi) = bi.filter(|&b| ctx.has(b)) {
+        if let Some(b) = ctx.shape(bi)? {
             if b != [w[0]] {
                 return Err(ctx.err(format!("bias shape {b:?} should be [{}]", w[0])));
             }
@@ -122,10 +165,21 @@ fn conv(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let (_, spatial) = window(ctx, &x, kernel, false)?;
     let mut out = vec![x[0], w[0]];
     out.extend(spatial);
-    Ok(vec![TensorType::new(dtype, &out)])
+    Ok(Some(out))
 }
 
+/// ConvGrad carries the forward Conv's attributes: they obey the forward
+/// rules, and dY must have the shape the forward convolution of X with W
+/// gives.
 fn conv_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    if let (Some(y), Some(dy)) = (conv_shape(ctx, 1, 2, None)?, ctx.shape(0)?) {
+        if y != dy {
+            return Err(ctx.err(format!(
+                "dY (input 0) has shape {dy:?} but the forward convolution of X (input 1) with W (input 2) under \
+                 these attributes gives {y:?}"
+            )));
+        }
+    }
     let dx = ctx.same_as(1)?;
     let dw = ctx.same_as(2)?;
     let db = match ctx.shape(2)? {

@@ -5,14 +5,42 @@ use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Add", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
-    OpDef { name: "Sub", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
-    OpDef { name: "Mul", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
-    OpDef { name: "Div", infer: binary, fold: Some(fold_arith), kernel: Some(kernel::binary), ..OpDef::BASE },
-    OpDef { name: "Pow", infer: pow, kernel: Some(kernel::binary), ..OpDef::BASE },
+    OpDef {
+        name: "Add",
+        infer: binary,
+        required: &[0, 1],
+        fold: Some(fold_arith),
+        kernel: Some(kernel::binary),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Sub",
+        infer: binary,
+        required: &[0, 1],
+        fold: Some(fold_arith),
+        kernel: Some(kernel::binary),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Mul",
+        infer: binary,
+        required: &[0, 1],
+        fold: Some(fold_arith),
+        kernel: Some(kernel::binary),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Div",
+        infer: binary,
+        required: &[0, 1],
+        fold: Some(fold_arith),
+        kernel: Some(kernel::binary),
+        ..OpDef::BASE
+    },
+    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(kernel::binary), ..OpDef::BASE },
     OpDef { name: "Sum", infer: binary, kernel: Some(kernel::sum), ..OpDef::BASE },
     OpDef { name: "Relu", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Gelu", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Gelu", infer: gelu, kernel: Some(kernel::unary), ..OpDef::BASE },
     OpDef {
         name: "Identity",
         infer: unary,
@@ -23,14 +51,46 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), ..OpDef::BASE },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
-    OpDef { name: "Scale", infer: unary, kernel: Some(kernel::scale), ..OpDef::BASE },
+    OpDef { name: "Scale", infer: scale, required: &[0, 1], kernel: Some(kernel::scale), ..OpDef::BASE },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
-    OpDef { name: "ReluGrad", infer: unary, gradient: true, kernel: Some(kernel::act_grad), ..OpDef::BASE },
-    OpDef { name: "GeluGrad", infer: unary, gradient: true, kernel: Some(kernel::act_grad), ..OpDef::BASE },
+    OpDef {
+        name: "ReluGrad",
+        infer: unary,
+        gradient: true,
+        required: &[0, 1],
+        kernel: Some(kernel::act_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "GeluGrad",
+        infer: gelu_grad,
+        gradient: true,
+        required: &[0, 1],
+        kernel: Some(kernel::act_grad),
+        ..OpDef::BASE
+    },
 ];
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![ctx.same_as(0)?])
+}
+
+/// Gelu's `approximate`: "none" or "tanh".
+fn gelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    match ctx.node.string("approximate")?.unwrap_or("none") {
+        "none" | "tanh" => unary(ctx),
+        other => Err(ctx.err(format!("attribute 'approximate' = '{other}' is not one of none, tanh"))),
+    }
+}
+
+fn gelu_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    gelu(ctx)
+}
+
+/// com.microsoft Scale: `scale_down` is 0/1.
+fn scale(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    ctx.node.flag("scale_down", false)?;
+    unary(ctx)
 }
 
 fn binary(ctx: &Ctx) -> Result<Vec<TensorType>> {
@@ -45,10 +105,21 @@ fn pow(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn cast(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    let to = ctx.node.attr_int("to").ok_or_else(|| ctx.err("attribute 'to' is required"))?;
+    let to = cast_to(ctx)?;
     let mut t = ctx.same_as(0)?;
-    t.dtype = DType::from_onnx(to as i32);
+    t.dtype = to;
     Ok(vec![t])
+}
+
+/// Cast's required `to`: an ONNX element type deploygen knows.
+fn cast_to(ctx: &Ctx) -> Result<DType> {
+    let to = ctx.node.int("to")?.ok_or_else(|| ctx.err("attribute 'to' is required"))?;
+    match i32::try_from(to).map(DType::from_onnx) {
+        Ok(DType::Other(_)) | Err(_) => {
+            Err(ctx.err(format!("attribute 'to' = {to} is not an ONNX element type deploygen supports")))
+        }
+        Ok(d) => Ok(d),
+    }
 }
 
 fn fold_identity(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
@@ -56,11 +127,12 @@ fn fold_identity(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData
 }
 
 fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let (Some(d), Some(to)) = (ctx.konst(0), ctx.node.attr_int("to")) else {
+    let to = cast_to(ctx)?;
+    let Some(d) = ctx.konst(0) else {
         return Ok(None);
     };
     let Some(v) = d.to_i64() else { return Ok(None) };
-    Ok(TensorData::from_i64_as(DType::from_onnx(to as i32), d.shape.clone(), &v).map(|t| vec![t]))
+    Ok(TensorData::from_i64_as(to, d.shape.clone(), &v).map(|t| vec![t]))
 }
 
 /// Integer arithmetic on shape values (e.g. `Shape → Div → Concat`).

@@ -6,17 +6,21 @@ use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Gemm", infer: gemm, kernel: Some(kernel::gemm), ..OpDef::BASE },
-    OpDef { name: "MatMul", infer: matmul, kernel: Some(kernel::matmul), ..OpDef::BASE },
+    OpDef { name: "Gemm", infer: gemm, required: &[0, 1], kernel: Some(kernel::gemm), ..OpDef::BASE },
+    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(kernel::matmul), ..OpDef::BASE },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
-    OpDef { name: "FusedMatMul", infer: fused_matmul, kernel: Some(kernel::matmul), ..OpDef::BASE },
+    OpDef { name: "FusedMatMul", infer: fused_matmul, required: &[0, 1], kernel: Some(kernel::matmul), ..OpDef::BASE },
 ];
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from
 /// Deeploy's exporters also use leading batch dims (`[1, 64, 128] x
 /// [128, 128]`), which broadcast as in MatMul.
 fn gemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let ta = ctx.node.flag("transA", false)?;
+    let tb = ctx.node.flag("transB", false)?;
+    finite(ctx, "alpha")?;
+    finite(ctx, "beta")?;
     let dtype = ctx.dtype(0)?;
     let (Some(a), Some(b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
         return Ok(vec![TensorType::unknown(dtype)]);
@@ -24,8 +28,6 @@ fn gemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if a.len() < 2 || b.len() < 2 {
         return Err(ctx.err(format!("Gemm needs operands of rank 2 or more, got {a:?} and {b:?}")));
     }
-    let ta = ctx.node.attr_int("transA").unwrap_or(0) != 0;
-    let tb = ctx.node.attr_int("transB").unwrap_or(0) != 0;
     let (ra, rb) = (a.len(), b.len());
     let (m, ka) = if ta { (a[ra - 1], a[ra - 2]) } else { (a[ra - 2], a[ra - 1]) };
     let (kb, n) = if tb { (b[rb - 1], b[rb - 2]) } else { (b[rb - 2], b[rb - 1]) };
@@ -53,13 +55,24 @@ fn matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
     matmul_shapes(ctx, a, b).map(|s| vec![TensorType::new(dtype, &s)])
 }
 
+/// A FLOAT attribute that, when present, is a finite number.
+pub fn finite(ctx: &Ctx, name: &str) -> Result<Option<f32>> {
+    match ctx.node.float(name)? {
+        Some(v) if !v.is_finite() => Err(ctx.err(format!("attribute '{name}' = {v} must be a finite number"))),
+        v => Ok(v),
+    }
+}
+
 fn fused_matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
     for attr in ["transBatchA", "transBatchB"] {
-        if ctx.node.attr_int(attr).unwrap_or(0) != 0 {
+        if ctx.node.flag(attr, false)? {
             return Err(ctx.err(format!("{attr}=1 is not supported")));
         }
     }
+    let ta = ctx.node.flag("transA", false)?;
+    let tb = ctx.node.flag("transB", false)?;
+    finite(ctx, "alpha")?;
     let (Some(mut a), Some(mut b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
         return Ok(vec![TensorType::unknown(dtype)]);
     };
@@ -69,10 +82,10 @@ fn fused_matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
             s.swap(n - 1, n - 2);
         }
     };
-    if ctx.node.attr_int("transA").unwrap_or(0) != 0 {
+    if ta {
         swap_last(&mut a);
     }
-    if ctx.node.attr_int("transB").unwrap_or(0) != 0 {
+    if tb {
         swap_last(&mut b);
     }
     matmul_shapes(ctx, a, b).map(|s| vec![TensorType::new(dtype, &s)])

@@ -10,6 +10,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "SoftmaxCrossEntropyLoss",
         infer: sce,
+        required: &[0, 1],
         train: Train::Loss,
         labels: Some(slot_1),
         kernel: Some(kernel::sce_loss),
@@ -21,6 +22,7 @@ pub const OPS: &[OpDef] = &[
         name: "SoftmaxCrossEntropyLossGrad",
         infer: sce_grad,
         gradient: true,
+        required: &[0, 1],
         labels: Some(sce_grad_labels),
         kernel: Some(kernel::sce_loss_grad),
         ..OpDef::BASE
@@ -29,6 +31,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "MSELoss",
         infer: mse,
+        required: &[0, 1],
         train: Train::Loss,
         labels: Some(slot_1),
         kernel: Some(kernel::mse_loss),
@@ -38,6 +41,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "MSELossGrad",
         infer: mse_grad,
+        required: &[0, 1, 2],
         gradient: true,
         labels: Some(slot_2),
         kernel: Some(kernel::mse_loss_grad),
@@ -46,7 +50,8 @@ pub const OPS: &[OpDef] = &[
 ];
 
 fn reduction<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
-    match ctx.node.attr_str("reduction").unwrap_or("mean") {
+    ctx.node.int("ignore_index")?;
+    match ctx.node.string("reduction")?.unwrap_or("mean") {
         r @ ("mean" | "sum" | "none") => Ok(r),
         other => Err(ctx.err(format!("reduction '{other}' is not one of mean, sum, none"))),
     }
@@ -137,6 +142,7 @@ fn sce_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn mse(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    reduction(ctx)?;
     let x = ctx.same_as(0)?;
     if let (Some(a), Some(b)) = (x.shape(), ctx.shape(1)?) {
         if a != b {
@@ -147,5 +153,6 @@ fn mse(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 fn mse_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    reduction(ctx)?;
     Ok(vec![ctx.same_as(1)?])
 }

@@ -94,6 +94,9 @@ pub enum Train {
 pub struct OpDef {
     pub name: &'static str,
     pub infer: InferFn,
+    /// Input slots that must be present (a non-empty name): the typing
+    /// pass refuses a node that leaves one empty, before its rule runs.
+    pub required: &'static [usize],
     /// Set for the operators that make up static shape subgraphs.
     pub fold: Option<FoldFn>,
     pub fold_when: FoldWhen,
@@ -126,6 +129,7 @@ impl OpDef {
     pub const BASE: OpDef = OpDef {
         name: "",
         infer: no_rule,
+        required: &[0],
         fold: None,
         fold_when: FoldWhen::ConstantInts,
         compile_time: &[],
@@ -267,6 +271,21 @@ impl<'a> Ctx<'a> {
             ))),
             _ => Ok(Some(from_input)),
         }
+    }
+
+    /// An INT attribute naming an axis of a rank-`rank` tensor, normalised
+    /// (negative counts from the end); `default` when absent.
+    pub fn axis_attr(&self, name: &str, default: i64, rank: usize) -> Result<usize> {
+        let r = rank as i64;
+        let v = self.node.int(name)?.unwrap_or(default);
+        if v < -r || v >= r {
+            return Err(self.err(format!(
+                "attribute '{name}' = {v} is out of range {}..={} for rank {rank}",
+                -r,
+                r - 1
+            )));
+        }
+        Ok(if v < 0 { v + r } else { v } as usize)
     }
 
     /// Normalise a possibly negative axis against `rank`.

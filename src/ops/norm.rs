@@ -1,6 +1,7 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
+use super::linear::finite;
 use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -10,6 +11,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "BatchNormalization",
         infer: batch_norm,
+        required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
         kernel: Some(kernel::batchnorm),
         ..OpDef::BASE
@@ -18,6 +20,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "BatchNormInternal",
         infer: batch_norm,
+        required: &[0, 1, 2, 3, 4],
         batch_stats: Some(ort_training_mode),
         kernel: Some(kernel::batchnorm),
         ..OpDef::BASE
@@ -25,25 +28,34 @@ pub const OPS: &[OpDef] = &[
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
     OpDef {
         name: "BatchNormalizationGrad",
-        infer: norm_grad,
+        infer: batch_norm_grad,
         gradient: true,
+        required: &[0, 1, 2],
         kernel: Some(kernel::batchnorm_grad),
         ..OpDef::BASE
     },
     // (X, scale[, B]) -> Y, Mean, InvStdDev.
-    OpDef { name: "LayerNormalization", infer: layer_norm, kernel: Some(kernel::layernorm), ..OpDef::BASE },
+    OpDef {
+        name: "LayerNormalization",
+        infer: layer_norm,
+        required: &[0, 1],
+        kernel: Some(kernel::layernorm),
+        ..OpDef::BASE
+    },
     // com.microsoft (dY, X, scale, mean, inv_std_var) -> dX, dScale, dBias.
     OpDef {
         name: "LayerNormalizationGrad",
-        infer: norm_grad,
+        infer: layer_norm_grad,
         gradient: true,
+        required: &[0, 1, 2],
         scratch: Some(layer_norm_grad_scratch),
         kernel: Some(kernel::layernorm_grad),
         ..OpDef::BASE
     },
 ];
 
-/// onnxruntime's training BatchNorm: training_mode defaults to 1.
+/// onnxruntime's training BatchNorm: training_mode defaults to 1. Read on
+/// typed nodes only: the shape rule validated the attribute.
 fn ort_training_mode(n: &Node) -> bool {
     n.attr_int("training_mode").unwrap_or(1) != 0
 }
@@ -68,7 +80,26 @@ fn layer_norm_grad_scratch(g: &Graph, node: &Node) -> u64 {
     (2 * rows * 4) as u64
 }
 
+/// BatchNormalization's attributes: `epsilon` a non-negative finite
+/// FLOAT, `momentum` in 0..=1, `training_mode` and `spatial` 0/1.
+fn batch_norm_attrs(ctx: &Ctx) -> Result<()> {
+    if let Some(e) = finite(ctx, "epsilon")? {
+        if e < 0.0 {
+            return Err(ctx.err(format!("attribute 'epsilon' = {e} must not be negative")));
+        }
+    }
+    if let Some(m) = finite(ctx, "momentum")? {
+        if !(0.0..=1.0).contains(&m) {
+            return Err(ctx.err(format!("attribute 'momentum' = {m} is out of range 0..=1")));
+        }
+    }
+    ctx.node.flag("training_mode", false)?;
+    ctx.node.flag("spatial", true)?;
+    Ok(())
+}
+
 fn batch_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    batch_norm_attrs(ctx)?;
     let y = ctx.same_as(0)?;
     let c = match ctx.shape(0)? {
         Some(x) if x.len() >= 2 => TensorType::new(y.dtype, &[x[1]]),
@@ -81,18 +112,44 @@ fn batch_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(out)
 }
 
+/// LayerNormalization's `epsilon` (finite, non-negative) and `axis`
+/// (within the rank of input `x`).
+fn layer_norm_attrs(ctx: &Ctx, x: Option<&[usize]>) -> Result<Option<usize>> {
+    if let Some(e) = finite(ctx, "epsilon")? {
+        if e < 0.0 {
+            return Err(ctx.err(format!("attribute 'epsilon' = {e} must not be negative")));
+        }
+    }
+    ctx.node.int("stash_type")?;
+    match x {
+        Some(x) => ctx.axis_attr("axis", -1, x.len()).map(Some),
+        None => ctx.node.int("axis").map(|_| None),
+    }
+}
+
 fn layer_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let y = ctx.same_as(0)?;
+    let shape = ctx.shape(0)?;
+    let axis = layer_norm_attrs(ctx, shape.as_deref())?;
     // Mean and InvStdDev are float unless stash_type says otherwise.
-    let stats = match ctx.shape(0)? {
-        Some(x) => {
-            let axis = ctx.axis(ctx.node.attr_int("axis").unwrap_or(-1), x.len())?;
+    let stats = match (shape, axis) {
+        (Some(x), Some(axis)) => {
             let s: Vec<usize> = x.iter().enumerate().map(|(i, &d)| if i < axis { d } else { 1 }).collect();
             TensorType::new(DType::F32, &s)
         }
-        None => TensorType::unknown(DType::F32),
+        _ => TensorType::unknown(DType::F32),
     };
     Ok(vec![y, stats.clone(), stats])
+}
+
+fn layer_norm_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    layer_norm_attrs(ctx, ctx.shape(1)?.as_deref())?;
+    norm_grad(ctx)
+}
+
+fn batch_norm_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    batch_norm_attrs(ctx)?;
+    norm_grad(ctx)
 }
 
 fn norm_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {

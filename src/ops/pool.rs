@@ -1,6 +1,6 @@
 //! Pooling and its gradients.
 
-use super::conv::window;
+use super::conv::{kernel_attr, window, MAX_EXTENT};
 use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -13,6 +13,7 @@ pub const OPS: &[OpDef] = &[
         name: "MaxPoolGrad",
         infer: max_pool_grad,
         gradient: true,
+        required: &[0, 1],
         kernel: Some(kernel::maxpool_grad),
         ..OpDef::BASE
     },
@@ -48,21 +49,48 @@ fn always_1x1(_: &Graph, _: &Node) -> bool {
     true
 }
 
-fn kernel_shape(ctx: &Ctx) -> Result<Vec<usize>> {
-    match ctx.node.attr_ints("kernel_shape") {
-        Some(k) if !k.is_empty() && k.iter().all(|&v| v >= 1) => Ok(k.iter().map(|&v| v as usize).collect()),
-        Some(k) => Err(ctx.err(format!("kernel_shape {k:?} is invalid"))),
-        None => Err(ctx.err("attribute kernel_shape is required")),
-    }
+/// `kernel_shape`, required, with one value per spatial dim of `x` when
+/// its rank is known.
+fn kernel_shape(ctx: &Ctx, x: Option<&[usize]>) -> Result<Vec<usize>> {
+    let sp = x.map(|x| x.len().saturating_sub(2));
+    kernel_attr(ctx, sp)?.ok_or_else(|| ctx.err("attribute 'kernel_shape' is required"))
+}
+
+/// The pooling attributes deploygen does not compute with, type-checked.
+fn pool_flags(ctx: &Ctx) -> Result<bool> {
+    ctx.node.flag("count_include_pad", false)?;
+    ctx.node.int_in("storage_order", 0, 0, 1)?;
+    ctx.node.flag("ceil_mode", false)
+}
+
+/// The pooled shape of `x` under the node's attributes.
+fn pooled_shape(ctx: &Ctx, x: &[usize]) -> Result<Vec<usize>> {
+    let ceil = pool_flags(ctx)?;
+    let (_, spatial) = window(ctx, x, kernel_shape(ctx, Some(x))?, ceil)?;
+    let mut out = x[..2].to_vec();
+    out.extend(spatial);
+    Ok(out)
 }
 
 fn pooled(ctx: &Ctx) -> Result<Option<Vec<usize>>> {
-    let Some(x) = ctx.shape(0)? else { return Ok(None) };
-    let ceil = ctx.node.attr_int("ceil_mode").unwrap_or(0) != 0;
-    let (_, spatial) = window(ctx, &x, kernel_shape(ctx)?, ceil)?;
-    let mut out = x[..2].to_vec();
-    out.extend(spatial);
-    Ok(Some(out))
+    let Some(x) = ctx.shape(0)? else {
+        kernel_shape(ctx, None)?;
+        pool_flags(ctx)?;
+        return Ok(None);
+    };
+    pooled_shape(ctx, &x).map(Some)
+}
+
+/// A pooling gradient's dY must have the shape the forward pool of its
+/// input `x` gives under the same attributes.
+fn check_mirror(ctx: &Ctx, x: &[usize], dy: Option<&[usize]>) -> Result<()> {
+    let y = pooled_shape(ctx, x)?;
+    match dy {
+        Some(dy) if dy != y => Err(ctx.err(format!(
+            "dY (input 0) has shape {dy:?} but the forward pool of its input {x:?} under these attributes gives {y:?}"
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn max_pool(ctx: &Ctx) -> Result<Vec<TensorType>> {
@@ -89,9 +117,14 @@ fn max_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
         ctx.node.input(1).and_then(|t| ctx.graph.producer(t)).map(|n| ctx.graph.node(n)).filter(|n| n.op == "MaxPool");
     if let Some(x) = fwd.and_then(|n| n.input(0)) {
         let mut t = ctx.graph.tensor(x).ty.clone();
+        if let Some(xs) = t.shape() {
+            check_mirror(ctx, &xs, ctx.shape(0)?.as_deref())?;
+        }
         t.dtype = dtype;
         return Ok(vec![t]);
     }
+    kernel_shape(ctx, None)?;
+    pool_flags(ctx)?;
     Ok(vec![TensorType::unknown(dtype)])
 }
 
@@ -103,24 +136,44 @@ fn avg_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let Some(dy) = ctx.shape(0)? else {
         return Ok(vec![TensorType::unknown(dtype)]);
     };
-    let k = kernel_shape(ctx)?;
+    let k = kernel_shape(ctx, Some(&dy))?;
     let sp = k.len();
-    if dy.len() != sp + 2 || ctx.node.attr_str("auto_pad").is_some_and(|a| a != "NOTSET" && a != "VALID") {
+    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    if !matches!(auto, "NOTSET" | "VALID" | "") {
+        // SAME_*: the input extent is ambiguous; the forward rule still
+        // checks the attributes once the file declares it.
+        pool_flags(ctx)?;
         return Ok(vec![TensorType::unknown(dtype)]);
     }
-    let strides: Vec<usize> =
-        ctx.node.attr_ints("strides").map(|s| s.iter().map(|&v| v.max(1) as usize).collect()).unwrap_or(vec![1; sp]);
-    let pads: Vec<usize> =
-        ctx.node.attr_ints("pads").map(|s| s.iter().map(|&v| v.max(0) as usize).collect()).unwrap_or(vec![0; 2 * sp]);
-    if strides.len() != sp || pads.len() != 2 * sp {
-        return Ok(vec![TensorType::unknown(dtype)]);
-    }
+    let strides = per_dim(ctx, "strides", sp, 1)?;
+    let pads = per_dim(ctx, "pads", 2 * sp, 0)?;
     let mut out = dy[..2].to_vec();
     for d in 0..sp {
-        let full = dy[d + 2].saturating_sub(1).saturating_mul(strides[d]).saturating_add(k[d]);
-        out.push(full.saturating_sub(pads[d] + pads[d + sp]));
+        let full = (dy[d + 2].max(1) - 1) as u128 * strides[d] as u128 + k[d] as u128;
+        let pad = (pads[d] + pads[d + sp]) as u128;
+        if full <= pad || full - pad > usize::MAX as u128 {
+            return Err(ctx.err(format!(
+                "attributes kernel_shape {k:?}, strides {strides:?}, pads {pads:?} leave no input extent for dY {dy:?} \
+                 in spatial dim {d}"
+            )));
+        }
+        out.push((full - pad) as usize);
     }
+    check_mirror(ctx, &out, Some(&dy))?;
     Ok(vec![TensorType::new(dtype, &out)])
+}
+
+/// A per-dim INTS attribute (range-checked by `window` afterwards), for
+/// the input-extent arithmetic of AveragePoolGrad.
+fn per_dim(ctx: &Ctx, name: &str, n: usize, default: i64) -> Result<Vec<usize>> {
+    let v = ctx.node.ints(name)?.map(<[i64]>::to_vec).unwrap_or_else(|| vec![default; n]);
+    if v.len() != n || v.iter().any(|&x| !(default..=MAX_EXTENT).contains(&x)) {
+        return Err(ctx.err(format!(
+            "attribute '{name}' = {v:?} must have {n} values in {default}..={MAX_EXTENT}, found {}",
+            v.len()
+        )));
+    }
+    Ok(v.iter().map(|&x| x as usize).collect())
 }
 
 fn global_pool(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -26,7 +26,8 @@ pub const OPS: &[OpDef] = &[
 ];
 
 /// A reduction over exactly the spatial axes (2..rank) with keepdims: a
-/// fixed 1×1 map whatever the input resolution.
+/// fixed 1×1 map whatever the input resolution. Asked of typed nodes,
+/// whose attributes the shape rule validated.
 fn over_spatial(g: &Graph, n: &Node) -> bool {
     let Some(rank) = n.input(0).and_then(|t| g.tensor(t).ty.dims.as_ref().map(Vec::len)) else {
         return false;
@@ -47,8 +48,9 @@ fn over_spatial(g: &Graph, n: &Node) -> bool {
 /// (noop_with_empty_axes with empty axes).
 pub fn reduce_axes(ctx: &Ctx, rank: usize) -> Result<Option<Vec<usize>>> {
     let axes = ctx.ints_attr_or_input("axes", 1)?.unwrap_or_default();
+    let noop = ctx.node.flag("noop_with_empty_axes", false)?;
     if axes.is_empty() {
-        if ctx.node.attr_int("noop_with_empty_axes").unwrap_or(0) != 0 {
+        if noop {
             return Ok(None);
         }
         return Ok(Some((0..rank).collect()));
@@ -61,10 +63,12 @@ pub fn reduce_axes(ctx: &Ctx, rank: usize) -> Result<Option<Vec<usize>>> {
 
 fn reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
+    let keep = ctx.node.flag("keepdims", true)?;
     let Some(x) = ctx.shape(0)? else {
+        ctx.ints_attr_or_input("axes", 1)?;
+        ctx.node.flag("noop_with_empty_axes", false)?;
         return Ok(vec![TensorType::unknown(dtype)]);
     };
-    let keep = ctx.node.attr_int("keepdims").unwrap_or(1) != 0;
     let Some(axes) = reduce_axes(ctx, x.len())? else {
         return Ok(vec![TensorType::new(dtype, &x)]);
     };

@@ -4,7 +4,7 @@
 
 use super::{checked_numel, kernel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
-use crate::ir::{Attr, DType, TensorData, TensorType};
+use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef { name: "Transpose", infer: transpose, kernel: Some(kernel::transpose), ..OpDef::BASE },
@@ -52,7 +52,14 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::slice),
         ..OpDef::BASE
     },
-    OpDef { name: "Expand", infer: expand, compile_time: &[1], kernel: Some(kernel::expand), ..OpDef::BASE },
+    OpDef {
+        name: "Expand",
+        infer: expand,
+        required: &[0, 1],
+        compile_time: &[1],
+        kernel: Some(kernel::expand),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Shape",
         infer: shape,
@@ -69,8 +76,15 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[0],
         ..OpDef::BASE
     },
-    OpDef { name: "Gather", infer: gather, fold: Some(fold_gather), compile_time: &[1], ..OpDef::BASE },
-    OpDef { name: "Constant", infer: constant, fold: Some(fold_constant), fold_when: FoldWhen::Always, ..OpDef::BASE },
+    OpDef { name: "Gather", infer: gather, required: &[0, 1], fold: Some(fold_gather), ..OpDef::BASE },
+    OpDef {
+        name: "Constant",
+        infer: constant,
+        required: &[],
+        fold: Some(fold_constant),
+        fold_when: FoldWhen::Always,
+        ..OpDef::BASE
+    },
 ];
 
 fn unknown(ctx: &Ctx) -> Result<Vec<TensorType>> {
@@ -79,8 +93,9 @@ fn unknown(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn transpose(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
+    let perm_attr = ctx.node.ints("perm")?;
     let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
-    let perm: Vec<usize> = match ctx.node.attr_ints("perm") {
+    let perm: Vec<usize> = match perm_attr {
         Some(p) => p.iter().map(|&a| ctx.axis(a, x.len())).collect::<Result<_>>()?,
         None => (0..x.len()).rev().collect(),
     };
@@ -98,9 +113,9 @@ fn reshape(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let Some(spec) = ctx.ints_attr_or_input("shape", 1)? else {
         return Err(ctx.err("the target shape (input 1) is required"));
     };
+    let allowzero = ctx.node.flag("allowzero", false)?;
     let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
     let total = checked_numel(ctx, &x)?;
-    let allowzero = ctx.node.attr_int("allowzero").unwrap_or(0) != 0;
     let mut out = Vec::with_capacity(spec.len());
     let mut infer_at = None;
     for (i, &s) in spec.iter().enumerate() {
@@ -172,15 +187,19 @@ fn unsqueeze(ctx: &Ctx) -> Result<Vec<TensorType>> {
 fn flatten(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
     let Some(x) = ctx.shape(0)? else { return unknown(ctx) };
-    let axis = ctx.node.attr_int("axis").unwrap_or(1);
-    let a = if axis == x.len() as i64 { x.len() } else { ctx.axis(axis, x.len())? };
+    let axis = ctx.node.int("axis")?.unwrap_or(1);
+    let r = x.len() as i64;
+    if axis < -r || axis > r {
+        return Err(ctx.err(format!("attribute 'axis' = {axis} is out of range {}..={r} for rank {r}", -r)));
+    }
+    let a = if axis < 0 { axis + r } else { axis } as usize;
     let out = [checked_numel(ctx, &x[..a])?, checked_numel(ctx, &x[a..])?];
     Ok(vec![TensorType::new(dtype, &out)])
 }
 
 fn concat(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    let axis = ctx.node.attr_int("axis").ok_or_else(|| ctx.err("attribute axis is required"))?;
+    let axis = ctx.node.int("axis")?.ok_or_else(|| ctx.err("attribute 'axis' is required"))?;
     let mut out: Option<Vec<usize>> = None;
     let mut ax = 0;
     for i in 0..ctx.node.inputs.len() {
@@ -210,7 +229,7 @@ fn slice_params(ctx: &Ctx, x: &[usize]) -> Result<Vec<(usize, i64, i64, i64)>> {
     let starts = ctx.ints_attr_or_input("starts", 1)?.ok_or_else(|| ctx.err("starts are required"))?;
     let ends = ctx.ints_attr_or_input("ends", 2)?.ok_or_else(|| ctx.err("ends are required"))?;
     let axes = ctx.ints_attr_or_input("axes", 3)?.unwrap_or_else(|| (0..starts.len() as i64).collect());
-    let steps = if ctx.node.attrs.contains_key("starts") {
+    let steps = if ctx.node.ints("starts")?.is_some() {
         vec![1; starts.len()]
     } else {
         ctx.ints_attr_or_input("steps", 4)?.unwrap_or(vec![1; starts.len()])
@@ -264,18 +283,19 @@ fn expand(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![TensorType::new(dtype, &out)])
 }
 
-fn shape_range(ctx: &Ctx, rank: usize) -> (usize, usize) {
+/// Shape's `start`/`end` (clamped to the rank, as ONNX defines).
+fn shape_range(ctx: &Ctx, rank: usize) -> Result<(usize, usize)> {
     let r = rank as i64;
-    let norm = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-    let s = norm(ctx.node.attr_int("start").unwrap_or(0));
-    let e = norm(ctx.node.attr_int("end").unwrap_or(r));
-    (s, e.max(s))
+    let norm = |v: i64| (if v < 0 { v.saturating_add(r) } else { v }).clamp(0, r) as usize;
+    let s = norm(ctx.node.int("start")?.unwrap_or(0));
+    let e = norm(ctx.node.int("end")?.unwrap_or(r));
+    Ok((s, e.max(s)))
 }
 
 fn shape(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![match ctx.ty(0)?.dims.as_ref() {
         Some(d) => {
-            let (s, e) = shape_range(ctx, d.len());
+            let (s, e) = shape_range(ctx, d.len())?;
             TensorType::new(DType::I64, &[e - s])
         }
         None => TensorType::unknown(DType::I64),
@@ -284,7 +304,7 @@ fn shape(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn fold_shape(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(x) = ctx.shape(0)? else { return Ok(None) };
-    let (s, e) = shape_range(ctx, x.len());
+    let (s, e) = shape_range(ctx, x.len())?;
     let v: Vec<i64> = x[s..e].iter().map(|&d| d as i64).collect();
     Ok(Some(vec![TensorData::from_i64(vec![v.len()], &v)]))
 }
@@ -300,11 +320,14 @@ fn fold_size(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
 
 fn gather(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    let (Some(x), Some(idx)) = (ctx.shape(0)?, ctx.shape(1)?) else { return unknown(ctx) };
+    let (Some(x), Some(idx)) = (ctx.shape(0)?, ctx.shape(1)?) else {
+        ctx.node.int("axis")?;
+        return unknown(ctx);
+    };
     if x.is_empty() {
         return Err(ctx.err("cannot gather from a scalar"));
     }
-    let a = ctx.axis(ctx.node.attr_int("axis").unwrap_or(0), x.len())?;
+    let a = ctx.axis_attr("axis", 0, x.len())?;
     let mut out = x[..a].to_vec();
     out.extend(idx);
     out.extend_from_slice(&x[a + 1..]);
@@ -376,19 +399,33 @@ fn fold_slice(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>>
     Ok(TensorData::from_i64_as(d.dtype, vec![out.len()], &out).map(|t| vec![t]))
 }
 
+/// Constant's one value attribute, read through the typed accessors: a
+/// `value_int` that is not an INT is an error, not skipped.
 fn constant_value(ctx: &Ctx) -> Result<TensorData> {
-    for (name, a) in &ctx.node.attrs {
-        let d = match (name.as_str(), a) {
-            ("value", Attr::Tensor(t)) => t.clone(),
-            ("value_float", Attr::Float(v)) => TensorData::from_f32(vec![], &[*v]),
-            ("value_floats", Attr::Floats(v)) => TensorData::from_f32(vec![v.len()], v),
-            ("value_int", Attr::Int(v)) => TensorData::from_i64(vec![], &[*v]),
-            ("value_ints", Attr::Ints(v)) => TensorData::from_i64(vec![v.len()], v),
-            _ => continue,
-        };
-        return Ok(d);
+    let n = ctx.node;
+    let mut found = Vec::new();
+    if let Some(t) = n.tensor_attr("value")? {
+        found.push(t.clone());
     }
-    Err(ctx.err("has no value attribute deploygen can read (value, value_float(s), value_int(s))"))
+    if let Some(v) = n.float("value_float")? {
+        found.push(TensorData::from_f32(vec![], &[v]));
+    }
+    if let Some(v) = n.floats("value_floats")? {
+        found.push(TensorData::from_f32(vec![v.len()], v));
+    }
+    if let Some(v) = n.int("value_int")? {
+        found.push(TensorData::from_i64(vec![], &[v]));
+    }
+    if let Some(v) = n.ints("value_ints")? {
+        found.push(TensorData::from_i64(vec![v.len()], v));
+    }
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(ctx.err("has no value attribute deploygen can read (value, value_float(s), value_int(s))")),
+        k => Err(
+            ctx.err(format!("has {k} value attributes; exactly one of value, value_float(s), value_int(s) is allowed"))
+        ),
+    }
 }
 
 fn constant(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -8,14 +8,31 @@ use crate::ir::TensorType;
 pub const OPS: &[OpDef] = &[
     OpDef { name: "Softmax", infer: same, kernel: Some(kernel::softmax), ..OpDef::BASE },
     // (dY, Y) -> dX.
-    OpDef { name: "SoftmaxGrad", infer: same, gradient: true, kernel: Some(kernel::softmax_grad), ..OpDef::BASE },
-    OpDef { name: "SoftmaxGrad_13", infer: same, gradient: true, kernel: Some(kernel::softmax_grad), ..OpDef::BASE },
+    OpDef {
+        name: "SoftmaxGrad",
+        infer: same,
+        gradient: true,
+        required: &[0, 1],
+        kernel: Some(kernel::softmax_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "SoftmaxGrad_13",
+        infer: same,
+        gradient: true,
+        required: &[0, 1],
+        kernel: Some(kernel::softmax_grad),
+        ..OpDef::BASE
+    },
 ];
 
 fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    if let Some(s) = ctx.shape(0)? {
-        if let Some(axis) = ctx.node.attr_int("axis") {
-            ctx.axis(axis, s.len())?;
+    match ctx.shape(0)? {
+        Some(s) => {
+            ctx.axis_attr("axis", -1, s.len())?;
+        }
+        None => {
+            ctx.node.int("axis")?;
         }
     }
     Ok(vec![ctx.same_as(0)?])

@@ -11,6 +11,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "InPlaceAccumulatorV2",
         infer: accumulate,
+        required: &[0, 1],
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
         kernel: Some(kernel::accumulate),
@@ -21,6 +22,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "SGD",
         infer: sgd,
+        required: &[0, 1],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
         kernel: Some(kernel::sgd),
@@ -31,6 +33,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "SGDOptimizerV2",
         infer: sgd_v2,
+        required: &[0, 1, 2],
         update: Update::Sequence,
         train: Train::SgdSequence,
         kernel: Some(kernel::sgd_optimizer_v2),
@@ -53,12 +56,23 @@ fn sgd(ctx: &Ctx) -> Result<Vec<TensorType>> {
             return Err(ctx.err(format!("weight {w:?} and gradient {g:?} differ in shape")));
         }
     }
-    if ctx.node.attr_float("lr").is_none() {
-        return Err(ctx.err("attribute lr (learning rate) is required"));
+    match ctx.node.float("lr")? {
+        None => return Err(ctx.err("attribute 'lr' (learning rate) is required")),
+        Some(lr) if !(lr.is_finite() && lr > 0.0) => {
+            return Err(ctx.err(format!("attribute 'lr' = {lr} must be a finite positive learning rate")))
+        }
+        Some(_) => {}
     }
     Ok(vec![ctx.same_as(0)?])
 }
 
-fn sgd_v2(_ctx: &Ctx) -> Result<Vec<TensorType>> {
+/// The learning rate is one f32 value.
+fn sgd_v2(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let lr = ctx.ty(0)?;
+    let name = ctx.node.input(0).map_or("", |t| ctx.graph.name_of(t));
+    let one = lr.shape().is_none_or(|s| s.iter().product::<usize>() == 1);
+    if lr.dtype != DType::F32 || !one {
+        return Err(ctx.err(format!("learning rate '{name}' (input 0) must be f32 [1], found {lr}")));
+    }
     Ok(vec![TensorType::new(DType::Bool, &[1]), TensorType::unknown(DType::F32)])
 }

@@ -111,7 +111,7 @@ struct Diagnosis {
 
 fn diagnose(dir: &Path) -> Result<Diagnosis> {
     let model = crate::load(dir)?;
-    let path = bind::inputs_path(&model).ok_or_else(|| {
+    let path = bind::inputs_path(&model)?.ok_or_else(|| {
         Error::Usage(format!("{} has no {}: no test data to triage", dir.display(), bind::INPUTS_FILE))
     })?;
     let npz = bind::npz::read(&path)?;

@@ -176,7 +176,7 @@ pub fn status_table(arg: Option<&Path>) -> Result<StatusTable> {
 /// with the pipeline's stages, then emission into `out`.
 pub fn pipeline(case: &Case, out: &Path) -> std::result::Result<(), StageError> {
     let model = crate::load(&case.model).map_err(StageError::at(Stage::Import))?;
-    if bind::inputs_path(&model).is_none() {
+    if bind::inputs_path(&model).map_err(StageError::at(Stage::Bind))?.is_none() {
         let e = Error::binding(format!(
             "{} has no {}: there is nothing to run and compare",
             model.dir.display(),

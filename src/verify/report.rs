@@ -75,7 +75,7 @@ struct Generated {
 
 fn generate(path: &Path, opts: &PlanOptions) -> Result<Generated> {
     let model = crate::load(path)?;
-    let binding = match bind::inputs_path(&model) {
+    let binding = match bind::inputs_path(&model)? {
         Some(_) => {
             let b = bind::bind(&model, &bind::BindOptions::default())?;
             check::training(&model, &b)?;

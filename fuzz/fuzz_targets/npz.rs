@@ -1,0 +1,9 @@
+//! The npz reader on arbitrary bytes: an archive or an error, never a
+//! panic, a hang or an unbounded allocation.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = deploygen::bind::npz::parse(std::path::Path::new("fuzz.npz"), data);
+});
