@@ -32,6 +32,8 @@ pub struct Report {
     pub loss: Option<String>,
     pub params: Vec<crate::ir::roles::ParamRoles>,
     pub optimizer: Option<GraphReport>,
+    /// Import and lowering warnings (both graphs), one line each.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Serialize)]
@@ -136,6 +138,7 @@ pub fn report(model: &Model) -> Report {
             inputs: values(og, &og.inputs, |n| r.optimizer.get(n).copied(), true),
             outputs: values(og, &og.outputs, |n| r.optimizer.get(n).copied(), true),
         }),
+        warnings: g.warnings.iter().chain(model.optimizer.iter().flat_map(|og| &og.warnings)).cloned().collect(),
     }
 }
 
@@ -261,6 +264,12 @@ pub fn text(model: &Model) -> String {
             writeln!(o, "\noptimizer    {} ({}: {})", opt.path, crate::text::count(opt.nodes, "node"), ops.join(", "));
         table(&mut o, &opt.inputs);
         table(&mut o, &opt.outputs);
+    }
+    if !r.warnings.is_empty() {
+        let _ = writeln!(o);
+        for w in &r.warnings {
+            let _ = writeln!(o, "warning: {w}");
+        }
     }
     o
 }

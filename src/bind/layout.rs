@@ -4,7 +4,12 @@
 //! - positional (TrainDeeploy's exporter): `arr_NNNN` for the N-th graph
 //!   input that is not a gradient-accumulation buffer, `mb<i>_arr_NNNN` for
 //!   its value in mini-batch i;
-//! - either: scalar `meta_*` keys.
+//! - ordered (test folders of other tools): keys that are neither
+//!   graph-input names nor `arr_NNNN` (`input_0`, `input_1`, … or any
+//!   names) hold the non-gradient graph inputs in graph order, `mb<i>_<key>`
+//!   their values in mini-batch i; `outputs.npz` likewise (`output_0`, …)
+//!   for the graph outputs;
+//! - any: scalar `meta_*` keys.
 
 use serde::Serialize;
 
@@ -13,6 +18,7 @@ use serde::Serialize;
 pub enum Layout {
     Named,
     Positional,
+    Ordered,
 }
 
 impl Layout {
@@ -20,6 +26,7 @@ impl Layout {
         match self {
             Layout::Named => "named",
             Layout::Positional => "positional",
+            Layout::Ordered => "ordered",
         }
     }
 }
@@ -90,6 +97,7 @@ pub fn parse(key: &str, is_input: impl Fn(&str) -> bool) -> Key {
 pub fn key_for(layout: Layout, name: &str, position: Option<usize>, mb: usize) -> String {
     let base = match (layout, position) {
         (Layout::Positional, Some(p)) => format!("arr_{p:04}"),
+        (Layout::Ordered, Some(p)) => format!("input_{p}"),
         _ => name.to_string(),
     };
     if mb == 0 {
@@ -97,6 +105,34 @@ pub fn key_for(layout: Layout, name: &str, position: Option<usize>, mb: usize) -
     } else {
         format!("mb{mb}_{base}")
     }
+}
+
+/// The ordered layout's keys: the base keys (mini-batch 0) in slot order
+/// and, per base key, its `mb<i>_` keys. Base keys sort by their trailing
+/// number when every one has one (`input_2` before `input_10`), else they
+/// keep the file's order.
+pub fn ordered<'a>(keys: &[&'a str]) -> (Vec<&'a str>, Vec<(usize, usize, &'a str)>) {
+    let is_key = |k: &str| keys.contains(&k);
+    let mut base: Vec<&str> = Vec::new();
+    let mut per_mb: Vec<(&str, usize, &str)> = Vec::new();
+    for &k in keys {
+        match mini_batch(k) {
+            Some((mb, rest)) if is_key(rest) => per_mb.push((rest, mb, k)),
+            _ => base.push(k),
+        }
+    }
+    let number = |k: &str| -> Option<u64> {
+        let digits: String = k.chars().rev().take_while(char::is_ascii_digit).collect();
+        digits.chars().rev().collect::<String>().parse().ok()
+    };
+    if base.iter().all(|k| number(k).is_some()) {
+        base.sort_by_key(|k| number(k));
+    }
+    let mbs = per_mb
+        .into_iter()
+        .filter_map(|(rest, mb, k)| base.iter().position(|b| *b == rest).map(|p| (p, mb, k)))
+        .collect();
+    (base, mbs)
 }
 
 #[cfg(test)]
@@ -117,5 +153,15 @@ mod tests {
         assert_eq!(parse("arr_", is_input), v(Target::Name("arr_".into()), 0));
         assert_eq!(key_for(Layout::Positional, "x", Some(3), 2), "mb2_arr_0003");
         assert_eq!(key_for(Layout::Named, "x", Some(3), 0), "x");
+    }
+
+    #[test]
+    fn ordered_keys_sort_by_their_number() {
+        let (base, mbs) = ordered(&["input_10", "mb1_input_2", "input_2", "mb1_input_10", "meta"]);
+        assert_eq!(base, vec!["input_10", "input_2", "meta"]);
+        let (base, mbs2) = ordered(&["input_10", "mb1_input_2", "input_2", "mb1_input_10"]);
+        assert_eq!(base, vec!["input_2", "input_10"]);
+        assert_eq!(mbs2, vec![(0, 1, "mb1_input_2"), (1, 1, "mb1_input_10")]);
+        assert_eq!(mbs.len(), 2);
     }
 }

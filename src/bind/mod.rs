@@ -141,6 +141,8 @@ pub struct Binding {
     pub inputs_path: PathBuf,
     pub outputs_path: Option<PathBuf>,
     pub layout: Layout,
+    /// `outputs.npz`'s layout: named, or ordered (graph outputs in order).
+    pub outputs_layout: Layout,
     /// `D`: slots `[0, D)` change per mini-batch.
     pub num_data_inputs: usize,
     /// How `D` was found.
@@ -239,6 +241,15 @@ fn fits(ty: &TensorType, t: &TensorData) -> bool {
     }
 }
 
+/// An array with the declared dtype and element count whose shape differs
+/// from the declared one only by size-1 dims (`[]` for `[1]`, `[8]` for
+/// `[1, 8]`).
+fn fits_but_size1(ty: &TensorType, t: &TensorData) -> bool {
+    let Some(d) = ty.shape() else { return false };
+    let strip = |v: &[usize]| -> Vec<usize> { v.iter().copied().filter(|&x| x != 1).collect() };
+    ty.dtype == t.dtype && strip(&d) == strip(&t.shape) && ty.numel() == Some(t.numel())
+}
+
 /// Bind already-read data; `bind` reads the files.
 pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &BindOptions) -> Result<Binding> {
     let g = &model.graph;
@@ -291,7 +302,35 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
             }
         }
     }
+    // Ordered layout: no key names a graph input and none is positional;
+    // the keys hold the non-gradient inputs in graph order. Each one is
+    // checked against the input it lands on below, like positional keys.
+    let mut ordered_keys: Vec<&str> = Vec::new();
+    if named.is_empty() && positional.is_empty() && !unknown.is_empty() {
+        let (base, per_mb) = layout::ordered(&unknown);
+        for (p, &key) in base.iter().enumerate() {
+            raw.push((Target::Position(p), 0, key));
+        }
+        for &(p, mb, key) in &per_mb {
+            raw.push((Target::Position(p), mb, key));
+        }
+        notes.push(format!(
+            "{} uses the ordered layout: its keys name no graph input and bind in graph order ({})",
+            short(&inputs.path),
+            base.iter()
+                .enumerate()
+                .map(|(p, k)| {
+                    let to = by_position.get(p).map_or("nothing", |&i| graph_inputs[i].name.as_str());
+                    format!("'{k}' -> '{to}'")
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        ordered_keys = base;
+        unknown.clear();
+    }
     let layout = match (named.is_empty(), positional.is_empty()) {
+        _ if !ordered_keys.is_empty() => Layout::Ordered,
         (_, true) => Layout::Named,
         (true, false) => Layout::Positional,
         (false, false) => {
@@ -344,8 +383,13 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         }
     }
     if !bad.is_empty() {
+        let how = if layout == Layout::Ordered {
+            " (ordered layout: keys bind to the graph inputs in graph order)"
+        } else {
+            ""
+        };
         return Err(Error::binding(format!(
-            "{}: {} array(s) do not fit the graph input they bind to:\n{}",
+            "{}: {} array(s) do not fit the graph input they bind to{how}:\n{}",
             inputs.path.display(),
             bad.len(),
             bad.join("\n")
@@ -475,7 +519,12 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         let x = &graph_inputs[i];
         let r = role[i];
         let base = at.get(&(i, 0)).copied();
-        let expected_key = layout::key_for(layout, &x.name, x.position, 0);
+        let key_of = |mb: usize| match (layout, x.position.and_then(|p| ordered_keys.get(p))) {
+            (Layout::Ordered, Some(k)) if mb == 0 => k.to_string(),
+            (Layout::Ordered, Some(k)) => format!("mb{mb}_{k}"),
+            _ => layout::key_for(layout, &x.name, x.position, mb),
+        };
+        let expected_key = key_of(0);
         let (source, keys) = match r {
             Role::GradBuffer => {
                 if let Some(k) = base {
@@ -515,7 +564,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
                             return Err(Error::binding(format!(
                                 "inputs.npz has no '{}' for mini-batch {mb} of graph input '{}' ({}), but the \
                                  schedule uses {} mini-batches (keys found: {})",
-                                layout::key_for(layout, &x.name, x.position, mb),
+                                key_of(mb),
                                 x.name,
                                 r.name(),
                                 schedule.data_size,
@@ -567,6 +616,27 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         warnings.push(format!("inputs.npz keys {} are beyond meta_data_size and unused", quoted(unused_mb)));
     }
 
+    // An inference graph has no training triage: a data input without a
+    // value is a binding error with what the data does hold.
+    if model.roles.flavor == Flavor::Inference && !missing.is_empty() {
+        let found: Vec<&str> = inputs.arrays.keys().map(String::as_str).collect();
+        let lines: Vec<String> = missing
+            .iter()
+            .map(|m| {
+                let ty = g.id(&m.input).map(|t| g.tensor(t).ty.to_string()).unwrap_or_default();
+                let hint = m.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
+                format!("  graph input '{}' ({}, {ty}): no key '{}'{hint}", m.input, m.role.name(), m.expected_key)
+            })
+            .collect();
+        return Err(Error::binding(format!(
+            "{}: the inference graph's input(s) have no value in the test data ({} layout):\n{}\n  keys found: {}",
+            inputs.path.display(),
+            layout.name(),
+            lines.join("\n"),
+            quoted(found)
+        )));
+    }
+
     // Weights ↔ gradient buffers ↔ optimizer updates.
     let (params, lr, lr_source) = pairing::pair(model, &slots, meta.learning_rate, &mut warnings)?;
 
@@ -574,6 +644,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         inputs_path: inputs.path.clone(),
         outputs_path: outputs.map(|o| o.path.clone()),
         layout,
+        outputs_layout: Layout::Named,
         num_data_inputs,
         detected_from,
         slots,
@@ -854,8 +925,18 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     let g = &model.graph;
     let frozen: Vec<String> = b.slots_with(Role::Frozen).map(|s| s.input.clone()).collect();
     let output_names: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
-    let check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<()> {
+    let mut notes = Vec::new();
+    let mut check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<()> {
         if fits(ty, t) {
+            Ok(())
+        } else if fits_but_size1(ty, t) {
+            // The file declares the output with extra or fewer size-1 dims
+            // than its reference tool computed (import warned): same values.
+            notes.push(format!(
+                "{}: key '{key}' ({}) is the reference for {what}, declared {ty}: they differ only by size-1 dims",
+                short(&o.path),
+                ty_str(t.dtype, &t.shape)
+            ));
             Ok(())
         } else {
             Err(Error::binding(format!(
@@ -866,8 +947,61 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         }
     };
     let param_ty = |name: &str| -> Option<TensorType> { g.id(name).map(|t| g.tensor(t).ty.clone()) };
+    // Ordered layout: no key is a loss, `<param>_updated` or graph-output
+    // key; key k (by trailing number) is then graph output k.
+    let matches_by_name = |key: &str| {
+        key.contains("loss")
+            || output_names.contains(&key)
+            || key
+                .strip_suffix("_updated")
+                .is_some_and(|n| b.params.iter().any(|p| p.name == n) || frozen.iter().any(|f| f == n))
+    };
+    let keys: Vec<&str> = o.arrays.keys().map(String::as_str).collect();
+    let mut ordered: IndexMap<String, String> = IndexMap::new();
+    if !keys.is_empty() && !keys.iter().any(|k| matches_by_name(k)) {
+        let (base, _) = layout::ordered(&keys);
+        for (k, key) in base.iter().enumerate() {
+            match output_names.get(k) {
+                Some(out) => {
+                    ordered.insert(key.to_string(), out.to_string());
+                }
+                None => b.warnings.push(format!(
+                    "{}: key '{key}' is position {k} of the ordered layout, but the graph has only {} output(s): \
+                     ignored",
+                    o.path.display(),
+                    output_names.len()
+                )),
+            }
+        }
+        b.outputs_layout = Layout::Ordered;
+        b.notes.push(format!(
+            "{} uses the ordered layout: its keys name no graph output and bind in graph order ({})",
+            short(&o.path),
+            ordered.iter().map(|(k, out)| format!("'{k}' -> '{out}'")).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let loss_name = model.roles.loss.clone();
     for (key, t) in &o.arrays {
-        if b.loss.is_none() && key.contains("loss") {
+        let target = ordered.get(key.as_str());
+        if !ordered.is_empty() && target.is_none() {
+            continue;
+        }
+        let is_loss = match target {
+            Some(out) => loss_name.as_deref() == Some(out.as_str()),
+            None => b.loss.is_none() && key.contains("loss"),
+        };
+        // `<param>_updated`, or the graph output that is a weight's update.
+        let updated: Option<String> = match target {
+            Some(out) => {
+                model.roles.params.iter().find(|p| p.updated.as_deref() == Some(out.as_str())).map(|p| p.name.clone())
+            }
+            None => key.strip_suffix("_updated").map(str::to_string),
+        };
+        let output: Option<&str> = match target {
+            Some(out) => Some(out.as_str()),
+            None => output_names.iter().find(|&&n| n == key).copied(),
+        };
+        if is_loss {
             if !t.dtype.is_float() {
                 return Err(Error::binding(format!(
                     "{}: key '{key}' holds the loss references but is {}, not a float",
@@ -894,7 +1028,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             b.loss = Some(Reference { key: key.clone(), kind: RefKind::Loss, target, data: t.clone() });
             continue;
         }
-        if let Some(name) = key.strip_suffix("_updated") {
+        if let Some(name) = updated.as_deref() {
             if let Some(p) = b.params.iter_mut().find(|p| p.name == name) {
                 let ty = param_ty(name).expect("parameters are graph tensors");
                 check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
@@ -919,7 +1053,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
                 continue;
             }
         }
-        if let Some(&out) = output_names.iter().find(|&&n| n == key) {
+        if let Some(out) = output {
             let ty = &g.tensor(g.id(out).expect("outputs are tensors")).ty;
             check(key, &format!("graph output '{out}'"), ty, t)?;
             b.references.push(Reference {
@@ -935,6 +1069,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             o.path.display()
         ));
     }
+    b.notes.extend(notes);
     if model.roles.flavor == Flavor::Inference {
         for out in &output_names {
             if !b.references.iter().any(|r| r.target == *out) {

@@ -32,6 +32,7 @@ pub struct BindingReport {
     pub inputs: String,
     pub outputs: Option<String>,
     pub layout: Layout,
+    pub outputs_layout: Layout,
     pub num_data_inputs: usize,
     pub detected_from: DetectedFrom,
     pub slots: Vec<SlotReport>,
@@ -58,6 +59,7 @@ pub fn report(b: &Binding) -> BindingReport {
         inputs: b.inputs_path.display().to_string(),
         outputs: b.outputs_path.as_ref().map(|p| p.display().to_string()),
         layout: b.layout,
+        outputs_layout: b.outputs_layout,
         num_data_inputs: b.num_data_inputs,
         detected_from: b.detected_from,
         slots: b
@@ -101,7 +103,10 @@ fn shape(s: &[usize]) -> String {
 /// The text section: slot table, schedule, references, warnings.
 pub fn text(b: &Binding) -> String {
     let mut o = String::new();
-    let outputs = b.outputs_path.as_deref().map(short).unwrap_or_else(|| "no outputs.npz".into());
+    let outputs = match b.outputs_path.as_deref() {
+        Some(p) => format!("{} ({} layout)", short(p), b.outputs_layout.name()),
+        None => "no outputs.npz".into(),
+    };
     let _ = writeln!(o, "\ntest data    {} ({} layout), {outputs}", short(&b.inputs_path), b.layout.name());
     let how = match b.detected_from {
         DetectedFrom::MiniBatchKeys => "detected: the inputs with mb<i>_ keys",
@@ -135,6 +140,9 @@ pub fn text(b: &Binding) -> String {
     if b.params.is_empty() && b.loss.is_none() && s.n_batches == 1 {
         let _ = writeln!(o, "schedule     one inference pass");
         let _ = writeln!(o, "references   {} output(s)", b.references.len());
+        for n in &b.notes {
+            let _ = writeln!(o, "note: {n}");
+        }
         for w in &b.warnings {
             let _ = writeln!(o, "warning: {w}");
         }

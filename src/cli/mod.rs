@@ -9,7 +9,7 @@ pub mod test;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::diag::Hint;
 use crate::error::{Error, Result};
@@ -36,7 +36,11 @@ enum Command {
 
 /// Run the command line; the process exit code per SPEC §1.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().after_help(supported_operators()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
     let result = match cli.command {
         Command::Inspect(a) => inspect::run(a).map(|()| true),
         Command::Build(a) => build::run(a),
@@ -55,6 +59,25 @@ pub fn main() -> ExitCode {
             ExitCode::from(e.exit_code() as u8)
         }
     }
+}
+
+/// The `--help` footer: every operator of the registry, wrapped.
+pub fn supported_operators() -> String {
+    let mut out = String::from("Supported operators (matched by type, any domain):");
+    let mut line = String::from(" ");
+    for op in crate::ops::supported() {
+        if line.len() + op.len() + 2 > 100 {
+            out.push('\n');
+            out.push_str(line.trim_end_matches(' '));
+            line = String::from(" ");
+        }
+        line.push(' ');
+        line.push_str(op);
+        line.push(',');
+    }
+    out.push('\n');
+    out.push_str(line.trim_end_matches(','));
+    out
 }
 
 /// An error's message with its hints in command-line words.

@@ -236,6 +236,10 @@ pub struct Graph {
     pub onnx_nodes: usize,
     /// Topological order, ties broken by file order.
     pub schedule: Vec<NodeIndex>,
+    /// One-line notices from import and lowering that need no action to
+    /// proceed but deserve a look (e.g. a declared shape accepted although
+    /// it differs from the computed one by size-1 dims).
+    pub warnings: Vec<String>,
 }
 
 impl Graph {

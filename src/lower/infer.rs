@@ -39,7 +39,9 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
                 ));
             };
             let declared = graph.tensor(*t).ty.clone();
-            let ty = reconcile(&node, graph.name_of(*t), rule, &declared)?;
+            let at_boundary = graph.outputs.contains(t);
+            let (ty, warning) = reconcile(&node, graph.name_of(*t), rule, &declared, at_boundary)?;
+            graph.warnings.extend(warning);
             graph.tensor_mut(*t).ty = ty;
         }
     }
@@ -69,8 +71,33 @@ fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Opti
     fold(ctx, inferred)
 }
 
-/// Combine the operator rule's type with what the file declares.
-fn reconcile(node: &crate::ir::Node, tensor: &str, rule: &TensorType, declared: &TensorType) -> Result<TensorType> {
+/// Same element count, and equal once the size-1 dims are dropped
+/// (`[1]` vs `[]`, `[1, 8]` vs `[8]`): the same values in the same order.
+fn differ_by_ones(a: &[Dim], b: &[Dim]) -> bool {
+    let fixed = |d: &[Dim]| -> Option<Vec<usize>> {
+        d.iter()
+            .map(|x| match x {
+                Dim::Fixed(n) => Some(*n),
+                Dim::Sym(_) => None,
+            })
+            .collect()
+    };
+    let (Some(a), Some(b)) = (fixed(a), fixed(b)) else { return false };
+    let strip = |v: &[usize]| -> Vec<usize> { v.iter().copied().filter(|&d| d != 1).collect() };
+    strip(&a) == strip(&b) && a.iter().product::<usize>() == b.iter().product::<usize>()
+}
+
+/// Combine the operator rule's type with what the file declares. A
+/// declaration that differs only by size-1 dims is accepted with a
+/// warning: graph outputs (`at_boundary`) keep the declared shape, which
+/// is the shape the file's users expect; inner values take the rule's.
+fn reconcile(
+    node: &crate::ir::Node,
+    tensor: &str,
+    rule: &TensorType,
+    declared: &TensorType,
+    at_boundary: bool,
+) -> Result<(TensorType, Option<String>)> {
     // `Other(0)` (ONNX UNDEFINED) marks a value the file does not declare.
     let undeclared = declared.dtype == DType::Other(0);
     if !undeclared && declared.dtype != rule.dtype {
@@ -80,17 +107,34 @@ fn reconcile(node: &crate::ir::Node, tensor: &str, rule: &TensorType, declared: 
         ));
     }
     let (Some(r), Some(d)) = (&rule.dims, &declared.dims) else {
-        return Ok(if rule.dims.is_some() {
+        let ty = if rule.dims.is_some() {
             rule.clone()
         } else {
             TensorType { dtype: rule.dtype, dims: declared.dims.clone() }
-        });
+        };
+        return Ok((ty, None));
     };
     let agree = r.len() == d.len()
         && r.iter().zip(d).all(|(a, b)| match (a, b) {
             (Dim::Fixed(x), Dim::Fixed(y)) => x == y,
             _ => true,
         });
+    if !agree && differ_by_ones(r, d) {
+        let (kept, ty) = if at_boundary {
+            ("the declared shape (graph output)", TensorType { dtype: rule.dtype, dims: Some(d.clone()) })
+        } else {
+            ("the computed shape", rule.clone())
+        };
+        let warning = format!(
+            "'{}' ({}): output '{tensor}' is declared as {} but the operator computes {}; they differ only by \
+             size-1 dims, using {kept}",
+            node.name,
+            node.op,
+            declared.shape_string(),
+            rule.shape_string()
+        );
+        return Ok((ty, Some(warning)));
+    }
     if !agree {
         return Err(Error::node(
             node,
@@ -111,5 +155,5 @@ fn reconcile(node: &crate::ir::Node, tensor: &str, rule: &TensorType, declared: 
             _ => a.clone(),
         })
         .collect();
-    Ok(TensorType { dtype: rule.dtype, dims: Some(dims) })
+    Ok((TensorType { dtype: rule.dtype, dims: Some(dims) }, None))
 }

@@ -10,15 +10,23 @@
 //! `ir::OpId` that indexes this registry.
 
 pub mod conv;
+mod conv_transpose;
 mod elementwise;
 mod linear;
 pub mod loss;
 mod norm;
+mod norm2;
+mod pad;
 mod pool;
 mod reduce;
+mod select;
 mod shape;
 mod softmax;
+mod split;
+#[cfg(test)]
+mod testing;
 mod training;
+mod unary;
 
 use crate::error::{Error, Result};
 use crate::ir::{DType, Graph, Node, OpId, TensorData, TensorType};
@@ -148,6 +156,12 @@ const FAMILIES: &[&[OpDef]] = &[
     reduce::OPS,
     shape::OPS,
     training::OPS,
+    unary::OPS,
+    select::OPS,
+    pad::OPS,
+    split::OPS,
+    norm2::OPS,
+    conv_transpose::OPS,
 ];
 
 /// Resolve an operator type to its registry handle.
@@ -220,23 +234,26 @@ impl<'a> Ctx<'a> {
     }
 
     /// An integer-list attribute, or a constant integer input at `i` (ops
-    /// moved attributes to inputs across opsets: axes, pads, shape…).
-    /// `Ok(None)` when neither is given; an error when the input exists but
-    /// is not constant.
+    /// moved attributes to inputs across opsets: axes, pads, shape…; files
+    /// keep the old form at newer opsets, so either is honoured at any
+    /// opset). `Ok(None)` when neither is given; an error when the input
+    /// exists but is not constant, or when both are given and disagree.
     pub fn ints_attr_or_input(&self, attr: &str, i: usize) -> Result<Option<Vec<i64>>> {
-        if let Some(v) = self.node.attr_ints(attr) {
-            return Ok(Some(v.to_vec()));
+        let from_attr = self.node.ints(attr)?.map(<[i64]>::to_vec);
+        if !self.has(i) {
+            return Ok(from_attr);
         }
-        if self.has(i) {
-            return match self.konst_i64(i) {
-                Some(v) => Ok(Some(v)),
-                None => Err(self.err(format!(
-                    "input {i} ('{}', {attr}) must be a constant known when generating code",
-                    self.graph.name_of(self.node.input(i).unwrap())
-                ))),
-            };
+        let name = self.graph.name_of(self.node.input(i).expect("checked by has"));
+        let Some(from_input) = self.konst_i64(i) else {
+            return Err(self.err(format!("input {i} ('{name}', {attr}) must be a constant known when generating code")));
+        };
+        match from_attr {
+            Some(a) if a != from_input => Err(self.err(format!(
+                "{attr} is given both as attribute ({a:?}) and as input {i} ('{name}', {from_input:?}), and they \
+                 disagree"
+            ))),
+            _ => Ok(Some(from_input)),
         }
-        Ok(None)
     }
 
     /// Normalise a possibly negative axis against `rank`.

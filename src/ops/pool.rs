@@ -14,6 +14,7 @@ pub const OPS: &[OpDef] = &[
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
     OpDef { name: "AveragePoolGrad", infer: avg_pool_grad, gradient: true, ..OpDef::BASE },
     OpDef { name: "GlobalAveragePool", infer: global_pool, fixed_1x1: Some(always_1x1), ..OpDef::BASE },
+    OpDef { name: "GlobalMaxPool", infer: global_pool, fixed_1x1: Some(always_1x1), ..OpDef::BASE },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
     OpDef { name: "GlobalAveragePoolGrad", infer: global_pool_grad, gradient: true, ..OpDef::BASE },
 ];

@@ -1,4 +1,4 @@
-//! ReduceSum / ReduceMean (axes as attribute before opset 13/18, as an
+//! ReduceSum / ReduceMean / ReduceMax (axes as attribute before opset 13/18, as an
 //! input after).
 
 use super::{Ctx, OpDef};
@@ -8,6 +8,7 @@ use crate::ir::{Graph, Node, TensorType};
 pub const OPS: &[OpDef] = &[
     OpDef { name: "ReduceSum", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
     OpDef { name: "ReduceMean", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
+    OpDef { name: "ReduceMax", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
 ];
 
 /// A reduction over exactly the spatial axes (2..rank) with keepdims: a

@@ -31,7 +31,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[0],
         ..OpDef::BASE
     },
-    OpDef { name: "Gather", infer: gather, fold: Some(fold_gather), ..OpDef::BASE },
+    OpDef { name: "Gather", infer: gather, fold: Some(fold_gather), compile_time: &[1], ..OpDef::BASE },
     OpDef { name: "Constant", infer: constant, fold: Some(fold_constant), fold_when: FoldWhen::Always, ..OpDef::BASE },
 ];
 
@@ -270,6 +270,7 @@ fn gather(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let mut out = x[..a].to_vec();
     out.extend(idx);
     out.extend_from_slice(&x[a + 1..]);
+    super::split::check_indices(ctx, 1, x[a])?;
     Ok(vec![TensorType::new(dtype, &out)])
 }
 

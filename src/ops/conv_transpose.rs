@@ -1,0 +1,176 @@
+//! ConvTranspose (1-D and 2-D, groups, output_padding, output_shape,
+//! auto_pad), fp32.
+
+use super::{Ctx, OpDef};
+use crate::error::Result;
+use crate::ir::TensorType;
+
+pub const OPS: &[OpDef] = &[
+    // (X [N, C, …], W [C, M / group, k…] [, B [M]]).
+    OpDef { name: "ConvTranspose", infer: conv_transpose, ..OpDef::BASE },
+];
+
+/// A per-spatial-dim INTS attribute with every value at least `min`.
+fn per_dim(ctx: &Ctx, name: &str, n: usize, default: i64, min: i64) -> Result<Vec<i64>> {
+    match ctx.node.ints(name)? {
+        None => Ok(vec![default; n]),
+        Some(v) if v.len() == n && v.iter().all(|&x| x >= min) => Ok(v.to_vec()),
+        Some(v) => Err(ctx.err(format!("attribute {name}={v:?} is invalid for {} spatial dims", n))),
+    }
+}
+
+/// Spatial output dims and the resolved (begin, end) pads.
+pub fn output_spatial(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<(Vec<usize>, Vec<i64>)> {
+    let sp = kernel.len();
+    let strides = per_dim(ctx, "strides", sp, 1, 1)?;
+    let dilations = per_dim(ctx, "dilations", sp, 1, 1)?;
+    let out_pad = per_dim(ctx, "output_padding", sp, 0, 0)?;
+    let mut pads = match ctx.node.ints("pads")? {
+        None => vec![0; 2 * sp],
+        Some(v) if v.len() == 2 * sp && v.iter().all(|&x| x >= 0) => v.to_vec(),
+        Some(v) => return Err(ctx.err(format!("attribute pads={v:?} is invalid for {sp} spatial dims"))),
+    };
+    for d in 0..sp {
+        if out_pad[d] >= strides[d].max(dilations[d]) {
+            return Err(ctx.err(format!(
+                "output_padding {} in spatial dim {d} must be smaller than the stride or dilation",
+                out_pad[d]
+            )));
+        }
+    }
+    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let output_shape = ctx.node.ints("output_shape")?.map(<[i64]>::to_vec);
+    if let Some(os) = &output_shape {
+        // Either the spatial dims or the whole shape.
+        if os.len() != sp && os.len() != sp + 2 {
+            return Err(ctx.err(format!("output_shape {os:?} does not give {sp} spatial dims")));
+        }
+    }
+    let mut out = Vec::with_capacity(sp);
+    for d in 0..sp {
+        let (i, k, s, dl, op) =
+            (input[d] as i128, kernel[d] as i128, strides[d] as i128, dilations[d] as i128, out_pad[d] as i128);
+        let full = s * (i - 1) + op + (k - 1) * dl + 1;
+        let o = match (&output_shape, auto) {
+            (Some(os), _) => {
+                let o = os[os.len() - sp + d] as i128;
+                let total = full - o;
+                if o < 1 || total < 0 {
+                    return Err(ctx
+                        .err(format!("output_shape {os:?}: spatial dim {d} = {o} is not reachable (at most {full})")));
+                }
+                let (lo, hi) =
+                    if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
+                pads[d] = lo as i64;
+                pads[d + sp] = hi as i64;
+                o
+            }
+            (None, "SAME_UPPER" | "SAME_LOWER") => {
+                let o = i * s;
+                let total = (full - o).max(0);
+                let (lo, hi) =
+                    if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
+                pads[d] = lo as i64;
+                pads[d + sp] = hi as i64;
+                o
+            }
+            (None, "VALID") => {
+                pads[d] = 0;
+                pads[d + sp] = 0;
+                full
+            }
+            (None, "NOTSET" | "") => full - pads[d] as i128 - pads[d + sp] as i128,
+            (None, other) => return Err(ctx.err(format!("auto_pad '{other}' is not a valid value"))),
+        };
+        if o < 1 || o > u32::MAX as i128 {
+            return Err(ctx.err(format!("spatial dim {d} of the output would be {o}")));
+        }
+        out.push(o as usize);
+    }
+    Ok((out, pads))
+}
+
+fn conv_transpose(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let (Some(x), Some(w)) = (ctx.shape(0)?, ctx.shape(1)?) else {
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    if w.len() != x.len() || w.len() < 3 {
+        return Err(ctx.err(format!("weight shape {w:?} does not match input shape {x:?}")));
+    }
+    let group = ctx.node.int("group")?.unwrap_or(1);
+    if group < 1 || w[0] != x[1] || x[1] % group as usize != 0 {
+        return Err(ctx.err(format!(
+            "input channels {} do not match weight {w:?} (ConvTranspose weights are [C, M / group, k…]) with \
+             group {group}",
+            x[1]
+        )));
+    }
+    let m = w[1].checked_mul(group as usize).ok_or_else(|| ctx.err("output channels overflow"))?;
+    let kernel = match ctx.node.ints("kernel_shape")? {
+        Some(k) => k.iter().map(|&v| v.max(0) as usize).collect(),
+        None => w[2..].to_vec(),
+    };
+    if kernel != w[2..] {
+        return Err(ctx.err(format!("kernel_shape {kernel:?} disagrees with weight shape {w:?}")));
+    }
+    if ctx.has(2) {
+        if let Some(b) = ctx.shape(2)? {
+            if b != [m] {
+                return Err(ctx.err(format!("bias shape {b:?} should be [{m}]")));
+            }
+        }
+    }
+    let (spatial, _) = output_spatial(ctx, &x[2..], &kernel)?;
+    let mut out = vec![x[0], m];
+    out.extend(spatial);
+    Ok(vec![TensorType::new(dtype, &out)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{attr_int, attr_ints, attr_str, infer, infer_one, Fixture};
+    use crate::ir::DType;
+
+    fn ct(x: &[usize], w: &[usize]) -> Fixture {
+        let mut f = Fixture::new("ConvTranspose");
+        f.input("x", DType::F32, x);
+        f.input("w", DType::F32, w);
+        f
+    }
+
+    #[test]
+    fn output_size_from_strides_pads_and_output_padding() {
+        let mut f = ct(&[1, 16, 8], &[16, 8, 4]);
+        attr_ints(&mut f, "strides", &[2]);
+        attr_ints(&mut f, "pads", &[1, 1]);
+        // 2 * 7 + 4 - 2 = 16.
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 8, 16]);
+        attr_ints(&mut f, "output_padding", &[1]);
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 8, 17]);
+        attr_ints(&mut f, "output_padding", &[2]);
+        assert!(infer(&f).unwrap_err().to_string().contains("output_padding"));
+        let mut f = ct(&[1, 4, 5, 5], &[4, 3, 3, 3]);
+        attr_ints(&mut f, "strides", &[3, 2]);
+        attr_ints(&mut f, "dilations", &[1, 2]);
+        // h: 3 * 4 + 3 = 15; w: 2 * 4 + 2 * 2 + 1 = 13.
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 3, 15, 13]);
+    }
+
+    #[test]
+    fn output_shape_and_auto_pad_and_groups() {
+        let mut f = ct(&[1, 4, 5, 5], &[4, 2, 3, 3]);
+        attr_ints(&mut f, "strides", &[2, 2]);
+        attr_ints(&mut f, "output_shape", &[10, 10]);
+        attr_int(&mut f, "group", 2);
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 4, 10, 10]);
+        attr_ints(&mut f, "output_shape", &[1, 4, 12, 11]);
+        assert!(infer(&f).unwrap_err().to_string().contains("not reachable"));
+        let mut f = ct(&[1, 4, 5, 5], &[4, 2, 3, 3]);
+        attr_ints(&mut f, "strides", &[2, 2]);
+        attr_str(&mut f, "auto_pad", "SAME_UPPER");
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 2, 10, 10]);
+        attr_int(&mut f, "group", 3);
+        assert!(infer(&f).is_err());
+    }
+}

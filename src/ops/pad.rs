@@ -1,0 +1,139 @@
+//! Pad (constant, reflect, edge), with pads and value as inputs (opset 11+)
+//! or as the opset-2 attributes, and negative pads (crop) as
+//! onnxruntime-training writes for Pad's gradient.
+
+use super::unary::scalar_attr_or_input;
+use super::{Ctx, OpDef};
+use crate::error::Result;
+use crate::ir::TensorType;
+
+pub const OPS: &[OpDef] = &[
+    // Pad(data, pads [, constant_value] [, axes]){mode}.
+    OpDef { name: "Pad", infer: pad, compile_time: &[1, 2, 3], ..OpDef::BASE },
+];
+
+/// The padding mode; `wrap` (opset 19) is refused, not silently changed.
+pub fn mode<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
+    match ctx.node.string("mode")?.unwrap_or("constant") {
+        m @ ("constant" | "reflect" | "edge") => Ok(m),
+        other => Err(ctx.err(format!("mode '{other}' is not supported (constant, reflect, edge)"))),
+    }
+}
+
+/// Begin and end pads per dim of a rank-`rank` input (zero on the axes
+/// the `axes` input leaves out).
+pub fn pads(ctx: &Ctx, rank: usize) -> Result<(Vec<i64>, Vec<i64>)> {
+    let Some(p) = ctx.ints_attr_or_input("pads", 1)? else {
+        return Err(ctx.err("pads are required (input 1, or attribute pads)"));
+    };
+    let axes: Vec<usize> = match ctx.node.input(3) {
+        None => (0..rank).collect(),
+        Some(_) => {
+            let a = ctx.konst_i64(3).ok_or_else(|| ctx.err("input 3 (axes) must be a constant"))?;
+            let mut v = a.iter().map(|&x| ctx.axis(x, rank)).collect::<Result<Vec<_>>>()?;
+            let n = v.len();
+            v.sort_unstable();
+            v.dedup();
+            if v.len() != n {
+                return Err(ctx.err(format!("axes {a:?} repeat an axis")));
+            }
+            a.iter().map(|&x| ctx.axis(x, rank)).collect::<Result<Vec<_>>>()?
+        }
+    };
+    if p.len() != 2 * axes.len() {
+        return Err(ctx.err(format!("pads {p:?} has {} values; {} axes need {}", p.len(), axes.len(), 2 * axes.len())));
+    }
+    let (mut begin, mut end) = (vec![0; rank], vec![0; rank]);
+    for (k, &a) in axes.iter().enumerate() {
+        begin[a] = p[k];
+        end[a] = p[k + axes.len()];
+    }
+    Ok((begin, end))
+}
+
+/// Output dims: `in + begin + end`, each at least 0; reflect pads must
+/// be smaller than the (cropped) extent, edge pads need a non-empty one.
+pub fn padded_shape(ctx: &Ctx, x: &[usize], begin: &[i64], end: &[i64], mode: &str) -> Result<Vec<usize>> {
+    let mut out = Vec::with_capacity(x.len());
+    for d in 0..x.len() {
+        let (b, e) = (begin[d] as i128, end[d] as i128);
+        let cropped = x[d] as i128 + b.min(0) + e.min(0);
+        let o = x[d] as i128 + b + e;
+        if cropped < 0 || o < 0 || o > u32::MAX as i128 {
+            return Err(ctx.err(format!("pads {b}, {e} on dim {d} of {x:?} give an invalid extent {o}")));
+        }
+        let grow = b.max(0).max(e.max(0));
+        if mode == "reflect" && grow > 0 && grow >= cropped {
+            return Err(
+                ctx.err(format!("reflect pads {b}, {e} on dim {d} must be smaller than the extent {cropped} of {x:?}"))
+            );
+        }
+        if mode == "edge" && grow > 0 && cropped == 0 {
+            return Err(ctx.err(format!("edge pads on dim {d} of {x:?} have no edge to repeat")));
+        }
+        out.push(o as usize);
+    }
+    Ok(out)
+}
+
+fn pad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let mode = mode(ctx)?;
+    // The value is read (and so checked) whatever the mode; ONNX ignores
+    // it outside constant mode.
+    scalar_attr_or_input(ctx, "value", 2, true)?;
+    let Some(x) = ctx.shape(0)? else {
+        ctx.ints_attr_or_input("pads", 1)?;
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    let (begin, end) = pads(ctx, x.len())?;
+    Ok(vec![TensorType::new(dtype, &padded_shape(ctx, &x, &begin, &end, mode)?)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{attr_ints, attr_str, infer_one, Fixture};
+    use crate::ir::DType;
+
+    #[test]
+    fn negative_pads_crop_and_positive_pads_grow() {
+        let mut f = Fixture::new("Pad");
+        f.input("x", DType::F32, &[2, 4, 8, 8]);
+        f.konst_i64("pads", &[8], &[0, 0, -1, 1, 0, 0, -1, 2]);
+        assert_eq!(infer_one(&f).unwrap(), vec![2, 4, 6, 11]);
+    }
+
+    #[test]
+    fn legacy_attribute_and_disagreeing_input() {
+        let mut f = Fixture::new("Pad");
+        f.input("x", DType::F32, &[1, 2, 3, 3]);
+        attr_ints(&mut f, "pads", &[0, 0, 1, 1, 0, 0, 1, 1]);
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 2, 5, 5]);
+        f.konst_i64("pads_in", &[8], &[0, 0, 2, 2, 0, 0, 2, 2]);
+        let e = infer_one(&f).unwrap_err().to_string();
+        assert!(e.contains("disagree") && e.contains("'n'"), "{e}");
+    }
+
+    #[test]
+    fn reflect_pads_must_be_smaller_than_the_extent() {
+        let mut f = Fixture::new("Pad");
+        f.input("x", DType::F32, &[1, 1, 2, 2]);
+        f.konst_i64("pads", &[8], &[0, 0, 2, 0, 0, 0, 0, 0]);
+        attr_str(&mut f, "mode", "reflect");
+        assert!(infer_one(&f).unwrap_err().to_string().contains("smaller"));
+        attr_str(&mut f, "mode", "edge");
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 1, 4, 2]);
+        attr_str(&mut f, "mode", "wrap");
+        assert!(infer_one(&f).unwrap_err().to_string().contains("not supported"));
+    }
+
+    #[test]
+    fn axes_input_pads_only_those_axes() {
+        let mut f = Fixture::new("Pad");
+        f.input("x", DType::F32, &[1, 3, 4]);
+        f.konst_i64("pads", &[2], &[1, 2]);
+        f.konst_f32("value", &[], &[0.5]);
+        f.konst_i64("axes", &[1], &[-1]);
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 3, 7]);
+    }
+}
