@@ -7,42 +7,10 @@ use askama::Template;
 use super::Facts;
 use crate::error::{Error, Result};
 
-macro_rules! runtime {
-    ($($p:literal),* $(,)?) => {
-        &[$(($p, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/runtime/", $p)) as &[u8])),*]
-    };
-}
-
-/// `runtime/` files copied into a project (path under `runtime/`, bytes).
-pub const RUNTIME: &[(&str, &[u8])] = runtime![
-    "README.md",
-    "harness/dg_check.c",
-    "harness/dg_check.h",
-    "kernels/common.c",
-    "kernels/conv.c",
-    "kernels/dg_internal.h",
-    "kernels/dg_kernels.h",
-    "kernels/elementwise.c",
-    "kernels/linear.c",
-    "kernels/loss.c",
-    "kernels/norm.c",
-    "kernels/pool.c",
-    "kernels/reduce.c",
-    "kernels/shape.c",
-    "kernels/softmax.c",
-    "kernels/training.c",
-    "mem/dg_mem.c",
-    "mem/dg_mem.h",
-    "pmsis-host/bsp/bsp.h",
-    "pmsis-host/bsp/flash.h",
-    "pmsis-host/bsp/flash/hyperflash.h",
-    "pmsis-host/bsp/fs.h",
-    "pmsis-host/bsp/fs/readfs.h",
-    "pmsis-host/bsp/ram.h",
-    "pmsis-host/bsp/ram/hyperram.h",
-    "pmsis-host/pmsis.h",
-    "pmsis-host/pmsis_host.c",
-];
+/// `runtime/` files copied into a project (path under `runtime/`, bytes),
+/// sorted by path: `runtime/README.md` and every file under `kernels/`,
+/// `mem/`, `harness/` and `pmsis-host/`, listed by `build.rs`.
+pub const RUNTIME: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 
 #[derive(Template)]
 #[template(path = "network.h")]

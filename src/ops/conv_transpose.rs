@@ -1,13 +1,13 @@
 //! ConvTranspose (1-D and 2-D, groups, output_padding, output_shape,
 //! auto_pad), fp32.
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], W [C, M / group, k…] [, B [M]]).
-    OpDef { name: "ConvTranspose", infer: conv_transpose, ..OpDef::BASE },
+    OpDef { name: "ConvTranspose", infer: conv_transpose, kernel: Some(kernel::conv_transpose), ..OpDef::BASE },
 ];
 
 /// A per-spatial-dim INTS attribute with every value at least `min`.

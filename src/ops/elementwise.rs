@@ -49,7 +49,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::copy),
         ..OpDef::BASE
     },
-    OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), ..OpDef::BASE },
+    OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), kernel: Some(kernel::cast), ..OpDef::BASE },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
     OpDef { name: "Scale", infer: scale, required: &[0, 1], kernel: Some(kernel::scale), ..OpDef::BASE },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.

@@ -314,7 +314,22 @@ pub fn binary(ctx: &KernelCtx) -> Result<KernelCall> {
 
 pub fn unary(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
-    let func = if ctx.node.op == "Relu" { "dg_relu_f32" } else { "dg_gelu_f32" };
+    let func = match ctx.node.op.as_str() {
+        "Relu" => "dg_relu_f32",
+        "Gelu" => "dg_gelu_f32",
+        "Ceil" => "dg_ceil_f32",
+        "Floor" => "dg_floor_f32",
+        "Exp" => "dg_exp_f32",
+        "Log" => "dg_log_f32",
+        "Sqrt" => "dg_sqrt_f32",
+        "Neg" => "dg_neg_f32",
+        "Abs" => "dg_abs_f32",
+        "Tanh" => "dg_tanh_f32",
+        "Sigmoid" => "dg_sigmoid_f32",
+        "Erf" => "dg_erf_f32",
+        "HardSwish" => "dg_hard_swish_f32",
+        _ => "dg_sign_f32",
+    };
     if ctx.node.op == "Gelu" && ctx.attr_str("approximate")?.is_some_and(|a| a != "none") {
         return Err(ctx.err("Gelu with approximate='tanh': the kernel computes the erf form only"));
     }
@@ -382,6 +397,227 @@ pub fn act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         func,
         "dg_act_grad_args_t",
         vec![("dy", ctx.inp(0)?), ("x", ctx.inp(1)?), ("dx", ctx.out(0)?), ("n", u(n))],
+    ))
+}
+
+/// A float attribute read through the typed accessor (an INT where a
+/// FLOAT belongs is an error, not a silent default).
+fn float_attr(ctx: &KernelCtx, name: &str, default: f32) -> Result<f32> {
+    Ok(ctx.node.float(name)?.unwrap_or(default))
+}
+
+pub fn unary_param(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let (func, alpha, beta) = match ctx.node.op.as_str() {
+        "HardSigmoid" => ("dg_hard_sigmoid_f32", float_attr(ctx, "alpha", 0.2)?, float_attr(ctx, "beta", 0.5)?),
+        "QuickGelu" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.702)?, 0.0),
+        _ => ("dg_swish_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
+    };
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        func,
+        "dg_unary_param_args_t",
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("alpha", f(alpha)), ("beta", f(beta))],
+    ))
+}
+
+/// A single-value constant input as f32 (float or integer constants).
+fn scalar_const(ctx: &KernelCtx, slot: usize) -> Result<Option<f32>> {
+    let Some(k) = ctx.ops().konst(slot) else { return Ok(None) };
+    let v = match (k.to_f32(), k.to_i64()) {
+        (Some(v), _) => v,
+        (None, Some(v)) => v.iter().map(|&x| x as f32).collect(),
+        (None, None) => {
+            return Err(ctx.err(format!("input {slot} is a constant of type {} with no numeric value", k.dtype)))
+        }
+    };
+    match v.as_slice() {
+        [x] => Ok(Some(*x)),
+        _ => Err(ctx.err(format!("input {slot} must be a single value, found {} values", v.len()))),
+    }
+}
+
+/// One Clip bound: (pointer, value, has): a compile-time constant input,
+/// a runtime input (pointer), the opset-6 attribute, or none.
+fn clip_bound(ctx: &KernelCtx, slot: usize, attr: &str) -> Result<(String, f32, bool)> {
+    if ctx.node.input(slot).is_some() {
+        if let Some(v) = scalar_const(ctx, slot)? {
+            return Ok(("NULL".into(), v, true));
+        }
+        return Ok((ctx.inp(slot)?, 0.0, false));
+    }
+    Ok(match ctx.node.float(attr)? {
+        Some(v) => ("NULL".into(), v, true),
+        None => ("NULL".into(), 0.0, false),
+    })
+}
+
+pub fn clip(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let n = numel(&ctx.out_shape(0)?);
+    let (min_ptr, min, has_min) = clip_bound(ctx, 1, "min")?;
+    let (max_ptr, max, has_max) = clip_bound(ctx, 2, "max")?;
+    one(call(
+        "dg_clip_f32",
+        "dg_clip_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("n", u(n)),
+            ("min_ptr", min_ptr),
+            ("max_ptr", max_ptr),
+            ("min", f(min)),
+            ("max", f(max)),
+            ("has_min", u(usize::from(has_min))),
+            ("has_max", u(usize::from(has_max))),
+        ],
+    ))
+}
+
+pub fn act_grad_y(ctx: &KernelCtx) -> Result<KernelCall> {
+    // (dY, Y) -> dX
+    ctx.require_f32(&[0, 1])?;
+    let func = if ctx.node.op == "SigmoidGrad" { "dg_sigmoid_grad_f32" } else { "dg_tanh_grad_f32" };
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        func,
+        "dg_act_grad_y_args_t",
+        vec![("dy", ctx.inp(0)?), ("y", ctx.inp(1)?), ("dx", ctx.out(0)?), ("n", u(n))],
+    ))
+}
+
+pub fn swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    // QuickGeluGrad(dY, X){alpha}
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        "dg_swish_grad_f32",
+        "dg_swish_grad_args_t",
+        vec![
+            ("dy", ctx.inp(0)?),
+            ("x", ctx.inp(1)?),
+            ("dx", ctx.out(0)?),
+            ("n", u(n)),
+            ("alpha", f(float_attr(ctx, "alpha", 1.702)?)),
+        ],
+    ))
+}
+
+/// Output shape and, unless every input is the output's size, the
+/// broadcast strides of each listed input (`None`: all contiguous).
+fn broadcast_layout(ctx: &KernelCtx, slots: &[usize]) -> Result<(Vec<usize>, Option<Vec<Vec<usize>>>)> {
+    let y = ctx.out_shape(0)?;
+    let n = numel(&y);
+    let shapes: Vec<Vec<usize>> = slots.iter().map(|&i| ctx.in_shape(i)).collect::<Result<_>>()?;
+    if shapes.iter().all(|s| numel(s) == n) {
+        return Ok((y, None));
+    }
+    max_dims(ctx, y.len())?;
+    let st = shapes.iter().map(|s| broadcast_strides(ctx, s, &y)).collect::<Result<_>>()?;
+    Ok((y, Some(st)))
+}
+
+pub fn variadic(ctx: &KernelCtx) -> Result<KernelCall> {
+    let slots: Vec<usize> = (0..ctx.node.inputs.len()).filter(|&i| ctx.node.input(i).is_some()).collect();
+    if slots.is_empty() || slots.len() > 8 {
+        return Err(ctx.err(format!("{} inputs; the kernel takes 1 to 8", slots.len())));
+    }
+    ctx.require_f32(&slots)?;
+    let xs = slots.iter().map(|&i| ctx.inp(i)).collect::<Result<Vec<_>>>()?;
+    let (y, st) = broadcast_layout(ctx, &slots)?;
+    let func = if ctx.node.op == "Max" { "dg_max_f32" } else { "dg_min_f32" };
+    let mut fields = vec![("x", "xs".to_string()), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    match st {
+        None => fields.push(("ndim", u(0))),
+        Some(st) => {
+            fields.push(("ndim", u(y.len())));
+            fields.push(("shape", dims_list(&y)));
+            fields.push(("strides", format!("{{{}}}", st.iter().map(|s| dims_list(s)).collect::<Vec<_>>().join(", "))));
+        }
+    }
+    let mut inv = call(func, "dg_variadic_args_t", fields);
+    inv.locals.push(Local { ctype: "const float *const".into(), name: "xs".into(), values: xs });
+    one(inv)
+}
+
+pub fn where_(ctx: &KernelCtx) -> Result<KernelCall> {
+    if ctx.in_dtype(0)? != DType::Bool {
+        return Err(ctx.err(format!("the condition must be bool, found {}", ctx.in_dtype(0)?)));
+    }
+    let es = elem_size(ctx, ctx.out_dtype(0)?)?;
+    if ![1, 2, 4, 8].contains(&es) {
+        return Err(ctx.err(format!("elements of {es} bytes; the kernel moves 1, 2, 4 or 8")));
+    }
+    let (y, st) = broadcast_layout(ctx, &[0, 1, 2])?;
+    let mut fields = vec![
+        ("cond", ctx.inp(0)?),
+        ("x", ctx.inp(1)?),
+        ("y", ctx.inp(2)?),
+        ("out", ctx.out(0)?),
+        ("elem_size", u(es)),
+        ("n", u(numel(&y))),
+    ];
+    match st {
+        None => fields.push(("ndim", u(0))),
+        Some(st) => {
+            fields.push(("ndim", u(y.len())));
+            fields.push(("shape", dims_list(&y)));
+            fields.push(("c_strides", dims_list(&st[0])));
+            fields.push(("x_strides", dims_list(&st[1])));
+            fields.push(("y_strides", dims_list(&st[2])));
+        }
+    }
+    one(call("dg_where", "dg_where_args_t", fields))
+}
+
+pub fn compare(ctx: &KernelCtx) -> Result<KernelCall> {
+    let want = if ctx.node.op == "And" { DType::Bool } else { DType::F32 };
+    for i in [0, 1] {
+        let d = ctx.in_dtype(i)?;
+        if d != want {
+            return Err(ctx.err(format!("input {i} is {d}; the kernel compares {want} operands only")));
+        }
+    }
+    let func = match ctx.node.op.as_str() {
+        "Equal" => "dg_equal_f32",
+        "Less" => "dg_less_f32",
+        "LessOrEqual" => "dg_less_equal_f32",
+        "Greater" => "dg_greater_f32",
+        "GreaterOrEqual" => "dg_greater_equal_f32",
+        _ => "dg_and_bool",
+    };
+    let (y, st) = broadcast_layout(ctx, &[0, 1])?;
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    match st {
+        None => fields.push(("ndim", u(0))),
+        Some(st) => {
+            fields.push(("ndim", u(y.len())));
+            fields.push(("shape", dims_list(&y)));
+            fields.push(("a_strides", dims_list(&st[0])));
+            fields.push(("b_strides", dims_list(&st[1])));
+        }
+    }
+    one(call(func, "dg_compare_args_t", fields))
+}
+
+fn cast_code(ctx: &KernelCtx, d: DType) -> Result<&'static str> {
+    Ok(match d {
+        DType::F32 => "DG_DT_F32",
+        DType::I64 => "DG_DT_I64",
+        DType::I32 => "DG_DT_I32",
+        DType::U8 => "DG_DT_U8",
+        DType::Bool => "DG_DT_BOOL",
+        other => return Err(ctx.err(format!("cast of {other}: the kernel casts f32, i64, i32, u8 and bool"))),
+    })
+}
+
+pub fn cast(ctx: &KernelCtx) -> Result<KernelCall> {
+    let (from, to) = (cast_code(ctx, ctx.in_dtype(0)?)?, cast_code(ctx, ctx.out_dtype(0)?)?);
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        "dg_cast",
+        "dg_cast_args_t",
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("from", from.into()), ("to", to.into())],
     ))
 }
 
@@ -642,6 +878,69 @@ pub fn conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     Ok(KernelCall { calls, ..Default::default() })
 }
 
+pub fn conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
+    let sp = x.len().saturating_sub(2);
+    if !(1..=2).contains(&sp) || y.len() != x.len() || w.len() != x.len() {
+        return Err(ctx.err(format!("only 1-D and 2-D ConvTranspose is supported (input {x:?}, output {y:?})")));
+    }
+    let get = |name: &str, n: usize, default: i64| -> Result<Vec<usize>> {
+        let v = ctx.node.ints(name)?.map_or_else(|| vec![default; n], <[i64]>::to_vec);
+        if v.len() != n {
+            return Err(ctx.err(format!("attribute '{name}' has {} values, expected {n}", v.len())));
+        }
+        v.iter().map(|&x| to_u32(ctx, name, x)).collect()
+    };
+    let strides = get("strides", sp, 1)?;
+    let dil = get("dilations", sp, 1)?;
+    let out_pad = get("output_padding", sp, 0)?;
+    let pads = get("pads", 2 * sp, 0)?;
+    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let derived = ctx.node.ints("output_shape")?.is_some() || matches!(auto, "SAME_UPPER" | "SAME_LOWER");
+    // The begin pads; the end pads and output_padding are implied by the
+    // output size the shape rule computed.
+    let mut begin = vec![0usize; sp];
+    for d in 0..sp {
+        let (i, k, o) = (x[2 + d], w[2 + d], y[2 + d]);
+        let full = strides[d] * (i - 1) + out_pad[d] + dil[d] * (k - 1) + 1;
+        begin[d] = if derived {
+            let total = full.checked_sub(o).ok_or_else(|| ctx.err(format!("output dim {o} exceeds {full}")))?;
+            if auto == "SAME_UPPER" {
+                total / 2
+            } else {
+                total - total / 2
+            }
+        } else if auto == "VALID" {
+            0
+        } else {
+            pads[d]
+        };
+    }
+    let group = to_u32(ctx, "group", ctx.node.int("group")?.unwrap_or(1))?;
+    let last = |v: &[usize], d: usize, one: usize| if sp == 1 { [one, v[0]][d] } else { v[d] };
+    let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
+    fields.extend([
+        ("batch", u(x[0])),
+        ("in_c", u(x[1])),
+        ("in_h", u(last(&x[2..], 0, 1))),
+        ("in_w", u(last(&x[2..], 1, 1))),
+        ("out_c", u(y[1])),
+        ("out_h", u(last(&y[2..], 0, 1))),
+        ("out_w", u(last(&y[2..], 1, 1))),
+        ("k_h", u(last(&w[2..], 0, 1))),
+        ("k_w", u(last(&w[2..], 1, 1))),
+        ("stride_h", u(last(&strides, 0, 1))),
+        ("stride_w", u(last(&strides, 1, 1))),
+        ("dil_h", u(last(&dil, 0, 1))),
+        ("dil_w", u(last(&dil, 1, 1))),
+        ("pad_top", u(last(&begin, 0, 0))),
+        ("pad_left", u(last(&begin, 1, 0))),
+        ("group", u(group)),
+    ]);
+    one(call("dg_conv_transpose_f32", "dg_conv_args_t", fields))
+}
+
 // ---- pooling -------------------------------------------------------------------
 
 fn pool_fields(g: &Geom) -> Vec<(&'static str, String)> {
@@ -725,13 +1024,13 @@ pub fn avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_avgpool_grad_f32", "dg_pool_args_t", fields))
 }
 
-pub fn global_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let grad = ctx.node.op.ends_with("Grad");
     // Forward: x -> y; gradient: dy -> dx (x's shape is the output's).
     let x = if grad { ctx.out_shape(0)? } else { ctx.in_shape(0)? };
     if x.len() < 3 {
-        return Err(ctx.err(format!("GlobalAveragePool needs [N, C, ...], found {x:?}")));
+        return Err(ctx.err(format!("a global pool needs [N, C, ...], found {x:?}")));
     }
     let (h, w) = if x.len() == 3 { (1, x[2]) } else { (x[2], numel(&x[3..])) };
     let dims = vec![
@@ -754,7 +1053,11 @@ pub fn global_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
         vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)]
     };
     fields.extend(dims);
-    let func = if grad { "dg_global_avgpool_grad_f32" } else { "dg_global_avgpool_f32" };
+    let func = match ctx.node.op.as_str() {
+        "GlobalMaxPool" => "dg_global_maxpool_f32",
+        _ if grad => "dg_global_avgpool_grad_f32",
+        _ => "dg_global_avgpool_f32",
+    };
     one(call(func, "dg_pool_args_t", fields))
 }
 
@@ -885,6 +1188,109 @@ pub fn layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
         ],
     ))
+}
+
+pub fn groupnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let x = ctx.in_shape(0)?;
+    let [b, c, s] = bn_dims(ctx, &x)?;
+    let instance = ctx.node.op == "InstanceNormalization";
+    let groups = if instance {
+        c
+    } else {
+        let g = ctx.node.int("num_groups")?.ok_or_else(|| ctx.err("attribute 'num_groups' is required"))?;
+        to_u32(ctx, "num_groups", g)?
+    };
+    if groups == 0 || c % groups != 0 {
+        return Err(ctx.err(format!("{c} channels do not split into {groups} groups")));
+    }
+    // Opset 21 scales per channel; opset 18's form (deprecated) per group.
+    let ns = numel(&ctx.in_shape(1)?);
+    let per_group = if instance {
+        false
+    } else if ns == c && (ctx.opset() >= 21 || groups == c) {
+        false
+    } else if ns == groups {
+        true
+    } else {
+        return Err(ctx.err(format!("scale has {ns} values; {c} channels in {groups} groups need {c} or {groups}")));
+    };
+    let func = if instance { "dg_instancenorm_f32" } else { "dg_groupnorm_f32" };
+    one(call(
+        func,
+        "dg_groupnorm_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("scale", ctx.inp(1)?),
+            ("bias", ctx.inp(2)?),
+            ("y", ctx.out(0)?),
+            ("batch", u(b)),
+            ("channels", u(c)),
+            ("spatial", u(s)),
+            ("groups", u(groups)),
+            ("scale_per_group", u(usize::from(per_group))),
+            ("epsilon", f(float_attr(ctx, "epsilon", 1e-5)?)),
+        ],
+    ))
+}
+
+/// A per-column operand of a row normalization: its own pointer when it
+/// has `cols` values; a constant that broadcasts to the normalised shape
+/// is expanded at generation time into a `static const` array.
+fn full_cols(ctx: &KernelCtx, slot: usize, norm_shape: &[usize], name: &str) -> Result<(String, Option<Local>)> {
+    let s = ctx.in_shape(slot)?;
+    if numel(&s) == numel(norm_shape) {
+        return Ok((ctx.inp(slot)?, None));
+    }
+    let st = broadcast_strides(ctx, &s, norm_shape)?;
+    let Some(v) = ctx.ops().konst(slot).and_then(|k| k.to_f32()) else {
+        return Err(ctx.err(format!(
+            "input {slot} {s:?} broadcasts over the normalised shape {norm_shape:?}; the kernel needs one value per \
+             element, which only a constant can be expanded to"
+        )));
+    };
+    let out_st = strides(norm_shape);
+    let values = (0..numel(norm_shape))
+        .map(|j| {
+            let src: usize = (0..norm_shape.len()).map(|d| (j / out_st[d]) % norm_shape[d] * st[d]).sum();
+            f(v[src])
+        })
+        .collect();
+    Ok((name.to_string(), Some(Local { ctype: "static const float".into(), name: name.into(), values })))
+}
+
+pub fn rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(-1), x.len())?;
+    let (rows, cols) = (numel(&x[..axis]), numel(&x[axis..]));
+    let mut locals = vec![];
+    let (scale, l) = full_cols(ctx, 1, &x[axis..], "scale_full")?;
+    locals.extend(l);
+    let bias = if ctx.node.input(2).is_some() {
+        let (b, l) = full_cols(ctx, 2, &x[axis..], "bias_full")?;
+        locals.extend(l);
+        b
+    } else {
+        "NULL".into()
+    };
+    let mut inv = call(
+        "dg_rmsnorm_f32",
+        "dg_layernorm_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("scale", scale),
+            ("bias", bias),
+            ("y", ctx.out(0)?),
+            ("mean", "NULL".into()),
+            ("inv_std", ctx.opt_out(1)),
+            ("rows", u(rows)),
+            ("cols", u(cols)),
+            ("epsilon", f(float_attr(ctx, "epsilon", 1e-5)?)),
+        ],
+    );
+    inv.locals = locals;
+    one(inv)
 }
 
 /// `[outer, dim, inner]` of a softmax over `axis`; `coerce` is the pre-13
@@ -1073,7 +1479,11 @@ pub fn reduce(ctx: &KernelCtx) -> Result<KernelCall> {
             kst.push(st[d]);
         }
     }
-    let func = if ctx.node.op == "ReduceSum" { "dg_reduce_sum_f32" } else { "dg_reduce_mean_f32" };
+    let func = match ctx.node.op.as_str() {
+        "ReduceSum" => "dg_reduce_sum_f32",
+        "ReduceMax" => "dg_reduce_max_f32",
+        _ => "dg_reduce_mean_f32",
+    };
     one(call(
         func,
         "dg_reduce_args_t",
@@ -1197,7 +1607,173 @@ pub fn concat(ctx: &KernelCtx) -> Result<KernelCall> {
     );
     inv.locals.push(Local { ctype: "const void *const".into(), name: "xs".into(), values: xs });
     inv.locals.push(Local { ctype: "const uint32_t".into(), name: "sizes".into(), values: sizes });
+    let mut kc = one(inv)?;
+    if ctx.node.op == "ConcatTraining" && ctx.has_out(1) {
+        // Output 1, per_input_length (int64): each input's extent on the
+        // axis, known when generating code.
+        let mut lens = vec![];
+        for i in 0..ctx.node.inputs.len() {
+            lens.push(format!("{}LL", ctx.in_shape(i)?[axis]));
+        }
+        let mut inv = call(
+            "dg_copy_kernel",
+            "dg_copy_args_t",
+            vec![("x", "lengths".into()), ("y", ctx.out(1)?), ("bytes", u(8 * lens.len()))],
+        );
+        inv.locals.push(Local { ctype: "static const int64_t".into(), name: "lengths".into(), values: lens });
+        kc.calls.push(inv);
+    }
+    Ok(kc)
+}
+
+pub fn split(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let es = elem_size(ctx, ctx.in_dtype(0)?)?;
+    // The sizes are the outputs' extents, which the shape rule computed
+    // from the split input or attribute (or ConcatTraining's lengths).
+    let (mut ys, mut sizes) = (vec![], vec![]);
+    for i in 0..ctx.node.outputs.len() {
+        let s = ctx.out_shape(i)?;
+        ys.push(ctx.out(i)?);
+        sizes.push(u(s[axis]));
+    }
+    let mut inv = call(
+        "dg_split_kernel",
+        "dg_split_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", "ys".into()),
+            ("sizes", "sizes".into()),
+            ("nout", u(ys.len())),
+            ("elem_size", u(es)),
+            ("outer", u(numel(&x[..axis]))),
+            ("inner", u(numel(&x[axis + 1..]))),
+        ],
+    );
+    inv.locals.push(Local { ctype: "void *const".into(), name: "ys".into(), values: ys });
+    inv.locals.push(Local { ctype: "const uint32_t".into(), name: "sizes".into(), values: sizes });
     one(inv)
+}
+
+/// Constant indices, normalised to `[0, dim)` and written as int64.
+fn const_indices(ctx: &KernelCtx, slot: usize, dim: usize) -> Result<Local> {
+    let k = ctx.ops().konst(slot).ok_or_else(|| ctx.err(format!("indices (input {slot}) must be a constant")))?;
+    if !matches!(k.dtype, DType::I64 | DType::I32) {
+        return Err(ctx.err(format!("indices must be int64 or int32, found {}", k.dtype)));
+    }
+    let v = k.to_i64().ok_or_else(|| ctx.err("indices have no integer value"))?;
+    let n = dim as i64;
+    let values = v
+        .iter()
+        .map(|&i| {
+            let j = if i < 0 { i + n } else { i };
+            if !(0..n).contains(&j) {
+                return Err(ctx.err(format!("index {i} is out of range for an axis of {dim}")));
+            }
+            Ok(format!("{j}LL"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let values = if values.is_empty() { vec!["0LL".into()] } else { values };
+    Ok(Local { ctype: "static const int64_t".into(), name: "indices".into(), values })
+}
+
+pub fn gather(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let n_idx = numel(&ctx.in_shape(1)?);
+    let idx = const_indices(ctx, 1, x[axis])?;
+    let mut inv = call(
+        "dg_gather",
+        "dg_gather_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("indices", "indices".into()),
+            ("indices_i32", u(0)),
+            ("y", ctx.out(0)?),
+            ("elem_size", u(elem_size(ctx, ctx.in_dtype(0)?)?)),
+            ("outer", u(numel(&x[..axis]))),
+            ("axis_dim", u(x[axis])),
+            ("inner", u(numel(&x[axis + 1..]))),
+            ("n_idx", u(n_idx)),
+        ],
+    );
+    inv.locals.push(idx);
+    one(inv)
+}
+
+pub fn gather_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    // GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
+    ctx.require_f32(&[2])?;
+    let x = ctx.out_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let n_idx = numel(&ctx.in_shape(1)?);
+    let idx = const_indices(ctx, 1, x[axis])?;
+    let mut inv = call(
+        "dg_gather_grad_f32",
+        "dg_gather_grad_args_t",
+        vec![
+            ("dy", ctx.inp(2)?),
+            ("indices", "indices".into()),
+            ("indices_i32", u(0)),
+            ("dx", ctx.out(0)?),
+            ("outer", u(numel(&x[..axis]))),
+            ("axis_dim", u(x[axis])),
+            ("inner", u(numel(&x[axis + 1..]))),
+            ("n_idx", u(n_idx)),
+        ],
+    );
+    inv.locals.push(idx);
+    one(inv)
+}
+
+pub fn pad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let x = ctx.in_shape(0)?;
+    max_dims(ctx, x.len())?;
+    let mode = match ctx.node.string("mode")?.unwrap_or("constant") {
+        "constant" => "DG_PAD_CONSTANT",
+        "reflect" => "DG_PAD_REFLECT",
+        "edge" => "DG_PAD_EDGE",
+        "wrap" => "DG_PAD_WRAP",
+        other => return Err(ctx.err(format!("mode '{other}' is not supported"))),
+    };
+    let p = ctx.ops().ints_attr_or_input("pads", 1)?.ok_or_else(|| ctx.err("pads are required"))?;
+    let axes: Vec<usize> = match ctx.ops().ints_attr_or_input("axes", 3)? {
+        Some(a) => a.iter().map(|&v| ctx.axis(v, x.len())).collect::<Result<_>>()?,
+        None => (0..x.len()).collect(),
+    };
+    if p.len() != 2 * axes.len() {
+        return Err(ctx.err(format!("pads {p:?} do not give two values for each of {} axes", axes.len())));
+    }
+    let (mut begin, mut end) = (vec![0i64; x.len()], vec![0i64; x.len()]);
+    for (k, &a) in axes.iter().enumerate() {
+        begin[a] = p[k];
+        end[a] = p[k + axes.len()];
+    }
+    if begin.iter().chain(&end).any(|&v| i32::try_from(v).is_err()) {
+        return Err(ctx.err("pads do not fit the kernel's 32-bit fields"));
+    }
+    // The value: input 2 (a compile-time constant), or the legacy attribute.
+    let value = if ctx.node.input(2).is_some() {
+        scalar_const(ctx, 2)?.ok_or_else(|| ctx.err("the pad value (input 2) must be a constant"))?
+    } else {
+        float_attr(ctx, "value", 0.0)?
+    };
+    one(call(
+        "dg_pad_f32",
+        "dg_pad_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("ndim", u(x.len())),
+            ("in_shape", dims_list(&x)),
+            ("pads_begin", ints_list(&begin)),
+            ("pads_end", ints_list(&end)),
+            ("mode", mode.into()),
+            ("value", f(value)),
+        ],
+    ))
 }
 
 // ---- training ------------------------------------------------------------------------------

@@ -1,20 +1,20 @@
 //! Group, instance and RMS normalization (fp32, forward).
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], scale, bias){num_groups, epsilon}: scale and bias are
     // per channel (opset 21) or per group (opset 18's form).
-    OpDef { name: "GroupNormalization", infer: group_norm, ..OpDef::BASE },
+    OpDef { name: "GroupNormalization", infer: group_norm, kernel: Some(kernel::groupnorm), ..OpDef::BASE },
     // (X [N, C, …], scale [C], B [C]){epsilon}.
-    OpDef { name: "InstanceNormalization", infer: instance_norm, ..OpDef::BASE },
+    OpDef { name: "InstanceNormalization", infer: instance_norm, kernel: Some(kernel::groupnorm), ..OpDef::BASE },
     // (X, scale){axis = -1, epsilon} -> Y (opset 23).
-    OpDef { name: "RMSNormalization", infer: rms_norm, ..OpDef::BASE },
+    OpDef { name: "RMSNormalization", infer: rms_norm, kernel: Some(kernel::rmsnorm), ..OpDef::BASE },
     // The default-domain single-op form Deeploy-style exporters write (no
     // ONNX schema): (X, scale [, bias]){axis, epsilon} -> Y [, inv_std].
-    OpDef { name: "RMSNorm", infer: rms_norm, ..OpDef::BASE },
+    OpDef { name: "RMSNorm", infer: rms_norm, kernel: Some(kernel::rmsnorm), ..OpDef::BASE },
 ];
 
 fn epsilon(ctx: &Ctx) -> Result<()> {

@@ -3,13 +3,13 @@
 //! onnxruntime-training writes for Pad's gradient.
 
 use super::unary::scalar_attr_or_input;
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
     // Pad(data, pads [, constant_value] [, axes]){mode}.
-    OpDef { name: "Pad", infer: pad, compile_time: &[1, 2, 3], ..OpDef::BASE },
+    OpDef { name: "Pad", infer: pad, compile_time: &[1, 2, 3], kernel: Some(kernel::pad), ..OpDef::BASE },
 ];
 
 /// The padding mode; `wrap` (opset 19) is refused, not silently changed.

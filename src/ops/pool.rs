@@ -30,16 +30,22 @@ pub const OPS: &[OpDef] = &[
         name: "GlobalAveragePool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(kernel::global_avgpool),
+        kernel: Some(kernel::global_pool),
         ..OpDef::BASE
     },
-    OpDef { name: "GlobalMaxPool", infer: global_pool, fixed_1x1: Some(always_1x1), ..OpDef::BASE },
+    OpDef {
+        name: "GlobalMaxPool",
+        infer: global_pool,
+        fixed_1x1: Some(always_1x1),
+        kernel: Some(kernel::global_pool),
+        ..OpDef::BASE
+    },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
     OpDef {
         name: "GlobalAveragePoolGrad",
         infer: global_pool_grad,
         gradient: true,
-        kernel: Some(kernel::global_avgpool),
+        kernel: Some(kernel::global_pool),
         ..OpDef::BASE
     },
 ];

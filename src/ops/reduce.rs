@@ -22,7 +22,14 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::reduce),
         ..OpDef::BASE
     },
-    OpDef { name: "ReduceMax", infer: reduce, compile_time: &[1], fixed_1x1: Some(over_spatial), ..OpDef::BASE },
+    OpDef {
+        name: "ReduceMax",
+        infer: reduce,
+        compile_time: &[1],
+        fixed_1x1: Some(over_spatial),
+        kernel: Some(kernel::reduce),
+        ..OpDef::BASE
+    },
 ];
 
 /// A reduction over exactly the spatial axes (2..rank) with keepdims: a

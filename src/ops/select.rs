@@ -2,21 +2,21 @@
 //! (bool results) and And. All broadcast numpy-style; onnxruntime-training
 //! builds the gradients of Max, Min, Clip and Abs from them.
 
-use super::{broadcast, Ctx, OpDef};
+use super::{broadcast, kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Max", infer: same_type, ..OpDef::BASE },
-    OpDef { name: "Min", infer: same_type, ..OpDef::BASE },
+    OpDef { name: "Max", infer: same_type, kernel: Some(kernel::variadic), ..OpDef::BASE },
+    OpDef { name: "Min", infer: same_type, kernel: Some(kernel::variadic), ..OpDef::BASE },
     // Where(condition: bool, X, Y): X where the condition holds, else Y.
-    OpDef { name: "Where", infer: where_, ..OpDef::BASE },
-    OpDef { name: "Equal", infer: compare, ..OpDef::BASE },
-    OpDef { name: "Less", infer: compare, ..OpDef::BASE },
-    OpDef { name: "LessOrEqual", infer: compare, ..OpDef::BASE },
-    OpDef { name: "Greater", infer: compare, ..OpDef::BASE },
-    OpDef { name: "GreaterOrEqual", infer: compare, ..OpDef::BASE },
-    OpDef { name: "And", infer: and, ..OpDef::BASE },
+    OpDef { name: "Where", infer: where_, kernel: Some(kernel::where_), ..OpDef::BASE },
+    OpDef { name: "Equal", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
+    OpDef { name: "Less", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
+    OpDef { name: "LessOrEqual", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
+    OpDef { name: "Greater", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
+    OpDef { name: "GreaterOrEqual", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
+    OpDef { name: "And", infer: and, kernel: Some(kernel::compare), ..OpDef::BASE },
 ];
 
 /// Broadcast of inputs `slots` (every one required), `None` when a shape

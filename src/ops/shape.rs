@@ -76,7 +76,14 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[0],
         ..OpDef::BASE
     },
-    OpDef { name: "Gather", infer: gather, required: &[0, 1], fold: Some(fold_gather), ..OpDef::BASE },
+    OpDef {
+        name: "Gather",
+        infer: gather,
+        required: &[0, 1],
+        fold: Some(fold_gather),
+        kernel: Some(kernel::gather),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Constant",
         infer: constant,

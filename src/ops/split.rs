@@ -3,20 +3,27 @@
 //! ConcatTraining, and GatherGrad with the constant-index checks Gather
 //! shares.
 
-use super::{checked_numel, Ctx, OpDef};
+use super::{checked_numel, kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // Split(input [, split]){axis, num_outputs | split}.
-    OpDef { name: "Split", infer: split, compile_time: &[1], ..OpDef::BASE },
+    OpDef { name: "Split", infer: split, compile_time: &[1], kernel: Some(kernel::split), ..OpDef::BASE },
     // com.microsoft SplitTraining(input, split){axis, num_outputs}.
-    OpDef { name: "SplitTraining", infer: split, compile_time: &[1], ..OpDef::BASE },
+    OpDef { name: "SplitTraining", infer: split, compile_time: &[1], kernel: Some(kernel::split), ..OpDef::BASE },
     // com.microsoft ConcatTraining(inputs…){axis} -> (concat_result,
     // per_input_length: i64 [number of inputs]).
-    OpDef { name: "ConcatTraining", infer: concat_training, ..OpDef::BASE },
+    OpDef { name: "ConcatTraining", infer: concat_training, kernel: Some(kernel::concat), ..OpDef::BASE },
     // com.microsoft GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
-    OpDef { name: "GatherGrad", infer: gather_grad, compile_time: &[0, 1], gradient: true, ..OpDef::BASE },
+    OpDef {
+        name: "GatherGrad",
+        infer: gather_grad,
+        compile_time: &[0, 1],
+        gradient: true,
+        kernel: Some(kernel::gather_grad),
+        ..OpDef::BASE
+    },
 ];
 
 /// Sizes of every output of a split of `dim` into `n` parts.

@@ -3,37 +3,37 @@
 //! emits for them (SigmoidGrad, TanhGrad, QuickGeluGrad; Sign as part of
 //! Abs's gradient).
 
-use super::{Ctx, OpDef};
+use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Ceil", infer: float_unary, ..OpDef::BASE },
-    OpDef { name: "Floor", infer: float_unary, ..OpDef::BASE },
-    OpDef { name: "Exp", infer: float_unary, ..OpDef::BASE },
-    OpDef { name: "Log", infer: float_unary, ..OpDef::BASE },
-    OpDef { name: "Sqrt", infer: float_unary, ..OpDef::BASE },
+    OpDef { name: "Ceil", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Floor", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Exp", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Log", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
     // Folds on integers: Pad's gradient negates the constant pads.
-    OpDef { name: "Neg", infer: unary, fold: Some(fold_neg), ..OpDef::BASE },
-    OpDef { name: "Abs", infer: unary, ..OpDef::BASE },
-    OpDef { name: "Sign", infer: unary, ..OpDef::BASE },
-    OpDef { name: "Tanh", infer: float_unary, ..OpDef::BASE },
-    OpDef { name: "Sigmoid", infer: float_unary, ..OpDef::BASE },
-    OpDef { name: "Erf", infer: float_unary, ..OpDef::BASE },
+    OpDef { name: "Neg", infer: unary, fold: Some(fold_neg), kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Abs", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Sign", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Tanh", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Erf", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
-    OpDef { name: "HardSigmoid", infer: alpha_beta, ..OpDef::BASE },
-    OpDef { name: "HardSwish", infer: float_unary, ..OpDef::BASE },
+    OpDef { name: "HardSigmoid", infer: alpha_beta, kernel: Some(kernel::unary_param), ..OpDef::BASE },
+    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
     // QuickGelu{alpha=1.702} is the same function.
-    OpDef { name: "Swish", infer: alpha_beta, ..OpDef::BASE },
-    OpDef { name: "QuickGelu", infer: alpha_beta, ..OpDef::BASE },
+    OpDef { name: "Swish", infer: alpha_beta, kernel: Some(kernel::unary_param), ..OpDef::BASE },
+    OpDef { name: "QuickGelu", infer: alpha_beta, kernel: Some(kernel::unary_param), ..OpDef::BASE },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
     // read when generating code.
-    OpDef { name: "Clip", infer: clip, compile_time: &[1, 2], ..OpDef::BASE },
+    OpDef { name: "Clip", infer: clip, compile_time: &[1, 2], kernel: Some(kernel::clip), ..OpDef::BASE },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
-    OpDef { name: "SigmoidGrad", infer: grad, gradient: true, ..OpDef::BASE },
-    OpDef { name: "TanhGrad", infer: grad, gradient: true, ..OpDef::BASE },
-    OpDef { name: "QuickGeluGrad", infer: grad, gradient: true, ..OpDef::BASE },
+    OpDef { name: "SigmoidGrad", infer: grad, gradient: true, kernel: Some(kernel::act_grad_y), ..OpDef::BASE },
+    OpDef { name: "TanhGrad", infer: grad, gradient: true, kernel: Some(kernel::act_grad_y), ..OpDef::BASE },
+    OpDef { name: "QuickGeluGrad", infer: grad, gradient: true, kernel: Some(kernel::swish_grad), ..OpDef::BASE },
 ];
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
