@@ -25,9 +25,16 @@ SRCS = \
 
 HDRS = $(wildcard *.h runtime/*/*.h runtime/pmsis-host/bsp/*.h runtime/pmsis-host/bsp/*/*.h)
 
-app: $(SRCS) $(HDRS)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $(SRCS) -lm -pthread $(EXTRA_LDFLAGS)
+# One object per source: `make -j` builds them in parallel, and a compiler
+# cache (CC="ccache gcc") reuses the runtime's objects across projects.
+OBJS = $(SRCS:.c=.o)
+
+app: $(OBJS)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $(OBJS) -lm -pthread $(EXTRA_LDFLAGS)
+
+%.o: %.c $(HDRS)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
 .PHONY: clean
 clean:
-	rm -f app
+	rm -f app $(OBJS)

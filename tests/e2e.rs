@@ -1,0 +1,161 @@
+//! The end-to-end matrix (SPEC §9): every zoo model × {GAP9, Siracusa} ×
+//! {L2, L3}, plus host, generated, built against the host emulation, run
+//! and judged by the real `deploygen test` — each case passes with N equal
+//! to its reference count, or fails exactly as `status.toml` records. Then
+//! the conformance models of `../shared/conformance`.
+//!
+//! The binary runs once for the whole zoo with `-j` = available cores, so
+//! the C builds of the cases overlap.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Zoo models whose operators or conventions are being added right now
+/// (import or bind fails, their kernel bindings come after): not run, but
+/// named on every run. Empty this list as their support lands.
+const PENDING: &[&str] = &[
+    "conv1d_autoencoder",
+    "conv_legacy_attrs",
+    "conv_ordered_npz",
+    "conv_ordered_npz_train",
+    "conv_size1_dims",
+    "mobilenet_v3_block",
+    "mobilenet_v3_block_train",
+    "ops_second_wave",
+    "ops_second_wave_train",
+    "rmsnorm_default_domain",
+    "rmsnorm_transformer",
+];
+
+const PLATFORMS: &[&str] = &["GAP9", "Siracusa", "host"];
+const LEVELS: &[&str] = &["L2", "L3"];
+
+/// Written past libtest's capture, so `cargo test` shows it.
+fn say(line: &str) {
+    let _ = std::io::stdout().lock().write_all(format!("{line}\n").as_bytes());
+}
+
+fn have_gcc() -> bool {
+    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !ok {
+        say("SKIPPED: e2e: no gcc on this machine");
+    }
+    ok
+}
+
+fn jobs() -> String {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).to_string()
+}
+
+/// The zoo's model folders, by name.
+fn zoo() -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(common::root().join("models")).unwrap() {
+        let p = e.unwrap().path();
+        if p.join("network.onnx").is_file() || p.join("training_model.onnx").is_file() {
+            out.insert(p.file_name().unwrap().to_string_lossy().into_owned(), p);
+        }
+    }
+    out
+}
+
+/// One verdict line of `deploygen test`: (verdict, key, rest).
+fn verdicts(stdout: &str) -> Vec<(String, String, String)> {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (v, rest) = l.split_once(' ')?;
+            if !["PASSED", "FAILED", "XFAIL", "XPASS", "SKIPPED"].contains(&v) {
+                return None;
+            }
+            let rest = rest.trim_start();
+            let (key, msg) = rest.split_once("  ").unwrap_or((rest, ""));
+            Some((v.to_string(), key.to_string(), msg.to_string()))
+        })
+        .collect()
+}
+
+/// Run `deploygen test` on `models` × PLATFORMS × LEVELS and check every
+/// case: a pass compared exactly its reference count (N > 0); anything
+/// else is a recorded xfail or skip. Returns the verdicts.
+fn run_matrix(models: &[&Path], platforms: &[&str], levels: &[&str]) -> Vec<(String, String, String)> {
+    let tmp = tempfile::tempdir().unwrap();
+    let junit = tmp.path().join("report.xml");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deploygen"));
+    cmd.arg("test").args(models);
+    for p in platforms {
+        cmd.args(["--platform", p]);
+    }
+    for l in levels {
+        cmd.args(["--default-mem", l]);
+    }
+    cmd.arg("--status").arg(common::root().join("status.toml"));
+    cmd.args(["-j", &jobs(), "--junit"]).arg(&junit).current_dir(common::root());
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let v = verdicts(&stdout);
+    let expected = models.len() * platforms.len() * levels.len();
+    assert_eq!(v.len(), expected, "one verdict per case:\n{stdout}{stderr}");
+    let bad: Vec<_> = v.iter().filter(|(verdict, _, _)| verdict == "FAILED" || verdict == "XPASS").collect();
+    assert!(bad.is_empty(), "cases neither passing nor recorded in status.toml: {bad:#?}\n\n{stdout}{stderr}");
+    for (verdict, key, msg) in &v {
+        if verdict == "PASSED" {
+            // The judge passes only N == expected_compared > 0; check the
+            // line says so.
+            let n: u64 = msg
+                .strip_prefix("Errors: 0 out of ")
+                .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{key}: a pass without `Errors: 0 out of N`: {msg}"));
+            assert!(n > 0, "{key}: passed comparing nothing");
+        }
+    }
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let report = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(report.matches("<testcase ").count(), expected, "JUnit: one test case per case");
+    v
+}
+
+#[test]
+fn every_zoo_model_passes_or_is_recorded() {
+    if !have_gcc() {
+        return;
+    }
+    let zoo = zoo();
+    for p in PENDING {
+        assert!(zoo.contains_key(*p), "PENDING names {p}, which is not in models/: drop it from the list");
+        say(&format!("PENDING: {p}: not run by e2e (its operators and conventions are being added)"));
+    }
+    let models: Vec<&Path> =
+        zoo.iter().filter(|(n, _)| !PENDING.contains(&n.as_str())).map(|(_, p)| p.as_path()).collect();
+    assert!(models.len() >= 10, "the zoo has only {} runnable models", models.len());
+    let v = run_matrix(&models, PLATFORMS, LEVELS);
+    let passed = v.iter().filter(|(verdict, _, _)| verdict == "PASSED").count();
+    say(&format!(
+        "e2e: {} cases of {} models: {passed} passed, {} recorded in status.toml",
+        v.len(),
+        models.len(),
+        v.len() - passed
+    ));
+}
+
+#[test]
+fn the_conformance_models_pass_or_are_recorded() {
+    if !have_gcc() {
+        return;
+    }
+    let test = "e2e::the_conformance_models_pass_or_are_recorded";
+    let models: Vec<PathBuf> =
+        ["CCT2_LP", "CCT2_FT1"].iter().filter_map(|name| common::conformance(test, name)).collect();
+    if models.is_empty() {
+        return;
+    }
+    let refs: Vec<&Path> = models.iter().map(PathBuf::as_path).collect();
+    let v = run_matrix(&refs, &["GAP9", "Siracusa"], LEVELS);
+    assert!(v.iter().any(|(verdict, _, _)| verdict == "PASSED"), "no conformance case passed: {v:#?}");
+}
