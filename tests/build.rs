@@ -313,7 +313,6 @@ fn list(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
 /// the harness compares exactly what the manifest promises.
 #[test]
 fn every_model_generates_on_every_platform_and_level() {
-    const TEST: &str = "every_model_generates_on_every_platform_and_level";
     let mut models: Vec<PathBuf> = std::fs::read_dir(common::root().join("models"))
         .unwrap()
         .flatten()

@@ -17,19 +17,7 @@ use std::process::Command;
 /// Zoo models whose operators or conventions are being added right now
 /// (import or bind fails, their kernel bindings come after): not run, but
 /// named on every run. Empty this list as their support lands.
-const PENDING: &[&str] = &[
-    "conv1d_autoencoder",
-    "conv_legacy_attrs",
-    "conv_ordered_npz",
-    "conv_ordered_npz_train",
-    "conv_size1_dims",
-    "mobilenet_v3_block",
-    "mobilenet_v3_block_train",
-    "ops_second_wave",
-    "ops_second_wave_train",
-    "rmsnorm_default_domain",
-    "rmsnorm_transformer",
-];
+const PENDING: &[&str] = &[];
 
 const PLATFORMS: &[&str] = &["GAP9", "Siracusa", "host"];
 const LEVELS: &[&str] = &["L2", "L3"];

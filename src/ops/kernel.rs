@@ -505,7 +505,10 @@ pub fn swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 
 /// Output shape and, unless every input is the output's size, the
 /// broadcast strides of each listed input (`None`: all contiguous).
-fn broadcast_layout(ctx: &KernelCtx, slots: &[usize]) -> Result<(Vec<usize>, Option<Vec<Vec<usize>>>)> {
+/// Output shape, and per input its element strides (`None`: contiguous).
+type Layout = (Vec<usize>, Option<Vec<Vec<usize>>>);
+
+fn broadcast_layout(ctx: &KernelCtx, slots: &[usize]) -> Result<Layout> {
     let y = ctx.out_shape(0)?;
     let n = numel(&y);
     let shapes: Vec<Vec<usize>> = slots.iter().map(|&i| ctx.in_shape(i)).collect::<Result<_>>()?;
@@ -1206,9 +1209,7 @@ pub fn groupnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     }
     // Opset 21 scales per channel; opset 18's form (deprecated) per group.
     let ns = numel(&ctx.in_shape(1)?);
-    let per_group = if instance {
-        false
-    } else if ns == c && (ctx.opset() >= 21 || groups == c) {
+    let per_group = if instance || (ns == c && (ctx.opset() >= 21 || groups == c)) {
         false
     } else if ns == groups {
         true
