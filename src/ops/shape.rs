@@ -80,6 +80,7 @@ pub const OPS: &[OpDef] = &[
         name: "Gather",
         infer: gather,
         required: &[0, 1],
+        compile_time: &[1],
         fold: Some(fold_gather),
         kernel: Some(kernel::gather),
         ..OpDef::BASE
