@@ -26,6 +26,7 @@ pub mod inspect;
 pub mod ir;
 pub mod lower;
 pub mod ops;
+pub mod pipeline;
 pub mod plan;
 pub mod target;
 pub mod text;

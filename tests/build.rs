@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use assert_cmd::cargo::CommandCargoExt;
-use deploygen::emit::cli::{generate, BuildArgs};
+use deploygen::cli::build::{generate, Args as BuildArgs};
 
 fn deploygen() -> Command {
     Command::cargo_bin("deploygen").unwrap()

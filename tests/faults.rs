@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
-use deploygen::verify::cli::pipeline;
+use deploygen::verify::generate_case as pipeline;
 use deploygen::verify::{run_case, Case, Kind, Outcome, Stage, StageError};
 
 fn have_gcc() -> bool {

@@ -10,7 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use deploygen::emit::cli::{generate, BuildArgs};
+use deploygen::cli::build::{generate, Args as BuildArgs};
 use similar::TextDiff;
 
 /// Files above this size are kept as a summary.

@@ -639,7 +639,7 @@ fn the_command_exits_1_on_a_wrong_result() {
     #[derive(Parser)]
     struct Cli {
         #[command(flatten)]
-        args: deploygen::verify::cli::TestArgs,
+        args: deploygen::cli::test::TestArgs,
     }
     let dir = tempfile::tempdir().unwrap();
     let junit = dir.path().join("r.xml");
@@ -663,7 +663,7 @@ fn the_command_exits_1_on_a_wrong_result() {
         fake(main, 4, 2)(case, dir)
     };
     let mut out = Vec::new();
-    let code = deploygen::verify::cli::run_with(&cli.args, &gen, &mut out).unwrap();
+    let code = deploygen::cli::test::run_with(&cli.args, &gen, &mut out).unwrap();
     let out = String::from_utf8(out).unwrap();
     assert_eq!(code, 1, "{out}");
     assert!(

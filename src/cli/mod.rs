@@ -33,7 +33,7 @@ enum Command {
     Build(build::Args),
     /// Generate, build and run models on the host emulation; check their
     /// results against the references (exit 0 pass, 1 wrong, 2 not run).
-    Test(crate::verify::cli::TestArgs),
+    Test(test::TestArgs),
     /// Measure generation time and memory, arena packing, weight supply and
     /// the generated step's speed next to onnxruntime.
     Report(report::Args),
@@ -122,18 +122,9 @@ pub fn plan_options(
         }
         return Ok(None);
     };
-    let mut p = Platform::by_name(name)?;
-    let level = match default_mem {
-        None => Level::L2,
-        Some(s) => match Level::parse(s) {
-            Some(l @ (Level::L2 | Level::L3)) => l,
-            _ => return Err(Error::Usage(format!("--default-mem {s}: the default memory level must be L2 or L3"))),
-        },
-    };
-    for (l, c) in Level::ALL.into_iter().zip(capacities) {
-        if let Some(bytes) = c {
-            p = p.with_capacity(l, bytes);
-        }
+    let level = default_mem.unwrap_or("L2");
+    if !matches!(Level::parse(level), Some(Level::L2 | Level::L3)) {
+        return Err(Error::Usage(format!("--default-mem {level}: the default memory level must be L2 or L3")));
     }
-    Ok(Some(PlanOptions::new(p, level)))
+    PlanOptions::named(name, level, capacities).map(Some)
 }

@@ -41,12 +41,15 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let mut notes = vec![];
-    let models = crate::verify::cli::expand_models(&a.models, &mut notes)?;
+    let models = super::test::expand_models(&a.models, &mut notes)?;
     if models.is_empty() {
         return Err(report::no_models(&a.models));
     }
-    let platforms =
-        if a.platform.is_empty() { vec!["GAP9".into(), "Siracusa".into(), "host".into()] } else { a.platform };
+    let platforms = if a.platform.is_empty() {
+        crate::plan::Platform::all().into_iter().map(|p| p.name).collect()
+    } else {
+        a.platform
+    };
     let levels = if a.default_mem.is_empty() { vec!["L2".into(), "L3".into()] } else { a.default_mem };
     let opts = Options {
         runs: a.runs,

@@ -1,10 +1,223 @@
-//! `deploygen test`: generate, build, run and judge every (model,
-//! platform, level); the flags and the runner are in `verify::cli`.
+//! `deploygen test MODEL… --platform P --default-mem L`: generate, build,
+//! run and judge every (model, platform, level), print a verdict per case
+//! and a summary, write JUnit on request, and return the exit code
+//! (0 all pass, 1 a wrong result, 2 a case not run).
 
-use crate::error::Result;
-use crate::verify::cli::TestArgs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-/// The exit code: 0 all pass, 1 a wrong result, 2 a case not run.
-pub fn run(a: &TestArgs) -> Result<i32> {
-    crate::verify::cli::run(a)
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::import;
+use crate::verify::runner::{self, RunOptions, Summary};
+use crate::verify::status::{self, StatusTable};
+use crate::verify::{Case, Kind, StageError};
+
+#[derive(Args, Debug, Clone)]
+pub struct TestArgs {
+    /// Model folders, `.onnx` files, or folders of model folders (`models/`).
+    #[arg(required = true, value_name = "MODEL")]
+    pub models: Vec<PathBuf>,
+    /// Target platform (GAP9, Siracusa, host); repeat for several.
+    #[arg(long, required = true, value_name = "P")]
+    pub platform: Vec<String>,
+    /// Default memory level (L2 or L3); repeat for several.
+    #[arg(long, required = true, value_name = "LEVEL")]
+    pub default_mem: Vec<String>,
+    /// L1 capacity in bytes (overrides the platform's).
+    #[arg(long, value_name = "BYTES")]
+    pub l1: Option<u64>,
+    /// L2 capacity in bytes (overrides the platform's).
+    #[arg(long, value_name = "BYTES")]
+    pub l2: Option<u64>,
+    /// L3 capacity in bytes (overrides the platform's).
+    #[arg(long, value_name = "BYTES")]
+    pub l3: Option<u64>,
+    /// Absolute tolerance of the comparison (default: the model's, else 1e-3).
+    #[arg(long, value_name = "T")]
+    pub tolerance: Option<f32>,
+    /// Build with AddressSanitizer and UndefinedBehaviorSanitizer.
+    #[arg(long)]
+    pub sanitize: bool,
+    /// Write a JUnit XML report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Cases run in parallel (default: all cores).
+    #[arg(short = 'j', long = "jobs", value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Also run cases the status table marks NOT_SUPPORTED_SKIP.
+    #[arg(long)]
+    pub force_run: bool,
+    /// Report the real outcome of KNOWN_FAILURE_XFAIL cases.
+    #[arg(long)]
+    pub runxfail: bool,
+    /// The status table (default: ./status.toml when present).
+    #[arg(long, value_name = "FILE")]
+    pub status: Option<PathBuf>,
+    /// Time limit in seconds for building a case and, separately, for running it.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub timeout: f64,
+    /// Keep each generated project folder and print where it is.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+/// A model folder's name in keys: the folder's name (for a `.onnx` file
+/// not named like a model folder's main file, its stem).
+fn model_name(path: &Path) -> String {
+    let stem = || path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    let dir_name = |p: &Path| p.file_name().map(|s| s.to_string_lossy().into_owned());
+    let name = if path.is_dir() {
+        dir_name(&path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
+    } else if matches!(path.file_name().and_then(|f| f.to_str()), Some("network.onnx" | "training_model.onnx")) {
+        path.canonicalize().ok().and_then(|p| p.parent().and_then(dir_name))
+    } else {
+        stem()
+    };
+    name.unwrap_or_else(|| path.display().to_string())
+}
+
+/// The model folders named by the arguments: a model folder or `.onnx`
+/// file stands for itself, any other folder for the model folders in it.
+pub fn expand_models(args: &[PathBuf], notes: &mut Vec<String>) -> Result<Vec<(String, PathBuf)>> {
+    let mut out: Vec<(String, PathBuf)> = vec![];
+    for a in args {
+        let meta = std::fs::metadata(a).map_err(|e| Error::io(a, e))?;
+        if !meta.is_dir() || import::locate(a).is_ok() {
+            out.push((model_name(a), a.clone()));
+            continue;
+        }
+        let mut subs: Vec<PathBuf> = std::fs::read_dir(a)
+            .map_err(|e| Error::io(a, e))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        subs.sort();
+        let mut found = 0;
+        for s in subs {
+            if import::locate(&s).is_ok() {
+                out.push((model_name(&s), s));
+                found += 1;
+            } else {
+                notes.push(format!("{}: no model file, not a case", s.display()));
+            }
+        }
+        if found == 0 {
+            return Err(Error::Usage(format!(
+                "{} holds no model (network.onnx or training_model.onnx) and no model folders",
+                a.display()
+            )));
+        }
+    }
+    let mut seen = std::collections::BTreeMap::new();
+    for (name, path) in &out {
+        if let Some(prev) = seen.insert(name.clone(), path.clone()) {
+            return Err(Error::Usage(format!(
+                "two models named '{name}' ({} and {}): cases and status-table keys are named by folder, so they would collide",
+                prev.display(),
+                path.display()
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// The cases of a `deploygen test` call: every model × platform × level.
+pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
+    if !(args.timeout.is_finite() && args.timeout > 0.0) {
+        return Err(Error::Usage(format!("--timeout {}: a time limit is a positive number of seconds", args.timeout)));
+    }
+    if let Some(t) = args.tolerance {
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(Error::Usage(format!("--tolerance {t}: a tolerance is a finite, non-negative number")));
+        }
+    }
+    if args.jobs == Some(0) {
+        return Err(Error::Usage("-j 0: at least one case runs at a time".into()));
+    }
+    let capacities = [args.l1, args.l2, args.l3];
+    let mut targets = vec![];
+    for p in &args.platform {
+        for l in &args.default_mem {
+            let o = super::plan_options(Some(p), Some(l), capacities)?.expect("a platform is named");
+            targets.push((o.platform.name.clone(), o.default_mem.name().to_string()));
+        }
+    }
+    targets.dedup();
+    let models = expand_models(&args.models, notes)?;
+    let mut out = vec![];
+    for (name, path) in &models {
+        let kind = Kind::detect(path);
+        for (p, l) in &targets {
+            let mut c = Case::new(path, name, p, l, kind);
+            c.capacities = capacities;
+            c.tolerance = args.tolerance;
+            c.sanitize = args.sanitize;
+            c.timeout = Duration::from_secs_f64(args.timeout);
+            c.keep = args.keep;
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+/// The status table: `--status FILE`, else `./status.toml` when present,
+/// else the empty table (every case expected to pass).
+pub fn status_table(arg: Option<&Path>) -> Result<StatusTable> {
+    match arg {
+        Some(p) => StatusTable::read(p),
+        None if Path::new(status::DEFAULT_PATH).is_file() => StatusTable::read(Path::new(status::DEFAULT_PATH)),
+        None => Ok(StatusTable::empty()),
+    }
+}
+
+/// `deploygen test` with a given generation step; verdicts and the summary
+/// go to `out`. Returns the exit code.
+pub fn run_with<E>(
+    args: &TestArgs,
+    gen: &(dyn Fn(&Case, &Path) -> std::result::Result<(), E> + Sync),
+    out: &mut (dyn Write + Send),
+) -> Result<i32>
+where
+    E: Into<StageError>,
+{
+    let table = status_table(args.status.as_deref())?;
+    let mut notes = vec![];
+    let cases = cases(args, &mut notes)?;
+    let io = |e| Error::io("<stdout>", e);
+    for n in &notes {
+        writeln!(out, "note: {n}").map_err(io)?;
+    }
+    let source = match &table.path {
+        Some(p) => format!("status table {} ({} entries)", p.display(), table.entries.len()),
+        None => "no status table: every case is expected to pass".into(),
+    };
+    writeln!(out, "{} case(s), {source}", cases.len()).map_err(io)?;
+    let mut opts = RunOptions { force_run: args.force_run, runxfail: args.runxfail, ..RunOptions::default() };
+    if let Some(j) = args.jobs {
+        opts.jobs = j;
+    }
+    let summary = runner::run(&cases, &table, gen, &opts, out);
+    finish(&summary, args, out)
+}
+
+fn finish(summary: &Summary, args: &TestArgs, out: &mut (dyn Write + Send)) -> Result<i32> {
+    let io = |e| Error::io("<stdout>", e);
+    if summary.results.len() > 1 {
+        writeln!(out, "\n{}", summary.table()).map_err(io)?;
+    }
+    writeln!(out, "{}", summary.totals()).map_err(io)?;
+    if let Some(path) = &args.junit {
+        crate::verify::junit::write(summary, path)?;
+        writeln!(out, "JUnit report: {}", path.display()).map_err(io)?;
+    }
+    Ok(summary.exit_code())
+}
+
+/// `deploygen test`.
+pub fn run(args: &TestArgs) -> Result<i32> {
+    let mut stdout = std::io::stdout();
+    run_with(args, &crate::verify::generate_case, &mut stdout)
 }

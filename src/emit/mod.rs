@@ -20,7 +20,6 @@
 //!   file; `runtime/` (kernels, memory layer, harness helpers, host
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
-pub mod cli;
 mod render;
 
 use std::collections::{BTreeMap, HashMap};
@@ -368,6 +367,7 @@ pub struct Facts {
     pub model: String,
     pub platform: String,
     pub platform_define: String,
+    pub sdk_build: crate::target::SdkBuild,
     pub default_mem: String,
     pub training: bool,
     /// `TrainingNetwork` or `Network`.
@@ -837,12 +837,7 @@ pub fn generate(
 
     // ---- build facts -----------------------------------------------------------------
     let p = &plan.platform;
-    let platform_define = match p.name.as_str() {
-        "GAP9" => "DG_PLATFORM_GAP9",
-        "Siracusa" => "DG_PLATFORM_SIRACUSA",
-        _ => "DG_PLATFORM_HOST",
-    }
-    .to_string();
+    let platform_define = p.c_define.clone();
     let arenas: Vec<Arena> = [Level::L1, Level::L2]
         .into_iter()
         .map(|l| Arena { level: l.to_string(), bytes: plan.level(l).arena_bytes })
@@ -875,6 +870,7 @@ pub fn generate(
         model: name.clone(),
         platform: p.name.clone(),
         platform_define,
+        sdk_build: p.sdk_build,
         default_mem: plan.default_mem.to_string(),
         training,
         net: net.clone(),

@@ -6,6 +6,7 @@ use askama::Template;
 
 use super::Facts;
 use crate::error::{Error, Result};
+use crate::target::SdkBuild;
 
 /// `runtime/` files copied into a project (path under `runtime/`, bytes),
 /// sorted by path: `runtime/README.md` and every file under `kernels/`,
@@ -102,10 +103,10 @@ pub fn render(f: &Facts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
         files.push((PathBuf::from("OptimizerNetwork.h"), text(&OptimizerH { f }, "the optimizer header")?));
         files.push((PathBuf::from("OptimizerNetwork.c"), text(&OptimizerC { f }, "the optimizer")?));
     }
-    match f.platform.as_str() {
-        "Siracusa" => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { f }, "Makefile")?)),
-        "GAP9" => files.push((PathBuf::from("CMakeLists.txt"), text(&CMakeLists { f }, "CMakeLists.txt")?)),
-        _ => {}
+    match f.sdk_build {
+        SdkBuild::PulpMake => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { f }, "Makefile")?)),
+        SdkBuild::GapCmake => files.push((PathBuf::from("CMakeLists.txt"), text(&CMakeLists { f }, "CMakeLists.txt")?)),
+        SdkBuild::None => {}
     }
     for (p, data) in RUNTIME {
         files.push((PathBuf::from("runtime").join(p), data.to_vec()));

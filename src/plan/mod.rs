@@ -58,6 +58,21 @@ impl PlanOptions {
     pub fn new(platform: Platform, default_mem: Level) -> PlanOptions {
         PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None }
     }
+
+    /// Options by name: a platform (name or alias), a default level (L2 or
+    /// L3) and per-level capacity overrides (L1, L2, L3).
+    pub fn named(platform: &str, default_mem: &str, capacities: [Option<u64>; 3]) -> Result<PlanOptions> {
+        let mut p = Platform::by_name(platform)?;
+        let level = Level::parse(default_mem).filter(|l| *l != Level::L1).ok_or_else(|| {
+            Error::Usage(format!("memory level '{default_mem}': the default memory level must be L2 or L3"))
+        })?;
+        for (l, c) in Level::ALL.into_iter().zip(capacities) {
+            if let Some(bytes) = c {
+                p = p.with_capacity(l, bytes);
+            }
+        }
+        Ok(PlanOptions::new(p, level))
+    }
 }
 
 /// Accounting of one level.

@@ -131,6 +131,26 @@ pub struct Platform {
     pub alignment: u64,
     /// L1, L2, L3 in this order.
     pub levels: Vec<LevelDesc>,
+    /// The C define that selects this platform's code paths in the runtime
+    /// and the harness (`DG_PLATFORM_GAP9`, …).
+    #[serde(skip_serializing)]
+    pub c_define: String,
+    /// The SDK build file generated beside `Makefile.host`.
+    #[serde(default, skip_serializing)]
+    pub sdk_build: SdkBuild,
+}
+
+/// Which SDK build file a project for the platform carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SdkBuild {
+    /// None: the host build (`Makefile.host`) is the only one.
+    #[default]
+    None,
+    /// A `Makefile` for the PULP SDK's `pulp_rules.mk`.
+    PulpMake,
+    /// A `CMakeLists.txt` for the GAP SDK.
+    GapCmake,
 }
 
 #[derive(Deserialize)]
@@ -141,6 +161,12 @@ struct File {
 const DATA: &str = include_str!("platforms.json");
 
 impl Platform {
+    /// Whether projects for the platform run on the build machine (the
+    /// host build is their only build).
+    pub fn runs_here(&self) -> bool {
+        self.sdk_build == SdkBuild::None
+    }
+
     /// Every platform in the data file.
     pub fn all() -> Vec<Platform> {
         let file: File = serde_json::from_str(DATA).expect("src/plan/platforms.json is valid (tested)");

@@ -294,7 +294,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         Err(e) => {
             return Err(Error::Usage(format!(
                 "{key}: not a missing-input failure, nothing changed. The failing reason here is ({}): {}",
-                runner::stage_of(&e),
+                crate::pipeline::Stage::of(&e),
                 e
             )))
         }

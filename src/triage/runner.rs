@@ -69,27 +69,10 @@ pub fn host_run(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
     use crate::verify::{self, Case, Kind};
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
     let case = Case::new(dir, &name, platform, level, Kind::detect(dir));
-    let o = verify::run_case(&case, &verify::cli::pipeline);
+    let o = verify::run_case(&case, &verify::generate_case);
     match o.stage {
         None => CaseOutcome::pass(o.message, o.compared.unwrap_or(0)),
         Some(stage) => CaseOutcome::fail(stage.name(), o.message),
-    }
-}
-
-/// The stage an error belongs to.
-pub fn stage_of(e: &Error) -> &'static str {
-    match e {
-        Error::Io { .. }
-        | Error::Decode { .. }
-        | Error::UnknownOp { .. }
-        | Error::Cycle { .. }
-        | Error::Dangling { .. }
-        | Error::ExternalData { .. }
-        | Error::Node { .. }
-        | Error::Model { .. }
-        | Error::NoModel { .. } => "FAILED_IMPORT",
-        Error::Npz { .. } | Error::Binding { .. } | Error::Triage(_) | Error::Usage(_) => "FAILED_BIND",
-        Error::Plan { .. } | Error::Capacity { .. } => "FAILED_PLAN",
     }
 }
 
@@ -112,6 +95,6 @@ pub fn stages_only(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
              nothing was compared)",
             0,
         ),
-        Err(e) => CaseOutcome::fail(stage_of(&e), e.to_string()),
+        Err(e) => CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()),
     }
 }

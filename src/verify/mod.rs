@@ -19,10 +19,8 @@
 //! exit status 0.
 //!
 //! [`runner`] runs many cases in parallel and judges them against the
-//! status table ([`status`]); [`junit`] writes the JUnit report; [`cli`] is
-//! `deploygen test`.
+//! status table ([`status`]); [`junit`] writes the JUnit report.
 
-pub mod cli;
 pub mod exec;
 pub mod harness;
 pub mod junit;
@@ -38,104 +36,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
+use crate::pipeline;
+use crate::plan::PlanOptions;
 
-/// Where a case failed. The names are the ones the status table, the JUnit
-/// `stage` property and the verdict use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub enum Stage {
-    /// The ONNX model could not be read or turned into the IR.
-    #[serde(rename = "FAILED_IMPORT")]
-    Import,
-    /// The test data does not bind, or training cannot run with it (triage).
-    #[serde(rename = "FAILED_BIND")]
-    Bind,
-    /// No memory plan (the model does not fit, or a buffer has no size).
-    #[serde(rename = "FAILED_PLAN")]
-    Plan,
-    /// The C project could not be generated (or generating it panicked),
-    /// or its `deploygen.json` is missing, malformed or promises nothing to
-    /// compare.
-    #[serde(rename = "FAILED_EMIT")]
-    Emit,
-    /// `make -f Makefile.host` failed (or timed out).
-    #[serde(rename = "FAILED_C_COMPILE")]
-    CCompile,
-    /// The app crashed, timed out, failed an allocation, tripped a
-    /// sanitizer, or did not report a well-formed `Errors:` line.
-    #[serde(rename = "FAILED_RUNTIME")]
-    Runtime,
-    /// The comparison: values differ, or the harness did not compare what
-    /// it had to.
-    #[serde(rename = "INCORRECT_RESULT")]
-    Result,
-}
-
-impl Stage {
-    pub const ALL: [Stage; 7] =
-        [Stage::Import, Stage::Bind, Stage::Plan, Stage::Emit, Stage::CCompile, Stage::Runtime, Stage::Result];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stage::Import => "FAILED_IMPORT",
-            Stage::Bind => "FAILED_BIND",
-            Stage::Plan => "FAILED_PLAN",
-            Stage::Emit => "FAILED_EMIT",
-            Stage::CCompile => "FAILED_C_COMPILE",
-            Stage::Runtime => "FAILED_RUNTIME",
-            Stage::Result => "INCORRECT_RESULT",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Stage> {
-        Stage::ALL.into_iter().find(|st| st.name() == s)
-    }
-
-    /// The stage a pipeline error comes from, by its variant.
-    pub fn of(e: &Error) -> Stage {
-        match e {
-            Error::Io { .. }
-            | Error::Decode { .. }
-            | Error::UnknownOp { .. }
-            | Error::Cycle { .. }
-            | Error::Dangling { .. }
-            | Error::ExternalData { .. }
-            | Error::Node { .. }
-            | Error::Model { .. }
-            | Error::NoModel { .. }
-            | Error::Usage { .. } => Stage::Import,
-            Error::Npz { .. } | Error::Binding { .. } | Error::Triage { .. } => Stage::Bind,
-            Error::Plan { .. } | Error::Capacity { .. } => Stage::Plan,
-        }
-    }
-}
-
-impl fmt::Display for Stage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A generation error with the stage it happened in. `From<Error>`
-/// classifies by variant ([`Stage::of`]); a generation step that knows
-/// better (emission, writing the project) says so with [`StageError::at`].
-#[derive(Debug)]
-pub struct StageError {
-    pub stage: Stage,
-    pub error: Box<Error>,
-}
-
-impl StageError {
-    pub fn at(stage: Stage) -> impl FnOnce(Error) -> StageError {
-        move |error| StageError { stage, error: Box::new(error) }
-    }
-}
-
-impl From<Error> for StageError {
-    fn from(error: Error) -> Self {
-        StageError { stage: Stage::of(&error), error: Box::new(error) }
-    }
-}
+pub use crate::pipeline::{Stage, StageError};
 
 /// Training step or inference graph: the last part of a case's key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -300,6 +204,18 @@ pub const SANITIZE_CFLAGS: &str = "-fsanitize=address,undefined -fno-omit-frame-
 fn tail(text: &str, n: usize) -> Vec<String> {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].iter().map(|l| l.to_string()).collect()
+}
+
+/// The generation step of a case: the pipeline, then the project written
+/// into `out`.
+pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
+    let plan =
+        PlanOptions::named(&case.platform, &case.default_mem, case.capacities).map_err(StageError::at(Stage::Plan))?;
+    let mut o = pipeline::Options::new(plan);
+    o.data = pipeline::Data::Required;
+    o.emit.tolerance = case.tolerance;
+    let g = pipeline::generate(&case.model, &o)?;
+    g.project.write(out, true).map_err(StageError::at(Stage::Emit))
 }
 
 /// Verify one case: `gen` generates its project into the given (empty)

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::{run_case, Case, Kind, Outcome, Stage, StageError};
-use crate::error::{Error, Result};
-use crate::plan::{Level, Plan, PlanOptions};
-use crate::{bind, check, emit, ir};
+use crate::error::Error;
+use crate::plan::{Level, PlanOptions};
+use crate::{ir, pipeline};
 
 /// The measurements of one case.
 #[derive(Clone, Debug, Serialize)]
@@ -65,27 +65,6 @@ pub fn ort_times(path: &Path) -> BTreeMap<String, f64> {
     v.as_object()
         .map(|o| o.iter().filter_map(|(k, e)| Some((k.clone(), e.get("seconds")?.as_f64()?))).collect())
         .unwrap_or_default()
-}
-
-struct Generated {
-    plan: Plan,
-    project: emit::Project,
-    model: ir::Model,
-}
-
-fn generate(path: &Path, opts: &PlanOptions) -> Result<Generated> {
-    let model = crate::load(path)?;
-    let binding = match bind::inputs_path(&model)? {
-        Some(_) => {
-            let b = bind::bind(&model, &bind::BindOptions::default())?;
-            check::training(&model, &b)?;
-            Some(b)
-        }
-        None => None,
-    };
-    let plan = crate::plan::plan(&model, opts)?;
-    let project = emit::generate(&model, binding.as_ref(), &plan, &emit::EmitOptions::default())?;
-    Ok(Generated { plan, project, model })
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -161,13 +140,13 @@ pub fn measure(name: &str, path: &Path, opts: &PlanOptions, o: &Options) -> Row 
     let mut last = None;
     for _ in 0..o.runs.max(1) {
         let t = Instant::now();
-        match generate(path, opts) {
+        match pipeline::generate(path, &pipeline::Options::new(opts.clone())) {
             Ok(g) => {
                 times.push(t.elapsed().as_secs_f64() * 1e3);
                 last = Some(g);
             }
             Err(e) => {
-                row.error = Some(crate::cli::describe(&e).lines().next().unwrap_or_default().to_string());
+                row.error = Some(e.error.to_string().lines().next().unwrap_or_default().to_string());
                 return row;
             }
         }
@@ -192,7 +171,7 @@ pub fn measure(name: &str, path: &Path, opts: &PlanOptions, o: &Options) -> Row 
             row.source_bytes += data.len() as u64;
         }
     }
-    if o.run_host && row.platform == "host" {
+    if o.run_host && opts.platform.runs_here() {
         let kind = if g.model.roles.is_training() { Kind::Training } else { Kind::Inference };
         let mut case = Case::new(path, name, &row.platform, &row.default_mem, kind);
         case.timeout = Duration::from_secs(300);
@@ -275,7 +254,7 @@ pub fn markdown(rows: &[Row]) -> String {
     let mut out = t.to_string();
     out.push('\n');
     let missing: Vec<&str> =
-        rows.iter().filter(|r| r.platform == "host" && r.ort_step_ms.is_none()).map(|r| r.model.as_str()).collect();
+        rows.iter().filter(|r| r.step_ms.is_some() && r.ort_step_ms.is_none()).map(|r| r.model.as_str()).collect();
     if !missing.is_empty() {
         out.push_str(&format!(
             "\nonnxruntime step time missing for: {} (make it with tools/ort_step_time.py; it needs Python and onnxruntime)\n",

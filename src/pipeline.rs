@@ -1,0 +1,217 @@
+//! The generation pipeline, written once: import → lower → bind → check →
+//! plan → emit. `build`, `test`, `triage` and `report` all run this
+//! function; each stage's failure comes back tagged with the stage, and
+//! each stage's time is measured.
+
+use std::fmt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bind::{self, BindOptions, Binding};
+use crate::emit::{self, EmitOptions, Project};
+use crate::error::Error;
+use crate::ir::Model;
+use crate::plan::{self, Plan, PlanOptions};
+use crate::{check, import, lower};
+
+/// Where a case failed. The names are the ones the status table, the JUnit
+/// `stage` property and the verdicts use; the pipeline produces the first
+/// four, verification the rest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Stage {
+    /// The ONNX model could not be read or turned into the IR.
+    #[serde(rename = "FAILED_IMPORT")]
+    Import,
+    /// The test data does not bind, or training cannot run with it (triage).
+    #[serde(rename = "FAILED_BIND")]
+    Bind,
+    /// No memory plan (the model does not fit, or a buffer has no size).
+    #[serde(rename = "FAILED_PLAN")]
+    Plan,
+    /// The C project could not be generated (or generating it panicked),
+    /// or its `deploygen.json` is missing, malformed or promises nothing to
+    /// compare.
+    #[serde(rename = "FAILED_EMIT")]
+    Emit,
+    /// `make -f Makefile.host` failed (or timed out).
+    #[serde(rename = "FAILED_C_COMPILE")]
+    CCompile,
+    /// The app crashed, timed out, failed an allocation, tripped a
+    /// sanitizer, or did not report a well-formed `Errors:` line.
+    #[serde(rename = "FAILED_RUNTIME")]
+    Runtime,
+    /// The comparison: values differ, or the harness did not compare what
+    /// it had to.
+    #[serde(rename = "INCORRECT_RESULT")]
+    Result,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 7] =
+        [Stage::Import, Stage::Bind, Stage::Plan, Stage::Emit, Stage::CCompile, Stage::Runtime, Stage::Result];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Import => "FAILED_IMPORT",
+            Stage::Bind => "FAILED_BIND",
+            Stage::Plan => "FAILED_PLAN",
+            Stage::Emit => "FAILED_EMIT",
+            Stage::CCompile => "FAILED_C_COMPILE",
+            Stage::Runtime => "FAILED_RUNTIME",
+            Stage::Result => "INCORRECT_RESULT",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Stage> {
+        Stage::ALL.into_iter().find(|st| st.name() == s)
+    }
+
+    /// The stage an error of unknown origin most likely comes from, by its
+    /// variant. [`generate`] tags its errors itself; this is for callers
+    /// that run stages on their own.
+    pub fn of(e: &Error) -> Stage {
+        match e {
+            Error::Io { .. }
+            | Error::Decode { .. }
+            | Error::UnknownOp { .. }
+            | Error::Cycle { .. }
+            | Error::Dangling { .. }
+            | Error::ExternalData { .. }
+            | Error::Node { .. }
+            | Error::Model { .. }
+            | Error::NoModel { .. } => Stage::Import,
+            Error::Npz { .. } | Error::Binding { .. } | Error::Triage { .. } => Stage::Bind,
+            // Options that do not describe a plan (an unknown platform or
+            // level) are found when the plan is made.
+            Error::Plan { .. } | Error::Capacity { .. } | Error::Usage { .. } => Stage::Plan,
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A generation error with the stage it happened in. `From<Error>`
+/// classifies by variant ([`Stage::of`]); code that knows better says so
+/// with [`StageError::at`].
+#[derive(Debug)]
+pub struct StageError {
+    pub stage: Stage,
+    pub error: Box<Error>,
+}
+
+impl StageError {
+    pub fn at(stage: Stage) -> impl FnOnce(Error) -> StageError {
+        move |error| StageError { stage, error: Box::new(error) }
+    }
+}
+
+impl From<Error> for StageError {
+    fn from(error: Error) -> Self {
+        StageError { stage: Stage::of(&error), error: Box::new(error) }
+    }
+}
+
+impl From<StageError> for Error {
+    fn from(e: StageError) -> Self {
+        *e.error
+    }
+}
+
+/// Whether the model must come with test data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Data {
+    /// Bind and check it when there is some (`build`, `report`).
+    #[default]
+    Optional,
+    /// A model without test data is a bind failure: there is nothing to
+    /// run and compare (`test`, `triage`).
+    Required,
+}
+
+/// Everything the stages need, typed.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub plan: PlanOptions,
+    pub bind: BindOptions,
+    pub emit: EmitOptions,
+    pub data: Data,
+}
+
+impl Options {
+    pub fn new(plan: PlanOptions) -> Options {
+        Options { plan, bind: BindOptions::default(), emit: EmitOptions::default(), data: Data::Optional }
+    }
+}
+
+/// One stage's wall time.
+#[derive(Clone, Debug, Serialize)]
+pub struct Timing {
+    pub stage: &'static str,
+    pub time: Duration,
+}
+
+/// What the pipeline produced: every stage's result and time.
+pub struct Generated {
+    pub model: Model,
+    pub binding: Option<Binding>,
+    pub plan: Plan,
+    pub project: Project,
+    pub timings: Vec<Timing>,
+}
+
+/// Runs `f`, recording its time under `stage`, and tags its error.
+fn timed<T>(
+    timings: &mut Vec<Timing>,
+    name: &'static str,
+    stage: Stage,
+    f: impl FnOnce() -> crate::Result<T>,
+) -> Result<T, StageError> {
+    let t = Instant::now();
+    let r = f().map_err(StageError::at(stage));
+    timings.push(Timing { stage: name, time: t.elapsed() });
+    r
+}
+
+/// Generate the C project of the model at `path`, in memory. Nothing is
+/// written: an error of any stage leaves no output behind.
+pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
+    let mut t = vec![];
+    let raw = timed(&mut t, "import", Stage::Import, || import::load(path))?;
+    let model = timed(&mut t, "lower", Stage::Import, || lower::lower(raw))?;
+    let binding = timed(&mut t, "bind", Stage::Bind, || bind_data(&model, o))?;
+    if let Some(b) = &binding {
+        timed(&mut t, "check", Stage::Bind, || check::training(&model, b))?;
+    }
+    let plan = timed(&mut t, "plan", Stage::Plan, || plan::plan(&model, &o.plan))?;
+    let project = timed(&mut t, "emit", Stage::Emit, || emit::generate(&model, binding.as_ref(), &plan, &o.emit))?;
+    Ok(Generated { model, binding, plan, project, timings: t })
+}
+
+/// The binding of the model's test data; `None` when it has none and
+/// none is required.
+fn bind_data(model: &Model, o: &Options) -> crate::Result<Option<Binding>> {
+    if bind::inputs_path(model)?.is_some() {
+        return bind::bind(model, &o.bind).map(Some);
+    }
+    if o.data == Data::Required {
+        return Err(Error::binding(format!(
+            "{} has no {}: there is nothing to run and compare",
+            model.dir.display(),
+            bind::INPUTS_FILE
+        )));
+    }
+    if o.bind.num_data_inputs.is_some() {
+        return Err(Error::binding(format!(
+            "{} has no {}, so there are no data inputs to count",
+            model.dir.display(),
+            bind::INPUTS_FILE
+        )));
+    }
+    Ok(None)
+}
