@@ -17,14 +17,13 @@
 //! `[0, D)`, trainable weights, frozen parameters, gradient buffers (in the
 //! order of their weights), then `lazy_reset_grad`.
 
+mod data;
 pub mod layout;
 pub mod npz;
 mod pairing;
 pub mod report;
 pub mod schedule;
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
@@ -32,9 +31,9 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 pub(crate) use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
-use crate::ir::{DType, Dim, Flavor, Model, Role, TensorData, TensorType};
+use crate::ir::{DType, Flavor, Model, Role, TensorData, TensorType};
+use data::{fits, ty_str, Draft};
 pub use layout::Layout;
-use layout::{Key, Target};
 pub use npz::Npz;
 pub use pairing::{ParamBinding, Update, UpdateKind};
 pub use schedule::Schedule;
@@ -203,7 +202,7 @@ pub fn inputs_path(model: &Model) -> Result<Option<PathBuf>> {
 /// Bind the model's `inputs.npz` (and `outputs.npz` when present).
 pub fn bind(model: &Model, opts: &BindOptions) -> Result<Binding> {
     let path = inputs_path(model)?.ok_or_else(|| {
-        Error::Usage(format!("{} has no {INPUTS_FILE}: there is no test data to bind", model.dir.display()))
+        Error::binding(format!("{} has no {INPUTS_FILE}: there is no test data to bind", model.dir.display()))
     })?;
     let inputs = npz::read(&path)?;
     let out_path = model.dir.join(OUTPUTS_FILE);
@@ -211,434 +210,30 @@ pub fn bind(model: &Model, opts: &BindOptions) -> Result<Binding> {
     bind_data(model, &inputs, outputs.as_ref(), opts)
 }
 
-/// A graph input as the binding sees it.
-struct Input {
-    name: String,
-    ty: TensorType,
-    role: Role,
-    /// Position among the non-gradient inputs.
-    position: Option<usize>,
-}
-
-fn ty_str(dtype: DType, shape: &[usize]) -> String {
-    TensorType::new(dtype, shape).to_string()
-}
-
-/// Does an array fit a graph input's declared type? Symbolic dims take any
-/// size; an unknown rank takes any shape.
-fn fits(ty: &TensorType, t: &TensorData) -> bool {
-    if ty.dtype != t.dtype {
-        return false;
-    }
-    match &ty.dims {
-        None => true,
-        Some(d) => {
-            d.len() == t.shape.len()
-                && d.iter().zip(&t.shape).all(|(a, &b)| match a {
-                    Dim::Fixed(n) => *n == b,
-                    Dim::Sym(_) => true,
-                })
-        }
-    }
-}
-
-/// Bind already-read data; `bind` reads the files.
+/// Bind already-read data; `bind` reads the files. The steps are
+/// [`data::Draft`]'s, in order.
 pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &BindOptions) -> Result<Binding> {
-    let g = &model.graph;
-    let roles = &model.roles;
-    let mut warnings = Vec::new();
-    let mut notes = Vec::new();
-
-    // Graph inputs, with the positions the positional layout uses.
-    let mut graph_inputs: Vec<Input> = Vec::new();
-    let mut n_positions = 0;
-    for &t in &g.inputs {
-        let tensor = g.tensor(t);
-        if tensor.sequence {
-            continue;
-        }
-        let role = roles.role(&tensor.name).unwrap_or(Role::Data);
-        let is_buffer = role == Role::GradBuffer || tensor.name.ends_with(ACCUM_BUFFER_SUFFIX);
-        let role = if is_buffer { Role::GradBuffer } else { role };
-        let position = (!is_buffer).then(|| {
-            n_positions += 1;
-            n_positions - 1
-        });
-        graph_inputs.push(Input { name: tensor.name.clone(), ty: tensor.ty.clone(), role, position });
-    }
-    let by_name: IndexMap<&str, usize> = graph_inputs.iter().enumerate().map(|(i, x)| (x.name.as_str(), i)).collect();
-    let by_position: Vec<usize> =
-        graph_inputs.iter().enumerate().filter(|(_, x)| x.position.is_some()).map(|(i, _)| i).collect();
-
-    // Parse every key.
-    let mut meta = schedule::Meta::default();
-    let mut named = Vec::new();
-    let mut positional = Vec::new();
-    let mut unknown: Vec<&str> = Vec::new();
-    // (graph input index, mini-batch) -> key
-    let mut raw: Vec<(Target, usize, &str)> = Vec::new();
-    for (key, t) in &inputs.arrays {
-        match layout::parse(key, |s| by_name.contains_key(s)) {
-            Key::Meta(what) => meta.set(&what, t)?,
-            Key::Value { target: Target::Name(n), mb } => {
-                if by_name.contains_key(n.as_str()) {
-                    named.push(key.as_str());
-                    raw.push((Target::Name(n), mb, key));
-                } else {
-                    unknown.push(key);
-                }
-            }
-            Key::Value { target: Target::Position(p), mb } => {
-                positional.push(key.as_str());
-                raw.push((Target::Position(p), mb, key));
-            }
-        }
-    }
-    // Ordered layout: no key names a graph input and none is positional;
-    // the keys hold the non-gradient inputs in graph order. Each one is
-    // checked against the input it lands on below, like positional keys.
-    let mut ordered_keys: Vec<&str> = Vec::new();
-    if named.is_empty() && positional.is_empty() && !unknown.is_empty() {
-        let (base, per_mb) = layout::ordered(&unknown);
-        for (p, &key) in base.iter().enumerate() {
-            raw.push((Target::Position(p), 0, key));
-        }
-        for &(p, mb, key) in &per_mb {
-            raw.push((Target::Position(p), mb, key));
-        }
-        notes.push(format!(
-            "{} uses the ordered layout: its keys name no graph input and bind in graph order ({})",
-            short(&inputs.path),
-            base.iter()
-                .enumerate()
-                .map(|(p, k)| {
-                    let to = by_position.get(p).map_or("nothing", |&i| graph_inputs[i].name.as_str());
-                    format!("'{k}' -> '{to}'")
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        ordered_keys = base;
-        unknown.clear();
-    }
-    let layout = match (named.is_empty(), positional.is_empty()) {
-        _ if !ordered_keys.is_empty() => Layout::Ordered,
-        (_, true) => Layout::Named,
-        (true, false) => Layout::Positional,
-        (false, false) => {
-            return Err(Error::binding(format!(
-                "{} mixes named keys ('{}') and positional keys ('{}'): use one layout",
-                inputs.path.display(),
-                named[0],
-                positional[0]
-            )))
-        }
-    };
-
-    // Key per (graph input, mini-batch).
-    let mut at: BTreeMap<(usize, usize), &str> = BTreeMap::new();
-    for (target, mb, key) in &raw {
-        let idx = match target {
-            Target::Name(n) => by_name[n.as_str()],
-            Target::Position(p) => match by_position.get(*p) {
-                Some(&i) => i,
-                None => {
-                    unknown.push(key);
-                    continue;
-                }
-            },
-        };
-        at.insert((idx, *mb), key);
-    }
-
-    // Positional keys land where their position says: check each one, and
-    // explain a mismatch (two slots swapped, or inputs skipped so that the
-    // rest moved up) before giving up.
-    let mut missing: Vec<Missing> = Vec::new();
-    if layout == Layout::Positional {
-        realign_positional(inputs, &graph_inputs, &by_position, &mut at, &mut missing)?;
-    }
-
-    // Every bound array must fit its input (named keys, mini-batch keys).
-    let mut bad = Vec::new();
-    for (&(idx, _), key) in &at {
-        let x = &graph_inputs[idx];
-        let t = &inputs.arrays[*key];
-        if !fits(&x.ty, t) {
-            bad.push(format!(
-                "  key '{key}' binds graph input '{}' ({}): expected {}, found {}",
-                x.name,
-                x.role.name(),
-                x.ty,
-                ty_str(t.dtype, &t.shape)
-            ));
-        }
-    }
-    if !bad.is_empty() {
-        let how = if layout == Layout::Ordered {
-            " (ordered layout: keys bind to the graph inputs in graph order)"
-        } else {
-            ""
-        };
-        return Err(Error::binding(format!(
-            "{}: {} array(s) do not fit the graph input they bind to{how}:\n{}",
-            inputs.path.display(),
-            bad.len(),
-            bad.join("\n")
-        )));
-    }
-
-    // Mini-batches stored, and per-mini-batch inputs.
-    let stored = at.keys().map(|&(_, mb)| mb).max().unwrap_or(0).saturating_add(1);
-    let per_mb: Vec<usize> = {
-        let mut v: Vec<usize> = at.keys().filter(|&&(_, mb)| mb > 0).map(|&(i, _)| i).collect();
-        v.dedup();
-        v
-    };
-    let mut schedule_warnings = Vec::new();
-    let schedule = meta.schedule(stored, &mut schedule_warnings)?;
-    warnings.extend(schedule_warnings);
-
-    // Roles as the data shows them.
-    let mut role: Vec<Role> = graph_inputs.iter().map(|x| x.role).collect();
-    for &i in &per_mb {
-        let x = &graph_inputs[i];
-        match x.role {
-            Role::Data | Role::Labels => {}
-            Role::Frozen => {
-                warnings.push(format!(
-                    "graph input '{}' comes after the first parameter, so the graph alone makes it a frozen \
-                     parameter, but the data gives it per-mini-batch values ('{}'): bound as data",
-                    x.name,
-                    at.range((i, 1)..(i, usize::MAX)).next().map(|(_, k)| *k).unwrap_or("?")
-                ));
-                role[i] = Role::Data;
-            }
-            other => {
-                return Err(Error::binding(format!(
-                    "graph input '{}' is a {} but inputs.npz gives it per-mini-batch values ('{}'): only data \
-                     and label inputs change per mini-batch",
-                    x.name,
-                    other.name(),
-                    at.range((i, 1)..(i, usize::MAX)).next().map(|(_, k)| *k).unwrap_or("?")
-                )));
-            }
-        }
-    }
-    let has_value = |i: usize| at.contains_key(&(i, 0));
-    if stored > 1 {
-        for (i, x) in graph_inputs.iter().enumerate() {
-            if matches!(role[i], Role::Data | Role::Labels) && has_value(i) && !per_mb.contains(&i) {
-                warnings.push(format!(
-                    "graph input '{}' ({}) has no mb<i>_ keys although inputs.npz holds {stored} mini-batches: its \
-                     one value '{}' is used for every mini-batch (bound as a constant)",
-                    x.name,
-                    role[i].name(),
-                    at[&(i, 0)]
-                ));
-                role[i] = Role::Frozen;
-            }
-        }
-    }
-    let is_data = |r: Role| matches!(r, Role::Data | Role::Labels);
-    let detected = role.iter().filter(|&&r| is_data(r)).count();
-    let mut detected_from = if stored > 1 { DetectedFrom::MiniBatchKeys } else { DetectedFrom::GraphRoles };
-
-    let mut order = slot_order(&graph_inputs, &role, model);
-
-    // --num-data-inputs.
-    let mut num_data_inputs = detected;
+    let mut d = Draft::new(model, inputs);
+    let keys = d.detect_layout()?;
+    d.bind_keys(keys);
+    d.check_types()?;
+    let schedule = d.schedule()?;
     if let Some(n) = opts.num_data_inputs {
-        if n != detected {
-            if stored > 1 {
-                return Err(Error::binding(shift_message(
-                    n,
-                    detected,
-                    stored,
-                    &order,
-                    &role,
-                    &graph_inputs,
-                    &at,
-                    roles.params.iter().filter_map(|p| p.grad_buffer.clone()).collect(),
-                )));
-            }
-            if n < detected {
-                // Single mini-batch: a data input outside [0, n) keeps its one
-                // value for the whole run, which is what it has anyway.
-                for &i in &order[n..detected] {
-                    notes.push(format!(
-                        "num_data_inputs = {n}: '{}' ({}) is bound as a constant input (the data has one \
-                         mini-batch, so its value never changes)",
-                        graph_inputs[i].name,
-                        role[i].name()
-                    ));
-                    role[i] = Role::Frozen;
-                }
-            } else {
-                let Some(extra) = order.get(detected..n) else {
-                    return Err(Error::binding(format!(
-                        "num_data_inputs = {n}: the graph has only {} inputs that are not gradient buffers",
-                        n_positions
-                    )));
-                };
-                for &i in extra {
-                    if role[i] != Role::Frozen {
-                        return Err(Error::binding(format!(
-                            "num_data_inputs = {n} would make {} '{}' a per-mini-batch data input; the graph has {} \
-                             data input(s) ({}), and every weight after them would pair with the wrong gradient \
-                             buffer. Drop the flag.",
-                            role[i].name(),
-                            graph_inputs[i].name,
-                            detected,
-                            quoted(order[..detected].iter().map(|&j| graph_inputs[j].name.as_str()))
-                        )));
-                    }
-                }
-                for &i in extra {
-                    notes.push(format!("num_data_inputs = {n}: '{}' is bound as data", graph_inputs[i].name));
-                    role[i] = Role::Data;
-                }
-            }
-            num_data_inputs = n;
-            detected_from = DetectedFrom::Flag;
-            order = slot_order(&graph_inputs, &role, model);
-        }
+        d.force_num_data_inputs(n)?;
     }
-
-    // Slots.
-    let mut slots = Vec::with_capacity(order.len());
-    for (index, &i) in order.iter().enumerate() {
-        let x = &graph_inputs[i];
-        let r = role[i];
-        let base = at.get(&(i, 0)).copied();
-        let key_of = |mb: usize| match (layout, x.position.and_then(|p| ordered_keys.get(p))) {
-            (Layout::Ordered, Some(k)) if mb == 0 => k.to_string(),
-            (Layout::Ordered, Some(k)) => format!("mb{mb}_{k}"),
-            _ => layout::key_for(layout, &x.name, x.position, mb),
-        };
-        let expected_key = key_of(0);
-        let (source, keys) = match r {
-            Role::GradBuffer => {
-                if let Some(k) = base {
-                    warnings.push(format!(
-                        "inputs.npz key '{k}' gives gradient buffer '{}' a value; buffers start at zero, so it is \
-                         ignored",
-                        x.name
-                    ));
-                }
-                (Source::Zeros, vec![])
-            }
-            Role::LazyReset => (Source::Harness, base.map(str::to_string).into_iter().collect()),
-            _ if base.is_none() => {
-                if let Some((_, k)) = at.range((i, 1)..(i, usize::MAX)).next() {
-                    return Err(Error::binding(format!(
-                        "inputs.npz has '{k}' but no '{expected_key}': mini-batch 0 of graph input '{}' is missing",
-                        x.name
-                    )));
-                }
-                if !missing.iter().any(|m| m.input == x.name) {
-                    missing.push(Missing {
-                        input: x.name.clone(),
-                        role: r,
-                        expected_key,
-                        misplaced: None,
-                        hint: hint_for(x, inputs, &unknown),
-                    });
-                }
-                (Source::Missing, vec![])
-            }
-            Role::Data | Role::Labels => {
-                let mut keys = Vec::new();
-                for mb in 0..schedule.data_size {
-                    match at.get(&(i, mb)) {
-                        Some(k) => keys.push(k.to_string()),
-                        None => {
-                            return Err(Error::binding(format!(
-                                "inputs.npz has no '{}' for mini-batch {mb} of graph input '{}' ({}), but the \
-                                 schedule uses {} mini-batches (keys found: {})",
-                                key_of(mb),
-                                x.name,
-                                r.name(),
-                                schedule.data_size,
-                                quoted(at.range((i, 0)..(i, usize::MAX)).map(|(_, k)| *k))
-                            )))
-                        }
-                    }
-                }
-                (Source::PerMiniBatch, keys)
-            }
-            _ => (Source::Constant, vec![base.unwrap_or_default().to_string()]),
-        };
-        let values: Vec<TensorData> = keys.iter().map(|k| inputs.arrays[k.as_str()].clone()).collect();
-        let shape = match (x.ty.shape(), values.first()) {
-            (Some(s), _) => s,
-            (None, Some(v)) => {
-                notes.push(format!(
-                    "graph input '{}' is declared {}; the data binds it to {:?} (shapes after it are not \
-                     specialised: code generation needs static shapes)",
-                    x.name, x.ty, v.shape
-                ));
-                v.shape.clone()
-            }
-            (None, None) => vec![],
-        };
-        slots.push(Slot {
-            index,
-            role: r,
-            input: x.name.clone(),
-            dtype: x.ty.dtype,
-            shape,
-            source,
-            keys,
-            values,
-            position: x.position,
-        });
-    }
-
-    // Keys nobody used.
-    for k in &unknown {
-        warnings.push(format!("inputs.npz key '{k}' matches no graph input and is ignored"));
-    }
-    for k in &meta.unknown {
-        warnings.push(format!("inputs.npz key '{k}' is not a meta key deploygen knows and is ignored"));
-    }
-    let used_mbs = schedule.data_size;
-    let unused_mb: Vec<&str> = at.iter().filter(|(&(_, mb), _)| mb >= used_mbs).map(|(_, k)| *k).collect();
-    if !unused_mb.is_empty() && !warnings.iter().any(|w| w.contains("never used")) {
-        warnings.push(format!("inputs.npz keys {} are beyond meta_data_size and unused", quoted(unused_mb)));
-    }
-
-    // An inference graph has no training triage: a data input without a
-    // value is a binding error with what the data does hold.
-    if model.roles.flavor == Flavor::Inference && !missing.is_empty() {
-        let found: Vec<&str> = inputs.arrays.keys().map(String::as_str).collect();
-        let lines: Vec<String> = missing
-            .iter()
-            .map(|m| {
-                let ty = g.id(&m.input).map(|t| g.tensor(t).ty.to_string()).unwrap_or_default();
-                let hint = m.hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default();
-                format!("  graph input '{}' ({}, {ty}): no key '{}'{hint}", m.input, m.role.name(), m.expected_key)
-            })
-            .collect();
-        return Err(Error::binding(format!(
-            "{}: the inference graph's input(s) have no value in the test data ({} layout):\n{}\n  keys found: {}",
-            inputs.path.display(),
-            layout.name(),
-            lines.join("\n"),
-            quoted(found)
-        )));
-    }
+    let slots = d.slots(&schedule)?;
+    d.unused_keys(&schedule);
+    d.inference_inputs_present()?;
 
     // Weights ↔ gradient buffers ↔ optimizer updates.
-    let (params, lr, lr_source) = pairing::pair(model, &slots, meta.learning_rate, &mut warnings)?;
-
+    let (params, lr, lr_source) = pairing::pair(model, &slots, d.meta.learning_rate, &mut d.warnings)?;
     let mut binding = Binding {
         inputs_path: inputs.path.clone(),
         outputs_path: outputs.map(|o| o.path.clone()),
-        layout,
+        layout: d.layout,
         outputs_layout: Layout::Named,
-        num_data_inputs,
-        detected_from,
+        num_data_inputs: d.num_data_inputs,
+        detected_from: d.detected_from,
         slots,
         schedule,
         learning_rate: lr,
@@ -646,9 +241,9 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         params,
         loss: None,
         references: vec![],
-        missing,
-        warnings,
-        notes,
+        missing: d.missing,
+        warnings: d.warnings,
+        notes: d.notes,
         tolerance: None,
     };
     match outputs {
@@ -660,256 +255,13 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
     Ok(binding)
 }
 
-/// Slot order: data and labels (graph order), trainable weights (in the
-/// order of `roles.params`), frozen parameters (graph order), gradient
-/// buffers (in the order of their weights), `lazy_reset_grad`, then anything
-/// else.
-fn slot_order(graph_inputs: &[Input], role: &[Role], model: &Model) -> Vec<usize> {
-    let params = &model.roles.params;
-    let all = 0..graph_inputs.len();
-    let with = |r: Role| all.clone().filter(move |&i| role[i] == r);
-    let mut order: Vec<usize> = all.clone().filter(|&i| matches!(role[i], Role::Data | Role::Labels)).collect();
-    let mut weights: Vec<usize> = with(Role::Param).collect();
-    weights.sort_by_key(|&i| params.iter().position(|p| p.name == graph_inputs[i].name).unwrap_or(usize::MAX));
-    order.extend(weights);
-    order.extend(with(Role::Frozen));
-    let mut buffers: Vec<usize> = with(Role::GradBuffer).collect();
-    buffers.sort_by_key(|&i| {
-        params
-            .iter()
-            .position(|p| p.grad_buffer.as_deref() == Some(graph_inputs[i].name.as_str()))
-            .unwrap_or(usize::MAX)
-    });
-    order.extend(buffers);
-    order.extend(with(Role::LazyReset));
-    let rest: Vec<usize> = all.filter(|i| !order.contains(i)).collect();
-    order.extend(rest);
-    order
-}
-
-fn quoted<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
+pub(crate) fn quoted<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     let v: Vec<String> = names.into_iter().map(|n| format!("'{n}'")).collect();
     match v.len() {
         0 => "none".into(),
         1 => v[0].clone(),
         _ => format!("{} and {}", v[..v.len() - 1].join(", "), v[v.len() - 1]),
     }
-}
-
-/// A key the data has (and nobody used) whose type fits `x`.
-fn hint_for(x: &Input, inputs: &Npz, unknown: &[&str]) -> Option<String> {
-    unknown
-        .iter()
-        .find(|k| fits(&x.ty, &inputs.arrays[**k]))
-        .map(|k| format!("inputs.npz has an unused key '{k}' of type {}", x.ty))
-}
-
-/// Check the positional base keys against the inputs their positions land
-/// on. A permutation among them is an error naming the slots; a run of
-/// inputs skipped (every later array fits the input `k` positions further
-/// on) is recorded as missing inputs with their arrays re-seated, so the
-/// check stage can classify what is missing. Anything else is an error
-/// listing every mismatched slot.
-fn realign_positional(
-    inputs: &Npz,
-    graph_inputs: &[Input],
-    by_position: &[usize],
-    at: &mut BTreeMap<(usize, usize), &str>,
-    missing: &mut Vec<Missing>,
-) -> Result<()> {
-    let key_at = |p: usize| format!("arr_{p:04}");
-    let array = |p: usize| inputs.arrays.get(&key_at(p));
-    let fits_at = |p: usize, q: usize| match (array(p), by_position.get(q)) {
-        (Some(t), Some(&i)) => fits(&graph_inputs[i].ty, t),
-        _ => false,
-    };
-    let mismatched: Vec<usize> = (0..by_position.len()).filter(|&p| array(p).is_some() && !fits_at(p, p)).collect();
-    if mismatched.is_empty() {
-        return Ok(());
-    }
-    let input_at = |p: usize| &graph_inputs[by_position[p]];
-    let describe = |p: usize| {
-        let x = input_at(p);
-        let t = array(p).expect("mismatched slots have arrays");
-        format!(
-            "slot {p} ('{}') lands on graph input '{}' ({}): expected {}, found {}",
-            key_at(p),
-            x.name,
-            x.role.name(),
-            x.ty,
-            ty_str(t.dtype, &t.shape)
-        )
-    };
-
-    // Swapped: every mismatched array fits another mismatched slot's input.
-    let partner = |p: usize| mismatched.iter().copied().find(|&q| q != p && fits_at(p, q));
-    if mismatched.iter().all(|&p| partner(p).is_some()) {
-        let mut lines = vec![];
-        let mut seen = vec![];
-        for &p in &mismatched {
-            let q = partner(p).expect("checked");
-            if seen.contains(&p) {
-                continue;
-            }
-            let swapped_back = partner(q) == Some(p);
-            if swapped_back {
-                seen.extend([p, q]);
-                lines.push(format!(
-                    "  slots {p} and {q} are swapped: '{}' holds '{}' ({}) and '{}' holds '{}' ({})",
-                    key_at(p),
-                    input_at(q).name,
-                    input_at(q).ty,
-                    key_at(q),
-                    input_at(p).name,
-                    input_at(p).ty
-                ));
-            } else {
-                seen.push(p);
-                lines.push(format!("  '{}' holds what fits slot {q} ('{}')", key_at(p), input_at(q).name));
-            }
-        }
-        let details: Vec<String> = mismatched.iter().map(|&p| format!("  {}", describe(p))).collect();
-        return Err(Error::binding(format!(
-            "{}: positional slots do not match the graph inputs they land on:\n{}\n{}",
-            inputs.path.display(),
-            details.join("\n"),
-            lines.join("\n")
-        )));
-    }
-
-    // Skipped: from the first mismatch on, every array fits the input k
-    // positions further on.
-    let s = mismatched[0];
-    let present: Vec<usize> = (s..by_position.len()).filter(|&p| array(p).is_some()).collect();
-    for k in 1..=4usize {
-        if present.iter().all(|&p| fits_at(p, p + k)) {
-            let skipped: Vec<usize> = (s..(s + k).min(by_position.len())).collect();
-            // Re-seat every key (all mini-batches) from position p to p + k.
-            let moved: Vec<((usize, usize), &str)> =
-                at.iter().filter(|(&(i, _), _)| by_position[s..].contains(&i)).map(|(&k2, &v)| (k2, v)).collect();
-            for (key, _) in &moved {
-                at.remove(key);
-            }
-            for ((i, mb), v) in moved {
-                let p = by_position.iter().position(|&j| j == i).expect("a positional input");
-                if let Some(&to) = by_position.get(p + k) {
-                    at.insert((to, mb), v);
-                }
-            }
-            let shifted = quoted(present.iter().map(|&p| key_at(p)).collect::<Vec<_>>().iter().map(String::as_str));
-            for &p in &skipped {
-                let x = input_at(p);
-                let holds = match (array(p), by_position.get(p + k)) {
-                    (Some(_), Some(&i)) => format!("'{}' holds '{}' instead", key_at(p), graph_inputs[i].name),
-                    _ => format!("there is no '{}'", key_at(p)),
-                };
-                missing.push(Missing {
-                    input: x.name.clone(),
-                    role: x.role,
-                    expected_key: key_at(p),
-                    misplaced: Some(format!(
-                        "{holds}: the arrays from '{}' on ({shifted}) each fit the graph input {k} position(s) further \
-                         on, so the data skipped '{}'",
-                        key_at(s),
-                        x.name
-                    )),
-                    hint: None,
-                });
-            }
-            return Ok(());
-        }
-    }
-
-    let details: Vec<String> = mismatched.iter().map(|&p| format!("  {}", describe(p))).collect();
-    Err(Error::binding(format!(
-        "{}: positional slots do not match the graph inputs they land on:\n{}",
-        inputs.path.display(),
-        details.join("\n")
-    )))
-}
-
-/// The error for a `--num-data-inputs` that contradicts detection: which
-/// inputs change per mini-batch, and what the harness's index arithmetic
-/// (weight i at slot N + i, gradient buffer i at its own slot) would pair.
-#[allow(clippy::too_many_arguments)]
-fn shift_message(
-    n: usize,
-    detected: usize,
-    stored: usize,
-    order: &[usize],
-    role: &[Role],
-    graph_inputs: &[Input],
-    at: &BTreeMap<(usize, usize), &str>,
-    buffers: Vec<String>,
-) -> String {
-    let data: Vec<usize> = order.iter().copied().filter(|&i| matches!(role[i], Role::Data | Role::Labels)).collect();
-    let describe = |i: usize| {
-        let keys: Vec<&str> = at.range((i, 0)..(i, 2)).map(|(_, k)| *k).collect();
-        format!("'{}' ({}, keys {}, …)", graph_inputs[i].name, role[i].name(), keys.join(", "))
-    };
-    let mut m = String::new();
-    let _ = write!(
-        m,
-        "num_data_inputs = {n} contradicts the test data: inputs.npz holds {stored} mini-batches and {detected} graph \
-         input(s) change per mini-batch: {}. So num_data_inputs is {detected}.",
-        data.iter().map(|&i| describe(i)).collect::<Vec<_>>().join(" and ")
-    );
-    let weights: Vec<usize> = order.iter().copied().filter(|&i| role[i] == Role::Param).collect();
-    let moved = &order[n.min(detected)..n.max(detected).min(order.len())];
-    for &i in moved {
-        let name = &graph_inputs[i].name;
-        let _ = if n < detected {
-            write!(
-                m,
-                "\nWith {n}, '{name}' ({}) would be copied in once and never change per mini-batch: every pass would \
-                       train on mini-batch 0's value.",
-                role[i].name()
-            )
-        } else {
-            write!(m, "\nWith {n}, '{name}' ({}) would be overwritten with per-mini-batch data.", role[i].name())
-        };
-    }
-    if weights.is_empty() || buffers.is_empty() {
-        let _ = write!(
-            m,
-            "\nThe constant slots would start at index {n} instead of {detected}, so every slot after the data would \
-             be filled from the wrong array. Drop the flag: the data decides."
-        );
-        return m;
-    }
-    let _ = write!(
-        m,
-        "\nWith {n}, the harness would take weight i from slot {n} + i instead of {detected} + i, shifting every weight \
-         {} slot(s) against its gradient buffer:",
-        detected.abs_diff(n)
-    );
-    let mut wrong = 0;
-    for (w, buffer) in buffers.iter().enumerate() {
-        let Some(&slot_input) = order.get(n + w) else { break };
-        let name = &graph_inputs[slot_input].name;
-        if format!("{name}{ACCUM_BUFFER_SUFFIX}") == *buffer {
-            continue;
-        }
-        wrong += 1;
-        if wrong <= 4 {
-            let _ = write!(
-                m,
-                "\n  weight {w} would be '{name}' ({}, slot {}), paired with '{buffer}'",
-                role[slot_input].name(),
-                n + w
-            );
-        }
-    }
-    if wrong > 4 {
-        let _ =
-            write!(m, "\n  … {wrong} of {} weights in all would pair with the wrong gradient buffer", buffers.len());
-    }
-    let _ = write!(
-        m,
-        "\nStep 0 would still match the reference (the weights start right); every later step would diverge. Drop the \
-         flag: the data decides."
-    );
-    m
 }
 
 /// Match `outputs.npz` keys: losses, `<param>_updated`, inference outputs.
