@@ -43,6 +43,12 @@ pub enum Error {
     #[error("{detail}")]
     Model { tensor: Option<String>, node: Option<String>, detail: String },
 
+    /// Trainable weights and gradient-accumulation buffers of a training
+    /// graph that do not pair: `weights` left without a buffer, `buffers`
+    /// that belong to no weight (or to one in the wrong place).
+    #[error("{detail}")]
+    Pairing { weights: Vec<String>, buffers: Vec<String>, detail: String },
+
     /// A MODEL argument that names no model: a folder without a main graph,
     /// a path that is not a regular file.
     #[error("{} {detail}", path.display())]

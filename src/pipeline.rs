@@ -81,6 +81,7 @@ impl Stage {
             | Error::ExternalData { .. }
             | Error::Node { .. }
             | Error::Model { .. }
+            | Error::Pairing { .. }
             | Error::NoModel { .. } => Stage::Import,
             Error::Npz { .. } | Error::Binding { .. } | Error::Triage { .. } => Stage::Bind,
             // Options that do not describe a plan (an unknown platform or

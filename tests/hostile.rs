@@ -372,7 +372,6 @@ fn references_must_fit() {
 // --- Pairing errors name the tensors ---------------------------------------------
 
 #[test]
-#[ignore = "a gradient buffer renamed away from its weight is still accepted (exit 0): the pairing check never sees it"]
 fn pairing_errors_name_the_tensors() {
     // A gradient buffer renamed away from its weight: W = 6, NG = 5 paired.
     let dir = mutated("simple_mlp", "network.onnx", |m| {
@@ -397,4 +396,57 @@ fn pairing_errors_name_the_tensors() {
         g.input.swap(a, b);
     });
     refused(dir.path(), &["not in the order of their weights", "fc1.weight_grad.accumulation.buffer", "fc2.weight"]);
+}
+
+/// Rename tensor `old` to `new` everywhere in a graph: inputs, node inputs.
+fn rename(g: &mut pb::GraphProto, old: &str, new: &str) {
+    for vi in g.input.iter_mut().filter(|v| v.name() == old) {
+        vi.name = Some(new.into());
+    }
+    for n in &mut g.node {
+        for i in n.input.iter_mut().filter(|i| *i == old) {
+            *i = new.into();
+        }
+    }
+}
+
+#[test]
+fn gradient_buffers_pair_by_wiring() {
+    // A per-weight optimizer wires each buffer to its weight: a buffer
+    // renamed in both graphs still accumulates enc0.bias's gradient and
+    // feeds enc0.bias's SGD, so it pairs.
+    let (old, new) = ("enc0.bias_grad.accumulation.buffer", "renamed.buffer");
+    let dir = mutated("autoencoder", "network.onnx", |m| rename(graph(m), old, new));
+    let path = dir.path().join("optimizer.onnx");
+    let mut m = decode(&path);
+    rename(graph(&mut m), old, new);
+    std::fs::write(&path, m.encode_to_vec()).unwrap();
+    let out = accepted(dir.path());
+    assert!(out.contains("enc0.bias  ->  buffer renamed.buffer"), "{out}");
+
+    // Renamed in the training graph only: the optimizer reads the old name,
+    // so nothing ties the buffer to enc0.bias.
+    let dir = mutated("autoencoder", "network.onnx", |m| rename(graph(m), old, new));
+    refused(dir.path(), &["W = 8 trainable weights, NG = 7", "no gradient buffer for 'enc0.bias'", "'renamed.buffer'"]);
+
+    // Two accumulators of same-shaped weights with their gradients swapped:
+    // each buffer's name and the gradient flowing into it disagree.
+    let dir = mutated("simple_mlp", "network.onnx", |m| {
+        for n in graph(m).node.iter_mut().filter(|n| n.op_type() == "InPlaceAccumulatorV2") {
+            let swapped = match n.input[1].as_str() {
+                "fc1.bias_grad" => "fc2.bias_grad",
+                "fc2.bias_grad" => "fc1.bias_grad",
+                _ => continue,
+            };
+            n.input[1] = swapped.into();
+        }
+    });
+    refused(
+        dir.path(),
+        &[
+            "buffer 'fc1.bias_grad.accumulation.buffer' pairs with no weight",
+            "adds 'fc2.bias_grad', the gradient of 'fc2.bias', into it, but its name makes it the buffer of 'fc1.bias'",
+            "no gradient buffer for 'fc1.bias', 'fc2.bias'",
+        ],
+    );
 }

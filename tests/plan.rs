@@ -396,16 +396,19 @@ fn a_view_read_after_an_in_place_write_is_a_copy() {
 fn inplace_accumulator_output_is_the_buffer() {
     let dir = tempfile::tempdir().unwrap();
     let mut b = ModelBuilder::new();
+    // The buffer of weight `w`, accumulating w's gradient.
+    let buf_name = "w_grad.accumulation.buffer";
     b.input("x", F32, &[8])
-        .input("buf", F32, &[8])
+        .input("w", F32, &[8])
+        .input(buf_name, F32, &[8])
         .input("reset", BOOL, &[1])
-        .node("Relu", &["x"], &["g"], vec![])
-        .node_in("InPlaceAccumulatorV2", "com.microsoft", &["buf", "g", "reset"], &["flag", "buf_out"], vec![])
+        .node("Mul", &["x", "w"], &["w_grad"], vec![])
+        .node_in("InPlaceAccumulatorV2", "com.microsoft", &[buf_name, "w_grad", "reset"], &["flag", "buf_out"], vec![])
         .output("flag", BOOL, &[1]);
     b.write(dir.path(), "network.onnx");
     let m = deploygen::load(dir.path()).unwrap();
     let p = plan_of(&m, "GAP9", Level::L2);
-    let buf = buffer(&p, "buf");
+    let buf = buffer(&p, buf_name);
     assert!(buf.aliases.iter().any(|a| a.tensor == "buf_out"));
     let acc = p.nodes.iter().find(|n| n.op == "InPlaceAccumulatorV2").unwrap();
     let op = acc.operands.iter().find(|o| o.buffer == buf.id).unwrap();

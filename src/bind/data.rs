@@ -272,7 +272,8 @@ impl<'a> Draft<'a> {
             return Ok(());
         }
         if self.stored > 1 {
-            let buffers = self.model.roles.params.iter().filter_map(|p| p.grad_buffer.clone()).collect();
+            let buffers =
+                self.model.roles.params.iter().filter_map(|p| Some((p.name.clone(), p.grad_buffer.clone()?))).collect();
             let msg =
                 shift_message(n, detected, self.stored, &self.order, &self.role, &self.graph_inputs, &self.at, buffers);
             return Err(Error::binding(msg));
@@ -703,7 +704,7 @@ fn shift_message(
     role: &[Role],
     graph_inputs: &[Input],
     at: &BTreeMap<(usize, usize), &str>,
-    buffers: Vec<String>,
+    buffers: Vec<(String, String)>,
 ) -> String {
     let data: Vec<usize> = order.iter().copied().filter(|&i| matches!(role[i], Role::Data | Role::Labels)).collect();
     let describe = |i: usize| {
@@ -747,10 +748,10 @@ fn shift_message(
         detected.abs_diff(n)
     );
     let mut wrong = 0;
-    for (w, buffer) in buffers.iter().enumerate() {
+    for (w, (weight, buffer)) in buffers.iter().enumerate() {
         let Some(&slot_input) = order.get(n + w) else { break };
         let name = &graph_inputs[slot_input].name;
-        if format!("{name}{ACCUM_BUFFER_SUFFIX}") == *buffer {
+        if name == weight {
             continue;
         }
         wrong += 1;

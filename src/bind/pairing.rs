@@ -70,7 +70,7 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     params.sort_by_key(|p| slot_of(&p.name).unwrap_or(usize::MAX));
 
     // NG: the gradient buffers, each accumulated by one InPlaceAccumulatorV2
-    // whose buffer name names its weight (asserted by the structure pass).
+    // and tied to its weight when lowering (`lower::training`).
     let buffers: Vec<&Slot> = slots.iter().filter(|s| s.role == Role::GradBuffer).collect();
     let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
     let st = training::structure(model, &names)?;
@@ -201,26 +201,10 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
              gradient buffers, {u} optimizer updates{detail}"
         )));
     }
+    // Buffer slots follow their weights by construction (`slot_order`);
+    // that the graph lists them in the order of their weights, which the
+    // harness relies on, was asserted when lowering.
     out.sort_by_key(|p| (p.slot.unwrap_or(usize::MAX), params.iter().position(|q| q.name == p.name)));
-    // Buffers sit in the order of their weights: the harness may pair them
-    // by index, so the order itself is asserted too.
-    let buffer_order: Vec<&str> = buffers.iter().map(|s| s.input.as_str()).collect();
-    let weight_order: Vec<String> =
-        out.iter().filter_map(|p| p.grad_buffer.clone()).filter(|b| buffer_order.contains(&b.as_str())).collect();
-    if let Some(i) = buffer_order.iter().zip(&weight_order).position(|(b, w)| b != w) {
-        let weight_of = |b: &str| out.iter().find(|p| p.grad_buffer.as_deref() == Some(b)).map(|p| p.name.clone());
-        return Err(bad(format!(
-            "gradient buffer slots are not in the order of their weights: buffer slot {i} is '{}' (of weight '{}') \
-             but weight '{}' comes first, whose buffer is '{}'",
-            buffer_order[i],
-            weight_of(buffer_order[i]).unwrap_or_default(),
-            weight_of(&weight_order[i]).unwrap_or_default(),
-            weight_order[i]
-        )));
-    }
-    if buffer_order.len() != weight_order.len() {
-        return Err(bad("gradient buffer slots are not in the order of their weights".into()));
-    }
 
     if out.is_empty() {
         return Ok((out, None, None));

@@ -27,6 +27,7 @@ pub fn lower(mut model: Model) -> Result<Model> {
         infer(og)?;
     }
     model.roles = roles::detect(&model);
+    training::check_pairing(&model)?;
     check_training_inputs(&model)?;
     Ok(model)
 }
@@ -35,12 +36,11 @@ pub fn lower(mut model: Model) -> Result<Model> {
 /// has its weight's dtype and shape; the optimizer's learning rate is one
 /// f32, its step counter one i64.
 fn check_training_inputs(model: &Model) -> Result<()> {
-    use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
     use crate::ir::{DType, Role};
     let g = &model.graph;
-    for &t in &g.inputs {
-        let buf = g.tensor(t);
-        let Some(weight) = buf.name.strip_suffix(ACCUM_BUFFER_SUFFIX) else { continue };
+    for p in &model.roles.params {
+        let Some(buf) = p.grad_buffer.as_deref().and_then(|b| g.id(b)).map(|b| g.tensor(b)) else { continue };
+        let weight = &p.name;
         let Some(w) = g.id(weight).map(|w| g.tensor(w)) else { continue };
         let same_shape = match (buf.ty.shape(), w.ty.shape()) {
             (Some(a), Some(b)) => a == b,

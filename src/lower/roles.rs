@@ -1,16 +1,19 @@
 //! Training roles, found from the graph alone: which inputs are data and
 //! labels, which are trainable parameters, frozen parameters, gradient
 //! buffers and the reset flag; which value is the loss; which outputs are
-//! updated parameters. Pairings are by name and by the accumulator/optimizer
-//! nodes' slots — never by position arithmetic. The registry says which
+//! updated parameters. Pairings are by the accumulator/optimizer nodes'
+//! slots and by name (`training::accumulations`) — never by position
+//! arithmetic. The registry says which
 //! node plays which part (`ops::Train`).
 
 use indexmap::IndexMap;
 
 use crate::ir::roles::ParamRoles;
-use crate::ir::roles::{ACCUM_BUFFER_SUFFIX, ACCUM_OUT_SUFFIX};
+use crate::ir::roles::ACCUM_OUT_SUFFIX;
 use crate::ir::{Flavor, Model, Origin, Role, Roles, TensorId};
 use crate::ops::{self, Train};
+
+use super::training;
 
 /// Detect every role in a model.
 pub fn detect(model: &Model) -> Roles {
@@ -23,12 +26,28 @@ pub fn detect(model: &Model) -> Roles {
     let mut lazy_reset = None;
 
     // Gradient accumulation (artifacts flavor): the accumulator's slots
-    // name the buffer, the gradient and the reset flag; the buffer's name
-    // names the parameter.
+    // name the buffer, the gradient and the reset flag; `training` ties
+    // each buffer to its weight (by the gradient it accumulates, its name,
+    // the optimizer's wiring). A weight whose gradient is accumulated is
+    // trainable even when no buffer is tied to it (lowering refuses that).
+    for a in training::accumulations(model) {
+        let gradient = Some(a.gradient.clone());
+        match (&a.weight, &a.gradient_of) {
+            (Some(w), _) if !params.iter().any(|p| p.name == *w) => params.push(ParamRoles {
+                name: w.clone(),
+                grad_buffer: Some(a.buffer.clone()),
+                gradient,
+                updated: None,
+            }),
+            (None, Some(w)) if !params.iter().any(|p| p.name == *w) => {
+                params.push(ParamRoles { name: w.clone(), grad_buffer: None, gradient, updated: None })
+            }
+            _ => {}
+        }
+    }
     for n in ops(Train::Accumulator) {
-        let (Some(buf), Some(grad)) = (n.input(0), n.input(1)) else { continue };
-        let buf_name = g.name_of(buf).to_string();
-        main.insert(buf_name.clone(), Role::GradBuffer);
+        let Some(buf) = n.input(0) else { continue };
+        main.insert(g.name_of(buf).to_string(), Role::GradBuffer);
         if let Some(flag) = n.input(2) {
             if g.tensor(flag).origin == Origin::Input {
                 main.insert(g.name_of(flag).to_string(), Role::LazyReset);
@@ -37,15 +56,6 @@ pub fn detect(model: &Model) -> Roles {
         }
         if let Some(out) = n.output(0) {
             main.insert(g.name_of(out).to_string(), Role::GradFlag);
-        }
-        let param = buf_name.strip_suffix(ACCUM_BUFFER_SUFFIX).filter(|p| g.id(p).is_some()).map(str::to_string);
-        if let Some(p) = param {
-            params.push(ParamRoles {
-                name: p,
-                grad_buffer: Some(buf_name),
-                gradient: Some(g.name_of(grad).to_string()),
-                updated: None,
-            });
         }
     }
 
