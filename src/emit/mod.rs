@@ -1034,12 +1034,6 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
     let kc = binding(&kctx)?;
 
-    let written: Vec<BufId> = kc
-        .writes_inputs
-        .iter()
-        .filter_map(|&i| node.input(i))
-        .filter_map(|t| ctx.buffer_of(n.graph, g.name_of(t)))
-        .collect();
     let copies = |ids: &dyn Fn(BufId) -> bool| -> (Vec<Copy>, Vec<Copy>) {
         let (mut pre, mut post) = (vec![], vec![]);
         for o in &n.operands {
@@ -1055,7 +1049,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
                 let what = format!("{name} {}->{}", o.home, o.at);
                 pre.push(Copy { dst: copy.clone(), src: home.clone(), bytes: b.bytes, what });
             }
-            if matches!(o.access, Access::Write | Access::ReadWrite) || written.contains(&o.buffer) {
+            if matches!(o.access, Access::Write | Access::ReadWrite) {
                 let what = format!("{name} {}->{}", o.at, o.home);
                 post.push(Copy { dst: home, src: copy, bytes: b.bytes, what });
             }

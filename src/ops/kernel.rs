@@ -78,9 +78,6 @@ pub struct KernelCall {
     /// output slot); the output's value is copied into the input's buffer
     /// after the node.
     pub state_updates: Vec<(usize, usize)>,
-    /// Input slots the kernel writes in place (their buffers are written
-    /// back after the node even when no output names them).
-    pub writes_inputs: Vec<usize>,
 }
 
 pub type KernelFn = fn(&KernelCtx) -> Result<KernelCall>;
@@ -1782,7 +1779,7 @@ pub fn pad(ctx: &KernelCtx) -> Result<KernelCall> {
 pub fn accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let n = numel(&ctx.in_shape(0)?);
-    let mut kc = one(call(
+    one(call(
         "dg_inplace_accumulate_f32",
         "dg_accumulate_args_t",
         vec![
@@ -1793,10 +1790,7 @@ pub fn accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
             ("updated", ctx.opt_out(0)),
             ("n", u(n)),
         ],
-    ))?;
-    // The accumulation buffer is written in place.
-    kc.writes_inputs.push(0);
-    Ok(kc)
+    ))
 }
 
 pub fn sgd(ctx: &KernelCtx) -> Result<KernelCall> {

@@ -512,7 +512,13 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
             let Some(t) = *t else { continue };
             if let Some(&id) = b.map(sel).get(&t) {
                 b.touch(id, s);
-                add(&mut operands, id, Access::Read);
+                // An input the operator always updates is written, whether
+                // or not the output that names the update is present.
+                let acc = match ops::of(n).update {
+                    Update::Always { input, .. } if input == slot => Access::ReadWrite,
+                    _ => Access::Read,
+                };
+                add(&mut operands, id, acc);
             } else if g.tensor(t).sequence {
                 let role = b.model.roles.optimizer.get(g.name_of(t)).copied();
                 if let Some(r @ (Role::ParamSequence | Role::GradSequence)) = role {
