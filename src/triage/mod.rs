@@ -14,6 +14,7 @@
 //!           and the status entries                           (status.rs)
 //! ```
 
+pub mod derive;
 pub mod fix;
 pub mod rebatch;
 pub mod refs;

@@ -87,7 +87,8 @@ pub fn stage_of(e: &Error) -> &'static str {
         | Error::ExternalData { .. }
         | Error::Node { .. }
         | Error::Model { .. }
-        | Error::NoModel { .. } => "FAILED_IMPORT",
+        | Error::NoModel { .. }
+        | Error::Derive { .. } => "FAILED_IMPORT",
         Error::Npz { .. } | Error::Binding { .. } | Error::Triage(_) | Error::Usage(_) => "FAILED_BIND",
         Error::Plan { .. } | Error::Capacity { .. } => "FAILED_PLAN",
     }

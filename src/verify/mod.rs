@@ -103,6 +103,7 @@ impl Stage {
             | Error::Node { .. }
             | Error::Model { .. }
             | Error::NoModel { .. }
+            | Error::Derive { .. }
             | Error::Usage { .. } => Stage::Import,
             Error::Npz { .. } | Error::Binding { .. } | Error::Triage { .. } => Stage::Bind,
             Error::Plan { .. } | Error::Capacity { .. } => Stage::Plan,
