@@ -84,6 +84,12 @@ pub enum Error {
     /// Training cannot run with this data (SPEC §2.4), classified.
     #[error("{}", crate::diag::describe(.0))]
     Triage(Vec<Finding>),
+
+    /// A training model whose inference variant cannot be derived (no
+    /// forward value feeds the loss, a forward input without data, …),
+    /// naming the model file and, when there is one, the tensor.
+    #[error("{}: cannot derive an inference variant: {detail}", path.display())]
+    Derive { path: PathBuf, tensor: Option<String>, detail: String },
 }
 
 impl Error {

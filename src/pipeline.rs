@@ -82,6 +82,7 @@ impl Stage {
             | Error::Node { .. }
             | Error::Model { .. }
             | Error::Pairing { .. }
+            | Error::Derive { .. }
             | Error::NoModel { .. } => Stage::Import,
             Error::Npz { .. } | Error::Binding { .. } | Error::Triage { .. } => Stage::Bind,
             // Options that do not describe a plan (an unknown platform or

@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use common::*;
 use deploygen::bind::{self, npz, BindOptions};
 use deploygen::check::{self, Finding, TriageFlavor, MISSING_TARGETS_REASON};
-use deploygen::ir::TensorData;
+use deploygen::ir::{Role, TensorData};
 use deploygen::Error;
 use predicates::prelude::*;
 
@@ -207,4 +207,132 @@ fn canonical_reasons_classify_back() {
             assert_eq!(TriageFlavor::from_reason(&f.reason), Some(f.flavor));
         }
     }
+}
+
+/// Every training model of the zoo and the fixtures whose data binds:
+/// `(folder, model, binding)`.
+fn training_models() -> Vec<(std::path::PathBuf, deploygen::ir::Model, bind::Binding)> {
+    let mut out = Vec::new();
+    for root in [root().join("models"), root().join("tests/fixtures")] {
+        let mut dirs: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+        dirs.sort();
+        for dir in dirs {
+            let Ok(m) = deploygen::load(&dir) else { continue };
+            if !m.roles.is_training() {
+                continue;
+            }
+            let Ok(b) = bind::bind(&m, &BindOptions::default()) else { continue };
+            out.push((dir, m, b));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_derived_inference_variant_of_missing_labels_is_its_forward_part() {
+    use deploygen::triage::derive;
+    let m = deploygen::load(&fixture("missing_labels")).unwrap();
+    let b = bind::bind(&m, &BindOptions::default()).unwrap();
+    let d = derive::derive(&m, Some(&b)).unwrap();
+    assert_eq!(d.outputs, vec!["fc2.out"], "the logits the loss reads");
+    // outputs.npz holds the loss and the updated weights only.
+    assert!(d.references.is_empty());
+    assert_eq!(d.unreferenced(), vec!["fc2.out"]);
+    let dir = tempfile::tempdir().unwrap();
+    d.write(dir.path()).unwrap();
+    assert!(!dir.path().join("outputs.npz").exists(), "deploygen writes no references of its own");
+    let inf = deploygen::load(dir.path()).unwrap();
+    assert_eq!(inf.roles.flavor, deploygen::ir::Flavor::Inference);
+    let g = &inf.graph;
+    let ops: Vec<&str> = g.nodes().map(|(_, n)| n.op.as_str()).collect();
+    assert_eq!(ops, vec!["Gemm", "Relu", "Gemm"]);
+    let inputs: Vec<&str> = g.inputs.iter().map(|&t| g.name_of(t)).collect();
+    assert_eq!(inputs, vec!["input", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]);
+    let outputs: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
+    assert_eq!(outputs, vec!["fc2.out"]);
+    assert_eq!(g.tensor(g.outputs[0]).ty.shape(), Some(vec![2, 4]));
+    // The weights stay graph inputs, bound from the training data.
+    let data = npz::read(&dir.path().join("inputs.npz")).unwrap();
+    let train = npz::read(&fixture("missing_labels").join("inputs.npz")).unwrap();
+    for k in ["input", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"] {
+        assert_eq!(data.get(k), train.get(k), "{k}");
+    }
+    assert_eq!(data.arrays.len(), 5, "no labels, buffers, reset flag, mini-batch or meta keys");
+    // The original is untouched.
+    let again = deploygen::load(&fixture("missing_labels")).unwrap();
+    assert_eq!(again.graph.node_count(), m.graph.node_count());
+}
+
+#[test]
+fn every_training_model_derives_an_inference_variant_that_imports_binds_and_plans() {
+    use deploygen::triage::{derive, runner};
+    let models = training_models();
+    assert!(models.len() >= 8, "{}", models.len());
+    for (dir, m, b) in models {
+        let d = derive::derive(&m, Some(&b)).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        assert!(!d.outputs.is_empty());
+        let loss = m.roles.loss.clone();
+        assert!(d.outputs.iter().all(|o| Some(o) != loss.as_ref()), "{}: {:?}", dir.display(), d.outputs);
+        let out = tempfile::tempdir().unwrap();
+        d.write(out.path()).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let inf = deploygen::load(out.path()).unwrap();
+        assert_eq!(inf.roles.flavor, deploygen::ir::Flavor::Inference, "{}", dir.display());
+        for &t in &inf.graph.inputs {
+            let role = m.roles.role(inf.graph.name_of(t));
+            assert!(
+                matches!(role, Some(Role::Data | Role::Param | Role::Frozen)),
+                "{}: input '{}' ({role:?}) kept",
+                dir.display(),
+                inf.graph.name_of(t)
+            );
+        }
+        let o = runner::stages_only(out.path(), "host", "L2");
+        assert!(o.passed(), "{}: {}", dir.display(), o.message);
+    }
+}
+
+#[test]
+fn a_folded_shape_subgraph_of_the_forward_part_becomes_a_constant_of_the_derived_model() {
+    // A single-graph training step whose forward pass reshapes by a shape
+    // computed from the data (Shape -> Gather -> Concat, folded at import).
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 4])
+        .input("labels", I64, &[2])
+        .init("w", &[4, 3], &[0.25; 12])
+        .init_i64("first", &[0])
+        .init_i64("rest", &[-1])
+        .init("dloss", &[], &[1.0])
+        .node("Shape", &["x"], &["xs"], vec![])
+        .node("Gather", &["xs", "first"], &["n"], vec![attr_int("axis", 0)])
+        .node("Concat", &["n", "rest"], &["shp"], vec![attr_int("axis", 0)])
+        .node("Reshape", &["x", "shp"], &["xr"], vec![])
+        .node("MatMul", &["xr", "w"], &["logits"], vec![])
+        .node("SoftmaxCrossEntropyLoss", &["logits", "labels"], &["loss", "log_prob"], vec![])
+        .node_in("SoftmaxCrossEntropyLossGrad", "com.microsoft", &["dloss", "log_prob", "labels"], &["dlogits"], vec![])
+        .node("Transpose", &["xr"], &["xt"], vec![])
+        .node("MatMul", &["xt", "dlogits"], &["dw"], vec![])
+        .node_in("SGD", "ai.onnx.preview.training", &["w", "dw"], &["w_updated"], vec![attr_float("lr", 0.1)])
+        .output("loss", F32, &[])
+        .output("w_updated", F32, &[4, 3]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let x = TensorData::from_f32(vec![2, 4], &[0.5; 8]);
+    let labels = TensorData::from_i64(vec![2], &[1, 2]);
+    std::fs::write(dir.path().join("inputs.npz"), npz::write_npz(&[("x", &x), ("labels", &labels)]).unwrap()).unwrap();
+    let m = deploygen::load(dir.path()).unwrap();
+    assert!(m.roles.is_training());
+    let shp = m.graph.tensor(m.graph.id("shp").unwrap());
+    assert_eq!(shp.origin, deploygen::ir::Origin::Folded, "the premise: the shape is folded");
+    let bd = bind::bind(&m, &BindOptions::default()).unwrap();
+    let d = deploygen::triage::derive::derive(&m, Some(&bd)).unwrap();
+    assert_eq!(d.outputs, vec!["logits"]);
+    let out = tempfile::tempdir().unwrap();
+    d.write(out.path()).unwrap();
+    let inf = deploygen::load(out.path()).unwrap();
+    let g = &inf.graph;
+    assert_eq!(g.nodes().map(|(_, n)| n.op.as_str()).collect::<Vec<_>>(), vec!["Reshape", "MatMul"]);
+    let consts: Vec<&str> = g.initializers.iter().map(|&t| g.name_of(t)).collect();
+    assert_eq!(consts, vec!["w", "shp"], "the folded shape is written as a constant");
+    assert_eq!(g.tensor(g.id("shp").unwrap()).data.as_ref().unwrap().to_i64(), Some(vec![2, -1]));
+    assert_eq!(g.inputs.iter().map(|&t| g.name_of(t)).collect::<Vec<_>>(), vec!["x"]);
 }

@@ -82,8 +82,9 @@ fn missing_labels_fix_adds_targets_and_the_entry_becomes_passing() {
     let e = entry(root.path(), ML_KEY);
     assert_eq!((e.status.as_str(), e.reason.as_deref()), ("EXPECTED_PASSING", None), "{out}");
     assert!(std::fs::read_to_string(root.path().join("status.toml")).unwrap().starts_with("# triage tests\n"));
-    // No inference model beside a fixture: said, not pretended.
-    assert!(out.contains("no inference variant"), "{out}");
+    // No inference model beside a fixture: one is derived (see
+    // missing_labels_fix_reports_its_derived_inference_variant_honestly).
+    assert!(out.contains("inference missing_labels/host-L2-inference (derived"), "{out}");
     if DEFAULT_RUNNER_RUNS_HOST {
         assert!(!out.contains("nothing was compared"), "{out}");
     } else {
@@ -361,4 +362,152 @@ fn an_inference_regression_reverts_the_fix() {
         .entry("ml/host-L2-inference")
         .unwrap()
         .is_none());
+}
+
+/// The report's lines about the inference variant.
+fn inference_lines(report: &str) -> Vec<&str> {
+    let lines: Vec<&str> = report.lines().collect();
+    let start = lines.iter().position(|l| l.starts_with("  inference")).expect("an inference line");
+    let end = lines[start..].iter().position(|l| l.starts_with("  status")).map_or(lines.len(), |e| start + e);
+    lines[start..end].to_vec()
+}
+
+#[test]
+fn missing_labels_fix_reports_its_derived_inference_variant_honestly() {
+    // No inference model beside the fixture, and its outputs.npz holds the
+    // loss and the updated weights only: the variant derived by dropping
+    // the loss and the backward part has no reference for its output, so
+    // it cannot be compared, and the report says so instead of a pass.
+    let root = repo(&["missing_labels"], &xfail(ML_KEY, TARGETS));
+    let out = triage_cmd(root.path(), &[ML_KEY, "--fix"]).code(0).get_output().stdout.clone();
+    let out = String::from_utf8(out).unwrap();
+    let inf = inference_lines(&out);
+    let text = inf.join("\n");
+    assert!(inf[0].contains("inference missing_labels/host-L2-inference (derived"), "{out}");
+    assert!(text.contains("forward output(s) 'fc2.out'"), "{out}");
+    assert!(text.contains("'labels' (labels)") && text.contains("'lazy_reset_grad' (reset flag)"), "{out}");
+    let before = inf.iter().find(|l| l.trim_start().starts_with("before")).expect("a before line");
+    let after = inf.iter().find(|l| l.trim_start().starts_with("after")).expect("an after line");
+    for l in [before, after] {
+        assert!(l.contains("not run, nothing compared: no references for 'fc2.out'"), "{out}");
+        assert!(!l.contains("passed"), "a run that compared nothing is no pass: {l}");
+    }
+    let dest = root.path().join("tests/fixtures/missing_labels.derived");
+    let note =
+        format!("derived inference variant has no references for 'fc2.out'; run tools/make_refs.py {}", dest.display());
+    assert!(out.contains(&format!("  inference {note}")), "{out}");
+    assert!(out.contains(&format!("  look      {note}")), "{out}");
+    assert!(out.contains("the derived inference variant was not compared"), "{out}");
+    // Written next to the triage output, never over the original, and
+    // without references of deploygen's own.
+    assert!(out.contains(&format!("wrote {}", dest.display())), "{out}");
+    assert!(dest.join("network.onnx").is_file() && dest.join("inputs.npz").is_file());
+    assert!(!dest.join("outputs.npz").exists());
+    let files: Vec<_> =
+        std::fs::read_dir(root.path().join("tests/fixtures")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(files.len(), 2, "no half-written or temporary folder left: {files:?}");
+    let original = root.path().join("tests/fixtures/missing_labels");
+    for f in ["network.onnx", "inputs.npz", "outputs.npz", "optimizer.onnx"] {
+        assert_eq!(
+            std::fs::read(original.join(f)).unwrap(),
+            std::fs::read(fixture("missing_labels").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // The training entry is the training run's; no inference entry is written.
+    assert_eq!(entry(root.path(), ML_KEY).status, "EXPECTED_PASSING");
+    let table = StatusTable::read(&root.path().join("status.toml")).unwrap();
+    assert!(table.entry("missing_labels/host-L2-inference").unwrap().is_none());
+}
+
+#[test]
+fn a_derived_inference_regression_reverts_the_fix() {
+    // missing_labels whose outputs.npz also holds a reference for the
+    // forward output 'fc2.out' (a stand-in: the runner below decides the
+    // inference outcome), so the derived variant is compared before and
+    // after the fix; after the fix it fails.
+    let root = repo(&["missing_labels"], &xfail(ML_KEY, TARGETS));
+    let dir = root.path().join("tests/fixtures/missing_labels");
+    let outputs = dir.join("outputs.npz");
+    let mut arrays = read_keys(&outputs);
+    arrays.push(("fc2.out".into(), deploygen::ir::TensorData::from_f32(vec![2, 4], &[0.0; 8])));
+    let refs: Vec<(&str, &deploygen::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&outputs, npz::write_npz(&refs).unwrap()).unwrap();
+    let inference_runs = std::cell::Cell::new(0);
+    let run = |d: &Path, platform: &str, level: &str| {
+        if deploygen::verify::Kind::detect(d) == deploygen::verify::Kind::Inference {
+            inference_runs.set(inference_runs.get() + 1);
+            return if inference_runs.get() == 1 {
+                CaseOutcome::pass("Errors: 0 out of 8", 8)
+            } else {
+                CaseOutcome::fail("FAILED_RUNTIME", "Segmentation fault in the derived inference")
+            };
+        }
+        runner::stages_only(d, platform, level)
+    };
+    let opts =
+        Options { root: root.path().to_path_buf(), name: ML_KEY.into(), fix: true, in_place: false, refs: false };
+    let r = triage::run(&opts, &run).unwrap();
+    let report = triage::text(&r);
+    let inf = r.inference.as_ref().expect("an inference variant");
+    let derived = inf.derived.as_ref().expect("derived");
+    assert_eq!(derived.outputs, vec!["fc2.out"]);
+    assert_eq!(derived.before.as_ref().unwrap().references.as_deref(), Some("outputs.npz of the training folder"));
+    assert_eq!(inference_runs.get(), 2, "derived before and after the fix: {report}");
+    // The training run passes with the fixed data; the inference regression
+    // reverts the fix all the same.
+    assert!(r.training[0].after.as_ref().unwrap().passed(), "{report}");
+    assert_eq!(r.exit_code, 1, "{report}");
+    let why = r.fix.reverted.as_deref().unwrap_or_else(|| panic!("not reverted: {report}"));
+    assert!(why.contains("inference 'missing_labels/host-L2-inference' (derived) regressed"), "{report}");
+    assert!(why.contains("Segmentation fault in the derived inference"), "{report}");
+    assert!(report.contains("fix reverted"), "{report}");
+    // Nothing written: no fixed data, no derived folder.
+    assert!(r.fix.written.is_empty() && derived.written.is_none());
+    assert!(!dir.join("inputs.triage.npz").exists());
+    assert!(!root.path().join("tests/fixtures/missing_labels.derived").exists());
+    let e = entry(root.path(), ML_KEY);
+    assert_eq!((e.status.as_str(), e.reason.as_deref()), ("KNOWN_FAILURE_XFAIL", Some(TARGETS)));
+}
+
+#[test]
+fn with_refs_the_derived_inference_variant_is_compared_and_later_runs_reuse_them() {
+    let Some(py) = python_with_onnxruntime() else {
+        eprintln!("SKIPPED: no Python with onnxruntime (set DEPLOYGEN_PYTHON); derived references not made");
+        return;
+    };
+    if !DEFAULT_RUNNER_RUNS_HOST {
+        eprintln!("SKIPPED: comparing the derived variant needs the host run");
+        return;
+    }
+    let root = repo(&["missing_labels"], &xfail(ML_KEY, TARGETS));
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("deploygen")
+            .unwrap()
+            .env("DEPLOYGEN_PYTHON", &py)
+            .arg("triage")
+            .args(args)
+            .arg("--root")
+            .arg(root.path())
+            .assert()
+            .code(0)
+            .get_output()
+            .stdout
+            .clone();
+        String::from_utf8(out).unwrap()
+    };
+    let out = run(&[ML_KEY, "--fix", "--refs"]);
+    let inf = inference_lines(&out).join("\n");
+    assert!(inf.contains("before passed (8 values compared)"), "{out}");
+    assert!(inf.contains("after  passed (8 values compared)"), "{out}");
+    assert!(inf.contains("references: made by tools/make_refs.py"), "{out}");
+    assert!(!out.contains("has no references"), "{out}");
+    let dest = root.path().join("tests/fixtures/missing_labels.derived");
+    assert!(npz::read(&dest.join("outputs.npz")).unwrap().get("fc2.out").is_some());
+    // Without --refs, the references tools/make_refs.py wrote into the
+    // derived folder hold for the same model and data.
+    let out = run(&[ML_KEY, "--fix"]);
+    let inf = inference_lines(&out).join("\n");
+    assert!(inf.contains("after  passed (8 values compared)"), "{out}");
+    assert!(inf.contains(&format!("references: outputs.npz of {}", dest.display())), "{out}");
 }

@@ -44,6 +44,27 @@ impl DType {
         }
     }
 
+    /// The ONNX `TensorProto.DataType` code: the inverse of [`DType::from_onnx`].
+    pub fn to_onnx(self) -> i32 {
+        match self {
+            DType::F32 => 1,
+            DType::U8 => 2,
+            DType::I8 => 3,
+            DType::U16 => 4,
+            DType::I16 => 5,
+            DType::I32 => 6,
+            DType::I64 => 7,
+            DType::String => 8,
+            DType::Bool => 9,
+            DType::F16 => 10,
+            DType::F64 => 11,
+            DType::U32 => 12,
+            DType::U64 => 13,
+            DType::BF16 => 16,
+            DType::Other(code) => code,
+        }
+    }
+
     /// Bytes per element; `None` for strings and unknown types.
     pub fn size(self) -> Option<usize> {
         Some(match self {

@@ -5,11 +5,14 @@
 //! roles    training roles (data, labels, params, buffers, loss, updates)
 //! alias    in-place updates and their hazards, from the schedule
 //! training structure of a training step: accumulators, optimizer updates
+//! forward  the forward part of a training graph (what an inference
+//!          variant keeps); on request, not part of `lower`
 //! ```
 //!
 //! Every pass asks the operator registry (`ops`) for the facts it needs.
 
 pub mod alias;
+pub mod forward;
 mod infer;
 pub mod roles;
 pub mod training;

@@ -8,13 +8,18 @@
 //! reproduce the host run fails for the same canonical reason  (runner.rs)
 //! fix       per flavor, in a scratch copy                  (fix.rs, rebatch.rs)
 //! refs      tools/make_refs.py when asked and available     (refs.rs)
-//! re-run    training (every variant that reproduced) and inference;
-//!           inference regressing reverts the fix
-//! write     the fix next to the original (or over it with --in-place)
-//!           and the status entries                           (status.rs)
+//! re-run    training (every variant that reproduced) and inference: the
+//!           model beside it, or one derived by dropping the loss and the
+//!           backward part (inference.rs, derive.rs); inference
+//!           regressing reverts the fix
+//! write     the fix next to the original (or over it with --in-place),
+//!           a derived inference variant as `<name>.derived/`, and the
+//!           status entries                                   (status.rs)
 //! ```
 
+pub mod derive;
 pub mod fix;
+pub mod inference;
 pub mod rebatch;
 pub mod refs;
 pub mod resolve;
@@ -28,7 +33,7 @@ use serde::Serialize;
 use crate::bind::{self, BindOptions, Npz};
 use crate::diag::{Finding, TriageFlavor};
 use crate::error::{Error, Result};
-use crate::ir::{Flavor, Model};
+use crate::ir::Model;
 pub use runner::{CaseOutcome, RunCase};
 use status::{Entry, Key, StatusTable};
 
@@ -71,9 +76,48 @@ pub struct FixReport {
 #[derive(Clone, Debug, Serialize)]
 pub struct Variant {
     pub key: String,
+    /// The model folder run; for a derived inference variant, the
+    /// training model folder it is derived from.
     pub dir: PathBuf,
     pub before: CaseOutcome,
     pub after: Option<CaseOutcome>,
+    /// Set for an inference variant derived from the training model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derived: Option<DerivedVariant>,
+}
+
+/// An inference variant derived by dropping the loss and the backward part.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DerivedVariant {
+    /// The forward outputs it computes (its graph outputs).
+    pub outputs: Vec<String>,
+    /// What the derivation kept and dropped.
+    pub changes: Vec<String>,
+    /// The run before the fix; `None` when the variant could not be derived.
+    pub before: Option<DerivedSide>,
+    pub after: Option<DerivedSide>,
+    /// `<name>.derived/`, when the fix was kept.
+    pub written: Option<PathBuf>,
+}
+
+/// References of one run of a derived variant.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DerivedSide {
+    /// Where the references came from; `None`: there were none.
+    pub references: Option<String>,
+    /// Forward outputs without a reference: nothing was compared for them.
+    pub unreferenced: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl DerivedSide {
+    fn of(run: &inference::DerivedRun) -> DerivedSide {
+        DerivedSide {
+            references: run.references.clone(),
+            unreferenced: run.derived.unreferenced(),
+            notes: run.notes.clone(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -176,27 +220,6 @@ fn input_rows(d: &Diagnosis) -> (Vec<InputRow>, Vec<String>) {
     (rows, unused)
 }
 
-/// The inference model of a zoo training model `<name>_train` is `<name>`
-/// beside it.
-fn inference_variant(dir: &Path) -> std::result::Result<(String, PathBuf), String> {
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if let Some(base) = name.strip_suffix("_train") {
-        let sib = dir.with_file_name(base);
-        if sib.is_dir() {
-            return match crate::load(&sib) {
-                Ok(m) if m.roles.flavor == Flavor::Inference => Ok((base.to_string(), sib)),
-                Ok(_) => Err(format!("{} is not an inference model", sib.display())),
-                Err(e) => Err(format!("{}: {e}", sib.display())),
-            };
-        }
-    }
-    Err(format!(
-        "no inference variant: there is no inference model '{}' beside it, and deriving one by dropping the loss \
-         and backward part is not implemented yet",
-        name.strip_suffix("_train").unwrap_or(&name)
-    ))
-}
-
 /// Does a run fail for the finding's canonical reason? A misplaced
 /// positional slot fails binding before any check runs: its run names the
 /// slots as the binding error the finding carries does.
@@ -211,7 +234,7 @@ fn first_line(s: &str) -> &str {
 }
 
 /// Copy the regular files of `from` into a new folder `to`.
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| Error::io(to, e))?;
     for e in std::fs::read_dir(from).map_err(|e| Error::io(from, e))? {
         let e = e.map_err(|e| Error::io(from, e))?;
@@ -322,7 +345,13 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     };
     let before = run_case(&r.dir, &key.platform, &key.level);
     let Some(first) = d.findings.first() else {
-        report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before: before.clone(), after: None });
+        report.training.push(Variant {
+            key: key.to_string(),
+            dir: r.dir.clone(),
+            before: before.clone(),
+            after: None,
+            derived: None,
+        });
         if before.passed() {
             report.outcome = match &prior {
                 Some(p) if p.status != status::EXPECTED_PASSING => format!(
@@ -361,7 +390,13 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
 
     // Reproduce, for this key and every other training variant of the model.
     if !same_reason(&before, first) {
-        report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before: before.clone(), after: None });
+        report.training.push(Variant {
+            key: key.to_string(),
+            dir: r.dir.clone(),
+            before: before.clone(),
+            after: None,
+            derived: None,
+        });
         if before.passed() {
             report.outcome = format!(
                 "the training check reports {} but the host run passes: the status entry is stale or the check is \
@@ -376,7 +411,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             before.summary()
         )));
     }
-    report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before, after: None });
+    report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before, after: None, derived: None });
     for k in table.keys() {
         let Some(other) = Key::parse(&k) else { continue };
         if other.model != key.model || other.mode != "training" || other == key {
@@ -384,17 +419,53 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         }
         let o = run_case(&r.dir, &other.platform, &other.level);
         if same_reason(&o, first) {
-            report.training.push(Variant { key: k.clone(), dir: r.dir.clone(), before: o, after: None });
+            report.training.push(Variant { key: k.clone(), dir: r.dir.clone(), before: o, after: None, derived: None });
         } else {
             report.human.push(format!("'{k}' does not reproduce ({}); left as it is", o.summary()));
         }
     }
-    match inference_variant(&r.dir) {
-        Ok((name, dir)) => {
+    let dest = inference::derived_dir(&r.dir);
+    let ictx = inference::Ctx { root: &opts.root, make_refs: opts.refs, dest: &dest };
+    let mut derived_before: Option<derive::Derived> = None;
+    match inference::sibling(&r.dir) {
+        Ok(Some((name, dir))) => {
             let ikey = key.with(&name, "inference").to_string();
             let before = run_case(&dir, &key.platform, &key.level);
-            report.inference = Some(Variant { key: ikey, dir, before, after: None });
+            report.inference = Some(Variant { key: ikey, dir, before, after: None, derived: None });
         }
+        Ok(None) => match crate::lower::forward::forward(&d.model) {
+            Err(e) => {
+                report.inference_note =
+                    Some(format!("no inference variant: there is no inference model beside it, and {e}"))
+            }
+            Ok(f) => {
+                let scratch = scratch_dir(&format!("{}-inference", key.model));
+                let (before, side) = match inference::prepare(&ictx, &d.model, d.binding.as_ref(), None, scratch) {
+                    Ok(run) => {
+                        let o = run_derived(&run, &key, run_case);
+                        let _ = std::fs::remove_dir_all(&run.scratch);
+                        let side = DerivedSide::of(&run);
+                        derived_before = Some(run.derived);
+                        (o, Some(side))
+                    }
+                    Err(e) => (CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()), None),
+                };
+                let derived = DerivedVariant {
+                    outputs: f.outputs.iter().map(|&t| d.model.graph.name_of(t).to_string()).collect(),
+                    changes: derived_before.as_ref().map(|x| x.changes.clone()).unwrap_or_default(),
+                    before: side,
+                    after: None,
+                    written: None,
+                };
+                report.inference = Some(Variant {
+                    key: key.with(&key.model, "inference").to_string(),
+                    dir: r.dir.clone(),
+                    before,
+                    after: None,
+                    derived: Some(derived),
+                });
+            }
+        },
         Err(note) => report.inference_note = Some(note),
     }
 
@@ -417,6 +488,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             &mut table,
             &format!("{} reproduced; recorded as a known failure (no --fix)", flavor.name()),
         );
+        note_inference(&mut report, &dest);
         table.write()?;
         return Ok(report);
     }
@@ -429,6 +501,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             report.human.push(format!("no test-data fix: {why}"));
             xfail_all(&mut report, &mut table, &format!("{} reproduced; no test-data fix applies", flavor.name()));
             report.exit_code = 1;
+            note_inference(&mut report, &dest);
             table.write()?;
             return Ok(report);
         }
@@ -438,7 +511,9 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     report.fix.attempted = true;
     report.fix.changes = changes;
     let scratch = scratch_dir(&key.model);
-    let result = fix_in(&scratch, opts, &d, &arrays, rebatch_inputs.as_deref(), &mut report, run_case);
+    let fixing = Fixing { opts, d: &d, arrays: &arrays, rebatch_inputs: rebatch_inputs.as_deref() };
+    let inf = InferenceCtx { ctx: &ictx, before: derived_before.as_ref() };
+    let result = fix_in(&scratch, &fixing, &inf, &mut report, run_case);
     let kept = match result {
         Ok(k) => k,
         Err(e) => {
@@ -449,6 +524,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             report.human.push(format!("the fix could not be made: {why}"));
             xfail_all(&mut report, &mut table, &format!("{} reproduced; the fix could not be made", flavor.name()));
             report.exit_code = 1;
+            note_inference(&mut report, &dest);
             table.write()?;
             return Ok(report);
         }
@@ -501,21 +577,93 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         (true, false) => format!("fix kept, but {key} still does not pass"),
         (false, _) => "fix reverted; recorded as a known failure".into(),
     };
+    note_inference(&mut report, &dest);
     table.write()?;
     Ok(report)
+}
+
+/// Run a derived inference variant. Without a single reference the
+/// project would compare nothing (emission refuses it): only the stages
+/// up to the memory plan are checked, and nothing is called a pass of it.
+fn run_derived(run: &inference::DerivedRun, key: &Key, run_case: &RunCase<'_>) -> CaseOutcome {
+    if run.derived.references.is_empty() {
+        let o = runner::stages_only(&run.scratch, &key.platform, &key.level);
+        if !o.passed() {
+            return o;
+        }
+        CaseOutcome::pass(
+            format!(
+                "not run, nothing compared: no references for {}; import, bind, check and memory plan pass",
+                run.derived.outputs.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+            ),
+            0,
+        )
+    } else {
+        run_case(&run.scratch, &key.platform, &key.level)
+    }
+}
+
+/// Say plainly when a derived inference variant was run without
+/// references: it ran, but nothing was compared, so it did not pass.
+fn note_inference(report: &mut Report, dest: &Path) {
+    let Some(dv) = report.inference.as_ref().and_then(|v| v.derived.as_ref()) else { return };
+    let Some(side) = dv.after.as_ref().or(dv.before.as_ref()) else { return };
+    if side.unreferenced.is_empty() {
+        return;
+    }
+    let note = inference::no_references_note(&side.unreferenced, dv.written.as_deref(), dest);
+    report.outcome.push_str("; the derived inference variant was not compared (it has no references)");
+    report.human.push(note.clone());
+    report.inference_note = Some(note);
+}
+
+/// The fix to apply.
+struct Fixing<'a> {
+    opts: &'a Options,
+    d: &'a Diagnosis,
+    arrays: &'a fix::Arrays,
+    rebatch_inputs: Option<&'a [String]>,
+}
+
+/// What re-deriving the inference variant after the fix needs.
+struct InferenceCtx<'a> {
+    ctx: &'a inference::Ctx<'a>,
+    /// The variant derived before the fix.
+    before: Option<&'a derive::Derived>,
 }
 
 /// Apply the fix in `scratch`, re-run, and write the deliverables when the
 /// fix is kept. Returns whether it was kept.
 fn fix_in(
     scratch: &Path,
-    opts: &Options,
-    d: &Diagnosis,
-    arrays: &fix::Arrays,
-    rebatch_inputs: Option<&[String]>,
+    fixing: &Fixing<'_>,
+    inf: &InferenceCtx<'_>,
     report: &mut Report,
     run_case: &RunCase<'_>,
 ) -> Result<bool> {
+    let mut derived_after: Option<inference::DerivedRun> = None;
+    let kept = fix_and_rerun(scratch, fixing, inf, &mut derived_after, report, run_case);
+    if let Some(run) = derived_after {
+        if let (Ok(true), Some(dv)) = (&kept, report.inference.as_mut().and_then(|v| v.derived.as_mut())) {
+            match inference::persist(&run.scratch, inf.ctx.dest) {
+                Ok(()) => dv.written = Some(inf.ctx.dest.to_path_buf()),
+                Err(e) => report.human.push(format!("the derived inference variant was not written: {e}")),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&run.scratch);
+    }
+    kept
+}
+
+fn fix_and_rerun(
+    scratch: &Path,
+    fixing: &Fixing<'_>,
+    inf_ctx: &InferenceCtx<'_>,
+    derived_after: &mut Option<inference::DerivedRun>,
+    report: &mut Report,
+    run_case: &RunCase<'_>,
+) -> Result<bool> {
+    let Fixing { opts, d, arrays, rebatch_inputs } = *fixing;
     let dir = report.dir.clone();
     copy_dir(&dir, scratch)?;
     write_npz(&scratch.join(bind::INPUTS_FILE), arrays)?;
@@ -538,13 +686,37 @@ fn fix_in(
         let key = Key::parse(&report.training[i].key).expect("variants are status keys");
         report.training[i].after = Some(run_case(scratch, &key.platform, &key.level));
     }
-    // The inference model has its own test data: the fix does not reach
-    // it, and the re-run confirms that.
+    // The inference model beside it has its own test data: the fix does
+    // not reach it, and the re-run confirms that. A derived variant is
+    // derived again, from the fixed copy: the fix reaches it as it reaches
+    // training.
     if let Some(inf) = report.inference.as_mut() {
         let key = Key::parse(&inf.key).expect("a status key");
-        let after = run_case(&inf.dir, &key.platform, &key.level);
+        let after = match inf.derived.as_mut() {
+            None => run_case(&inf.dir, &key.platform, &key.level),
+            Some(dv) => {
+                let prepared = crate::load(scratch).and_then(|m| {
+                    let b = bind::bind(&m, &BindOptions::default())?;
+                    let to = scratch_dir(&format!("{}-inference", key.model));
+                    inference::prepare(inf_ctx.ctx, &m, Some(&b), inf_ctx.before, to)
+                });
+                match prepared {
+                    Ok(run) => {
+                        let o = run_derived(&run, &key, run_case);
+                        dv.after = Some(DerivedSide::of(&run));
+                        if dv.changes.is_empty() {
+                            dv.changes = run.derived.changes.clone();
+                        }
+                        *derived_after = Some(run);
+                        o
+                    }
+                    Err(e) => CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()),
+                }
+            }
+        };
         if inf.before.passed() && !after.passed() {
-            report.fix.reverted = Some(format!("inference '{}' regressed: {}", inf.key, after.summary()));
+            let what = if inf.derived.is_some() { " (derived)" } else { "" };
+            report.fix.reverted = Some(format!("inference '{}'{what} regressed: {}", inf.key, after.summary()));
         }
         inf.after = Some(after);
     }
@@ -653,17 +825,30 @@ pub fn text(r: &Report) -> String {
             let _ = writeln!(s, "  after     {}: {}", v.key, a.summary());
         }
     }
-    match (&r.inference, &r.inference_note) {
-        (Some(v), _) => {
+    match r.inference.as_ref().map(|v| (v, v.derived.as_ref())) {
+        Some((v, None)) => {
             let _ = writeln!(s, "  inference {}: before {}", v.key, v.before.summary());
             if let Some(a) = &v.after {
                 let _ = writeln!(s, "            after  {}", a.summary());
             }
         }
-        (None, Some(n)) => {
-            let _ = writeln!(s, "  inference {n}");
+        Some((v, Some(dv))) => {
+            let _ = writeln!(s, "  inference {} (derived: no inference model beside it)", v.key);
+            for c in &dv.changes {
+                let _ = writeln!(s, "            - {c}");
+            }
+            let _ = writeln!(s, "            before {}", derived_summary(&v.before, dv.before.as_ref()));
+            if let Some(a) = &v.after {
+                let _ = writeln!(s, "            after  {}", derived_summary(a, dv.after.as_ref()));
+            }
+            if let Some(w) = &dv.written {
+                let _ = writeln!(s, "            wrote {} (the variant of the fixed model and data)", w.display());
+            }
         }
-        _ => {}
+        None => {}
+    }
+    if let Some(n) = &r.inference_note {
+        let _ = writeln!(s, "  inference {n}");
     }
     for (k, e) in &r.status_written {
         let _ = writeln!(s, "  status    \"{k}\" = {}", e.summary());
@@ -676,4 +861,20 @@ pub fn text(r: &Report) -> String {
     }
     let _ = writeln!(s, "  outcome   {}", r.outcome);
     s
+}
+
+/// One run of a derived inference variant: a run without references is
+/// not called a pass.
+fn derived_summary(o: &CaseOutcome, side: Option<&DerivedSide>) -> String {
+    let Some(side) = side else { return o.summary() };
+    let notes = if side.notes.is_empty() { String::new() } else { format!(" ({})", side.notes.join("; ")) };
+    let list = side.unreferenced.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    match (side.references.as_deref(), o.passed()) {
+        (None, true) => format!("{}{notes}", o.message),
+        (None, false) => {
+            format!("{} (stages up to the memory plan only: no references for {list}{notes})", o.summary())
+        }
+        (Some(src), _) if side.unreferenced.is_empty() => format!("{}; references: {src}", o.summary()),
+        (Some(src), _) => format!("{}; references: {src}; none for {list}", o.summary()),
+    }
 }
