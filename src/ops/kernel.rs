@@ -1103,7 +1103,7 @@ pub fn batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
         ("momentum", f(ctx.attr_float("momentum", 0.9)?)),
     ]);
     let func = if train { "dg_batchnorm_train_f32" } else { "dg_batchnorm_f32" };
-    Ok(KernelCall { calls: vec![call(func, "dg_batchnorm_args_t", fields)], state_updates, ..Default::default() })
+    Ok(KernelCall { calls: vec![call(func, "dg_batchnorm_args_t", fields)], state_updates })
 }
 
 pub fn batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
