@@ -2,10 +2,8 @@
 //! copies of the fixtures in a temporary repository root (never on
 //! `tests/fixtures/` or `models/` themselves).
 //!
-//! The tests call the command line, so once the real host run replaces
-//! the stages-only runner (`triage::runner::default_runner`) they exercise
-//! it; assertions that need numbers compared are guarded by
-//! `DEFAULT_RUNNER_RUNS_HOST` and say so when they are skipped.
+//! The tests call the command line, which runs every case on the host
+//! (`triage::runner::default_runner`): passes are real comparisons.
 
 mod common;
 
@@ -14,7 +12,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use common::*;
 use deploygen::bind::npz;
-use deploygen::triage::runner::{self, CaseOutcome, DEFAULT_RUNNER_RUNS_HOST};
+use deploygen::triage::runner::{self, CaseOutcome};
 use deploygen::triage::{self, status::StatusTable, Options, STALE_REFS_REASON};
 use predicates::prelude::*;
 
@@ -85,11 +83,7 @@ fn missing_labels_fix_adds_targets_and_the_entry_becomes_passing() {
     // No inference model beside a fixture: one is derived (see
     // missing_labels_fix_reports_its_derived_inference_variant_honestly).
     assert!(out.contains("inference missing_labels/host-L2-inference (derived"), "{out}");
-    if DEFAULT_RUNNER_RUNS_HOST {
-        assert!(!out.contains("nothing was compared"), "{out}");
-    } else {
-        eprintln!("note: host run not wired in; 'passes against its references' is checked by the stages only");
-    }
+    assert!(!out.contains("nothing was compared"), "{out}");
 }
 
 #[test]
@@ -143,13 +137,9 @@ fn a_fixed_run_against_stale_references_is_an_xfail_never_a_pass() {
     assert!(triage::text(&r).contains("references: not regenerated (no --refs)"));
 
     // The same through the command line, where the real host run decides.
-    if DEFAULT_RUNNER_RUNS_HOST {
-        let root = stale_refs_repo();
-        triage_cmd(root.path(), &[ML_KEY, "--fix"]).code(1);
-        assert_eq!(entry(root.path(), ML_KEY).reason.as_deref(), Some(STALE_REFS_REASON));
-    } else {
-        eprintln!("skipped: stale references through the CLI need the host run (not wired in)");
-    }
+    let root = stale_refs_repo();
+    triage_cmd(root.path(), &[ML_KEY, "--fix"]).code(1);
+    assert_eq!(entry(root.path(), ML_KEY).reason.as_deref(), Some(STALE_REFS_REASON));
 }
 
 /// A Python with onnxruntime for tools/make_refs.py, if there is one.
@@ -476,10 +466,6 @@ fn with_refs_the_derived_inference_variant_is_compared_and_later_runs_reuse_them
         eprintln!("SKIPPED: no Python with onnxruntime (set DEPLOYGEN_PYTHON); derived references not made");
         return;
     };
-    if !DEFAULT_RUNNER_RUNS_HOST {
-        eprintln!("SKIPPED: comparing the derived variant needs the host run");
-        return;
-    }
     let root = repo(&["missing_labels"], &xfail(ML_KEY, TARGETS));
     let run = |args: &[&str]| {
         let out = Command::cargo_bin("deploygen")
