@@ -13,7 +13,7 @@ use crate::bind::{self, BindOptions, Binding};
 use crate::emit::{self, EmitOptions, Project};
 use crate::error::Error;
 use crate::ir::Model;
-use crate::plan::{self, Plan, PlanOptions};
+use crate::plan::{self, Level, Plan, PlanOptions, StaticRequest};
 use crate::{check, import, lower};
 
 /// Where a case failed. The names are the ones the status table, the JUnit
@@ -190,9 +190,24 @@ pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
     if let Some(b) = &binding {
         timed(&mut t, "check", Stage::Bind, || check::training(&model, b))?;
     }
-    let plan = timed(&mut t, "plan", Stage::Plan, || plan::plan(&model, &o.plan))?;
+    let opts = plan_options(&model, binding.as_ref(), &o.plan);
+    let plan = timed(&mut t, "plan", Stage::Plan, || plan::plan(&model, &opts))?;
     let project = timed(&mut t, "emit", Stage::Emit, || emit::generate(&model, binding.as_ref(), &plan, &o.emit))?;
     Ok(Generated { model, binding, plan, project, timings: t })
+}
+
+/// The plan options with the test data the project will carry: static
+/// L2 arrays the plan must count (in the L2 image and its capacity).
+pub fn plan_options(model: &Model, binding: Option<&Binding>, base: &PlanOptions) -> PlanOptions {
+    let mut o = base.clone();
+    if let Some(b) = binding {
+        let bytes = b.test_data_bytes(model.roles.is_training());
+        if bytes > 0 {
+            let name = "test data (testinputs.h, testoutputs.h)".to_string();
+            o.statics.push(StaticRequest { name, bytes, level: Level::L2 });
+        }
+    }
+    o
 }
 
 /// The binding of the model's test data; `None` when it has none and

@@ -157,7 +157,8 @@ fn resnet8_with_l3_staged_weights_runs() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("p");
-    let o = build(&common::zoo("resnet8"), "GAP9", "L2", &out, &["--l2-image", "200000"]);
+    // 362,904 B of the image are test data: one weight is staged.
+    let o = build(&common::zoo("resnet8"), "GAP9", "L2", &out, &["--l2-image", "420000"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("l3-staged"));
     let m = manifest(&out);
@@ -348,5 +349,41 @@ fn every_model_generates_on_every_platform_and_level() {
                 }
             }
         }
+    }
+}
+
+#[test]
+fn the_test_data_is_counted_in_the_l2_plan() {
+    // testinputs.h and testoutputs.h are static L2 arrays: the plan must
+    // count them in L2 (capacity and image), not only the weights.
+    let args = BuildArgs {
+        model: common::zoo("resnet8"),
+        platform: "GAP9".into(),
+        default_mem: Some("L2".into()),
+        ..Default::default()
+    };
+    let b = generate(&args).unwrap();
+    let l2 = b.plan.level(deploygen::plan::Level::L2);
+    let baked: u64 =
+        b.plan.weights.iter().filter(|w| w.supply == deploygen::plan::Supply::Baked).map(|w| w.bytes).sum();
+    let model = deploygen::load(&args.model).unwrap();
+    let binding = deploygen::bind::bind(&model, &Default::default()).unwrap();
+    let data = binding.test_data_bytes(true);
+    assert!(data > 300_000, "resnet8 carries {data} B of test vectors and references");
+    assert!(
+        l2.static_bytes >= baked + data,
+        "L2 static {} B < weights {baked} B + test data {data} B",
+        l2.static_bytes
+    );
+    // Too little L2 for weights, activations and test data is refused
+    // rather than emitted (it would overflow the chip's L2 at boot).
+    let tight = BuildArgs { l2: Some(l2.needed_bytes - data / 2), ..args };
+    match generate(&tight) {
+        Err(deploygen::Error::Capacity { .. }) => {}
+        Err(e) => panic!("expected a capacity error, got {e}"),
+        Ok(b) => assert!(
+            b.plan.level(deploygen::plan::Level::L2).static_bytes >= data,
+            "the test data is still counted when L2 is short"
+        ),
     }
 }

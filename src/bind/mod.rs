@@ -186,6 +186,19 @@ impl Binding {
         self.slots.iter().filter(move |s| s.role == role)
     }
 
+    /// Bytes of the test vectors and references a generated project
+    /// carries as static L2 arrays (`testinputs.h`, `testoutputs.h`): each
+    /// data slot's value per mini-batch the schedule uses, the loss values
+    /// of the forward passes, and every float reference as f32.
+    pub fn test_data_bytes(&self, training: bool) -> u64 {
+        let mbs = if training { self.schedule.data_size.max(1) } else { 1 };
+        let per_mb: usize = self.data_slots().iter().map(|s| s.ty().bytes().unwrap_or(0)).sum();
+        let passes = self.schedule.n_steps * self.schedule.n_accum.max(1);
+        let loss = self.loss.as_ref().map_or(0, |l| l.data.numel().min(passes));
+        let refs: usize = self.references.iter().filter(|r| r.data.dtype.is_float()).map(|r| r.data.numel()).sum();
+        (mbs * per_mb + 4 * (loss + refs)) as u64
+    }
+
     /// The data slots `[0, D)`.
     pub fn data_slots(&self) -> &[Slot] {
         &self.slots[..self.num_data_inputs.min(self.slots.len())]

@@ -88,7 +88,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     let m = crate::load(&a.model)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
-    let mem = opts.map(|o| plan::plan(&m, &o)).transpose()?;
+    let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
     if let Some(path) = &a.dot {
         write_file(path, &inspect::dot(&m))?;
     }

@@ -6,7 +6,7 @@
 //! nothing more can move, the plan is a capacity error with the numbers and
 //! what would help.
 
-use super::buffers::{BufId, Discovery};
+use super::buffers::{BufId, Discovery, Kind};
 use super::{attempt, capacity_error, largest_staging, thousands, Attempt, PlanOptions};
 use crate::diag::Hint;
 use crate::error::Result;
@@ -49,7 +49,9 @@ pub(super) fn fit(
             // that touches them first (each touch is a staging copy).
             let mut cands: Vec<BufId> = base
                 .iter()
-                .filter(|b| b.level == Level::L2 && b.persistent && !b.kind.is_per_node())
+                // Static requests (the test data) stay where they were asked for:
+                // emission writes them as L2 arrays.
+                .filter(|b| b.level == Level::L2 && b.persistent && !b.kind.is_per_node() && b.kind != Kind::Static)
                 .map(|b| b.id)
                 .collect();
             if !cands.is_empty() {

@@ -19,10 +19,10 @@ void *DeeployOptNetwork_learning_rate;
 
 int InitOptimizerNetwork(void)
 {
-    DeeployOptNetwork_inputs[0] = DG_L2(453112);
-    DeeployOptNetwork_inputs[1] = DG_L2(453120);
-    DeeployOptNetwork_outputs[0] = DG_L2(600656);
-    DeeployOptNetwork_learning_rate = DG_L2(453112);
+    DeeployOptNetwork_inputs[0] = DG_L2(127480);
+    DeeployOptNetwork_inputs[1] = DG_L2(127488);
+    DeeployOptNetwork_outputs[0] = DG_L2(422624);
+    DeeployOptNetwork_learning_rate = DG_L2(127480);
     return 0;
 }
 
@@ -36,11 +36,11 @@ void RunOptimizerNetwork(void *arg)
             /* conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w2,
-                .g = DG_L2(159752),
+                .g = DG_L2(36872),
                 .w_out = (void *)dg_w2,
                 .n = 432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -48,11 +48,11 @@ void RunOptimizerNetwork(void *arg)
             /* bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w3,
-                .g = DG_L2(161480),
+                .g = DG_L2(38600),
                 .w_out = (void *)dg_w3,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -60,11 +60,11 @@ void RunOptimizerNetwork(void *arg)
             /* bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w4,
-                .g = DG_L2(161544),
+                .g = DG_L2(38664),
                 .w_out = (void *)dg_w4,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -72,11 +72,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w7,
-                .g = DG_L2(161608),
+                .g = DG_L2(38728),
                 .w_out = (void *)dg_w7,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -84,11 +84,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w8,
-                .g = DG_L2(170824),
+                .g = DG_L2(47944),
                 .w_out = (void *)dg_w8,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -96,11 +96,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w9,
-                .g = DG_L2(170888),
+                .g = DG_L2(48008),
                 .w_out = (void *)dg_w9,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -108,11 +108,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.conv2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w12,
-                .g = DG_L2(170952),
+                .g = DG_L2(48072),
                 .w_out = (void *)dg_w12,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -120,11 +120,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w13,
-                .g = DG_L2(180168),
+                .g = DG_L2(57288),
                 .w_out = (void *)dg_w13,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -132,24 +132,23 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w14,
-                .g = DG_L2(180232),
+                .g = DG_L2(57352),
                 .w_out = (void *)dg_w14,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack2.conv1.weight */
-            dg_copy(DG_L2(453128), DG_L3(0), 18432u); /* stack2.conv1.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w17,
-                .g = DG_L2(453128),
+                .g = DG_L2(57416),
                 .w_out = (void *)dg_w17,
                 .n = 4608u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -157,11 +156,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w18,
-                .g = DG_L2(180296),
+                .g = DG_L2(75848),
                 .w_out = (void *)dg_w18,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -169,23 +168,23 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w19,
-                .g = DG_L2(180424),
+                .g = DG_L2(75976),
                 .w_out = (void *)dg_w19,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack2.conv2.weight */
             dg_sgd_args_t args = {
-                .w = (void *)dg_w22,
-                .g = DG_L2(180552),
-                .w_out = (void *)dg_w22,
+                .w = DG_L2(8),
+                .g = DG_L2(76104),
+                .w_out = DG_L2(8),
                 .n = 9216u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -193,11 +192,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w23,
-                .g = DG_L2(217416),
+                .g = DG_L2(112968),
                 .w_out = (void *)dg_w23,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -205,11 +204,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w24,
-                .g = DG_L2(217544),
+                .g = DG_L2(113096),
                 .w_out = (void *)dg_w24,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -217,11 +216,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w27,
-                .g = DG_L2(217672),
+                .g = DG_L2(113224),
                 .w_out = (void *)dg_w27,
                 .n = 512u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -229,35 +228,38 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w28,
-                .g = DG_L2(219720),
+                .g = DG_L2(115272),
                 .w_out = (void *)dg_w28,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack3.conv1.weight */
+            dg_copy(DG_L2(127496), DG_L3(12288), 73728u); /* stack3.conv1.weight L3->L2 */
+            dg_copy(DG_L2(274952), DG_L3(233472), 73728u); /* stack3.conv1.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
-                .w = (void *)dg_w29,
-                .g = DG_L2(219848),
-                .w_out = (void *)dg_w29,
+                .w = DG_L2(127496),
+                .g = DG_L2(274952),
+                .w_out = DG_L2(127496),
                 .n = 18432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+            dg_copy(DG_L3(12288), DG_L2(127496), 73728u); /* stack3.conv1.weight L2->L3 */
         }
         {
             /* stack3.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w30,
-                .g = DG_L2(293576),
+                .g = DG_L2(115400),
                 .w_out = (void *)dg_w30,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -265,35 +267,38 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w31,
-                .g = DG_L2(293832),
+                .g = DG_L2(115656),
                 .w_out = (void *)dg_w31,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack3.conv2.weight */
+            dg_copy(DG_L2(127496), DG_L3(86016), 147456u); /* stack3.conv2.weight L3->L2 */
+            dg_copy(DG_L2(274952), DG_L3(307200), 147456u); /* stack3.conv2.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
-                .w = DG_L2(12296),
-                .g = DG_L2(294088),
-                .w_out = DG_L2(12296),
+                .w = DG_L2(127496),
+                .g = DG_L2(274952),
+                .w_out = DG_L2(127496),
                 .n = 36864u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+            dg_copy(DG_L3(86016), DG_L2(127496), 147456u); /* stack3.conv2.weight L2->L3 */
         }
         {
             /* stack3.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w35,
-                .g = DG_L2(441544),
+                .g = DG_L2(115912),
                 .w_out = (void *)dg_w35,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -301,11 +306,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w36,
-                .g = DG_L2(441800),
+                .g = DG_L2(116168),
                 .w_out = (void *)dg_w36,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -313,11 +318,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w39,
-                .g = DG_L2(442056),
+                .g = DG_L2(116424),
                 .w_out = (void *)dg_w39,
                 .n = 2048u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -325,11 +330,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w40,
-                .g = DG_L2(450248),
+                .g = DG_L2(124616),
                 .w_out = (void *)dg_w40,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -337,11 +342,11 @@ void RunOptimizerNetwork(void *arg)
             /* fc.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w41,
-                .g = DG_L2(450504),
+                .g = DG_L2(124872),
                 .w_out = (void *)dg_w41,
                 .n = 640u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -349,11 +354,11 @@ void RunOptimizerNetwork(void *arg)
             /* fc.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w42,
-                .g = DG_L2(453064),
+                .g = DG_L2(127432),
                 .w_out = (void *)dg_w42,
                 .n = 10u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(453112),
+                .lr_ptr = DG_L2(127480),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
