@@ -45,9 +45,10 @@ pub struct PlanOptions {
     pub platform: Platform,
     /// The default level of graph I/O, weights and buffers: L2 or L3.
     pub default_mem: Level,
-    /// Extra static buffers a later stage needs (test data), with their
-    /// preferred level. They are placed like weights: baked at L2,
-    /// hex-loaded at L3, and moved to L3 first when L2 is short.
+    /// Extra static buffers a later stage needs (the test data, see
+    /// `pipeline::plan_options`) at the level asked for: baked into the L2
+    /// image, counted in L2's capacity and image limit; eviction never
+    /// moves them, since emission writes them as L2 arrays.
     pub statics: Vec<StaticRequest>,
     /// Bound on the bytes baked into the L2 image; weights beyond it are
     /// `l3-staged`. Defaults to the platform's `image_limit` for L2.
