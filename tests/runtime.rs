@@ -164,6 +164,15 @@ fn kernels_match_onnxruntime_gap9_1_3_8_cores() {
     kernels_pass("-DDG_PLATFORM_GAP9", "-O2", &[], &["--cores", "1,3,8"]);
 }
 
+/// Inline forks (generated projects' default) give the same bits: GAP9's
+/// controller runs the cores' shares itself, the host's works as core 0.
+#[test]
+fn kernels_match_onnxruntime_with_the_inline_team() {
+    kernels_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "1,3,8"]);
+    kernels_pass("-DDG_PLATFORM_HOST", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "8"]);
+    wave2_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "1,3,8"]);
+}
+
 #[test]
 fn kernels_match_onnxruntime_siracusa_and_host() {
     // Siracusa: the controller is core 0 and works inside the fork.
@@ -238,6 +247,7 @@ fn emu_run(exe: &Path, tmp: &Path, extra_args: &[&str]) -> (Output, String) {
 const EMU_TESTS: &[&str] = &[
     "core_ids",
     "fork_ids",
+    "fork_threads",
     "barrier_orders_writes",
     "l1_capacity",
     "l2_capacity",
@@ -262,6 +272,43 @@ fn emulation_semantics_per_platform() {
         // an exhausted L1 prints the SDK's own line
         assert!(text.contains("Allocation failed for allocator 2"), "{text}");
     }
+}
+
+/// The inline team of generated projects (`-DDG_HOST_TEAM_INLINE`, see
+/// runtime/README.md) keeps every semantic of the emulation, on each
+/// platform, and DG_HOST_TEAM switches the mode at run time.
+#[test]
+fn emulation_semantics_with_the_inline_team() {
+    let tmp = tempfile::tempdir().unwrap();
+    for platform in ["GAP9", "SIRACUSA", "HOST"] {
+        let define = format!("-DDG_PLATFORM_{platform}");
+        let exe = emu_build(tmp.path(), &format!("emu_inline_{platform}"), "-O2", &[&define, "-DDG_HOST_TEAM_INLINE"]);
+        let (o, text) = emu_run(&exe, tmp.path(), &[]);
+        assert_emu_pass(&text, o.status.success());
+        assert!(text.contains("ok   fork_threads\n"), "{text}");
+        // and with threads again, chosen at run time
+        let o = Command::new(&exe)
+            .arg(tmp.path().join("hex"))
+            .env("DG_HOST_QUIET", "1")
+            .env("DG_HOST_TEAM", "threads")
+            .output()
+            .unwrap();
+        assert_emu_pass(&String::from_utf8_lossy(&o.stdout), o.status.success());
+    }
+    let tsan = emu_build(
+        tmp.path(),
+        "emu_inline_tsan",
+        "-O1",
+        &["-DDG_PLATFORM_GAP9", "-DDG_HOST_TEAM_INLINE", "-g", "-fsanitize=thread"],
+    );
+    let (o, text) = emu_run(&tsan, tmp.path(), &[]);
+    assert_emu_pass(&text, o.status.success());
+    assert!(!text.contains("ThreadSanitizer"), "{text}");
+    // a barrier core 0 never calls would deadlock the chip: inline, it aborts
+    let exe = tmp.path().join("emu_inline_GAP9");
+    let (o, text) = emu_run(&exe, tmp.path(), &["--death", "late_barrier"]);
+    assert!(!o.status.success(), "late_barrier did not abort:\n{text}");
+    assert!(text.contains("reached a barrier that core 0 of its team never called"), "{text}");
 }
 
 #[test]

@@ -8,7 +8,8 @@
  * Semantics kept from the chips (see runtime/README.md):
  *  - a cluster task sent with pi_cluster_send_task_to_cl() runs once, on the
  *    cluster controller, whose pi_core_id() is 8 on GAP9 and 0 on Siracusa;
- *  - pi_cl_team_fork() runs the entry on real POSIX threads with ids 0..n-1
+ *  - pi_cl_team_fork() runs the entry once per core id 0..n-1, on real POSIX
+ *    threads (or, inline, on the calling thread until the first barrier),
  *    and pi_cl_team_barrier() is a real barrier;
  *  - L1 / L2 / L3 allocators enforce the configured capacities and return
  *    NULL (L3: -1) when exhausted; peak usage per level is reported at exit.
@@ -299,6 +300,9 @@ void dg_host_report(void);
 uint32_t dg_host_controller_core_id(void);
 /* Non-zero while the calling thread runs inside pi_cl_team_fork(). */
 int dg_host_in_fork(void);
+/* Non-zero when forks run inline (DG_HOST_TEAM_INLINE / DG_HOST_TEAM=inline),
+ * zero when every core of a fork runs on its own thread. */
+int dg_host_team_inline(void);
 /* Print "[pmsis-host] FATAL: <msg>" and abort(). */
 void dg_host_fatal(const char *msg);
 

@@ -279,6 +279,11 @@ typedef struct dg_team {
     pthread_cond_t cond;
     int waiting;
     unsigned long generation;
+    /* Inline forks (see pi_cl_team_fork): the share the forking thread is
+     * running, and whether the other cores have been started. */
+    int inline_run;
+    int share;
+    int started;
 } dg_team_t;
 
 typedef struct {
@@ -302,6 +307,27 @@ static pthread_mutex_t g_critical = PTHREAD_MUTEX_INITIALIZER;
 
 static void report_at_exit(void) { dg_host_report(); }
 
+/* How forks run: DG_HOST_TEAM=threads|inline at run time, else the build's
+ * default (-DDG_HOST_TEAM_INLINE: inline). */
+#ifdef DG_HOST_TEAM_INLINE
+static int g_team_inline = 1;
+#else
+static int g_team_inline = 0;
+#endif
+
+static void team_mode_from_env(void)
+{
+    const char *s = getenv("DG_HOST_TEAM");
+    if (s == NULL || *s == '\0')
+        return;
+    if (strcmp(s, "threads") == 0)
+        g_team_inline = 0;
+    else if (strcmp(s, "inline") == 0)
+        g_team_inline = 1;
+    else
+        fprintf(stderr, "[pmsis-host] ignoring DG_HOST_TEAM=%s (threads or inline)\n", s);
+}
+
 static void init_once(void)
 {
     if (pthread_key_create(&g_key, NULL) != 0)
@@ -314,6 +340,7 @@ static void init_once(void)
     heap_init(&g_l3, env_size("DG_L3_SIZE", DG_L3_SIZE), 1);
     if ((unsigned long long)DG_L3_BASE + g_l3.cap > 0xFFFFFFFFull)
         dg_host_fatal("DG_L3_SIZE does not fit the 32-bit L3 address window");
+    team_mode_from_env();
     atexit(report_at_exit);
 }
 
@@ -443,6 +470,11 @@ uint32_t pi_cluster_id(void) { return self()->cluster_id; }
 int pi_is_fc(void) { return !self()->on_cluster; }
 uint32_t dg_host_controller_core_id(void) { return DG_HOST_CC_CORE_ID; }
 int dg_host_in_fork(void) { return self()->team != NULL; }
+int dg_host_team_inline(void)
+{
+    ensure_init();
+    return g_team_inline;
+}
 
 int pi_cl_cluster_nb_cores(void)
 {
@@ -468,32 +500,112 @@ int pi_cl_team_nb_cores(void)
     return n;
 }
 
+/* The team's workers: one POSIX thread per core id, started by the first
+ * fork that needs it and parked between forks, so a fork costs a wake-up
+ * per worker rather than a thread creation and a join (a generated step
+ * forks once per node). Each worker is core `id` for its whole life; a fork
+ * wakes exactly the workers of its team. All of it is guarded by g_pool_lock. */
+#define DG_HOST_MAX_TEAM 64
+
 typedef struct {
-    dg_team_t *team;
     uint32_t id;
-} worker_start_t;
+    int started;
+    int go;          /* set by the fork that wants this worker */
+    pthread_cond_t wake;
+} dg_worker_t;
+
+static pthread_mutex_t g_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_pool_done = PTHREAD_COND_INITIALIZER; /* the forking thread waits here */
+static dg_team_t *g_pool_team; /* the running fork's team */
+static int g_pool_pending;     /* workers of the running fork not finished yet */
+static dg_worker_t g_pool_w[DG_HOST_MAX_TEAM];
 
 static void *worker_main(void *p)
 {
-    worker_start_t *w = (worker_start_t *)p;
+    dg_worker_t *w = (dg_worker_t *)p;
+    dg_team_t *team;
     dg_thread_t t;
     memset(&t, 0, sizeof t);
     t.core_id = w->id;
     t.cluster_id = 0;
     t.on_cluster = 1;
-    t.team = w->team;
     pthread_setspecific(g_key, &t);
-    w->team->entry(w->team->arg);
-    pthread_setspecific(g_key, NULL);
+    pthread_mutex_lock(&g_pool_lock);
+    for (;;) {
+        while (!w->go)
+            pthread_cond_wait(&w->wake, &g_pool_lock);
+        w->go = 0;
+        team = g_pool_team;
+        pthread_mutex_unlock(&g_pool_lock);
+        t.team = team;
+        team->entry(team->arg);
+        t.team = NULL;
+        pthread_mutex_lock(&g_pool_lock);
+        if (--g_pool_pending == 0)
+            pthread_cond_signal(&g_pool_done);
+    }
     return NULL;
 }
 
+/* Runs cores [from, to) of the team on their workers (not waiting). */
+static void pool_start(dg_team_t *team, int from, int to)
+{
+    dg_worker_t *w;
+    pthread_t th;
+    int i;
+    if (from >= to)
+        return;
+    pthread_mutex_lock(&g_pool_lock);
+    if (g_pool_team != NULL)
+        dg_host_fatal("pi_cl_team_fork while another fork runs");
+    g_pool_team = team;
+    g_pool_pending = to - from;
+    for (i = from; i < to; i++) {
+        w = &g_pool_w[i];
+        if (!w->started) {
+            w->id = (uint32_t)i;
+            if (pthread_cond_init(&w->wake, NULL) != 0)
+                dg_host_fatal("pthread_cond_init failed for a team worker");
+            if (pthread_create(&th, NULL, worker_main, w) != 0)
+                dg_host_fatal("pthread_create failed for a team worker");
+            pthread_detach(th);
+            w->started = 1;
+        }
+        w->go = 1;
+        pthread_cond_signal(&w->wake);
+    }
+    pthread_mutex_unlock(&g_pool_lock);
+}
+
+/* Waits for the workers started by pool_start. */
+static void pool_wait(void)
+{
+    pthread_mutex_lock(&g_pool_lock);
+    while (g_pool_pending > 0)
+        pthread_cond_wait(&g_pool_done, &g_pool_lock);
+    g_pool_team = NULL;
+    pthread_mutex_unlock(&g_pool_lock);
+}
+
+/* A fork runs in one of two ways (DG_HOST_TEAM, see team_mode_from_env):
+ *
+ * - threads: every core of the team on its own worker thread at once (on
+ *   PULP the controller is core 0 and runs its share itself; on GAP9 it is
+ *   a ninth core that only waits).
+ * - inline: the forking thread runs the cores' shares itself, one after
+ *   another in core order, as core 0, 1, ..., n-1, until a share calls
+ *   pi_cl_team_barrier(). At that barrier the other cores start on their
+ *   worker threads and the barrier is real from then on. Barriers are
+ *   called by every core of a team alike, so the first one comes in core
+ *   0's share; a kernel without barriers (most of them: each core writes
+ *   its own outputs) then costs no thread at all. A barrier first called in
+ *   a later share would deadlock the chip and aborts here.
+ */
 void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
 {
     dg_thread_t *caller = self();
     dg_team_t team;
-    pthread_t th[64];
-    worker_start_t ws[64];
+    uint32_t own_id;
     int i, first;
     char msg[128];
 
@@ -503,7 +615,7 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
         dg_host_fatal("pi_cl_team_fork called inside a fork (nested forks are not supported)");
     if (nb_cores == 0)
         nb_cores = pi_cl_team_nb_cores(); /* SDK: 0 reuses the previous fork's team */
-    if (nb_cores < 0 || nb_cores > pi_cl_cluster_nb_cores() || nb_cores > 64) {
+    if (nb_cores < 0 || nb_cores > pi_cl_cluster_nb_cores() || nb_cores > DG_HOST_MAX_TEAM) {
         snprintf(msg, sizeof msg, "pi_cl_team_fork(%d): the cluster has %d cores", nb_cores,
                  pi_cl_cluster_nb_cores());
         dg_host_fatal(msg);
@@ -517,36 +629,61 @@ void pi_cl_team_fork(int nb_cores, void (*entry)(void *), void *arg)
     team.arg = arg;
     team.waiting = 0;
     team.generation = 0;
+    team.inline_run = g_team_inline;
+    team.share = 0;
+    team.started = 0;
     pthread_mutex_init(&team.lock, NULL);
     pthread_cond_init(&team.cond, NULL);
 
-    /* On PULP (Siracusa, host) the controller is core 0 and works in the
-     * team; on GAP9 the controller is a ninth core that only waits. */
-    first = (caller->core_id == 0) ? 1 : 0;
-    for (i = first; i < nb_cores; i++) {
-        ws[i].team = &team;
-        ws[i].id = (uint32_t)i;
-        if (pthread_create(&th[i], NULL, worker_main, &ws[i]) != 0)
-            dg_host_fatal("pthread_create failed for a team worker");
-    }
-    if (first == 1) {
+    if (team.inline_run) {
+        own_id = caller->core_id;
         caller->team = &team;
-        entry(arg);
+        for (i = 0; i < nb_cores && !team.started; i++) {
+            team.share = i;
+            caller->core_id = (uint32_t)i;
+            entry(arg);
+        }
+        caller->core_id = own_id;
         caller->team = NULL;
+        if (team.started)
+            pool_wait();
+    } else {
+        first = (caller->core_id == 0) ? 1 : 0;
+        pool_start(&team, first, nb_cores);
+        if (first == 1) {
+            caller->team = &team;
+            entry(arg);
+            caller->team = NULL;
+        }
+        if (first < nb_cores)
+            pool_wait();
     }
-    for (i = first; i < nb_cores; i++)
-        pthread_join(th[i], NULL);
     pthread_cond_destroy(&team.cond);
     pthread_mutex_destroy(&team.lock);
 }
 
 void pi_cl_team_barrier(void)
 {
-#ifndef DG_HOST_FAULT_NO_BARRIER
     dg_team_t *team = self()->team;
+#ifndef DG_HOST_FAULT_NO_BARRIER
     unsigned long gen;
+#endif
+    char msg[160];
     if (team == NULL || team->n <= 1)
         return;
+    if (team->inline_run && !team->started) {
+        /* Only the forking thread runs before this point (see pi_cl_team_fork). */
+        if (team->share != 0) {
+            snprintf(msg, sizeof msg,
+                     "pi_cl_team_barrier: core %d reached a barrier that core 0 of its team "
+                     "never called (every core must call each barrier)",
+                     team->share);
+            dg_host_fatal(msg);
+        }
+        team->started = 1;
+        pool_start(team, 1, team->n);
+    }
+#ifndef DG_HOST_FAULT_NO_BARRIER
     pthread_mutex_lock(&team->lock);
     gen = team->generation;
     if (++team->waiting == team->n) {

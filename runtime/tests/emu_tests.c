@@ -11,6 +11,7 @@
 #include "dg_mem.h"
 #include "pmsis.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,57 @@ static int test_fork_ids(void)
     for (i = 0; i < 16; i++)
         CHECK(p.hits[i] == (i < 3 ? 1 : 0), "fork(0) after fork(3): core %d ran %d times", i,
               p.hits[i]);
+    return 0;
+}
+
+/* Which thread runs each core: inline, a fork without a barrier runs every
+ * core on the forking thread and one with a barrier only core 0; with
+ * threads, every core but a working controller (core 0 on PULP) has its own. */
+typedef struct {
+    pthread_t caller;
+    int on_caller[8];
+    int with_barrier;
+} thread_probe_t;
+
+static void thread_body(void *arg)
+{
+    thread_probe_t *p = (thread_probe_t *)arg;
+    if (p->with_barrier)
+        pi_cl_team_barrier();
+    p->on_caller[pi_core_id()] = pthread_equal(pthread_self(), p->caller) ? 1 : 0;
+    if (p->with_barrier)
+        pi_cl_team_barrier();
+}
+
+static void thread_entry(void *arg)
+{
+    thread_probe_t *p = (thread_probe_t *)arg;
+    p->caller = pthread_self();
+    pi_cl_team_fork(4, thread_body, p);
+}
+
+static int test_fork_threads(void)
+{
+    thread_probe_t p;
+    int b, i, want;
+    for (b = 0; b < 2; b++) {
+        memset(&p, 0, sizeof p);
+        p.with_barrier = b;
+        for (i = 0; i < 8; i++)
+            p.on_caller[i] = -1;
+        send(thread_entry, &p);
+        for (i = 0; i < 8; i++) {
+            if (i >= 4)
+                want = -1;
+            else if (dg_host_team_inline())
+                want = (i == 0 || !b) ? 1 : 0;
+            else
+                want = (i == 0 && EXPECTED_CC_ID == 0u) ? 1 : 0;
+            CHECK(p.on_caller[i] == want, "%s fork %s a barrier: core %d on the forking thread: %d, want %d",
+                  dg_host_team_inline() ? "inline" : "threads", b ? "with" : "without", i,
+                  p.on_caller[i], want);
+        }
+    }
     return 0;
 }
 
@@ -399,6 +451,15 @@ static int test_kernel_default_team(void)
 /* ---- scenarios that must abort --------------------------------------------------- */
 static void kernel_without_fork(void *arg) { dg_relu_f32(arg); }
 
+/* Core 0 never reaches the barrier core 1 waits at: a deadlock on the chip. */
+static void late_barrier_body(void *arg)
+{
+    (void)arg;
+    if (pi_core_id() == 1)
+        pi_cl_team_barrier();
+}
+static void late_barrier_entry(void *arg) { pi_cl_team_fork(2, late_barrier_body, arg); }
+
 static int death(const char *what)
 {
     if (!strcmp(what, "l3_oob")) {
@@ -415,6 +476,12 @@ static int death(const char *what)
         send(kernel_without_fork, &a);
     } else if (!strcmp(what, "fork_from_fc")) {
         pi_cl_team_fork(8, fork_body, NULL);
+    } else if (!strcmp(what, "late_barrier")) {
+        if (!dg_host_team_inline()) {
+            printf("scenario late_barrier needs the inline team (it hangs with threads)\n");
+            return 2;
+        }
+        send(late_barrier_entry, NULL);
     } else if (!strcmp(what, "l2_free_wrong_size")) {
         void *p = pi_l2_malloc(64);
         pi_l2_free(p, 128);
@@ -445,6 +512,7 @@ int main(int argc, char **argv)
     printf("platform: %s\n", DG_HOST_PLATFORM_NAME);
     report("core_ids", test_core_ids());
     report("fork_ids", test_fork_ids());
+    report("fork_threads", test_fork_threads());
     report("barrier_orders_writes", test_barrier());
     report("l1_capacity", test_l1_capacity());
     report("l2_capacity", test_l2_capacity());
