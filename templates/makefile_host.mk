@@ -11,7 +11,12 @@ endif
 # stacks and program image (and, for L2, minus the baked weights).
 PLATFORM_CFLAGS = -D{{ f.platform_define }} -DNUM_CORES={{ f.cores }} \
 	-DDG_L1_SIZE={{ f.l1_heap }} -DDG_L2_SIZE={{ f.l2_heap }} -DDG_L3_SIZE={{ f.l3_heap }}
-CFLAGS = -std=c99 -Wall -Wextra -Werror -O2 -D_POSIX_C_SOURCE=200809L $(PLATFORM_CFLAGS) \
+# A fork runs its cores' shares one after another on the calling thread
+# until a kernel calls its first barrier, then on one thread per core
+# (runtime/README.md). Run with DG_HOST_TEAM=threads, or build with
+# TEAM_CFLAGS=, for one thread per core in every fork.
+TEAM_CFLAGS = -DDG_HOST_TEAM_INLINE
+CFLAGS = -std=c99 -Wall -Wextra -Werror -O2 -D_POSIX_C_SOURCE=200809L $(PLATFORM_CFLAGS) $(TEAM_CFLAGS) \
 	-I. -Iruntime/kernels -Iruntime/mem -Iruntime/harness -Iruntime/pmsis-host
 
 SRCS = \
