@@ -2,7 +2,8 @@
 //! emit (the project rendered into memory, nothing written), per model for
 //! GAP9.
 //!
-//! - `generate/<model>/GAP9-<level>`: the whole pipeline, for every zoo
+//! - `generate/<model>/GAP9-<level>`: the whole pipeline
+//!   (`deploygen::pipeline::generate`, what `deploygen build` runs), for every zoo
 //!   model in `models/` at L2 (the default `--default-mem`) and for the
 //!   conformance models of `../shared/conformance` (CCT2_LP, CCT2_FT1) at
 //!   L3, the level their Deeploy tests use.
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use deploygen::plan::{Level, PlanOptions, Platform};
-use deploygen::{bind, check, emit, ir, plan};
+use deploygen::{bind, check, emit, ir, pipeline, plan};
 
 const PLATFORM: &str = "GAP9";
 const CONFORMANCE: &[&str] = &["CCT2_LP", "CCT2_FT1"];
@@ -64,8 +65,8 @@ fn options(level: Level) -> PlanOptions {
     PlanOptions::new(Platform::by_name(PLATFORM).expect("GAP9 is a platform"), level)
 }
 
-/// The binding of the model's test data, checked for training (as
-/// `deploygen build` does); `None` without `inputs.npz`.
+/// The binding of the model's test data, checked for training (the bind
+/// stage of [`pipeline::generate`]); `None` without `inputs.npz`.
 fn bind(model: &ir::Model) -> deploygen::Result<Option<bind::Binding>> {
     if bind::inputs_path(model)?.is_none() {
         return Ok(None);
@@ -75,12 +76,10 @@ fn bind(model: &ir::Model) -> deploygen::Result<Option<bind::Binding>> {
     Ok(Some(b))
 }
 
-/// The whole pipeline; the project stays in memory.
-fn generate(path: &Path, opts: &PlanOptions) -> deploygen::Result<emit::Project> {
-    let model = deploygen::load(path)?;
-    let binding = bind(&model)?;
-    let plan = plan::plan(&model, opts)?;
-    emit::generate(&model, binding.as_ref(), &plan, &emit::EmitOptions::default())
+/// The whole pipeline, as `deploygen build` runs it; the project stays in
+/// memory.
+fn generate(path: &Path, opts: &PlanOptions) -> Result<pipeline::Generated, pipeline::StageError> {
+    pipeline::generate(path, &pipeline::Options::new(opts.clone()))
 }
 
 fn benches(c: &mut Criterion) {
@@ -91,7 +90,7 @@ fn benches(c: &mut Criterion) {
         // A model that does not generate is a bug the tests report; here it
         // is named and left out rather than timed as a fast failure.
         if let Err(e) = generate(&case.path, &opts) {
-            println!("SKIPPED: generate/{}: does not generate: {e}", case.name);
+            println!("SKIPPED: generate/{}: does not generate ({}): {}", case.name, e.stage, e.error);
             continue;
         }
         let id = format!("{}/{PLATFORM}-{}", case.name, case.level);
@@ -104,6 +103,8 @@ fn benches(c: &mut Criterion) {
         let opts = options(case.level);
         let Ok(model) = deploygen::load(&case.path) else { continue };
         let Ok(binding) = bind(&model) else { continue };
+        // The plan counts the test data the project carries, as in the pipeline.
+        let opts = pipeline::plan_options(&model, binding.as_ref(), &opts);
         let Ok(plan) = plan::plan(&model, &opts) else { continue };
         let n = &case.name;
         g.bench_function(format!("{n}/load"), |b| b.iter(|| deploygen::load(black_box(&case.path)).expect("loads")));
