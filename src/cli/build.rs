@@ -150,12 +150,20 @@ fn supplies(p: &plan::Plan) -> String {
     }
 }
 
-/// `  timings: import 1.2 ms, lower 0.3 ms, …, total 4.5 ms`.
+/// `  timings: import 1.2 ms, lower 0.3 ms, …, total 4.5 ms, peak RSS 9876 kB`.
 fn timings(t: &[Timing]) -> String {
     let ms = |d: Duration| format!("{:.2} ms", d.as_secs_f64() * 1e3);
     let parts: Vec<String> = t.iter().map(|t| format!("{} {}", t.stage, ms(t.time))).collect();
     let total: Duration = t.iter().map(|t| t.time).sum();
-    format!("  timings: {}, total {}\n", parts.join(", "), ms(total))
+    let rss = peak_rss_kb().map(|kb| format!(", peak RSS {kb} kB")).unwrap_or_default();
+    format!("  timings: {}, total {}{rss}\n", parts.join(", "), ms(total))
+}
+
+/// This process's peak resident memory (`VmHWM`), where the system says.
+fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Run `deploygen build`. Returns false when `--check` found differences.

@@ -72,22 +72,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Peak RSS (KiB) of one `deploygen build` child process.
+/// Peak RSS (KiB) of one `deploygen build` child process, as it reports
+/// it itself (`--timings`: its own high-water mark). The child's rusage is
+/// no use here: Linux carries the spawning process's peak into it.
 fn peak_rss(exe: &Path, model: &Path, platform: &str, level: &str) -> Option<u64> {
     let out = tempfile::tempdir().ok()?;
-    let child = std::process::Command::new(exe)
+    let o = std::process::Command::new(exe)
         .args(["build", &model.display().to_string(), "--platform", platform, "--default-mem", level, "--force"])
+        .arg("--timings")
         .arg("--out")
         .arg(out.path().join("p"))
-        .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .spawn()
+        .output()
         .ok()?;
-    let mut status = 0;
-    // SAFETY: rusage is plain data, filled in by wait4 for this child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    (pid > 0 && status == 0).then_some(usage.ru_maxrss as u64)
+    let text = String::from_utf8_lossy(&o.stdout);
+    let kb = text.split("peak RSS ").nth(1)?.split_whitespace().next()?;
+    o.status.success().then(|| kb.parse().ok()).flatten()
 }
 
 fn weight_bytes(m: &ir::Model) -> u64 {
@@ -253,15 +253,16 @@ pub fn markdown(rows: &[Row]) -> String {
     }
     let mut out = t.to_string();
     out.push('\n');
-    let missing: Vec<&str> =
+    let mut missing: Vec<&str> =
         rows.iter().filter(|r| r.step_ms.is_some() && r.ort_step_ms.is_none()).map(|r| r.model.as_str()).collect();
+    missing.dedup();
     if !missing.is_empty() {
         out.push_str(&format!(
             "\nonnxruntime step time missing for: {} (make it with tools/ort_step_time.py; it needs Python and onnxruntime)\n",
             missing.join(", ")
         ));
     }
-    out.push_str("\narena/lb/eff: arena kB / lower bound kB (most bytes live at one step) / efficiency = lower bound ÷ arena. Host step: the generated project on the host platform (one core), one training step (forward, backward, optimizer) or one inference.\n");
+    out.push_str("\narena/lb/eff: arena kB / lower bound kB (most bytes live at one step) / efficiency = lower bound ÷ arena. Host step: the generated project on the host platform (its 8-core team emulated, see runtime/README.md), one training step (forward, backward, optimizer) or one inference.\n");
     out
 }
 

@@ -1,0 +1,67 @@
+//! `deploygen report`: one row per model × platform × level with figures
+//! that hold up against what the pieces measure on their own.
+
+use std::process::Command;
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn deploygen() -> Command {
+    Command::cargo_bin("deploygen").unwrap()
+}
+
+/// `build --timings` reports its own peak memory.
+fn build_peak_kb() -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let o = deploygen()
+        .args(["build", "models/simple_mlp", "--platform", "GAP9", "--default-mem", "L2", "--timings", "--out"])
+        .arg(dir.path().join("p"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let line = text.lines().find(|l| l.trim_start().starts_with("timings:")).expect("a timings line");
+    for stage in ["import", "lower", "bind", "check", "plan", "emit", "write", "total"] {
+        assert!(line.contains(stage), "{line}");
+    }
+    line.split("peak RSS ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().parse().unwrap()
+}
+
+fn report(args: &[&str]) -> Vec<serde_json::Value> {
+    let o = deploygen().arg("report").args(args).args(["--runs", "1", "--format", "json"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap().as_array().unwrap().clone()
+}
+
+#[test]
+fn the_report_measures_each_case() {
+    let rows = report(&["models/simple_mlp", "--platform", "GAP9", "--platform", "host", "--default-mem", "L2"]);
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert!(r["error"].is_null(), "{r}");
+        assert!(r["generate_ms"].as_f64().unwrap() > 0.0);
+        // Each weight carried once; initializers read at generation time
+        // (a Reshape's shape) are not deployed at all.
+        let ratio = r["constants_ratio"].as_f64().unwrap();
+        assert!(ratio > 0.99 && ratio <= 1.0, "constants ÷ model weights = {ratio}");
+        let eff = r["levels"]["L2"][2].as_f64().unwrap();
+        assert!(eff > 0.0 && eff <= 1.0, "{r}");
+    }
+    // The host row ran the generated step and sets it against onnxruntime.
+    let host = &rows[1];
+    assert_eq!(host["platform"], "host");
+    assert!(host["step_ms"].as_f64().unwrap() > 0.0, "{host}");
+    assert!(host["ratio_to_ort"].as_f64().is_some(), "{host}");
+}
+
+#[test]
+fn the_peak_memory_is_the_builds_own() {
+    // resnet8 first: the report process then holds more memory than
+    // simple_mlp's build needs, and a child's rusage would carry that in
+    // (the old figure read 2-4x too high).
+    let rows =
+        report(&["models/resnet8", "models/simple_mlp", "--platform", "GAP9", "--default-mem", "L2", "--no-run"]);
+    let own = build_peak_kb();
+    let rss = rows[1]["peak_rss_kb"].as_u64().unwrap();
+    assert_eq!(rows[1]["model"], "simple_mlp");
+    assert!(rss * 2 > own && rss < own * 3 / 2, "report says {rss} kB, build itself {own} kB");
+}
