@@ -180,9 +180,16 @@ fn timed<T>(
     r
 }
 
-/// Generate the C project of the model at `path`, in memory. Nothing is
-/// written: an error of any stage leaves no output behind.
-pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
+/// The stages before emission: the model, its test data and its plan.
+pub struct Planned {
+    pub model: Model,
+    pub binding: Option<Binding>,
+    pub plan: Plan,
+    pub timings: Vec<Timing>,
+}
+
+/// import → lower → bind → check → plan, without emission.
+pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
     let mut t = vec![];
     let raw = timed(&mut t, "import", Stage::Import, || import::load(path))?;
     let model = timed(&mut t, "lower", Stage::Import, || lower::lower(raw))?;
@@ -192,8 +199,16 @@ pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
     }
     let opts = plan_options(&model, binding.as_ref(), &o.plan);
     let plan = timed(&mut t, "plan", Stage::Plan, || plan::plan(&model, &opts))?;
-    let project = timed(&mut t, "emit", Stage::Emit, || emit::generate(&model, binding.as_ref(), &plan, &o.emit))?;
-    Ok(Generated { model, binding, plan, project, timings: t })
+    Ok(Planned { model, binding, plan, timings: t })
+}
+
+/// Generate the C project of the model at `path`, in memory. Nothing is
+/// written: an error of any stage leaves no output behind.
+pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
+    let Planned { model, binding, plan, mut timings } = plan(path, o)?;
+    let emitted = || emit::generate(&model, binding.as_ref(), &plan, &o.emit);
+    let project = timed(&mut timings, "emit", Stage::Emit, emitted)?;
+    Ok(Generated { model, binding, plan, project, timings })
 }
 
 /// The plan options with the test data the project will carry: static

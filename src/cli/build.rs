@@ -65,11 +65,7 @@ pub struct Built {
 
 /// The pipeline's options from the flags.
 fn options(a: &Args) -> Result<pipeline::Options> {
-    if let Some(t) = a.tolerance {
-        if !(t.is_finite() && t >= 0.0) {
-            return Err(Error::Usage(format!("--tolerance {t}: the tolerance must be a finite number >= 0")));
-        }
-    }
+    super::check_tolerance(a.tolerance)?;
     let mut plan = super::plan_options(Some(&a.platform), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?
         .expect("a platform is given");
     plan.l2_image_limit = a.l2_image;

@@ -105,6 +105,16 @@ fn hint(h: &Hint) -> String {
     }
 }
 
+/// `--tolerance T`: a finite, non-negative absolute tolerance.
+pub fn check_tolerance(t: Option<f32>) -> Result<()> {
+    match t {
+        Some(t) if !(t.is_finite() && t >= 0.0) => {
+            Err(Error::Usage(format!("--tolerance {t}: a tolerance is a finite, non-negative number")))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Memory-plan options from `--platform`, `--default-mem` (default L2),
 /// `--l1`, `--l2`, `--l3`. `None` when no platform is named; the other
 /// flags without `--platform` are an error.

@@ -129,11 +129,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Error::Usage(format!("--timeout {}: a time limit is a positive number of seconds", args.timeout)));
     }
-    if let Some(t) = args.tolerance {
-        if !(t.is_finite() && t >= 0.0) {
-            return Err(Error::Usage(format!("--tolerance {t}: a tolerance is a finite, non-negative number")));
-        }
-    }
+    super::check_tolerance(args.tolerance)?;
     if args.jobs == Some(0) {
         return Err(Error::Usage("-j 0: at least one case runs at a time".into()));
     }

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::Error;
-use crate::plan::{Level, PlanOptions, Platform};
+use crate::pipeline::{self, Stage, StageError};
+use crate::plan::PlanOptions;
 
 /// What one run of a case found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -75,15 +75,11 @@ pub fn host_run(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
 /// import → lower → bind → check → plan; a pass means those stages
 /// succeeded. No C is generated or run and nothing is compared.
 pub fn stages_only(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
-    let run = || -> crate::Result<()> {
-        let m = crate::load(dir)?;
-        let b = crate::bind::bind(&m, &crate::bind::BindOptions::default())?;
-        crate::check::training(&m, &b)?;
-        let p = Platform::by_name(platform)?;
-        let l = Level::parse(level)
-            .ok_or_else(|| Error::Usage(format!("memory level '{level}' is not one of L1, L2, L3")))?;
-        crate::plan::plan(&m, &PlanOptions::new(p, l))?;
-        Ok(())
+    let run = || -> Result<(), StageError> {
+        let plan = PlanOptions::named(platform, level, [None; 3]).map_err(StageError::at(Stage::Plan))?;
+        let mut o = pipeline::Options::new(plan);
+        o.data = pipeline::Data::Required;
+        pipeline::plan(dir, &o).map(|_| ())
     };
     match run() {
         Ok(()) => CaseOutcome::pass(
@@ -91,6 +87,6 @@ pub fn stages_only(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
              nothing was compared)",
             0,
         ),
-        Err(e) => CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()),
+        Err(e) => CaseOutcome::fail(e.stage.name(), e.error.to_string()),
     }
 }
