@@ -525,7 +525,7 @@ fn reservations_larger_than_a_level_are_an_error() {
 fn static_requests_are_placed_and_stay_where_asked() {
     let m = load("ds_cnn");
     let mut o = opts("GAP9", Level::L2);
-    o.statics.push(plan::StaticRequest { name: "testData".into(), bytes: 200_000, level: Level::L2 });
+    o.statics.push(plan::StaticRequest { name: "testData".into(), bytes: 200_000, level: Level::L2, movable: false });
     let p = plan::plan(&m, &o).unwrap();
     let s = buffer(&p, "testData");
     assert_eq!((s.kind, s.level, s.placement), (Kind::Static, Level::L2, Placement::Static));

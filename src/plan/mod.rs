@@ -38,6 +38,10 @@ use crate::diag::Hint;
 use crate::error::{Error, Result};
 use crate::ir::Model;
 
+/// Name of the static buffer that holds the test harness's data and
+/// references (requested by the pipeline, laid out by emission).
+pub const TEST_DATA: &str = "test data and references (the harness's own)";
+
 /// What to plan for.
 #[derive(Clone, Debug)]
 pub struct PlanOptions {
@@ -53,11 +57,14 @@ pub struct PlanOptions {
     /// Bound on the bytes baked into the L2 image; weights beyond it are
     /// `l3-staged`. Defaults to the platform's `image_limit` for L2.
     pub l2_image_limit: Option<u64>,
+    /// Where the test harness keeps its test data and references: `None`
+    /// in L2, moved to L3 when L2 is short; `Some(level)` there.
+    pub test_data: Option<Level>,
 }
 
 impl PlanOptions {
     pub fn new(platform: Platform, default_mem: Level) -> PlanOptions {
-        PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None }
+        PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None, test_data: None }
     }
 
     /// Options by name: a platform (name or alias), a default level (L2 or
@@ -332,15 +339,22 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
     };
     let w = in_arena(&[Kind::Param, Kind::Frozen, Kind::Constant]);
     let g = in_arena(&[Kind::GradBuffer]);
-    let io = in_arena(&[Kind::Input, Kind::OptimizerInput, Kind::Static]);
-    let t = lp.arena_bytes.saturating_sub(w + g + io);
+    let io = in_arena(&[Kind::Input, Kind::OptimizerInput]);
+    let harness_in_arena = in_arena(&[Kind::Static]);
+    let t = lp.arena_bytes.saturating_sub(w + g + io + harness_in_arena);
     let baked_w: u64 = a
         .buffers
         .iter()
         .filter(|b| b.level == l && b.placement == Placement::Static && b.kind.is_weight())
         .map(|b| b.size)
         .sum();
-    let other_static = lp.static_bytes.saturating_sub(baked_w);
+    let harness_static: u64 = a
+        .buffers
+        .iter()
+        .filter(|b| b.level == l && b.placement == Placement::Static && b.kind == Kind::Static)
+        .map(|b| b.size)
+        .sum();
+    let other_static = lp.static_bytes.saturating_sub(baked_w + harness_static);
     let reserved: Vec<String> = lp.reserved.iter().map(|r| format!("{} {}", r.name, thousands(r.bytes))).collect();
     let mut v = vec![
         format!(
@@ -353,6 +367,14 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
         ),
         format!("  weights, baked   {:>11} B", thousands(baked_w)),
     ];
+    if harness_static + harness_in_arena > 0 {
+        // The test harness's own data, not the network's: it can move.
+        v.push(format!(
+            "  harness data     {:>11} B  (test data and references: the harness's own, not the network's{})",
+            thousands(harness_static + harness_in_arena),
+            if l == Level::L2 { "; --test-data L3 keeps it in L3" } else { "" }
+        ));
+    }
     if other_static > 0 {
         v.push(format!("  other static     {:>11} B", thousands(other_static)));
     }
