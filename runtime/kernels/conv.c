@@ -25,6 +25,7 @@ typedef struct {
     uint32_t kh_lo, kh_hi; /* taps kh with an input row inside the image */
     int32_t ih0;           /* input row of kh = 0: oh * stride_h - pad_top */
     uint32_t dil_h;
+    uint32_t acc;          /* continue the sums already in y */
     float bias[DG_TILE_M];
 } conv_row_t;
 
@@ -37,8 +38,12 @@ typedef struct {
         float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
         const size_t sw = (SW) ? (SW) : q->stride_w, wk = q->wk;                            \
         uint32_t c, kh, kw, t;                                                              \
-        for (t = 0; t < (NR); t++)                                                          \
-            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (t = 0; t < (NR); t++) {                                                        \
+            c0[t] = q->acc ? q->y[ow0 + t] : 0.0f;                                          \
+            c1[t] = q->acc ? q->y[q->y_hw + ow0 + t] : 0.0f;                                \
+            c2[t] = q->acc ? q->y[2 * q->y_hw + ow0 + t] : 0.0f;                            \
+            c3[t] = q->acc ? q->y[3 * q->y_hw + ow0 + t] : 0.0f;                            \
+        }                                                                                   \
         for (c = 0; c < q->cg; c++) {                                                       \
             const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
             const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
@@ -78,7 +83,7 @@ typedef struct {
         const size_t sw = (SW) ? (SW) : q->stride_w;                                        \
         uint32_t c, kh, kw, t;                                                              \
         for (t = 0; t < (NR); t++)                                                          \
-            c0[t] = 0.0f;                                                                   \
+            c0[t] = q->acc ? q->y[ow0 + t] : 0.0f;                                          \
         for (c = 0; c < q->cg; c++) {                                                       \
             const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
             const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
@@ -112,10 +117,15 @@ DG_CONV_TILE1(conv_1x1, 1, 0)
  * inside the input are a contiguous range, found once per column. */
 static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
 {
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    float a0 = q->acc ? q->y[ow] : 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
     const size_t wk = q->wk;
     uint32_t c, kh, kw, kw_lo, kw_hi;
+    if (q->acc && mr == DG_TILE_M) {
+        a1 = q->y[q->y_hw + ow];
+        a2 = q->y[2 * q->y_hw + ow];
+        a3 = q->y[3 * q->y_hw + ow];
+    }
     for (kw_lo = 0; kw_lo < q->k_w && iw0 + (int32_t)(kw_lo * q->dil_w) < 0; kw_lo++)
         ;
     for (kw_hi = kw_lo; kw_hi < q->k_w && iw0 + (int32_t)(kw_hi * q->dil_w) < (int32_t)q->in_w;
@@ -193,7 +203,7 @@ static void conv_pointwise(const dg_conv_args_t *p)
         uint32_t m, j;
         dg_mm_block_f32(p->w + (size_t)g * mg * cg, cg, 1,
                         p->x + ((size_t)n * p->in_c + (size_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
-                        mg, j1 - j0, cg, 0);
+                        mg, j1 - j0, cg, p->accumulate != 0);
         for (m = 0; m < mg; m++) {
             const float bias = p->b ? p->b[g * mg + m] : 0.0f;
             float *yr = y + (size_t)m * hw;
@@ -239,6 +249,7 @@ void dg_conv_f32(void *args)
     q.dil_h = p->dil_h;
     q.stride_w = p->stride_w;
     q.pad_left = p->pad_left;
+    q.acc = p->accumulate;
     r = dg_split(p->batch * p->group * mblocks * p->out_h);
     for (it = r.start; it < r.end; it++) {
         const uint32_t oh = it % p->out_h, mb = (it / p->out_h) % mblocks;
@@ -550,7 +561,8 @@ typedef struct {
     size_t y_hw, w_m;  /* out_h * out_w; weights per output channel */
     uint32_t batch, out_h, out_w, in_h, in_w;
     uint32_t stride_h, stride_w, dil_w, pad_left;
-    int32_t ih0; /* input row of oh = 0: kh * dil_h - pad_top */
+    uint32_t acc; /* continue the sums already in dw */
+    int32_t ih0;  /* input row of oh = 0: kh * dil_h - pad_top */
 } dw_item_t;
 
 /* MR channels x NT taps kw0 .. kw0 + NT - 1. */
@@ -578,7 +590,7 @@ typedef struct {
         for (r = 0; r < (MR); r++)                                                          \
             DG_UNROLL_TILE                                                                  \
             for (t = 0; t < (NT); t++)                                                      \
-                acc[r][t] = 0.0f;                                                           \
+                acc[r][t] = q->acc ? q->dw[r * q->w_m + kw0 + t] : 0.0f;                    \
         if (lo > hi)                                                                        \
             lo = hi;                                                                        \
         for (n = 0; n < q->batch; n++) {                                                    \
@@ -656,13 +668,13 @@ static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
         float *dw = p->dw + (size_t)m * cg;
         uint32_t n;
         size_t i;
-        if (p->batch == 0)
+        if (p->batch == 0 && !p->accumulate)
             for (i = 0; i < (size_t)(m1 - m) * cg; i++)
                 dw[i] = 0.0f;
         for (n = 0; n < p->batch; n++)
             dg_mm_block_f32(p->dy + n * dy_n + (size_t)m * hw, hw, 1,
                             p->x + n * x_n + (size_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
-                            n > 0);
+                            n > 0 || p->accumulate);
         for (i = 0; i < (size_t)(m1 - m) * cg; i++)
             dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i]);
         m = m1;
@@ -695,6 +707,7 @@ void dg_conv_grad_dw_f32(void *args)
     q.stride_w = p->stride_w;
     q.dil_w = p->dil_w;
     q.pad_left = p->pad_left;
+    q.acc = p->accumulate;
     r = dg_split(p->group * mblocks * cg * p->k_h);
     for (it = r.start; it < r.end; it++) {
         const uint32_t kh = it % p->k_h, c = (it / p->k_h) % cg;
@@ -731,6 +744,8 @@ void dg_conv_grad_db_f32(void *args)
     uint32_t m = r.start, n, i;
     for (; m + 4 <= r.end; m += 4) {
         float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        if (p->accumulate)
+            a0 = p->db[m], a1 = p->db[m + 1], a2 = p->db[m + 2], a3 = p->db[m + 3];
         for (n = 0; n < p->batch; n++) {
             const float *d0 = p->dy + n * dy_n + (size_t)m * hw;
             const float *d1 = d0 + hw, *d2 = d1 + hw, *d3 = d2 + hw;
@@ -747,7 +762,7 @@ void dg_conv_grad_db_f32(void *args)
         p->db[m + 3] = DG_FAULT(DG_FAULT_CONV_GRAD_DB, a3);
     }
     for (; m < r.end; m++) {
-        float acc = 0.0f;
+        float acc = p->accumulate ? p->db[m] : 0.0f;
         for (n = 0; n < p->batch; n++) {
             const float *dyp = p->dy + n * dy_n + (size_t)m * hw;
             for (i = 0; i < hw; i++)
