@@ -178,8 +178,18 @@ fn kernels_match_onnxruntime_with_the_inline_team() {
 /// match the references.
 #[test]
 fn kernels_match_onnxruntime_with_the_rv32_tiling() {
-    kernels_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_TILE_N=4", "-DDG_MM_PANEL"], &["--cores", "1,3,8"]);
-    wave2_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_TILE_N=4", "-DDG_MM_PANEL"], &["--cores", "1,8"]);
+    kernels_pass(
+        "-DDG_PLATFORM_GAP9",
+        "-O2",
+        &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
+        &["--cores", "1,3,8"],
+    );
+    wave2_pass(
+        "-DDG_PLATFORM_GAP9",
+        "-O2",
+        &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
+        &["--cores", "1,8"],
+    );
 }
 
 #[test]

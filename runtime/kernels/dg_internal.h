@@ -104,4 +104,13 @@ void dg_mm_block_f32(const float *a, uint32_t a_si, uint32_t a_sk, const float *
 #define DG_INLINE
 #endif
 
+/* Keeps a register tile a call of its own: inlined into a loop nest, the
+ * nest's live values crowd the accumulators out of the 32 registers that
+ * the zfinx cores share between integers and floats. */
+#if defined(__GNUC__)
+#define DG_NOINLINE __attribute__((noinline))
+#else
+#define DG_NOINLINE
+#endif
+
 #endif /* DG_INTERNAL_H */
