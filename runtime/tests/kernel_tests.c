@@ -155,23 +155,30 @@ static void c_fused_matmul(tc_t *t)
 }
 
 /* ---- accumulate: one product / convolution split in two calls -----------------
- * Rows r0..r1 and columns c0..c1 of a row-major [rows, cols] block, copied. */
-static float *block(tc_t *t, const float *src, uint32_t cols, uint32_t r0, uint32_t r1,
-                    uint32_t c0, uint32_t c1)
+ * Rows r0..r1 and columns c0..c1 of a row-major [rows, cols] block, copied
+ * to d. */
+static void copy_block(float *d, const float *src, uint32_t cols, uint32_t r0, uint32_t r1,
+                       uint32_t c0, uint32_t c1)
 {
-    float *d = (float *)temp(t, (size_t)(r1 - r0) * (c1 - c0) * sizeof(float));
     uint32_t r;
     for (r = r0; r < r1; r++)
         memcpy(d + (size_t)(r - r0) * (c1 - c0), src + (size_t)r * cols + c0,
                (c1 - c0) * sizeof(float));
+}
+
+static float *block(tc_t *t, const float *src, uint32_t cols, uint32_t r0, uint32_t r1,
+                    uint32_t c0, uint32_t c1)
+{
+    float *d = (float *)temp(t, (size_t)(r1 - r0) * (c1 - c0) * sizeof(float));
+    copy_block(d, src, cols, r0, r1, c0, c1);
     return d;
 }
 
 /* op(A)'s k range [k0, k1) of an [m, k] A ([k, m] when trans): likewise B. */
-static const float *a_ktile(tc_t *t, const float *a, uint32_t trans, uint32_t rows, uint32_t m,
-                            uint32_t k, uint32_t k0, uint32_t k1)
+static const float *a_ktile(tc_t *t, const float *a, uint32_t trans, uint32_t m, uint32_t k,
+                            uint32_t k0, uint32_t k1)
 {
-    return trans ? block(t, a, m, k0, k1, 0, m) : block(t, a, k, 0, rows, k0, k1);
+    return trans ? block(t, a, m, k0, k1, 0, m) : block(t, a, k, 0, m, k0, k1);
 }
 
 static const float *b_ktile(tc_t *t, const float *b, uint32_t trans, uint32_t n, uint32_t k,
@@ -203,17 +210,19 @@ static void c_gemm_acc(tc_t *t)
     a.alpha = fv(t, "gemm", 0);
     a.beta = fv(t, "gemm", 1);
     a.k = k1;
-    a.a = a_ktile(t, A, a.trans_a, a.m, a.m, k, 0, k1);
+    a.a = a_ktile(t, A, a.trans_a, a.m, k, 0, k1);
     a.b = b_ktile(t, B, a.trans_b, a.n, k, 0, k1);
     FORK(dg_gemm_f32, &a);
     a.k = k - k1;
-    a.a = a_ktile(t, A, a.trans_a, a.m, a.m, k, k1, k);
+    a.a = a_ktile(t, A, a.trans_a, a.m, k, k1, k);
     a.b = b_ktile(t, B, a.trans_b, a.n, k, k1, k);
     a.accumulate = 1;
     FORK(dg_gemm_f32, &a);
 }
 
-/* The k tile [k0, k1) of each of nb stacked operands, as one buffer. */
+/* The k tile [k0, k1) of each of nb stacked operands, as one buffer: A
+ * ([mn, k], or [k, mn] when trans) when is_a, else B ([k, mn], or [mn, k]
+ * when trans). */
 static const float *ktiles(tc_t *t, const float *src, uint32_t nb, int is_a, uint32_t trans,
                            uint32_t mn, uint32_t k, uint32_t k0, uint32_t k1)
 {
@@ -222,9 +231,10 @@ static const float *ktiles(tc_t *t, const float *src, uint32_t nb, int is_a, uin
     uint32_t i;
     for (i = 0; i < nb; i++) {
         const float *m = src + (size_t)i * mn * k;
-        const float *tile = is_a ? a_ktile(t, m, trans, mn, mn, k, k0, k1)
-                                 : b_ktile(t, m, trans, mn, k, k0, k1);
-        memcpy(d + (size_t)i * each, tile, each * sizeof(float));
+        if (is_a != (int)trans) /* k is the column index */
+            copy_block(d + (size_t)i * each, m, k, 0, mn, k0, k1);
+        else
+            copy_block(d + (size_t)i * each, m, mn, k0, k1, 0, mn);
     }
     return d;
 }
