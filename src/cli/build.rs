@@ -53,6 +53,9 @@ pub struct Args {
     /// Print each stage's wall time (import, lower, bind, check, plan, emit, write).
     #[arg(long)]
     pub timings: bool,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    pub no_tiling: bool,
 }
 
 /// What a build produced.
@@ -69,6 +72,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     let mut plan = super::plan_options(Some(&a.platform), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?
         .expect("a platform is given");
     plan.l2_image_limit = a.l2_image;
+    plan.tiling = !a.no_tiling;
     let mut o = pipeline::Options::new(plan);
     o.bind.num_data_inputs = a.num_data_inputs;
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };

@@ -1,6 +1,7 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
 use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
+use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -11,7 +12,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -19,7 +20,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -27,7 +28,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -35,17 +36,17 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
-    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), ..OpDef::BASE },
+    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), tile: Some(tile::BROADCAST), ..OpDef::BASE },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
     OpDef {
         name: "Cast",
         attrs: &["saturate", "to"],
         infer: cast,
         fold: Some(fold_cast),
-        kernel: Some(bind_cast),
+        kernel: Some(bind_cast), tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
@@ -54,7 +55,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["scale_down"],
         infer: scale,
         required: &[0, 1],
-        kernel: Some(bind_scale),
+        kernel: Some(bind_scale), tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];

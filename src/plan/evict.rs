@@ -17,6 +17,7 @@ pub(super) fn fit(
     base: &mut [crate::plan::Buffer],
     disc: &Discovery,
     opts: &PlanOptions,
+    tiler: &[super::levels::Tiler],
     decisions: &mut Vec<String>,
 ) -> Result<Attempt> {
     let p = &opts.platform;
@@ -25,7 +26,7 @@ pub(super) fn fit(
     let access_count = |id: BufId| disc.steps.iter().filter(|s| s.operands.iter().any(|(b, _)| *b == id)).count();
 
     loop {
-        let a = attempt(base, disc, opts);
+        let a = attempt(base, disc, opts, tiler);
         if a.fits() {
             return Ok(a);
         }
