@@ -183,8 +183,16 @@ impl Plan {
         }
         // Every buffer a node touches is live at that node's step.
         for n in &self.nodes {
+            let tile_bufs: Vec<BufId> = n
+                .tiling
+                .iter()
+                .flat_map(|t| t.operands.iter().flat_map(|o| o.l1.iter().chain(&o.l2_stage).copied()))
+                .collect();
+            if let Some(t) = &n.tiling {
+                tile::verify(&n.name, t, &self.buffers)?;
+            }
             let touched = n.operands.iter().flat_map(|o| [Some(o.buffer), o.l2_staging, o.l1_copy]).chain([n.scratch]);
-            for b in touched.flatten() {
+            for b in touched.flatten().chain(tile_bufs) {
                 let buf = self
                     .buffers
                     .get(b)

@@ -449,3 +449,63 @@ mod tests {
         assert_eq!(b.commands(), 2);
     }
 }
+
+/// Independent check of a tiled node: the tiles cover the space exactly
+/// once (a grid: per axis, the tiles' intervals partition the axis, and
+/// every combination occurs once), every tile's part fits its L1 buffer
+/// (and L2 stage), double buffers are two distinct buffers.
+pub fn verify(name: &str, t: &super::Tiling, buffers: &[super::Buffer]) -> Result<(), String> {
+    let err = |m: String| Err(format!("node '{name}': {m}"));
+    let r = t.space.len();
+    if t.tiles.len() != t.count as usize || t.tiles.is_empty() {
+        return err(format!("records {} tiles but has {}", t.count, t.tiles.len()));
+    }
+    let mut intervals: Vec<Vec<(usize, usize)>> = vec![vec![]; r];
+    for tile in &t.tiles {
+        for d in 0..r {
+            if tile.len[d] == 0 || tile.start[d] + tile.len[d] > t.space[d] {
+                return err(format!("tile {:?}+{:?} leaves the space {:?}", tile.start, tile.len, t.space));
+            }
+            intervals[d].push((tile.start[d], tile.len[d]));
+        }
+    }
+    for (d, iv) in intervals.iter_mut().enumerate() {
+        iv.sort_unstable();
+        iv.dedup();
+        let mut at = 0;
+        for &(s, l) in iv.iter() {
+            if s != at {
+                return err(format!("axis {d}: the tiles' intervals do not partition 0..{}", t.space[d]));
+            }
+            at = s + l;
+        }
+        if at != t.space[d] {
+            return err(format!("axis {d}: the tiles stop at {at} of {}", t.space[d]));
+        }
+    }
+    let cells: usize = intervals.iter().map(Vec::len).product();
+    let distinct: std::collections::HashSet<&Vec<usize>> = t.tiles.iter().map(|x| &x.start).collect();
+    if distinct.len() != t.tiles.len() || cells != t.tiles.len() {
+        return err(format!("{} tiles do not cover the {cells} cells of the grid exactly once", t.tiles.len()));
+    }
+    for (j, o) in t.operands.iter().enumerate() {
+        let what = &buffers[o.buffer].name;
+        let want = if o.whole || t.count == 1 || !t.double_buffered { 1 } else { 2 };
+        if o.l1.len() != want || (want == 2 && o.l1[0] == o.l1[1]) {
+            return err(format!("'{what}' has {} L1 buffers where its buffering needs {want} distinct", o.l1.len()));
+        }
+        let stages = if o.home == crate::target::Level::L3 { o.l1.len() } else { 0 };
+        if o.l2_stage.len() != stages {
+            return err(format!("'{what}' in {} has {} L2 stages, needs {stages}", o.home, o.l2_stage.len()));
+        }
+        for tile in &t.tiles {
+            let bytes = tile.boxes[j].bytes();
+            for &b in o.l1.iter().chain(&o.l2_stage) {
+                if buffers[b].size < bytes {
+                    return err(format!("a tile of '{what}' needs {bytes} B, its buffer '{}' has {}", buffers[b].name, buffers[b].size));
+                }
+            }
+        }
+    }
+    Ok(())
+}
