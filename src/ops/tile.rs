@@ -135,7 +135,8 @@ pub fn flat_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>>
 
 pub fn flat_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let n = flat_len(ctx)?;
-    let part = |m: usize| if m == n && n > 1 { Part::Flat { start: start[0], len: len[0] } } else { Part::Whole };
+    // A single value of any rank is seen as [1] next to the flat range.
+    let part = |m: usize| if m == n && n > 1 { Part::Flat { start: start[0], len: len[0] } } else { Part::Flat { start: 0, len: 1 } };
     let mut m = TileMap::default();
     for (i, p) in present_inputs(ctx).into_iter().enumerate() {
         m.inputs.push(if p { Some(part(numel(&ctx.graph_in_shape(i)?))) } else { None });

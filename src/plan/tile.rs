@@ -183,6 +183,12 @@ impl NodeIn<'_> {
         }
     }
 
+    /// Bytes of operand `j`'s whole tensor.
+    fn full_bytes(&self, j: usize) -> u64 {
+        let ty = &self.graph.tensor(self.operands[j].slots[0].1).ty;
+        ty.bytes().unwrap_or(0) as u64
+    }
+
     fn aligned(&self, b: u64) -> u64 {
         b.div_ceil(self.align) * self.align
     }
@@ -261,7 +267,7 @@ fn eval(n: &NodeIn, rule: &TileRule, space: &Space, k: usize, l: usize, double: 
         let (s, ln) = candidate_box(space, k, l, i, &zero);
         let (parts, boxes) = n.boxes(rule, &s, &ln)?;
         for (j, (p, b)) in parts.iter().zip(&boxes).enumerate() {
-            whole[j] &= *p == Part::Whole;
+            whole[j] &= *p == Part::Whole || b.bytes() == n.full_bytes(j);
             max[j] = max[j].max(b.bytes());
         }
     }
