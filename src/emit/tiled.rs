@@ -126,7 +126,8 @@ pub fn tiled_code(
     node: &Node,
     binding: kernel::KernelFn,
 ) -> Result<TiledCode> {
-    let rule = ops::of(node).tile.ok_or_else(|| Error::node(node, "the plan tiles a node whose operator has no tile rule"))?;
+    let rule =
+        ops::of(node).tile.ok_or_else(|| Error::node(node, "the plan tiles a node whose operator has no tile rule"))?;
     let mut tables = vec![];
     let mut operands = vec![];
     for (j, o) in t.operands.iter().enumerate() {
@@ -191,9 +192,10 @@ fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Ta
     let first = &per_tile[0];
     let same_shape = per_tile.iter().all(|k| {
         k.calls.len() == first.calls.len()
-            && k.calls.iter().zip(&first.calls).all(|(a, b)| {
-                a.func == b.func && a.fields.len() == b.fields.len() && a.locals.len() == b.locals.len()
-            })
+            && k.calls
+                .iter()
+                .zip(&first.calls)
+                .all(|(a, b)| a.func == b.func && a.fields.len() == b.fields.len() && a.locals.len() == b.locals.len())
     });
     if !same_shape || !first.state_updates.is_empty() {
         return Err(Error::node(node, "its kernel calls differ in form between tiles"));
@@ -207,11 +209,13 @@ fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Ta
         }
         let mut locals = vec![];
         for (li, l) in inv.locals.iter().enumerate() {
-            let vals: Vec<String> = per_tile.iter().map(|k| format!("{{{}}}", k.calls[ci].locals[li].values.join(", "))).collect();
+            let vals: Vec<String> =
+                per_tile.iter().map(|k| format!("{{{}}}", k.calls[ci].locals[li].values.join(", "))).collect();
             let v = varying(node, tables, format!("c{ci}_{}", l.name), vals)?;
             let inner = v.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(&v).to_string();
             // A per-tile value cannot initialise a static.
-            let ctype = if v.contains("[t]") { l.ctype.trim_start_matches("static ").to_string() } else { l.ctype.clone() };
+            let ctype =
+                if v.contains("[t]") { l.ctype.trim_start_matches("static ").to_string() } else { l.ctype.clone() };
             locals.push((ctype, l.name.clone(), inner));
         }
         out.push(CallCode {

@@ -1,7 +1,7 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
-use super::tile::{self, Space, TileMap, TileRule};
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -12,7 +12,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
         infer: conv,
         required: &[0, 1],
-        kernel: Some(bind_conv), tile: Some(CONV_TILES),
+        kernel: Some(bind_conv),
+        tile: Some(CONV_TILES),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].

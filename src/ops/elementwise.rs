@@ -12,7 +12,8 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -20,7 +21,8 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -28,7 +30,8 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -36,17 +39,26 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary), tile: Some(tile::BROADCAST),
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
-    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), tile: Some(tile::BROADCAST), ..OpDef::BASE },
+    OpDef {
+        name: "Pow",
+        infer: pow,
+        required: &[0, 1],
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
+        ..OpDef::BASE
+    },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
     OpDef {
         name: "Cast",
         attrs: &["saturate", "to"],
         infer: cast,
         fold: Some(fold_cast),
-        kernel: Some(bind_cast), tile: Some(tile::FLAT),
+        kernel: Some(bind_cast),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
@@ -55,7 +67,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["scale_down"],
         infer: scale,
         required: &[0, 1],
-        kernel: Some(bind_scale), tile: Some(tile::FLAT),
+        kernel: Some(bind_scale),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];

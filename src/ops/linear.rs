@@ -1,8 +1,8 @@
 //! Gemm and MatMul. Their gradients are Gemm/MatMul/ReduceSum nodes in the
 //! backward graph; there is no GemmGrad operator.
 
-use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -13,10 +13,18 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha", "beta", "transA", "transB"],
         infer: gemm,
         required: &[0, 1],
-        kernel: Some(bind_gemm), tile: Some(GEMM_TILES),
+        kernel: Some(bind_gemm),
+        tile: Some(GEMM_TILES),
         ..OpDef::BASE
     },
-    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(bind_matmul), tile: Some(MATMUL_TILES), ..OpDef::BASE },
+    OpDef {
+        name: "MatMul",
+        infer: matmul,
+        required: &[0, 1],
+        kernel: Some(bind_matmul),
+        tile: Some(MATMUL_TILES),
+        ..OpDef::BASE
+    },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
     OpDef {
@@ -24,7 +32,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha", "transA", "transB", "transBatchA", "transBatchB"],
         infer: fused_matmul,
         required: &[0, 1],
-        kernel: Some(bind_matmul), tile: Some(MATMUL_TILES),
+        kernel: Some(bind_matmul),
+        tile: Some(MATMUL_TILES),
         ..OpDef::BASE
     },
 ];

@@ -30,9 +30,9 @@ mod select;
 mod shape;
 mod softmax;
 mod split;
-pub mod tile;
 #[cfg(test)]
 mod testing;
+pub mod tile;
 mod training;
 mod unary;
 

@@ -1,9 +1,9 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
-use super::tile::{self, Space, TileMap, TileRule};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::linear::finite;
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -16,7 +16,8 @@ pub const OPS: &[OpDef] = &[
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
-        kernel: Some(bind_batchnorm), tile: Some(BATCHNORM_TILES),
+        kernel: Some(bind_batchnorm),
+        tile: Some(BATCHNORM_TILES),
         ..OpDef::BASE
     },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
@@ -26,7 +27,8 @@ pub const OPS: &[OpDef] = &[
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(ort_training_mode),
-        kernel: Some(bind_batchnorm), tile: Some(BATCHNORM_TILES),
+        kernel: Some(bind_batchnorm),
+        tile: Some(BATCHNORM_TILES),
         ..OpDef::BASE
     },
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
@@ -45,7 +47,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         infer: layer_norm,
         required: &[0, 1],
-        kernel: Some(bind_layernorm), tile: Some(LAYERNORM_TILES),
+        kernel: Some(bind_layernorm),
+        tile: Some(LAYERNORM_TILES),
         ..OpDef::BASE
     },
     // com.microsoft (dY, X, scale, mean, inv_std_var) -> dX, dScale, dBias.
@@ -56,7 +59,8 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1, 2],
         scratch: Some(layer_norm_grad_scratch),
-        kernel: Some(bind_layernorm_grad), tile: Some(LAYERNORM_GRAD_TILES),
+        kernel: Some(bind_layernorm_grad),
+        tile: Some(LAYERNORM_GRAD_TILES),
         ..OpDef::BASE
     },
 ];

@@ -1,10 +1,10 @@
 //! Group, instance and RMS normalization (fp32, forward).
 
-use super::tile::{self, Space, TileMap, TileRule};
 use super::kernel::{
     broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
 };
 use super::norm::bn_dims;
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
@@ -32,7 +32,8 @@ pub const OPS: &[OpDef] = &[
         name: "RMSNormalization",
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
-        kernel: Some(bind_rmsnorm), tile: Some(RMSNORM_TILES),
+        kernel: Some(bind_rmsnorm),
+        tile: Some(RMSNORM_TILES),
         ..OpDef::BASE
     },
     // The default-domain single-op form Deeploy-style exporters write (no
@@ -41,7 +42,8 @@ pub const OPS: &[OpDef] = &[
         name: "RMSNorm",
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
-        kernel: Some(bind_rmsnorm), tile: Some(RMSNORM_TILES),
+        kernel: Some(bind_rmsnorm),
+        tile: Some(RMSNORM_TILES),
         ..OpDef::BASE
     },
 ];
@@ -245,7 +247,6 @@ pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     inv.locals = locals;
     one(inv)
 }
-
 
 // ---- tile rules ---------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 //! Pooling and its gradients.
 
 use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
-use super::tile::{self, Space, TileMap, TileRule};
 use super::kernel::{call, numel, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -13,7 +13,8 @@ pub const OPS: &[OpDef] = &[
         name: "MaxPool",
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
-        kernel: Some(bind_pool), tile: Some(POOL_TILES),
+        kernel: Some(bind_pool),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
@@ -30,7 +31,8 @@ pub const OPS: &[OpDef] = &[
         name: "AveragePool",
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
-        kernel: Some(bind_pool), tile: Some(POOL_TILES),
+        kernel: Some(bind_pool),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.

@@ -1,14 +1,21 @@
 //! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
 //! opset-13 axis semantics).
 
-use super::tile::{self, Space, TileMap, TileRule};
 use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Softmax", attrs: &["axis"], infer: same, kernel: Some(bind_softmax), tile: Some(SOFTMAX_TILES), ..OpDef::BASE },
+    OpDef {
+        name: "Softmax",
+        attrs: &["axis"],
+        infer: same,
+        kernel: Some(bind_softmax),
+        tile: Some(SOFTMAX_TILES),
+        ..OpDef::BASE
+    },
     // (dY, Y) -> dX.
     OpDef {
         name: "SoftmaxGrad",
@@ -16,7 +23,8 @@ pub const OPS: &[OpDef] = &[
         infer: same,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(bind_softmax_grad), tile: Some(SOFTMAX_GRAD_TILES),
+        kernel: Some(bind_softmax_grad),
+        tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
     OpDef {
@@ -25,7 +33,8 @@ pub const OPS: &[OpDef] = &[
         infer: same,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(bind_softmax_grad), tile: Some(SOFTMAX_GRAD_TILES),
+        kernel: Some(bind_softmax_grad),
+        tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
 ];

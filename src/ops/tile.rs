@@ -136,7 +136,13 @@ pub fn flat_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>>
 pub fn flat_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let n = flat_len(ctx)?;
     // A single value of any rank is seen as [1] next to the flat range.
-    let part = |m: usize| if m == n && n > 1 { Part::Flat { start: start[0], len: len[0] } } else { Part::Flat { start: 0, len: 1 } };
+    let part = |m: usize| {
+        if m == n && n > 1 {
+            Part::Flat { start: start[0], len: len[0] }
+        } else {
+            Part::Flat { start: 0, len: 1 }
+        }
+    };
     let mut m = TileMap::default();
     for (i, p) in present_inputs(ctx).into_iter().enumerate() {
         m.inputs.push(if p { Some(part(numel(&ctx.graph_in_shape(i)?))) } else { None });
@@ -268,13 +274,7 @@ pub fn window_attrs(ctx: &KernelCtx, kernel: &[usize]) -> Result<WindowAttrs> {
 /// Windows (Conv, pools): the space is the output [N, C, H(, W)]; N, the
 /// first spatial axis, and (when `split_c`) the channels split; the input
 /// box carries the halo, clamped to the input, and the tile's top pad.
-pub fn window_map(
-    ctx: &KernelCtx,
-    kernel: &[usize],
-    split_c: bool,
-    start: &[usize],
-    len: &[usize],
-) -> Result<TileMap> {
+pub fn window_map(ctx: &KernelCtx, kernel: &[usize], split_c: bool, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let x = ctx.graph_in_shape(0)?;
     let w = window_attrs(ctx, kernel)?;
     let (lo, n, pad) = window_rows(start[2], len[2], w.kernel, w.stride, w.dil, w.pad, x[2]);
@@ -341,10 +341,10 @@ mod tests {
 
     #[test]
     fn broadcast_part_keeps_size_one_dims_whole() {
-        assert_eq!(broadcast_part(&[4, 1, 1], &[0, 2, 0, 0], &[1, 2, 3, 3]), Part::Box {
-            start: vec![2, 0, 0],
-            len: vec![2, 1, 1]
-        });
+        assert_eq!(
+            broadcast_part(&[4, 1, 1], &[0, 2, 0, 0], &[1, 2, 3, 3]),
+            Part::Box { start: vec![2, 0, 0], len: vec![2, 1, 1] }
+        );
         assert_eq!(broadcast_part(&[3], &[0, 1], &[2, 3]), Part::Whole);
     }
 }

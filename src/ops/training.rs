@@ -16,7 +16,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
-        kernel: Some(bind_accumulate), tile: Some(tile::FLAT),
+        kernel: Some(bind_accumulate),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
@@ -28,7 +29,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_sgd), tile: Some(tile::FLAT),
+        kernel: Some(bind_sgd),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq

@@ -278,7 +278,15 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform, ch
 pub type Tiler = (Option<Result<Choice, String>>, Vec<OperandIn>);
 
 /// A tile buffer of a node: L1 (or an L2 stage) for one operand.
-fn tile_buffer(buffers: &mut Vec<Buffer>, step: &Step, of: BufId, kind: Kind, bytes: u64, k: usize, align: u64) -> BufId {
+fn tile_buffer(
+    buffers: &mut Vec<Buffer>,
+    step: &Step,
+    of: BufId,
+    kind: Kind,
+    bytes: u64,
+    k: usize,
+    align: u64,
+) -> BufId {
     let level = if kind == Kind::Staging { Level::L2 } else { Level::L1 };
     let id = per_node(buffers, step, kind, level, bytes, align, Some(of));
     let src = buffers[of].name.clone();
@@ -304,7 +312,8 @@ fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], 
         let whole = c.whole[j];
         let n = if c.double && !whole { 2 } else { 1 };
         let bytes = c.tile_bytes[j].max(1);
-        let l1: Vec<BufId> = (0..n).map(|k| tile_buffer(buffers, step, o.buffer, Kind::L1Operand, bytes, k, align)).collect();
+        let l1: Vec<BufId> =
+            (0..n).map(|k| tile_buffer(buffers, step, o.buffer, Kind::L1Operand, bytes, k, align)).collect();
         l1_bytes += l1.iter().map(|&b| buffers[b].size).sum::<u64>();
         let l2_stage: Vec<BufId> = if home == Level::L3 {
             (0..n).map(|k| tile_buffer(buffers, step, o.buffer, Kind::Staging, bytes, k, align)).collect()
@@ -330,7 +339,14 @@ fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], 
             moved.l3_to_l2 += rd;
             moved.l2_to_l3 += wr;
         }
-        operands.push(Operand { buffer: o.buffer, access: o.access, home, at: Level::L1, l2_staging: None, l1_copy: None });
+        operands.push(Operand {
+            buffer: o.buffer,
+            access: o.access,
+            home,
+            at: Level::L1,
+            l2_staging: None,
+            l1_copy: None,
+        });
         tiled_ops.push(TiledOperand {
             buffer: o.buffer,
             access: o.access,
@@ -342,7 +358,8 @@ fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], 
             tile_bytes: c.tile_bytes[j],
         });
     }
-    let scratch = (step.scratch_bytes > 0).then(|| per_node(buffers, step, Kind::Scratch, Level::L1, step.scratch_bytes, align, None));
+    let scratch = (step.scratch_bytes > 0)
+        .then(|| per_node(buffers, step, Kind::Scratch, Level::L1, step.scratch_bytes, align, None));
     l1_bytes += scratch.map_or(0, |s| buffers[s].size);
     let access: Vec<Access> = ops.iter().map(|o| o.access).collect();
     let (_, dma_commands) = super::tile::traffic(&c.tiles, &c.whole, &access);

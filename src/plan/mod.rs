@@ -526,3 +526,48 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     plan.verify().map_err(|e| Error::plan(format!("internal error: the memory plan failed its own check: {e}")))?;
     Ok(plan)
 }
+
+impl Plan {
+    /// Bytes moved between levels in one run of every node: tiled nodes'
+    /// DMA and RAM transfers, untiled nodes' whole-operand copies.
+    pub fn traffic(&self) -> Moved {
+        let mut m = Moved::default();
+        for n in &self.nodes {
+            if let Some(t) = &n.tiling {
+                m.l3_to_l2 += t.moved.l3_to_l2;
+                m.l2_to_l1 += t.moved.l2_to_l1;
+                m.l1_to_l2 += t.moved.l1_to_l2;
+                m.l2_to_l3 += t.moved.l2_to_l3;
+                continue;
+            }
+            for o in &n.operands {
+                let b = self.buffers[o.buffer].bytes;
+                let (rd, wr) = (o.access != Access::Write, o.access != Access::Read);
+                if o.home == Level::L3 && (o.l2_staging.is_some() || o.l1_copy.is_some()) {
+                    m.l3_to_l2 += if rd { b } else { 0 };
+                    m.l2_to_l3 += if wr { b } else { 0 };
+                }
+                if o.l1_copy.is_some() {
+                    m.l2_to_l1 += if rd { b } else { 0 };
+                    m.l1_to_l2 += if wr { b } else { 0 };
+                }
+            }
+        }
+        m
+    }
+
+    /// The largest L2 buffer an L3 operand passes through (a whole-operand
+    /// staging of an untiled node, or a tile's stage).
+    pub fn largest_l2_staging(&self) -> u64 {
+        self.buffers.iter().filter(|b| b.kind == Kind::Staging).map(|b| b.size).max().unwrap_or(0)
+    }
+
+    /// Bytes the deployment occupies in L1, L2 and L3 (arenas and static
+    /// data), less the static buffers asked for by later stages (the
+    /// harness's test data).
+    pub fn footprint(&self) -> u64 {
+        let statics: u64 = self.buffers.iter().filter(|b| b.kind == Kind::Static).map(|b| b.size).sum();
+        let total: u64 = self.levels.values().map(|l| l.arena_bytes + l.static_bytes).sum();
+        total.saturating_sub(statics)
+    }
+}

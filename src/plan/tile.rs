@@ -205,7 +205,11 @@ impl NodeIn<'_> {
             for (slot, _) in &o.slots {
                 let list = if slot.output { &map.outputs } else { &map.inputs };
                 let p = list.get(slot.index).and_then(Option::as_ref).ok_or_else(|| {
-                    format!("the tile rule gives {} {} no part", if slot.output { "output" } else { "input" }, slot.index)
+                    format!(
+                        "the tile rule gives {} {} no part",
+                        if slot.output { "output" } else { "input" },
+                        slot.index
+                    )
                 })?;
                 if part.is_some_and(|q| q != p) {
                     return Err("one buffer is read as two different parts".into());
@@ -386,10 +390,20 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
             let double = double && tiles > 1;
             let Ok(e) = eval(n, &rule, &space, k, l, double) else { continue };
             // Estimate traffic from the sampled sizes: tiles x largest.
-            let per: u64 = e.tile_bytes.iter().zip(&e.whole).zip(&access).map(|((b, w), a)| {
-                let dirs = if *a == Access::ReadWrite { 2 } else { 1 };
-                if *w { 0 } else { dirs * b }
-            }).sum();
+            let per: u64 = e
+                .tile_bytes
+                .iter()
+                .zip(&e.whole)
+                .zip(&access)
+                .map(|((b, w), a)| {
+                    let dirs = if *a == Access::ReadWrite { 2 } else { 1 };
+                    if *w {
+                        0
+                    } else {
+                        dirs * b
+                    }
+                })
+                .sum();
             let once: u64 = e.tile_bytes.iter().zip(&e.whole).filter(|(_, w)| **w).map(|(b, _)| *b).sum();
             let bytes = per * tiles + once;
             let cmds = tiles * n.operands.len() as u64;
@@ -432,30 +446,6 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn box_runs_merge_contiguous_axes() {
-        // Rows 2..4 of a [4, 8, 8] f32 tensor: one run per channel.
-        let p = Part::Box { start: vec![0, 2, 0], len: vec![4, 2, 8] };
-        let b = dma_box(&p, &[4, 8, 8], 4).unwrap();
-        assert_eq!(b, DmaBox { off: 64, run: 64, n: [4, 1, 1], s: [256, 0, 0] });
-        // Batches 1..3 of [4, 8]: one contiguous run.
-        let p = Part::Box { start: vec![1, 0], len: vec![2, 8] };
-        assert_eq!(dma_box(&p, &[4, 8], 4).unwrap(), DmaBox { off: 32, run: 64, n: [1; 3], s: [0; 3] });
-    }
-
-    #[test]
-    fn large_runs_split_below_64k() {
-        let b = DmaBox { off: 0, run: 200_000, n: [1; 3], s: [0; 3] };
-        assert_eq!(b.commands(), 7);
-        let b = DmaBox { off: 0, run: 1000, n: [100, 1, 1], s: [4000, 0, 0] };
-        assert_eq!(b.commands(), 2);
-    }
-}
-
 /// Independent check of a tiled node: the tiles cover the space exactly
 /// once (a grid: per axis, the tiles' intervals partition the axis, and
 /// every combination occurs once), every tile's part fits its L1 buffer
@@ -468,11 +458,11 @@ pub fn verify(name: &str, t: &super::Tiling, buffers: &[super::Buffer]) -> Resul
     }
     let mut intervals: Vec<Vec<(usize, usize)>> = vec![vec![]; r];
     for tile in &t.tiles {
-        for d in 0..r {
+        for (d, iv) in intervals.iter_mut().enumerate() {
             if tile.len[d] == 0 || tile.start[d] + tile.len[d] > t.space[d] {
                 return err(format!("tile {:?}+{:?} leaves the space {:?}", tile.start, tile.len, t.space));
             }
-            intervals[d].push((tile.start[d], tile.len[d]));
+            iv.push((tile.start[d], tile.len[d]));
         }
     }
     for (d, iv) in intervals.iter_mut().enumerate() {
@@ -508,10 +498,37 @@ pub fn verify(name: &str, t: &super::Tiling, buffers: &[super::Buffer]) -> Resul
             let bytes = tile.boxes[j].bytes();
             for &b in o.l1.iter().chain(&o.l2_stage) {
                 if buffers[b].size < bytes {
-                    return err(format!("a tile of '{what}' needs {bytes} B, its buffer '{}' has {}", buffers[b].name, buffers[b].size));
+                    return err(format!(
+                        "a tile of '{what}' needs {bytes} B, its buffer '{}' has {}",
+                        buffers[b].name, buffers[b].size
+                    ));
                 }
             }
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn box_runs_merge_contiguous_axes() {
+        // Rows 2..4 of a [4, 8, 8] f32 tensor: one run per channel.
+        let p = Part::Box { start: vec![0, 2, 0], len: vec![4, 2, 8] };
+        let b = dma_box(&p, &[4, 8, 8], 4).unwrap();
+        assert_eq!(b, DmaBox { off: 64, run: 64, n: [4, 1, 1], s: [256, 0, 0] });
+        // Batches 1..3 of [4, 8]: one contiguous run.
+        let p = Part::Box { start: vec![1, 0], len: vec![2, 8] };
+        assert_eq!(dma_box(&p, &[4, 8], 4).unwrap(), DmaBox { off: 32, run: 64, n: [1; 3], s: [0; 3] });
+    }
+
+    #[test]
+    fn large_runs_split_below_64k() {
+        let b = DmaBox { off: 0, run: 200_000, n: [1; 3], s: [0; 3] };
+        assert_eq!(b.commands(), 7);
+        let b = DmaBox { off: 0, run: 1000, n: [100, 1, 1], s: [4000, 0, 0] };
+        assert_eq!(b.commands(), 2);
+    }
 }
