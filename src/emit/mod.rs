@@ -21,6 +21,7 @@
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
 mod render;
+mod tiled;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -329,6 +330,9 @@ pub struct NodeCode {
     pub pre: Vec<Copy>,
     pub calls: Vec<CallCode>,
     pub post: Vec<Copy>,
+    /// The loop over tiles of a tiled node (then `pre`, `calls`, `post`
+    /// are empty).
+    pub tiled: Option<tiled::TiledCode>,
 }
 
 #[derive(Clone, Debug)]
@@ -1099,6 +1103,19 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             ),
         }
     })?;
+    if let Some(t) = &n.tiling {
+        let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
+        let comment = format!(
+            "step {}: {} '{}' computes in L1, {} tile(s) of {:?}{}",
+            n.step,
+            node.op,
+            c::comment(&node.name),
+            t.count,
+            t.tile,
+            if t.double_buffered { ", double-buffered" } else { "" }
+        );
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code) });
+    }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
             Some(o) => match (o.l1_copy, o.l2_staging) {
@@ -1141,7 +1158,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             });
         }
     }
-    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
+    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members, tile: None };
     let kc = binding(&kctx)?;
 
     let copies = |ids: &dyn Fn(BufId) -> bool| -> (Vec<Copy>, Vec<Copy>) {
@@ -1210,6 +1227,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         pre,
         calls,
         post,
+        tiled: None,
     })
 }
 
