@@ -1,11 +1,12 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
+use super::grad::{self, GradCtx};
 use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Conv", infer: conv, required: &[0, 1], kernel: Some(kernel::conv), ..OpDef::BASE },
+    OpDef { name: "Conv", infer: conv, required: &[0, 1], kernel: Some(kernel::conv), grad: Some(conv_grad_rule), ..OpDef::BASE },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
     OpDef {
         name: "ConvGrad",
@@ -187,4 +188,21 @@ fn conv_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
         _ => TensorType::unknown(dw.dtype),
     };
     Ok(vec![dx, dw, db])
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// ConvGrad(dY, X, W) -> dX, dW, dB with the forward attributes; only the
+/// outputs needed are computed.
+fn conv_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, w) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let outs = ctx.dx_names(&[0, 1, 2]);
+    let attrs = ctx.same_attrs();
+    let g = ctx.emit("ConvGrad", grad::MS, &[Some(dy), Some(x), Some(w)], &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
 }

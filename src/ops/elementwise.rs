@@ -1,5 +1,6 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
+use super::grad::{self, GradCtx};
 use super::{broadcast_inputs, kernel, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -11,6 +12,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(kernel::binary),
+        grad: Some(add_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -19,6 +21,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(kernel::binary),
+        grad: Some(sub_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -27,6 +30,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(kernel::binary),
+        grad: Some(mul_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -39,14 +43,15 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(kernel::binary), ..OpDef::BASE },
     OpDef { name: "Sum", infer: binary, kernel: Some(kernel::sum), ..OpDef::BASE },
-    OpDef { name: "Relu", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Gelu", infer: gelu, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Relu", infer: unary, kernel: Some(kernel::unary), grad: Some(relu_grad), ..OpDef::BASE },
+    OpDef { name: "Gelu", infer: gelu, kernel: Some(kernel::unary), grad: Some(gelu_grad_rule), ..OpDef::BASE },
     OpDef {
         name: "Identity",
         infer: unary,
         fold: Some(fold_identity),
         view: true,
         kernel: Some(kernel::copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), kernel: Some(kernel::cast), ..OpDef::BASE },
@@ -186,4 +191,58 @@ fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
         });
     }
     Ok(TensorData::from_i64_as(a.dtype, out, &res).map(|t| vec![t]))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Add / Sub: dA = dY, dB = ±dY, each summed back over what broadcast.
+fn add_grad(ctx: &mut GradCtx) -> Result<()> {
+    add_sub_grad(ctx, false)
+}
+
+fn sub_grad(ctx: &mut GradCtx) -> Result<()> {
+    add_sub_grad(ctx, true)
+}
+
+fn add_sub_grad(ctx: &mut GradCtx, negate_b: bool) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    for i in 0..2 {
+        if !ctx.needs(i) {
+            continue;
+        }
+        let shape = ctx.shape(ctx.x(i)?)?;
+        let name = ctx.dx_name(i);
+        let mut g = dy;
+        if i == 1 && negate_b {
+            g = ctx.emit1("Neg", "", &[dy], &ctx.name("neg"), vec![])?;
+        }
+        let g = ctx.b.unbroadcast(g, &shape, &name)?;
+        ctx.set(i, g);
+    }
+    Ok(())
+}
+
+/// Mul: dA = dY * B, dB = dY * A, each summed back over what broadcast.
+fn mul_grad(ctx: &mut GradCtx) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    for i in 0..2 {
+        if !ctx.needs(i) {
+            continue;
+        }
+        let (x, other) = (ctx.x(i)?, ctx.x(1 - i)?);
+        let shape = ctx.shape(x)?;
+        let name = ctx.dx_name(i);
+        let prod = ctx.emit1("Mul", "", &[dy, other], &ctx.name(&format!("mul{i}")), vec![])?;
+        let g = ctx.b.unbroadcast(prod, &shape, &name)?;
+        ctx.set(i, g);
+    }
+    Ok(())
+}
+
+fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "ReluGrad", grad::MS)
+}
+
+fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "GeluGrad", grad::MS)
 }

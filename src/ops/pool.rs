@@ -1,13 +1,14 @@
 //! Pooling and its gradients.
 
 use super::conv::{kernel_attr, window, MAX_EXTENT};
+use super::grad::{self, GradCtx};
 use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // MaxPool -> (Y, Indices); training graphs need Indices for MaxPoolGrad.
-    OpDef { name: "MaxPool", infer: max_pool, kernel: Some(kernel::pool), ..OpDef::BASE },
+    OpDef { name: "MaxPool", infer: max_pool, kernel: Some(kernel::pool), grad: Some(max_pool_grad_rule), ..OpDef::BASE },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
     OpDef {
         name: "MaxPoolGrad",
@@ -17,7 +18,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::maxpool_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "AveragePool", infer: avg_pool, kernel: Some(kernel::pool), ..OpDef::BASE },
+    OpDef { name: "AveragePool", infer: avg_pool, kernel: Some(kernel::pool), grad: Some(avg_pool_grad_rule), ..OpDef::BASE },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
     OpDef {
         name: "AveragePoolGrad",
@@ -31,6 +32,7 @@ pub const OPS: &[OpDef] = &[
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
         kernel: Some(kernel::global_pool),
+        grad: Some(global_avg_pool_grad_rule),
         ..OpDef::BASE
     },
     OpDef {
@@ -200,4 +202,44 @@ fn global_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
         return Ok(vec![ctx.same_as(1)?]);
     }
     Ok(vec![TensorType::unknown(ctx.dtype(0)?)])
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// MaxPoolGrad(dY, Indices): the forward pool's indices output is added
+/// when the graph left it out.
+fn max_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let dy = ctx.dy(0)?;
+    let indices = ctx.y(1)?;
+    let (out, attrs) = (ctx.dx_name(0), ctx.same_attrs());
+    let dx = ctx.emit1("MaxPoolGrad", "", &[dy, indices], &out, attrs)?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// AveragePoolGrad(dY) with the forward attributes.
+fn avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let dy = ctx.dy(0)?;
+    let (out, attrs) = (ctx.dx_name(0), ctx.same_attrs());
+    let dx = ctx.emit1("AveragePoolGrad", "", &[dy], &out, attrs)?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// GlobalAveragePoolGrad(dY, X).
+fn global_avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("GlobalAveragePoolGrad", grad::MS, &[dy, x], &out, vec![])?;
+    ctx.set(0, dx);
+    Ok(())
 }

@@ -2,12 +2,13 @@
 //! are constant, which is how static shape subgraphs (Shape → Gather →
 //! Concat → Reshape) disappear at import.
 
+use super::grad;
 use super::{checked_numel, kernel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Transpose", infer: transpose, kernel: Some(kernel::transpose), ..OpDef::BASE },
+    OpDef { name: "Transpose", infer: transpose, kernel: Some(kernel::transpose), grad: Some(transpose_grad), ..OpDef::BASE },
     OpDef {
         name: "Reshape",
         infer: reshape,
@@ -15,6 +16,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(kernel::copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -24,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(kernel::copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -33,6 +36,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(kernel::copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -41,6 +45,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_view),
         view: true,
         kernel: Some(kernel::copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef { name: "Concat", infer: concat, fold: Some(fold_concat), kernel: Some(kernel::concat), ..OpDef::BASE },
@@ -446,4 +451,29 @@ fn fold_constant(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData
         return Ok(None);
     }
     Ok(Some(vec![d]))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Transpose: dX = Transpose(dY) by the inverse permutation.
+fn transpose_grad(ctx: &mut super::grad::GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let rank = ctx.shape(x)?.len();
+    let perm: Vec<i64> = match ctx.node.ints("perm")? {
+        Some(p) => p.to_vec(),
+        None => (0..rank as i64).rev().collect(),
+    };
+    let mut inverse = vec![0i64; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        let slot = usize::try_from(p).ok().filter(|&p| p < perm.len());
+        let slot = slot.ok_or_else(|| ctx.err(format!("perm {perm:?} is not a permutation")))?;
+        inverse[slot] = i as i64;
+    }
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("Transpose", "", &[dy], &out, vec![("perm".into(), crate::ir::Attr::Ints(inverse))])?;
+    ctx.set(0, dx);
+    Ok(())
 }
