@@ -2,7 +2,12 @@
 """References for training an inference model from its train.toml (SPEC §2.5).
 
     python tools/make_train_refs.py MODEL_DIR...     # rewrite MODEL_DIR/outputs.npz
-    python tools/make_train_refs.py --zoo            # (re)make the models/*_derived_* folders
+    python tools/make_train_refs.py --zoo            # (re)make the models/*_derived* folders
+
+`--zoo` also writes models/simple_mlp_derived: simple_mlp's inference graph
+with a train.toml of its schedule, and simple_mlp's own inputs.npz and
+outputs.npz (references of its onnxruntime-training artifacts), so a test
+shows that the derived step reproduces the imported artifacts.
 
 MODEL_DIR holds an inference `network.onnx`, its `train.toml` and
 `inputs.npz` (named layout: the data input and `labels` per mini-batch as
@@ -213,6 +218,8 @@ def main():
     if a.zoo:
         from zoo import derived
         dirs += derived.write_all(os.path.join(ROOT, "models"))
+        # references copied from simple_mlp's artifacts, not recomputed
+        derived.imported_twin(os.path.join(ROOT, "models"))
     for d in dirs:
         write_refs(d)
 

@@ -53,6 +53,8 @@ pub struct Args {
     /// Print each stage's wall time (import, lower, bind, check, plan, emit, write).
     #[arg(long)]
     pub timings: bool,
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
 }
 
 /// What a build produced.
@@ -71,6 +73,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     plan.l2_image_limit = a.l2_image;
     let mut o = pipeline::Options::new(plan);
     o.bind.num_data_inputs = a.num_data_inputs;
+    o.train = a.train.request();
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
     Ok(o)
 }

@@ -680,7 +680,11 @@ pub fn generate(
                     lr_expr = Some(ctx.expr(id));
                 }
                 if model.roles.optimizer.get(n) == Some(&Role::OptimizerState) {
-                    opt_state.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+                    opt_state.push(TableEntry {
+                        expr: ctx.expr(id),
+                        bytes: plan.buffers[id].bytes,
+                        name: c::comment(n),
+                    });
                 }
             }
         }

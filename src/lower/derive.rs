@@ -13,13 +13,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use petgraph::stable_graph::NodeIndex;
 use crate::error::{Error, Result};
 use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
 use crate::ir::train::{Derived, Loss, Optimizer, TrainSpec};
 use crate::ir::{DType, Graph, Model, Origin, TensorId, TensorType};
-use crate::ops::grad::{self, Builder, GradCtx, LossKind, Update};
 use crate::ops;
+use crate::ops::grad::{self, Builder, GradCtx, LossKind, Update};
+use petgraph::stable_graph::NodeIndex;
 
 /// The reset flag onnxruntime names `lazy_reset_grad`.
 pub const LAZY_RESET: &str = "lazy_reset_grad";
@@ -30,7 +30,7 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
     let err = |detail: String| Error::model(format!("{}: {detail}", spec.source));
     let scores = logits(&model.graph, spec).map_err(err)?;
     let forward_nodes = model.graph.node_count();
-    let weights = candidates(&model.graph, spec).map_err(err)?;
+    let (floats, weights) = candidates(&model.graph, spec).map_err(err)?;
     let mut d = Derived { spec: Some(spec.clone()), forward_nodes, ..Derived::default() };
 
     let mut b = Builder::new(&mut model.graph);
@@ -73,9 +73,11 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
     g.outputs = std::iter::once(loss).chain(flags).collect();
     g.rebuild_edges();
     g.compute_schedule()?;
+    // Derived nodes count as the model's own.
+    g.onnx_nodes = g.node_count();
 
     d.trainable = trainable.iter().map(|&w| g.name_of(w).to_string()).collect();
-    d.frozen = weights.iter().filter(|w| !trainable.contains(w)).map(|&w| g.name_of(w).to_string()).collect();
+    d.frozen = floats.iter().filter(|w| !trainable.contains(w)).map(|&w| g.name_of(w).to_string()).collect();
     d.state_inputs = state_inputs.iter().map(|&w| g.name_of(w).to_string()).collect();
     let (og, state_bytes) = optimizer(g, &trainable, spec)?;
     d.optimizer_nodes = og.node_count();
@@ -107,9 +109,11 @@ fn logits(g: &Graph, spec: &TrainSpec) -> std::result::Result<TensorId, String> 
     }
 }
 
-/// Float initializers the selection trains, in initializer order; each
-/// glob must match some initializer.
-fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Vec<TensorId>, String> {
+/// The float initializers, and those the selection trains, in initializer
+/// order; each glob must match some initializer.
+type Candidates = (Vec<TensorId>, Vec<TensorId>);
+
+fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Candidates, String> {
     let float: Vec<TensorId> = g
         .initializers
         .iter()
@@ -122,7 +126,8 @@ fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Vec<TensorId>,
             return Err(format!("glob '{pat}' matches no float initializer (they are: {})", names.join(", ")));
         }
     }
-    Ok(float.into_iter().filter(|&t| spec.trains(g.name_of(t))).collect())
+    let chosen = float.iter().copied().filter(|&t| spec.trains(g.name_of(t))).collect();
+    Ok((float, chosen))
 }
 
 /// The labels graph input: class indices `[N, d…]` for cross-entropy,
@@ -306,11 +311,9 @@ fn rename_gradients(g: &mut Graph, trainable: &[TensorId], grads: &HashMap<Tenso
 fn optimizer(main: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<(Graph, u64)> {
     let u = match spec.optimizer {
         Optimizer::Sgd => Update::Sgd { lr: spec.learning_rate },
-        Optimizer::Momentum => Update::Momentum {
-            lr: spec.learning_rate,
-            momentum: spec.momentum,
-            weight_decay: spec.weight_decay,
-        },
+        Optimizer::Momentum => {
+            Update::Momentum { lr: spec.learning_rate, momentum: spec.momentum, weight_decay: spec.weight_decay }
+        }
         Optimizer::Adamw => Update::AdamW {
             lr: spec.learning_rate,
             beta1: spec.beta1,
@@ -329,7 +332,11 @@ fn optimizer(main: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<(
         let gi = b.input(&format!("{name}{ACCUM_BUFFER_SUFFIX}"), ty.clone())?;
         let mut state = vec![];
         for (what, dtype, full) in u.state() {
-            let sty = if *full { TensorType::new(*dtype, &ty.shape().unwrap_or_default()) } else { TensorType::new(*dtype, &[1]) };
+            let sty = if *full {
+                TensorType::new(*dtype, &ty.shape().unwrap_or_default())
+            } else {
+                TensorType::new(*dtype, &[1])
+            };
             state_bytes += sty.bytes().unwrap_or(0) as u64;
             state.push(b.input(&format!("{name}.{what}"), sty)?);
         }
@@ -338,5 +345,6 @@ fn optimizer(main: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<(
     }
     og.rebuild_edges();
     og.compute_schedule()?;
+    og.onnx_nodes = og.node_count();
     Ok((og, state_bytes))
 }

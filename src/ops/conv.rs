@@ -6,7 +6,14 @@ use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Conv", infer: conv, required: &[0, 1], kernel: Some(kernel::conv), grad: Some(conv_grad_rule), ..OpDef::BASE },
+    OpDef {
+        name: "Conv",
+        infer: conv,
+        required: &[0, 1],
+        kernel: Some(kernel::conv),
+        grad: Some(conv_grad_rule),
+        ..OpDef::BASE
+    },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
     OpDef {
         name: "ConvGrad",

@@ -118,7 +118,14 @@ impl<'g> Builder<'g> {
     }
 
     /// One-output node; returns its output.
-    pub fn op(&mut self, name: &str, op: &str, inputs: &[TensorId], out: &str, attrs: Vec<(&str, Attr)>) -> Result<TensorId> {
+    pub fn op(
+        &mut self,
+        name: &str,
+        op: &str,
+        inputs: &[TensorId],
+        out: &str,
+        attrs: Vec<(&str, Attr)>,
+    ) -> Result<TensorId> {
         let ins: Vec<Option<TensorId>> = inputs.iter().map(|&t| Some(t)).collect();
         let outs = self.node(name, op, "", &ins, &[out], attrs)?;
         Ok(outs[0].expect("one named output"))
@@ -173,10 +180,8 @@ impl<'g> Builder<'g> {
             return Ok(dy);
         }
         let lead = from.len().saturating_sub(shape.len());
-        let axes: Vec<i64> = (0..from.len())
-            .filter(|&a| a < lead || (shape[a - lead] == 1 && from[a] != 1))
-            .map(|a| a as i64)
-            .collect();
+        let axes: Vec<i64> =
+            (0..from.len()).filter(|&a| a < lead || (shape[a - lead] == 1 && from[a] != 1)).map(|a| a as i64).collect();
         let summed = if axes.is_empty() {
             dy
         } else {
@@ -322,7 +327,14 @@ impl<'b, 'g> GradCtx<'b, 'g> {
     }
 
     /// One-output gradient node.
-    pub fn emit1(&mut self, op: &str, domain: &str, inputs: &[TensorId], out: &str, attrs: Vec<(String, Attr)>) -> Result<TensorId> {
+    pub fn emit1(
+        &mut self,
+        op: &str,
+        domain: &str,
+        inputs: &[TensorId],
+        out: &str,
+        attrs: Vec<(String, Attr)>,
+    ) -> Result<TensorId> {
         let ins: Vec<Option<TensorId>> = inputs.iter().map(|&t| Some(t)).collect();
         let outs = self.emit(op, domain, &ins, &[out.to_string()], attrs)?;
         Ok(outs[0].expect("one named output"))
@@ -396,7 +408,14 @@ pub fn loss(b: &mut Builder, kind: LossKind, scores: TensorId, labels: TensorId)
             )?;
             let (loss, log_prob) = (outs[0].expect("named"), outs[1].expect("named"));
             let ins = [Some(one), Some(log_prob), Some(labels)];
-            let g = b.node("SoftmaxCrossEntropyLossGrad", "SoftmaxCrossEntropyLossGrad", MS, &ins, &[&d_scores], reduction())?;
+            let g = b.node(
+                "SoftmaxCrossEntropyLossGrad",
+                "SoftmaxCrossEntropyLossGrad",
+                MS,
+                &ins,
+                &[&d_scores],
+                reduction(),
+            )?;
             Ok((loss, g[0].expect("named")))
         }
         LossKind::Mse => {
@@ -410,8 +429,21 @@ pub fn loss(b: &mut Builder, kind: LossKind, scores: TensorId, labels: TensorId)
 
 /// onnxruntime's gradient accumulation: `InPlaceAccumulatorV2(buffer,
 /// gradient, lazy_reset_grad) -> <p>_grad.accumulation.out`.
-pub fn accumulate(b: &mut Builder, buffer: TensorId, gradient: TensorId, reset: TensorId, flag: &str) -> Result<TensorId> {
-    let outs = b.node("InPlaceAccumulatorV2", "InPlaceAccumulatorV2", MS, &[Some(buffer), Some(gradient), Some(reset)], &[flag], vec![])?;
+pub fn accumulate(
+    b: &mut Builder,
+    buffer: TensorId,
+    gradient: TensorId,
+    reset: TensorId,
+    flag: &str,
+) -> Result<TensorId> {
+    let outs = b.node(
+        "InPlaceAccumulatorV2",
+        "InPlaceAccumulatorV2",
+        MS,
+        &[Some(buffer), Some(gradient), Some(reset)],
+        &[flag],
+        vec![],
+    )?;
     Ok(outs[0].expect("named"))
 }
 
@@ -446,7 +478,11 @@ pub fn update(b: &mut Builder, u: Update, w: TensorId, g: TensorId, state: &[Ten
         Update::Sgd { lr } => ("SGD", vec![("lr", Attr::Float(lr))]),
         Update::Momentum { lr, momentum, weight_decay } => (
             "MomentumSGD",
-            vec![("lr", Attr::Float(lr)), ("momentum", Attr::Float(momentum)), ("weight_decay", Attr::Float(weight_decay))],
+            vec![
+                ("lr", Attr::Float(lr)),
+                ("momentum", Attr::Float(momentum)),
+                ("weight_decay", Attr::Float(weight_decay)),
+            ],
         ),
         Update::AdamW { lr, beta1, beta2, epsilon, weight_decay } => (
             "AdamW",

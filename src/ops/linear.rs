@@ -7,8 +7,22 @@ use crate::error::Result;
 use crate::ir::{Attr, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Gemm", infer: gemm, required: &[0, 1], kernel: Some(kernel::gemm), grad: Some(gemm_grad), ..OpDef::BASE },
-    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(kernel::matmul), grad: Some(matmul_grad), ..OpDef::BASE },
+    OpDef {
+        name: "Gemm",
+        infer: gemm,
+        required: &[0, 1],
+        kernel: Some(kernel::gemm),
+        grad: Some(gemm_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "MatMul",
+        infer: matmul,
+        required: &[0, 1],
+        kernel: Some(kernel::matmul),
+        grad: Some(matmul_grad),
+        ..OpDef::BASE
+    },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
     OpDef { name: "FusedMatMul", infer: fused_matmul, required: &[0, 1], kernel: Some(kernel::matmul), ..OpDef::BASE },

@@ -1,8 +1,8 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
-use super::linear::finite;
 use super::grad::{self, GradCtx};
+use super::linear::finite;
 use super::{kernel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};

@@ -8,7 +8,13 @@ use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // MaxPool -> (Y, Indices); training graphs need Indices for MaxPoolGrad.
-    OpDef { name: "MaxPool", infer: max_pool, kernel: Some(kernel::pool), grad: Some(max_pool_grad_rule), ..OpDef::BASE },
+    OpDef {
+        name: "MaxPool",
+        infer: max_pool,
+        kernel: Some(kernel::pool),
+        grad: Some(max_pool_grad_rule),
+        ..OpDef::BASE
+    },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
     OpDef {
         name: "MaxPoolGrad",
@@ -18,7 +24,13 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(kernel::maxpool_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "AveragePool", infer: avg_pool, kernel: Some(kernel::pool), grad: Some(avg_pool_grad_rule), ..OpDef::BASE },
+    OpDef {
+        name: "AveragePool",
+        infer: avg_pool,
+        kernel: Some(kernel::pool),
+        grad: Some(avg_pool_grad_rule),
+        ..OpDef::BASE
+    },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
     OpDef {
         name: "AveragePoolGrad",

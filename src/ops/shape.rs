@@ -8,7 +8,13 @@ use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Transpose", infer: transpose, kernel: Some(kernel::transpose), grad: Some(transpose_grad), ..OpDef::BASE },
+    OpDef {
+        name: "Transpose",
+        infer: transpose,
+        kernel: Some(kernel::transpose),
+        grad: Some(transpose_grad),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Reshape",
         infer: reshape,

@@ -194,3 +194,25 @@ def write_all(root):
     out.append(write_folder(root, "cnn_derived_momentum", cnn()[0], [2, 3, 8, 8], ("classes", 5), momentum,
                             n_batches=8, n_accum=2))
     return out
+
+
+def imported_twin(root):
+    """simple_mlp's inference graph with a train.toml of the same schedule,
+    and simple_mlp's own test data and references (from its onnxruntime
+    artifacts): deploygen's derived step must reproduce the imported one."""
+    import shutil
+
+    from .models import make_simple_mlp
+
+    spec = make_simple_mlp()
+    d = os.path.join(root, "simple_mlp_derived")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "network.onnx"), "wb") as f:
+        f.write(spec.model.SerializeToString())
+    with open(os.path.join(d, "train.toml"), "w") as f:
+        f.write("# simple_mlp's training, derived from its inference graph; the references are\n"
+                "# simple_mlp's (onnxruntime-training artifacts), copied\n"
+                f'loss = "cross-entropy"\noptimizer = "sgd"\nlearning_rate = {spec.lr}\n')
+    for name in ("inputs.npz", "outputs.npz"):
+        shutil.copyfile(os.path.join(root, "simple_mlp", name), os.path.join(d, name))
+    return d
