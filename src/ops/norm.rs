@@ -190,7 +190,11 @@ fn batch_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 fn layer_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
     let (mean, inv_std) = (ctx.y(1)?, ctx.y(2)?);
-    let outs = ctx.dx_names(&[0, 1, 2]);
+    let mut outs = ctx.dx_names(&[0, 1, 2]);
+    // The kernel always writes dX.
+    if outs[0].is_empty() {
+        outs[0] = ctx.name("dx");
+    }
     let attrs = ["axis", "epsilon"].iter().filter_map(|a| ctx.attr(a)).collect();
     let ins = [Some(dy), Some(x), Some(scale), Some(mean), Some(inv_std)];
     let g = ctx.emit("LayerNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
