@@ -1,7 +1,7 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::kernel::{Invocation, KernelCall, KernelCtx};
-use super::{kernel, Ctx, OpDef, Train, Update};
+use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
@@ -15,18 +15,19 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
-        kernel: Some(kernel::accumulate),
+        kernel: Some(bind_accumulate),
         ..OpDef::BASE
     },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
     // exporters, though no ONNX opset defines it).
     OpDef {
         name: "SGD",
+        attrs: &["lr"],
         infer: sgd,
         required: &[0, 1],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(kernel::sgd),
+        kernel: Some(bind_sgd),
         ..OpDef::BASE
     },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq
@@ -37,7 +38,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         update: Update::Sequence,
         train: Train::SgdSequence,
-        kernel: Some(kernel::sgd_optimizer_v2),
+        kernel: Some(bind_sgd_optimizer_v2),
         ..OpDef::BASE
     },
     // deploygen's own optimizer steps of a derived training step, one per
@@ -48,20 +49,22 @@ pub const OPS: &[OpDef] = &[
     // bias correction), its moments and step count updated in place.
     OpDef {
         name: "MomentumSGD",
+        attrs: &["lr", "momentum", "weight_decay"],
         infer: momentum,
         required: &[0, 1, 2],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(momentum_kernel),
+        kernel: Some(bind_momentum_sgd),
         ..OpDef::BASE
     },
     OpDef {
         name: "AdamW",
+        attrs: &["lr", "beta1", "beta2", "epsilon", "weight_decay"],
         infer: adamw,
         required: &[0, 1, 2, 3, 4],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(adamw_kernel),
+        kernel: Some(bind_adamw),
         ..OpDef::BASE
     },
 ];
@@ -100,6 +103,81 @@ fn sgd_v2(ctx: &Ctx) -> Result<Vec<TensorType>> {
         return Err(ctx.err(format!("learning rate '{name}' (input 0) must be f32 [1], found {lr}")));
     }
     Ok(vec![TensorType::new(DType::Bool, &[1]), TensorType::unknown(DType::F32)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.in_shape(0)?);
+    one(call(
+        "dg_inplace_accumulate_f32",
+        "dg_accumulate_args_t",
+        vec![
+            ("buffer", ctx.inp(0)?),
+            ("grad", ctx.inp(1)?),
+            ("lazy_reset", ctx.opt_in(2)),
+            ("out", ctx.opt_out(1)),
+            ("updated", ctx.opt_out(0)),
+            ("n", u(n)),
+        ],
+    ))
+}
+
+pub(super) fn bind_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.in_shape(0)?);
+    // The rate is the attribute `lr`, or a tensor input.
+    let (lr, lr_ptr) = match ctx.node.attrs.get("lr") {
+        Some(_) => (ctx.attr_float("lr", 0.0)?, "NULL".to_string()),
+        None => match ctx.inputs.get(2).cloned().flatten() {
+            Some(p) => (0.0, p),
+            None => return Err(ctx.err("SGD needs a learning rate: attribute 'lr' or a third input")),
+        },
+    };
+    one(call(
+        "dg_sgd_f32",
+        "dg_sgd_args_t",
+        vec![
+            ("w", ctx.inp(0)?),
+            ("g", ctx.inp(1)?),
+            ("w_out", ctx.out(0)?),
+            ("n", u(n)),
+            ("lr", f(lr)),
+            ("lr_ptr", lr_ptr),
+        ],
+    ))
+}
+
+pub(super) fn bind_sgd_optimizer_v2(ctx: &KernelCtx) -> Result<KernelCall> {
+    // (learning_rate, step, params, gradients, ...): one SGD per parameter,
+    // updating it in place.
+    let lr = ctx.inp(0)?;
+    if ctx.members.is_empty() {
+        return Err(ctx.err("no parameters to update"));
+    }
+    let calls = ctx
+        .members
+        .iter()
+        .map(|m| {
+            let mut inv = call(
+                "dg_sgd_f32",
+                "dg_sgd_args_t",
+                vec![
+                    ("w", m.param.clone()),
+                    ("g", m.grad.clone()),
+                    ("w_out", m.param.clone()),
+                    ("n", u(m.numel)),
+                    ("lr", f(0.0)),
+                    ("lr_ptr", lr.clone()),
+                ],
+            );
+            inv.stage = m.stage.clone();
+            inv.comment = Some(m.name.clone());
+            inv
+        })
+        .collect();
+    Ok(KernelCall { calls, ..Default::default() })
 }
 
 /// Weight, gradient and every full-size state input share one shape.
@@ -145,26 +223,9 @@ fn adamw(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![ctx.same_as(0)?])
 }
 
-fn optimizer_call(func: &str, args: &str, fields: Vec<(&str, String)>) -> KernelCall {
-    let inv = Invocation {
-        func: func.into(),
-        args_type: args.into(),
-        fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
-        forked: true,
-        locals: vec![],
-        stage: vec![],
-        comment: None,
-    };
-    KernelCall { calls: vec![inv], ..Default::default() }
-}
-
-fn float_lit(v: f32) -> String {
-    crate::c::f32_lit(v)
-}
-
-fn momentum_kernel(ctx: &KernelCtx) -> Result<KernelCall> {
-    let n: usize = ctx.in_shape(0)?.iter().product();
-    Ok(optimizer_call(
+fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    one(call(
         "dg_momentum_sgd_f32",
         "dg_momentum_sgd_args_t",
         vec![
@@ -172,17 +233,17 @@ fn momentum_kernel(ctx: &KernelCtx) -> Result<KernelCall> {
             ("g", ctx.inp(1)?),
             ("velocity", ctx.inp(2)?),
             ("w_out", ctx.out(0)?),
-            ("n", format!("{n}u")),
-            ("lr", float_lit(ctx.attr_float("lr", 0.0)?)),
-            ("momentum", float_lit(ctx.attr_float("momentum", 0.0)?)),
-            ("weight_decay", float_lit(ctx.attr_float("weight_decay", 0.0)?)),
+            ("n", u(numel(&ctx.in_shape(0)?))),
+            ("lr", f(ctx.attr_float("lr", 0.0)?)),
+            ("momentum", f(ctx.attr_float("momentum", 0.0)?)),
+            ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
         ],
     ))
 }
 
-fn adamw_kernel(ctx: &KernelCtx) -> Result<KernelCall> {
-    let n: usize = ctx.in_shape(0)?.iter().product();
-    Ok(optimizer_call(
+fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2, 3])?;
+    one(call(
         "dg_adamw_f32",
         "dg_adamw_args_t",
         vec![
@@ -192,12 +253,12 @@ fn adamw_kernel(ctx: &KernelCtx) -> Result<KernelCall> {
             ("v", ctx.inp(3)?),
             ("step", ctx.inp(4)?),
             ("w_out", ctx.out(0)?),
-            ("n", format!("{n}u")),
-            ("lr", float_lit(ctx.attr_float("lr", 0.0)?)),
-            ("beta1", float_lit(ctx.attr_float("beta1", 0.0)?)),
-            ("beta2", float_lit(ctx.attr_float("beta2", 0.0)?)),
-            ("epsilon", float_lit(ctx.attr_float("epsilon", 0.0)?)),
-            ("weight_decay", float_lit(ctx.attr_float("weight_decay", 0.0)?)),
+            ("n", u(numel(&ctx.in_shape(0)?))),
+            ("lr", f(ctx.attr_float("lr", 0.0)?)),
+            ("beta1", f(ctx.attr_float("beta1", 0.0)?)),
+            ("beta2", f(ctx.attr_float("beta2", 0.0)?)),
+            ("epsilon", f(ctx.attr_float("epsilon", 0.0)?)),
+            ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
         ],
     ))
 }
