@@ -40,6 +40,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(div_grad),
         ..OpDef::BASE
     },
     OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), ..OpDef::BASE },
@@ -305,6 +306,29 @@ fn mul_grad(ctx: &mut GradCtx) -> Result<()> {
         let prod = ctx.emit1("Mul", "", &[dy, other], &ctx.name(&format!("mul{i}")), vec![])?;
         let g = ctx.b.unbroadcast(prod, &shape, &name)?;
         ctx.set(i, g);
+    }
+    Ok(())
+}
+
+/// Div: dA = dY / B, dB = -(dY / B) * Y, each summed back over what
+/// broadcast.
+fn div_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, b) = (ctx.dy(0)?, ctx.x(1)?);
+    let q = ctx.emit1("Div", "", &[dy, b], &ctx.name("dy_over_b"), vec![])?;
+    if ctx.needs(0) {
+        let shape = ctx.shape(ctx.x(0)?)?;
+        let name = ctx.dx_name(0);
+        let g = ctx.b.unbroadcast(q, &shape, &name)?;
+        ctx.set(0, g);
+    }
+    if ctx.needs(1) {
+        let y = ctx.y(0)?;
+        let shape = ctx.shape(b)?;
+        let name = ctx.dx_name(1);
+        let p = ctx.emit1("Mul", "", &[q, y], &ctx.name("q_times_y"), vec![])?;
+        let n = ctx.emit1("Neg", "", &[p], &ctx.name("neg"), vec![])?;
+        let g = ctx.b.unbroadcast(n, &shape, &name)?;
+        ctx.set(1, g);
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ from .npz import npz_bytes
 
 OPSET = 17
 N_BATCHES = 4
-DATA_SIZE = 2
+DATA_SIZE = 4  # the zoo's training models hold at least 4 mini-batches
 
 
 class Net:
@@ -148,6 +148,7 @@ def data(rng, x_shape, target, n_mb):
 
 
 def write_folder(root, name, model, x_shape, target, toml, n_batches=N_BATCHES, n_accum=1):
+    x_name = model.graph.input[0].name
     d = os.path.join(root, name)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "network.onnx"), "wb") as f:
@@ -158,7 +159,7 @@ def write_folder(root, name, model, x_shape, target, toml, n_batches=N_BATCHES, 
     arrays = {}
     for mb, (x, y) in enumerate(data(rng, x_shape, target, DATA_SIZE)):
         pre = "" if mb == 0 else f"mb{mb}_"
-        arrays[pre + "input"] = x
+        arrays[pre + x_name] = x
         arrays[pre + "labels"] = y
     for init in model.graph.initializer:
         if init.data_type == TensorProto.FLOAT:
@@ -189,6 +190,19 @@ def write_all(root):
     model, x_shape, target = mlp()
     frozen = SGD.format(loss="cross-entropy", lr=0.1) + '# linear probe: only the classifier trains\ntrainable = ["fc2.*"]\n'
     out.append(write_folder(root, "mlp_derived_frozen", model, x_shape, target, frozen))
+    # Inference models of the zoo, trained as they are.
+    for base, opt, lr in (("kws_cnn", SGD, 0.1), ("tiny_transformer", ADAMW, 0.01)):
+        model = onnx.load(os.path.join(root, base, "network.onnx"))
+        for node in model.graph.node:
+            # onnxruntime's LayerNormalization gradient reads the optional
+            # Mean / InvStdDev outputs: declare them (same computation).
+            if node.op_type == "LayerNormalization" and len(node.output) == 1:
+                node.output.extend([node.output[0] + "_mean", node.output[0] + "_inv_std"])
+        dims = lambda v: [d.dim_value for d in v.type.tensor_type.shape.dim]  # noqa: E731
+        x_shape, classes = dims(model.graph.input[0]), dims(model.graph.output[0])[-1]
+        kind = "sgd" if opt is SGD else "adamw"
+        out.append(write_folder(root, f"{base}_derived_{kind}", model, x_shape, ("classes", classes),
+                                opt.format(loss="cross-entropy", lr=lr)))
     momentum = ('loss = "cross-entropy"\noptimizer = "momentum"\nlearning_rate = 0.05\nmomentum = 0.9\n'
                 'weight_decay = 0.001\naccumulation_steps = 2\n')
     out.append(write_folder(root, "cnn_derived_momentum", cnn()[0], [2, 3, 8, 8], ("classes", 5), momentum,
