@@ -147,6 +147,18 @@ def data(rng, x_shape, target, n_mb):
     return out
 
 
+def becomes_input(model, toml, name):
+    import fnmatch
+    import tomllib
+
+    k = tomllib.loads(toml)
+    if any(name in n.input[3:5] for n in model.graph.node if n.op_type == "BatchNormalization"):
+        return True
+    if "trainable" in k:
+        return any(fnmatch.fnmatchcase(name, g) for g in k["trainable"])
+    return not any(fnmatch.fnmatchcase(name, g) for g in k.get("frozen", []))
+
+
 def write_folder(root, name, model, x_shape, target, toml, n_batches=N_BATCHES, n_accum=1):
     x_name = model.graph.input[0].name
     d = os.path.join(root, name)
@@ -161,8 +173,10 @@ def write_folder(root, name, model, x_shape, target, toml, n_batches=N_BATCHES, 
         pre = "" if mb == 0 else f"mb{mb}_"
         arrays[pre + x_name] = x
         arrays[pre + "labels"] = y
+    # Initial values of the weights that become graph inputs: the trainable
+    # ones and the BatchNorm statistics (frozen weights stay initializers).
     for init in model.graph.initializer:
-        if init.data_type == TensorProto.FLOAT:
+        if init.data_type == TensorProto.FLOAT and becomes_input(model, toml, init.name):
             arrays[init.name] = numpy_helper.to_array(init)
     arrays["lazy_reset_grad"] = np.array([True])
     arrays["meta_data_size"] = np.array(DATA_SIZE, dtype=np.int64)
