@@ -311,6 +311,16 @@ pub(super) fn bind_swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
+// ---- gradient rules ------------------------------------------------------------------------
+
+fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "ReluGrad", grad::MS)
+}
+
+fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "GeluGrad", grad::MS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::{infer, infer_one, Fixture};
@@ -342,14 +352,4 @@ mod tests {
         f.input("x", DType::I64, &[3]);
         assert_eq!(infer_one(&f).unwrap(), vec![3]);
     }
-}
-
-// ---- gradient rules ------------------------------------------------------------------------
-
-fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
-    grad::act_grad(ctx, "ReluGrad", grad::MS)
-}
-
-fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
-    grad::act_grad(ctx, "GeluGrad", grad::MS)
 }
