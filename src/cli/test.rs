@@ -64,6 +64,9 @@ pub struct TestArgs {
     pub keep: bool,
     #[command(flatten)]
     pub train: super::train::TrainArgs,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    pub no_tiling: bool,
 }
 
 /// A model folder's name in keys: the folder's name (for a `.onnx` file
@@ -156,6 +159,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.timeout = Duration::from_secs_f64(args.timeout);
             c.keep = args.keep;
             c.train = args.train.request();
+            c.tiling = !args.no_tiling;
             out.push(c);
         }
     }

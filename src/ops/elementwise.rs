@@ -2,6 +2,7 @@
 
 use super::grad::GradCtx;
 use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
+use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -14,6 +15,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
         grad: Some(add_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -23,6 +25,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
         grad: Some(sub_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -32,6 +35,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
         grad: Some(mul_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -41,9 +45,17 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
         grad: Some(div_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
-    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), ..OpDef::BASE },
+    OpDef {
+        name: "Pow",
+        infer: pow,
+        required: &[0, 1],
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
+        ..OpDef::BASE
+    },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
     OpDef {
         name: "Cast",
@@ -51,6 +63,7 @@ pub const OPS: &[OpDef] = &[
         infer: cast,
         fold: Some(fold_cast),
         kernel: Some(bind_cast),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
@@ -60,6 +73,7 @@ pub const OPS: &[OpDef] = &[
         infer: scale,
         required: &[0, 1],
         kernel: Some(bind_scale),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];

@@ -33,6 +33,7 @@ mod softmax;
 mod split;
 #[cfg(test)]
 mod testing;
+pub mod tile;
 mod training;
 mod unary;
 
@@ -138,6 +139,8 @@ pub struct OpDef {
     /// gradient, so a derived training step refuses the node when a
     /// trainable weight lies behind it.
     pub grad: Option<grad::GradFn>,
+    /// How the node's work splits into L1 tiles; `None`: it runs untiled.
+    pub tile: Option<tile::TileRule>,
 }
 
 impl OpDef {
@@ -161,6 +164,7 @@ impl OpDef {
         fixed_1x1: None,
         kernel: None,
         grad: None,
+        tile: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.

@@ -3,6 +3,7 @@
 use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -15,6 +16,7 @@ pub const OPS: &[OpDef] = &[
         infer: max_pool,
         kernel: Some(bind_pool),
         grad: Some(max_pool_grad_rule),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
@@ -33,6 +35,7 @@ pub const OPS: &[OpDef] = &[
         infer: avg_pool,
         kernel: Some(bind_pool),
         grad: Some(avg_pool_grad_rule),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
@@ -379,4 +382,22 @@ fn global_avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     let dx = ctx.emit1("GlobalAveragePoolGrad", grad::MS, &[dy, x], &out, vec![])?;
     ctx.set(0, dx);
     Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Pools tile over batch, channels and output rows, the input rows with
+/// their halo. MaxPool's indices are flat positions in the whole input,
+/// so a MaxPool that outputs them runs untiled.
+pub(super) const POOL_TILES: TileRule = TileRule { space: pool_tile_space, map: pool_tile_map };
+
+fn pool_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if ctx.has_out(1) || ctx.node.output(1).is_some() {
+        return Ok(Err("its indices output counts positions in the whole input".into()));
+    }
+    tile::window_space(ctx, true)
+}
+
+fn pool_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::window_map(ctx, &kernel_dims(ctx)?, true, start, len)
 }

@@ -3,6 +3,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -14,6 +15,7 @@ pub const OPS: &[OpDef] = &[
         infer: same,
         kernel: Some(bind_softmax),
         grad: Some(softmax_grad_rule),
+        tile: Some(SOFTMAX_TILES),
         ..OpDef::BASE
     },
     // (dY, Y) -> dX.
@@ -24,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_softmax_grad),
+        tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
     OpDef {
@@ -33,6 +36,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_softmax_grad),
+        tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
@@ -103,4 +107,32 @@ fn softmax_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     let dx = ctx.emit1("SoftmaxGrad_13", grad::MS, &[dy, y], &out, attrs)?;
     ctx.set(0, dx);
     Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Softmax tiles over the axes before its axis; the axis and those after
+/// it are whole in every tile.
+pub(super) const SOFTMAX_TILES: TileRule = TileRule { space: softmax_tile_space, map: softmax_tile_map };
+pub(super) const SOFTMAX_GRAD_TILES: TileRule = TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map };
+
+fn softmax_axis(ctx: &KernelCtx, x_slot: usize, old: bool) -> Result<usize> {
+    let r = ctx.graph_in_shape(x_slot)?.len();
+    ctx.axis(ctx.attr_int("axis", if old { 1 } else { -1 })?, r)
+}
+
+fn softmax_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?)
+}
+
+fn softmax_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?, start, len)
+}
+
+fn softmax_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 1, softmax_axis(ctx, 1, ctx.node.op == "SoftmaxGrad")?)
+}
+
+fn softmax_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 1, softmax_axis(ctx, 1, ctx.node.op == "SoftmaxGrad")?, start, len)
 }

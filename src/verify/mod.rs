@@ -103,6 +103,8 @@ pub struct Case {
     pub keep: bool,
     /// Training flags over the model's `train.toml`.
     pub train: crate::import::TrainRequest,
+    /// Plan with tiling (`--no-tiling` turns it off).
+    pub tiling: bool,
 }
 
 impl Case {
@@ -119,6 +121,7 @@ impl Case {
             timeout: Duration::from_secs(300),
             keep: false,
             train: crate::import::TrainRequest::default(),
+            tiling: true,
         }
     }
 
@@ -212,8 +215,9 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 /// The generation step of a case: the pipeline, then the project written
 /// into `out`.
 pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
-    let plan =
+    let mut plan =
         PlanOptions::named(&case.platform, &case.default_mem, case.capacities).map_err(StageError::at(Stage::Plan))?;
+    plan.tiling = case.tiling;
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
