@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::bind::{self, RefKind};
 use crate::c;
 use crate::error::{Error, Result};
+use crate::escape::{c_comment, c_ident, c_string, ProjectName};
 use crate::ir::{self, DType, Graph, Model, Role, TensorData};
 use crate::ops::{self, kernel};
 use crate::plan::{self, Access, BufId, GraphSel, Level, Placement, Supply};
@@ -335,7 +336,9 @@ pub struct Segment {
     pub dst: String,
     pub offset: u64,
     pub bytes: u64,
+    /// The weight's name in a comment, and as a string literal body.
     pub name: String,
+    pub name_lit: String,
     /// `hex/<n>.hex` name when loading per file.
     pub file: String,
 }
@@ -364,7 +367,8 @@ pub struct DataArray {
 /// Everything known about the project, for the templates.
 #[derive(Clone, Debug)]
 pub struct Facts {
-    pub model: String,
+    /// The sanitised project name: the only model text build files hold.
+    pub project: ProjectName,
     pub platform: String,
     pub platform_define: String,
     pub sdk_build: crate::target::SdkBuild,
@@ -418,7 +422,9 @@ pub struct Facts {
     pub checks: Vec<Check>,
     pub expected: u64,
     pub not_compared: Vec<NotCompared>,
-    pub no_data_reason: Option<String>,
+    /// Why nothing is compared, as a comment and as a string literal body.
+    pub no_data_comment: Option<String>,
+    pub no_data_lit: Option<String>,
     // build
     pub sources: Vec<String>,
     pub runtime_sources: Vec<String>,
@@ -462,16 +468,20 @@ impl Ctx<'_> {
 }
 
 fn baked_name(id: BufId) -> String {
-    format!("dg_w{id}")
+    c_ident("dg_w", id)
 }
 
-fn project_name(model: &Model, opts: &EmitOptions) -> String {
+/// The model's name as given (the folder's, else the file stem's): its
+/// raw bytes, and as text for messages and the manifest.
+fn model_name(model: &Model, opts: &EmitOptions) -> (Vec<u8>, String) {
     if let Some(n) = &opts.name {
-        return n.clone();
+        return (n.as_bytes().to_vec(), n.clone());
     }
-    let dir = model.dir.file_name().map(|f| f.to_string_lossy().into_owned());
-    let stem = model.path.file_stem().map(|f| f.to_string_lossy().into_owned());
-    dir.filter(|d| !d.is_empty() && d != ".").or(stem).unwrap_or_else(|| "model".into())
+    let dir = model.dir.file_name().filter(|d| !d.is_empty() && *d != ".");
+    match dir.or(model.path.file_stem()) {
+        Some(n) => (n.as_encoded_bytes().to_vec(), n.to_string_lossy().into_owned()),
+        None => (b"model".to_vec(), "model".into()),
+    }
 }
 
 /// Bytes of a tensor's value as stored in a buffer of `dtype` (f64 test
@@ -535,7 +545,7 @@ pub fn generate(
     }
     let ctx = Ctx { model, plan, main, opt };
     let training = model.roles.is_training();
-    let name = project_name(model, opts);
+    let (raw_name, name) = model_name(model, opts);
 
     // ---- nodes --------------------------------------------------------------
     let mut main_nodes = vec![];
@@ -561,7 +571,7 @@ pub fn generate(
                     dst: ctx.expr(w),
                     src: ctx.expr(u),
                     bytes: plan.buffers[w].bytes,
-                    what: format!("{} <- {}", p.name, up),
+                    what: c_comment(&format!("{} <- {}", p.name, up)),
                 });
             }
         }
@@ -606,7 +616,7 @@ pub fn generate(
                 baked.push(Baked {
                     ctype: ct.into(),
                     name: baked_name(w.buffer),
-                    comment: format!("{} ({} {:?}, {} B)", c::comment(&b.name), b.dtype, b.shape, b.bytes),
+                    comment: c_comment(&format!("{} ({} {:?}, {} B)", b.name, b.dtype, b.shape, b.bytes)),
                     lines: c::lines(&c::values(&v), 8),
                 });
             }
@@ -620,7 +630,7 @@ pub fn generate(
                         dst: ctx.expr(w.buffer),
                         src: e.clone(),
                         bytes: b.bytes,
-                        what: c::comment(&b.name),
+                        what: c_comment(&b.name),
                     });
                     staged_bytes += b.size;
                     e
@@ -639,7 +649,8 @@ pub fn generate(
                     dst,
                     offset,
                     bytes: b.bytes,
-                    name: c::comment(&b.name),
+                    name: c_comment(&b.name),
+                    name_lit: c_string(&b.name),
                     file: format!("{idx}.hex"),
                 });
             }
@@ -655,7 +666,7 @@ pub fn generate(
         let id = ctx.buffer_of(sel, name).ok_or_else(|| {
             Error::plan(format!("tensor '{name}' is a graph input or output but the memory plan gives it no buffer"))
         })?;
-        Ok(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(name) })
+        Ok(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c_comment(name) })
     };
     let input_names: Vec<String> = match binding {
         Some(bd) => bd.slots.iter().map(|s| s.input.clone()).collect(),
@@ -672,7 +683,7 @@ pub fn generate(
             }
             let n = og.name_of(t);
             if let Some(id) = ctx.buffer_of(GraphSel::Optimizer, n) {
-                opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+                opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c_comment(n) });
                 if model.roles.optimizer.get(n) == Some(&Role::LearningRate) {
                     lr_expr = Some(ctx.expr(id));
                 }
@@ -681,7 +692,7 @@ pub fn generate(
         for &t in &og.outputs {
             let n = og.name_of(t);
             if let Some(id) = ctx.buffer_of(GraphSel::Optimizer, n) {
-                opt_outputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+                opt_outputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c_comment(n) });
             }
         }
     }
@@ -725,7 +736,7 @@ pub fn generate(
                 if dtype == "f32" {
                     v2.dtype = DType::F32;
                 }
-                let nm = format!("testData_mb{mb}_buf{}", s.index);
+                let nm = c_ident("testData_mb", format!("{mb}_buf{}", s.index));
                 data_arrays.push(DataArray {
                     ctype: c::ctype_of_name(&dtype).into(),
                     name: nm.clone(),
@@ -793,7 +804,7 @@ pub fn generate(
                 continue;
             }
             let vals = r.data.to_f32().unwrap_or_default();
-            let rn = format!("testRef_{i}");
+            let rn = c_ident("testRef_", i);
             refs.push(DataArray {
                 ctype: "float".into(),
                 name: rn.clone(),
@@ -803,7 +814,7 @@ pub fn generate(
                 RefKind::UpdatedParam | RefKind::Frozen => r.key.clone(),
                 _ => r.target.clone(),
             };
-            checks.push(Check { name: c::string(&what), expr: ctx.expr(id), ref_name: rn, values: vals.len() as u64 });
+            checks.push(Check { name: c_string(&what), expr: ctx.expr(id), ref_name: rn, values: vals.len() as u64 });
             compared.push(Compared { name: what, values: vals.len() as u64 });
         }
         for p in &bd.params {
@@ -867,7 +878,7 @@ pub fn generate(
         vec![format!("hex/{L3_IMAGE}")]
     };
     let facts = Facts {
-        model: name.clone(),
+        project: ProjectName::new(&raw_name),
         platform: p.name.clone(),
         platform_define,
         sdk_build: p.sdk_build,
@@ -895,7 +906,7 @@ pub fn generate(
         hex_files: opts.hex_files,
         staged,
         skip_copy: plan.skip_initweight_copy.skip,
-        skip_reason: c::comment(&plan.skip_initweight_copy.reason),
+        skip_reason: c_comment(&plan.skip_initweight_copy.reason),
         num_data,
         data_size,
         steps,
@@ -916,9 +927,10 @@ pub fn generate(
         expected,
         not_compared: not_compared
             .iter()
-            .map(|n| NotCompared { name: c::string(&n.name), why: c::string(&n.why) })
+            .map(|n| NotCompared { name: c_string(&n.name), why: c_string(&n.why) })
             .collect(),
-        no_data_reason: no_data_reason.as_deref().map(c::string),
+        no_data_comment: no_data_reason.as_deref().map(c_comment),
+        no_data_lit: no_data_reason.as_deref().map(c_string),
         sources,
         runtime_sources,
         l1_heap: budget(Level::L1),
@@ -1044,13 +1056,13 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             let home = ctx.expr(o.buffer);
             let b = &ctx.plan.buffers[o.buffer];
             let copy = ctx.expr(cp);
-            let name = c::comment(&b.name);
+            let name = &b.name;
             if matches!(o.access, Access::Read | Access::ReadWrite) {
-                let what = format!("{name} {}->{}", o.home, o.at);
+                let what = c_comment(&format!("{name} {}->{}", o.home, o.at));
                 pre.push(Copy { dst: copy.clone(), src: home.clone(), bytes: b.bytes, what });
             }
             if matches!(o.access, Access::Write | Access::ReadWrite) {
-                let what = format!("{name} {}->{}", o.at, o.home);
+                let what = c_comment(&format!("{name} {}->{}", o.at, o.home));
                 post.push(Copy { dst: home, src: copy, bytes: b.bytes, what });
             }
         }
@@ -1064,7 +1076,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         .map(|inv| {
             let (cpre, cpost) = copies(&|b| inv.stage.contains(&b));
             CallCode {
-                comment: inv.comment.as_deref().map(c::comment).unwrap_or_default(),
+                comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
                 func: inv.func.clone(),
                 args_type: inv.args_type.clone(),
                 fields: inv.fields.clone(),
@@ -1086,17 +1098,13 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
                 dst: ctx.expr(bi),
                 src: ctx.expr(bo),
                 bytes: ctx.plan.buffers[bi].bytes,
-                what: format!(
-                    "{} <- {} (carried to the next run)",
-                    c::comment(g.name_of(ti)),
-                    c::comment(g.name_of(to))
-                ),
+                what: c_comment(&format!("{} <- {} (carried to the next run)", g.name_of(ti), g.name_of(to))),
             });
         }
     }
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     Ok(NodeCode {
-        comment: format!("step {}: {} '{}' computes in {}", n.step, node.op, c::comment(&node.name), exec),
+        comment: c_comment(&format!("step {}: {} '{}' computes in {}", n.step, node.op, node.name, exec)),
         pre,
         calls,
         post,

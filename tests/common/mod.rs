@@ -1,6 +1,10 @@
 //! Builds small ONNX files for tests, straight from the protobuf types.
 #![allow(dead_code)]
 
+pub mod c_text;
+pub mod chain;
+pub mod project;
+
 use std::path::{Path, PathBuf};
 
 use deploygen::import::pb;
