@@ -120,17 +120,13 @@ impl Project {
     }
 
     /// Write the project into `out` atomically: into a temporary folder
-    /// next to it, renamed at the end. An existing `out` is replaced only
-    /// with `force`.
+    /// next to it, renamed into place at the end. An existing `out` is
+    /// replaced only with `force`, and only when it is a folder deploygen
+    /// made (its `deploygen.json`) or an empty folder. Errors name `out`.
     pub fn write(&self, out: &Path, force: bool) -> Result<()> {
-        if out.exists() && !force {
-            return Err(Error::Usage(format!(
-                "{} already exists: pass --force to replace it, or choose another --out",
-                out.display()
-            )));
-        }
+        let replace = replaceable(out, force)?;
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(out, e))?;
         let base = out.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "project".into());
         let tmp = parent.join(format!(".{base}.deploygen-tmp-{}", std::process::id()));
         let old = parent.join(format!(".{base}.deploygen-old-{}", std::process::id()));
@@ -138,35 +134,38 @@ impl Project {
             let _ = std::fs::remove_dir_all(p);
         };
         cleanup(&tmp);
-        let result = (|| -> Result<()> {
-            for (rel, data) in &self.files {
-                let p = tmp.join(rel);
-                if let Some(d) = p.parent() {
-                    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
-                }
-                std::fs::write(&p, data).map_err(|e| Error::io(&p, e))?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
+        if let Err(e) = self.write_files(&tmp, out) {
             cleanup(&tmp);
             return Err(e);
         }
-        if out.exists() {
+        if replace {
             cleanup(&old);
             if let Err(e) = std::fs::rename(out, &old) {
                 cleanup(&tmp);
-                return Err(Error::io(out, e));
+                return Err(Error::write(out, e));
             }
         }
         if let Err(e) = std::fs::rename(&tmp, out) {
-            if old.exists() {
+            if replace {
                 let _ = std::fs::rename(&old, out);
             }
             cleanup(&tmp);
-            return Err(Error::io(out, e));
+            return Err(Error::write(out, e));
         }
         cleanup(&old);
+        Ok(())
+    }
+
+    /// Every file under `tmp`; a failure names the file's place in `out`.
+    fn write_files(&self, tmp: &Path, out: &Path) -> Result<()> {
+        std::fs::create_dir(tmp).map_err(|e| Error::write(out, e))?;
+        for (rel, data) in &self.files {
+            let p = tmp.join(rel);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d).map_err(|e| Error::write(out.join(rel), e))?;
+            }
+            std::fs::write(&p, data).map_err(|e| Error::write(out.join(rel), e))?;
+        }
         Ok(())
     }
 
@@ -195,6 +194,49 @@ impl Project {
         }
         Ok(out)
     }
+}
+
+/// Whether `out` exists and may be replaced. It may with `force` when it
+/// is a folder deploygen made or an empty folder; anything else is an
+/// error saying why, before anything is written.
+fn replaceable(out: &Path, force: bool) -> Result<bool> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(out, e)),
+        Ok(m) => m,
+    };
+    if !force {
+        return Err(Error::Usage(format!(
+            "{} already exists: pass --force to replace it, or choose another --out",
+            out.display()
+        )));
+    }
+    let why = if meta.file_type().is_symlink() {
+        "it is a symbolic link"
+    } else if !meta.is_dir() {
+        "it is not a folder"
+    } else if made_by_deploygen(out) || is_empty(out)? {
+        return Ok(true);
+    } else {
+        "it holds files but no deploygen.json manifest, so deploygen did not make it"
+    };
+    Err(Error::Usage(format!(
+        "--force does not replace {}: {why}. --force replaces only a folder deploygen made (one with its \
+         deploygen.json) or an empty folder; move it away yourself or choose another --out",
+        out.display()
+    )))
+}
+
+/// A folder whose `deploygen.json` is a project manifest.
+fn made_by_deploygen(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read(dir.join("deploygen.json")) else { return false };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else { return false };
+    ["model", "platform", "default_mem", "kind", "expected_compared"].iter().all(|k| v.get(k).is_some())
+}
+
+fn is_empty(dir: &Path) -> Result<bool> {
+    let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    Ok(entries.next().is_none())
 }
 
 fn list_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
