@@ -34,12 +34,15 @@
 #define N_LOSS_SLOTS (N_PASSES > 0 ? N_PASSES : 1)
 
 static struct pi_device cluster_dev;
+{%- if !f.training || f.steps > 0 %}
 static uint32_t task_cycles;
+{%- endif %}
 static uint32_t check_errors;
 static uint32_t check_compared;
-{%- if f.training && f.loss_idx.is_some() %}
+{%- if f.training && f.loss_idx.is_some() && f.steps > 0 %}
 static float stored_losses[N_LOSS_SLOTS];
 {%- endif %}
+{%- if !f.training || f.steps > 0 %}
 
 static void run_network_task(void *arg)
 {
@@ -51,7 +54,8 @@ static void run_network_task(void *arg)
     pi_perf_stop();
     task_cycles = pi_perf_read(PI_PERF_CYCLES);
 }
-{%- if f.training %}
+{%- endif %}
+{%- if f.training && f.steps > 0 %}
 
 static void run_optimizer_task(void *arg)
 {
@@ -104,7 +108,9 @@ static int harness(void)
     uint64_t run_cycles = 0;
 {%- if f.training %}
     uint64_t opt_cycles = 0;
+{%- if f.steps > 0 %}
     uint32_t step, accum;
+{%- endif %}
 {%- endif %}
     uint32_t i, mb = 0;
     int failed;
@@ -133,6 +139,9 @@ static int harness(void)
         float lr = TRAINING_LEARNING_RATE;
         dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
     }
+{%- if f.steps == 0 %}
+    /* No test data: no training step to run, and nothing to compare. */
+{%- else %}
 
     for (step = 0; step < N_TRAIN_STEPS; step++) {
         for (accum = 0; accum < N_ACCUM_STEPS; accum++) {
@@ -159,6 +168,7 @@ static int harness(void)
             return init_failed("cannot send the optimizer task");
         opt_cycles += task_cycles;
     }
+{%- endif %}
 {%- else %}
 #if TEST_NUM_DATA_SLOTS > 0
     for (i = 0; i < TEST_NUM_DATA_SLOTS; i++)

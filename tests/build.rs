@@ -231,6 +231,30 @@ fn a_model_without_test_data_builds_and_its_run_fails_saying_why() {
     assert!(stdout.contains("FAILED: model 'bare' has no inputs.npz"), "{stdout}");
 }
 
+/// A training step without test data: `build` says so up front, and the
+/// harness compiles (no `N_TRAIN_STEPS 0` loop for `-Werror=type-limits`)
+/// and fails saying why.
+#[test]
+fn a_training_model_without_test_data_warns_and_its_run_fails_saying_why() {
+    if !have_gcc() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let model = tmp.path().join("bare_train");
+    std::fs::create_dir(&model).unwrap();
+    std::fs::copy(common::zoo("cnn_inline_sgd").join("network.onnx"), model.join("network.onnx")).unwrap();
+    let out = tmp.path().join("p");
+    let o = build(&model, "host", "L2", &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("warning:") && err.contains("no test data"), "{err}");
+    make(&out);
+    let (rc, stdout) = run(&out);
+    assert_ne!(rc, 0, "{stdout}");
+    assert!(stdout.contains("FAILED: model 'bare_train' has no inputs.npz"), "{stdout}");
+    assert!(stdout.contains("no test data"), "{stdout}");
+}
+
 #[test]
 fn a_node_its_kernel_binding_refuses_is_exit_2_before_anything_is_written() {
     // Gather's kernel takes constant indices only: runtime indices are

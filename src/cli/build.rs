@@ -62,6 +62,8 @@ pub struct Built {
     pub plan: plan::Plan,
     pub out: PathBuf,
     pub timings: Vec<Timing>,
+    /// What the user should know before running the project.
+    pub warnings: Vec<String>,
 }
 
 /// The pipeline's options from the flags.
@@ -84,7 +86,15 @@ pub fn generate(a: &Args) -> Result<Built> {
         let m = &g.project.manifest;
         PathBuf::from("build").join(format!("{}-{}-{}", m.model, g.plan.platform.name, g.plan.default_mem))
     });
-    Ok(Built { project: g.project, plan: g.plan, out, timings: g.timings })
+    let mut warnings = vec![];
+    if g.binding.is_none() {
+        warnings.push(format!(
+            "{} has no test data (inputs.npz, outputs.npz): the project builds, but its run compares nothing and \
+             fails",
+            a.model.display()
+        ));
+    }
+    Ok(Built { project: g.project, plan: g.plan, out, timings: g.timings, warnings })
 }
 
 /// A short summary: files, bytes per level, where the weights went.
@@ -216,6 +226,9 @@ pub fn run(a: Args) -> Result<bool> {
         }
     }
     let mut b = generate(&a)?;
+    for w in &b.warnings {
+        eprintln!("warning: {w}");
+    }
     if let Some(dir) = &a.check {
         let diff = b.project.check(dir)?;
         if diff.is_empty() {

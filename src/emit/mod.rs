@@ -790,7 +790,8 @@ pub fn generate(
         }
     } else {
         no_data_reason = Some(format!(
-            "model '{name}' has no inputs.npz/outputs.npz: there are no references, so this run compares nothing and fails"
+            "model '{name}' has no inputs.npz/outputs.npz: no test data, so there are no references and this run \
+             compares nothing and fails"
         ));
     }
 
