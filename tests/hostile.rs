@@ -361,7 +361,7 @@ fn special_files_are_named_for_what_they_are() {
 fn edit_outputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, TensorData)>)) {
     use deploygen::bind::npz;
     let path = dir.join("outputs.npz");
-    let mut arrays: Vec<(String, TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
+    let mut arrays: Vec<(String, TensorData)> = npz::read_all(&path).unwrap().arrays.into_iter().collect();
     edit(&mut arrays);
     let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();

@@ -136,8 +136,12 @@ fn rename(dir: &Path, from: &str, to: &str) {
     std::fs::write(&path, m.encode_to_vec()).unwrap();
     for file in ["inputs.npz", "outputs.npz"] {
         let p = dir.join(file);
-        let arrays: Vec<(String, deploygen::ir::TensorData)> =
-            deploygen::bind::npz::read(&p).unwrap().arrays.into_iter().map(|(k, v)| (k.replace(from, to), v)).collect();
+        let arrays: Vec<(String, deploygen::ir::TensorData)> = deploygen::bind::npz::read_all(&p)
+            .unwrap()
+            .arrays
+            .into_iter()
+            .map(|(k, v)| (k.replace(from, to), v))
+            .collect();
         let refs: Vec<(&str, &deploygen::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
         std::fs::write(&p, deploygen::bind::npz::write_npz(&refs).unwrap()).unwrap();
     }
