@@ -40,12 +40,17 @@ const MAX_DEPTH: usize = 16;
 /// decompressed only when asked for, once. So the binding inflates only
 /// the arrays it binds, each after its header has shown that it fits, and
 /// a file of huge members nobody uses costs nothing.
-#[derive(Debug)]
 pub struct Npz {
     pub path: PathBuf,
     bytes: Vec<u8>,
     members: IndexMap<String, Member>,
     inflated: AtomicU64,
+}
+
+impl std::fmt::Debug for Npz {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Npz").field("path", &self.path).field("members", &self.members).finish()
+    }
 }
 
 /// One member: what its header says, and its values once read.
@@ -198,6 +203,14 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
         }
         let name = member.name().to_string();
         let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
+        if key.contains('\0') {
+            let shown = key.escape_debug().to_string();
+            return Err(npz_err(
+                path,
+                Some(&shown),
+                "the key holds a NUL byte, which the generated harness cannot print",
+            ));
+        }
         let size = member.size();
         if size > MAX_MEMBER {
             return Err(npz_err(
@@ -420,6 +433,14 @@ mod tests {
 
     fn f32s(shape: &[usize], v: &[f32]) -> TensorData {
         TensorData::from_f32(shape.to_vec(), v)
+    }
+
+    /// The harness prints reference keys; a C string cannot hold a NUL.
+    #[test]
+    fn a_key_with_a_nul_byte_is_refused() {
+        let a = f32s(&[1], &[1.]);
+        let e = parse(Path::new("x.npz"), &write_npz(&[("w\0_updated", &a)]).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("NUL"), "{e}");
     }
 
     #[test]
