@@ -1,25 +1,7 @@
-//! C literals and identifiers: exact, deterministic text for values.
+//! C literals: exact, deterministic text for values (model text goes
+//! through [`crate::escape`]).
 
 use crate::ir::{DType, TensorData};
-
-/// A C identifier made from an ONNX name (`fc1.weight` → `fc1_weight`).
-pub fn ident(name: &str) -> String {
-    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
-        s.insert(0, '_');
-    }
-    s
-}
-
-/// Text safe inside a C comment or string literal.
-pub fn comment(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '?' }).collect::<String>().replace("*/", "*?")
-}
-
-/// A C string literal body (no quotes).
-pub fn string(s: &str) -> String {
-    comment(s).replace('\\', "\\\\").replace('"', "\\\"")
-}
 
 /// An f32 as a C float literal that reads back to the same bits.
 pub fn f32_lit(v: f32) -> String {
@@ -141,12 +123,5 @@ mod tests {
         }
         assert_eq!(f32_lit(f32::NAN), "NAN");
         assert_eq!(f32_lit(2.0), "2.0f");
-    }
-
-    #[test]
-    fn idents() {
-        assert_eq!(ident("fc1.weight"), "fc1_weight");
-        assert_eq!(ident("0abc"), "_0abc");
-        assert_eq!(comment("a*/b"), "a*?b");
     }
 }

@@ -18,6 +18,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A file or folder of the output that could not be written, named as
+    /// the user asked for it (never the temporary folder it goes through).
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     #[error("{}: not a readable ONNX model: {detail}", path.display())]
     Decode { path: PathBuf, detail: String },
 
@@ -100,6 +109,10 @@ impl Error {
 
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Write { path: path.into(), source }
     }
 
     pub fn model(detail: impl Into<String>) -> Self {

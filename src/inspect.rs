@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::escape::dot_string;
 use crate::ir::{Dim, Flavor, Graph, Model, Origin, Role, TensorType};
 
 #[derive(Serialize)]
@@ -313,10 +314,6 @@ fn derived_text(o: &mut String, d: &crate::ir::train::Derived) {
     );
 }
 
-fn dot_escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
 /// Graphviz: one box per operator in schedule order, one ellipse per graph
 /// input and output; edges carry tensor names and shapes. Initializers are
 /// folded into their consumers' labels to keep the picture readable.
@@ -329,8 +326,8 @@ pub fn dot(model: &Model) -> String {
         let _ = writeln!(
             o,
             "  \"t:{}\" [shape=ellipse, style=filled, fillcolor=\"#e0f0ff\", label=\"{}\\n{}\\n{}\"];",
-            dot_escape(&tensor.name),
-            dot_escape(&tensor.name),
+            dot_string(&tensor.name),
+            dot_string(&tensor.name),
             tensor.ty,
             role
         );
@@ -339,8 +336,8 @@ pub fn dot(model: &Model) -> String {
         let _ = writeln!(
             o,
             "  \"n:{i}\" [shape=box, style=filled, fillcolor=\"#fff4d0\", label=\"{}\\n{}\"];",
-            dot_escape(&n.op),
-            dot_escape(&n.name)
+            dot_string(&n.op),
+            dot_string(&n.name)
         );
     }
     let index: std::collections::HashMap<_, _> = g.nodes().enumerate().map(|(i, (n, _))| (n, i)).collect();
@@ -355,8 +352,8 @@ pub fn dot(model: &Model) -> String {
             let _ = writeln!(
                 o,
                 "  \"{}\" -> \"n:{i}\" [label=\"{}\\n{}\"];",
-                dot_escape(&from),
-                dot_escape(&tensor.name),
+                dot_string(&from),
+                dot_string(&tensor.name),
                 tensor.ty.shape_string()
             );
         }
@@ -367,13 +364,13 @@ pub fn dot(model: &Model) -> String {
         let _ = writeln!(
             o,
             "  \"o:{}\" [shape=ellipse, style=filled, fillcolor=\"#e0ffe0\", label=\"{}\\n{}\\n{}\"];",
-            dot_escape(&tensor.name),
-            dot_escape(&tensor.name),
+            dot_string(&tensor.name),
+            dot_string(&tensor.name),
             tensor.ty,
             role
         );
         if let Some(p) = g.producer(t) {
-            let _ = writeln!(o, "  \"n:{}\" -> \"o:{}\";", index[&p], dot_escape(&tensor.name));
+            let _ = writeln!(o, "  \"n:{}\" -> \"o:{}\";", index[&p], dot_string(&tensor.name));
         }
     }
     o.push_str("}\n");

@@ -21,6 +21,7 @@ pub mod cli;
 pub mod diag;
 pub mod emit;
 pub mod error;
+pub mod escape;
 pub mod import;
 pub mod inspect;
 pub mod ir;

@@ -136,7 +136,7 @@ fn both_layouts_bind_by_name() {
 fn bound_values_are_the_npz_arrays() {
     let dir = zoo("resnet8");
     let b = bind_dir(&dir, None).unwrap();
-    let data = npz::read(&dir.join("inputs.npz")).unwrap();
+    let data = npz::read_all(&dir.join("inputs.npz")).unwrap();
     for s in &b.slots {
         assert_eq!(s.keys.len(), s.values.len());
         for (k, v) in s.keys.iter().zip(&s.values) {
@@ -158,13 +158,72 @@ fn stored_and_compressed_npz_read_alike() {
         let methods: Vec<_> = (0..zip.len()).map(|i| zip.clone().by_index(i).unwrap().compression()).collect();
         assert_eq!(methods.iter().all(|m| *m == zip::CompressionMethod::Deflated), deflated, "{name}");
         let npz = npz::parse(Path::new(name), &bytes).unwrap();
-        assert!(!npz.arrays.is_empty());
+        assert!(!npz.is_empty());
     }
     // The same arrays written stored read back bit for bit.
-    let src = npz::read(&zoo("cct").join("inputs.npz")).unwrap();
+    let src = npz::read_all(&zoo("cct").join("inputs.npz")).unwrap();
     let refs: Vec<(&str, &TensorData)> = src.arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let again = npz::parse(Path::new("x"), &npz::write_npz(&refs).unwrap()).unwrap();
-    assert_eq!(src.arrays, again.arrays);
+    assert_eq!(src.arrays, again.arrays().unwrap());
+}
+
+/// An npz of `members` deflated, each `(key, header dtype, shape)` of zeros
+/// (a huge member is a few KB on disk).
+fn deflated_zeros(members: &[(&str, &str, &[usize])]) -> Vec<u8> {
+    use std::io::Write;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(9));
+    for &(key, descr, shape) in members {
+        zip.start_file(format!("{key}.npy"), opts).unwrap();
+        let size = if descr.ends_with('8') { 8 } else { 4 };
+        let dims: String = shape.iter().map(|d| format!("{d}, ")).collect();
+        let header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({}), }}", dims.trim_end());
+        let numel: usize = shape.iter().product();
+        let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+        let pad = 64 - (10 + header.len() + 1) % 64;
+        npy.extend_from_slice(&((header.len() + pad + 1) as u16).to_le_bytes());
+        npy.extend_from_slice(header.as_bytes());
+        npy.extend(std::iter::repeat_n(b' ', pad));
+        npy.push(b'\n');
+        zip.write_all(&npy).unwrap();
+        let chunk = vec![0u8; 1 << 20];
+        let mut left = numel * size;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            zip.write_all(&chunk[..n]).unwrap();
+            left -= n;
+        }
+    }
+    zip.finish().unwrap().into_inner()
+}
+
+/// Members the binding does not use are never decompressed: an
+/// inputs.npz of big unused members costs their headers, not their size.
+#[test]
+fn unused_members_are_never_decompressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = common::mlp();
+    b.write(dir.path(), "network.onnx");
+    let unused: Vec<String> = (0..8).map(|i| format!("unused_{i}")).collect();
+    let mut members: Vec<(&str, &str, &[usize])> = vec![("x", "<f4", &[2, 4])];
+    members.extend(unused.iter().map(|k| (k.as_str(), "<f4", [4 << 20].as_slice())));
+    let path = dir.path().join("inputs.npz");
+    std::fs::write(&path, deflated_zeros(&members)).unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len < 1 << 20, "the file stays small: {len} B");
+    let m = deploygen::load(dir.path()).unwrap();
+    let data = npz::read(&path).unwrap();
+    let b = bind::bind_data(&m, &data, None, &BindOptions::default()).unwrap();
+    assert_eq!(b.slots[0].key(), Some("x"));
+    assert!(data.inflated_bytes() < 1024, "{} B decompressed for 32 B of data", data.inflated_bytes());
+    // A meta value is read only when its header says it is one value.
+    std::fs::write(&path, deflated_zeros(&[("x", "<f4", &[2, 4]), ("meta_n_batches", "<i8", &[4 << 20])])).unwrap();
+    let data = npz::read(&path).unwrap();
+    let e = bind::bind_data(&m, &data, None, &BindOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("meta_n_batches") && e.contains("must be a scalar"), "{e}");
+    assert!(data.inflated_bytes() < 1024, "{} B decompressed", data.inflated_bytes());
 }
 
 #[test]
@@ -304,7 +363,7 @@ fn forced_num_data_inputs_on_one_mini_batch_is_accepted() {
     });
     // One forward pass: one loss reference.
     let outputs = dir.path().join("outputs.npz");
-    let mut refs: Vec<(String, TensorData)> = npz::read(&outputs).unwrap().arrays.into_iter().collect();
+    let mut refs: Vec<(String, TensorData)> = npz::read_all(&outputs).unwrap().arrays.into_iter().collect();
     for (k, v) in refs.iter_mut() {
         if k == "loss" {
             *v = TensorData { dtype: v.dtype, shape: vec![1], bytes: v.bytes[..4].to_vec() };
@@ -403,7 +462,7 @@ fn an_unsupported_dtype_names_key_and_descriptor() {
     let dir = copy_model(&zoo("simple_mlp"));
     // Build the npz by hand: one complex64 member.
     let mut arrays: Vec<(String, TensorData)> =
-        npz::read(&dir.path().join("inputs.npz")).unwrap().arrays.into_iter().collect();
+        npz::read_all(&dir.path().join("inputs.npz")).unwrap().arrays.into_iter().collect();
     arrays.retain(|(k, _)| k != "fc1.bias");
     let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let good = npz::write_npz(&refs).unwrap();
@@ -437,7 +496,7 @@ fn references_in_outputs_npz_are_matched_and_checked() {
     // A reference whose shape does not fit its parameter is an error.
     let dir = copy_model(&zoo("simple_mlp"));
     let path = dir.path().join("outputs.npz");
-    let mut arrays: Vec<(String, TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
+    let mut arrays: Vec<(String, TensorData)> = npz::read_all(&path).unwrap().arrays.into_iter().collect();
     for (k, v) in arrays.iter_mut() {
         if k == "fc2.bias_updated" {
             *v = TensorData::from_f32(vec![31], &[0.0; 31]);

@@ -81,12 +81,17 @@ fn ordered_training_outputs_are_the_loss_and_the_updated_weights() {
     assert!(b.warnings.is_empty(), "{:?}", b.warnings);
 }
 
+fn npz_of(arrays: &indexmap::IndexMap<String, TensorData>) -> Npz {
+    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    Npz::from_arrays(std::path::Path::new("inputs.npz"), &refs).unwrap()
+}
+
 #[test]
 fn an_ordered_slot_of_the_wrong_shape_is_an_error_naming_slot_expected_and_found() {
     let m = load("conv_ordered_npz");
     let mut arrays = indexmap::IndexMap::new();
     arrays.insert("input_0".to_string(), TensorData::from_f32(vec![1, 1, 4, 4], &[0.0; 16]));
-    let npz = Npz { path: "inputs.npz".into(), arrays };
+    let npz = npz_of(&arrays);
     let e = bind::bind_data(&m, &npz, None, &BindOptions::default()).unwrap_err().to_string();
     assert!(e.contains("'input_0'") && e.contains("'input'") && e.contains("ordered"), "{e}");
     assert!(e.contains("[1, 1, 8, 8]") && e.contains("[1, 1, 4, 4]"), "{e}");
@@ -98,7 +103,7 @@ fn named_keys_still_win_over_the_ordered_layout() {
     let mut arrays = indexmap::IndexMap::new();
     arrays.insert("extra_0".to_string(), TensorData::from_f32(vec![1, 1, 8, 8], &[0.0; 64]));
     arrays.insert("input".to_string(), TensorData::from_f32(vec![1, 1, 8, 8], &[1.0; 64]));
-    let npz = Npz { path: "inputs.npz".into(), arrays };
+    let npz = npz_of(&arrays);
     let b = bind::bind_data(&m, &npz, None, &BindOptions::default()).unwrap();
     assert_eq!(b.layout, Layout::Named);
     assert_eq!(b.slots[0].key(), Some("input"));
@@ -111,7 +116,7 @@ fn an_inference_input_without_data_is_a_binding_error_not_triage() {
     assert_eq!(m.roles.flavor, Flavor::Inference);
     let mut arrays = indexmap::IndexMap::new();
     arrays.insert("meta_n_batches".to_string(), TensorData::from_i64(vec![], &[1]));
-    let npz = Npz { path: "inputs.npz".into(), arrays };
+    let npz = npz_of(&arrays);
     let e = bind::bind_data(&m, &npz, None, &BindOptions::default()).unwrap_err();
     assert!(matches!(e, Error::Binding { .. }), "{e:?}");
     let e = e.to_string();

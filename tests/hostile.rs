@@ -258,6 +258,53 @@ fn graph_io_declarations_are_checked() {
     refused(dir.path(), &["learning_rate", "dim 0 as 0"]);
 }
 
+#[test]
+fn a_graph_input_is_listed_once() {
+    let dir = mutated("simple_mlp", "network.onnx", |m| {
+        let again = graph(m).input[0].clone();
+        graph(m).input.push(again);
+    });
+    refused(dir.path(), &["graph input 'input'", "twice"]);
+}
+
+/// A graph output that is a graph input or an initializer passes its value
+/// through: its declaration must be the value's type.
+#[test]
+fn a_pass_through_output_is_declared_as_its_value() {
+    let build = |edit: &dyn Fn(&mut ModelBuilder)| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut b = mlp();
+        edit(&mut b);
+        b.write(dir.path(), "network.onnx");
+        dir
+    };
+    refused(build(&|b| _ = b.output("w", I64, &[3, 4])).path(), &["graph output 'w'", "i64", "f32"]);
+    refused(build(&|b| _ = b.output("b", F32, &[4])).path(), &["graph output 'b'", "[4]", "[3]"]);
+    refused(build(&|b| _ = b.output("x", F32, &[2, 5])).path(), &["graph output 'x'", "[2, 5]", "[2, 4]"]);
+    accepted(build(&|b| _ = b.output("w", F32, &[3, 4]).output("x", F32, &[2, 4])).path());
+}
+
+/// A C string cannot hold a NUL byte, so a tensor name with one could not
+/// be printed back as it is. A node's name is only ever in comments.
+#[test]
+fn tensor_names_with_a_nul_byte_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = mlp();
+    b.graph.node[1].output[0] = "y\0".into();
+    b.graph.output[0].name = Some("y\0".into());
+    b.write(dir.path(), "network.onnx");
+    refused(dir.path(), &["node 'Relu_1': tensor 'y\\0'", "NUL"]);
+    let mut b = mlp();
+    b.graph.node[1].name = Some("relu\0x".into());
+    b.write(dir.path(), "network.onnx");
+    accepted(dir.path());
+    let mut b = mlp();
+    b.graph.initializer[1].name = Some("b\0".into());
+    b.graph.node[0].input[2] = "b\0".into();
+    b.write(dir.path(), "network.onnx");
+    refused(dir.path(), &["initializer", "NUL"]);
+}
+
 // --- Absurd schedules -------------------------------------------------------------
 
 fn set_meta(a: &mut Vec<(String, TensorData)>, key: &str, t: TensorData) {
@@ -314,7 +361,7 @@ fn special_files_are_named_for_what_they_are() {
 fn edit_outputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, TensorData)>)) {
     use deploygen::bind::npz;
     let path = dir.join("outputs.npz");
-    let mut arrays: Vec<(String, TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
+    let mut arrays: Vec<(String, TensorData)> = npz::read_all(&path).unwrap().arrays.into_iter().collect();
     edit(&mut arrays);
     let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();

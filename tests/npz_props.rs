@@ -32,11 +32,15 @@ fn model() -> &'static Model {
     M.get_or_init(|| deploygen::load(fixture_dir()).unwrap())
 }
 
-/// Parse, and when that works, bind to the tiny classifier.
+/// Parse, and when that works, bind to the tiny classifier and read
+/// every member.
 fn parse_and_bind(bytes: &[u8]) {
     match npz::parse(Path::new("fuzz.npz"), bytes) {
         Ok(data) => {
             let _ = bind::bind_data(model(), &data, None, &BindOptions::default());
+            if let Err(e) = data.arrays() {
+                assert!(matches!(e, Error::Npz { .. }), "{e:?}");
+            }
         }
         Err(e) => assert!(matches!(e, Error::Npz { .. }), "{e:?}"),
     }
@@ -163,7 +167,7 @@ proptest! {
         copies in proptest::collection::vec((any::<prop::sample::Index>(), mb_index()), 0..4),
     ) {
         let data = npz::parse(Path::new("real.npz"), real_npz()).unwrap();
-        let mut arrays: Vec<(String, deploygen::ir::TensorData)> = data.arrays.into_iter().collect();
+        let mut arrays: Vec<(String, deploygen::ir::TensorData)> = data.arrays().unwrap().into_iter().collect();
         // Another mini-batch of an existing key: the array fits its input, so
         // the binding gets past the type checks with an extreme index.
         for (i, mb) in copies {

@@ -252,8 +252,8 @@ fn the_derived_inference_variant_of_missing_labels_is_its_forward_part() {
     assert_eq!(outputs, vec!["fc2.out"]);
     assert_eq!(g.tensor(g.outputs[0]).ty.shape(), Some(vec![2, 4]));
     // The weights stay graph inputs, bound from the training data.
-    let data = npz::read(&dir.path().join("inputs.npz")).unwrap();
-    let train = npz::read(&fixture("missing_labels").join("inputs.npz")).unwrap();
+    let data = npz::read_all(&dir.path().join("inputs.npz")).unwrap();
+    let train = npz::read_all(&fixture("missing_labels").join("inputs.npz")).unwrap();
     for k in ["input", "fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"] {
         assert_eq!(data.get(k), train.get(k), "{k}");
     }

@@ -51,7 +51,7 @@ const ML_KEY: &str = "missing_labels/host-L2-training";
 const TARGETS: &str = "Model expects targets to be passed while in training mode";
 
 fn read_keys(p: &Path) -> Vec<(String, deploygen::ir::TensorData)> {
-    npz::read(p).unwrap().arrays.into_iter().collect()
+    npz::read_all(p).unwrap().arrays.into_iter().collect()
 }
 
 #[test]
@@ -174,8 +174,8 @@ fn with_refs_and_onnxruntime_the_references_are_regenerated_and_it_passes() {
     // onnxruntime with the synthetic labels (1 everywhere) gives the
     // references the fixture was made with.
     let dir = root.path().join("tests/fixtures/missing_labels");
-    let regenerated = npz::read(&dir.join("outputs.triage.npz")).unwrap();
-    let original = npz::read(&fixture("missing_labels").join("outputs.npz")).unwrap();
+    let regenerated = npz::read_all(&dir.join("outputs.triage.npz")).unwrap();
+    let original = npz::read_all(&fixture("missing_labels").join("outputs.npz")).unwrap();
     let (a, b) = (regenerated.get("loss").unwrap().to_f32().unwrap(), original.get("loss").unwrap().to_f32().unwrap());
     assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() < 1e-5), "{a:?} vs {b:?}");
 }
@@ -227,7 +227,7 @@ fn swapped_slots_are_rekeyed_by_name() {
     let get = |k: &str| fixed.iter().find(|(n, _)| n == k).map(|(_, v)| v.shape.clone());
     assert_eq!((get("fc1.weight"), get("fc1.bias")), (Some(vec![8, 16]), Some(vec![8])));
     // The values are tiny_classifier's, under their names.
-    let good = npz::read(&fixture("tiny_classifier").join("inputs.npz")).unwrap();
+    let good = npz::read_all(&fixture("tiny_classifier").join("inputs.npz")).unwrap();
     let (_, w) = fixed.iter().find(|(n, _)| n == "fc1.weight").unwrap();
     assert_eq!(Some(w), good.get("arr_0002"));
     assert_eq!(entry(root.path(), key).status, "EXPECTED_PASSING");
@@ -489,7 +489,7 @@ fn with_refs_the_derived_inference_variant_is_compared_and_later_runs_reuse_them
     assert!(inf.contains("references: made by tools/make_refs.py"), "{out}");
     assert!(!out.contains("has no references"), "{out}");
     let dest = root.path().join("tests/fixtures/missing_labels.derived");
-    assert!(npz::read(&dest.join("outputs.npz")).unwrap().get("fc2.out").is_some());
+    assert!(npz::read_all(&dest.join("outputs.npz")).unwrap().get("fc2.out").is_some());
     // Without --refs, the references tools/make_refs.py wrote into the
     // derived folder hold for the same model and data.
     let out = run(&[ML_KEY, "--fix"]);

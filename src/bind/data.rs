@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use indexmap::IndexMap;
 
 use super::layout::{self, Key, Layout, Target};
+use super::npz::Header;
 use super::schedule::{self, Schedule};
 use super::{quoted, short, DetectedFrom, Missing, Npz, Slot, Source, ACCUM_BUFFER_SUFFIX};
 use crate::error::{Error, Result};
@@ -84,17 +85,18 @@ impl<'a> Draft<'a> {
         let mut named = Vec::new();
         let mut positional = Vec::new();
         let mut raw = Vec::new();
-        for (key, t) in &inputs.arrays {
+        for key in inputs.keys() {
             match layout::parse(key, |s| self.by_name.contains_key(s)) {
-                Key::Meta(what) => self.meta.set(&what, t)?,
+                Key::Meta(what) if schedule::Meta::reads(&what) => self.meta.set(&what, &meta_value(inputs, key)?)?,
+                Key::Meta(_) => self.meta.unknown.push(key.to_string()),
                 Key::Value { target: Target::Name(n), mb } if self.by_name.contains_key(n.as_str()) => {
-                    named.push(key.as_str());
-                    raw.push((Target::Name(n), mb, key.as_str()));
+                    named.push(key);
+                    raw.push((Target::Name(n), mb, key));
                 }
                 Key::Value { target: Target::Name(_), .. } => self.unknown.push(key),
                 Key::Value { target: Target::Position(p), mb } => {
-                    positional.push(key.as_str());
-                    raw.push((Target::Position(p), mb, key.as_str()));
+                    positional.push(key);
+                    raw.push((Target::Position(p), mb, key));
                 }
             }
         }
@@ -172,7 +174,7 @@ impl<'a> Draft<'a> {
         let mut bad = Vec::new();
         for (&(idx, _), key) in &self.at {
             let x = &self.graph_inputs[idx];
-            let t = &self.inputs.arrays[*key];
+            let t = self.inputs.header(key).expect("bound keys are listed");
             if !fits(&x.ty, t) {
                 bad.push(format!(
                     "  key '{key}' binds graph input '{}' ({}): expected {}, found {}",
@@ -348,7 +350,11 @@ impl<'a> Draft<'a> {
         let r = self.role[i];
         let (source, keys) = self.source(i, schedule)?;
         let x = &self.graph_inputs[i];
-        let values: Vec<TensorData> = keys.iter().map(|k| self.inputs.arrays[k.as_str()].clone()).collect();
+        // Only now, each header known to fit, are the bound arrays read.
+        let values: Vec<TensorData> = keys
+            .iter()
+            .map(|k| Ok(self.inputs.get(k)?.expect("bound keys are listed").clone()))
+            .collect::<Result<_>>()?;
         let shape = match (x.ty.shape(), values.first()) {
             (Some(s), _) => s,
             (None, Some(v)) => {
@@ -455,7 +461,7 @@ impl<'a> Draft<'a> {
             return Ok(());
         }
         let g = &self.model.graph;
-        let found: Vec<&str> = self.inputs.arrays.keys().map(String::as_str).collect();
+        let found: Vec<&str> = self.inputs.keys().collect();
         let lines: Vec<String> = self
             .missing
             .iter()
@@ -517,7 +523,7 @@ pub(super) fn ty_str(dtype: DType, shape: &[usize]) -> String {
 
 /// Does an array fit a graph input's declared type? Symbolic dims take any
 /// size; an unknown rank takes any shape.
-pub(super) fn fits(ty: &TensorType, t: &TensorData) -> bool {
+pub(super) fn fits(ty: &TensorType, t: &Header) -> bool {
     if ty.dtype != t.dtype {
         return false;
     }
@@ -531,6 +537,18 @@ pub(super) fn fits(ty: &TensorType, t: &TensorData) -> bool {
                 })
         }
     }
+}
+
+/// A `meta_*` value, read only when its header says it is one value.
+fn meta_value(inputs: &Npz, key: &str) -> Result<TensorData> {
+    let h = inputs.header(key).expect("a listed key");
+    if h.numel() != 1 {
+        return Err(Error::binding(format!(
+            "inputs.npz key '{key}' must be a scalar, found {} {:?}",
+            h.dtype, h.shape
+        )));
+    }
+    Ok(inputs.get(key)?.expect("a listed key").clone())
 }
 
 /// Slot order: data and labels (graph order), trainable weights (in the
@@ -564,7 +582,7 @@ fn slot_order(graph_inputs: &[Input], role: &[Role], model: &Model) -> Vec<usize
 fn hint_for(x: &Input, inputs: &Npz, unknown: &[&str]) -> Option<String> {
     unknown
         .iter()
-        .find(|k| fits(&x.ty, &inputs.arrays[**k]))
+        .find(|k| inputs.header(k).is_some_and(|h| fits(&x.ty, h)))
         .map(|k| format!("inputs.npz has an unused key '{k}' of type {}", x.ty))
 }
 
@@ -582,7 +600,7 @@ fn realign_positional(
     missing: &mut Vec<Missing>,
 ) -> Result<()> {
     let key_at = |p: usize| format!("arr_{p:04}");
-    let array = |p: usize| inputs.arrays.get(&key_at(p));
+    let array = |p: usize| inputs.header(&key_at(p));
     let fits_at = |p: usize, q: usize| match (array(p), by_position.get(q)) {
         (Some(t), Some(&i)) => fits(&graph_inputs[i].ty, t),
         _ => false,

@@ -34,6 +34,7 @@ pub(crate) use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
 use crate::ir::{DType, Flavor, Model, Role, TensorData, TensorType};
 use data::{fits, ty_str, Draft};
 pub use layout::Layout;
+use npz::Header;
 pub use npz::Npz;
 pub use pairing::{ParamBinding, Update, UpdateKind};
 pub use schedule::Schedule;
@@ -285,33 +286,37 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     // A reference that fits, or fits after a conversion (f64 to f32) or a
     // reshape of the same element count, which a note reports.
     let mut notes: Vec<String> = Vec::new();
-    let mut check = |key: &str, what: &str, ty: &TensorType, t: &TensorData| -> Result<TensorData> {
-        let mut t = t.clone();
-        if t.dtype == DType::F64 && ty.dtype == DType::F32 {
-            let v = t.to_f32().unwrap_or_default();
+    // The header is checked first: only a reference that fits is read.
+    let mut check = |key: &str, what: &str, ty: &TensorType, h: &Header| -> Result<TensorData> {
+        let narrowed = h.dtype == DType::F64 && ty.dtype == DType::F32;
+        let as_read = Header { dtype: if narrowed { DType::F32 } else { h.dtype }, shape: h.shape.clone() };
+        let same_count = ty.shape().is_some_and(|s| s.iter().product::<usize>() == as_read.numel());
+        let reshape = if fits(ty, &as_read) {
+            None
+        } else if ty.dtype == as_read.dtype && same_count {
+            ty.shape()
+        } else {
+            return Err(Error::binding(format!(
+                "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
+                o.path.display(),
+                ty_str(as_read.dtype, &as_read.shape)
+            ))
+            .at_key(key));
+        };
+        let mut t = o.get(key)?.expect("a listed key").clone();
+        if narrowed {
             notes.push(format!("{}: key '{key}' is f64; converted to f32", o.path.display()));
-            t = TensorData::from_f32(t.shape.clone(), &v);
+            t = TensorData::from_f32(t.shape.clone(), &t.to_f32().unwrap_or_default());
         }
-        if fits(ty, &t) {
-            return Ok(t);
-        }
-        let same_count = ty.shape().is_some_and(|s| s.iter().product::<usize>() == t.numel());
-        if ty.dtype == t.dtype && same_count {
-            let s = ty.shape().unwrap_or_default();
+        if let Some(s) = reshape {
             notes.push(format!(
                 "{}: key '{key}' has shape {:?}, {what} is {ty}: same element count, read as {s:?}",
                 o.path.display(),
                 t.shape
             ));
             t.shape = s;
-            return Ok(t);
         }
-        Err(Error::binding(format!(
-            "{}: key '{key}' is the reference for {what}: expected {ty}, found {}",
-            o.path.display(),
-            ty_str(t.dtype, &t.shape)
-        ))
-        .at_key(key))
+        Ok(t)
     };
     let param_ty = |name: &str| -> Option<TensorType> { g.id(name).map(|t| g.tensor(t).ty.clone()) };
     // Ordered layout: no key is a loss, `<param>_updated` or graph-output
@@ -323,7 +328,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
                 .strip_suffix("_updated")
                 .is_some_and(|n| b.params.iter().any(|p| p.name == n) || frozen.iter().any(|f| f == n))
     };
-    let keys: Vec<&str> = o.arrays.keys().map(String::as_str).collect();
+    let keys: Vec<&str> = o.keys().collect();
     let mut ordered: IndexMap<String, String> = IndexMap::new();
     if !keys.is_empty() && !keys.iter().any(|k| matches_by_name(k)) {
         let (base, _) = layout::ordered(&keys);
@@ -348,8 +353,8 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         ));
     }
     let loss_name = model.roles.loss.clone();
-    for (key, t) in &o.arrays {
-        let target = ordered.get(key.as_str());
+    for (key, t) in o.headers() {
+        let target = ordered.get(key);
         if !ordered.is_empty() && target.is_none() {
             continue;
         }
@@ -393,16 +398,17 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
                     o.path.display()
                 ));
             }
-            b.loss = Some(Reference { key: key.clone(), kind: RefKind::Loss, target, data: t.clone() });
+            let data = o.get(key)?.expect("a listed key").clone();
+            b.loss = Some(Reference { key: key.to_string(), kind: RefKind::Loss, target, data });
             continue;
         }
         if let Some(name) = updated.as_deref() {
             if let Some(p) = b.params.iter_mut().find(|p| p.name == name) {
                 let ty = param_ty(name).expect("parameters are graph tensors");
                 let data = check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
-                p.reference = Some(key.clone());
+                p.reference = Some(key.to_string());
                 b.references.push(Reference {
-                    key: key.clone(),
+                    key: key.to_string(),
                     kind: RefKind::UpdatedParam,
                     target: name.to_string(),
                     data,
@@ -413,7 +419,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
                 let ty = param_ty(name).expect("frozen parameters are graph inputs");
                 let data = check(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
                 b.references.push(Reference {
-                    key: key.clone(),
+                    key: key.to_string(),
                     kind: RefKind::Frozen,
                     target: name.to_string(),
                     data,
@@ -424,7 +430,7 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         if let Some(out) = output {
             let ty = &g.tensor(g.id(out).expect("outputs are tensors")).ty;
             let data = check(key, &format!("graph output '{out}'"), ty, t)?;
-            b.references.push(Reference { key: key.clone(), kind: RefKind::Output, target: out.to_string(), data });
+            b.references.push(Reference { key: key.to_string(), kind: RefKind::Output, target: out.to_string(), data });
             continue;
         }
         b.warnings.push(format!(

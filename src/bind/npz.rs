@@ -11,9 +11,11 @@
 
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use indexmap::IndexMap;
-use ndarray_npy::npy::header::{Header, Layout};
+use ndarray_npy::npy::header::{Header as NpyFileHeader, Layout};
 use py_literal::Value as Py;
 
 use crate::error::{Error, Result};
@@ -26,17 +28,141 @@ const MAX_HEADER: usize = 10_000;
 /// microcontroller model needs, low enough that a lying zip entry cannot make
 /// us reserve memory we will never fill.
 const MAX_MEMBER: u64 = 1 << 30;
+/// Bytes of a member read to find its header: the magic string, version,
+/// length field and the longest header accepted.
+const HEADER_PREFIX: u64 = 12 + MAX_HEADER as u64;
 /// Nesting limit for the header's Python literal.
 const MAX_DEPTH: usize = 16;
 
-/// One `.npz` file: arrays by key (member name without `.npy`), in file order.
-#[derive(Clone, Debug)]
+/// One `.npz` file: its members by key (member name without `.npy`), in
+/// file order. Opening it reads every member's `.npy` header (dtype and
+/// shape, from the first bytes of the member); a member's values are
+/// decompressed only when asked for, once. So the binding inflates only
+/// the arrays it binds, each after its header has shown that it fits, and
+/// a file of huge members nobody uses costs nothing.
 pub struct Npz {
+    pub path: PathBuf,
+    bytes: Vec<u8>,
+    members: IndexMap<String, Member>,
+    inflated: AtomicU64,
+}
+
+impl std::fmt::Debug for Npz {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Npz").field("path", &self.path).field("members", &self.members).finish()
+    }
+}
+
+/// One member: what its header says, and its values once read.
+#[derive(Debug)]
+pub struct Member {
+    pub header: Header,
+    index: usize,
+    /// Uncompressed size the zip entry declares (header and data).
+    size: u64,
+    value: OnceLock<TensorData>,
+}
+
+/// What an array's `.npy` header says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl Header {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    pub fn of(t: &TensorData) -> Header {
+        Header { dtype: t.dtype, shape: t.shape.clone() }
+    }
+}
+
+/// A parsed `.npy` header and where its data starts.
+struct NpyHeader {
+    header: Header,
+    swap: bool,
+    fortran: bool,
+    data_at: usize,
+    data_bytes: usize,
+}
+
+impl Npz {
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.members.keys().map(String::as_str)
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// An archive of `arrays` (as [`write_npz`] writes them), opened.
+    pub fn from_arrays(path: &Path, arrays: &[(&str, &TensorData)]) -> Result<Npz> {
+        let bytes = write_npz(arrays).map_err(|e| npz_err(path, None, e))?;
+        parse(path, &bytes)
+    }
+
+    /// The header of the member `key`, without reading its values.
+    pub fn header(&self, key: &str) -> Option<&Header> {
+        self.members.get(key).map(|m| &m.header)
+    }
+
+    /// Every member's key and header, in file order.
+    pub fn headers(&self) -> impl Iterator<Item = (&str, &Header)> {
+        self.members.iter().map(|(k, m)| (k.as_str(), &m.header))
+    }
+
+    /// The values of member `key` (`None`: no such key), decompressed on
+    /// first use.
+    pub fn get(&self, key: &str) -> Result<Option<&TensorData>> {
+        let Some(m) = self.members.get(key) else { return Ok(None) };
+        if let Some(v) = m.value.get() {
+            return Ok(Some(v));
+        }
+        let v = self.inflate(key, m)?;
+        Ok(Some(m.value.get_or_init(|| v)))
+    }
+
+    /// Every array, all decompressed, in file order.
+    pub fn arrays(&self) -> Result<IndexMap<String, TensorData>> {
+        self.keys().map(|k| Ok((k.to_string(), self.get(k)?.expect("a listed key").clone()))).collect()
+    }
+
+    /// Bytes decompressed so far (every member's values, once each).
+    pub fn inflated_bytes(&self) -> u64 {
+        self.inflated.load(Ordering::Relaxed)
+    }
+
+    fn inflate(&self, key: &str, m: &Member) -> Result<TensorData> {
+        let err = |d: String| npz_err(&self.path, Some(key), d);
+        let mut zip = zip::ZipArchive::new(Cursor::new(self.bytes.as_slice()))
+            .map_err(|e| err(format!("not a readable .npz (zip) archive: {e}")))?;
+        let member = zip.by_index(m.index).map_err(|e| err(format!("cannot open the zip member: {e}")))?;
+        let mut data = Vec::new();
+        member.take(m.size + 1).read_to_end(&mut data).map_err(|e| err(format!("cannot decompress: {e}")))?;
+        self.inflated.fetch_add(data.len() as u64, Ordering::Relaxed);
+        if data.len() as u64 != m.size {
+            return Err(err(format!("member holds {} bytes but its zip entry declares {}", data.len(), m.size)));
+        }
+        parse_npy(&data).map_err(err)
+    }
+}
+
+/// Every array of one `.npz` file, decompressed: for tools that rewrite
+/// the whole file (triage's fixes) and for tests.
+#[derive(Clone, Debug)]
+pub struct Loaded {
     pub path: PathBuf,
     pub arrays: IndexMap<String, TensorData>,
 }
 
-impl Npz {
+impl Loaded {
     pub fn get(&self, key: &str) -> Option<&TensorData> {
         self.arrays.get(key)
     }
@@ -46,85 +172,126 @@ impl Npz {
     }
 }
 
+/// Read an `.npz` file from disk with every array decompressed.
+pub fn read_all(path: &Path) -> Result<Loaded> {
+    let npz = read(path)?;
+    Ok(Loaded { arrays: npz.arrays()?, path: npz.path })
+}
+
 fn npz_err(path: &Path, key: Option<&str>, detail: impl Into<String>) -> Error {
     Error::Npz { path: path.to_path_buf(), key: key.map(str::to_string), detail: detail.into() }
 }
 
-/// Read an `.npz` file from disk.
+/// Open an `.npz` file from disk (headers only; see [`Npz`]).
 pub fn read(path: &Path) -> Result<Npz> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
     parse(path, &bytes)
 }
 
-/// Parse `.npz` bytes; `path` is only used in messages.
+/// Open `.npz` bytes: the archive's directory and every member's header,
+/// each checked against the member's declared size. `path` is only used
+/// in messages.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
         .map_err(|e| npz_err(path, None, format!("not a readable .npz (zip) archive: {e}")))?;
-    let mut arrays = IndexMap::new();
-    for i in 0..zip.len() {
-        let mut member =
-            zip.by_index(i).map_err(|e| npz_err(path, None, format!("cannot open zip member #{i}: {e}")))?;
+    let mut members = IndexMap::new();
+    for index in 0..zip.len() {
+        let member =
+            zip.by_index(index).map_err(|e| npz_err(path, None, format!("cannot open zip member #{index}: {e}")))?;
         if member.is_dir() {
             continue;
         }
         let name = member.name().to_string();
         let key = name.strip_suffix(".npy").unwrap_or(&name).to_string();
-        let declared = member.size();
-        if declared > MAX_MEMBER {
+        if key.contains('\0') {
+            let shown = key.escape_debug().to_string();
+            return Err(npz_err(
+                path,
+                Some(&shown),
+                "the key holds a NUL byte, which the generated harness cannot print",
+            ));
+        }
+        let size = member.size();
+        if size > MAX_MEMBER {
             return Err(npz_err(
                 path,
                 Some(&key),
-                format!("member declares {declared} bytes; deploygen reads at most {MAX_MEMBER} per array"),
+                format!("member declares {size} bytes; deploygen reads at most {MAX_MEMBER} per array"),
             ));
         }
-        let mut data = Vec::new();
-        (&mut member)
-            .take(declared + 1)
-            .read_to_end(&mut data)
-            .map_err(|e| npz_err(path, Some(&key), format!("cannot decompress: {e}")))?;
-        if data.len() as u64 != declared {
-            return Err(npz_err(
-                path,
-                Some(&key),
-                format!("member holds {} bytes but its zip entry declares {declared}", data.len()),
-            ));
-        }
-        let array = parse_npy(&data).map_err(|d| npz_err(path, Some(&key), d))?;
-        if arrays.insert(key.clone(), array).is_some() {
+        let header = member_header(member, size).map_err(|d| npz_err(path, Some(&key), d))?;
+        let m = Member { header, index, size, value: OnceLock::new() };
+        if members.insert(key.clone(), m).is_some() {
             return Err(npz_err(path, Some(&key), "the key appears twice in the archive"));
         }
     }
-    Ok(Npz { path: path.to_path_buf(), arrays })
+    Ok(Npz { path: path.to_path_buf(), bytes: bytes.to_vec(), members, inflated: AtomicU64::new(0) })
+}
+
+/// A member's header, read from its first bytes only, and checked against
+/// the size the zip entry declares.
+fn member_header(member: impl Read, size: u64) -> Result<Header, String> {
+    let mut prefix = Vec::new();
+    member.take(size.min(HEADER_PREFIX)).read_to_end(&mut prefix).map_err(|e| format!("cannot decompress: {e}"))?;
+    let h = npy_header(&prefix)?;
+    let holds = size - h.data_at as u64;
+    if holds != h.data_bytes as u64 {
+        return Err(format!(
+            "{} {:?} needs {} bytes of data but the array holds {holds}",
+            h.header.dtype, h.header.shape, h.data_bytes
+        ));
+    }
+    Ok(h.header)
 }
 
 /// Parse one `.npy` file. The error is a sentence without the key.
 pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
-    precheck(bytes)?;
-    let mut cursor = Cursor::new(bytes);
-    let h = Header::from_reader(&mut cursor).map_err(|e| format!("the .npy header is not valid: {e}"))?;
-    let (dtype, swap) = descriptor(&h.type_descriptor)?;
-    let esize = dtype.size().ok_or_else(|| format!("dtype {dtype} has no fixed element size"))?;
-    let numel = h.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    let want = numel.and_then(|n| n.checked_mul(esize)).ok_or_else(|| format!("shape {:?} is too large", h.shape))?;
-    let body = &bytes[cursor.position() as usize..];
-    if body.len() != want {
-        return Err(format!("{} {:?} needs {want} bytes of data but the array holds {}", dtype, h.shape, body.len()));
+    let h = npy_header(bytes)?;
+    let body = &bytes[h.data_at..];
+    if body.len() != h.data_bytes {
+        return Err(format!(
+            "{} {:?} needs {} bytes of data but the array holds {}",
+            h.header.dtype,
+            h.header.shape,
+            h.data_bytes,
+            body.len()
+        ));
     }
+    let esize = h.header.dtype.size().unwrap_or(1);
     let mut data = body.to_vec();
-    if swap && esize > 1 {
+    if h.swap && esize > 1 {
         for c in data.chunks_exact_mut(esize) {
             c.reverse();
         }
     }
-    if dtype == DType::Bool {
+    if h.header.dtype == DType::Bool {
         for b in &mut data {
             *b = (*b != 0) as u8;
         }
     }
-    if h.layout == Layout::Fortran && h.shape.len() > 1 {
-        data = fortran_to_c(&data, &h.shape, esize);
+    if h.fortran && h.header.shape.len() > 1 {
+        data = fortran_to_c(&data, &h.header.shape, esize);
     }
-    Ok(TensorData { dtype, shape: h.shape, bytes: data })
+    Ok(TensorData { dtype: h.header.dtype, shape: h.header.shape, bytes: data })
+}
+
+/// The header of an `.npy` file, from its first bytes.
+fn npy_header(bytes: &[u8]) -> Result<NpyHeader, String> {
+    precheck(bytes)?;
+    let mut cursor = Cursor::new(bytes);
+    let h = NpyFileHeader::from_reader(&mut cursor).map_err(|e| format!("the .npy header is not valid: {e}"))?;
+    let (dtype, swap) = descriptor(&h.type_descriptor)?;
+    let esize = dtype.size().ok_or_else(|| format!("dtype {dtype} has no fixed element size"))?;
+    let numel = h.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+    let data_bytes =
+        numel.and_then(|n| n.checked_mul(esize)).ok_or_else(|| format!("shape {:?} is too large", h.shape))?;
+    Ok(NpyHeader {
+        header: Header { dtype, shape: h.shape },
+        swap,
+        fortran: h.layout == Layout::Fortran,
+        data_at: cursor.position() as usize,
+        data_bytes,
+    })
 }
 
 /// Bounds checked before the header is parsed: the magic string, a known
@@ -253,7 +420,8 @@ pub fn npy_bytes(t: &TensorData) -> Result<Vec<u8>, String> {
         DType::F64 => "<f8",
         other => return Err(format!("cannot write {other} to .npy")),
     };
-    let header = Header { type_descriptor: Py::String(descr.into()), layout: Layout::Standard, shape: t.shape.clone() };
+    let header =
+        NpyFileHeader { type_descriptor: Py::String(descr.into()), layout: Layout::Standard, shape: t.shape.clone() };
     let mut out = header.to_bytes().map_err(|e| e.to_string())?;
     out.extend_from_slice(&t.bytes);
     Ok(out)
@@ -267,6 +435,14 @@ mod tests {
         TensorData::from_f32(shape.to_vec(), v)
     }
 
+    /// The harness prints reference keys; a C string cannot hold a NUL.
+    #[test]
+    fn a_key_with_a_nul_byte_is_refused() {
+        let a = f32s(&[1], &[1.]);
+        let e = parse(Path::new("x.npz"), &write_npz(&[("w\0_updated", &a)]).unwrap()).unwrap_err().to_string();
+        assert!(e.contains("NUL"), "{e}");
+    }
+
     #[test]
     fn round_trip_through_the_writer() {
         let a = f32s(&[2, 3], &[1., 2., 3., 4., 5., 6.]);
@@ -274,8 +450,8 @@ mod tests {
         let bytes = write_npz(&[("a", &a), ("meta_b", &b)]).unwrap();
         let npz = parse(Path::new("x.npz"), &bytes).unwrap();
         assert_eq!(npz.keys().collect::<Vec<_>>(), ["a", "meta_b"]);
-        assert_eq!(npz.get("a"), Some(&a));
-        assert_eq!(npz.get("meta_b"), Some(&b));
+        assert_eq!(npz.get("a").unwrap(), Some(&a));
+        assert_eq!(npz.get("meta_b").unwrap(), Some(&b));
     }
 
     fn npy(header: &str, body: &[u8]) -> Vec<u8> {

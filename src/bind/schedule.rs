@@ -71,6 +71,12 @@ fn count(key: &str, t: &TensorData) -> Result<usize> {
 }
 
 impl Meta {
+    /// Whether `meta_<what>` is a value the schedule reads (others are
+    /// reported, never read).
+    pub fn reads(what: &str) -> bool {
+        matches!(what, "data_size" | "n_batches" | "n_accum" | "learning_rate")
+    }
+
     /// Read one `meta_<what>` array.
     pub fn set(&mut self, what: &str, t: &TensorData) -> Result<()> {
         let key = format!("meta_{what}");

@@ -1,7 +1,7 @@
 //! `deploygen build`: the pipeline, then the project written atomically
 //! (or, with `--check DIR`, compared with DIR).
 
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::emit::{EmitOptions, Project};
@@ -45,7 +45,8 @@ pub struct Args {
     /// Output folder (default: build/<model>-<platform>-<level>).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
-    /// Replace an existing output folder.
+    /// Replace an existing output folder, if deploygen made it (its
+    /// deploygen.json) or it is empty.
     #[arg(long)]
     pub force: bool,
     /// Generate in memory and diff against this project folder; write nothing.
@@ -70,6 +71,8 @@ pub struct Built {
     pub plan: plan::Plan,
     pub out: PathBuf,
     pub timings: Vec<Timing>,
+    /// What the user should know before running the project.
+    pub warnings: Vec<String>,
 }
 
 /// The pipeline's options from the flags.
@@ -95,7 +98,15 @@ pub fn generate(a: &Args) -> Result<Built> {
         let m = &g.project.manifest;
         PathBuf::from("build").join(format!("{}-{}-{}", m.model, g.plan.platform.name, g.plan.default_mem))
     });
-    Ok(Built { project: g.project, plan: g.plan, out, timings: g.timings })
+    let mut warnings = vec![];
+    if g.binding.is_none() {
+        warnings.push(format!(
+            "{} has no test data (inputs.npz, outputs.npz): the project builds, but its run compares nothing and \
+             fails",
+            a.model.display()
+        ));
+    }
+    Ok(Built { project: g.project, plan: g.plan, out, timings: g.timings, warnings })
 }
 
 /// A short summary: files, bytes per level, where the weights went.
@@ -185,6 +196,51 @@ fn peak_rss_kb() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// `--out` keeps clear of the model and its data: it is not the model's
+/// folder (the folder given, or the one holding the `.onnx` file), not a
+/// folder around it, and not a folder inside a model folder.
+fn apart_from_model(model: &Path, out: &Path) -> Result<()> {
+    let is_folder = model.is_dir();
+    let folder =
+        if is_folder { model } else { model.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")) };
+    let (Some(real_folder), Some(target)) = (resolved(folder), resolved(out)) else { return Ok(()) };
+    let why = if target == real_folder {
+        "is the model folder"
+    } else if real_folder.starts_with(&target) {
+        "holds the model folder"
+    } else if is_folder && target.starts_with(&real_folder) {
+        "is inside the model folder"
+    } else {
+        return Ok(());
+    };
+    Err(Error::Usage(format!(
+        "--out {} {why} {}: deploygen never writes over, around or into a model and its data; choose another --out",
+        out.display(),
+        folder.display()
+    )))
+}
+
+/// `p` absolute, with symbolic links, `.` and `..` resolved, also when it
+/// does not exist yet: its deepest existing ancestor made canonical, the
+/// rest applied to it.
+fn resolved(p: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(p).ok()?;
+    let parts: Vec<Component> = abs.components().collect();
+    (1..=parts.len()).rev().find_map(|n| {
+        let mut r = parts[..n].iter().collect::<PathBuf>().canonicalize().ok()?;
+        for c in &parts[n..] {
+            match c {
+                Component::ParentDir => {
+                    r.pop();
+                }
+                Component::Normal(s) => r.push(s),
+                _ => {}
+            }
+        }
+        Some(r)
+    })
+}
+
 /// Run `deploygen build`. Returns false when `--check` found differences.
 pub fn run(a: Args) -> Result<bool> {
     if let Some(dir) = &a.check {
@@ -193,6 +249,9 @@ pub fn run(a: Args) -> Result<bool> {
         }
     }
     let mut b = generate(&a)?;
+    for w in &b.warnings {
+        eprintln!("warning: {w}");
+    }
     if let Some(dir) = &a.check {
         let diff = b.project.check(dir)?;
         if diff.is_empty() {
@@ -202,6 +261,7 @@ pub fn run(a: Args) -> Result<bool> {
         print!("{diff}");
         return Ok(false);
     }
+    apart_from_model(&a.model, &b.out)?;
     let t = Instant::now();
     b.project.write(&b.out, a.force)?;
     b.timings.push(Timing { stage: "write", time: t.elapsed() });

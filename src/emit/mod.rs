@@ -31,6 +31,7 @@ use serde::Serialize;
 use crate::bind::{self, RefKind};
 use crate::c;
 use crate::error::{Error, Result};
+use crate::escape::{c_comment, c_ident, c_string, ProjectName};
 use crate::ir::{self, DType, Graph, Model, Role, TensorData};
 use crate::ops::{self, kernel};
 use crate::plan::{self, Access, BufId, GraphSel, Level, Placement, Supply};
@@ -136,17 +137,13 @@ impl Project {
     }
 
     /// Write the project into `out` atomically: into a temporary folder
-    /// next to it, renamed at the end. An existing `out` is replaced only
-    /// with `force`.
+    /// next to it, renamed into place at the end. An existing `out` is
+    /// replaced only with `force`, and only when it is a folder deploygen
+    /// made (its `deploygen.json`) or an empty folder. Errors name `out`.
     pub fn write(&self, out: &Path, force: bool) -> Result<()> {
-        if out.exists() && !force {
-            return Err(Error::Usage(format!(
-                "{} already exists: pass --force to replace it, or choose another --out",
-                out.display()
-            )));
-        }
+        let replace = replaceable(out, force)?;
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(out, e))?;
         let base = out.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "project".into());
         let tmp = parent.join(format!(".{base}.deploygen-tmp-{}", std::process::id()));
         let old = parent.join(format!(".{base}.deploygen-old-{}", std::process::id()));
@@ -154,35 +151,38 @@ impl Project {
             let _ = std::fs::remove_dir_all(p);
         };
         cleanup(&tmp);
-        let result = (|| -> Result<()> {
-            for (rel, data) in &self.files {
-                let p = tmp.join(rel);
-                if let Some(d) = p.parent() {
-                    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
-                }
-                std::fs::write(&p, data).map_err(|e| Error::io(&p, e))?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
+        if let Err(e) = self.write_files(&tmp, out) {
             cleanup(&tmp);
             return Err(e);
         }
-        if out.exists() {
+        if replace {
             cleanup(&old);
             if let Err(e) = std::fs::rename(out, &old) {
                 cleanup(&tmp);
-                return Err(Error::io(out, e));
+                return Err(Error::write(out, e));
             }
         }
         if let Err(e) = std::fs::rename(&tmp, out) {
-            if old.exists() {
+            if replace {
                 let _ = std::fs::rename(&old, out);
             }
             cleanup(&tmp);
-            return Err(Error::io(out, e));
+            return Err(Error::write(out, e));
         }
         cleanup(&old);
+        Ok(())
+    }
+
+    /// Every file under `tmp`; a failure names the file's place in `out`.
+    fn write_files(&self, tmp: &Path, out: &Path) -> Result<()> {
+        std::fs::create_dir(tmp).map_err(|e| Error::write(out, e))?;
+        for (rel, data) in &self.files {
+            let p = tmp.join(rel);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d).map_err(|e| Error::write(out.join(rel), e))?;
+            }
+            std::fs::write(&p, data).map_err(|e| Error::write(out.join(rel), e))?;
+        }
         Ok(())
     }
 
@@ -211,6 +211,49 @@ impl Project {
         }
         Ok(out)
     }
+}
+
+/// Whether `out` exists and may be replaced. It may with `force` when it
+/// is a folder deploygen made or an empty folder; anything else is an
+/// error saying why, before anything is written.
+fn replaceable(out: &Path, force: bool) -> Result<bool> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(out, e)),
+        Ok(m) => m,
+    };
+    if !force {
+        return Err(Error::Usage(format!(
+            "{} already exists: pass --force to replace it, or choose another --out",
+            out.display()
+        )));
+    }
+    let why = if meta.file_type().is_symlink() {
+        "it is a symbolic link"
+    } else if !meta.is_dir() {
+        "it is not a folder"
+    } else if made_by_deploygen(out) || is_empty(out)? {
+        return Ok(true);
+    } else {
+        "it holds files but no deploygen.json manifest, so deploygen did not make it"
+    };
+    Err(Error::Usage(format!(
+        "--force does not replace {}: {why}. --force replaces only a folder deploygen made (one with its \
+         deploygen.json) or an empty folder; move it away yourself or choose another --out",
+        out.display()
+    )))
+}
+
+/// A folder whose `deploygen.json` is a project manifest.
+fn made_by_deploygen(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read(dir.join("deploygen.json")) else { return false };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else { return false };
+    ["model", "platform", "default_mem", "kind", "expected_compared"].iter().all(|k| v.get(k).is_some())
+}
+
+fn is_empty(dir: &Path) -> Result<bool> {
+    let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    Ok(entries.next().is_none())
 }
 
 fn list_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
@@ -355,7 +398,9 @@ pub struct Segment {
     pub dst: String,
     pub offset: u64,
     pub bytes: u64,
+    /// The weight's name in a comment, and as a string literal body.
     pub name: String,
+    pub name_lit: String,
     /// `hex/<n>.hex` name when loading per file.
     pub file: String,
 }
@@ -430,7 +475,8 @@ impl L3Data {
 /// Everything known about the project, for the templates.
 #[derive(Clone, Debug)]
 pub struct Facts {
-    pub model: String,
+    /// The sanitised project name: the only model text build files hold.
+    pub project: ProjectName,
     pub platform: String,
     pub platform_define: String,
     pub sdk_build: crate::target::SdkBuild,
@@ -491,7 +537,9 @@ pub struct Facts {
     pub checks: Vec<Check>,
     pub expected: u64,
     pub not_compared: Vec<NotCompared>,
-    pub no_data_reason: Option<String>,
+    /// Why nothing is compared, as a comment and as a string literal body.
+    pub no_data_comment: Option<String>,
+    pub no_data_lit: Option<String>,
     // build
     pub sources: Vec<String>,
     pub runtime_sources: Vec<String>,
@@ -535,16 +583,20 @@ impl Ctx<'_> {
 }
 
 fn baked_name(id: BufId) -> String {
-    format!("dg_w{id}")
+    c_ident("dg_w", id)
 }
 
-fn project_name(model: &Model, opts: &EmitOptions) -> String {
+/// The model's name as given (the folder's, else the file stem's): its
+/// raw bytes, and as text for messages and the manifest.
+fn model_name(model: &Model, opts: &EmitOptions) -> (Vec<u8>, String) {
     if let Some(n) = &opts.name {
-        return n.clone();
+        return (n.as_bytes().to_vec(), n.clone());
     }
-    let dir = model.dir.file_name().map(|f| f.to_string_lossy().into_owned());
-    let stem = model.path.file_stem().map(|f| f.to_string_lossy().into_owned());
-    dir.filter(|d| !d.is_empty() && d != ".").or(stem).unwrap_or_else(|| "model".into())
+    let dir = model.dir.file_name().filter(|d| !d.is_empty() && *d != ".");
+    match dir.or(model.path.file_stem()) {
+        Some(n) => (n.as_encoded_bytes().to_vec(), n.to_string_lossy().into_owned()),
+        None => (b"model".to_vec(), "model".into()),
+    }
 }
 
 /// Bytes of a tensor's value as stored in a buffer of `dtype` (f64 test
@@ -608,7 +660,7 @@ pub fn generate(
     }
     let ctx = Ctx { model, plan, main, opt };
     let training = model.roles.is_training();
-    let name = project_name(model, opts);
+    let (raw_name, name) = model_name(model, opts);
 
     // ---- nodes --------------------------------------------------------------
     let mut main_nodes = vec![];
@@ -634,7 +686,7 @@ pub fn generate(
                     dst: ctx.expr(w),
                     src: ctx.expr(u),
                     bytes: plan.buffers[w].bytes,
-                    what: format!("{} <- {}", p.name, up),
+                    what: c_comment(&format!("{} <- {}", p.name, up)),
                 });
             }
         }
@@ -679,7 +731,7 @@ pub fn generate(
                 baked.push(Baked {
                     ctype: ct.into(),
                     name: baked_name(w.buffer),
-                    comment: format!("{} ({} {:?}, {} B)", c::comment(&b.name), b.dtype, b.shape, b.bytes),
+                    comment: c_comment(&format!("{} ({} {:?}, {} B)", b.name, b.dtype, b.shape, b.bytes)),
                     lines: c::lines(&c::values(&v), 8),
                 });
             }
@@ -693,7 +745,7 @@ pub fn generate(
                         dst: ctx.expr(w.buffer),
                         src: e.clone(),
                         bytes: b.bytes,
-                        what: c::comment(&b.name),
+                        what: c_comment(&b.name),
                     });
                     staged_bytes += b.size;
                     e
@@ -712,7 +764,8 @@ pub fn generate(
                     dst,
                     offset,
                     bytes: b.bytes,
-                    name: c::comment(&b.name),
+                    name: c_comment(&b.name),
+                    name_lit: c_string(&b.name),
                     file: format!("{idx}.hex"),
                 });
             }
@@ -728,7 +781,7 @@ pub fn generate(
         let id = ctx.buffer_of(sel, name).ok_or_else(|| {
             Error::plan(format!("tensor '{name}' is a graph input or output but the memory plan gives it no buffer"))
         })?;
-        Ok(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(name) })
+        Ok(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c_comment(name) })
     };
     let input_names: Vec<String> = match binding {
         Some(bd) => bd.slots.iter().map(|s| s.input.clone()).collect(),
@@ -745,7 +798,7 @@ pub fn generate(
             }
             let n = og.name_of(t);
             if let Some(id) = ctx.buffer_of(GraphSel::Optimizer, n) {
-                opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+                opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c_comment(n) });
                 if model.roles.optimizer.get(n) == Some(&Role::LearningRate) {
                     lr_expr = Some(ctx.expr(id));
                 }
@@ -753,7 +806,7 @@ pub fn generate(
                     opt_state.push(TableEntry {
                         expr: ctx.expr(id),
                         bytes: plan.buffers[id].bytes,
-                        name: c::comment(n),
+                        name: c_comment(n),
                     });
                 }
             }
@@ -761,7 +814,7 @@ pub fn generate(
         for &t in &og.outputs {
             let n = og.name_of(t);
             if let Some(id) = ctx.buffer_of(GraphSel::Optimizer, n) {
-                opt_outputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
+                opt_outputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c_comment(n) });
             }
         }
     }
@@ -821,7 +874,7 @@ pub fn generate(
                     row.push(format!("{}u", d.push(&v2.bytes)));
                     continue;
                 }
-                let nm = format!("testData_mb{mb}_buf{}", s.index);
+                let nm = c_ident("testData_mb", format!("{mb}_buf{}", s.index));
                 data_arrays.push(DataArray {
                     ctype: c::ctype_of_name(&dtype).into(),
                     name: nm.clone(),
@@ -833,7 +886,8 @@ pub fn generate(
         }
     } else {
         no_data_reason = Some(format!(
-            "model '{name}' has no inputs.npz/outputs.npz: there are no references, so this run compares nothing and fails"
+            "model '{name}' has no inputs.npz/outputs.npz: no test data, so there are no references and this run \
+             compares nothing and fails"
         ));
     }
 
@@ -898,7 +952,7 @@ pub fn generate(
             let rn = match l3_data.as_mut() {
                 Some(d) => format!("DG_L3({}u)", d.push_f32(&vals)),
                 None => {
-                    let rn = format!("testRef_{i}");
+                    let rn = c_ident("testRef_", i);
                     refs.push(DataArray {
                         ctype: "float".into(),
                         name: rn.clone(),
@@ -911,7 +965,7 @@ pub fn generate(
                 RefKind::UpdatedParam | RefKind::Frozen => r.key.clone(),
                 _ => r.target.clone(),
             };
-            checks.push(Check { name: c::string(&what), expr: ctx.expr(id), ref_name: rn, values: vals.len() as u64 });
+            checks.push(Check { name: c_string(&what), expr: ctx.expr(id), ref_name: rn, values: vals.len() as u64 });
             compared.push(Compared { name: what, values: vals.len() as u64 });
         }
         for p in &bd.params {
@@ -979,7 +1033,7 @@ pub fn generate(
         readfs.push(format!("hex/{TEST_DATA_IMAGE}"));
     }
     let facts = Facts {
-        model: name.clone(),
+        project: ProjectName::new(&raw_name),
         platform: p.name.clone(),
         platform_define,
         sdk_build: p.sdk_build,
@@ -1008,7 +1062,7 @@ pub fn generate(
         hex_files: opts.hex_files,
         staged,
         skip_copy: plan.skip_initweight_copy.skip,
-        skip_reason: c::comment(&plan.skip_initweight_copy.reason),
+        skip_reason: c_comment(&plan.skip_initweight_copy.reason),
         num_data,
         data_size,
         steps,
@@ -1031,9 +1085,10 @@ pub fn generate(
         expected,
         not_compared: not_compared
             .iter()
-            .map(|n| NotCompared { name: c::string(&n.name), why: c::string(&n.why) })
+            .map(|n| NotCompared { name: c_string(&n.name), why: c_string(&n.why) })
             .collect(),
-        no_data_reason: no_data_reason.as_deref().map(c::string),
+        no_data_comment: no_data_reason.as_deref().map(c_comment),
+        no_data_lit: no_data_reason.as_deref().map(c_string),
         sources,
         runtime_sources,
         l1_heap: budget(Level::L1),
@@ -1120,7 +1175,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             "step {}: {} '{}' computes in L1, {} tile(s) of {:?}{}",
             n.step,
             node.op,
-            c::comment(&node.name),
+            c_comment(&node.name),
             t.count,
             t.tile,
             if t.double_buffered { ", double-buffered" } else { "" }
@@ -1182,13 +1237,13 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             let home = ctx.expr(o.buffer);
             let b = &ctx.plan.buffers[o.buffer];
             let copy = ctx.expr(cp);
-            let name = c::comment(&b.name);
+            let name = &b.name;
             if matches!(o.access, Access::Read | Access::ReadWrite) {
-                let what = format!("{name} {}->{}", o.home, o.at);
+                let what = c_comment(&format!("{name} {}->{}", o.home, o.at));
                 pre.push(Copy { dst: copy.clone(), src: home.clone(), bytes: b.bytes, what });
             }
             if matches!(o.access, Access::Write | Access::ReadWrite) {
-                let what = format!("{name} {}->{}", o.at, o.home);
+                let what = c_comment(&format!("{name} {}->{}", o.at, o.home));
                 post.push(Copy { dst: home, src: copy, bytes: b.bytes, what });
             }
         }
@@ -1202,7 +1257,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         .map(|inv| {
             let (cpre, cpost) = copies(&|b| inv.stage.contains(&b));
             CallCode {
-                comment: inv.comment.as_deref().map(c::comment).unwrap_or_default(),
+                comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
                 func: inv.func.clone(),
                 args_type: inv.args_type.clone(),
                 fields: inv.fields.clone(),
@@ -1224,17 +1279,13 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
                 dst: ctx.expr(bi),
                 src: ctx.expr(bo),
                 bytes: ctx.plan.buffers[bi].bytes,
-                what: format!(
-                    "{} <- {} (carried to the next run)",
-                    c::comment(g.name_of(ti)),
-                    c::comment(g.name_of(to))
-                ),
+                what: c_comment(&format!("{} <- {} (carried to the next run)", g.name_of(ti), g.name_of(to))),
             });
         }
     }
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     Ok(NodeCode {
-        comment: format!("step {}: {} '{}' computes in {}", n.step, node.op, c::comment(&node.name), exec),
+        comment: c_comment(&format!("step {}: {} '{}' computes in {}", n.step, node.op, node.name, exec)),
         pre,
         calls,
         post,

@@ -9,8 +9,8 @@
 //! by the tile.
 
 use super::{CallCode, Ctx};
-use crate::c;
 use crate::error::{Error, Result};
+use crate::escape::c_comment;
 use crate::ir::{Graph, Node};
 use crate::ops::{self, kernel};
 use crate::plan::{self, Access, Tiling};
@@ -141,7 +141,7 @@ pub fn tiled_code(
         };
         operands.push(TileOperand {
             id,
-            what: format!("{} ({}, {})", c::comment(&ctx.plan.buffers[o.buffer].name), o.home, access_name(o.access)),
+            what: format!("{} ({}, {})", c_comment(&ctx.plan.buffers[o.buffer].name), o.home, access_name(o.access)),
             home: ctx.expr(o.buffer),
             l1: o.l1.iter().map(|&b| ctx.expr(b)).collect(),
             stage,
@@ -219,7 +219,7 @@ fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Ta
             locals.push((ctype, l.name.clone(), inner));
         }
         out.push(CallCode {
-            comment: inv.comment.as_deref().map(c::comment).unwrap_or_default(),
+            comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
             func: inv.func.clone(),
             args_type: inv.args_type.clone(),
             fields,

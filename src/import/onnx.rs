@@ -1,6 +1,6 @@
 //! `ModelProto` → `ir::Graph`. The protobuf types stop here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use indexmap::IndexMap;
@@ -87,8 +87,9 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
     }
 
     for init in &gp.initializer {
-        let data = tensor::convert(init, dir)?;
         let name = init.name().to_string();
+        no_nul("initializer", &name)?;
+        let data = tensor::convert(init, dir)?;
         if g.tensors.contains_key(&name) {
             return Err(Error::model(format!("initializer '{name}' is defined twice")));
         }
@@ -101,8 +102,17 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
 
     // Graph inputs; an input that also has an initializer is a constant
     // with an overridable default (IR < 4 style), kept as the initializer.
+    let mut listed = HashSet::new();
     for vi in &gp.input {
         let name = vi.name().to_string();
+        no_nul("graph input", &name)?;
+        if !listed.insert(name.clone()) {
+            return Err(Error::Model {
+                detail: format!("graph input '{name}' is listed twice (ONNX graphs assign each value once)"),
+                tensor: Some(name),
+                node: None,
+            });
+        }
         if g.tensors.contains_key(&name) {
             continue;
         }
@@ -120,6 +130,9 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
     let mut nodes = Vec::with_capacity(gp.node.len());
     for (order, np) in gp.node.iter().enumerate() {
         let name = if np.name().is_empty() { format!("{}_{order}", np.op_type()) } else { np.name().to_string() };
+        for t in np.input.iter().chain(&np.output) {
+            no_nul(&format!("node '{}': tensor", name.escape_debug()), t)?;
+        }
         let op = np.op_type().to_string();
         let domain = np.domain().to_string();
         let Some(op_id) = ops::resolve(&op) else {
@@ -185,8 +198,12 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
     g.onnx_nodes = gp.node.len();
 
     for vi in &gp.output {
+        no_nul("graph output", vi.name())?;
         match g.tensors.get_index_of(vi.name()) {
-            Some(id) => g.outputs.push(id),
+            Some(id) => {
+                pass_through_declared(&g, id, vi)?;
+                g.outputs.push(id)
+            }
             None => {
                 return Err(Error::model(format!(
                     "graph output '{}' is not produced by any node, input or initializer",
@@ -197,6 +214,51 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
     }
     g.rebuild_edges();
     Ok(g)
+}
+
+/// A tensor name the generated harness may print (a compared output, an
+/// L3 weight it cannot load) must fit in a C string: no NUL.
+fn no_nul(what: &str, name: &str) -> Result<()> {
+    if !name.contains('\0') {
+        return Ok(());
+    }
+    Err(Error::Model {
+        tensor: Some(name.to_string()),
+        node: None,
+        detail: format!(
+            "{what} '{}' contains a NUL byte; the generated harness prints tensor names, and a C string cannot hold one",
+            name.escape_debug()
+        ),
+    })
+}
+
+/// A graph output that is a graph input or an initializer passes that
+/// value through unchanged: its declaration must be the value's type.
+fn pass_through_declared(g: &Graph, id: usize, vi: &pb::ValueInfoProto) -> Result<()> {
+    let t = &g.tensors[id];
+    if !matches!(t.origin, Origin::Input | Origin::Initializer) {
+        return Ok(());
+    }
+    let (declared, _) = value_type(vi);
+    let dims_agree = match (&declared.dims, &t.ty.dims) {
+        (Some(d), Some(v)) => {
+            d.len() == v.len()
+                && d.iter().zip(v).all(|(a, b)| !matches!((a, b), (Dim::Fixed(x), Dim::Fixed(y)) if x != y))
+        }
+        _ => true,
+    };
+    if declared.dtype == t.ty.dtype && dims_agree {
+        return Ok(());
+    }
+    let what = if t.origin == Origin::Input { "graph input" } else { "initializer" };
+    Err(Error::Model {
+        tensor: Some(t.name.clone()),
+        node: None,
+        detail: format!(
+            "graph output '{}' is declared as {} but it is the {what} '{}', which is {}",
+            t.name, declared, t.name, t.ty
+        ),
+    })
 }
 
 /// Type of a graph input/output/value_info; sequence types report their

@@ -2,7 +2,7 @@
 //! table kept in insertion order (IndexMap), so every walk is deterministic.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use indexmap::IndexMap;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
@@ -280,6 +280,22 @@ impl Graph {
     /// Nodes that read tensor `t`, in schedule order.
     pub fn consumers(&self, t: TensorId) -> Vec<NodeIndex> {
         self.schedule.iter().copied().filter(|&n| self.dag[n].inputs.contains(&Some(t))).collect()
+    }
+
+    /// The nodes that read each tensor, in schedule order: what
+    /// [`Graph::consumers`] says of every tensor, in one pass over the
+    /// graph (for code that asks about many tensors).
+    pub fn readers(&self) -> HashMap<TensorId, Vec<NodeIndex>> {
+        let mut r: HashMap<TensorId, Vec<NodeIndex>> = HashMap::new();
+        for &n in &self.schedule {
+            for &t in self.dag[n].inputs.iter().flatten() {
+                let v = r.entry(t).or_default();
+                if v.last() != Some(&n) {
+                    v.push(n);
+                }
+            }
+        }
+        r
     }
 
     /// Opset version of a node's domain (`"?"` when the model does not

@@ -24,6 +24,7 @@ pub struct InPlace {
 /// Find every in-place write of a scheduled graph.
 pub fn in_place(g: &Graph) -> InPlace {
     let pos: HashMap<NodeIndex, usize> = g.schedule.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let readers = g.readers();
     let mut r = InPlace::default();
     for (i, (ni, n)) in g.nodes().enumerate() {
         let state = (0..n.inputs.len()).filter(|&s| ops::of(n).updates_state(s));
@@ -33,7 +34,7 @@ pub fn in_place(g: &Graph) -> InPlace {
             Update::WhenLastReader { input, output } => {
                 let Some(w) = n.input(input) else { continue };
                 let later: Vec<String> =
-                    g.consumers(w).into_iter().filter(|c| *c != ni && pos[c] > i).map(|c| g.display_node(c)).collect();
+                    readers[&w].iter().filter(|&&c| c != ni && pos[&c] > i).map(|&c| g.display_node(c)).collect();
                 let same_size = n.output(output).is_some_and(|o| g.tensor(o).ty.bytes() == g.tensor(w).ty.bytes());
                 let ok = later.is_empty() && same_size;
                 if !later.is_empty() {

@@ -4,14 +4,17 @@
 //! the operator's rule is an error: it means the file and deploygen
 //! disagree about what the node computes.
 
+use std::collections::HashSet;
+
 use crate::error::{Error, Result};
-use crate::ir::{DType, Dim, Graph, Origin, TensorData, TensorType};
+use crate::ir::{DType, Dim, Graph, Origin, TensorData, TensorId, TensorType};
 use crate::ops::{self, Ctx, FoldWhen};
 
 /// Fold and infer in schedule order. Returns the number of folded nodes.
 pub fn infer(graph: &mut Graph) -> Result<usize> {
     let mut folded = 0;
     let schedule = graph.schedule.clone();
+    let outputs: HashSet<TensorId> = graph.outputs.iter().copied().collect();
     for n in schedule {
         let node = graph.dag[n].clone();
         let def = ops::of(&node);
@@ -40,7 +43,7 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
                 ));
             };
             let declared = graph.tensor(*t).ty.clone();
-            let at_boundary = graph.outputs.contains(t);
+            let at_boundary = outputs.contains(t);
             let (ty, warning) = reconcile(&node, graph.name_of(*t), rule, &declared, at_boundary)?;
             graph.warnings.extend(warning);
             graph.tensor_mut(*t).ty = ty;

@@ -21,7 +21,7 @@
 //! Constants feeding only compile-time operands (`OpDef::compile_time`:
 //! shapes, axes, bounds) need no buffer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use petgraph::stable_graph::NodeIndex;
 use serde::Serialize;
@@ -391,26 +391,24 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
     // Constants read as data by some node: initializers in file order, then
     // folded values in tensor order. Constants read only at compile time
     // need no buffer.
-    let data_use = |g: &Graph, t: TensorId| {
-        g.nodes()
-            .any(|(_, n)| n.inputs.iter().enumerate().any(|(i, s)| *s == Some(t) && !ops::of(n).compile_time_input(i)))
-    };
+    let readers = g.readers();
+    let read = |t: TensorId| readers.contains_key(&t);
     let mut compile_time: Vec<String> = vec![];
     for &t in &g.initializers {
         if b.main.contains_key(&t) {
             continue;
         }
         let is_param = roles.role(g.name_of(t)) == Some(Role::Param);
-        if is_param || data_use(g, t) {
+        if is_param || data_use(g, &readers, t) {
             let kind = if is_param { Kind::Param } else { Kind::Constant };
             b.persistent(GraphSel::Main, t, kind)?;
-        } else if !g.consumers(t).is_empty() {
+        } else if read(t) {
             compile_time.push(g.name_of(t).to_string());
         }
     }
     for t in 0..g.tensors.len() {
-        if g.tensor(t).origin == Origin::Folded && !b.main.contains_key(&t) && !g.consumers(t).is_empty() {
-            if data_use(g, t) {
+        if g.tensor(t).origin == Origin::Folded && !b.main.contains_key(&t) && read(t) {
+            if data_use(g, &readers, t) {
                 b.persistent(GraphSel::Main, t, Kind::Constant)?;
             } else {
                 compile_time.push(g.name_of(t).to_string());
@@ -440,8 +438,9 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
                 b.persistent(GraphSel::Optimizer, t, Kind::OptimizerInput)?;
             }
         }
+        let opt_readers = og.readers();
         for &t in &og.initializers {
-            if !b.opt.contains_key(&t) && data_use(og, t) {
+            if !b.opt.contains_key(&t) && data_use(og, &opt_readers, t) {
                 b.persistent(GraphSel::Optimizer, t, Kind::Constant)?;
             }
         }
@@ -456,6 +455,16 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
     }
 
     Ok(Discovery { buffers: b.buffers, steps, main_steps, main: b.main, optimizer: b.opt, notes: b.notes })
+}
+
+/// Whether some node reads `t` as data (not only at compile time).
+fn data_use(g: &Graph, readers: &HashMap<TensorId, Vec<NodeIndex>>, t: TensorId) -> bool {
+    readers.get(&t).is_some_and(|ns| {
+        ns.iter().any(|&n| {
+            let node = g.node(n);
+            node.inputs.iter().enumerate().any(|(i, s)| *s == Some(t) && !ops::of(node).compile_time_input(i))
+        })
+    })
 }
 
 /// Buffers of every param / gradient buffer, for sequence operands.
@@ -478,17 +487,20 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
     let last = b.last;
     let sched: Vec<(NodeIndex, &Node)> = g.nodes().collect();
     let step_of: HashMap<NodeIndex, u32> = sched.iter().enumerate().map(|(i, (n, _))| (*n, base + i as u32)).collect();
-    let is_output = |t: TensorId| g.outputs.contains(&t);
+    let outputs: HashSet<TensorId> = g.outputs.iter().copied().collect();
+    let is_output = |t: TensorId| outputs.contains(&t);
+    let readers = g.readers();
 
     // In-place writes (buffer-group tensor, step) and whether each
     // conditional updater shares its input's buffer.
     let ip = alias::in_place(g);
     b.notes.extend(ip.notes);
-    let inplace: Vec<(TensorId, u32)> = ip.writes.iter().map(|&(t, i)| (t, base + i as u32)).collect();
+    let mut inplace: Vec<(TensorId, u32)> = ip.writes.iter().map(|&(t, i)| (t, base + i as u32)).collect();
+    inplace.sort_by_key(|&(_, step)| step);
     let sgd_inplace = ip.shared;
     // Last step that reads a tensor (graph outputs: the end).
     let last_read = |t: TensorId| -> u32 {
-        let r = g.consumers(t).iter().map(|c| step_of[c]).max().unwrap_or(0);
+        let r = readers.get(&t).map_or(0, |cs| cs.iter().map(|c| step_of[c]).max().unwrap_or(0));
         if is_output(t) {
             last
         } else {
@@ -597,11 +609,16 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                     let x = n.input(0).expect("checked");
                     if out_bytes == Some(b.buffers[id].bytes) {
                         // Refuse when an in-place write to the buffer falls
-                        // inside the alias's lifetime.
+                        // inside the alias's lifetime (the writes between
+                        // the two steps, found by step).
                         let end = last_read(t);
-                        let root_tensors: Vec<TensorId> =
-                            b.map(sel).iter().filter(|(_, &v)| v == id).map(|(&k, _)| k).collect();
-                        let hazard = inplace.iter().find(|(w, ws)| root_tensors.contains(w) && *ws > s && *ws < end);
+                        let window =
+                            inplace.partition_point(|&(_, ws)| ws <= s)..inplace.partition_point(|&(_, ws)| ws < end);
+                        let hazard = inplace
+                            .get(window)
+                            .unwrap_or_default()
+                            .iter()
+                            .find(|(w, _)| b.map(sel).get(w) == Some(&id));
                         match hazard {
                             None => {
                                 let why = format!("{op} '{}' views '{}' (shape only, no copy)", n.name, g.name_of(x));

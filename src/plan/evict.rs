@@ -6,6 +6,8 @@
 //! nothing more can move, the plan is a capacity error with the numbers and
 //! what would help.
 
+use std::collections::{BTreeSet, HashMap};
+
 use super::buffers::{BufId, Discovery, Kind};
 use super::{attempt, capacity_error, largest_staging, thousands, Attempt, PlanOptions};
 use crate::diag::Hint;
@@ -23,7 +25,17 @@ pub(super) fn fit(
     let p = &opts.platform;
     let mut first: Option<Attempt> = None;
     let mut moved: Vec<BufId> = vec![];
-    let access_count = |id: BufId| disc.steps.iter().filter(|s| s.operands.iter().any(|(b, _)| *b == id)).count();
+    // Steps that touch each buffer, counted once.
+    let mut touches: HashMap<BufId, usize> = HashMap::new();
+    for s in &disc.steps {
+        let mut ids: Vec<BufId> = s.operands.iter().map(|(b, _)| *b).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            *touches.entry(id).or_default() += 1;
+        }
+    }
+    let access_count = |id: BufId| touches.get(&id).copied().unwrap_or(0);
 
     loop {
         let a = attempt(base, disc, opts, tiler);
@@ -54,7 +66,7 @@ pub(super) fn fit(
         if !l2.fits && opts.default_mem == Level::L2 {
             // Move persistent L2 buffers to L3: most bytes freed per node
             // that touches them first (each touch is a staging copy).
-            let mut cands: Vec<BufId> = base
+            let cands: Vec<BufId> = base
                 .iter()
                 // Static requests (the test data) move only as a whole, above,
                 // when their requester can use them in L3.
@@ -71,30 +83,7 @@ pub(super) fn fit(
                         thousands(l2.capacity)
                     ));
                 }
-                // Each node touching an L3 buffer stages it, so prefer
-                // buffers few nodes touch: one that covers the shortfall
-                // alone (fewest touches, then smallest), else the one that
-                // frees most bytes per touch.
-                let mut freed = 0u64;
-                while freed < short && !cands.is_empty() {
-                    let need = short - freed;
-                    let covering = cands
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, &id)| base[id].size >= need)
-                        .min_by_key(|(_, &id)| (access_count(id), base[id].size, id))
-                        .map(|(i, _)| i);
-                    let pick = covering.unwrap_or_else(|| {
-                        let score = |id: BufId| base[id].size / (access_count(id).max(1) as u64);
-                        cands
-                            .iter()
-                            .enumerate()
-                            .max_by(|(_, &x), (_, &y)| score(x).cmp(&score(y)).then(y.cmp(&x)))
-                            .map(|(i, _)| i)
-                            .unwrap_or(0)
-                    });
-                    let id = cands.swap_remove(pick);
-                    freed += base[id].size;
+                for id in pick_moves(&cands, |id| base[id].size, access_count, short) {
                     let n = access_count(id);
                     let b = &mut base[id];
                     b.level = Level::L3;
@@ -175,4 +164,35 @@ fn move_movable_statics(
 /// say: a hint never asks for more than the chip has.
 fn chip_capacity(p: &crate::target::Platform, l: Level) -> u64 {
     crate::target::Platform::by_name(&p.name).map_or(p.level(l).capacity, |chip| chip.level(l).capacity)
+}
+
+/// The buffers to move to L3 until `short` bytes are freed, in order. Each
+/// node touching an L3 buffer stages it, so prefer buffers few nodes touch:
+/// one that covers what is still short alone (fewest touches, then
+/// smallest), else the one that frees most bytes per touch (then the
+/// lowest id). Sorted once, so many small moves stay O(n log n).
+fn pick_moves(
+    cands: &[BufId],
+    size: impl Fn(BufId) -> u64,
+    touches: impl Fn(BufId) -> usize,
+    short: u64,
+) -> Vec<BufId> {
+    let score = |id: BufId| size(id) / (touches(id).max(1) as u64);
+    let mut by_score = cands.to_vec();
+    by_score.sort_by(|&x, &y| score(y).cmp(&score(x)).then(x.cmp(&y)));
+    let mut by_score = by_score.into_iter();
+    let mut left: BTreeSet<(u64, BufId)> = cands.iter().map(|&id| (size(id), id)).collect();
+    let (mut picks, mut freed) = (vec![], 0u64);
+    while freed < short && !left.is_empty() {
+        let need = short - freed;
+        let covering = left.range((need, 0)..).map(|&(_, id)| id).min_by_key(|&id| (touches(id), size(id), id));
+        let id = match covering {
+            Some(id) => id,
+            None => by_score.find(|&id| left.contains(&(size(id), id))).expect("a candidate is left"),
+        };
+        left.remove(&(size(id), id));
+        freed += size(id);
+        picks.push(id);
+    }
+    picks
 }

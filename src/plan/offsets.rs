@@ -13,7 +13,10 @@
 //!   Deterministic: the random orders come from a fixed seed.
 //! - [`verify`]: an independent check of any assignment.
 
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap};
 use std::fmt;
+use std::ops::Bound;
 
 /// One buffer to place. Sizes should already be multiples of the alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,18 +83,71 @@ pub fn bump(items: &[Item]) -> Vec<u64> {
         .collect()
 }
 
+/// Which items are live at a common step with a given lifetime, found
+/// without scanning every item: the items sorted by start step, under a
+/// tree of the latest end step in each range of them. A query costs
+/// O((k + 1) log n) for k items found, so placing a long schedule's
+/// buffers stays near-linear.
+struct Lifetimes {
+    by_start: Vec<usize>,
+    starts: Vec<u32>,
+    /// Latest end per tree node; node 1 covers every item, node `k`'s
+    /// children are `2k` and `2k + 1`, the leaves start at `leaves`.
+    max_end: Vec<u32>,
+    leaves: usize,
+}
+
+impl Lifetimes {
+    fn new(items: &[Item]) -> Lifetimes {
+        let mut by_start: Vec<usize> = (0..items.len()).collect();
+        by_start.sort_by_key(|&i| (items[i].start, i));
+        let starts = by_start.iter().map(|&i| items[i].start).collect();
+        let leaves = items.len().next_power_of_two();
+        let mut max_end = vec![0u32; 2 * leaves];
+        for (p, &i) in by_start.iter().enumerate() {
+            max_end[leaves + p] = items[i].end;
+        }
+        for k in (1..leaves).rev() {
+            max_end[k] = max_end[2 * k].max(max_end[2 * k + 1]);
+        }
+        Lifetimes { by_start, starts, max_end, leaves }
+    }
+
+    /// Calls `f` with every item live at some step of `[start, end]`.
+    fn overlapping(&self, start: u32, end: u32, mut f: impl FnMut(usize)) {
+        // Items that start after `end` cannot overlap: only a prefix counts.
+        let limit = self.starts.partition_point(|&s| s <= end);
+        let mut stack = vec![(1usize, 0usize, self.leaves)];
+        while let Some((k, lo, hi)) = stack.pop() {
+            if lo >= limit || self.max_end[k] < start {
+                continue;
+            }
+            if hi - lo == 1 {
+                f(self.by_start[lo]);
+                continue;
+            }
+            let mid = (lo + hi) / 2;
+            stack.push((2 * k + 1, mid, hi));
+            stack.push((2 * k, lo, mid));
+        }
+    }
+}
+
 /// Greedy first fit in the given order.
 pub fn first_fit(items: &[Item], order: &[usize], align: u64) -> Vec<u64> {
     let align = align.max(1);
+    let lifetimes = Lifetimes::new(items);
     let mut offsets = vec![0u64; items.len()];
-    let mut placed: Vec<usize> = Vec::with_capacity(items.len());
+    let mut placed = vec![false; items.len()];
     let mut busy: Vec<(u64, u64)> = Vec::new();
     for &i in order {
         let it = items[i];
         busy.clear();
-        busy.extend(
-            placed.iter().filter(|&&j| items[j].conflicts(&it)).map(|&j| (offsets[j], offsets[j] + items[j].size)),
-        );
+        lifetimes.overlapping(it.start, it.end, |j| {
+            if placed[j] {
+                busy.push((offsets[j], offsets[j] + items[j].size));
+            }
+        });
         busy.sort_unstable();
         let mut cand = 0u64;
         for &(lo, hi) in &busy {
@@ -103,7 +159,7 @@ pub fn first_fit(items: &[Item], order: &[usize], align: u64) -> Vec<u64> {
             }
         }
         offsets[i] = cand;
-        placed.push(i);
+        placed[i] = true;
     }
     offsets
 }
@@ -330,21 +386,33 @@ pub fn verify(items: &[Item], offsets: &[u64], arena: u64, capacity: u64, align:
             return Err(Violation::Misaligned { item: i, offset: o, align });
         }
     }
-    // Sweep by start step; compare each buffer with those still live.
+    // Sweep by start step, keeping the buffers still live ordered by offset.
+    // They are all live at the current step, so (unless a violation was
+    // found already) they are disjoint, and a new buffer overlaps one of
+    // them only if it overlaps its neighbour below or above.
     let mut idx: Vec<usize> = (0..items.len()).filter(|&i| items[i].size > 0).collect();
     idx.sort_by_key(|&i| (items[i].start, i));
-    let mut active: Vec<usize> = Vec::new();
+    let mut live: BTreeSet<(u64, usize)> = BTreeSet::new();
+    let mut ends: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
     for &i in &idx {
         let it = items[i];
-        active.retain(|&j| items[j].end >= it.start);
-        for &j in &active {
-            let (a0, a1) = (offsets[i], offsets[i].saturating_add(it.size));
-            let (b0, b1) = (offsets[j], offsets[j].saturating_add(items[j].size));
-            if a0 < b1 && b0 < a1 {
+        while let Some(&Reverse((end, j))) = ends.peek() {
+            if end >= it.start {
+                break;
+            }
+            ends.pop();
+            live.remove(&(offsets[j], j));
+        }
+        let (a0, a1) = (offsets[i], offsets[i].saturating_add(it.size));
+        let below = live.range(..=(a0, usize::MAX)).next_back();
+        let above = live.range((Bound::Excluded((a0, usize::MAX)), Bound::Unbounded)).next();
+        for &(b0, j) in below.into_iter().chain(above) {
+            if a0 < b0.saturating_add(items[j].size) && b0 < a1 {
                 return Err(Violation::Overlap { a: j.min(i), b: j.max(i) });
             }
         }
-        active.push(i);
+        live.insert((a0, i));
+        ends.push(Reverse((it.end, i)));
     }
     Ok(())
 }

@@ -88,10 +88,12 @@ pub fn decide(buffers: &mut [Buffer], image_limit: Option<u64>) -> (Vec<WeightPl
         // Stage the largest baked weights until the image fits.
         let mut order: Vec<usize> = (0..supply.len()).filter(|&i| supply[i].1 == Supply::Baked).collect();
         order.sort_by(|&a, &b| buffers[supply[b].0].size.cmp(&buffers[supply[a].0].size).then(a.cmp(&b)));
+        let mut baked = full_image;
         for i in order {
-            if baked_bytes(&supply) <= limit {
+            if baked <= limit {
                 break;
             }
+            baked -= buffers[supply[i].0].size;
             supply[i].1 = Supply::L3Staged;
         }
         if supply.iter().any(|(_, s)| *s == Supply::L3Staged) {

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use super::buffers::{Buffer, Kind};
 use super::{thousands, Level, Plan};
+use crate::escape::xml_text;
 
 const PANEL_W: f64 = 960.0;
 const PANEL_H: f64 = 300.0;
@@ -47,10 +48,6 @@ const LEGEND: [Kind; 12] = [
     Kind::OptimizerInput,
 ];
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 /// Draw the plan.
 pub fn svg(plan: &Plan, title: &str) -> String {
     let steps = plan.steps.max(1) as f64;
@@ -65,8 +62,8 @@ pub fn svg(plan: &Plan, title: &str) -> String {
     let _ = writeln!(
         o,
         r#"<text x="{LEFT}" y="22" font-size="16" font-weight="bold">{} — {}, default level {}</text>"#,
-        esc(title),
-        esc(&plan.platform.name),
+        xml_text(title),
+        xml_text(&plan.platform.name),
         plan.default_mem
     );
     // Legend.
@@ -166,7 +163,7 @@ fn panel(o: &mut String, plan: &Plan, l: Level, y0: f64, steps: f64) {
             o,
             "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"#333\" stroke-width=\"0.3\"><title>{} ({}): {} B at offset {}, live steps {}..{}</title></rect>",
             color(b.kind),
-            esc(&b.name),
+            xml_text(&b.name),
             b.kind.name(),
             thousands(b.bytes),
             thousands(*off),

@@ -238,7 +238,7 @@ pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
         let refs = bind::npz::read(path)?;
         for &t in &f.outputs {
             let name = g.name_of(t);
-            match refs.get(name) {
+            match refs.get(name)? {
                 Some(r) if fix::fits(&g.tensor(t).ty, r) => references.push((name.to_string(), r.clone())),
                 Some(r) => changes.push(format!(
                     "{} key '{name}' is {}, not the forward output's {}: not used as its reference",

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::bind::layout::{self, Key, Layout, Target};
-use crate::bind::{Binding, Npz, Source};
+use crate::bind::npz::Loaded;
+use crate::bind::{Binding, Source};
 use crate::diag::Finding;
 use crate::ir::{DType, Dim, Model, Role, TensorData, TensorType};
 
@@ -35,7 +36,7 @@ pub fn fits(ty: &TensorType, t: &TensorData) -> bool {
 
 /// Every bound value under its graph-input name (`<input>`,
 /// `mb<i>_<input>`), with the file's `meta_*` keys: the named layout.
-pub fn to_named(binding: &Binding, npz: &Npz) -> Arrays {
+pub fn to_named(binding: &Binding, npz: &Loaded) -> Arrays {
     let mut out = Arrays::new();
     for s in &binding.slots {
         match s.source {
@@ -64,7 +65,7 @@ pub fn to_named(binding: &Binding, npz: &Npz) -> Arrays {
 /// the graph input's dtype and shape: class label 1 (in `[1,
 /// num_classes)`) for integer targets, the box `[0, 0, 1, 1]` for float
 /// targets whose last dim is 4, zeros for other float targets.
-pub fn targets(model: &Model, binding: &Binding, npz: &Npz, findings: &[&Finding]) -> Fix {
+pub fn targets(model: &Model, binding: &Binding, npz: &Loaded, findings: &[&Finding]) -> Fix {
     let g = &model.graph;
     let mut arrays = match binding.layout {
         Layout::Named => npz.arrays.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -163,7 +164,7 @@ pub fn positioned(model: &Model) -> Vec<Positioned> {
 /// Positional slots whose arrays sit at the wrong position: when every
 /// mismatched array fits exactly one mismatched input, and those form a
 /// permutation, the map position → the input its array belongs to.
-pub fn misplaced_positions(model: &Model, npz: &Npz) -> Option<BTreeMap<usize, usize>> {
+pub fn misplaced_positions(model: &Model, npz: &Loaded) -> Option<BTreeMap<usize, usize>> {
     let inputs = positioned(model);
     let array = |p: usize| npz.get(&format!("arr_{p:04}"));
     let mismatched: Vec<usize> =
@@ -191,7 +192,7 @@ pub fn misplaced_positions(model: &Model, npz: &Npz) -> Option<BTreeMap<usize, u
 /// `decoder_inputs`, positional arrays at the wrong positions: every key
 /// re-keyed by name (the named layout), each misplaced array under the
 /// input it fits.
-pub fn rekey_positions(model: &Model, npz: &Npz, map: &BTreeMap<usize, usize>) -> Fix {
+pub fn rekey_positions(model: &Model, npz: &Loaded, map: &BTreeMap<usize, usize>) -> Fix {
     let inputs = positioned(model);
     let mut arrays = Arrays::new();
     let mut changes = vec![format!(
@@ -223,7 +224,7 @@ pub fn rekey_positions(model: &Model, npz: &Npz, map: &BTreeMap<usize, usize>) -
 
 /// `decoder_inputs`, an input the data lacks: re-key the one unused key
 /// whose type fits it (and its `mb<i>_` keys) to the input's name.
-pub fn rekey_missing(model: &Model, binding: &Binding, npz: &Npz, findings: &[&Finding]) -> Fix {
+pub fn rekey_missing(model: &Model, binding: &Binding, npz: &Loaded, findings: &[&Finding]) -> Fix {
     let g = &model.graph;
     let is_input = |s: &str| g.inputs.iter().any(|&t| g.name_of(t) == s);
     let mut renames: Vec<(String, String)> = Vec::new();
@@ -288,7 +289,7 @@ pub fn rekey_missing(model: &Model, binding: &Binding, npz: &Npz, findings: &[&F
 
 /// Repeat every per-mini-batch data and label array along dim 0, from
 /// batch 1 to batch 2.
-pub fn repeat_batch(binding: &Binding, npz: &Npz) -> (Arrays, Vec<String>) {
+pub fn repeat_batch(binding: &Binding, npz: &Loaded) -> (Arrays, Vec<String>) {
     let per_mb: Vec<&str> = binding
         .slots
         .iter()

@@ -133,7 +133,7 @@ fn write_outputs(dir: &Path, d: &Derived) -> Result<()> {
 
 /// The arrays of `path` named by `outputs`.
 fn read_references(path: &Path, outputs: &[String]) -> Result<super::fix::Arrays> {
-    let npz = bind::npz::read(path)?;
+    let npz = bind::npz::read_all(path)?;
     Ok(outputs.iter().filter_map(|o| npz.get(o).map(|v| (o.clone(), v.clone()))).collect())
 }
 
@@ -145,7 +145,7 @@ fn earlier_references(dest: &Path, d: &Derived) -> Result<Option<super::fix::Arr
         return Ok(None);
     }
     let Ok(onnx) = std::fs::read(dest.join("network.onnx")) else { return Ok(None) };
-    let Ok(inputs) = bind::npz::read(&dest.join(bind::INPUTS_FILE)) else { return Ok(None) };
+    let Ok(inputs) = bind::npz::read_all(&dest.join(bind::INPUTS_FILE)) else { return Ok(None) };
     let inputs: super::fix::Arrays = inputs.arrays.into_iter().collect();
     if onnx != d.onnx || inputs != d.inputs {
         return Ok(None);

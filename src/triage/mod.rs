@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::bind::{self, BindOptions, Npz};
+use crate::bind::npz::Loaded;
+use crate::bind::{self, BindOptions};
 use crate::diag::{Finding, TriageFlavor};
 use crate::error::{Error, Result};
 use crate::ir::Model;
@@ -146,7 +147,7 @@ pub struct Report {
 /// What the static check says about a model folder.
 struct Diagnosis {
     model: Model,
-    npz: Npz,
+    npz: Loaded,
     binding: Option<bind::Binding>,
     findings: Vec<Finding>,
     /// positions → the input their array belongs to (swapped slots).
@@ -158,7 +159,7 @@ fn diagnose(dir: &Path) -> Result<Diagnosis> {
     let path = bind::inputs_path(&model)?.ok_or_else(|| {
         Error::Usage(format!("{} has no {}: no test data to triage", dir.display(), bind::INPUTS_FILE))
     })?;
-    let npz = bind::npz::read(&path)?;
+    let npz = bind::npz::read_all(&path)?;
     match bind::bind(&model, &BindOptions::default()) {
         Ok(b) => {
             let findings = crate::check::findings(&model, &b);

@@ -1,6 +1,10 @@
 //! Builds small ONNX files for tests, straight from the protobuf types.
 #![allow(dead_code)]
 
+pub mod c_text;
+pub mod chain;
+pub mod project;
+
 use std::path::{Path, PathBuf};
 
 use deploygen::import::pb;
@@ -204,7 +208,8 @@ pub fn copy_model(src: &Path) -> tempfile::TempDir {
 pub fn edit_inputs(dir: &Path, edit: impl FnOnce(&mut Vec<(String, deploygen::ir::TensorData)>)) {
     use deploygen::bind::npz;
     let path = dir.join("inputs.npz");
-    let mut arrays: Vec<(String, deploygen::ir::TensorData)> = npz::read(&path).unwrap().arrays.into_iter().collect();
+    let mut arrays: Vec<(String, deploygen::ir::TensorData)> =
+        npz::read_all(&path).unwrap().arrays.into_iter().collect();
     edit(&mut arrays);
     let refs: Vec<(&str, &deploygen::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     std::fs::write(&path, npz::write_npz(&refs).unwrap()).unwrap();
