@@ -328,6 +328,17 @@ static void team_mode_from_env(void)
         fprintf(stderr, "[pmsis-host] ignoring DG_HOST_TEAM=%s (threads or inline)\n", s);
 }
 
+/* The capacities of the program's memory plan: pmsis_sizes.c, compiled
+ * with the plan's DG_Lx_SIZE, defines them, so this file need not be
+ * recompiled per plan (a prebuilt runtime archive serves every project).
+ * Without it, the DG_Lx_SIZE this file was compiled with. */
+extern const uint32_t dg_host_heap_sizes[3] __attribute__((weak));
+
+static size_t heap_size(int level, size_t dflt)
+{
+    return dg_host_heap_sizes != NULL ? (size_t)dg_host_heap_sizes[level] : dflt;
+}
+
 static void init_once(void)
 {
     if (pthread_key_create(&g_key, NULL) != 0)
@@ -335,9 +346,9 @@ static void init_once(void)
     memset(&g_fc_thread, 0, sizeof g_fc_thread);
     g_fc_thread.core_id = 0;
     g_fc_thread.cluster_id = DG_HOST_FC_CLUSTER_ID;
-    heap_init(&g_l1, env_size("DG_L1_SIZE", DG_L1_SIZE), 1);
-    heap_init(&g_l2, env_size("DG_L2_SIZE", DG_L2_SIZE), 1);
-    heap_init(&g_l3, env_size("DG_L3_SIZE", DG_L3_SIZE), 1);
+    heap_init(&g_l1, env_size("DG_L1_SIZE", heap_size(0, DG_L1_SIZE)), 1);
+    heap_init(&g_l2, env_size("DG_L2_SIZE", heap_size(1, DG_L2_SIZE)), 1);
+    heap_init(&g_l3, env_size("DG_L3_SIZE", heap_size(2, DG_L3_SIZE)), 1);
     if ((unsigned long long)DG_L3_BASE + g_l3.cap > 0xFFFFFFFFull)
         dg_host_fatal("DG_L3_SIZE does not fit the 32-bit L3 address window");
     team_mode_from_env();

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::import;
 use crate::verify::runner::{self, RunOptions, Summary};
 use crate::verify::status::{self, StatusTable};
-use crate::verify::{Case, Kind, StageError};
+use crate::verify::{cache, Case, Kind, StageError};
 
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
@@ -62,6 +62,10 @@ pub struct TestArgs {
     /// Keep each generated project folder and print where it is.
     #[arg(long)]
     pub keep: bool,
+    /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
+    /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
 }
 
 /// A model folder's name in keys: the folder's name (for a `.onnx` file
@@ -153,6 +157,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.sanitize = args.sanitize;
             c.timeout = Duration::from_secs_f64(args.timeout);
             c.keep = args.keep;
+            c.cache = args.cache_dir.clone().or_else(cache::default_dir);
             out.push(c);
         }
     }

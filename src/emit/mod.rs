@@ -21,6 +21,7 @@
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
 mod render;
+pub use render::{runtime_sources, KERNEL_SYMBOLS};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -848,11 +849,8 @@ pub fn generate(
     if has_optimizer {
         sources.push("OptimizerNetwork.c".into());
     }
-    let runtime_sources: Vec<String> = render::RUNTIME
-        .iter()
-        .filter(|(p, _)| p.ends_with(".c") && !p.contains("pmsis-host"))
-        .map(|(p, _)| format!("runtime/{p}"))
-        .collect();
+    let calls = main_nodes.iter().chain(&opt_nodes).flat_map(|n| &n.calls);
+    let runtime_sources = render::runtime_sources(calls.map(|c| c.func.as_str()))?;
     let budget = |l: Level| {
         let lp = plan.level(l);
         lp.capacity.saturating_sub(lp.reserved_bytes)

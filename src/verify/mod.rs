@@ -21,10 +21,12 @@
 //! [`runner`] runs many cases in parallel and judges them against the
 //! status table ([`status`]); [`junit`] writes the JUnit report.
 
+pub mod cache;
 pub mod exec;
 pub mod harness;
 pub mod junit;
 pub mod manifest;
+pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod status;
@@ -101,6 +103,11 @@ pub struct Case {
     pub timeout: Duration,
     /// Keep the generated project folder (its path is in the outcome).
     pub keep: bool,
+    /// Where the runtime archive is cached (`None`: compile the runtime
+    /// with each case, as a plain `make -f Makefile.host` does).
+    pub cache: Option<PathBuf>,
+    /// `make -j` for the case's own sources.
+    pub build_jobs: usize,
 }
 
 impl Case {
@@ -116,6 +123,8 @@ impl Case {
             sanitize: false,
             timeout: Duration::from_secs(300),
             keep: false,
+            cache: cache::default_dir(),
+            build_jobs: 1,
         }
     }
 
@@ -271,14 +280,22 @@ pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
     }
     let base = Outcome { expected: Some(m.expected_compared), tolerance: m.tolerance, ..Default::default() };
 
-    // Build.
+    // Build: the case's sources, linked with the cached runtime archive.
+    let vars =
+        cache::MakeVars { cc: cached_compiler(), extra_cflags: case.sanitize.then(|| SANITIZE_CFLAGS.to_string()) };
     let mut make = Command::new("make");
-    make.arg("-f").arg(manifest::MAKEFILE).current_dir(dir);
-    if let Some(cc) = cached_compiler() {
-        make.arg(format!("CC={cc}"));
-    }
-    if case.sanitize {
-        make.arg(format!("EXTRA_CFLAGS={SANITIZE_CFLAGS}"));
+    make.arg("-f").arg(manifest::MAKEFILE).arg(format!("-j{}", case.build_jobs.max(1))).current_dir(dir);
+    vars.apply(&mut make);
+    if let Some(cache) = &case.cache {
+        match cache::archive(cache, dir, &vars, parallelism(), case.timeout) {
+            Ok(lib) => {
+                make.arg(format!("RUNTIME_LIB={}", lib.display()));
+            }
+            Err(cache::Miss::Unsupported) => {}
+            Err(cache::Miss::Failed(msg, log)) => {
+                return Outcome::fail(Stage::CCompile, msg).with_details(tail(&log, 30)).merge(base)
+            }
+        }
     }
     let built = match exec::run(&mut make, case.timeout) {
         Ok(r) => r,
@@ -313,6 +330,11 @@ pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
     let mut o = harness::judge(&m, &ran, case.timeout).merge(base);
     o.output = ran.text();
     o
+}
+
+/// The cores of this machine.
+pub fn parallelism() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// `ccache gcc` when `CC` is not set, ccache is on `PATH` and
