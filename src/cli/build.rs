@@ -2,6 +2,7 @@
 //! (or, with `--check DIR`, compared with DIR).
 
 use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::emit::{EmitOptions, Project};
@@ -63,6 +64,52 @@ pub struct Built {
     pub timings: Vec<Timing>,
 }
 
+/// The stage `build` is in, for [`Watch`].
+static STAGE: Mutex<&str> = Mutex::new("start");
+
+fn note_stage(stage: &'static str) {
+    *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = stage;
+}
+
+/// Says on stderr what `build` is doing once it has taken more than a
+/// second (a large model), and again at each later stage.
+struct Watch {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    fn start(model: &Path) -> Watch {
+        Watch::with(model, Duration::from_secs(1), |line| eprintln!("{line}"))
+    }
+
+    fn with(model: &Path, after: Duration, say: impl Fn(String) + Send + 'static) -> Watch {
+        let (tx, rx) = mpsc::channel::<()>();
+        let model = model.display().to_string();
+        let thread = std::thread::spawn(move || {
+            let t = Instant::now();
+            let mut said = "";
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_millis(200)) {
+                let stage = *STAGE.lock().unwrap_or_else(|e| e.into_inner());
+                if t.elapsed() >= after && stage != said {
+                    say(format!("deploygen build: {model}: {stage} ({:.1} s so far)", t.elapsed().as_secs_f64()));
+                    said = stage;
+                }
+            }
+        });
+        Watch { stop: Some(tx), thread: Some(thread) }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// The pipeline's options from the flags.
 fn options(a: &Args) -> Result<pipeline::Options> {
     super::check_tolerance(a.tolerance)?;
@@ -70,6 +117,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
         .expect("a platform is given");
     plan.l2_image_limit = a.l2_image;
     let mut o = pipeline::Options::new(plan);
+    o.on_stage = Some(note_stage);
     o.bind.num_data_inputs = a.num_data_inputs;
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
     Ok(o)
@@ -169,6 +217,7 @@ pub fn run(a: Args) -> Result<bool> {
             return Err(Error::Usage(format!("--check {}: not a folder", dir.display())));
         }
     }
+    let watch = Watch::start(&a.model);
     let mut b = generate(&a)?;
     if let Some(dir) = &a.check {
         let diff = b.project.check(dir)?;
@@ -180,11 +229,39 @@ pub fn run(a: Args) -> Result<bool> {
         return Ok(false);
     }
     let t = Instant::now();
+    note_stage("write");
     b.project.write(&b.out, a.force)?;
     b.timings.push(Timing { stage: "write", time: t.elapsed() });
+    drop(watch);
     print!("{}", summary(&b, &b.out));
     if a.timings {
         print!("{}", timings(&b.timings));
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Quiet for a quick build; past the delay, one line per stage.
+    #[test]
+    fn a_long_build_says_which_stage_it_is_in() {
+        let lines = Arc::new(Mutex::new(vec![]));
+        let sink = Arc::clone(&lines);
+        note_stage("import");
+        let w = Watch::with(Path::new("big"), Duration::from_millis(1000), move |l| sink.lock().unwrap().push(l));
+        // The watch looks every 200 ms: it has looked twice by now.
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(lines.lock().unwrap().is_empty(), "nothing before the delay");
+        std::thread::sleep(Duration::from_millis(1000));
+        note_stage("emit");
+        std::thread::sleep(Duration::from_millis(600));
+        drop(w);
+        let l = lines.lock().unwrap().clone();
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].starts_with("deploygen build: big: import ("), "{l:?}");
+        assert!(l[1].starts_with("deploygen build: big: emit ("), "{l:?}");
+    }
 }

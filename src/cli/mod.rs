@@ -34,6 +34,9 @@ enum Command {
     /// Generate, build and run models on the host emulation; check their
     /// results against the references (exit 0 pass, 1 wrong, 2 not run).
     Test(test::TestArgs),
+    /// Merge the JUnit files of `deploygen test --partition K/N` slices into
+    /// one report.
+    MergeJunit(test::MergeArgs),
     /// Measure generation time and memory, arena packing, weight supply and
     /// the generated step's speed next to onnxruntime.
     Report(report::Args),
@@ -55,6 +58,7 @@ pub fn main() -> ExitCode {
         Command::Build(a) => build::run(a).map(|same| if same { 0 } else { 1 }),
         Command::Report(a) => report::run(a).map(|()| 0),
         Command::Test(a) => test::run(&a),
+        Command::MergeJunit(a) => test::merge_junit(&a).map(|()| 0),
         Command::Triage(a) => triage::run(a),
     };
     match result {

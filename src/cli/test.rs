@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use sha2::Digest;
 
 use crate::error::{Error, Result};
 use crate::import;
@@ -62,6 +63,13 @@ pub struct TestArgs {
     /// Keep each generated project folder and print where it is.
     #[arg(long)]
     pub keep: bool,
+    /// Run only the K-th of N slices of the case matrix (1 ≤ K ≤ N), as
+    /// `cargo nextest --partition`: `K/N` or `count:K/N` deals the cases in
+    /// order round-robin, `hash:K/N` by a hash of each case's key (stable
+    /// when cases are added). Merge the slices' JUnit files with
+    /// `deploygen merge-junit`.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<String>,
     /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
     /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
     #[arg(long, value_name = "DIR")]
@@ -164,6 +172,53 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
     Ok(out)
 }
 
+/// How `--partition` deals cases to slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partition {
+    /// The i-th case (from 0) goes to slice i mod N + 1.
+    Count { k: usize, n: usize },
+    /// A case goes to slice (SHA-256 of its key) mod N + 1.
+    Hash { k: usize, n: usize },
+}
+
+impl Partition {
+    pub fn parse(spec: &str) -> Result<Partition> {
+        let bad = |why: &str| Error::Usage(format!("--partition {spec}: {why} (K/N, count:K/N or hash:K/N)"));
+        let (how, kn) = match spec.split_once(':') {
+            Some((how, kn)) => (how, kn),
+            None => ("count", spec),
+        };
+        let (k, n) = kn.split_once('/').ok_or_else(|| bad("expected K/N"))?;
+        let num = |v: &str| v.trim().parse::<usize>().map_err(|_| bad(&format!("'{v}' is not a whole number")));
+        let (k, n) = (num(k)?, num(n)?);
+        if n == 0 || k == 0 || k > n {
+            return Err(bad("K and N must satisfy 1 <= K <= N"));
+        }
+        match how {
+            "count" => Ok(Partition::Count { k, n }),
+            "hash" => Ok(Partition::Hash { k, n }),
+            other => Err(bad(&format!("unknown partition kind '{other}'"))),
+        }
+    }
+
+    /// The cases of this slice, in their order.
+    pub fn select(self, cases: Vec<Case>) -> Vec<Case> {
+        let slice = |key: &str| {
+            let h = sha2::Sha256::digest(key.as_bytes());
+            u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
+        };
+        cases
+            .into_iter()
+            .enumerate()
+            .filter(|(i, c)| match self {
+                Partition::Count { k, n } => i % n + 1 == k,
+                Partition::Hash { k, n } => (slice(&c.key()) % n as u64) as usize + 1 == k,
+            })
+            .map(|(_, c)| c)
+            .collect()
+    }
+}
+
 /// The status table: `--status FILE`, else `./status.toml` when present,
 /// else the empty table (every case expected to pass).
 pub fn status_table(arg: Option<&Path>) -> Result<StatusTable> {
@@ -184,9 +239,15 @@ pub fn run_with<E>(
 where
     E: Into<StageError>,
 {
+    let partition = args.partition.as_deref().map(Partition::parse).transpose()?;
     let table = status_table(args.status.as_deref())?;
     let mut notes = vec![];
-    let cases = cases(args, &mut notes)?;
+    let mut cases = cases(args, &mut notes)?;
+    if let (Some(p), Some(spec)) = (partition, &args.partition) {
+        let all = cases.len();
+        cases = p.select(cases);
+        notes.push(format!("partition {spec}: {} of {all} case(s)", cases.len()));
+    }
     let io = |e| Error::io("<stdout>", e);
     for n in &notes {
         writeln!(out, "note: {n}").map_err(io)?;
@@ -221,4 +282,22 @@ fn finish(summary: &Summary, args: &TestArgs, out: &mut (dyn Write + Send)) -> R
 pub fn run(args: &TestArgs) -> Result<i32> {
     let mut stdout = std::io::stdout();
     run_with(args, &crate::verify::generate_case, &mut stdout)
+}
+
+/// `deploygen merge-junit --out FILE PART…`.
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// The JUnit files of the slices (`deploygen test --partition K/N --junit PART`).
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// The merged report.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// Merge the slices' JUnit files; says how many cases the report holds.
+pub fn merge_junit(a: &MergeArgs) -> Result<()> {
+    let n = crate::verify::junit::merge(&a.parts, &a.out)?;
+    println!("{}: {n} test case(s) from {} report(s)", a.out.display(), a.parts.len());
+    Ok(())
 }

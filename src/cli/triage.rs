@@ -29,6 +29,10 @@ pub struct Args {
     root: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
+    /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
 }
 
 /// Exit code 0: fixed and passing, or nothing to do; 1: a fix was asked
@@ -37,7 +41,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<i32> {
     let opts = Options { root: a.root, name: a.test_name, fix: a.fix, in_place: a.in_place, refs: a.refs };
     // The host run plugs in here (see `triage::runner`).
-    let run_case = runner::default_runner();
+    let run_case = runner::default_runner(a.cache_dir);
     let report = triage::run(&opts, run_case.as_ref())?;
     let out = match a.format {
         Format::Text => triage::text(&report),

@@ -24,7 +24,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Progress of `total` cases, announced as `who`.
+    /// Progress of `total` cases (0: not known in advance), announced as `who`.
     pub fn new(who: &str, total: usize) -> Progress {
         Progress::with(who, total, false)
     }
@@ -36,9 +36,13 @@ impl Progress {
 
     fn with(who: &str, total: usize, quiet: bool) -> Progress {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
-            let b = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
-            let style = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed:>4} {wide_msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar());
+            // Without a known total, a spinner.
+            let (len, template) = match total {
+                0 => (None, "{spinner} {elapsed:>4} {wide_msg}"),
+                n => (Some(n as u64), "{bar:30} {pos}/{len} {elapsed:>4} {wide_msg}"),
+            };
+            let b = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr());
+            let style = ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar());
             b.set_style(style);
             b.enable_steady_tick(Duration::from_millis(200));
             b
@@ -64,8 +68,12 @@ impl Progress {
         }
     }
 
-    fn width(&self) -> usize {
-        self.total.to_string().len()
+    /// `[ 3/12]`, or `[3]` without a known total.
+    fn count(&self, i: usize) -> String {
+        match self.total {
+            0 => format!("[{i}]"),
+            n => format!("[{i:>w$}/{n}]", w = n.to_string().len()),
+        }
     }
 
     fn show_running(&self) {
@@ -79,7 +87,7 @@ impl Progress {
     pub fn start(&self, key: &str) {
         let i = self.started.fetch_add(1, Ordering::SeqCst) + 1;
         self.running.lock().unwrap_or_else(|e| e.into_inner()).push(key.to_string());
-        self.line(&format!("{}: [{i:>w$}/{}] start  {key}", self.who, self.total, w = self.width()));
+        self.line(&format!("{}: {} start  {key}", self.who, self.count(i)));
         self.show_running();
     }
 
@@ -88,12 +96,7 @@ impl Progress {
         let i = self.done.fetch_add(1, Ordering::SeqCst) + 1;
         self.running.lock().unwrap_or_else(|e| e.into_inner()).retain(|k| k != key);
         let secs = elapsed.as_secs_f64();
-        self.line(&format!(
-            "{}: [{i:>w$}/{}] end    {key}  {what} ({secs:.1} s)",
-            self.who,
-            self.total,
-            w = self.width()
-        ));
+        self.line(&format!("{}: {} end    {key}  {what} ({secs:.1} s)", self.who, self.count(i)));
         if let Some(b) = &self.bar {
             b.inc(1);
         }
