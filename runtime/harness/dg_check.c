@@ -12,12 +12,16 @@ PI_L2 static float dg_check_buf[DG_CHECK_CHUNK];
 
 static float dg_absf(float x) { return x < 0.0f ? -x : x; }
 
+/* |computed - ref|, and 0 for equal values: equal infinities match (their
+ * difference is NaN), a NaN on either side never does. */
+static float dg_diff(float c, float r) { return c == r ? 0.0f : dg_absf(c - r); }
+
 uint32_t dg_check_losses(const float *computed, const float *ref, uint32_t n, float tol,
                          uint32_t *compared)
 {
     uint32_t i, errors = 0;
     for (i = 0; i < n; i++) {
-        float diff = dg_absf(computed[i] - ref[i]);
+        float diff = dg_diff(computed[i], ref[i]);
         if (!(diff <= tol))
             errors++;
         printf("[loss %u] computed=%.6f ref=%.6f diff=%.6f tol=%.6f\r\n", (unsigned)i,
@@ -41,7 +45,7 @@ uint32_t dg_check_tensor(const char *name, const void *computed, const float *re
         dg_copy(dg_check_buf, src + (size_t)done * sizeof(float), (size_t)k * sizeof(float));
         for (i = 0; i < k; i++) {
             float c = dg_check_buf[i], r = ref[done + i];
-            float diff = dg_absf(c - r);
+            float diff = dg_diff(c, r);
             if (!(diff <= tol)) {
                 if (errors < DG_CHECK_SHOW)
                     printf("  mismatch %s[%u] computed=%.6f ref=%.6f\r\n", name,
