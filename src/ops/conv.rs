@@ -1,18 +1,27 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
-use super::{kernel, Ctx, OpDef};
+use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Conv", infer: conv, required: &[0, 1], kernel: Some(kernel::conv), ..OpDef::BASE },
+    OpDef {
+        name: "Conv",
+        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
+        infer: conv,
+        required: &[0, 1],
+        kernel: Some(bind_conv),
+        ..OpDef::BASE
+    },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
     OpDef {
         name: "ConvGrad",
+        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
         infer: conv_grad,
         gradient: true,
         required: &[0, 1, 2],
-        kernel: Some(kernel::conv_grad),
+        kernel: Some(bind_conv_grad),
         ..OpDef::BASE
     },
 ];
@@ -187,4 +196,131 @@ fn conv_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
         _ => TensorType::unknown(dw.dtype),
     };
     Ok(vec![dx, dw, db])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+/// The geometry of a 1-D or 2-D convolution or pool, NCHW.
+pub(super) struct Geom {
+    pub(super) batch: usize,
+    pub(super) in_c: usize,
+    pub(super) in_h: usize,
+    pub(super) in_w: usize,
+    pub(super) out_c: usize,
+    pub(super) out_h: usize,
+    pub(super) out_w: usize,
+    pub(super) k_h: usize,
+    pub(super) k_w: usize,
+    pub(super) stride: [usize; 2],
+    pub(super) dil: [usize; 2],
+    /// top, left, bottom, right
+    pub(super) pads: [usize; 4],
+}
+
+/// `x` the input, `y` the output (both full NCHW / NCL shapes), `kernel`
+/// the spatial kernel size.
+pub(super) fn geom(ctx: &KernelCtx, x: &[usize], y: &[usize], kernel: &[usize]) -> Result<Geom> {
+    let sp = x.len().saturating_sub(2);
+    if !(1..=2).contains(&sp) || y.len() != x.len() || kernel.len() != sp {
+        return Err(ctx.err(format!("only 1-D and 2-D windows are supported (input {x:?}, output {y:?})")));
+    }
+    if let Some(p) = ctx.attr_str("auto_pad")? {
+        if p != "NOTSET" && p != "VALID" {
+            return Err(ctx.err(format!("auto_pad '{p}' is not supported: give explicit pads")));
+        }
+    }
+    let get = |name: &str, n: usize, default: i64| -> Result<Vec<usize>> {
+        let v = ctx.attr_ints(name)?.unwrap_or_else(|| vec![default; n]);
+        if v.len() != n {
+            return Err(ctx.err(format!("attribute '{name}' has {} values, expected {n}", v.len())));
+        }
+        v.iter().map(|&x| to_u32(ctx, name, x)).collect()
+    };
+    let strides = get("strides", sp, 1)?;
+    let dil = get("dilations", sp, 1)?;
+    let pads = get("pads", 2 * sp, 0)?;
+    let two = |v: &[usize], d: usize| {
+        if sp == 1 {
+            if d == 0 {
+                1
+            } else {
+                v[0]
+            }
+        } else {
+            v[d]
+        }
+    };
+    let (pt, pl, pb, pr) = if sp == 1 { (0, pads[0], 0, pads[1]) } else { (pads[0], pads[1], pads[2], pads[3]) };
+    Ok(Geom {
+        batch: x[0],
+        in_c: x[1],
+        in_h: if sp == 1 { 1 } else { x[2] },
+        in_w: x[x.len() - 1],
+        out_c: y[1],
+        out_h: if sp == 1 { 1 } else { y[2] },
+        out_w: y[y.len() - 1],
+        k_h: two(kernel, 0),
+        k_w: two(kernel, 1),
+        stride: [two(&strides, 0), two(&strides, 1)],
+        dil: [two(&dil, 0), two(&dil, 1)],
+        pads: [pt, pl, pb, pr],
+    })
+}
+
+pub(super) fn conv_fields(g: &Geom, group: usize) -> Vec<(&'static str, String)> {
+    vec![
+        ("batch", u(g.batch)),
+        ("in_c", u(g.in_c)),
+        ("in_h", u(g.in_h)),
+        ("in_w", u(g.in_w)),
+        ("out_c", u(g.out_c)),
+        ("out_h", u(g.out_h)),
+        ("out_w", u(g.out_w)),
+        ("k_h", u(g.k_h)),
+        ("k_w", u(g.k_w)),
+        ("stride_h", u(g.stride[0])),
+        ("stride_w", u(g.stride[1])),
+        ("dil_h", u(g.dil[0])),
+        ("dil_w", u(g.dil[1])),
+        ("pad_top", u(g.pads[0])),
+        ("pad_left", u(g.pads[1])),
+        ("group", u(group)),
+    ]
+}
+
+pub(super) fn bind_conv(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
+    let g = geom(ctx, &x, &y, &w[2..])?;
+    let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
+    let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
+    fields.extend(conv_fields(&g, group));
+    one(call("dg_conv_f32", "dg_conv_args_t", fields))
+}
+
+pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    // ConvGrad(dY, X, W) -> dX, dW, dB
+    let (dy, x, w) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.in_shape(2)?);
+    let g = geom(ctx, &x, &dy, &w[2..])?;
+    let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
+    let base = |c: &KernelCtx| -> Result<Vec<(&'static str, String)>> {
+        Ok(vec![
+            ("x", c.inp(1)?),
+            ("w", c.inp(2)?),
+            ("dy", c.inp(0)?),
+            ("dx", c.opt_out(0)),
+            ("dw", c.opt_out(1)),
+            ("db", c.opt_out(2)),
+        ])
+    };
+    let mut calls = vec![];
+    for (slot, func) in [(0, "dg_conv_grad_dx_f32"), (1, "dg_conv_grad_dw_f32"), (2, "dg_conv_grad_db_f32")] {
+        if ctx.has_out(slot) {
+            let mut fields = base(ctx)?;
+            fields.extend(conv_fields(&g, group));
+            calls.push(call(func, "dg_conv_args_t", fields));
+        }
+    }
+    Ok(KernelCall { calls, ..Default::default() })
 }

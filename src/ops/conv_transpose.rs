@@ -1,13 +1,20 @@
 //! ConvTranspose (1-D and 2-D, groups, output_padding, output_shape,
 //! auto_pad), fp32.
 
-use super::{kernel, Ctx, OpDef};
+use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], W [C, M / group, k…] [, B [M]]).
-    OpDef { name: "ConvTranspose", infer: conv_transpose, kernel: Some(kernel::conv_transpose), ..OpDef::BASE },
+    OpDef {
+        name: "ConvTranspose",
+        attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"],
+        infer: conv_transpose,
+        kernel: Some(bind_conv_transpose),
+        ..OpDef::BASE
+    },
 ];
 
 /// A per-spatial-dim INTS attribute with every value at least `min`.
@@ -125,6 +132,71 @@ fn conv_transpose(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let mut out = vec![x[0], m];
     out.extend(spatial);
     Ok(vec![TensorType::new(dtype, &out)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
+    let sp = x.len().saturating_sub(2);
+    if !(1..=2).contains(&sp) || y.len() != x.len() || w.len() != x.len() {
+        return Err(ctx.err(format!("only 1-D and 2-D ConvTranspose is supported (input {x:?}, output {y:?})")));
+    }
+    let get = |name: &str, n: usize, default: i64| -> Result<Vec<usize>> {
+        let v = ctx.node.ints(name)?.map_or_else(|| vec![default; n], <[i64]>::to_vec);
+        if v.len() != n {
+            return Err(ctx.err(format!("attribute '{name}' has {} values, expected {n}", v.len())));
+        }
+        v.iter().map(|&x| to_u32(ctx, name, x)).collect()
+    };
+    let strides = get("strides", sp, 1)?;
+    let dil = get("dilations", sp, 1)?;
+    let out_pad = get("output_padding", sp, 0)?;
+    let pads = get("pads", 2 * sp, 0)?;
+    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let derived = ctx.node.ints("output_shape")?.is_some() || matches!(auto, "SAME_UPPER" | "SAME_LOWER");
+    // The begin pads; the end pads and output_padding are implied by the
+    // output size the shape rule computed.
+    let mut begin = vec![0usize; sp];
+    for d in 0..sp {
+        let (i, k, o) = (x[2 + d], w[2 + d], y[2 + d]);
+        let full = strides[d] * (i - 1) + out_pad[d] + dil[d] * (k - 1) + 1;
+        begin[d] = if derived {
+            let total = full.checked_sub(o).ok_or_else(|| ctx.err(format!("output dim {o} exceeds {full}")))?;
+            if auto == "SAME_UPPER" {
+                total / 2
+            } else {
+                total - total / 2
+            }
+        } else if auto == "VALID" {
+            0
+        } else {
+            pads[d]
+        };
+    }
+    let group = to_u32(ctx, "group", ctx.node.int("group")?.unwrap_or(1))?;
+    let last = |v: &[usize], d: usize, one: usize| if sp == 1 { [one, v[0]][d] } else { v[d] };
+    let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
+    fields.extend([
+        ("batch", u(x[0])),
+        ("in_c", u(x[1])),
+        ("in_h", u(last(&x[2..], 0, 1))),
+        ("in_w", u(last(&x[2..], 1, 1))),
+        ("out_c", u(y[1])),
+        ("out_h", u(last(&y[2..], 0, 1))),
+        ("out_w", u(last(&y[2..], 1, 1))),
+        ("k_h", u(last(&w[2..], 0, 1))),
+        ("k_w", u(last(&w[2..], 1, 1))),
+        ("stride_h", u(last(&strides, 0, 1))),
+        ("stride_w", u(last(&strides, 1, 1))),
+        ("dil_h", u(last(&dil, 0, 1))),
+        ("dil_w", u(last(&dil, 1, 1))),
+        ("pad_top", u(last(&begin, 0, 0))),
+        ("pad_left", u(last(&begin, 1, 0))),
+        ("group", u(group)),
+    ]);
+    one(call("dg_conv_transpose_f32", "dg_conv_args_t", fields))
 }
 
 #[cfg(test)]

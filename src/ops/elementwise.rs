@@ -1,6 +1,7 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
-use super::{broadcast_inputs, kernel, Ctx, OpDef, FOLD_LIMIT};
+use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
+use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
@@ -10,7 +11,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(kernel::binary),
+        kernel: Some(bind_binary),
         ..OpDef::BASE
     },
     OpDef {
@@ -18,7 +19,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(kernel::binary),
+        kernel: Some(bind_binary),
         ..OpDef::BASE
     },
     OpDef {
@@ -26,7 +27,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(kernel::binary),
+        kernel: Some(bind_binary),
         ..OpDef::BASE
     },
     OpDef {
@@ -34,57 +35,32 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(kernel::binary),
+        kernel: Some(bind_binary),
         ..OpDef::BASE
     },
-    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(kernel::binary), ..OpDef::BASE },
-    OpDef { name: "Sum", infer: binary, kernel: Some(kernel::sum), ..OpDef::BASE },
-    OpDef { name: "Relu", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Gelu", infer: gelu, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), ..OpDef::BASE },
+    OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
     OpDef {
-        name: "Identity",
-        infer: unary,
-        fold: Some(fold_identity),
-        view: true,
-        kernel: Some(kernel::copy),
+        name: "Cast",
+        attrs: &["saturate", "to"],
+        infer: cast,
+        fold: Some(fold_cast),
+        kernel: Some(bind_cast),
         ..OpDef::BASE
     },
-    OpDef { name: "Cast", infer: cast, fold: Some(fold_cast), kernel: Some(kernel::cast), ..OpDef::BASE },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
-    OpDef { name: "Scale", infer: scale, required: &[0, 1], kernel: Some(kernel::scale), ..OpDef::BASE },
-    // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
     OpDef {
-        name: "ReluGrad",
-        infer: unary,
-        gradient: true,
+        name: "Scale",
+        attrs: &["scale_down"],
+        infer: scale,
         required: &[0, 1],
-        kernel: Some(kernel::act_grad),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "GeluGrad",
-        infer: gelu_grad,
-        gradient: true,
-        required: &[0, 1],
-        kernel: Some(kernel::act_grad),
+        kernel: Some(bind_scale),
         ..OpDef::BASE
     },
 ];
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![ctx.same_as(0)?])
-}
-
-/// Gelu's `approximate`: "none" or "tanh".
-fn gelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    match ctx.node.string("approximate")?.unwrap_or("none") {
-        "none" | "tanh" => unary(ctx),
-        other => Err(ctx.err(format!("attribute 'approximate' = '{other}' is not one of none, tanh"))),
-    }
-}
-
-fn gelu_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    gelu(ctx)
 }
 
 /// com.microsoft Scale: `scale_down` is 0/1.
@@ -120,10 +96,6 @@ fn cast_to(ctx: &Ctx) -> Result<DType> {
         }
         Ok(d) => Ok(d),
     }
-}
-
-fn fold_identity(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    Ok(ctx.konst(0).map(|d| vec![d.clone()]))
 }
 
 fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
@@ -186,4 +158,103 @@ fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
         });
     }
     Ok(TensorData::from_i64_as(a.dtype, out, &res).map(|t| vec![t]))
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_binary(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let func = match ctx.node.op.as_str() {
+        "Add" => "dg_add_f32",
+        "Sub" => "dg_sub_f32",
+        "Mul" => "dg_mul_f32",
+        "Div" => "dg_div_f32",
+        _ => "dg_pow_f32",
+    };
+    let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
+    let n = numel(&y);
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(n))];
+    if !(numel(&a) == n && numel(&b) == n) {
+        max_dims(ctx, y.len())?;
+        fields.push(("ndim", u(y.len())));
+        fields.push(("shape", dims_list(&y)));
+        fields.push(("a_strides", dims_list(&broadcast_strides(ctx, &a, &y)?)));
+        fields.push(("b_strides", dims_list(&broadcast_strides(ctx, &b, &y)?)));
+    } else {
+        fields.push(("ndim", u(0)));
+    }
+    one(call(func, "dg_binary_args_t", fields))
+}
+
+pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let n = numel(&ctx.out_shape(0)?);
+    let down = ctx.attr_int("scale_down", 0)?;
+    // A non-float scale (ORT casts it) is a constant: pass it as a float.
+    let mut locals = vec![];
+    let sc = if ctx.in_dtype(1)? == DType::F32 {
+        ctx.inp(1)?
+    } else {
+        let k = ctx.ops().konst(1).ok_or_else(|| ctx.err("a non-float scale must be a constant"))?;
+        let v = match (k.to_i64(), k.to_f32()) {
+            (Some(v), _) => v.first().copied().unwrap_or(0) as f32,
+            (None, Some(v)) => v.first().copied().unwrap_or(0.0),
+            (None, None) => return Err(ctx.err("the scale constant has no numeric value")),
+        };
+        locals.push(Local { ctype: "const float".into(), name: "scale_value".into(), values: vec![f(v)] });
+        "scale_value".into()
+    };
+    let mut inv = call(
+        "dg_scale_f32",
+        "dg_scale_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("scale", sc),
+            ("y", ctx.out(0)?),
+            ("n", u(n)),
+            ("scale_down", u(usize::from(down != 0))),
+        ],
+    );
+    inv.locals = locals;
+    one(inv)
+}
+
+pub(super) fn bind_sum(ctx: &KernelCtx) -> Result<KernelCall> {
+    let y = ctx.out_shape(0)?;
+    let mut xs = vec![];
+    for i in 0..ctx.node.inputs.len() {
+        ctx.require_f32(&[i])?;
+        if numel(&ctx.in_shape(i)?) != numel(&y) {
+            return Err(ctx.err("Sum with broadcasting: the kernel adds same-shaped inputs only"));
+        }
+        xs.push(ctx.inp(i)?);
+    }
+    let mut inv = call(
+        "dg_sum_f32",
+        "dg_sum_args_t",
+        vec![("x", "xs".into()), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))],
+    );
+    inv.locals.push(Local { ctype: "const float *const".into(), name: "xs".into(), values: xs });
+    one(inv)
+}
+
+pub(super) fn cast_code(ctx: &KernelCtx, d: DType) -> Result<&'static str> {
+    Ok(match d {
+        DType::F32 => "DG_DT_F32",
+        DType::I64 => "DG_DT_I64",
+        DType::I32 => "DG_DT_I32",
+        DType::U8 => "DG_DT_U8",
+        DType::Bool => "DG_DT_BOOL",
+        other => return Err(ctx.err(format!("cast of {other}: the kernel casts f32, i64, i32, u8 and bool"))),
+    })
+}
+
+pub(super) fn bind_cast(ctx: &KernelCtx) -> Result<KernelCall> {
+    let (from, to) = (cast_code(ctx, ctx.in_dtype(0)?)?, cast_code(ctx, ctx.out_dtype(0)?)?);
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        "dg_cast",
+        "dg_cast_args_t",
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("from", from.into()), ("to", to.into())],
+    ))
 }

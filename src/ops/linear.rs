@@ -1,16 +1,31 @@
 //! Gemm and MatMul. Their gradients are Gemm/MatMul/ReduceSum nodes in the
 //! backward graph; there is no GemmGrad operator.
 
-use super::{broadcast, kernel, Ctx, OpDef};
+use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
+use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Gemm", infer: gemm, required: &[0, 1], kernel: Some(kernel::gemm), ..OpDef::BASE },
-    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(kernel::matmul), ..OpDef::BASE },
+    OpDef {
+        name: "Gemm",
+        attrs: &["alpha", "beta", "transA", "transB"],
+        infer: gemm,
+        required: &[0, 1],
+        kernel: Some(bind_gemm),
+        ..OpDef::BASE
+    },
+    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(bind_matmul), ..OpDef::BASE },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
-    OpDef { name: "FusedMatMul", infer: fused_matmul, required: &[0, 1], kernel: Some(kernel::matmul), ..OpDef::BASE },
+    OpDef {
+        name: "FusedMatMul",
+        attrs: &["alpha", "transA", "transB", "transBatchA", "transBatchB"],
+        infer: fused_matmul,
+        required: &[0, 1],
+        kernel: Some(bind_matmul),
+        ..OpDef::BASE
+    },
 ];
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from
@@ -117,4 +132,134 @@ fn matmul_shapes(ctx: &Ctx, mut a: Vec<usize>, mut b: Vec<usize>) -> Result<Vec<
         out.push(n);
     }
     Ok(out)
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
+    let ta = ctx.attr_int("transA", 0)? != 0;
+    let tb = ctx.attr_int("transB", 0)? != 0;
+    // Exporters feed Gemm [.., M, K] with leading 1s or batch dims (rows
+    // of A, unless transposed): the rows flatten into M.
+    let lead1 = |s: &[usize]| s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1);
+    let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !y.is_empty();
+    if !ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none() {
+        // A batched Gemm (some exporters write MatMul gradients so): a
+        // batched matmul with transposes and a scale.
+        return matmul_with(ctx, ta, tb, ctx.attr_float("alpha", 1.0)?, true);
+    }
+    if !ok {
+        return Err(ctx.err(format!("Gemm operands must be 2-D (A {a:?}, B {b:?}, Y {y:?})")));
+    }
+    let (ar, br) = (a.len(), b.len());
+    let (m, k) = if ta { (a[ar - 1], a[ar - 2]) } else { (numel(&a[..ar - 1]), a[ar - 1]) };
+    let n = if tb { b[br - 2] } else { b[br - 1] };
+    if numel(&y) != m * n {
+        return Err(ctx.err(format!("Gemm output {y:?} does not hold {m} x {n} values")));
+    }
+    let (mut csm, mut csn) = (0, 0);
+    if ctx.node.input(2).is_some() {
+        let c = ctx.in_shape(2)?;
+        let dn = c.last().copied().unwrap_or(1);
+        let dm = if c.len() >= 2 { numel(&c[..c.len() - 1]) } else { 1 };
+        csn = if dn == 1 { 0 } else { 1 };
+        csm = if dm == 1 { 0 } else { dn };
+    }
+    one(call(
+        "dg_gemm_f32",
+        "dg_gemm_args_t",
+        vec![
+            ("a", ctx.inp(0)?),
+            ("b", ctx.inp(1)?),
+            ("c", ctx.opt_in(2)),
+            ("y", ctx.out(0)?),
+            ("m", u(m)),
+            ("n", u(n)),
+            ("k", u(k)),
+            ("trans_a", u(usize::from(ta))),
+            ("trans_b", u(usize::from(tb))),
+            ("alpha", f(ctx.attr_float("alpha", 1.0)?)),
+            ("beta", f(ctx.attr_float("beta", 1.0)?)),
+            ("c_stride_m", u(csm)),
+            ("c_stride_n", u(csn)),
+        ],
+    ))
+}
+
+pub(super) fn bind_matmul(ctx: &KernelCtx) -> Result<KernelCall> {
+    let fused = ctx.node.op == "FusedMatMul";
+    let (ta, tb, alpha) = if fused {
+        if ctx.attr_int("transBatchA", 0)? != 0 || ctx.attr_int("transBatchB", 0)? != 0 {
+            return Err(ctx.err("FusedMatMul with transBatchA/transBatchB is not supported by the kernel"));
+        }
+        (ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0, ctx.attr_float("alpha", 1.0)?)
+    } else {
+        (false, false, 1.0)
+    };
+    matmul_with(ctx, ta, tb, alpha, fused)
+}
+
+pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused: bool) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let (mut a, mut b) = (ctx.in_shape(0)?, ctx.in_shape(1)?);
+    if a.len() == 1 {
+        a = if ta { vec![a[0], 1] } else { vec![1, a[0]] };
+    }
+    if b.len() == 1 {
+        b = if tb { vec![1, b[0]] } else { vec![b[0], 1] };
+    }
+    let (ar, br) = (a.len(), b.len());
+    let (m, k) = if ta { (a[ar - 1], a[ar - 2]) } else { (a[ar - 2], a[ar - 1]) };
+    let n = if tb { b[br - 2] } else { b[br - 1] };
+    let (ab, bb) = (&a[..ar - 2], &b[..br - 2]);
+    let nb = ab.len().max(bb.len());
+    if nb > 4 {
+        return Err(ctx.err("more than 4 batch dimensions"));
+    }
+    let mut batch_shape = vec![1; nb];
+    for d in 0..nb {
+        let da = if d + ab.len() >= nb { ab[d + ab.len() - nb] } else { 1 };
+        let db = if d + bb.len() >= nb { bb[d + bb.len() - nb] } else { 1 };
+        if da != db && da != 1 && db != 1 {
+            return Err(ctx.err(format!("batch dims {ab:?} and {bb:?} do not broadcast")));
+        }
+        batch_shape[d] = da.max(db);
+    }
+    let bstr = |x: &[usize], mat: usize| -> Vec<usize> {
+        let mut st = vec![0; nb];
+        let mut acc = mat;
+        for d in (0..nb).rev() {
+            let xd = if d + x.len() >= nb { x[d + x.len() - nb] } else { 1 };
+            st[d] = if xd == 1 { 0 } else { acc };
+            acc *= xd;
+        }
+        st
+    };
+    let a_st = bstr(ab, m * k);
+    let b_st = bstr(bb, k * n);
+    let batch = numel(&batch_shape);
+    let mut fields = vec![
+        ("a", ctx.inp(0)?),
+        ("b", ctx.inp(1)?),
+        ("y", ctx.out(0)?),
+        ("m", u(m)),
+        ("n", u(n)),
+        ("k", u(k)),
+        ("batch", u(batch)),
+        ("nbatch_dims", u(nb)),
+        ("batch_shape", dims_list(&batch_shape)),
+        ("a_bstrides", dims_list(&a_st)),
+        ("b_bstrides", dims_list(&b_st)),
+    ];
+    let func = if fused {
+        fields.push(("trans_a", u(usize::from(ta))));
+        fields.push(("trans_b", u(usize::from(tb))));
+        fields.push(("alpha", f(alpha)));
+        "dg_fused_matmul_f32"
+    } else {
+        "dg_matmul_f32"
+    };
+    one(call(func, "dg_matmul_args_t", fields))
 }

@@ -1,50 +1,55 @@
 //! Loss functions and their gradients.
 
-use super::{kernel, Ctx, OpDef, Train};
+use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef, Train};
 use crate::error::Result;
-use crate::ir::{Graph, Node, Origin, TensorId, TensorType};
+use crate::ir::{DType, Graph, Node, Origin, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (scores [N, C, ...], labels [N, ...] [, weights]) -> loss, log_prob.
     // Deeploy's exporters write a log-prob-only form, see `log_prob_only`.
     OpDef {
         name: "SoftmaxCrossEntropyLoss",
+        attrs: &["ignore_index", "reduction"],
         infer: sce,
         required: &[0, 1],
         train: Train::Loss,
         labels: Some(slot_1),
-        kernel: Some(kernel::sce_loss),
+        kernel: Some(bind_sce_loss),
         ..OpDef::BASE
     },
     // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or the
     // 2-input form (log_prob, labels) with dY = 1.
     OpDef {
         name: "SoftmaxCrossEntropyLossGrad",
+        attrs: &["ignore_index", "reduction"],
         infer: sce_grad,
         gradient: true,
         required: &[0, 1],
         labels: Some(sce_grad_labels),
-        kernel: Some(kernel::sce_loss_grad),
+        kernel: Some(bind_sce_loss_grad),
         ..OpDef::BASE
     },
     // (X, target) -> scalar mean of squared differences.
     OpDef {
         name: "MSELoss",
+        attrs: &["reduction"],
         infer: mse,
         required: &[0, 1],
         train: Train::Loss,
         labels: Some(slot_1),
-        kernel: Some(kernel::mse_loss),
+        kernel: Some(bind_mse_loss),
         ..OpDef::BASE
     },
     // (dY, X, target) -> dX.
     OpDef {
         name: "MSELossGrad",
+        attrs: &["reduction"],
         infer: mse_grad,
         required: &[0, 1, 2],
         gradient: true,
         labels: Some(slot_2),
-        kernel: Some(kernel::mse_loss_grad),
+        kernel: Some(bind_mse_loss_grad),
         ..OpDef::BASE
     },
 ];
@@ -155,4 +160,124 @@ fn mse(ctx: &Ctx) -> Result<Vec<TensorType>> {
 fn mse_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     reduction(ctx)?;
     Ok(vec![ctx.same_as(1)?])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn reduction_code(ctx: &KernelCtx) -> Result<&'static str> {
+    match ctx.attr_str("reduction")?.as_deref().unwrap_or("mean") {
+        "mean" => Ok("DG_REDUCTION_MEAN"),
+        "sum" => Ok("DG_REDUCTION_SUM"),
+        other => Err(ctx.err(format!("reduction '{other}' is not supported (mean and sum are)"))),
+    }
+}
+
+pub(super) fn labels_i32(ctx: &KernelCtx, slot: usize) -> Result<String> {
+    match ctx.in_dtype(slot)? {
+        DType::I64 => Ok(u(0)),
+        DType::I32 => Ok(u(1)),
+        d => Err(ctx.err(format!("labels must be int64 or int32, found {d}"))),
+    }
+}
+
+pub(super) fn sce_dims(ctx: &KernelCtx, scores: &[usize]) -> Result<[usize; 3]> {
+    if scores.len() < 2 {
+        return Err(ctx.err(format!("scores must be [N, C, ...], found {scores:?}")));
+    }
+    Ok([scores[0], scores[1], numel(&scores[2..])])
+}
+
+pub(super) fn ignore(ctx: &KernelCtx) -> Result<(String, String)> {
+    Ok(match ctx.node.attrs.get("ignore_index") {
+        Some(_) => (format!("{}LL", ctx.attr_int("ignore_index", 0)?), u(1)),
+        None => ("0".into(), u(0)),
+    })
+}
+
+pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    if ctx.node.input(2).is_some() {
+        return Err(ctx.err("class weights are not supported by the kernel"));
+    }
+    let [b, c, i] = sce_dims(ctx, &ctx.in_shape(0)?)?;
+    let scores = ctx.in_shape(0)?;
+    // Some exporters give the node a single output of the scores' shape:
+    // log_prob only, no loss value.
+    let single_log_prob = ctx.node.outputs.len() == 1 && ctx.has_out(0) && ctx.out_shape(0)? == scores;
+    let (loss, log_prob) = if single_log_prob {
+        ("NULL".to_string(), ctx.out(0)?)
+    } else {
+        let lp = match ctx.outputs.get(1).cloned().flatten() {
+            Some(p) => p,
+            None => ctx.scratch.clone().ok_or_else(|| ctx.err("needs its log_prob output (or a scratch buffer)"))?,
+        };
+        (ctx.opt_out(0), lp)
+    };
+    let (ig, has) = ignore(ctx)?;
+    one(call(
+        "dg_sce_loss_f32",
+        "dg_sce_args_t",
+        vec![
+            ("scores", ctx.inp(0)?),
+            ("labels", ctx.inp(1)?),
+            ("labels_i32", labels_i32(ctx, 1)?),
+            ("log_prob", log_prob),
+            ("loss", loss),
+            ("batch", u(b)),
+            ("classes", u(c)),
+            ("inner", u(i)),
+            ("ignore_index", ig),
+            ("has_ignore", has),
+            ("reduction", reduction_code(ctx)?.into()),
+        ],
+    ))
+}
+
+pub(super) fn bind_sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    // (dY, log_prob, labels[, weight]) or the two-input (log_prob, labels).
+    let two = ctx.node.inputs.len() == 2;
+    let (dy, lp, lb) = if two { ("NULL".to_string(), 0, 1) } else { (ctx.inp(0)?, 1, 2) };
+    if !two && ctx.node.input(3).is_some() {
+        return Err(ctx.err("class weights are not supported by the kernel"));
+    }
+    ctx.require_f32(&[lp])?;
+    let [b, c, i] = sce_dims(ctx, &ctx.in_shape(lp)?)?;
+    let (ig, has) = ignore(ctx)?;
+    one(call(
+        "dg_sce_loss_grad_f32",
+        "dg_sce_grad_args_t",
+        vec![
+            ("dy", dy),
+            ("log_prob", ctx.inp(lp)?),
+            ("labels", ctx.inp(lb)?),
+            ("labels_i32", labels_i32(ctx, lb)?),
+            ("dx", ctx.out(0)?),
+            ("batch", u(b)),
+            ("classes", u(c)),
+            ("inner", u(i)),
+            ("ignore_index", ig),
+            ("has_ignore", has),
+            ("reduction", reduction_code(ctx)?.into()),
+        ],
+    ))
+}
+
+pub(super) fn bind_mse_loss(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.in_shape(0)?);
+    one(call(
+        "dg_mse_loss_f32",
+        "dg_mse_args_t",
+        vec![("x", ctx.inp(0)?), ("target", ctx.inp(1)?), ("loss", ctx.out(0)?), ("n", u(n))],
+    ))
+}
+
+pub(super) fn bind_mse_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let n = numel(&ctx.in_shape(1)?);
+    one(call(
+        "dg_mse_loss_grad_f32",
+        "dg_mse_grad_args_t",
+        vec![("dy", ctx.opt_in(0)), ("x", ctx.inp(1)?), ("target", ctx.inp(2)?), ("dx", ctx.out(0)?), ("n", u(n))],
+    ))
 }

@@ -1,8 +1,14 @@
 //! The operator registry: every fact about every supported operator, one
 //! definition each, grouped by family (one file per family). Later stages
 //! ask the registry (`ops::of(node)`) and never match operator names:
-//! shape and dtype rule, folding, compile-time inputs, views and in-place
-//! updates, scratch bytes, training-role hints, BatchNorm facts.
+//! schema attributes, shape and dtype rule, folding, compile-time inputs,
+//! views and in-place updates, scratch bytes, training-role hints,
+//! BatchNorm facts, kernel binding.
+//!
+//! A family file reads top to bottom: its `OPS` table (one `OpDef` per
+//! operator), then the shape and folding rules, then the kernel bindings
+//! (`bind_*`, on the shared types of [`kernel`]); rules added later (tiling,
+//! gradients) go beside them, one field of the `OpDef` each.
 //!
 //! Operators are matched by type; the domain is recorded but never a reason
 //! to reject a known type (`GeluGrad` and `SGD` appear in the default
@@ -93,6 +99,10 @@ pub enum Train {
 
 pub struct OpDef {
     pub name: &'static str,
+    /// The attribute names the operator's schema defines (ONNX, or
+    /// onnxruntime's contrib and training schemas), legacy forms included;
+    /// [`UNIVERSAL_ATTRS`] are accepted on every operator.
+    pub attrs: &'static [&'static str],
     pub infer: InferFn,
     /// Input slots that must be present (a non-empty name): the typing
     /// pass refuses a node that leaves one empty, before its rule runs.
@@ -128,6 +138,7 @@ impl OpDef {
     /// `OpDef { name, infer, .., ..OpDef::BASE }`.
     pub const BASE: OpDef = OpDef {
         name: "",
+        attrs: &[],
         infer: no_rule,
         required: &[0],
         fold: None,
@@ -147,6 +158,17 @@ impl OpDef {
     /// Whether input `slot` is read at generation time (when constant).
     pub fn compile_time_input(&self, slot: usize) -> bool {
         self.compile_time.contains(&slot)
+    }
+}
+
+/// Attributes any operator may carry: onnxruntime-training writes a
+/// `description` on the nodes its gradient builder makes.
+pub const UNIVERSAL_ATTRS: &[&str] = &["description"];
+
+impl OpDef {
+    /// Whether the operator's schema defines attribute `name`.
+    pub fn defines_attr(&self, name: &str) -> bool {
+        self.attrs.contains(&name) || UNIVERSAL_ATTRS.contains(&name)
     }
 }
 

@@ -1,8 +1,9 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
+use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::linear::finite;
-use super::{kernel, Ctx, OpDef};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
 
@@ -10,46 +11,51 @@ pub const OPS: &[OpDef] = &[
     // (X, scale, B, mean, var) -> Y [, running_mean, running_var] (opset 14+).
     OpDef {
         name: "BatchNormalization",
+        attrs: &["epsilon", "momentum", "training_mode"],
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
-        kernel: Some(kernel::batchnorm),
+        kernel: Some(bind_batchnorm),
         ..OpDef::BASE
     },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
     OpDef {
         name: "BatchNormInternal",
+        attrs: &["epsilon", "momentum", "training_mode"],
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(ort_training_mode),
-        kernel: Some(kernel::batchnorm),
+        kernel: Some(bind_batchnorm),
         ..OpDef::BASE
     },
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
     OpDef {
         name: "BatchNormalizationGrad",
+        attrs: &["epsilon"],
         infer: batch_norm_grad,
         gradient: true,
         required: &[0, 1, 2],
-        kernel: Some(kernel::batchnorm_grad),
+        kernel: Some(bind_batchnorm_grad),
         ..OpDef::BASE
     },
     // (X, scale[, B]) -> Y, Mean, InvStdDev.
     OpDef {
         name: "LayerNormalization",
+        attrs: &["axis", "epsilon", "stash_type"],
         infer: layer_norm,
         required: &[0, 1],
-        kernel: Some(kernel::layernorm),
+        kernel: Some(bind_layernorm),
         ..OpDef::BASE
     },
     // com.microsoft (dY, X, scale, mean, inv_std_var) -> dX, dScale, dBias.
     OpDef {
         name: "LayerNormalizationGrad",
+        attrs: &["axis", "epsilon", "stash_type"],
         infer: layer_norm_grad,
         gradient: true,
         required: &[0, 1, 2],
         scratch: Some(layer_norm_grad_scratch),
-        kernel: Some(kernel::layernorm_grad),
+        kernel: Some(bind_layernorm_grad),
         ..OpDef::BASE
     },
 ];
@@ -156,4 +162,133 @@ fn norm_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dx = ctx.same_as(1)?;
     let ds = ctx.same_as(2)?;
     Ok(vec![dx, ds.clone(), ds])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bn_dims(ctx: &KernelCtx, x: &[usize]) -> Result<[usize; 3]> {
+    if x.len() < 2 {
+        return Err(ctx.err(format!("BatchNormalization needs [N, C, ...], found {x:?}")));
+    }
+    Ok([x[0], x[1], numel(&x[2..])])
+}
+
+pub(super) fn bind_batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2, 3, 4])?;
+    let [b, c, s] = bn_dims(ctx, &ctx.in_shape(0)?)?;
+    let train = ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0;
+    let mut fields = vec![
+        ("x", ctx.inp(0)?),
+        ("scale", ctx.inp(1)?),
+        ("bias", ctx.inp(2)?),
+        ("mean", ctx.inp(3)?),
+        ("var", ctx.inp(4)?),
+        ("y", ctx.out(0)?),
+    ];
+    let mut state_updates = vec![];
+    if train {
+        fields.push(("running_mean_out", ctx.opt_out(1)));
+        fields.push(("running_var_out", ctx.opt_out(2)));
+        fields.push(("saved_mean", ctx.opt_out(3)));
+        fields.push(("saved_inv_std", ctx.opt_out(4)));
+        // The running statistics carry over to the next run.
+        for (i, o) in [(3, 1), (4, 2)] {
+            if ctx.has_out(o) {
+                state_updates.push((i, o));
+            }
+        }
+    }
+    fields.extend([
+        ("batch", u(b)),
+        ("channels", u(c)),
+        ("spatial", u(s)),
+        ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+        ("momentum", f(ctx.attr_float("momentum", 0.9)?)),
+    ]);
+    let func = if train { "dg_batchnorm_train_f32" } else { "dg_batchnorm_f32" };
+    Ok(KernelCall { calls: vec![call(func, "dg_batchnorm_args_t", fields)], state_updates })
+}
+
+pub(super) fn bind_batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2, 3, 4])?;
+    let [b, c, s] = bn_dims(ctx, &ctx.in_shape(1)?)?;
+    one(call(
+        "dg_batchnorm_grad_f32",
+        "dg_batchnorm_grad_args_t",
+        vec![
+            ("dy", ctx.inp(0)?),
+            ("x", ctx.inp(1)?),
+            ("scale", ctx.inp(2)?),
+            ("saved_mean", ctx.inp(3)?),
+            ("saved_inv_std", ctx.inp(4)?),
+            ("dx", ctx.out(0)?),
+            ("dscale", ctx.opt_out(1)),
+            ("dbias", ctx.opt_out(2)),
+            ("batch", u(b)),
+            ("channels", u(c)),
+            ("spatial", u(s)),
+        ],
+    ))
+}
+
+pub(super) fn rows_cols(ctx: &KernelCtx, x: &[usize]) -> Result<(usize, usize)> {
+    let axis = ctx.axis(ctx.attr_int("axis", -1)?, x.len())?;
+    Ok((numel(&x[..axis]), numel(&x[axis..])))
+}
+
+pub(super) fn bind_layernorm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let x = ctx.in_shape(0)?;
+    let (rows, cols) = rows_cols(ctx, &x)?;
+    if numel(&ctx.in_shape(1)?) != cols {
+        return Err(ctx.err("LayerNormalization scale must have one value per normalised element"));
+    }
+    one(call(
+        "dg_layernorm_f32",
+        "dg_layernorm_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("scale", ctx.inp(1)?),
+            ("bias", ctx.opt_in(2)),
+            ("y", ctx.out(0)?),
+            ("mean", ctx.opt_out(1)),
+            ("inv_std", ctx.opt_out(2)),
+            ("rows", u(rows)),
+            ("cols", u(cols)),
+            ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+        ],
+    ))
+}
+
+pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2, 3, 4])?;
+    let x = ctx.in_shape(1)?;
+    let (rows, cols) = rows_cols(ctx, &x)?;
+    // ORT form (dY, X, scale, mean, inv_std); the (dY, X, scale, bias)
+    // form recomputes the statistics into scratch.
+    let with_stats = ctx.node.input(3).is_some() && ctx.node.input(4).is_some() && ctx.node.inputs.len() >= 5;
+    let (mean, inv_std, scratch) = if with_stats {
+        (ctx.inp(3)?, ctx.inp(4)?, "NULL".to_string())
+    } else {
+        let s = ctx.scratch.clone().ok_or_else(|| ctx.err("needs a scratch buffer the plan did not give it"))?;
+        ("NULL".to_string(), "NULL".to_string(), s)
+    };
+    one(call(
+        "dg_layernorm_grad_f32",
+        "dg_layernorm_grad_args_t",
+        vec![
+            ("dy", ctx.inp(0)?),
+            ("x", ctx.inp(1)?),
+            ("scale", ctx.inp(2)?),
+            ("mean", mean),
+            ("inv_std", inv_std),
+            ("dx", ctx.out(0)?),
+            ("dscale", ctx.opt_out(1)),
+            ("dbias", ctx.opt_out(2)),
+            ("scratch", scratch),
+            ("rows", u(rows)),
+            ("cols", u(cols)),
+            ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+        ],
+    ))
 }

@@ -1,20 +1,48 @@
 //! Group, instance and RMS normalization (fp32, forward).
 
-use super::{kernel, Ctx, OpDef};
+use super::kernel::{
+    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
+};
+use super::norm::bn_dims;
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], scale, bias){num_groups, epsilon}: scale and bias are
     // per channel (opset 21) or per group (opset 18's form).
-    OpDef { name: "GroupNormalization", infer: group_norm, kernel: Some(kernel::groupnorm), ..OpDef::BASE },
+    OpDef {
+        name: "GroupNormalization",
+        attrs: &["epsilon", "num_groups", "stash_type"],
+        infer: group_norm,
+        kernel: Some(bind_groupnorm),
+        ..OpDef::BASE
+    },
     // (X [N, C, …], scale [C], B [C]){epsilon}.
-    OpDef { name: "InstanceNormalization", infer: instance_norm, kernel: Some(kernel::groupnorm), ..OpDef::BASE },
+    OpDef {
+        name: "InstanceNormalization",
+        attrs: &["epsilon"],
+        infer: instance_norm,
+        kernel: Some(bind_groupnorm),
+        ..OpDef::BASE
+    },
     // (X, scale){axis = -1, epsilon} -> Y (opset 23).
-    OpDef { name: "RMSNormalization", infer: rms_norm, kernel: Some(kernel::rmsnorm), ..OpDef::BASE },
+    OpDef {
+        name: "RMSNormalization",
+        attrs: &["axis", "epsilon", "stash_type"],
+        infer: rms_norm,
+        kernel: Some(bind_rmsnorm),
+        ..OpDef::BASE
+    },
     // The default-domain single-op form Deeploy-style exporters write (no
     // ONNX schema): (X, scale [, bias]){axis, epsilon} -> Y [, inv_std].
-    OpDef { name: "RMSNorm", infer: rms_norm, kernel: Some(kernel::rmsnorm), ..OpDef::BASE },
+    OpDef {
+        name: "RMSNorm",
+        attrs: &["axis", "epsilon", "stash_type"],
+        infer: rms_norm,
+        kernel: Some(bind_rmsnorm),
+        ..OpDef::BASE
+    },
 ];
 
 fn epsilon(ctx: &Ctx) -> Result<()> {
@@ -107,6 +135,114 @@ fn rms_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
         out.extend(std::iter::repeat_n(TensorType::new(DType::F32, &stats), ctx.node.outputs.len() - 1));
     }
     Ok(out)
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_groupnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let x = ctx.in_shape(0)?;
+    let [b, c, s] = bn_dims(ctx, &x)?;
+    let instance = ctx.node.op == "InstanceNormalization";
+    let groups = if instance {
+        c
+    } else {
+        let g = ctx.node.int("num_groups")?.ok_or_else(|| ctx.err("attribute 'num_groups' is required"))?;
+        to_u32(ctx, "num_groups", g)?
+    };
+    if groups == 0 || c % groups != 0 {
+        return Err(ctx.err(format!("{c} channels do not split into {groups} groups")));
+    }
+    // Opset 21 scales per channel; opset 18's form (deprecated) per group.
+    let ns = numel(&ctx.in_shape(1)?);
+    let per_group = if instance || (ns == c && (ctx.opset() >= 21 || groups == c)) {
+        false
+    } else if ns == groups {
+        true
+    } else {
+        return Err(ctx.err(format!("scale has {ns} values; {c} channels in {groups} groups need {c} or {groups}")));
+    };
+    let func = if instance { "dg_instancenorm_f32" } else { "dg_groupnorm_f32" };
+    one(call(
+        func,
+        "dg_groupnorm_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("scale", ctx.inp(1)?),
+            ("bias", ctx.inp(2)?),
+            ("y", ctx.out(0)?),
+            ("batch", u(b)),
+            ("channels", u(c)),
+            ("spatial", u(s)),
+            ("groups", u(groups)),
+            ("scale_per_group", u(usize::from(per_group))),
+            ("epsilon", f(float_attr(ctx, "epsilon", 1e-5)?)),
+        ],
+    ))
+}
+
+/// A per-column operand of a row normalization: its own pointer when it
+/// has `cols` values; a constant that broadcasts to the normalised shape
+/// is expanded at generation time into a `static const` array.
+pub(super) fn full_cols(
+    ctx: &KernelCtx,
+    slot: usize,
+    norm_shape: &[usize],
+    name: &str,
+) -> Result<(String, Option<Local>)> {
+    let s = ctx.in_shape(slot)?;
+    if numel(&s) == numel(norm_shape) {
+        return Ok((ctx.inp(slot)?, None));
+    }
+    let st = broadcast_strides(ctx, &s, norm_shape)?;
+    let Some(v) = ctx.ops().konst(slot).and_then(|k| k.to_f32()) else {
+        return Err(ctx.err(format!(
+            "input {slot} {s:?} broadcasts over the normalised shape {norm_shape:?}; the kernel needs one value per \
+             element, which only a constant can be expanded to"
+        )));
+    };
+    let out_st = strides(norm_shape);
+    let values = (0..numel(norm_shape))
+        .map(|j| {
+            let src: usize = (0..norm_shape.len()).map(|d| (j / out_st[d]) % norm_shape[d] * st[d]).sum();
+            f(v[src])
+        })
+        .collect();
+    Ok((name.to_string(), Some(Local { ctype: "static const float".into(), name: name.into(), values })))
+}
+
+pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(-1), x.len())?;
+    let (rows, cols) = (numel(&x[..axis]), numel(&x[axis..]));
+    let mut locals = vec![];
+    let (scale, l) = full_cols(ctx, 1, &x[axis..], "scale_full")?;
+    locals.extend(l);
+    let bias = if ctx.node.input(2).is_some() {
+        let (b, l) = full_cols(ctx, 2, &x[axis..], "bias_full")?;
+        locals.extend(l);
+        b
+    } else {
+        "NULL".into()
+    };
+    let mut inv = call(
+        "dg_rmsnorm_f32",
+        "dg_layernorm_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("scale", scale),
+            ("bias", bias),
+            ("y", ctx.out(0)?),
+            ("mean", "NULL".into()),
+            ("inv_std", ctx.opt_out(1)),
+            ("rows", u(rows)),
+            ("cols", u(cols)),
+            ("epsilon", f(float_attr(ctx, "epsilon", 1e-5)?)),
+        ],
+    );
+    inv.locals = locals;
+    one(inv)
 }
 
 #[cfg(test)]

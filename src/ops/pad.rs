@@ -2,14 +2,22 @@
 //! or as the opset-2 attributes, and negative pads (crop) as
 //! onnxruntime-training writes for Pad's gradient.
 
+use super::kernel::{call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, KernelCall, KernelCtx};
 use super::unary::scalar_attr_or_input;
-use super::{kernel, Ctx, OpDef};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
     // Pad(data, pads [, constant_value] [, axes]){mode}.
-    OpDef { name: "Pad", infer: pad, compile_time: &[1, 2, 3], kernel: Some(kernel::pad), ..OpDef::BASE },
+    OpDef {
+        name: "Pad",
+        attrs: &["mode", "pads", "value"],
+        infer: pad,
+        compile_time: &[1, 2, 3],
+        kernel: Some(bind_pad),
+        ..OpDef::BASE
+    },
 ];
 
 /// The padding mode; `wrap` (opset 19) is refused, not silently changed.
@@ -88,6 +96,57 @@ fn pad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     };
     let (begin, end) = pads(ctx, x.len())?;
     Ok(vec![TensorType::new(dtype, &padded_shape(ctx, &x, &begin, &end, mode)?)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let x = ctx.in_shape(0)?;
+    max_dims(ctx, x.len())?;
+    let mode = match ctx.node.string("mode")?.unwrap_or("constant") {
+        "constant" => "DG_PAD_CONSTANT",
+        "reflect" => "DG_PAD_REFLECT",
+        "edge" => "DG_PAD_EDGE",
+        "wrap" => "DG_PAD_WRAP",
+        other => return Err(ctx.err(format!("mode '{other}' is not supported"))),
+    };
+    let p = ctx.ops().ints_attr_or_input("pads", 1)?.ok_or_else(|| ctx.err("pads are required"))?;
+    let axes: Vec<usize> = match ctx.ops().ints_attr_or_input("axes", 3)? {
+        Some(a) => a.iter().map(|&v| ctx.axis(v, x.len())).collect::<Result<_>>()?,
+        None => (0..x.len()).collect(),
+    };
+    if p.len() != 2 * axes.len() {
+        return Err(ctx.err(format!("pads {p:?} do not give two values for each of {} axes", axes.len())));
+    }
+    let (mut begin, mut end) = (vec![0i64; x.len()], vec![0i64; x.len()]);
+    for (k, &a) in axes.iter().enumerate() {
+        begin[a] = p[k];
+        end[a] = p[k + axes.len()];
+    }
+    if begin.iter().chain(&end).any(|&v| i32::try_from(v).is_err()) {
+        return Err(ctx.err("pads do not fit the kernel's 32-bit fields"));
+    }
+    // The value: input 2 (a compile-time constant), or the legacy attribute.
+    let value = if ctx.node.input(2).is_some() {
+        scalar_const(ctx, 2)?.ok_or_else(|| ctx.err("the pad value (input 2) must be a constant"))?
+    } else {
+        float_attr(ctx, "value", 0.0)?
+    };
+    one(call(
+        "dg_pad_f32",
+        "dg_pad_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("ndim", u(x.len())),
+            ("in_shape", dims_list(&x)),
+            ("pads_begin", ints_list(&begin)),
+            ("pads_end", ints_list(&end)),
+            ("mode", mode.into()),
+            ("value", f(value)),
+        ],
+    ))
 }
 
 #[cfg(test)]

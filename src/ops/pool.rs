@@ -1,43 +1,58 @@
 //! Pooling and its gradients.
 
-use super::conv::{kernel_attr, window, MAX_EXTENT};
-use super::{kernel, Ctx, OpDef};
+use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
+use super::kernel::{call, numel, one, to_u32, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // MaxPool -> (Y, Indices); training graphs need Indices for MaxPoolGrad.
-    OpDef { name: "MaxPool", infer: max_pool, kernel: Some(kernel::pool), ..OpDef::BASE },
+    OpDef {
+        name: "MaxPool",
+        attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
+        infer: max_pool,
+        kernel: Some(bind_pool),
+        ..OpDef::BASE
+    },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
     OpDef {
         name: "MaxPoolGrad",
+        attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool_grad,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(kernel::maxpool_grad),
+        kernel: Some(bind_maxpool_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "AveragePool", infer: avg_pool, kernel: Some(kernel::pool), ..OpDef::BASE },
+    OpDef {
+        name: "AveragePool",
+        attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
+        infer: avg_pool,
+        kernel: Some(bind_pool),
+        ..OpDef::BASE
+    },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
     OpDef {
         name: "AveragePoolGrad",
+        attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool_grad,
         gradient: true,
-        kernel: Some(kernel::avgpool_grad),
+        kernel: Some(bind_avgpool_grad),
         ..OpDef::BASE
     },
     OpDef {
         name: "GlobalAveragePool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(kernel::global_pool),
+        kernel: Some(bind_global_pool),
         ..OpDef::BASE
     },
     OpDef {
         name: "GlobalMaxPool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(kernel::global_pool),
+        kernel: Some(bind_global_pool),
         ..OpDef::BASE
     },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
@@ -45,7 +60,7 @@ pub const OPS: &[OpDef] = &[
         name: "GlobalAveragePoolGrad",
         infer: global_pool_grad,
         gradient: true,
-        kernel: Some(kernel::global_pool),
+        kernel: Some(bind_global_pool),
         ..OpDef::BASE
     },
 ];
@@ -200,4 +215,124 @@ fn global_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
         return Ok(vec![ctx.same_as(1)?]);
     }
     Ok(vec![TensorType::unknown(ctx.dtype(0)?)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn pool_fields(g: &Geom) -> Vec<(&'static str, String)> {
+    vec![
+        ("batch", u(g.batch)),
+        ("channels", u(g.in_c)),
+        ("in_h", u(g.in_h)),
+        ("in_w", u(g.in_w)),
+        ("out_h", u(g.out_h)),
+        ("out_w", u(g.out_w)),
+        ("k_h", u(g.k_h)),
+        ("k_w", u(g.k_w)),
+        ("stride_h", u(g.stride[0])),
+        ("stride_w", u(g.stride[1])),
+        ("dil_h", u(g.dil[0])),
+        ("dil_w", u(g.dil[1])),
+        ("pad_top", u(g.pads[0])),
+        ("pad_left", u(g.pads[1])),
+        ("pad_bottom", u(g.pads[2])),
+        ("pad_right", u(g.pads[3])),
+    ]
+}
+
+pub(super) fn kernel_dims(ctx: &KernelCtx) -> Result<Vec<usize>> {
+    let k = ctx.attr_ints("kernel_shape")?.ok_or_else(|| ctx.err("attribute 'kernel_shape' is required"))?;
+    k.iter().map(|&v| to_u32(ctx, "kernel_shape", v)).collect()
+}
+
+pub(super) fn bind_pool(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
+    let g = geom(ctx, &x, &y, &kernel_dims(ctx)?)?;
+    if ctx.node.op == "MaxPool" {
+        if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
+            return Err(ctx.err("MaxPool indices must be int64"));
+        }
+        if ctx.attr_int("storage_order", 0)? != 0 {
+            return Err(ctx.err("MaxPool storage_order=1 is not supported"));
+        }
+        let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
+        fields.extend(pool_fields(&g));
+        one(call("dg_maxpool_f32", "dg_pool_args_t", fields))
+    } else {
+        if g.dil != [1, 1] {
+            return Err(ctx.err("AveragePool with dilations is not supported by the kernel"));
+        }
+        let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)];
+        fields.extend(pool_fields(&g));
+        fields.push(("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0))));
+        one(call("dg_avgpool_f32", "dg_pool_args_t", fields))
+    }
+}
+
+pub(super) fn bind_maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    // MaxPoolGrad(dY, Indices) -> dX
+    if ctx.in_dtype(1)? != DType::I64 {
+        return Err(ctx.err("MaxPoolGrad indices must be int64"));
+    }
+    let (dy, dx) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
+    let sp = dx.len().saturating_sub(2);
+    let k = ctx
+        .attr_ints("kernel_shape")?
+        .map_or(Ok(vec![1; sp]), |v| v.iter().map(|&x| to_u32(ctx, "kernel_shape", x)).collect::<Result<Vec<_>>>())?;
+    let g = geom(ctx, &dx, &dy, &k)?;
+    let mut fields = vec![("dy", ctx.inp(0)?), ("indices_in", ctx.inp(1)?), ("dx", ctx.out(0)?)];
+    fields.extend(pool_fields(&g));
+    one(call("dg_maxpool_grad_f32", "dg_pool_args_t", fields))
+}
+
+pub(super) fn bind_avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let (dy, dx) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
+    let g = geom(ctx, &dx, &dy, &kernel_dims(ctx)?)?;
+    if g.dil != [1, 1] {
+        return Err(ctx.err("AveragePoolGrad with dilations is not supported by the kernel"));
+    }
+    let mut fields = vec![("dy", ctx.inp(0)?), ("dx", ctx.out(0)?)];
+    fields.extend(pool_fields(&g));
+    fields.push(("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0))));
+    one(call("dg_avgpool_grad_f32", "dg_pool_args_t", fields))
+}
+
+pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let grad = ctx.node.op.ends_with("Grad");
+    // Forward: x -> y; gradient: dy -> dx (x's shape is the output's).
+    let x = if grad { ctx.out_shape(0)? } else { ctx.in_shape(0)? };
+    if x.len() < 3 {
+        return Err(ctx.err(format!("a global pool needs [N, C, ...], found {x:?}")));
+    }
+    let (h, w) = if x.len() == 3 { (1, x[2]) } else { (x[2], numel(&x[3..])) };
+    let dims = vec![
+        ("batch", u(x[0])),
+        ("channels", u(x[1])),
+        ("in_h", u(h)),
+        ("in_w", u(w)),
+        ("out_h", u(1)),
+        ("out_w", u(1)),
+        ("k_h", u(h)),
+        ("k_w", u(w)),
+        ("stride_h", u(1)),
+        ("stride_w", u(1)),
+        ("dil_h", u(1)),
+        ("dil_w", u(1)),
+    ];
+    let mut fields = if grad {
+        vec![("dy", ctx.inp(0)?), ("dx", ctx.out(0)?)]
+    } else {
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)]
+    };
+    fields.extend(dims);
+    let func = match ctx.node.op.as_str() {
+        "GlobalMaxPool" => "dg_global_maxpool_f32",
+        _ if grad => "dg_global_avgpool_grad_f32",
+        _ => "dg_global_avgpool_f32",
+    };
+    one(call(func, "dg_pool_args_t", fields))
 }

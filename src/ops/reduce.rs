@@ -1,33 +1,37 @@
 //! ReduceSum / ReduceMean / ReduceMax (axes as attribute before opset 13/18, as an
 //! input after).
 
-use super::{kernel, Ctx, OpDef};
+use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "ReduceSum",
+        attrs: &["axes", "keepdims", "noop_with_empty_axes"],
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(kernel::reduce),
+        kernel: Some(bind_reduce),
         ..OpDef::BASE
     },
     OpDef {
         name: "ReduceMean",
+        attrs: &["axes", "keepdims", "noop_with_empty_axes"],
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(kernel::reduce),
+        kernel: Some(bind_reduce),
         ..OpDef::BASE
     },
     OpDef {
         name: "ReduceMax",
+        attrs: &["axes", "keepdims", "noop_with_empty_axes"],
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(kernel::reduce),
+        kernel: Some(bind_reduce),
         ..OpDef::BASE
     },
 ];
@@ -90,4 +94,51 @@ fn reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
         }
     }
     Ok(vec![TensorType::new(dtype, &out)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_reduce(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let x = ctx.in_shape(0)?;
+    max_dims(ctx, x.len())?;
+    let axes = ctx.ops().ints_attr_or_input("axes", 1)?.unwrap_or_default();
+    let noop = ctx.attr_int("noop_with_empty_axes", 0)? != 0;
+    if axes.is_empty() && noop {
+        return super::shape::bind_copy(ctx);
+    }
+    let mut red: Vec<bool> = vec![axes.is_empty(); x.len()];
+    for a in axes {
+        red[ctx.axis(a, x.len())?] = true;
+    }
+    let st = strides(&x);
+    let (mut ks, mut kst, mut rs, mut rst) = (vec![], vec![], vec![], vec![]);
+    for d in 0..x.len() {
+        if red[d] {
+            rs.push(x[d]);
+            rst.push(st[d]);
+        } else {
+            ks.push(x[d]);
+            kst.push(st[d]);
+        }
+    }
+    let func = match ctx.node.op.as_str() {
+        "ReduceSum" => "dg_reduce_sum_f32",
+        "ReduceMax" => "dg_reduce_max_f32",
+        _ => "dg_reduce_mean_f32",
+    };
+    one(call(
+        func,
+        "dg_reduce_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("nkeep", u(ks.len())),
+            ("keep_shape", dims_list(&ks)),
+            ("keep_strides", dims_list(&kst)),
+            ("nred", u(rs.len())),
+            ("red_shape", dims_list(&rs)),
+            ("red_strides", dims_list(&rst)),
+        ],
+    ))
 }

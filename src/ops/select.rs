@@ -2,21 +2,24 @@
 //! (bool results) and And. All broadcast numpy-style; onnxruntime-training
 //! builds the gradients of Max, Min, Clip and Abs from them.
 
-use super::{broadcast, kernel, Ctx, OpDef};
+use super::kernel::{
+    broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, KernelCall, KernelCtx, Local,
+};
+use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Max", infer: same_type, kernel: Some(kernel::variadic), ..OpDef::BASE },
-    OpDef { name: "Min", infer: same_type, kernel: Some(kernel::variadic), ..OpDef::BASE },
+    OpDef { name: "Max", infer: same_type, kernel: Some(bind_variadic), ..OpDef::BASE },
+    OpDef { name: "Min", infer: same_type, kernel: Some(bind_variadic), ..OpDef::BASE },
     // Where(condition: bool, X, Y): X where the condition holds, else Y.
-    OpDef { name: "Where", infer: where_, kernel: Some(kernel::where_), ..OpDef::BASE },
-    OpDef { name: "Equal", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
-    OpDef { name: "Less", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
-    OpDef { name: "LessOrEqual", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
-    OpDef { name: "Greater", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
-    OpDef { name: "GreaterOrEqual", infer: compare, kernel: Some(kernel::compare), ..OpDef::BASE },
-    OpDef { name: "And", infer: and, kernel: Some(kernel::compare), ..OpDef::BASE },
+    OpDef { name: "Where", infer: where_, kernel: Some(bind_where), ..OpDef::BASE },
+    OpDef { name: "Equal", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "Less", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "LessOrEqual", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "Greater", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "GreaterOrEqual", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "And", infer: and, kernel: Some(bind_compare), ..OpDef::BASE },
 ];
 
 /// Broadcast of inputs `slots` (every one required), `None` when a shape
@@ -89,6 +92,108 @@ fn and(ctx: &Ctx) -> Result<Vec<TensorType>> {
     binary_slots(ctx)?;
     same_dtype(ctx, 0..2, DType::Bool)?;
     Ok(vec![typed(DType::Bool, broadcast_slots(ctx, 0..2)?)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+/// Output shape and, unless every input is the output's size, the
+/// broadcast strides of each listed input (`None`: all contiguous).
+/// Output shape, and per input its element strides (`None`: contiguous).
+pub(super) type Layout = (Vec<usize>, Option<Vec<Vec<usize>>>);
+
+pub(super) fn broadcast_layout(ctx: &KernelCtx, slots: &[usize]) -> Result<Layout> {
+    let y = ctx.out_shape(0)?;
+    let n = numel(&y);
+    let shapes: Vec<Vec<usize>> = slots.iter().map(|&i| ctx.in_shape(i)).collect::<Result<_>>()?;
+    if shapes.iter().all(|s| numel(s) == n) {
+        return Ok((y, None));
+    }
+    max_dims(ctx, y.len())?;
+    let st = shapes.iter().map(|s| broadcast_strides(ctx, s, &y)).collect::<Result<_>>()?;
+    Ok((y, Some(st)))
+}
+
+pub(super) fn bind_variadic(ctx: &KernelCtx) -> Result<KernelCall> {
+    let slots: Vec<usize> = (0..ctx.node.inputs.len()).filter(|&i| ctx.node.input(i).is_some()).collect();
+    if slots.is_empty() || slots.len() > 8 {
+        return Err(ctx.err(format!("{} inputs; the kernel takes 1 to 8", slots.len())));
+    }
+    ctx.require_f32(&slots)?;
+    let xs = slots.iter().map(|&i| ctx.inp(i)).collect::<Result<Vec<_>>>()?;
+    let (y, st) = broadcast_layout(ctx, &slots)?;
+    let func = if ctx.node.op == "Max" { "dg_max_f32" } else { "dg_min_f32" };
+    let mut fields = vec![("x", "xs".to_string()), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    match st {
+        None => fields.push(("ndim", u(0))),
+        Some(st) => {
+            fields.push(("ndim", u(y.len())));
+            fields.push(("shape", dims_list(&y)));
+            fields.push(("strides", format!("{{{}}}", st.iter().map(|s| dims_list(s)).collect::<Vec<_>>().join(", "))));
+        }
+    }
+    let mut inv = call(func, "dg_variadic_args_t", fields);
+    inv.locals.push(Local { ctype: "const float *const".into(), name: "xs".into(), values: xs });
+    one(inv)
+}
+
+pub(super) fn bind_where(ctx: &KernelCtx) -> Result<KernelCall> {
+    if ctx.in_dtype(0)? != DType::Bool {
+        return Err(ctx.err(format!("the condition must be bool, found {}", ctx.in_dtype(0)?)));
+    }
+    let es = elem_size(ctx, ctx.out_dtype(0)?)?;
+    if ![1, 2, 4, 8].contains(&es) {
+        return Err(ctx.err(format!("elements of {es} bytes; the kernel moves 1, 2, 4 or 8")));
+    }
+    let (y, st) = broadcast_layout(ctx, &[0, 1, 2])?;
+    let mut fields = vec![
+        ("cond", ctx.inp(0)?),
+        ("x", ctx.inp(1)?),
+        ("y", ctx.inp(2)?),
+        ("out", ctx.out(0)?),
+        ("elem_size", u(es)),
+        ("n", u(numel(&y))),
+    ];
+    match st {
+        None => fields.push(("ndim", u(0))),
+        Some(st) => {
+            fields.push(("ndim", u(y.len())));
+            fields.push(("shape", dims_list(&y)));
+            fields.push(("c_strides", dims_list(&st[0])));
+            fields.push(("x_strides", dims_list(&st[1])));
+            fields.push(("y_strides", dims_list(&st[2])));
+        }
+    }
+    one(call("dg_where", "dg_where_args_t", fields))
+}
+
+pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
+    let want = if ctx.node.op == "And" { DType::Bool } else { DType::F32 };
+    for i in [0, 1] {
+        let d = ctx.in_dtype(i)?;
+        if d != want {
+            return Err(ctx.err(format!("input {i} is {d}; the kernel compares {want} operands only")));
+        }
+    }
+    let func = match ctx.node.op.as_str() {
+        "Equal" => "dg_equal_f32",
+        "Less" => "dg_less_f32",
+        "LessOrEqual" => "dg_less_equal_f32",
+        "Greater" => "dg_greater_f32",
+        "GreaterOrEqual" => "dg_greater_equal_f32",
+        _ => "dg_and_bool",
+    };
+    let (y, st) = broadcast_layout(ctx, &[0, 1])?;
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    match st {
+        None => fields.push(("ndim", u(0))),
+        Some(st) => {
+            fields.push(("ndim", u(y.len())));
+            fields.push(("shape", dims_list(&y)));
+            fields.push(("a_strides", dims_list(&st[0])));
+            fields.push(("b_strides", dims_list(&st[1])));
+        }
+    }
+    one(call(func, "dg_compare_args_t", fields))
 }
 
 #[cfg(test)]

@@ -2,54 +2,78 @@
 //! are constant, which is how static shape subgraphs (Shape → Gather →
 //! Concat → Reshape) disappear at import.
 
-use super::{checked_numel, kernel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
+use super::kernel::{
+    broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, KernelCall, KernelCtx,
+    Local,
+};
+use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Transpose", infer: transpose, kernel: Some(kernel::transpose), ..OpDef::BASE },
+    OpDef {
+        name: "Identity",
+        infer: identity,
+        fold: Some(fold_identity),
+        view: true,
+        kernel: Some(bind_copy),
+        ..OpDef::BASE
+    },
+    OpDef { name: "Transpose", attrs: &["perm"], infer: transpose, kernel: Some(bind_transpose), ..OpDef::BASE },
     OpDef {
         name: "Reshape",
+        attrs: &["allowzero"],
         infer: reshape,
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,
-        kernel: Some(kernel::copy),
+        kernel: Some(bind_copy),
         ..OpDef::BASE
     },
     OpDef {
         name: "Squeeze",
+        attrs: &["axes"],
         infer: squeeze,
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,
-        kernel: Some(kernel::copy),
+        kernel: Some(bind_copy),
         ..OpDef::BASE
     },
     OpDef {
         name: "Unsqueeze",
+        attrs: &["axes"],
         infer: unsqueeze,
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,
-        kernel: Some(kernel::copy),
+        kernel: Some(bind_copy),
         ..OpDef::BASE
     },
     OpDef {
         name: "Flatten",
+        attrs: &["axis"],
         infer: flatten,
         fold: Some(fold_view),
         view: true,
-        kernel: Some(kernel::copy),
+        kernel: Some(bind_copy),
         ..OpDef::BASE
     },
-    OpDef { name: "Concat", infer: concat, fold: Some(fold_concat), kernel: Some(kernel::concat), ..OpDef::BASE },
+    OpDef {
+        name: "Concat",
+        attrs: &["axis"],
+        infer: concat,
+        fold: Some(fold_concat),
+        kernel: Some(bind_concat),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Slice",
+        attrs: &["axes", "ends", "starts"],
         infer: slice,
         fold: Some(fold_slice),
         compile_time: &[1, 2, 3, 4],
-        kernel: Some(kernel::slice),
+        kernel: Some(bind_slice),
         ..OpDef::BASE
     },
     OpDef {
@@ -57,11 +81,12 @@ pub const OPS: &[OpDef] = &[
         infer: expand,
         required: &[0, 1],
         compile_time: &[1],
-        kernel: Some(kernel::expand),
+        kernel: Some(bind_expand),
         ..OpDef::BASE
     },
     OpDef {
         name: "Shape",
+        attrs: &["end", "start"],
         infer: shape,
         fold: Some(fold_shape),
         fold_when: FoldWhen::Shapes,
@@ -78,15 +103,26 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "Gather",
+        attrs: &["axis"],
         infer: gather,
         required: &[0, 1],
         compile_time: &[1],
         fold: Some(fold_gather),
-        kernel: Some(kernel::gather),
+        kernel: Some(bind_gather),
         ..OpDef::BASE
     },
     OpDef {
         name: "Constant",
+        attrs: &[
+            "sparse_value",
+            "value",
+            "value_float",
+            "value_floats",
+            "value_int",
+            "value_ints",
+            "value_string",
+            "value_strings",
+        ],
         infer: constant,
         required: &[],
         fold: Some(fold_constant),
@@ -94,6 +130,10 @@ pub const OPS: &[OpDef] = &[
         ..OpDef::BASE
     },
 ];
+
+fn identity(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Ok(vec![ctx.same_as(0)?])
+}
 
 fn unknown(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![TensorType::unknown(ctx.dtype(0)?)])
@@ -446,4 +486,186 @@ fn fold_constant(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData
         return Ok(None);
     }
     Ok(Some(vec![d]))
+}
+
+fn fold_identity(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    Ok(ctx.konst(0).map(|d| vec![d.clone()]))
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_copy(ctx: &KernelCtx) -> Result<KernelCall> {
+    let d = ctx.in_dtype(0)?;
+    let bytes = numel(&ctx.in_shape(0)?) * elem_size(ctx, d)?;
+    one(call("dg_copy_kernel", "dg_copy_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("bytes", u(bytes))]))
+}
+
+pub(super) fn strided(
+    ctx: &KernelCtx,
+    func: &str,
+    shape: &[usize],
+    strides: &[i64],
+    offset: i64,
+) -> Result<KernelCall> {
+    max_dims(ctx, shape.len())?;
+    let es = elem_size(ctx, ctx.in_dtype(0)?)?;
+    let fits = |v: i64| i32::try_from(v).is_ok();
+    if !strides.iter().all(|&s| fits(s)) || !fits(offset) {
+        return Err(ctx.err("strides do not fit the kernel's 32-bit fields"));
+    }
+    one(call(
+        func,
+        "dg_strided_copy_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("elem_size", u(es)),
+            ("ndim", u(shape.len())),
+            ("shape", dims_list(shape)),
+            ("strides", ints_list(strides)),
+            ("offset", offset.to_string()),
+        ],
+    ))
+}
+
+pub(super) fn bind_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let perm: Vec<usize> = match ctx.attr_ints("perm")? {
+        Some(p) => p.iter().map(|&v| ctx.axis(v, x.len())).collect::<Result<_>>()?,
+        None => (0..x.len()).rev().collect(),
+    };
+    let st = strides(&x);
+    let shape: Vec<usize> = perm.iter().map(|&p| x[p]).collect();
+    let s: Vec<i64> = perm.iter().map(|&p| st[p] as i64).collect();
+    strided(ctx, "dg_transpose", &shape, &s, 0)
+}
+
+pub(super) fn bind_slice(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let o = ctx.ops();
+    let starts = o.ints_attr_or_input("starts", 1)?.ok_or_else(|| ctx.err("starts are required"))?;
+    // The ends decide the output shape, which the graph already holds.
+    let axes = o.ints_attr_or_input("axes", 3)?.unwrap_or_else(|| (0..starts.len() as i64).collect());
+    let steps = o.ints_attr_or_input("steps", 4)?.unwrap_or_else(|| vec![1; starts.len()]);
+    let st = strides(&x);
+    let mut start = vec![0i64; x.len()];
+    let mut step = vec![1i64; x.len()];
+    for (k, &a) in axes.iter().enumerate() {
+        let d = ctx.axis(a, x.len())?;
+        let dim = x[d] as i64;
+        let sp = *steps.get(k).unwrap_or(&1);
+        if sp == 0 {
+            return Err(ctx.err("slice step 0"));
+        }
+        let mut s = *starts.get(k).ok_or_else(|| ctx.err("starts and axes differ in length"))?;
+        if s < 0 {
+            s += dim;
+        }
+        s = if sp > 0 { s.clamp(0, dim) } else { s.clamp(0, dim - 1) };
+        start[d] = s;
+        step[d] = sp;
+    }
+    let y = ctx.out_shape(0)?;
+    let offset: i64 = (0..x.len()).map(|d| start[d] * st[d] as i64).sum();
+    let s: Vec<i64> = (0..x.len()).map(|d| st[d] as i64 * step[d]).collect();
+    strided(ctx, "dg_slice", &y, &s, offset)
+}
+
+pub(super) fn bind_expand(ctx: &KernelCtx) -> Result<KernelCall> {
+    let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
+    let s: Vec<i64> = broadcast_strides(ctx, &x, &y)?.into_iter().map(|v| v as i64).collect();
+    strided(ctx, "dg_expand", &y, &s, 0)
+}
+
+pub(super) fn bind_concat(ctx: &KernelCtx) -> Result<KernelCall> {
+    let y = ctx.out_shape(0)?;
+    let axis = ctx.axis(ctx.attr_int("axis", 0)?, y.len())?;
+    let es = elem_size(ctx, ctx.out_dtype(0)?)?;
+    let (mut xs, mut sizes) = (vec![], vec![]);
+    for i in 0..ctx.node.inputs.len() {
+        let s = ctx.in_shape(i)?;
+        if numel(&s) == 0 {
+            continue;
+        }
+        xs.push(ctx.inp(i)?);
+        sizes.push(u(s[axis]));
+    }
+    let mut inv = call(
+        "dg_concat",
+        "dg_concat_args_t",
+        vec![
+            ("x", "xs".into()),
+            ("sizes", "sizes".into()),
+            ("nin", u(xs.len())),
+            ("y", ctx.out(0)?),
+            ("elem_size", u(es)),
+            ("outer", u(numel(&y[..axis]))),
+            ("inner", u(numel(&y[axis + 1..]))),
+        ],
+    );
+    inv.locals.push(Local { ctype: "const void *const".into(), name: "xs".into(), values: xs });
+    inv.locals.push(Local { ctype: "const uint32_t".into(), name: "sizes".into(), values: sizes });
+    let mut kc = one(inv)?;
+    if ctx.node.op == "ConcatTraining" && ctx.has_out(1) {
+        // Output 1, per_input_length (int64): each input's extent on the
+        // axis, known when generating code.
+        let mut lens = vec![];
+        for i in 0..ctx.node.inputs.len() {
+            lens.push(format!("{}LL", ctx.in_shape(i)?[axis]));
+        }
+        let mut inv = call(
+            "dg_copy_kernel",
+            "dg_copy_args_t",
+            vec![("x", "lengths".into()), ("y", ctx.out(1)?), ("bytes", u(8 * lens.len()))],
+        );
+        inv.locals.push(Local { ctype: "static const int64_t".into(), name: "lengths".into(), values: lens });
+        kc.calls.push(inv);
+    }
+    Ok(kc)
+}
+
+/// Constant indices, normalised to `[0, dim)` and written as int64.
+pub(super) fn const_indices(ctx: &KernelCtx, slot: usize, dim: usize) -> Result<Local> {
+    let k = ctx.ops().konst(slot).ok_or_else(|| ctx.err(format!("indices (input {slot}) must be a constant")))?;
+    if !matches!(k.dtype, DType::I64 | DType::I32) {
+        return Err(ctx.err(format!("indices must be int64 or int32, found {}", k.dtype)));
+    }
+    let v = k.to_i64().ok_or_else(|| ctx.err("indices have no integer value"))?;
+    let n = dim as i64;
+    let values = v
+        .iter()
+        .map(|&i| {
+            let j = if i < 0 { i + n } else { i };
+            if !(0..n).contains(&j) {
+                return Err(ctx.err(format!("index {i} is out of range for an axis of {dim}")));
+            }
+            Ok(format!("{j}LL"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let values = if values.is_empty() { vec!["0LL".into()] } else { values };
+    Ok(Local { ctype: "static const int64_t".into(), name: "indices".into(), values })
+}
+
+pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let n_idx = numel(&ctx.in_shape(1)?);
+    let idx = const_indices(ctx, 1, x[axis])?;
+    let mut inv = call(
+        "dg_gather",
+        "dg_gather_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("indices", "indices".into()),
+            ("indices_i32", u(0)),
+            ("y", ctx.out(0)?),
+            ("elem_size", u(elem_size(ctx, ctx.in_dtype(0)?)?)),
+            ("outer", u(numel(&x[..axis]))),
+            ("axis_dim", u(x[axis])),
+            ("inner", u(numel(&x[axis + 1..]))),
+            ("n_idx", u(n_idx)),
+        ],
+    );
+    inv.locals.push(idx);
+    one(inv)
 }

@@ -1,27 +1,30 @@
 //! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
 //! opset-13 axis semantics).
 
-use super::{kernel, Ctx, OpDef};
+use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Softmax", infer: same, kernel: Some(kernel::softmax), ..OpDef::BASE },
+    OpDef { name: "Softmax", attrs: &["axis"], infer: same, kernel: Some(bind_softmax), ..OpDef::BASE },
     // (dY, Y) -> dX.
     OpDef {
         name: "SoftmaxGrad",
+        attrs: &["axis"],
         infer: same,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(kernel::softmax_grad),
+        kernel: Some(bind_softmax_grad),
         ..OpDef::BASE
     },
     OpDef {
         name: "SoftmaxGrad_13",
+        attrs: &["axis"],
         infer: same,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(kernel::softmax_grad),
+        kernel: Some(bind_softmax_grad),
         ..OpDef::BASE
     },
 ];
@@ -36,4 +39,46 @@ fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {
         }
     }
     Ok(vec![ctx.same_as(0)?])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+/// `[outer, dim, inner]` of a softmax over `axis`; `coerce` is the pre-13
+/// "flatten to 2-D at axis" form.
+pub(super) fn softmax_dims(ctx: &KernelCtx, x: &[usize], coerce: bool, default_axis: i64) -> Result<[usize; 3]> {
+    let axis = ctx.axis(ctx.attr_int("axis", default_axis)?, x.len())?;
+    Ok(if coerce {
+        [numel(&x[..axis]), numel(&x[axis..]), 1]
+    } else {
+        [numel(&x[..axis]), x[axis], numel(&x[axis + 1..])]
+    })
+}
+
+pub(super) fn bind_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let old = ctx.opset() < 13;
+    let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(0)?, old, if old { 1 } else { -1 })?;
+    one(call(
+        "dg_softmax_f32",
+        "dg_softmax_args_t",
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("outer", u(o)), ("dim", u(d)), ("inner", u(i))],
+    ))
+}
+
+pub(super) fn bind_softmax_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let old = ctx.node.op == "SoftmaxGrad";
+    let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(1)?, old, if old { 1 } else { -1 })?;
+    one(call(
+        "dg_softmax_grad_f32",
+        "dg_softmax_grad_args_t",
+        vec![
+            ("dy", ctx.inp(0)?),
+            ("y", ctx.inp(1)?),
+            ("dx", ctx.out(0)?),
+            ("outer", u(o)),
+            ("dim", u(d)),
+            ("inner", u(i)),
+        ],
+    ))
 }

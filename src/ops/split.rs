@@ -3,25 +3,48 @@
 //! ConcatTraining, and GatherGrad with the constant-index checks Gather
 //! shares.
 
-use super::{checked_numel, kernel, Ctx, OpDef};
+use super::kernel::{call, elem_size, numel, one, u, KernelCall, KernelCtx, Local};
+use super::shape::const_indices;
+use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // Split(input [, split]){axis, num_outputs | split}.
-    OpDef { name: "Split", infer: split, compile_time: &[1], kernel: Some(kernel::split), ..OpDef::BASE },
+    OpDef {
+        name: "Split",
+        attrs: &["axis", "num_outputs", "split"],
+        infer: split,
+        compile_time: &[1],
+        kernel: Some(bind_split),
+        ..OpDef::BASE
+    },
     // com.microsoft SplitTraining(input, split){axis, num_outputs}.
-    OpDef { name: "SplitTraining", infer: split, compile_time: &[1], kernel: Some(kernel::split), ..OpDef::BASE },
+    OpDef {
+        name: "SplitTraining",
+        attrs: &["axis", "num_outputs"],
+        infer: split,
+        compile_time: &[1],
+        kernel: Some(bind_split),
+        ..OpDef::BASE
+    },
     // com.microsoft ConcatTraining(inputs…){axis} -> (concat_result,
     // per_input_length: i64 [number of inputs]).
-    OpDef { name: "ConcatTraining", infer: concat_training, kernel: Some(kernel::concat), ..OpDef::BASE },
+    OpDef {
+        name: "ConcatTraining",
+        attrs: &["axis"],
+        infer: concat_training,
+        kernel: Some(super::shape::bind_concat),
+        ..OpDef::BASE
+    },
     // com.microsoft GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
     OpDef {
         name: "GatherGrad",
+        attrs: &["axis"],
         infer: gather_grad,
         compile_time: &[0, 1],
         gradient: true,
-        kernel: Some(kernel::gather_grad),
+        kernel: Some(bind_gather_grad),
         ..OpDef::BASE
     },
 ];
@@ -168,6 +191,63 @@ fn gather_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
         }
     }
     Ok(vec![TensorType::new(dtype, &x)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_split(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let es = elem_size(ctx, ctx.in_dtype(0)?)?;
+    // The sizes are the outputs' extents, which the shape rule computed
+    // from the split input or attribute (or ConcatTraining's lengths).
+    let (mut ys, mut sizes) = (vec![], vec![]);
+    for i in 0..ctx.node.outputs.len() {
+        let s = ctx.out_shape(i)?;
+        ys.push(ctx.out(i)?);
+        sizes.push(u(s[axis]));
+    }
+    let mut inv = call(
+        "dg_split_kernel",
+        "dg_split_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", "ys".into()),
+            ("sizes", "sizes".into()),
+            ("nout", u(ys.len())),
+            ("elem_size", u(es)),
+            ("outer", u(numel(&x[..axis]))),
+            ("inner", u(numel(&x[axis + 1..]))),
+        ],
+    );
+    inv.locals.push(Local { ctype: "void *const".into(), name: "ys".into(), values: ys });
+    inv.locals.push(Local { ctype: "const uint32_t".into(), name: "sizes".into(), values: sizes });
+    one(inv)
+}
+
+pub(super) fn bind_gather_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    // GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
+    ctx.require_f32(&[2])?;
+    let x = ctx.out_shape(0)?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let n_idx = numel(&ctx.in_shape(1)?);
+    let idx = const_indices(ctx, 1, x[axis])?;
+    let mut inv = call(
+        "dg_gather_grad_f32",
+        "dg_gather_grad_args_t",
+        vec![
+            ("dy", ctx.inp(2)?),
+            ("indices", "indices".into()),
+            ("indices_i32", u(0)),
+            ("dx", ctx.out(0)?),
+            ("outer", u(numel(&x[..axis]))),
+            ("axis_dim", u(x[axis])),
+            ("inner", u(numel(&x[axis + 1..]))),
+            ("n_idx", u(n_idx)),
+        ],
+    );
+    inv.locals.push(idx);
+    one(inv)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::{kernel, Ctx, OpDef, Train, Update};
+use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
 
@@ -14,18 +15,19 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
-        kernel: Some(kernel::accumulate),
+        kernel: Some(bind_accumulate),
         ..OpDef::BASE
     },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
     // exporters, though no ONNX opset defines it).
     OpDef {
         name: "SGD",
+        attrs: &["lr"],
         infer: sgd,
         required: &[0, 1],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(kernel::sgd),
+        kernel: Some(bind_sgd),
         ..OpDef::BASE
     },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq
@@ -36,7 +38,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         update: Update::Sequence,
         train: Train::SgdSequence,
-        kernel: Some(kernel::sgd_optimizer_v2),
+        kernel: Some(bind_sgd_optimizer_v2),
         ..OpDef::BASE
     },
 ];
@@ -75,4 +77,79 @@ fn sgd_v2(ctx: &Ctx) -> Result<Vec<TensorType>> {
         return Err(ctx.err(format!("learning rate '{name}' (input 0) must be f32 [1], found {lr}")));
     }
     Ok(vec![TensorType::new(DType::Bool, &[1]), TensorType::unknown(DType::F32)])
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_accumulate(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.in_shape(0)?);
+    one(call(
+        "dg_inplace_accumulate_f32",
+        "dg_accumulate_args_t",
+        vec![
+            ("buffer", ctx.inp(0)?),
+            ("grad", ctx.inp(1)?),
+            ("lazy_reset", ctx.opt_in(2)),
+            ("out", ctx.opt_out(1)),
+            ("updated", ctx.opt_out(0)),
+            ("n", u(n)),
+        ],
+    ))
+}
+
+pub(super) fn bind_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.in_shape(0)?);
+    // The rate is the attribute `lr`, or a tensor input.
+    let (lr, lr_ptr) = match ctx.node.attrs.get("lr") {
+        Some(_) => (ctx.attr_float("lr", 0.0)?, "NULL".to_string()),
+        None => match ctx.inputs.get(2).cloned().flatten() {
+            Some(p) => (0.0, p),
+            None => return Err(ctx.err("SGD needs a learning rate: attribute 'lr' or a third input")),
+        },
+    };
+    one(call(
+        "dg_sgd_f32",
+        "dg_sgd_args_t",
+        vec![
+            ("w", ctx.inp(0)?),
+            ("g", ctx.inp(1)?),
+            ("w_out", ctx.out(0)?),
+            ("n", u(n)),
+            ("lr", f(lr)),
+            ("lr_ptr", lr_ptr),
+        ],
+    ))
+}
+
+pub(super) fn bind_sgd_optimizer_v2(ctx: &KernelCtx) -> Result<KernelCall> {
+    // (learning_rate, step, params, gradients, ...): one SGD per parameter,
+    // updating it in place.
+    let lr = ctx.inp(0)?;
+    if ctx.members.is_empty() {
+        return Err(ctx.err("no parameters to update"));
+    }
+    let calls = ctx
+        .members
+        .iter()
+        .map(|m| {
+            let mut inv = call(
+                "dg_sgd_f32",
+                "dg_sgd_args_t",
+                vec![
+                    ("w", m.param.clone()),
+                    ("g", m.grad.clone()),
+                    ("w_out", m.param.clone()),
+                    ("n", u(m.numel)),
+                    ("lr", f(0.0)),
+                    ("lr_ptr", lr.clone()),
+                ],
+            );
+            inv.stage = m.stage.clone();
+            inv.comment = Some(m.name.clone());
+            inv
+        })
+        .collect();
+    Ok(KernelCall { calls, ..Default::default() })
 }

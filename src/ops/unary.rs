@@ -3,37 +3,78 @@
 //! emits for them (SigmoidGrad, TanhGrad, QuickGeluGrad; Sign as part of
 //! Abs's gradient).
 
-use super::{kernel, Ctx, OpDef};
+use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, KernelCall, KernelCtx};
+use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Ceil", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Floor", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Exp", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Log", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Relu", infer: unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Gelu", attrs: &["approximate"], infer: gelu, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Floor", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Exp", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Log", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
     // Folds on integers: Pad's gradient negates the constant pads.
-    OpDef { name: "Neg", infer: unary, fold: Some(fold_neg), kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Abs", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Sign", infer: unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Tanh", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
-    OpDef { name: "Erf", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef { name: "Neg", infer: unary, fold: Some(fold_neg), kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Abs", infer: unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Tanh", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "Erf", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
-    OpDef { name: "HardSigmoid", infer: alpha_beta, kernel: Some(kernel::unary_param), ..OpDef::BASE },
-    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(kernel::unary), ..OpDef::BASE },
+    OpDef {
+        name: "HardSigmoid",
+        attrs: &["alpha", "beta"],
+        infer: alpha_beta,
+        kernel: Some(bind_unary_param),
+        ..OpDef::BASE
+    },
+    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
     // QuickGelu{alpha=1.702} is the same function.
-    OpDef { name: "Swish", infer: alpha_beta, kernel: Some(kernel::unary_param), ..OpDef::BASE },
-    OpDef { name: "QuickGelu", infer: alpha_beta, kernel: Some(kernel::unary_param), ..OpDef::BASE },
+    OpDef { name: "Swish", attrs: &["alpha"], infer: alpha_beta, kernel: Some(bind_unary_param), ..OpDef::BASE },
+    OpDef { name: "QuickGelu", attrs: &["alpha"], infer: alpha_beta, kernel: Some(bind_unary_param), ..OpDef::BASE },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
     // read when generating code.
-    OpDef { name: "Clip", infer: clip, compile_time: &[1, 2], kernel: Some(kernel::clip), ..OpDef::BASE },
+    OpDef {
+        name: "Clip",
+        attrs: &["max", "min"],
+        infer: clip,
+        compile_time: &[1, 2],
+        kernel: Some(bind_clip),
+        ..OpDef::BASE
+    },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
-    OpDef { name: "SigmoidGrad", infer: grad, gradient: true, kernel: Some(kernel::act_grad_y), ..OpDef::BASE },
-    OpDef { name: "TanhGrad", infer: grad, gradient: true, kernel: Some(kernel::act_grad_y), ..OpDef::BASE },
-    OpDef { name: "QuickGeluGrad", infer: grad, gradient: true, kernel: Some(kernel::swish_grad), ..OpDef::BASE },
+    OpDef { name: "SigmoidGrad", infer: grad, gradient: true, kernel: Some(bind_act_grad_y), ..OpDef::BASE },
+    OpDef { name: "TanhGrad", infer: grad, gradient: true, kernel: Some(bind_act_grad_y), ..OpDef::BASE },
+    OpDef {
+        name: "QuickGeluGrad",
+        attrs: &["alpha"],
+        infer: grad,
+        gradient: true,
+        kernel: Some(bind_swish_grad),
+        ..OpDef::BASE
+    },
+    // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
+    OpDef {
+        name: "ReluGrad",
+        infer: unary,
+        gradient: true,
+        required: &[0, 1],
+        kernel: Some(bind_act_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "GeluGrad",
+        attrs: &["approximate"],
+        infer: gelu_grad,
+        gradient: true,
+        required: &[0, 1],
+        kernel: Some(bind_act_grad),
+        ..OpDef::BASE
+    },
 ];
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
@@ -129,6 +170,137 @@ fn fold_neg(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let Some(v) = d.to_i64() else { return Ok(None) };
     let v: Vec<i64> = v.iter().map(|x| x.wrapping_neg()).collect();
     Ok(TensorData::from_i64_as(d.dtype, d.shape.clone(), &v).map(|t| vec![t]))
+}
+
+/// Gelu's `approximate`: "none" or "tanh".
+fn gelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    match ctx.node.string("approximate")?.unwrap_or("none") {
+        "none" | "tanh" => unary(ctx),
+        other => Err(ctx.err(format!("attribute 'approximate' = '{other}' is not one of none, tanh"))),
+    }
+}
+
+fn gelu_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    gelu(ctx)
+}
+
+// ---- kernel bindings --------------------------------------------------------
+
+pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let func = match ctx.node.op.as_str() {
+        "Relu" => "dg_relu_f32",
+        "Gelu" => "dg_gelu_f32",
+        "Ceil" => "dg_ceil_f32",
+        "Floor" => "dg_floor_f32",
+        "Exp" => "dg_exp_f32",
+        "Log" => "dg_log_f32",
+        "Sqrt" => "dg_sqrt_f32",
+        "Neg" => "dg_neg_f32",
+        "Abs" => "dg_abs_f32",
+        "Tanh" => "dg_tanh_f32",
+        "Sigmoid" => "dg_sigmoid_f32",
+        "Erf" => "dg_erf_f32",
+        "HardSwish" => "dg_hard_swish_f32",
+        _ => "dg_sign_f32",
+    };
+    if ctx.node.op == "Gelu" && ctx.attr_str("approximate")?.is_some_and(|a| a != "none") {
+        return Err(ctx.err("Gelu with approximate='tanh': the kernel computes the erf form only"));
+    }
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(func, "dg_unary_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
+}
+
+pub(super) fn bind_act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1])?;
+    let func = if ctx.node.op == "ReluGrad" { "dg_relu_grad_f32" } else { "dg_gelu_grad_f32" };
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        func,
+        "dg_act_grad_args_t",
+        vec![("dy", ctx.inp(0)?), ("x", ctx.inp(1)?), ("dx", ctx.out(0)?), ("n", u(n))],
+    ))
+}
+
+pub(super) fn bind_unary_param(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let (func, alpha, beta) = match ctx.node.op.as_str() {
+        "HardSigmoid" => ("dg_hard_sigmoid_f32", float_attr(ctx, "alpha", 0.2)?, float_attr(ctx, "beta", 0.5)?),
+        "QuickGelu" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.702)?, 0.0),
+        _ => ("dg_swish_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
+    };
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        func,
+        "dg_unary_param_args_t",
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("alpha", f(alpha)), ("beta", f(beta))],
+    ))
+}
+
+/// One Clip bound: (pointer, value, has): a compile-time constant input,
+/// a runtime input (pointer), the opset-6 attribute, or none.
+pub(super) fn clip_bound(ctx: &KernelCtx, slot: usize, attr: &str) -> Result<(String, f32, bool)> {
+    if ctx.node.input(slot).is_some() {
+        if let Some(v) = scalar_const(ctx, slot)? {
+            return Ok(("NULL".into(), v, true));
+        }
+        return Ok((ctx.inp(slot)?, 0.0, false));
+    }
+    Ok(match ctx.node.float(attr)? {
+        Some(v) => ("NULL".into(), v, true),
+        None => ("NULL".into(), 0.0, false),
+    })
+}
+
+pub(super) fn bind_clip(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let n = numel(&ctx.out_shape(0)?);
+    let (min_ptr, min, has_min) = clip_bound(ctx, 1, "min")?;
+    let (max_ptr, max, has_max) = clip_bound(ctx, 2, "max")?;
+    one(call(
+        "dg_clip_f32",
+        "dg_clip_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("n", u(n)),
+            ("min_ptr", min_ptr),
+            ("max_ptr", max_ptr),
+            ("min", f(min)),
+            ("max", f(max)),
+            ("has_min", u(usize::from(has_min))),
+            ("has_max", u(usize::from(has_max))),
+        ],
+    ))
+}
+
+pub(super) fn bind_act_grad_y(ctx: &KernelCtx) -> Result<KernelCall> {
+    // (dY, Y) -> dX
+    ctx.require_f32(&[0, 1])?;
+    let func = if ctx.node.op == "SigmoidGrad" { "dg_sigmoid_grad_f32" } else { "dg_tanh_grad_f32" };
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        func,
+        "dg_act_grad_y_args_t",
+        vec![("dy", ctx.inp(0)?), ("y", ctx.inp(1)?), ("dx", ctx.out(0)?), ("n", u(n))],
+    ))
+}
+
+pub(super) fn bind_swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    // QuickGeluGrad(dY, X){alpha}
+    ctx.require_f32(&[0, 1])?;
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        "dg_swish_grad_f32",
+        "dg_swish_grad_args_t",
+        vec![
+            ("dy", ctx.inp(0)?),
+            ("x", ctx.inp(1)?),
+            ("dx", ctx.out(0)?),
+            ("n", u(n)),
+            ("alpha", f(float_attr(ctx, "alpha", 1.702)?)),
+        ],
+    ))
 }
 
 #[cfg(test)]
