@@ -18,6 +18,14 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// A file or folder that cannot be written, named as the user gave it.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     #[error("{}: not a readable ONNX model: {detail}", path.display())]
     Decode { path: PathBuf, detail: String },
 
@@ -100,6 +108,10 @@ impl Error {
 
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+
+    pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Write { path: path.into(), source }
     }
 
     pub fn model(detail: impl Into<String>) -> Self {

@@ -88,6 +88,7 @@ impl Stage {
             // Options that do not describe a plan (an unknown platform or
             // level) are found when the plan is made.
             Error::Plan { .. } | Error::Capacity { .. } | Error::Usage { .. } => Stage::Plan,
+            Error::Write { .. } => Stage::Emit,
         }
     }
 }

@@ -188,12 +188,23 @@ static size_t dg_file_read(dg_file_t *f, void *buf, size_t n)
 
 static void dg_file_close(dg_file_t *f) { pi_fs_close(f); }
 
+/* "FATAL: cannot open NAME", with the folder the host emulation looked in. */
+static void dg_cannot_open(const char *name)
+{
+#ifdef DG_PMSIS_HOST
+    printf("FATAL: cannot open %s in %s (the readfs folder: DG_HEX_DIR, default hex/ beside the app)\r\n", name,
+           dg_host_fs_dir());
+#else
+    printf("FATAL: cannot open %s in the flash file system (readfs)\r\n", name);
+#endif
+}
+
 size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
 {
     size_t size = 0, total = 0, k;
     dg_file_t *f = dg_file_open(name, &size);
     if (f == NULL) {
-        printf("FATAL: cannot open %s\r\n", name);
+        dg_cannot_open(name);
         return (size_t)-1;
     }
     if (size > max_size) {
@@ -220,7 +231,7 @@ int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n)
     uint32_t i;
     dg_file_t *f = dg_file_open(name, &size);
     if (f == NULL) {
-        printf("FATAL: cannot open %s\r\n", name);
+        dg_cannot_open(name);
         return -1;
     }
     for (i = 0; i < n; i++) {

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- platform description ------------------------------------------------ */
 #if defined(DG_PLATFORM_GAP9)
@@ -809,6 +810,20 @@ void pi_hyperram_conf_init(struct pi_hyperram_conf *conf) { memset(conf, 0, size
 #endif
 
 /* ---- flash + readfs: a folder ------------------------------------------------ */
+const char *dg_host_fs_dir(void)
+{
+    static char where[1024];
+    const char *dir = getenv("DG_HEX_DIR");
+    char cwd[768];
+    if (dir == NULL || *dir == '\0')
+        dir = DG_HEX_DIR_DEFAULT;
+    if (dir[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+        return dir;
+    if ((size_t)snprintf(where, sizeof where, "%s/%s", cwd, dir) >= sizeof where)
+        return dir;
+    return where;
+}
+
 void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf) { memset(conf, 0, sizeof *conf); }
 void pi_default_flash_conf_init(struct pi_default_flash_conf *conf) { memset(conf, 0, sizeof *conf); }
 int32_t pi_flash_open(struct pi_device *device)

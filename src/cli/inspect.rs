@@ -45,6 +45,9 @@ pub struct Args {
     /// L3 capacity in bytes (overrides the platform's).
     #[arg(long, value_name = "BYTES")]
     l3: Option<u64>,
+    /// Most bytes of weights baked into the L2 image, as for `build`.
+    #[arg(long = "l2-image", value_name = "BYTES")]
+    l2_image: Option<u64>,
     /// Also draw the memory plan as SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -82,7 +85,12 @@ pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<
 /// (binding or training check) still prints the report, which shows it,
 /// then exits 2 with the message.
 pub fn run(a: Args) -> Result<()> {
-    let opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
+    let mut opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
+    match (&mut opts, a.l2_image) {
+        (Some(o), Some(limit)) => o.l2_image_limit = Some(limit),
+        (None, Some(_)) => return Err(Error::Usage("--l2-image shapes a memory plan, which needs --platform".into())),
+        _ => {}
+    }
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }

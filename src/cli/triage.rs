@@ -24,6 +24,10 @@ pub struct Args {
     /// from DEPLOYGEN_PYTHON or python3 on PATH, with onnxruntime).
     #[arg(long, requires = "fix")]
     refs: bool,
+    /// The status table that governs the model (default: status.toml of
+    /// --root, when it exists; triage never creates one unasked).
+    #[arg(long, value_name = "FILE")]
+    status: Option<PathBuf>,
     /// Repository root: status.toml, models/, tests/fixtures/, tools/.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
@@ -39,7 +43,8 @@ pub struct Args {
 /// for and the model still does not pass; 2: errors (bad input, a name
 /// that does not resolve, not a missing-input failure).
 pub fn run(a: Args) -> Result<i32> {
-    let opts = Options { root: a.root, name: a.test_name, fix: a.fix, in_place: a.in_place, refs: a.refs };
+    let opts =
+        Options { root: a.root, name: a.test_name, fix: a.fix, in_place: a.in_place, refs: a.refs, status: a.status };
     // The host run plugs in here (see `triage::runner`).
     let run_case = runner::default_runner(a.cache_dir);
     let report = triage::run(&opts, run_case.as_ref())?;

@@ -105,6 +105,15 @@ pub struct WeightSupply {
     pub supply: String,
 }
 
+/// Whether `dir` is the working directory or a folder above it (which a
+/// project, replacing its output folder, cannot be written into).
+fn is_current_or_above(dir: &Path) -> bool {
+    match (std::fs::canonicalize(dir), std::env::current_dir().and_then(std::fs::canonicalize)) {
+        (Ok(d), Ok(cwd)) => cwd.starts_with(d),
+        _ => false,
+    }
+}
+
 /// A generated project, in memory.
 #[derive(Clone, Debug)]
 pub struct Project {
@@ -123,6 +132,13 @@ impl Project {
     /// next to it, renamed at the end. An existing `out` is replaced only
     /// with `force`.
     pub fn write(&self, out: &Path, force: bool) -> Result<()> {
+        if is_current_or_above(out) {
+            return Err(Error::Usage(format!(
+                "cannot write the project into {}: that folder holds the working directory, and the project \
+                 replaces its output folder; name a new folder (e.g. build/<model>)",
+                out.display()
+            )));
+        }
         if out.exists() && !force {
             return Err(Error::Usage(format!(
                 "{} already exists: pass --force to replace it, or choose another --out",
@@ -130,7 +146,7 @@ impl Project {
             )));
         }
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(parent, e))?;
         let base = out.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "project".into());
         let tmp = parent.join(format!(".{base}.deploygen-tmp-{}", std::process::id()));
         let old = parent.join(format!(".{base}.deploygen-old-{}", std::process::id()));
@@ -140,11 +156,12 @@ impl Project {
         cleanup(&tmp);
         let result = (|| -> Result<()> {
             for (rel, data) in &self.files {
+                // Errors name the file as it will be in `out`, not the scratch folder.
                 let p = tmp.join(rel);
                 if let Some(d) = p.parent() {
-                    std::fs::create_dir_all(d).map_err(|e| Error::io(d, e))?;
+                    std::fs::create_dir_all(d).map_err(|e| Error::write(out.join(rel).parent().unwrap_or(out), e))?;
                 }
-                std::fs::write(&p, data).map_err(|e| Error::io(&p, e))?;
+                std::fs::write(&p, data).map_err(|e| Error::write(out.join(rel), e))?;
             }
             Ok(())
         })();
@@ -156,7 +173,7 @@ impl Project {
             cleanup(&old);
             if let Err(e) = std::fs::rename(out, &old) {
                 cleanup(&tmp);
-                return Err(Error::io(out, e));
+                return Err(Error::write(out, e));
             }
         }
         if let Err(e) = std::fs::rename(&tmp, out) {
@@ -164,7 +181,7 @@ impl Project {
                 let _ = std::fs::rename(&old, out);
             }
             cleanup(&tmp);
-            return Err(Error::io(out, e));
+            return Err(Error::write(out, e));
         }
         cleanup(&old);
         Ok(())

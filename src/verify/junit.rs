@@ -120,12 +120,12 @@ fn write_report(report: &Report, path: &Path) -> Result<()> {
         _ => Path::new("."),
     };
     let mut tmp =
-        tempfile::Builder::new().prefix(".deploygen-junit-").tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
-    std::io::Write::write_all(&mut tmp, xml.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
+        tempfile::Builder::new().prefix(".deploygen-junit-").tempfile_in(dir).map_err(|e| Error::write(path, e))?;
+    std::io::Write::write_all(&mut tmp, xml.as_bytes()).map_err(|e| Error::write(path, e))?;
     // A report is for everyone to read, not private like a temp file.
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::Permissions::from_mode(0o644);
-    tmp.as_file().set_permissions(mode).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    tmp.as_file().set_permissions(mode).map_err(|e| Error::write(path, e))?;
+    tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
     Ok(())
 }
