@@ -144,6 +144,9 @@ pub struct Options {
     pub bind: BindOptions,
     pub emit: EmitOptions,
     pub data: Data,
+    /// Attributes the operator's schema does not define: refused, or
+    /// ignored with a warning.
+    pub unknown_attrs: import::UnknownAttrs,
     /// Told the name of each stage as it starts (`build` says what it is
     /// doing when generation takes long).
     pub on_stage: Option<fn(&'static str)>,
@@ -156,6 +159,7 @@ impl Options {
             bind: BindOptions::default(),
             emit: EmitOptions::default(),
             data: Data::Optional,
+            unknown_attrs: import::UnknownAttrs::Refuse,
             on_stage: None,
         }
     }
@@ -204,7 +208,12 @@ pub struct Planned {
 /// import → lower → bind → check → plan, without emission.
 pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
     let mut t = vec![];
-    let raw = timed((&mut t, o.on_stage), "import", Stage::Import, || import::load(path))?;
+    let load = || {
+        let mut m = import::load(path)?;
+        import::check_attributes(&mut m, o.unknown_attrs)?;
+        Ok(m)
+    };
+    let raw = timed((&mut t, o.on_stage), "import", Stage::Import, load)?;
     let model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
     let binding = timed((&mut t, o.on_stage), "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {

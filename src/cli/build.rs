@@ -54,6 +54,10 @@ pub struct Args {
     /// Print each stage's wall time (import, lower, bind, check, plan, emit, write).
     #[arg(long)]
     pub timings: bool,
+    /// Ignore (with a warning) attributes the operator's schema does not
+    /// define, instead of refusing the node.
+    #[arg(long)]
+    pub allow_unknown_attributes: bool,
 }
 
 /// What a build produced.
@@ -62,6 +66,9 @@ pub struct Built {
     pub plan: plan::Plan,
     pub out: PathBuf,
     pub timings: Vec<Timing>,
+    /// What the stages noted about the model (attributes read leniently,
+    /// declared shapes kept), for stderr.
+    pub warnings: Vec<String>,
 }
 
 /// The stage `build` is in, for [`Watch`].
@@ -118,6 +125,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     plan.l2_image_limit = a.l2_image;
     let mut o = pipeline::Options::new(plan);
     o.on_stage = Some(note_stage);
+    o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);
     o.bind.num_data_inputs = a.num_data_inputs;
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
     Ok(o)
@@ -131,7 +139,9 @@ pub fn generate(a: &Args) -> Result<Built> {
         let m = &g.project.manifest;
         PathBuf::from("build").join(format!("{}-{}-{}", m.model, g.plan.platform.name, g.plan.default_mem))
     });
-    Ok(Built { project: g.project, plan: g.plan, out, timings: g.timings })
+    let warnings =
+        g.model.graph.warnings.iter().chain(g.model.optimizer.iter().flat_map(|o| &o.warnings)).cloned().collect();
+    Ok(Built { project: g.project, plan: g.plan, out, timings: g.timings, warnings })
 }
 
 /// A short summary: files, bytes per level, where the weights went.
@@ -219,6 +229,9 @@ pub fn run(a: Args) -> Result<bool> {
     }
     let watch = Watch::start(&a.model);
     let mut b = generate(&a)?;
+    for w in &b.warnings {
+        eprintln!("warning: {w}");
+    }
     if let Some(dir) = &a.check {
         let diff = b.project.check(dir)?;
         if diff.is_empty() {

@@ -48,6 +48,10 @@ pub struct Args {
     /// Most bytes of weights baked into the L2 image, as for `build`.
     #[arg(long = "l2-image", value_name = "BYTES")]
     l2_image: Option<u64>,
+    /// Ignore (with a warning) attributes the operator's schema does not
+    /// define, instead of refusing the node.
+    #[arg(long)]
+    allow_unknown_attributes: bool,
     /// Also draw the memory plan as SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -94,7 +98,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }
-    let m = crate::load(&a.model)?;
+    let m = crate::load_with(&a.model, super::unknown_attrs(a.allow_unknown_attributes))?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
     let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
     if let Some(path) = &a.dot {

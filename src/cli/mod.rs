@@ -109,6 +109,16 @@ fn hint(h: &Hint) -> String {
     }
 }
 
+/// `--allow-unknown-attributes`: warn about attributes the schema does not
+/// define instead of refusing the node.
+pub fn unknown_attrs(allow: bool) -> crate::import::UnknownAttrs {
+    if allow {
+        crate::import::UnknownAttrs::Warn
+    } else {
+        crate::import::UnknownAttrs::Refuse
+    }
+}
+
 /// `--tolerance T`: a finite, non-negative absolute tolerance.
 pub fn check_tolerance(t: Option<f32>) -> Result<()> {
     match t {

@@ -63,6 +63,10 @@ pub struct TestArgs {
     /// Keep each generated project folder and print where it is.
     #[arg(long)]
     pub keep: bool,
+    /// Ignore (with a warning) attributes the operator's schema does not
+    /// define, instead of refusing the node.
+    #[arg(long)]
+    pub allow_unknown_attributes: bool,
     /// Run only the K-th of N slices of the case matrix (1 ≤ K ≤ N), as
     /// `cargo nextest --partition`: `K/N` or `count:K/N` deals the cases in
     /// order round-robin, `hash:K/N` by a hash of each case's key (stable
@@ -165,6 +169,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.sanitize = args.sanitize;
             c.timeout = Duration::from_secs_f64(args.timeout);
             c.keep = args.keep;
+            c.unknown_attrs = super::unknown_attrs(args.allow_unknown_attributes);
             c.cache = args.cache_dir.clone().or_else(cache::default_dir);
             out.push(c);
         }

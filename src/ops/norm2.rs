@@ -15,6 +15,7 @@ pub const OPS: &[OpDef] = &[
         name: "GroupNormalization",
         attrs: &["epsilon", "num_groups", "stash_type"],
         infer: group_norm,
+        required: &[0, 1, 2],
         kernel: Some(bind_groupnorm),
         ..OpDef::BASE
     },
@@ -23,6 +24,7 @@ pub const OPS: &[OpDef] = &[
         name: "InstanceNormalization",
         attrs: &["epsilon"],
         infer: instance_norm,
+        required: &[0, 1, 2],
         kernel: Some(bind_groupnorm),
         ..OpDef::BASE
     },
@@ -31,6 +33,7 @@ pub const OPS: &[OpDef] = &[
         name: "RMSNormalization",
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
+        required: &[0, 1],
         kernel: Some(bind_rmsnorm),
         ..OpDef::BASE
     },

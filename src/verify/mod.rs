@@ -59,12 +59,22 @@ impl Kind {
         }
     }
 
-    /// The kind of a model: imported when it imports; otherwise guessed
+    /// The kind of a model, whatever its folder is called: its training
+    /// roles when it lowers; else, when it decodes, whether any node is a
+    /// training step's (a loss, a gradient, an optimizer); else guessed
     /// from its files (an optimizer graph or onnxruntime's training file
     /// name mean training).
     pub fn detect(model: &Path) -> Kind {
-        if let Ok(m) = crate::load(model) {
+        if let Ok(m) = crate::load_with(model, crate::import::UnknownAttrs::Warn) {
             return if m.roles.is_training() { Kind::Training } else { Kind::Inference };
+        }
+        if let Ok(m) = crate::import::load(model) {
+            let step = |n: &crate::ir::Node| {
+                let d = crate::ops::of(n);
+                d.gradient || d.train != crate::ops::Train::None
+            };
+            let training = m.optimizer.is_some() || m.graph.nodes().any(|(_, n)| step(n));
+            return if training { Kind::Training } else { Kind::Inference };
         }
         let training_files = ["training_model.onnx", "optimizer.onnx", "optimizer_model.onnx"];
         if model.is_dir() && training_files.iter().any(|f| model.join(f).is_file()) {
@@ -108,6 +118,8 @@ pub struct Case {
     pub cache: Option<PathBuf>,
     /// `make -j` for the case's own sources.
     pub build_jobs: usize,
+    /// Attributes the operator's schema does not define.
+    pub unknown_attrs: crate::import::UnknownAttrs,
 }
 
 impl Case {
@@ -125,6 +137,7 @@ impl Case {
             keep: false,
             cache: cache::default_dir(),
             build_jobs: 1,
+            unknown_attrs: Default::default(),
         }
     }
 
@@ -227,6 +240,7 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
+    o.unknown_attrs = case.unknown_attrs;
     let g = pipeline::generate(&case.model, &o)?;
     g.project.write(out, true).map_err(StageError::at(Stage::Emit))
 }
