@@ -266,3 +266,40 @@ short_read:
     dg_file_close(f);
     return -1;
 }
+
+/* ---- tensor dumps (DG_DUMP) ----------------------------------------------- */
+#ifdef DG_PMSIS_HOST
+#include <stdlib.h>
+
+void dg_dump_tensor(const char *name, const void *src, uint32_t n)
+{
+    static FILE *out;
+    static int opened;
+    PI_L2 static float chunk[256];
+    uint32_t len = (uint32_t)strlen(name), done, k;
+    if (!opened) {
+        const char *path = getenv("DG_DUMP_FILE");
+        opened = 1;
+        out = fopen(path != NULL && *path != '\0' ? path : "dumps.bin", "wb");
+        if (out == NULL)
+            printf("FATAL: cannot write the tensor dump %s\r\n", path != NULL ? path : "dumps.bin");
+    }
+    if (out == NULL)
+        return;
+    fwrite(&len, sizeof len, 1, out);
+    fwrite(name, 1, len, out);
+    fwrite(&n, sizeof n, 1, out);
+    for (done = 0; done < n; done += k) {
+        k = n - done < 256u ? n - done : 256u;
+        dg_copy(chunk, (const uint8_t *)src + (size_t)done * sizeof(float), (size_t)k * sizeof(float));
+        fwrite(chunk, sizeof(float), k, out);
+    }
+    fflush(out);
+}
+#else
+void dg_dump_tensor(const char *name, const void *src, uint32_t n)
+{
+    (void)src;
+    printf("[dump %s] %u values: tensor dumps need the host emulation\r\n", name, (unsigned)n);
+}
+#endif

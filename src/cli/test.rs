@@ -67,6 +67,11 @@ pub struct TestArgs {
     /// define, instead of refusing the node.
     #[arg(long)]
     pub allow_unknown_attributes: bool,
+    /// For each case with wrong results, rebuild it dumping every node's
+    /// outputs, compare them with onnxruntime's (tools/make_refs.py; needs
+    /// Python with onnxruntime) and name the first node whose output differs.
+    #[arg(long)]
+    pub bisect: bool,
     /// Run only the K-th of N slices of the case matrix (1 ≤ K ≤ N), as
     /// `cargo nextest --partition`: `K/N` or `count:K/N` deals the cases in
     /// order round-robin, `hash:K/N` by a hash of each case's key (stable
@@ -267,7 +272,34 @@ where
         opts.jobs = j;
     }
     let summary = runner::run(&cases, &table, gen, &opts, out);
+    if args.bisect {
+        bisect_wrong_results(&summary, gen, out)?;
+    }
     finish(&summary, args, out)
+}
+
+/// `--bisect`: the first differing node of every case that computed wrong
+/// values.
+fn bisect_wrong_results<E>(
+    summary: &Summary,
+    gen: &(dyn Fn(&Case, &Path) -> std::result::Result<(), E> + Sync),
+    out: &mut (dyn Write + Send),
+) -> Result<()>
+where
+    E: Into<StageError>,
+{
+    let io = |e| Error::io("<stdout>", e);
+    let wrong = summary
+        .results
+        .iter()
+        .filter(|r| r.verdict == runner::Verdict::Failed && r.class() == crate::verify::Stage::Result.name());
+    for r in wrong {
+        eprintln!("deploygen test: bisecting {} (rebuilt with tensor dumps)", r.key);
+        let found = crate::verify::bisect::bisect(&r.case, gen).unwrap_or_else(|e| format!("cannot bisect: {e}\n"));
+        write!(out, "\nbisect {}:\n  {}", r.key, found.trim_end().replace('\n', "\n  ")).map_err(io)?;
+        writeln!(out).map_err(io)?;
+    }
+    Ok(())
 }
 
 fn finish(summary: &Summary, args: &TestArgs, out: &mut (dyn Write + Send)) -> Result<i32> {

@@ -331,6 +331,17 @@ pub struct NodeCode {
     pub pre: Vec<Copy>,
     pub calls: Vec<CallCode>,
     pub post: Vec<Copy>,
+    /// The node's f32 outputs, for `DG_DUMP` (`deploygen test --bisect`).
+    pub dumps: Vec<Dump>,
+}
+
+/// `DG_DUMP("tensor", home pointer, elements)` after a node.
+#[derive(Clone, Debug)]
+pub struct Dump {
+    /// The tensor's name as C string content (escaped).
+    pub name: String,
+    pub ptr: String,
+    pub numel: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -1110,11 +1121,22 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         }
     }
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
+    let dumps = node
+        .outputs
+        .iter()
+        .flatten()
+        .filter_map(|&t| {
+            let b = ctx.buffer_of(n.graph, g.name_of(t))?;
+            let buf = &ctx.plan.buffers[b];
+            (buf.dtype == "f32").then(|| Dump { name: c::string(g.name_of(t)), ptr: ctx.expr(b), numel: buf.bytes / 4 })
+        })
+        .collect();
     Ok(NodeCode {
         comment: format!("step {}: {} '{}' computes in {}", n.step, node.op, c::comment(&node.name), exec),
         pre,
         calls,
         post,
+        dumps,
     })
 }
 

@@ -21,6 +21,7 @@
 //! [`runner`] runs many cases in parallel and judges them against the
 //! status table ([`status`]); [`junit`] writes the JUnit report.
 
+pub mod bisect;
 pub mod cache;
 pub mod exec;
 pub mod harness;
@@ -30,6 +31,7 @@ pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod status;
+pub mod tools;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -120,6 +122,9 @@ pub struct Case {
     pub build_jobs: usize,
     /// Attributes the operator's schema does not define.
     pub unknown_attrs: crate::import::UnknownAttrs,
+    /// Build with `-DDG_DUMP_TENSORS` and have the app write every node's
+    /// outputs to this file (`--bisect`).
+    pub dump: Option<PathBuf>,
 }
 
 impl Case {
@@ -138,6 +143,7 @@ impl Case {
             cache: cache::default_dir(),
             build_jobs: 1,
             unknown_attrs: Default::default(),
+            dump: None,
         }
     }
 
@@ -299,8 +305,14 @@ pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
     let base = Outcome { expected: Some(m.expected_compared), tolerance: m.tolerance, ..Default::default() };
 
     // Build: the case's sources, linked with the cached runtime archive.
-    let vars =
-        cache::MakeVars { cc: cached_compiler(), extra_cflags: case.sanitize.then(|| SANITIZE_CFLAGS.to_string()) };
+    let mut extra: Vec<&str> = vec![];
+    if case.sanitize {
+        extra.push(SANITIZE_CFLAGS);
+    }
+    if case.dump.is_some() {
+        extra.push("-DDG_DUMP_TENSORS");
+    }
+    let vars = cache::MakeVars { cc: cached_compiler(), extra_cflags: (!extra.is_empty()).then(|| extra.join(" ")) };
     let mut make = Command::new("make");
     make.arg("-f").arg(manifest::MAKEFILE).arg(format!("-j{}", case.build_jobs.max(1))).current_dir(dir);
     vars.apply(&mut make);
@@ -337,6 +349,9 @@ pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
     // Run.
     let mut cmd = Command::new(&app);
     cmd.current_dir(dir).env("DG_HOST_QUIET", "1");
+    if let Some(d) = &case.dump {
+        cmd.env("DG_DUMP_FILE", d);
+    }
     if case.sanitize {
         cmd.env("ASAN_OPTIONS", "halt_on_error=1:detect_leaks=1")
             .env("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1");

@@ -389,6 +389,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(209168), DG_L1(0), 65536u); /* tok.conv1.out L1->L3 */
+        DG_DUMP("tok.conv1.out", DG_L3(209168), 16384u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L2 */
@@ -403,6 +404,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(274704), DG_L2(65536), 65536u); /* tok.conv1.relu L2->L3 */
+        DG_DUMP("tok.conv1.relu", DG_L3(274704), 16384u);
     }
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
@@ -434,6 +436,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(471312), DG_L1(98304), 16384u); /* tok.pool1.out L1->L3 */
         dg_copy(DG_L3(340240), DG_L1(65536), 32768u); /* tok.pool1.indices L1->L3 */
+        DG_DUMP("tok.pool1.out", DG_L3(471312), 4096u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1 */
@@ -466,6 +469,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(274704), DG_L1(0), 32768u); /* tok.conv2.out L1->L3 */
+        DG_DUMP("tok.conv2.out", DG_L3(274704), 8192u);
     }
 
     /* step 4: Relu 'Relu_5' computes in L1 */
@@ -480,6 +484,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(32768), 32768u); /* tok.conv2.relu L1->L3 */
+        DG_DUMP("tok.conv2.relu", DG_L3(307472), 8192u);
     }
 
     /* step 5: MaxPool 'MaxPool_6' computes in L1 */
@@ -511,6 +516,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(373008), DG_L1(49152), 8192u); /* tok.pool2.out L1->L3 */
         dg_copy(DG_L3(487696), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
+        DG_DUMP("tok.pool2.out", DG_L3(373008), 2048u);
     }
 
     /* step 7: Transpose 'Transpose_8' computes in L1 */
@@ -529,6 +535,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* tok.tokens.out L1->L3 */
+        DG_DUMP("tok.tokens.out", DG_L3(307472), 2048u);
     }
 
     /* step 8: Add 'Add_9' computes in L1 */
@@ -546,6 +553,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(536848), DG_L1(16384), 8192u); /* pos.out L1->L3 */
+        DG_DUMP("pos.out", DG_L3(536848), 2048u);
     }
 
     /* step 9: LayerNormalization 'LayerNormalization_10' computes in L1 */
@@ -570,6 +578,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(545040), DG_L1(8192), 8192u); /* blk0.ln1.out L1->L3 */
         dg_copy(DG_L3(677392), DG_L1(16384), 256u); /* blk0.ln1.mean L1->L3 */
         dg_copy(DG_L3(677648), DG_L1(16640), 256u); /* blk0.ln1.inv_std L1->L3 */
+        DG_DUMP("blk0.ln1.out", DG_L3(545040), 2048u);
+        DG_DUMP("blk0.ln1.mean", DG_L3(677392), 64u);
+        DG_DUMP("blk0.ln1.inv_std", DG_L3(677648), 64u);
     }
 
     /* step 10: MatMul 'MatMul_19' computes in L1 */
@@ -593,6 +604,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(315664), DG_L1(8192), 8192u); /* blk0.v.mm L1->L3 */
+        DG_DUMP("blk0.v.mm", DG_L3(315664), 2048u);
     }
 
     /* step 11: Add 'Add_20' computes in L1 */
@@ -613,6 +625,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* blk0.v.out L1->L3 */
+        DG_DUMP("blk0.v.out", DG_L3(307472), 2048u);
     }
 
     /* step 13: Transpose 'Transpose_22' computes in L1 */
@@ -631,6 +644,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(561424), DG_L1(8192), 8192u); /* blk0.v_t.out L1->L3 */
+        DG_DUMP("blk0.v_t.out", DG_L3(561424), 2048u);
     }
 
     /* step 14: MatMul 'MatMul_11' computes in L1 */
@@ -654,6 +668,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(315664), DG_L1(8192), 8192u); /* blk0.q.mm L1->L3 */
+        DG_DUMP("blk0.q.mm", DG_L3(315664), 2048u);
     }
 
     /* step 15: Add 'Add_12' computes in L1 */
@@ -674,6 +689,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* blk0.q.out L1->L3 */
+        DG_DUMP("blk0.q.out", DG_L3(307472), 2048u);
     }
 
     /* step 17: Transpose 'Transpose_14' computes in L1 */
@@ -692,6 +708,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(553232), DG_L1(8192), 8192u); /* blk0.q_t.out L1->L3 */
+        DG_DUMP("blk0.q_t.out", DG_L3(553232), 2048u);
     }
 
     /* step 18: MatMul 'MatMul_15' computes in L1 */
@@ -715,6 +732,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(315664), DG_L1(8192), 8192u); /* blk0.k.mm L1->L3 */
+        DG_DUMP("blk0.k.mm", DG_L3(315664), 2048u);
     }
 
     /* step 19: Add 'Add_16' computes in L1 */
@@ -735,6 +753,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* blk0.k.out L1->L3 */
+        DG_DUMP("blk0.k.out", DG_L3(307472), 2048u);
     }
 
     /* step 21: Transpose 'Transpose_18' computes in L1 */
@@ -753,6 +772,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(569616), DG_L1(8192), 8192u); /* blk0.k_t.out L1->L3 */
+        DG_DUMP("blk0.k_t.out", DG_L3(569616), 2048u);
     }
 
     /* step 22: MatMul 'MatMul_23' computes in L1 */
@@ -776,6 +796,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(0), 32768u); /* blk0.qk L1->L3 */
+        DG_DUMP("blk0.qk", DG_L3(307472), 8192u);
     }
 
     /* step 23: Mul 'Mul_24' computes in L1 */
@@ -796,6 +817,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(32768), 32768u); /* blk0.scores L1->L3 */
+        DG_DUMP("blk0.scores", DG_L3(373008), 8192u);
     }
 
     /* step 24: Softmax 'Softmax_25' computes in L1 */
@@ -812,6 +834,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(32768), 32768u); /* blk0.attn L1->L3 */
+        DG_DUMP("blk0.attn", DG_L3(307472), 8192u);
     }
 
     /* step 25: MatMul 'MatMul_26' computes in L1 */
@@ -835,6 +858,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(40960), 8192u); /* blk0.av L1->L3 */
+        DG_DUMP("blk0.av", DG_L3(373008), 2048u);
     }
 
     /* step 26: Transpose 'Transpose_27' computes in L1 */
@@ -853,6 +877,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(586000), DG_L1(8192), 8192u); /* blk0.av_t.out L1->L3 */
+        DG_DUMP("blk0.av_t.out", DG_L3(586000), 2048u);
     }
 
     /* step 28: MatMul 'MatMul_29' computes in L1 */
@@ -876,6 +901,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk0.proj.mm L1->L3 */
+        DG_DUMP("blk0.proj.mm", DG_L3(373008), 2048u);
     }
 
     /* step 29: Add 'Add_30' computes in L1 */
@@ -896,6 +922,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(8192), 8192u); /* blk0.proj.out L1->L3 */
+        DG_DUMP("blk0.proj.out", DG_L3(381200), 2048u);
     }
 
     /* step 30: Add 'Add_31' computes in L1 */
@@ -913,6 +940,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(602384), DG_L1(16384), 8192u); /* blk0.res1 L1->L3 */
+        DG_DUMP("blk0.res1", DG_L3(602384), 2048u);
     }
 
     /* step 31: LayerNormalization 'LayerNormalization_32' computes in L1 */
@@ -937,6 +965,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(610576), DG_L1(8192), 8192u); /* blk0.ln2.out L1->L3 */
         dg_copy(DG_L3(678160), DG_L1(16384), 256u); /* blk0.ln2.mean L1->L3 */
         dg_copy(DG_L3(678416), DG_L1(16640), 256u); /* blk0.ln2.inv_std L1->L3 */
+        DG_DUMP("blk0.ln2.out", DG_L3(610576), 2048u);
+        DG_DUMP("blk0.ln2.mean", DG_L3(678160), 64u);
+        DG_DUMP("blk0.ln2.inv_std", DG_L3(678416), 64u);
     }
 
     /* step 32: MatMul 'MatMul_33' computes in L1 */
@@ -960,6 +991,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(0), 16384u); /* blk0.fc1.mm L1->L3 */
+        DG_DUMP("blk0.fc1.mm", DG_L3(373008), 4096u);
     }
 
     /* step 33: Add 'Add_34' computes in L1 */
@@ -980,6 +1012,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(504080), DG_L1(16384), 16384u); /* blk0.fc1.out L1->L3 */
+        DG_DUMP("blk0.fc1.out", DG_L3(504080), 4096u);
     }
 
     /* step 34: Gelu 'Gelu_35' computes in L1 */
@@ -994,6 +1027,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
         }
         dg_copy(DG_L3(520464), DG_L1(16384), 16384u); /* blk0.fc1.gelu L1->L3 */
+        DG_DUMP("blk0.fc1.gelu", DG_L3(520464), 4096u);
     }
 
     /* step 35: MatMul 'MatMul_36' computes in L1 */
@@ -1017,6 +1051,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(24576), 8192u); /* blk0.fc2.mm L1->L3 */
+        DG_DUMP("blk0.fc2.mm", DG_L3(373008), 2048u);
     }
 
     /* step 36: Add 'Add_37' computes in L1 */
@@ -1037,6 +1072,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(8192), 8192u); /* blk0.fc2.out L1->L3 */
+        DG_DUMP("blk0.fc2.out", DG_L3(381200), 2048u);
     }
 
     /* step 37: Add 'Add_38' computes in L1 */
@@ -1054,6 +1090,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(618768), DG_L1(16384), 8192u); /* blk0.res2 L1->L3 */
+        DG_DUMP("blk0.res2", DG_L3(618768), 2048u);
     }
 
     /* step 38: LayerNormalization 'LayerNormalization_39' computes in L1 */
@@ -1078,6 +1115,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(626960), DG_L1(8192), 8192u); /* blk1.ln1.out L1->L3 */
         dg_copy(DG_L3(678672), DG_L1(16384), 256u); /* blk1.ln1.mean L1->L3 */
         dg_copy(DG_L3(678928), DG_L1(16640), 256u); /* blk1.ln1.inv_std L1->L3 */
+        DG_DUMP("blk1.ln1.out", DG_L3(626960), 2048u);
+        DG_DUMP("blk1.ln1.mean", DG_L3(678672), 64u);
+        DG_DUMP("blk1.ln1.inv_std", DG_L3(678928), 64u);
     }
 
     /* step 39: MatMul 'MatMul_48' computes in L1 */
@@ -1101,6 +1141,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(8192), 8192u); /* blk1.v.mm L1->L3 */
+        DG_DUMP("blk1.v.mm", DG_L3(381200), 2048u);
     }
 
     /* step 40: Add 'Add_49' computes in L1 */
@@ -1121,6 +1162,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk1.v.out L1->L3 */
+        DG_DUMP("blk1.v.out", DG_L3(373008), 2048u);
     }
 
     /* step 42: Transpose 'Transpose_51' computes in L1 */
@@ -1139,6 +1181,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(454928), DG_L1(8192), 8192u); /* blk1.v_t.out L1->L3 */
+        DG_DUMP("blk1.v_t.out", DG_L3(454928), 2048u);
     }
 
     /* step 43: MatMul 'MatMul_40' computes in L1 */
@@ -1162,6 +1205,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(8192), 8192u); /* blk1.q.mm L1->L3 */
+        DG_DUMP("blk1.q.mm", DG_L3(381200), 2048u);
     }
 
     /* step 44: Add 'Add_41' computes in L1 */
@@ -1182,6 +1226,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk1.q.out L1->L3 */
+        DG_DUMP("blk1.q.out", DG_L3(373008), 2048u);
     }
 
     /* step 46: Transpose 'Transpose_43' computes in L1 */
@@ -1200,6 +1245,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(635152), DG_L1(8192), 8192u); /* blk1.q_t.out L1->L3 */
+        DG_DUMP("blk1.q_t.out", DG_L3(635152), 2048u);
     }
 
     /* step 47: MatMul 'MatMul_44' computes in L1 */
@@ -1223,6 +1269,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(8192), 8192u); /* blk1.k.mm L1->L3 */
+        DG_DUMP("blk1.k.mm", DG_L3(381200), 2048u);
     }
 
     /* step 48: Add 'Add_45' computes in L1 */
@@ -1243,6 +1290,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk1.k.out L1->L3 */
+        DG_DUMP("blk1.k.out", DG_L3(373008), 2048u);
     }
 
     /* step 50: Transpose 'Transpose_47' computes in L1 */
@@ -1261,6 +1309,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(643344), DG_L1(8192), 8192u); /* blk1.k_t.out L1->L3 */
+        DG_DUMP("blk1.k_t.out", DG_L3(643344), 2048u);
     }
 
     /* step 51: MatMul 'MatMul_52' computes in L1 */
@@ -1284,6 +1333,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(0), 32768u); /* blk1.qk L1->L3 */
+        DG_DUMP("blk1.qk", DG_L3(373008), 8192u);
     }
 
     /* step 52: Mul 'Mul_53' computes in L1 */
@@ -1304,6 +1354,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(32768), 32768u); /* blk1.scores L1->L3 */
+        DG_DUMP("blk1.scores", DG_L3(405776), 8192u);
     }
 
     /* step 53: Softmax 'Softmax_54' computes in L1 */
@@ -1320,6 +1371,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(32768), 32768u); /* blk1.attn L1->L3 */
+        DG_DUMP("blk1.attn", DG_L3(373008), 8192u);
     }
 
     /* step 54: MatMul 'MatMul_55' computes in L1 */
@@ -1343,6 +1395,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(40960), 8192u); /* blk1.av L1->L3 */
+        DG_DUMP("blk1.av", DG_L3(405776), 2048u);
     }
 
     /* step 55: Transpose 'Transpose_56' computes in L1 */
@@ -1361,6 +1414,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(463120), DG_L1(8192), 8192u); /* blk1.av_t.out L1->L3 */
+        DG_DUMP("blk1.av_t.out", DG_L3(463120), 2048u);
     }
 
     /* step 57: MatMul 'MatMul_58' computes in L1 */
@@ -1384,6 +1438,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(8192), 8192u); /* blk1.proj.mm L1->L3 */
+        DG_DUMP("blk1.proj.mm", DG_L3(405776), 2048u);
     }
 
     /* step 58: Add 'Add_59' computes in L1 */
@@ -1404,6 +1459,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(413968), DG_L1(8192), 8192u); /* blk1.proj.out L1->L3 */
+        DG_DUMP("blk1.proj.out", DG_L3(413968), 2048u);
     }
 
     /* step 59: Add 'Add_60' computes in L1 */
@@ -1421,6 +1477,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(651536), DG_L1(16384), 8192u); /* blk1.res1 L1->L3 */
+        DG_DUMP("blk1.res1", DG_L3(651536), 2048u);
     }
 
     /* step 60: LayerNormalization 'LayerNormalization_61' computes in L1 */
@@ -1445,6 +1502,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(659728), DG_L1(8192), 8192u); /* blk1.ln2.out L1->L3 */
         dg_copy(DG_L3(679184), DG_L1(16384), 256u); /* blk1.ln2.mean L1->L3 */
         dg_copy(DG_L3(679440), DG_L1(16640), 256u); /* blk1.ln2.inv_std L1->L3 */
+        DG_DUMP("blk1.ln2.out", DG_L3(659728), 2048u);
+        DG_DUMP("blk1.ln2.mean", DG_L3(679184), 64u);
+        DG_DUMP("blk1.ln2.inv_std", DG_L3(679440), 64u);
     }
 
     /* step 61: MatMul 'MatMul_62' computes in L1 */
@@ -1468,6 +1528,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(422160), DG_L1(0), 16384u); /* blk1.fc1.mm L1->L3 */
+        DG_DUMP("blk1.fc1.mm", DG_L3(422160), 4096u);
     }
 
     /* step 62: Add 'Add_63' computes in L1 */
@@ -1488,6 +1549,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(16384), 16384u); /* blk1.fc1.out L1->L3 */
+        DG_DUMP("blk1.fc1.out", DG_L3(405776), 4096u);
     }
 
     /* step 63: Gelu 'Gelu_64' computes in L1 */
@@ -1502,6 +1564,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
         }
         dg_copy(DG_L3(422160), DG_L1(16384), 16384u); /* blk1.fc1.gelu L1->L3 */
+        DG_DUMP("blk1.fc1.gelu", DG_L3(422160), 4096u);
     }
 
     /* step 64: MatMul 'MatMul_65' computes in L1 */
@@ -1525,6 +1588,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(438544), DG_L1(24576), 8192u); /* blk1.fc2.mm L1->L3 */
+        DG_DUMP("blk1.fc2.mm", DG_L3(438544), 2048u);
     }
 
     /* step 65: Add 'Add_66' computes in L1 */
@@ -1545,6 +1609,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(446736), DG_L1(8192), 8192u); /* blk1.fc2.out L1->L3 */
+        DG_DUMP("blk1.fc2.out", DG_L3(446736), 2048u);
     }
 
     /* step 66: Add 'Add_67' computes in L1 */
@@ -1562,6 +1627,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(438544), DG_L1(16384), 8192u); /* blk1.res2 L1->L3 */
+        DG_DUMP("blk1.res2", DG_L3(438544), 2048u);
     }
 
     /* step 67: LayerNormalization 'LayerNormalization_68' computes in L1 */
@@ -1586,6 +1652,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(446736), DG_L1(8192), 8192u); /* norm.out L1->L3 */
         dg_copy(DG_L3(677904), DG_L1(16384), 256u); /* norm.mean L1->L3 */
         dg_copy(DG_L3(679696), DG_L1(16640), 256u); /* norm.inv_std L1->L3 */
+        DG_DUMP("norm.out", DG_L3(446736), 2048u);
+        DG_DUMP("norm.mean", DG_L3(677904), 64u);
+        DG_DUMP("norm.inv_std", DG_L3(679696), 64u);
     }
 
     /* step 68: MatMul 'MatMul_69' computes in L1 */
@@ -1609,6 +1678,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(577808), DG_L1(8192), 256u); /* seqpool.mm L1->L3 */
+        DG_DUMP("seqpool.mm", DG_L3(577808), 64u);
     }
 
     /* step 69: Add 'Add_70' computes in L1 */
@@ -1629,6 +1699,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(578064), DG_L1(256), 256u); /* seqpool.out L1->L3 */
+        DG_DUMP("seqpool.out", DG_L3(578064), 64u);
     }
 
     /* step 71: Softmax 'Softmax_72' computes in L1 */
@@ -1645,6 +1716,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
         }
         dg_copy(DG_L3(577808), DG_L1(256), 256u); /* seqpool.attn L1->L3 */
+        DG_DUMP("seqpool.attn", DG_L3(577808), 64u);
     }
 
     /* step 72: MatMul 'MatMul_73' computes in L1 */
@@ -1668,6 +1740,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
         }
         dg_copy(DG_L3(578064), DG_L1(8448), 128u); /* seqpool.out_1 L1->L3 */
+        DG_DUMP("seqpool.out_1", DG_L3(578064), 32u);
     }
 
     /* step 74: Gemm 'Gemm_75' computes in L1 */
@@ -1694,6 +1767,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(578192), DG_L1(1448), 40u); /* fc.out L1->L3 */
+        DG_DUMP("fc.out", DG_L3(578192), 10u);
     }
 
     /* step 75: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::37' computes in L1 */
@@ -1718,6 +1792,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(680504), DG_L1(88), 4u); /* onnx::loss::35 L1->L3 */
         dg_copy(DG_L3(578232), DG_L1(40), 40u); /* onnx::log_prob::36 L1->L3 */
+        DG_DUMP("onnx::loss::35", DG_L3(680504), 1u);
+        DG_DUMP("onnx::log_prob::36", DG_L3(578232), 10u);
     }
 
     /* step 76: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::37_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -1742,6 +1818,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L3(578192), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
+        DG_DUMP("fc.out_grad", DG_L3(578192), 10u);
     }
 
     /* step 77: ReduceSum 'Gemm_75_Grad/ReduceSum_3' computes in L1 */
@@ -1761,6 +1838,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(680464), DG_L1(40), 40u); /* Gemm_75_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_75_Grad/dC_reduced", DG_L3(680464), 10u);
     }
 
     /* step 79: Gemm 'Gemm_75_Grad/Gemm_1' computes in L1 */
@@ -1786,6 +1864,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(676112), DG_L1(0), 1280u); /* fc.weight_grad L1->L3 */
+        DG_DUMP("fc.weight_grad", DG_L3(676112), 320u);
     }
 
     /* step 80: Gemm 'Gemm_75_Grad/Gemm_0' computes in L1 */
@@ -1811,6 +1890,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(578320), DG_L1(1280), 128u); /* seqpool.flat.out_grad L1->L3 */
+        DG_DUMP("seqpool.flat.out_grad", DG_L3(578320), 32u);
     }
 
     /* step 82: FusedMatMul 'MatMul_73_Grad/FusedMatMul_0' computes in L1 */
@@ -1837,6 +1917,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(578064), DG_L1(8192), 256u); /* seqpool.attn_grad L1->L3 */
+        DG_DUMP("seqpool.attn_grad", DG_L3(578064), 64u);
     }
 
     /* step 83: SoftmaxGrad_13 'Softmax_72_Grad/SoftmaxGrad_13_0' computes in L1 */
@@ -1855,6 +1936,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_grad_f32, &args);
         }
         dg_copy(DG_L3(594192), DG_L1(512), 256u); /* seqpool.t.out_grad L1->L3 */
+        DG_DUMP("seqpool.t.out_grad", DG_L3(594192), 64u);
     }
 
     /* step 85: ReduceSum 'Add_70_Grad/ReduceSum_2' computes in L1 */
@@ -1874,6 +1956,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(680512), DG_L1(256), 4u); /* seqpool.bias_grad L1->L3 */
+        DG_DUMP("seqpool.bias_grad", DG_L3(680512), 1u);
     }
 
     /* step 89: Gemm 'MatMul_69_Grad/Gemm_5' computes in L1 */
@@ -1899,6 +1982,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(679952), DG_L1(8448), 128u); /* seqpool.weight_grad L1->L3 */
+        DG_DUMP("seqpool.weight_grad", DG_L3(679952), 32u);
     }
 
     /* step 90: FusedMatMul 'MatMul_73_Grad/FusedMatMul_1' computes in L1 */
@@ -1925,6 +2009,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(446736), DG_L1(0), 8192u); /* norm.out_grad_1 L1->L3 */
+        DG_DUMP("norm.out_grad_1", DG_L3(446736), 2048u);
     }
 
     /* step 91: FusedMatMul 'MatMul_69_Grad/FusedMatMul_0' computes in L1 */
@@ -1951,6 +2036,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(577808), DG_L1(0), 8192u); /* norm.out_grad_0 L1->L3 */
+        DG_DUMP("norm.out_grad_0", DG_L3(577808), 2048u);
     }
 
     /* step 92: Sum 'AccumulateGrad_norm.out_grad' computes in L1 */
@@ -1968,6 +2054,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(594192), DG_L1(16384), 8192u); /* norm.out_grad L1->L3 */
+        DG_DUMP("norm.out_grad", DG_L3(594192), 2048u);
     }
 
     /* step 93: LayerNormalizationGrad 'LayerNormalization_68_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -1997,6 +2084,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(667920), DG_L1(16384), 8192u); /* blk1.res2_grad L1->L3 */
         dg_copy(DG_L3(680208), DG_L1(25216), 128u); /* norm.weight_grad L1->L3 */
         dg_copy(DG_L3(680080), DG_L1(25344), 128u); /* norm.bias_grad L1->L3 */
+        DG_DUMP("blk1.res2_grad", DG_L3(667920), 2048u);
+        DG_DUMP("norm.weight_grad", DG_L3(680208), 32u);
+        DG_DUMP("norm.bias_grad", DG_L3(680080), 32u);
     }
 
     /* step 95: ReduceSum 'Add_66_Grad/ReduceSum_2' computes in L1 */
@@ -2016,6 +2106,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(679696), DG_L1(8192), 128u); /* blk1.fc2.bias_grad L1->L3 */
+        DG_DUMP("blk1.fc2.bias_grad", DG_L3(679696), 32u);
     }
 
     /* step 99: Gemm 'MatMul_65_Grad/Gemm_5' computes in L1 */
@@ -2041,6 +2132,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(577808), DG_L1(24576), 8192u); /* blk1.fc2.weight_grad L1->L3 */
+        DG_DUMP("blk1.fc2.weight_grad", DG_L3(577808), 2048u);
     }
 
     /* step 100: FusedMatMul 'MatMul_65_Grad/FusedMatMul_0' computes in L1 */
@@ -2067,6 +2159,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(438544), DG_L1(0), 16384u); /* blk1.fc1.gelu_grad L1->L3 */
+        DG_DUMP("blk1.fc1.gelu_grad", DG_L3(438544), 4096u);
     }
 
     /* step 101: GeluGrad 'Gelu_64_Grad/GeluGrad_0' computes in L1 */
@@ -2083,6 +2176,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gelu_grad_f32, &args);
         }
         dg_copy(DG_L3(422160), DG_L1(32768), 16384u); /* blk1.fc1.out_grad L1->L3 */
+        DG_DUMP("blk1.fc1.out_grad", DG_L3(422160), 4096u);
     }
 
     /* step 102: ReduceSum 'Add_63_Grad/ReduceSum_2' computes in L1 */
@@ -2102,6 +2196,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(677904), DG_L1(16384), 256u); /* blk1.fc1.bias_grad L1->L3 */
+        DG_DUMP("blk1.fc1.bias_grad", DG_L3(677904), 64u);
     }
 
     /* step 106: Gemm 'MatMul_62_Grad/Gemm_5' computes in L1 */
@@ -2127,6 +2222,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(594192), DG_L1(24576), 8192u); /* blk1.fc1.weight_grad L1->L3 */
+        DG_DUMP("blk1.fc1.weight_grad", DG_L3(594192), 2048u);
     }
 
     /* step 107: FusedMatMul 'MatMul_62_Grad/FusedMatMul_0' computes in L1 */
@@ -2153,6 +2249,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(413968), DG_L1(24576), 8192u); /* blk1.ln2.out_grad L1->L3 */
+        DG_DUMP("blk1.ln2.out_grad", DG_L3(413968), 2048u);
     }
 
     /* step 108: LayerNormalizationGrad 'LayerNormalization_61_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -2182,6 +2279,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(405776), DG_L1(16384), 8192u); /* blk1.res1_grad_1 L1->L3 */
         dg_copy(DG_L3(680336), DG_L1(25216), 128u); /* blk1.ln2.weight_grad L1->L3 */
         dg_copy(DG_L3(679824), DG_L1(25344), 128u); /* blk1.ln2.bias_grad L1->L3 */
+        DG_DUMP("blk1.res1_grad_1", DG_L3(405776), 2048u);
+        DG_DUMP("blk1.ln2.weight_grad", DG_L3(680336), 32u);
+        DG_DUMP("blk1.ln2.bias_grad", DG_L3(679824), 32u);
     }
 
     /* step 110: Sum 'AccumulateGrad_blk1.res1_grad' computes in L1 */
@@ -2199,6 +2299,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(651536), DG_L1(16384), 8192u); /* blk1.res1_grad L1->L3 */
+        DG_DUMP("blk1.res1_grad", DG_L3(651536), 2048u);
     }
 
     /* step 112: ReduceSum 'Add_59_Grad/ReduceSum_2' computes in L1 */
@@ -2218,6 +2319,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(679184), DG_L1(8192), 128u); /* blk1.proj.bias_grad L1->L3 */
+        DG_DUMP("blk1.proj.bias_grad", DG_L3(679184), 32u);
     }
 
     /* step 116: Gemm 'MatMul_58_Grad/Gemm_5' computes in L1 */
@@ -2243,6 +2345,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(667920), DG_L1(16384), 4096u); /* blk1.proj.weight_grad L1->L3 */
+        DG_DUMP("blk1.proj.weight_grad", DG_L3(667920), 1024u);
     }
 
     /* step 117: FusedMatMul 'MatMul_58_Grad/FusedMatMul_0' computes in L1 */
@@ -2269,6 +2372,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(8192), 8192u); /* blk1.merge.out_grad L1->L3 */
+        DG_DUMP("blk1.merge.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 119: Transpose 'Transpose_56_Grad/Transpose_0' computes in L1 */
@@ -2287,6 +2391,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(438544), DG_L1(8192), 8192u); /* blk1.av_grad L1->L3 */
+        DG_DUMP("blk1.av_grad", DG_L3(438544), 2048u);
     }
 
     /* step 120: FusedMatMul 'MatMul_55_Grad/FusedMatMul_1' computes in L1 */
@@ -2313,6 +2418,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(40960), 8192u); /* blk1.v_t.out_grad L1->L3 */
+        DG_DUMP("blk1.v_t.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 121: Transpose 'Transpose_51_Grad/Transpose_0' computes in L1 */
@@ -2331,6 +2437,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(659728), DG_L1(8192), 8192u); /* blk1.v_heads.out_grad L1->L3 */
+        DG_DUMP("blk1.v_heads.out_grad", DG_L3(659728), 2048u);
     }
 
     /* step 123: ReduceSum 'Add_49_Grad/ReduceSum_2' computes in L1 */
@@ -2350,6 +2457,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(679312), DG_L1(8192), 128u); /* blk1.v.bias_grad L1->L3 */
+        DG_DUMP("blk1.v.bias_grad", DG_L3(679312), 32u);
     }
 
     /* step 127: Gemm 'MatMul_48_Grad/Gemm_5' computes in L1 */
@@ -2375,6 +2483,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(672016), DG_L1(16384), 4096u); /* blk1.v.weight_grad L1->L3 */
+        DG_DUMP("blk1.v.weight_grad", DG_L3(672016), 1024u);
     }
 
     /* step 128: FusedMatMul 'MatMul_55_Grad/FusedMatMul_0' computes in L1 */
@@ -2401,6 +2510,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(0), 32768u); /* blk1.attn_grad L1->L3 */
+        DG_DUMP("blk1.attn_grad", DG_L3(405776), 8192u);
     }
 
     /* step 129: SoftmaxGrad_13 'Softmax_54_Grad/SoftmaxGrad_13_0' computes in L1 */
@@ -2419,6 +2529,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_grad_f32, &args);
         }
         dg_copy(DG_L3(438544), DG_L1(65536), 32768u); /* blk1.scores_grad L1->L3 */
+        DG_DUMP("blk1.scores_grad", DG_L3(438544), 8192u);
     }
 
     /* step 130: Mul 'Mul_53_Grad/Mul_0' computes in L1 */
@@ -2439,6 +2550,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(32768), 32768u); /* Mul_53_Grad/PreReduceGrad0 L1->L3 */
+        DG_DUMP("Mul_53_Grad/PreReduceGrad0", DG_L3(373008), 8192u);
     }
 
     /* step 132: FusedMatMul 'MatMul_52_Grad/FusedMatMul_0' computes in L1 */
@@ -2465,6 +2577,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(413968), DG_L1(40960), 8192u); /* blk1.q_t.out_grad L1->L3 */
+        DG_DUMP("blk1.q_t.out_grad", DG_L3(413968), 2048u);
     }
 
     /* step 133: Transpose 'Transpose_43_Grad/Transpose_0' computes in L1 */
@@ -2483,6 +2596,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(8192), 8192u); /* blk1.q_heads.out_grad L1->L3 */
+        DG_DUMP("blk1.q_heads.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 135: ReduceSum 'Add_41_Grad/ReduceSum_2' computes in L1 */
@@ -2502,6 +2616,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(469520), DG_L1(8192), 128u); /* blk1.q.bias_grad L1->L3 */
+        DG_DUMP("blk1.q.bias_grad", DG_L3(469520), 32u);
     }
 
     /* step 139: Gemm 'MatMul_40_Grad/Gemm_5' computes in L1 */
@@ -2527,6 +2642,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(465168), DG_L1(16384), 4096u); /* blk1.q.weight_grad L1->L3 */
+        DG_DUMP("blk1.q.weight_grad", DG_L3(465168), 1024u);
     }
 
     /* step 140: FusedMatMul 'MatMul_52_Grad/FusedMatMul_1' computes in L1 */
@@ -2553,6 +2669,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(413968), DG_L1(40960), 8192u); /* blk1.k_t.out_grad L1->L3 */
+        DG_DUMP("blk1.k_t.out_grad", DG_L3(413968), 2048u);
     }
 
     /* step 141: Transpose 'Transpose_47_Grad/Transpose_0' computes in L1 */
@@ -2571,6 +2688,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk1.k_heads.out_grad L1->L3 */
+        DG_DUMP("blk1.k_heads.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 143: ReduceSum 'Add_45_Grad/ReduceSum_2' computes in L1 */
@@ -2590,6 +2708,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(469648), DG_L1(8192), 128u); /* blk1.k.bias_grad L1->L3 */
+        DG_DUMP("blk1.k.bias_grad", DG_L3(469648), 32u);
     }
 
     /* step 147: Gemm 'MatMul_44_Grad/Gemm_5' computes in L1 */
@@ -2615,6 +2734,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(635152), DG_L1(16384), 4096u); /* blk1.k.weight_grad L1->L3 */
+        DG_DUMP("blk1.k.weight_grad", DG_L3(635152), 1024u);
     }
 
     /* step 148: FusedMatMul 'MatMul_48_Grad/FusedMatMul_0' computes in L1 */
@@ -2641,6 +2761,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(8192), 8192u); /* blk1.ln1.out_grad_2 L1->L3 */
+        DG_DUMP("blk1.ln1.out_grad_2", DG_L3(381200), 2048u);
     }
 
     /* step 149: FusedMatMul 'MatMul_40_Grad/FusedMatMul_0' computes in L1 */
@@ -2667,6 +2788,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(389392), DG_L1(8192), 8192u); /* blk1.ln1.out_grad_1 L1->L3 */
+        DG_DUMP("blk1.ln1.out_grad_1", DG_L3(389392), 2048u);
     }
 
     /* step 150: FusedMatMul 'MatMul_44_Grad/FusedMatMul_0' computes in L1 */
@@ -2693,6 +2815,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(397584), DG_L1(8192), 8192u); /* blk1.ln1.out_grad_0 L1->L3 */
+        DG_DUMP("blk1.ln1.out_grad_0", DG_L3(397584), 2048u);
     }
 
     /* step 151: Sum 'AccumulateGrad_blk1.ln1.out_grad' computes in L1 */
@@ -2711,6 +2834,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(24576), 8192u); /* blk1.ln1.out_grad L1->L3 */
+        DG_DUMP("blk1.ln1.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 152: LayerNormalizationGrad 'LayerNormalization_39_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -2740,6 +2864,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(373008), DG_L1(16384), 8192u); /* blk0.res2_grad_1 L1->L3 */
         dg_copy(DG_L3(469904), DG_L1(25216), 128u); /* blk1.ln1.weight_grad L1->L3 */
         dg_copy(DG_L3(469776), DG_L1(25344), 128u); /* blk1.ln1.bias_grad L1->L3 */
+        DG_DUMP("blk0.res2_grad_1", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.ln1.weight_grad", DG_L3(469904), 32u);
+        DG_DUMP("blk1.ln1.bias_grad", DG_L3(469776), 32u);
     }
 
     /* step 154: Sum 'AccumulateGrad_blk0.res2_grad' computes in L1 */
@@ -2757,6 +2884,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(16384), 8192u); /* blk0.res2_grad L1->L3 */
+        DG_DUMP("blk0.res2_grad", DG_L3(405776), 2048u);
     }
 
     /* step 156: ReduceSum 'Add_37_Grad/ReduceSum_2' computes in L1 */
@@ -2776,6 +2904,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470032), DG_L1(8192), 128u); /* blk0.fc2.bias_grad L1->L3 */
+        DG_DUMP("blk0.fc2.bias_grad", DG_L3(470032), 32u);
     }
 
     /* step 160: Gemm 'MatMul_36_Grad/Gemm_5' computes in L1 */
@@ -2801,6 +2930,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(440592), DG_L1(24576), 8192u); /* blk0.fc2.weight_grad L1->L3 */
+        DG_DUMP("blk0.fc2.weight_grad", DG_L3(440592), 2048u);
     }
 
     /* step 161: FusedMatMul 'MatMul_36_Grad/FusedMatMul_0' computes in L1 */
@@ -2827,6 +2957,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(389392), DG_L1(0), 16384u); /* blk0.fc1.gelu_grad L1->L3 */
+        DG_DUMP("blk0.fc1.gelu_grad", DG_L3(389392), 4096u);
     }
 
     /* step 162: GeluGrad 'Gelu_35_Grad/GeluGrad_0' computes in L1 */
@@ -2843,6 +2974,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gelu_grad_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(32768), 16384u); /* blk0.fc1.out_grad L1->L3 */
+        DG_DUMP("blk0.fc1.out_grad", DG_L3(373008), 4096u);
     }
 
     /* step 163: ReduceSum 'Add_34_Grad/ReduceSum_2' computes in L1 */
@@ -2862,6 +2994,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(469264), DG_L1(16384), 256u); /* blk0.fc1.bias_grad L1->L3 */
+        DG_DUMP("blk0.fc1.bias_grad", DG_L3(469264), 64u);
     }
 
     /* step 167: Gemm 'MatMul_33_Grad/Gemm_5' computes in L1 */
@@ -2887,6 +3020,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(448784), DG_L1(24576), 8192u); /* blk0.fc1.weight_grad L1->L3 */
+        DG_DUMP("blk0.fc1.weight_grad", DG_L3(448784), 2048u);
     }
 
     /* step 168: FusedMatMul 'MatMul_33_Grad/FusedMatMul_0' computes in L1 */
@@ -2913,6 +3047,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(389392), DG_L1(24576), 8192u); /* blk0.ln2.out_grad L1->L3 */
+        DG_DUMP("blk0.ln2.out_grad", DG_L3(389392), 2048u);
     }
 
     /* step 169: LayerNormalizationGrad 'LayerNormalization_32_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -2942,6 +3077,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(373008), DG_L1(16384), 8192u); /* blk0.res1_grad_1 L1->L3 */
         dg_copy(DG_L3(470288), DG_L1(25216), 128u); /* blk0.ln2.weight_grad L1->L3 */
         dg_copy(DG_L3(470160), DG_L1(25344), 128u); /* blk0.ln2.bias_grad L1->L3 */
+        DG_DUMP("blk0.res1_grad_1", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.ln2.weight_grad", DG_L3(470288), 32u);
+        DG_DUMP("blk0.ln2.bias_grad", DG_L3(470160), 32u);
     }
 
     /* step 171: Sum 'AccumulateGrad_blk0.res1_grad' computes in L1 */
@@ -2959,6 +3097,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(456976), DG_L1(16384), 8192u); /* blk0.res1_grad L1->L3 */
+        DG_DUMP("blk0.res1_grad", DG_L3(456976), 2048u);
     }
 
     /* step 173: ReduceSum 'Add_30_Grad/ReduceSum_2' computes in L1 */
@@ -2978,6 +3117,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470416), DG_L1(8192), 128u); /* blk0.proj.bias_grad L1->L3 */
+        DG_DUMP("blk0.proj.bias_grad", DG_L3(470416), 32u);
     }
 
     /* step 177: Gemm 'MatMul_29_Grad/Gemm_5' computes in L1 */
@@ -3003,6 +3143,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(512272), DG_L1(16384), 4096u); /* blk0.proj.weight_grad L1->L3 */
+        DG_DUMP("blk0.proj.weight_grad", DG_L3(512272), 1024u);
     }
 
     /* step 178: FusedMatMul 'MatMul_29_Grad/FusedMatMul_0' computes in L1 */
@@ -3029,6 +3170,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk0.merge.out_grad L1->L3 */
+        DG_DUMP("blk0.merge.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 180: Transpose 'Transpose_27_Grad/Transpose_0' computes in L1 */
@@ -3047,6 +3189,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(8192), 8192u); /* blk0.av_grad L1->L3 */
+        DG_DUMP("blk0.av_grad", DG_L3(405776), 2048u);
     }
 
     /* step 181: FusedMatMul 'MatMul_26_Grad/FusedMatMul_1' computes in L1 */
@@ -3073,6 +3216,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(40960), 8192u); /* blk0.v_t.out_grad L1->L3 */
+        DG_DUMP("blk0.v_t.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 182: Transpose 'Transpose_22_Grad/Transpose_0' computes in L1 */
@@ -3091,6 +3235,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(504080), DG_L1(8192), 8192u); /* blk0.v_heads.out_grad L1->L3 */
+        DG_DUMP("blk0.v_heads.out_grad", DG_L3(504080), 2048u);
     }
 
     /* step 184: ReduceSum 'Add_20_Grad/ReduceSum_2' computes in L1 */
@@ -3110,6 +3255,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470544), DG_L1(8192), 128u); /* blk0.v.bias_grad L1->L3 */
+        DG_DUMP("blk0.v.bias_grad", DG_L3(470544), 32u);
     }
 
     /* step 188: Gemm 'MatMul_19_Grad/Gemm_5' computes in L1 */
@@ -3135,6 +3281,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(516368), DG_L1(16384), 4096u); /* blk0.v.weight_grad L1->L3 */
+        DG_DUMP("blk0.v.weight_grad", DG_L3(516368), 1024u);
     }
 
     /* step 189: FusedMatMul 'MatMul_26_Grad/FusedMatMul_0' computes in L1 */
@@ -3161,6 +3308,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(0), 32768u); /* blk0.attn_grad L1->L3 */
+        DG_DUMP("blk0.attn_grad", DG_L3(373008), 8192u);
     }
 
     /* step 190: SoftmaxGrad_13 'Softmax_25_Grad/SoftmaxGrad_13_0' computes in L1 */
@@ -3179,6 +3327,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_grad_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(65536), 32768u); /* blk0.scores_grad L1->L3 */
+        DG_DUMP("blk0.scores_grad", DG_L3(405776), 8192u);
     }
 
     /* step 191: Mul 'Mul_24_Grad/Mul_0' computes in L1 */
@@ -3199,6 +3348,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(32768), 32768u); /* Mul_24_Grad/PreReduceGrad0 L1->L3 */
+        DG_DUMP("Mul_24_Grad/PreReduceGrad0", DG_L3(307472), 8192u);
     }
 
     /* step 193: FusedMatMul 'MatMul_23_Grad/FusedMatMul_0' computes in L1 */
@@ -3225,6 +3375,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(40960), 8192u); /* blk0.q_t.out_grad L1->L3 */
+        DG_DUMP("blk0.q_t.out_grad", DG_L3(381200), 2048u);
     }
 
     /* step 194: Transpose 'Transpose_14_Grad/Transpose_0' computes in L1 */
@@ -3243,6 +3394,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk0.q_heads.out_grad L1->L3 */
+        DG_DUMP("blk0.q_heads.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 196: ReduceSum 'Add_12_Grad/ReduceSum_2' computes in L1 */
@@ -3262,6 +3414,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470672), DG_L1(8192), 128u); /* blk0.q.bias_grad L1->L3 */
+        DG_DUMP("blk0.q.bias_grad", DG_L3(470672), 32u);
     }
 
     /* step 200: Gemm 'MatMul_11_Grad/Gemm_5' computes in L1 */
@@ -3287,6 +3440,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(520464), DG_L1(16384), 4096u); /* blk0.q.weight_grad L1->L3 */
+        DG_DUMP("blk0.q.weight_grad", DG_L3(520464), 1024u);
     }
 
     /* step 201: FusedMatMul 'MatMul_23_Grad/FusedMatMul_1' computes in L1 */
@@ -3313,6 +3467,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(381200), DG_L1(40960), 8192u); /* blk0.k_t.out_grad L1->L3 */
+        DG_DUMP("blk0.k_t.out_grad", DG_L3(381200), 2048u);
     }
 
     /* step 202: Transpose 'Transpose_18_Grad/Transpose_0' computes in L1 */
@@ -3331,6 +3486,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* blk0.k_heads.out_grad L1->L3 */
+        DG_DUMP("blk0.k_heads.out_grad", DG_L3(307472), 2048u);
     }
 
     /* step 204: ReduceSum 'Add_16_Grad/ReduceSum_2' computes in L1 */
@@ -3350,6 +3506,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470800), DG_L1(8192), 128u); /* blk0.k.bias_grad L1->L3 */
+        DG_DUMP("blk0.k.bias_grad", DG_L3(470800), 32u);
     }
 
     /* step 208: Gemm 'MatMul_15_Grad/Gemm_5' computes in L1 */
@@ -3375,6 +3532,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(524560), DG_L1(16384), 4096u); /* blk0.k.weight_grad L1->L3 */
+        DG_DUMP("blk0.k.weight_grad", DG_L3(524560), 1024u);
     }
 
     /* step 209: FusedMatMul 'MatMul_19_Grad/FusedMatMul_0' computes in L1 */
@@ -3401,6 +3559,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(315664), DG_L1(8192), 8192u); /* blk0.ln1.out_grad_2 L1->L3 */
+        DG_DUMP("blk0.ln1.out_grad_2", DG_L3(315664), 2048u);
     }
 
     /* step 210: FusedMatMul 'MatMul_11_Grad/FusedMatMul_0' computes in L1 */
@@ -3427,6 +3586,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(323856), DG_L1(8192), 8192u); /* blk0.ln1.out_grad_1 L1->L3 */
+        DG_DUMP("blk0.ln1.out_grad_1", DG_L3(323856), 2048u);
     }
 
     /* step 211: FusedMatMul 'MatMul_15_Grad/FusedMatMul_0' computes in L1 */
@@ -3453,6 +3613,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
         }
         dg_copy(DG_L3(332048), DG_L1(8192), 8192u); /* blk0.ln1.out_grad_0 L1->L3 */
+        DG_DUMP("blk0.ln1.out_grad_0", DG_L3(332048), 2048u);
     }
 
     /* step 212: Sum 'AccumulateGrad_blk0.ln1.out_grad' computes in L1 */
@@ -3471,6 +3632,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(24576), 8192u); /* blk0.ln1.out_grad L1->L3 */
+        DG_DUMP("blk0.ln1.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 213: LayerNormalizationGrad 'LayerNormalization_10_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -3500,6 +3662,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(307472), DG_L1(16384), 8192u); /* pos.out_grad_1 L1->L3 */
         dg_copy(DG_L3(471056), DG_L1(25216), 128u); /* blk0.ln1.weight_grad L1->L3 */
         dg_copy(DG_L3(470928), DG_L1(25344), 128u); /* blk0.ln1.bias_grad L1->L3 */
+        DG_DUMP("pos.out_grad_1", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.ln1.weight_grad", DG_L3(471056), 32u);
+        DG_DUMP("blk0.ln1.bias_grad", DG_L3(470928), 32u);
     }
 
     /* step 215: Sum 'AccumulateGrad_pos.out_grad' computes in L1 */
@@ -3517,6 +3682,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(504080), DG_L1(16384), 8192u); /* pos.out_grad L1->L3 */
+        DG_DUMP("pos.out_grad", DG_L3(504080), 2048u);
     }
 
     /* step 218: Transpose 'Transpose_8_Grad/Transpose_0' computes in L1 */
@@ -3535,6 +3701,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* tok.flatten.out_grad L1->L3 */
+        DG_DUMP("tok.flatten.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 220: MaxPoolGrad 'MaxPool_6_Grad/MaxPoolGrad_0' computes in L1 */
@@ -3566,6 +3733,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(0), 32768u); /* tok.conv2.relu_grad L1->L3 */
+        DG_DUMP("tok.conv2.relu_grad", DG_L3(307472), 8192u);
     }
 
     /* step 221: ReluGrad 'Relu_5_Grad/ReluGrad_0' computes in L1 */
@@ -3582,6 +3750,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(65536), 32768u); /* tok.conv2.out_grad L1->L3 */
+        DG_DUMP("tok.conv2.out_grad", DG_L3(373008), 8192u);
     }
 
     /* step 222: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L1 */
@@ -3645,6 +3814,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(424208), DG_L1(86016), 16384u); /* tok.pool1.out_grad L1->L3 */
         dg_copy(DG_L3(405776), DG_L1(51200), 18432u); /* tok.conv2.weight_grad L1->L3 */
+        DG_DUMP("tok.pool1.out_grad", DG_L3(424208), 4096u);
+        DG_DUMP("tok.conv2.weight_grad", DG_L3(405776), 4608u);
     }
 
     /* step 223: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
@@ -3676,6 +3847,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L3(274704), DG_L1(0), 65536u); /* tok.conv1.relu_grad L1->L3 */
+        DG_DUMP("tok.conv1.relu_grad", DG_L3(274704), 16384u);
     }
 
     /* step 224: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L2 */
@@ -3692,6 +3864,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(340240), DG_L2(131072), 65536u); /* tok.conv1.out_grad L2->L3 */
+        DG_DUMP("tok.conv1.out_grad", DG_L3(340240), 16384u);
     }
 
     /* step 225: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -3727,6 +3900,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
         dg_copy(DG_L3(209168), DG_L1(79552), 1728u); /* tok.conv1.weight_grad L1->L3 */
+        DG_DUMP("tok.conv1.weight_grad", DG_L3(209168), 432u);
     }
 
     /* step 226: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1 */

@@ -95,6 +95,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(6928), DG_L1(0), 4608u); /* conv.out L1->L2 */
+        DG_DUMP("conv.out", DG_L2(6928), 1152u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1 */
@@ -109,6 +110,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(1168), DG_L1(4608), 4608u); /* conv.relu L1->L2 */
+        DG_DUMP("conv.relu", DG_L2(1168), 1152u);
     }
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
@@ -140,6 +142,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(11536), DG_L1(6912), 1152u); /* pool.out L1->L2 */
         dg_copy(DG_L2(16144), DG_L1(4608), 2304u); /* pool.indices L1->L2 */
+        DG_DUMP("pool.out", DG_L2(11536), 288u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1 */
@@ -166,6 +169,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(1168), DG_L1(6912), 80u); /* fc.out L1->L2 */
+        DG_DUMP("fc.out", DG_L2(1168), 20u);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::43' computes in L1 */
@@ -190,6 +194,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(20792), DG_L1(176), 4u); /* onnx::loss::41 L1->L2 */
         dg_copy(DG_L2(1248), DG_L1(80), 80u); /* onnx::log_prob::42 L1->L2 */
+        DG_DUMP("onnx::loss::41", DG_L2(20792), 1u);
+        DG_DUMP("onnx::log_prob::42", DG_L2(1248), 20u);
     }
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -214,6 +220,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L2(12688), DG_L1(80), 80u); /* fc.out_grad L1->L2 */
+        DG_DUMP("fc.out_grad", DG_L2(12688), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
@@ -233,6 +240,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(20752), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(20752), 10u);
     }
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
@@ -258,6 +266,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(1168), DG_L1(0), 5760u); /* fc.weight_grad L1->L2 */
+        DG_DUMP("fc.weight_grad", DG_L2(1168), 1440u);
     }
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1 */
@@ -283,6 +292,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(18448), DG_L1(5760), 1152u); /* flatten.out_grad L1->L2 */
+        DG_DUMP("flatten.out_grad", DG_L2(18448), 288u);
     }
 
     /* step 12: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
@@ -314,6 +324,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L2(11536), DG_L1(0), 4608u); /* conv.relu_grad L1->L2 */
+        DG_DUMP("conv.relu_grad", DG_L2(11536), 1152u);
     }
 
     /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1 */
@@ -330,6 +341,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(16144), DG_L1(9216), 4608u); /* conv.out_grad L1->L2 */
+        DG_DUMP("conv.out_grad", DG_L2(16144), 1152u);
     }
 
     /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -393,6 +405,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(6928), DG_L1(5904), 144u); /* conv.weight_grad L1->L2 */
         dg_copy(DG_L2(7072), DG_L1(6048), 16u); /* conv.bias_grad L1->L2 */
+        DG_DUMP("conv.weight_grad", DG_L2(6928), 36u);
+        DG_DUMP("conv.bias_grad", DG_L2(7072), 4u);
     }
 
     /* step 15: SGD 'conv.weight_sgd' computes in L1 */
@@ -411,6 +425,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         dg_copy((void *)dg_w3, DG_L1(0), 144u); /* conv.weight L1->L2 */
+        DG_DUMP("conv.weight_updated", (void *)dg_w3, 36u);
     }
 
     /* step 16: SGD 'conv.bias_sgd' computes in L1 */
@@ -429,6 +444,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         dg_copy((void *)dg_w4, DG_L1(0), 16u); /* conv.bias L1->L2 */
+        DG_DUMP("conv.bias_updated", (void *)dg_w4, 4u);
     }
 
     /* step 17: SGD 'fc.weight_sgd' computes in L1 */
@@ -447,6 +463,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         dg_copy((void *)dg_w5, DG_L1(0), 5760u); /* fc.weight L1->L2 */
+        DG_DUMP("fc.weight_updated", (void *)dg_w5, 1440u);
     }
 
     /* step 18: SGD 'fc.bias_sgd' computes in L1 */
@@ -465,5 +482,6 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         dg_copy((void *)dg_w6, DG_L1(0), 40u); /* fc.bias L1->L2 */
+        DG_DUMP("fc.bias_updated", (void *)dg_w6, 10u);
     }
 }

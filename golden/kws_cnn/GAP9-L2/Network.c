@@ -84,6 +84,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(1960), DG_L1(0), 31360u); /* conv1.out L1->L2 */
+        DG_DUMP("conv1.out", DG_L2(1960), 7840u);
     }
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1 */
@@ -110,6 +111,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
         }
         dg_copy(DG_L2(33320), DG_L1(31360), 31360u); /* bn1.out L1->L2 */
+        DG_DUMP("bn1.out", DG_L2(33320), 7840u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1 */
@@ -124,6 +126,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(1960), DG_L1(31360), 31360u); /* bn1.relu L1->L2 */
+        DG_DUMP("bn1.relu", DG_L2(1960), 7840u);
     }
 
     /* step 3: MaxPool 'MaxPool_4' computes in L1 */
@@ -154,6 +157,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
         }
         dg_copy(DG_L2(33320), DG_L1(31360), 7680u); /* pool1.out L1->L2 */
+        DG_DUMP("pool1.out", DG_L2(33320), 1920u);
     }
 
     /* step 4: Conv 'Conv_5' computes in L1 */
@@ -186,6 +190,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(1960), DG_L1(18432), 15360u); /* conv2.out L1->L2 */
+        DG_DUMP("conv2.out", DG_L2(1960), 3840u);
     }
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1 */
@@ -212,6 +217,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
         }
         dg_copy(DG_L2(17320), DG_L1(15360), 15360u); /* bn2.out L1->L2 */
+        DG_DUMP("bn2.out", DG_L2(17320), 3840u);
     }
 
     /* step 6: Relu 'Relu_7' computes in L1 */
@@ -226,6 +232,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(1960), DG_L1(15360), 15360u); /* bn2.relu L1->L2 */
+        DG_DUMP("bn2.relu", DG_L2(1960), 3840u);
     }
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
@@ -251,6 +258,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
         }
         dg_copy(DG_L2(17320), DG_L1(15360), 128u); /* gap.out L1->L2 */
+        DG_DUMP("gap.out", DG_L2(17320), 32u);
     }
 
     /* step 9: Gemm 'Gemm_10' computes in L1 */
@@ -277,6 +285,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(1960), DG_L1(1712), 48u); /* fc.out L1->L2 */
+        DG_DUMP("fc.out", DG_L2(1960), 12u);
     }
 
     /* step 10: Softmax 'Softmax_11' computes in L1 */
@@ -293,5 +302,6 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
         }
         dg_copy(DG_L2(2008), DG_L1(48), 48u); /* probs L1->L2 */
+        DG_DUMP("probs", DG_L2(2008), 12u);
     }
 }

@@ -103,6 +103,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(23320), DG_L1(0), 31360u); /* conv1.out L1->L3 */
+        DG_DUMP("conv1.out", DG_L3(23320), 7840u);
     }
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1 */
@@ -129,6 +130,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
         }
         dg_copy(DG_L3(54680), DG_L1(31360), 31360u); /* bn1.out L1->L3 */
+        DG_DUMP("bn1.out", DG_L3(54680), 7840u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1 */
@@ -143,6 +145,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(23320), DG_L1(31360), 31360u); /* bn1.relu L1->L3 */
+        DG_DUMP("bn1.relu", DG_L3(23320), 7840u);
     }
 
     /* step 3: MaxPool 'MaxPool_4' computes in L1 */
@@ -173,6 +176,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
         }
         dg_copy(DG_L3(54680), DG_L1(31360), 7680u); /* pool1.out L1->L3 */
+        DG_DUMP("pool1.out", DG_L3(54680), 1920u);
     }
 
     /* step 4: Conv 'Conv_5' computes in L1 */
@@ -205,6 +209,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(23320), DG_L1(18432), 15360u); /* conv2.out L1->L3 */
+        DG_DUMP("conv2.out", DG_L3(23320), 3840u);
     }
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1 */
@@ -231,6 +236,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
         }
         dg_copy(DG_L3(38680), DG_L1(15360), 15360u); /* bn2.out L1->L3 */
+        DG_DUMP("bn2.out", DG_L3(38680), 3840u);
     }
 
     /* step 6: Relu 'Relu_7' computes in L1 */
@@ -245,6 +251,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(23320), DG_L1(15360), 15360u); /* bn2.relu L1->L3 */
+        DG_DUMP("bn2.relu", DG_L3(23320), 3840u);
     }
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
@@ -270,6 +277,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
         }
         dg_copy(DG_L3(38680), DG_L1(15360), 128u); /* gap.out L1->L3 */
+        DG_DUMP("gap.out", DG_L3(38680), 32u);
     }
 
     /* step 9: Gemm 'Gemm_10' computes in L1 */
@@ -296,6 +304,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(23320), DG_L1(1712), 48u); /* fc.out L1->L3 */
+        DG_DUMP("fc.out", DG_L3(23320), 12u);
     }
 
     /* step 10: Softmax 'Softmax_11' computes in L1 */
@@ -312,5 +321,6 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
         }
         dg_copy(DG_L3(23368), DG_L1(48), 48u); /* probs L1->L3 */
+        DG_DUMP("probs", DG_L3(23368), 12u);
     }
 }

@@ -299,6 +299,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(422408), DG_L1(0), 65536u); /* conv1.out L1->L2 */
+        DG_DUMP("conv1.out", DG_L2(422408), 16384u);
     }
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
@@ -325,6 +326,11 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy((void *)dg_w5, DG_L2(193032), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w6, DG_L2(193096), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L2(127496), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L2(193032), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L2(193096), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L2(1057544), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L2(1057608), 16u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L2 */
@@ -337,6 +343,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
+        DG_DUMP("bn1.relu", DG_L2(487944), 16384u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L2 */
@@ -366,6 +373,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
+        DG_DUMP("stack1.conv1.out", DG_L2(553480), 16384u);
     }
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
@@ -392,6 +400,11 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy((void *)dg_w10, DG_L2(193032), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w11, DG_L2(193096), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L2(127496), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L2(193032), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L2(193096), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L2(1057672), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(1057736), 16u);
     }
 
     /* step 5: Relu 'Relu_6' computes in L2 */
@@ -404,6 +417,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
+        DG_DUMP("stack1.bn1.relu", DG_L2(619016), 16384u);
     }
 
     /* step 6: Conv 'Conv_7' computes in L2 */
@@ -433,6 +447,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
+        DG_DUMP("stack1.conv2.out", DG_L2(684552), 16384u);
     }
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
@@ -459,6 +474,11 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy((void *)dg_w15, DG_L2(193032), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w16, DG_L2(193096), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L2(127496), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L2(193032), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L2(193096), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L2(1057800), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1057864), 16u);
     }
 
     /* step 8: Add 'Add_9' computes in L2 */
@@ -473,6 +493,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
+        DG_DUMP("stack1.add", DG_L2(193032), 16384u);
     }
 
     /* step 9: Relu 'Relu_10' computes in L2 */
@@ -485,6 +506,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
+        DG_DUMP("stack1.add.relu", DG_L2(750088), 16384u);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1 */
@@ -518,6 +540,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(127496), DG_L1(65536), 32768u); /* stack2.shortcut.out L1->L2 */
+        DG_DUMP("stack2.shortcut.out", DG_L2(127496), 8192u);
     }
 
     /* step 11: Conv 'Conv_11' computes in L1 */
@@ -550,6 +573,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(815624), DG_L1(65536), 32768u); /* stack2.conv1.out L1->L2 */
+        DG_DUMP("stack2.conv1.out", DG_L2(815624), 8192u);
     }
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
@@ -586,6 +610,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1057160), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w20, DG_L2(193032), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w21, DG_L2(193160), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L2(160264), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L2(193032), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L2(193160), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L2(1057032), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(1057160), 32u);
     }
 
     /* step 13: Relu 'Relu_13' computes in L1 */
@@ -600,6 +629,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(848392), DG_L1(32768), 32768u); /* stack2.bn1.relu L1->L2 */
+        DG_DUMP("stack2.bn1.relu", DG_L2(848392), 8192u);
     }
 
     /* step 14: Conv 'Conv_14' computes in L1 */
@@ -632,6 +662,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(881160), DG_L1(69632), 32768u); /* stack2.conv2.out L1->L2 */
+        DG_DUMP("stack2.conv2.out", DG_L2(881160), 8192u);
     }
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
@@ -668,6 +699,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1057416), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w25, DG_L2(193032), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w26, DG_L2(193160), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L2(160264), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L2(193032), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L2(193160), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L2(1057288), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(1057416), 32u);
     }
 
     /* step 16: Add 'Add_17' computes in L1 */
@@ -685,6 +721,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L2(193032), DG_L1(65536), 32768u); /* stack2.add L1->L2 */
+        DG_DUMP("stack2.add", DG_L2(193032), 8192u);
     }
 
     /* step 17: Relu 'Relu_18' computes in L1 */
@@ -699,6 +736,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(913928), DG_L1(32768), 32768u); /* stack2.add.relu L1->L2 */
+        DG_DUMP("stack2.add.relu", DG_L2(913928), 8192u);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1 */
@@ -732,6 +770,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L2(291336), DG_L1(32768), 16384u); /* stack3.shortcut.out L1->L2 */
+        DG_DUMP("stack3.shortcut.out", DG_L2(291336), 4096u);
     }
 
     /* step 19: Conv 'Conv_19' computes in L2 */
@@ -762,6 +801,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
+        DG_DUMP("stack3.conv1.out", DG_L2(979464), 4096u);
     }
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
@@ -798,6 +838,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1056776), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w32, DG_L2(143880), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w33, DG_L2(144136), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L2(127496), 4096u);
+        DG_DUMP("stack3.bn1.running_mean_out", DG_L2(143880), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L2(144136), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L2(1056520), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(1056776), 64u);
     }
 
     /* step 21: Relu 'Relu_21' computes in L1 */
@@ -812,6 +857,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(995848), DG_L1(16384), 16384u); /* stack3.bn1.relu L1->L2 */
+        DG_DUMP("stack3.bn1.relu", DG_L2(995848), 4096u);
     }
 
     /* step 22: Conv 'Conv_22' computes in L2 */
@@ -842,6 +888,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
+        DG_DUMP("stack3.conv2.out", DG_L2(274952), 4096u);
     }
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
@@ -878,6 +925,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(176904), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w37, DG_L2(127496), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w38, DG_L2(127752), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L2(143880), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L2(127496), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L2(127752), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L2(176648), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(176904), 64u);
     }
 
     /* step 24: Add 'Add_25' computes in L1 */
@@ -895,6 +947,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L2(127496), DG_L1(32768), 16384u); /* stack3.add L1->L2 */
+        DG_DUMP("stack3.add", DG_L2(127496), 4096u);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1 */
@@ -909,6 +962,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(143880), DG_L1(16384), 16384u); /* stack3.add.relu L1->L2 */
+        DG_DUMP("stack3.add.relu", DG_L2(143880), 4096u);
     }
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1 */
@@ -939,6 +993,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
         }
         dg_copy(DG_L2(160264), DG_L1(16384), 256u); /* avgpool.out L1->L2 */
+        DG_DUMP("avgpool.out", DG_L2(160264), 64u);
     }
 
     /* step 28: Gemm 'Gemm_29' computes in L1 */
@@ -965,6 +1020,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(143880), DG_L1(2856), 40u); /* fc.out L1->L2 */
+        DG_DUMP("fc.out", DG_L2(143880), 10u);
     }
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
@@ -989,6 +1045,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(1057968), DG_L1(88), 4u); /* onnx::loss::23 L1->L2 */
         dg_copy(DG_L2(143920), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L2 */
+        DG_DUMP("onnx::loss::23", DG_L2(1057968), 1u);
+        DG_DUMP("onnx::log_prob::24", DG_L2(143920), 10u);
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -1013,6 +1071,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L2(144136), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
+        DG_DUMP("fc.out_grad", DG_L2(144136), 10u);
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
@@ -1032,6 +1091,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(1057928), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L2(1057928), 10u);
     }
 
     /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
@@ -1057,6 +1117,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(1053192), DG_L1(0), 2560u); /* fc.weight_grad L1->L2 */
+        DG_DUMP("fc.weight_grad", DG_L2(1053192), 640u);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1 */
@@ -1082,6 +1143,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(143880), DG_L1(2560), 256u); /* flatten.out_grad L1->L2 */
+        DG_DUMP("flatten.out_grad", DG_L2(143880), 64u);
     }
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
@@ -1112,6 +1174,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
         dg_copy(DG_L2(160264), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
+        DG_DUMP("stack3.add.relu_grad", DG_L2(160264), 4096u);
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1 */
@@ -1128,6 +1191,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(143880), DG_L1(32768), 16384u); /* stack3.add_grad L1->L2 */
+        DG_DUMP("stack3.add_grad", DG_L2(143880), 4096u);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
@@ -1219,6 +1283,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(946696), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L2 */
         dg_copy(DG_L2(1045000), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L2 */
         dg_copy(DG_L2(1055752), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L2 */
+        DG_DUMP("stack2.add.relu_grad_1", DG_L2(946696), 8192u);
+        DG_DUMP("stack3.shortcut.weight_grad", DG_L2(1045000), 2048u);
+        DG_DUMP("stack3.shortcut.bias_grad", DG_L2(1055752), 64u);
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1247,6 +1314,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1012232), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L2 */
         dg_copy(DG_L2(1056264), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L2 */
         dg_copy(DG_L2(1056008), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L2 */
+        DG_DUMP("stack3.conv2.out_grad", DG_L2(1012232), 4096u);
+        DG_DUMP("stack3.bn2.weight_grad", DG_L2(1056264), 64u);
+        DG_DUMP("stack3.bn2.bias_grad", DG_L2(1056008), 64u);
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
@@ -1306,6 +1376,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack3.bn1.relu_grad", DG_L2(1028616), 4096u);
+        DG_DUMP("stack3.conv2.weight_grad", DG_L2(127496), 36864u);
     }
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1 */
@@ -1322,6 +1394,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(274952), DG_L1(32768), 16384u); /* stack3.bn1.out_grad L1->L2 */
+        DG_DUMP("stack3.bn1.out_grad", DG_L2(274952), 4096u);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1350,6 +1423,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1012232), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L2 */
         dg_copy(DG_L2(1028872), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L2 */
         dg_copy(DG_L2(1028616), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L2 */
+        DG_DUMP("stack3.conv1.out_grad", DG_L2(1012232), 4096u);
+        DG_DUMP("stack3.bn1.weight_grad", DG_L2(1028872), 64u);
+        DG_DUMP("stack3.bn1.bias_grad", DG_L2(1028616), 64u);
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
@@ -1409,6 +1485,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack2.add.relu_grad_0", DG_L2(979464), 8192u);
+        DG_DUMP("stack3.conv1.weight_grad", DG_L2(274952), 18432u);
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
@@ -1426,6 +1504,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L2(348680), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
+        DG_DUMP("stack2.add.relu_grad", DG_L2(348680), 8192u);
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1 */
@@ -1442,6 +1521,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(946696), DG_L1(65536), 32768u); /* stack2.add_grad L1->L2 */
+        DG_DUMP("stack2.add_grad", DG_L2(946696), 8192u);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
@@ -1527,6 +1607,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
+        DG_DUMP("stack1.add.relu_grad_1", DG_L2(348680), 16384u);
+        DG_DUMP("stack2.shortcut.weight_grad", DG_L2(414216), 512u);
+        DG_DUMP("stack2.shortcut.bias_grad", DG_L2(416264), 32u);
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1555,6 +1638,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(913928), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L2 */
         dg_copy(DG_L2(416520), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L2 */
         dg_copy(DG_L2(416392), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L2 */
+        DG_DUMP("stack2.conv2.out_grad", DG_L2(913928), 8192u);
+        DG_DUMP("stack2.bn2.weight_grad", DG_L2(416520), 32u);
+        DG_DUMP("stack2.bn2.bias_grad", DG_L2(416392), 32u);
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
@@ -1613,6 +1699,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack2.bn1.relu_grad", DG_L2(881160), 8192u);
+        DG_DUMP("stack2.conv2.weight_grad", DG_L2(946696), 9216u);
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1 */
@@ -1629,6 +1717,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(913928), DG_L1(65536), 32768u); /* stack2.bn1.out_grad L1->L2 */
+        DG_DUMP("stack2.bn1.out_grad", DG_L2(913928), 8192u);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1657,6 +1746,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(881160), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L2 */
         dg_copy(DG_L2(416776), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L2 */
         dg_copy(DG_L2(416648), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L2 */
+        DG_DUMP("stack2.conv1.out_grad", DG_L2(881160), 8192u);
+        DG_DUMP("stack2.bn1.weight_grad", DG_L2(416776), 32u);
+        DG_DUMP("stack2.bn1.bias_grad", DG_L2(416648), 32u);
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
@@ -1715,6 +1807,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack1.add.relu_grad_0", DG_L2(815624), 16384u);
+        DG_DUMP("stack2.conv1.weight_grad", DG_L2(983560), 4608u);
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
@@ -1729,6 +1823,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
+        DG_DUMP("stack1.add.relu_grad", DG_L2(881160), 16384u);
     }
 
     /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L2 */
@@ -1742,6 +1837,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
+        DG_DUMP("stack1.add_grad", DG_L2(348680), 16384u);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -1762,6 +1858,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
+        DG_DUMP("stack1.conv2.out_grad", DG_L2(750088), 16384u);
+        DG_DUMP("stack1.bn2.weight_grad", DG_L2(416968), 16u);
+        DG_DUMP("stack1.bn2.bias_grad", DG_L2(416904), 16u);
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
@@ -1820,6 +1919,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack1.bn1.relu_grad", DG_L2(684552), 16384u);
+        DG_DUMP("stack1.conv2.weight_grad", DG_L2(815624), 2304u);
     }
 
     /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L2 */
@@ -1833,6 +1934,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
+        DG_DUMP("stack1.bn1.out_grad", DG_L2(750088), 16384u);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -1853,6 +1955,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
+        DG_DUMP("stack1.conv1.out_grad", DG_L2(619016), 16384u);
+        DG_DUMP("stack1.bn1.weight_grad", DG_L2(417096), 16u);
+        DG_DUMP("stack1.bn1.bias_grad", DG_L2(417032), 16u);
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
@@ -1911,6 +2016,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("bn1.relu_grad_0", DG_L2(553480), 16384u);
+        DG_DUMP("stack1.conv1.weight_grad", DG_L2(684552), 2304u);
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
@@ -1925,6 +2032,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
+        DG_DUMP("bn1.relu_grad", DG_L2(619016), 16384u);
     }
 
     /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L2 */
@@ -1938,6 +2046,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
+        DG_DUMP("bn1.out_grad", DG_L2(348680), 16384u);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -1958,6 +2067,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
+        DG_DUMP("conv1.out_grad", DG_L2(487944), 16384u);
+        DG_DUMP("bn1.weight_grad", DG_L2(417224), 16u);
+        DG_DUMP("bn1.bias_grad", DG_L2(417160), 16u);
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -1993,6 +2105,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
         dg_copy(DG_L2(348680), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
+        DG_DUMP("conv1.weight_grad", DG_L2(348680), 432u);
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1 */

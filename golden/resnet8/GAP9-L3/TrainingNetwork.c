@@ -332,6 +332,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(859000), DG_L1(0), 65536u); /* conv1.out L1->L3 */
+        DG_DUMP("conv1.out", DG_L3(859000), 16384u);
     }
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
@@ -368,6 +369,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1500648), DG_L2(131520), 64u); /* bn1.saved_inv_std L2->L3 */
         dg_copy(DG_L3(14152), DG_L3(703352), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(14216), DG_L3(703416), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L3(637816), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L3(703352), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L3(703416), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L3(1121664), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L3(1500648), 16u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L2 */
@@ -382,6 +388,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(1432168), DG_L2(65536), 65536u); /* bn1.relu L2->L3 */
+        DG_DUMP("bn1.relu", DG_L3(1432168), 16384u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L2 */
@@ -414,6 +421,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(924792), DG_L2(65536), 65536u); /* stack1.conv1.out L2->L3 */
+        DG_DUMP("stack1.conv1.out", DG_L3(924792), 16384u);
     }
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
@@ -450,6 +458,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1197632), DG_L2(131520), 64u); /* stack1.bn1.saved_inv_std L2->L3 */
         dg_copy(DG_L3(23624), DG_L3(637816), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(23688), DG_L3(703416), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L3(637880), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L3(637816), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L3(703416), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L3(1263872), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1197632), 16u);
     }
 
     /* step 5: Relu 'Relu_6' computes in L2 */
@@ -464,6 +477,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(1198208), DG_L2(65536), 65536u); /* stack1.bn1.relu L2->L3 */
+        DG_DUMP("stack1.bn1.relu", DG_L3(1198208), 16384u);
     }
 
     /* step 6: Conv 'Conv_7' computes in L2 */
@@ -496,6 +510,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(1366336), DG_L2(65536), 65536u); /* stack1.conv2.out L2->L3 */
+        DG_DUMP("stack1.conv2.out", DG_L3(1366336), 16384u);
     }
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
@@ -532,6 +547,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1198016), DG_L2(131520), 64u); /* stack1.bn2.saved_inv_std L2->L3 */
         dg_copy(DG_L3(33096), DG_L3(703416), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(33160), DG_L3(703352), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L3(637816), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L3(703416), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L3(703352), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L3(1197952), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1198016), 16u);
     }
 
     /* step 8: Add 'Add_9' computes in L2 */
@@ -549,6 +569,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(703352), DG_L2(131072), 65536u); /* stack1.add L2->L3 */
+        DG_DUMP("stack1.add", DG_L3(703352), 16384u);
     }
 
     /* step 9: Relu 'Relu_10' computes in L2 */
@@ -563,6 +584,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(990328), DG_L2(65536), 65536u); /* stack1.add.relu L2->L3 */
+        DG_DUMP("stack1.add.relu", DG_L3(990328), 16384u);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1 */
@@ -596,6 +618,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(637816), DG_L1(65536), 32768u); /* stack2.shortcut.out L1->L3 */
+        DG_DUMP("stack2.shortcut.out", DG_L3(637816), 8192u);
     }
 
     /* step 11: Conv 'Conv_11' computes in L1 */
@@ -628,6 +651,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(1132096), DG_L1(65536), 32768u); /* stack2.conv1.out L1->L3 */
+        DG_DUMP("stack2.conv1.out", DG_L3(1132096), 8192u);
     }
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
@@ -664,6 +688,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1500840), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L3 */
         dg_copy(DG_L3(51912), DG_L3(703352), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(52040), DG_L3(703480), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L3(670584), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L3(703352), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L3(703480), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L3(1500712), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1500840), 32u);
     }
 
     /* step 13: Relu 'Relu_13' computes in L1 */
@@ -678,6 +707,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(1164864), DG_L1(32768), 32768u); /* stack2.bn1.relu L1->L3 */
+        DG_DUMP("stack2.bn1.relu", DG_L3(1164864), 8192u);
     }
 
     /* step 14: Conv 'Conv_14' computes in L1 */
@@ -710,6 +740,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(1263936), DG_L1(69632), 32768u); /* stack2.conv2.out L1->L3 */
+        DG_DUMP("stack2.conv2.out", DG_L3(1263936), 8192u);
     }
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
@@ -746,6 +777,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1329600), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L3 */
         dg_copy(DG_L3(89288), DG_L3(703352), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(89416), DG_L3(703480), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L3(670584), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L3(703352), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L3(703480), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L3(1329472), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1329600), 32u);
     }
 
     /* step 16: Add 'Add_17' computes in L1 */
@@ -763,6 +799,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(703352), DG_L1(65536), 32768u); /* stack2.add L1->L3 */
+        DG_DUMP("stack2.add", DG_L3(703352), 8192u);
     }
 
     /* step 17: Relu 'Relu_18' computes in L1 */
@@ -777,6 +814,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(1329728), DG_L1(32768), 32768u); /* stack2.add.relu L1->L3 */
+        DG_DUMP("stack2.add.relu", DG_L3(1329728), 8192u);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1 */
@@ -810,6 +848,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(671096), DG_L1(32768), 16384u); /* stack3.shortcut.out L1->L3 */
+        DG_DUMP("stack3.shortcut.out", DG_L3(671096), 4096u);
     }
 
     /* step 19: Conv 'Conv_19' computes in L2 */
@@ -842,6 +881,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(818296), DG_L2(106496), 16384u); /* stack3.conv1.out L2->L3 */
+        DG_DUMP("stack3.conv1.out", DG_L3(818296), 4096u);
     }
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
@@ -878,6 +918,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(851064), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L3 */
         dg_copy(DG_L3(165960), DG_L3(637816), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(166216), DG_L3(654456), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L3(638072), 4096u);
+        DG_DUMP("stack3.bn1.running_mean_out", DG_L3(637816), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L3(654456), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L3(785272), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(851064), 64u);
     }
 
     /* step 21: Relu 'Relu_21' computes in L1 */
@@ -892,6 +937,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(834680), DG_L1(16384), 16384u); /* stack3.bn1.relu L1->L3 */
+        DG_DUMP("stack3.bn1.relu", DG_L3(834680), 4096u);
     }
 
     /* step 22: Conv 'Conv_22' computes in L2 */
@@ -924,6 +970,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(687736), DG_L2(163840), 16384u); /* stack3.conv2.out L2->L3 */
+        DG_DUMP("stack3.conv2.out", DG_L3(687736), 4096u);
     }
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
@@ -960,6 +1007,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(687480), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L3 */
         dg_copy(DG_L3(314440), DG_L3(637816), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(314696), DG_L3(654712), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L3(638328), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L3(637816), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L3(654712), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L3(638072), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L3(687480), 64u);
     }
 
     /* step 24: Add 'Add_25' computes in L1 */
@@ -977,6 +1029,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
         }
         dg_copy(DG_L3(654712), DG_L1(32768), 16384u); /* stack3.add L1->L3 */
+        DG_DUMP("stack3.add", DG_L3(654712), 4096u);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1 */
@@ -991,6 +1044,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L3(638328), DG_L1(16384), 16384u); /* stack3.add.relu L1->L3 */
+        DG_DUMP("stack3.add.relu", DG_L3(638328), 4096u);
     }
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1 */
@@ -1021,6 +1075,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
         }
         dg_copy(DG_L3(671096), DG_L1(16384), 256u); /* avgpool.out L1->L3 */
+        DG_DUMP("avgpool.out", DG_L3(671096), 64u);
     }
 
     /* step 28: Gemm 'Gemm_29' computes in L1 */
@@ -1047,6 +1102,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(637816), DG_L1(2856), 40u); /* fc.out L1->L3 */
+        DG_DUMP("fc.out", DG_L3(637816), 10u);
     }
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
@@ -1071,6 +1127,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1121656), DG_L1(88), 4u); /* onnx::loss::23 L1->L3 */
         dg_copy(DG_L3(637856), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L3 */
+        DG_DUMP("onnx::loss::23", DG_L3(1121656), 1u);
+        DG_DUMP("onnx::log_prob::24", DG_L3(637856), 10u);
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -1095,6 +1153,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L3(637816), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
+        DG_DUMP("fc.out_grad", DG_L3(637816), 10u);
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
@@ -1114,6 +1173,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(1431872), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L3(1431872), 10u);
     }
 
     /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
@@ -1139,6 +1199,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(1497704), DG_L1(0), 2560u); /* fc.weight_grad L1->L3 */
+        DG_DUMP("fc.weight_grad", DG_L3(1497704), 640u);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1 */
@@ -1164,6 +1225,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(638328), DG_L1(2560), 256u); /* flatten.out_grad L1->L3 */
+        DG_DUMP("flatten.out_grad", DG_L3(638328), 64u);
     }
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
@@ -1194,6 +1256,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
         dg_copy(DG_L3(671096), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
+        DG_DUMP("stack3.add.relu_grad", DG_L3(671096), 4096u);
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1 */
@@ -1210,6 +1273,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(638328), DG_L1(32768), 16384u); /* stack3.add_grad L1->L3 */
+        DG_DUMP("stack3.add_grad", DG_L3(638328), 4096u);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
@@ -1301,6 +1365,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1088632), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L3 */
         dg_copy(DG_L3(1121728), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L3 */
         dg_copy(DG_L3(1121400), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L3 */
+        DG_DUMP("stack2.add.relu_grad_1", DG_L3(1088632), 8192u);
+        DG_DUMP("stack3.shortcut.weight_grad", DG_L3(1121728), 2048u);
+        DG_DUMP("stack3.shortcut.bias_grad", DG_L3(1121400), 64u);
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1329,6 +1396,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(801912), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L3 */
         dg_copy(DG_L3(1431912), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L3 */
         dg_copy(DG_L3(924536), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L3 */
+        DG_DUMP("stack3.conv2.out_grad", DG_L3(801912), 4096u);
+        DG_DUMP("stack3.bn2.weight_grad", DG_L3(1431912), 64u);
+        DG_DUMP("stack3.bn2.bias_grad", DG_L3(924536), 64u);
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
@@ -1392,6 +1462,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(785528), DG_L2(327680), 16384u); /* stack3.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(637816), DG_L2(147456), 147456u); /* stack3.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack3.bn1.relu_grad", DG_L3(785528), 4096u);
+        DG_DUMP("stack3.conv2.weight_grad", DG_L3(637816), 36864u);
     }
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1 */
@@ -1408,6 +1480,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(801912), DG_L1(32768), 16384u); /* stack3.bn1.out_grad L1->L3 */
+        DG_DUMP("stack3.bn1.out_grad", DG_L3(801912), 4096u);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1436,6 +1509,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1055864), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L3 */
         dg_copy(DG_L3(1500264), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L3 */
         dg_copy(DG_L3(1197696), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L3 */
+        DG_DUMP("stack3.conv1.out_grad", DG_L3(1055864), 4096u);
+        DG_DUMP("stack3.bn1.weight_grad", DG_L3(1500264), 64u);
+        DG_DUMP("stack3.bn1.bias_grad", DG_L3(1197696), 64u);
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
@@ -1499,6 +1575,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1296704), DG_L2(180224), 32768u); /* stack2.add.relu_grad_0 L2->L3 */
         dg_copy(DG_L3(785272), DG_L2(73728), 73728u); /* stack3.conv1.weight_grad L2->L3 */
+        DG_DUMP("stack2.add.relu_grad_0", DG_L3(1296704), 8192u);
+        DG_DUMP("stack3.conv1.weight_grad", DG_L3(785272), 18432u);
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
@@ -1516,6 +1594,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(1055864), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
+        DG_DUMP("stack2.add.relu_grad", DG_L3(1055864), 8192u);
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1 */
@@ -1532,6 +1611,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(1296704), DG_L1(65536), 32768u); /* stack2.add_grad L1->L3 */
+        DG_DUMP("stack2.add_grad", DG_L3(1296704), 8192u);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
@@ -1623,6 +1703,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1055864), DG_L2(65536), 65536u); /* stack1.add.relu_grad_1 L2->L3 */
         dg_copy(DG_L3(1129920), DG_L2(165888), 2048u); /* stack2.shortcut.weight_grad L2->L3 */
         dg_copy(DG_L3(1198080), DG_L2(167936), 128u); /* stack2.shortcut.bias_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad_1", DG_L3(1055864), 16384u);
+        DG_DUMP("stack2.shortcut.weight_grad", DG_L3(1129920), 512u);
+        DG_DUMP("stack2.shortcut.bias_grad", DG_L3(1198080), 32u);
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1651,6 +1734,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1333568), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L3 */
         dg_copy(DG_L3(1263744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L3 */
         dg_copy(DG_L3(1131968), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L3 */
+        DG_DUMP("stack2.conv2.out_grad", DG_L3(1333568), 8192u);
+        DG_DUMP("stack2.bn2.weight_grad", DG_L3(1263744), 32u);
+        DG_DUMP("stack2.bn2.bias_grad", DG_L3(1131968), 32u);
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
@@ -1714,6 +1800,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1300800), DG_L2(139264), 32768u); /* stack2.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(1263936), DG_L2(36864), 36864u); /* stack2.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack2.bn1.relu_grad", DG_L3(1300800), 8192u);
+        DG_DUMP("stack2.conv2.weight_grad", DG_L3(1263936), 9216u);
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1 */
@@ -1730,6 +1818,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(1333568), DG_L1(65536), 32768u); /* stack2.bn1.out_grad L1->L3 */
+        DG_DUMP("stack2.bn1.out_grad", DG_L3(1333568), 8192u);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -1758,6 +1847,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1164864), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L3 */
         dg_copy(DG_L3(1519144), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L3 */
         dg_copy(DG_L3(1500520), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L3 */
+        DG_DUMP("stack2.conv1.out_grad", DG_L3(1164864), 8192u);
+        DG_DUMP("stack2.bn1.weight_grad", DG_L3(1519144), 32u);
+        DG_DUMP("stack2.bn1.bias_grad", DG_L3(1500520), 32u);
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
@@ -1821,6 +1913,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1300800), DG_L2(65536), 65536u); /* stack1.add.relu_grad_0 L2->L3 */
         dg_copy(DG_L3(1500712), DG_L2(182272), 18432u); /* stack2.conv1.weight_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad_0", DG_L3(1300800), 16384u);
+        DG_DUMP("stack2.conv1.weight_grad", DG_L3(1500712), 4608u);
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
@@ -1838,6 +1932,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad", DG_L3(1132096), 16384u);
     }
 
     /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L2 */
@@ -1854,6 +1949,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(1300800), DG_L2(131072), 65536u); /* stack1.add_grad L2->L3 */
+        DG_DUMP("stack1.add_grad", DG_L3(1300800), 16384u);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -1882,6 +1978,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* stack1.conv2.out_grad L2->L3 */
         dg_copy(DG_L3(1074360), DG_L2(196800), 64u); /* stack1.bn2.weight_grad L2->L3 */
         dg_copy(DG_L3(990328), DG_L2(196864), 64u); /* stack1.bn2.bias_grad L2->L3 */
+        DG_DUMP("stack1.conv2.out_grad", DG_L3(990392), 16384u);
+        DG_DUMP("stack1.bn2.weight_grad", DG_L3(1074360), 16u);
+        DG_DUMP("stack1.bn2.bias_grad", DG_L3(990328), 16u);
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
@@ -1945,6 +2044,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(1055928), DG_L2(205824), 9216u); /* stack1.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack1.bn1.relu_grad", DG_L3(1132096), 16384u);
+        DG_DUMP("stack1.conv2.weight_grad", DG_L3(1055928), 2304u);
     }
 
     /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L2 */
@@ -1961,6 +2062,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* stack1.bn1.out_grad L2->L3 */
+        DG_DUMP("stack1.bn1.out_grad", DG_L3(990392), 16384u);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -1989,6 +2091,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.conv1.out_grad L2->L3 */
         dg_copy(DG_L3(1074488), DG_L2(196800), 64u); /* stack1.bn1.weight_grad L2->L3 */
         dg_copy(DG_L3(1074424), DG_L2(196864), 64u); /* stack1.bn1.bias_grad L2->L3 */
+        DG_DUMP("stack1.conv1.out_grad", DG_L3(1132096), 16384u);
+        DG_DUMP("stack1.bn1.weight_grad", DG_L3(1074488), 16u);
+        DG_DUMP("stack1.bn1.bias_grad", DG_L3(1074424), 16u);
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
@@ -2052,6 +2157,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(924792), DG_L2(131072), 65536u); /* bn1.relu_grad_0 L2->L3 */
         dg_copy(DG_L3(1065144), DG_L2(205824), 9216u); /* stack1.conv1.weight_grad L2->L3 */
+        DG_DUMP("bn1.relu_grad_0", DG_L3(924792), 16384u);
+        DG_DUMP("stack1.conv1.weight_grad", DG_L3(1065144), 2304u);
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
@@ -2069,6 +2176,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
+        DG_DUMP("bn1.relu_grad", DG_L3(990392), 16384u);
     }
 
     /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L2 */
@@ -2085,6 +2193,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* bn1.out_grad L2->L3 */
+        DG_DUMP("bn1.out_grad", DG_L3(1132096), 16384u);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -2113,6 +2222,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* conv1.out_grad L2->L3 */
         dg_copy(DG_L3(924856), DG_L2(196800), 64u); /* bn1.weight_grad L2->L3 */
         dg_copy(DG_L3(924792), DG_L2(196864), 64u); /* bn1.bias_grad L2->L3 */
+        DG_DUMP("conv1.out_grad", DG_L3(990392), 16384u);
+        DG_DUMP("bn1.weight_grad", DG_L3(924856), 16u);
+        DG_DUMP("bn1.bias_grad", DG_L3(924792), 16u);
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -2148,6 +2260,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
         dg_copy(DG_L3(859048), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
+        DG_DUMP("conv1.weight_grad", DG_L3(859048), 432u);
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1 */
