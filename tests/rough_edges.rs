@@ -130,3 +130,61 @@ fn a_missing_l3_image_names_the_folder_looked_in() {
     assert!(all.contains("FATAL: cannot open l3.bin in /"), "{all}");
     assert!(all.contains("/hex (the readfs folder"), "{all}");
 }
+
+/// The README's synopsis of each command: (command, long flags named,
+/// those outside brackets). `-j` stands for `--jobs`.
+fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let block = readme.split("## Commands").nth(1).unwrap().split("\n\n").nth(1).unwrap();
+    let mut out: Vec<(String, BTreeSet<String>, BTreeSet<String>)> = vec![];
+    // Brackets may span lines of one command.
+    let mut depth = 0i32;
+    for line in block.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"deploygen") {
+            out.push((words[1].to_string(), BTreeSet::new(), BTreeSet::new()));
+            depth = 0;
+        }
+        let (_, all, required) = out.last_mut().expect("the block starts with a command");
+        for w in &words {
+            let flag = w.trim_start_matches('[').trim_end_matches(']');
+            let name = if flag == "-j" { Some("jobs") } else { flag.strip_prefix("--") };
+            depth += w.matches('[').count() as i32;
+            if let Some(n) = name {
+                all.insert(n.to_string());
+                if depth == 0 {
+                    required.insert(n.to_string());
+                }
+            }
+            depth -= w.matches(']').count() as i32;
+        }
+    }
+    out
+}
+
+/// The README synopsis and `--help` agree: every flag in both, and the
+/// same ones required.
+#[test]
+fn the_readme_synopsis_agrees_with_help() {
+    let commands = synopsis();
+    assert_eq!(commands.len(), 6, "{commands:?}");
+    for (cmd, all, required) in commands {
+        let help = text(&deploygen(&[&cmd, "--help"], common::root()));
+        let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap().to_string();
+        let flags = |s: &str| -> BTreeSet<String> {
+            s.split(|c: char| c.is_whitespace() || c == ',')
+                .filter_map(|w| w.strip_prefix("--"))
+                .filter(|w| !w.is_empty() && !["help", "version"].contains(w))
+                .map(str::to_string)
+                .collect()
+        };
+        let listed: BTreeSet<String> = help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .flat_map(|l| flags(l.split("  ").next().unwrap_or("")))
+            .collect();
+        assert_eq!(all, listed, "deploygen {cmd}: README synopsis flags vs --help");
+        assert_eq!(required, flags(&usage), "deploygen {cmd}: required flags (README vs {usage})");
+    }
+}

@@ -17,7 +17,8 @@ pub struct Args {
     /// Target platform (GAP9, Siracusa, host).
     #[arg(long)]
     pub platform: String,
-    /// Where graph I/O, weights and buffers live unless a rule moves them.
+    /// Where graph I/O, weights and buffers live unless a rule moves them
+    /// (L2 or L3; default: L2).
     #[arg(long, value_name = "LEVEL")]
     pub default_mem: Option<String>,
     /// L1 capacity in bytes (overrides the platform's).

@@ -33,7 +33,8 @@ pub struct Args {
     /// Target platform for the memory plan (GAP9, Siracusa, host).
     #[arg(long)]
     platform: Option<String>,
-    /// Where graph I/O, weights and buffers live unless a rule moves them.
+    /// Where graph I/O, weights and buffers live unless a rule moves them
+    /// (L2 or L3; default with --platform: L2).
     #[arg(long, value_name = "LEVEL")]
     default_mem: Option<String>,
     /// L1 capacity in bytes (overrides the platform's).

@@ -24,8 +24,8 @@ pub struct TestArgs {
     /// Target platform (GAP9, Siracusa, host); repeat for several.
     #[arg(long, required = true, value_name = "P")]
     pub platform: Vec<String>,
-    /// Default memory level (L2 or L3); repeat for several.
-    #[arg(long, required = true, value_name = "LEVEL")]
+    /// Default memory level (L2 or L3); repeat for several (default: L2, as for build).
+    #[arg(long, value_name = "LEVEL", default_value = "L2")]
     pub default_mem: Vec<String>,
     /// L1 capacity in bytes (overrides the platform's).
     #[arg(long, value_name = "BYTES")]
