@@ -149,8 +149,11 @@ pub struct Options {
     pub unknown_attrs: import::UnknownAttrs,
     /// Told the name of each stage as it starts (`build` says what it is
     /// doing when generation takes long).
-    pub on_stage: Option<fn(&'static str)>,
+    pub on_stage: Option<StageHook>,
 }
+
+/// Told a stage's name as it starts.
+pub type StageHook = fn(&'static str);
 
 impl Options {
     pub fn new(plan: PlanOptions) -> Options {
@@ -183,7 +186,7 @@ pub struct Generated {
 
 /// Runs `f`, recording its time under `stage`, and tags its error.
 fn timed<T>(
-    (timings, on_stage): (&mut Vec<Timing>, Option<fn(&'static str)>),
+    (timings, on_stage): (&mut Vec<Timing>, Option<StageHook>),
     name: &'static str,
     stage: Stage,
     f: impl FnOnce() -> crate::Result<T>,

@@ -41,11 +41,7 @@ fn decode_failure(bytes: &[u8], e: &prost::DecodeError) -> String {
         [b0, b1, ..] if b1 & 0x80 == 0 => u32::from(b0 & 0x7f) | u32::from(*b1) << 7,
         _ => 0,
     };
-    let plausible = match (key >> 3, key & 7) {
-        (1 | 5, 0) => true,
-        (2..=4 | 6..=8 | 14 | 20 | 21 | 25, 2) => true,
-        _ => false,
-    };
+    let plausible = matches!((key >> 3, key & 7), (1 | 5, 0) | (2..=4 | 6..=8 | 14 | 20 | 21 | 25, 2));
     if bytes.is_empty() {
         "the file is empty".into()
     } else if !plausible {
