@@ -371,8 +371,8 @@ pub fn parallelism() -> usize {
 }
 
 /// `ccache gcc` when `CC` is not set, ccache is on `PATH` and
-/// `DEPLOYGEN_CCACHE` is not `0`: the runtime's sources are the same in
-/// every generated project, so their objects are compiled once.
+/// `DEPLOYGEN_CCACHE` is not `0`: a case run again (the same generated
+/// sources) compiles nothing. The runtime comes from its archive either way.
 fn cached_compiler() -> Option<String> {
     if std::env::var_os("CC").is_some() || std::env::var("DEPLOYGEN_CCACHE").is_ok_and(|v| v == "0") {
         return None;
