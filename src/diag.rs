@@ -94,4 +94,6 @@ pub enum Hint {
     DefaultMem { level: Level },
     /// Give a level at least this many bytes.
     Capacity { level: Level, bytes: u64 },
+    /// Keep the harness's test data and references in L3.
+    TestDataL3,
 }

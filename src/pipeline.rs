@@ -236,15 +236,19 @@ pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
     Ok(Generated { model, binding, plan, project, timings })
 }
 
-/// The plan options with the test data the project will carry: static
-/// L2 arrays the plan must count (in the L2 image and its capacity).
+/// The plan options with the test data the project will carry: static L2
+/// arrays the plan must count (in the L2 image and its capacity), or one
+/// L3 block the harness streams from (`PlanOptions::test_data`).
 pub fn plan_options(model: &Model, binding: Option<&Binding>, base: &PlanOptions) -> PlanOptions {
     let mut o = base.clone();
     if let Some(b) = binding {
         let bytes = b.test_data_bytes(model.roles.is_training());
         if bytes > 0 {
-            let name = "test data (testinputs.h, testoutputs.h)".to_string();
-            o.statics.push(StaticRequest { name, bytes, level: Level::L2 });
+            let (level, movable) = match base.test_data {
+                Some(l) => (l, false),
+                None => (Level::L2, true),
+            };
+            o.statics.push(StaticRequest { name: plan::TEST_DATA.into(), bytes, level, movable });
         }
     }
     o

@@ -128,6 +128,10 @@ static int harness(void)
 #ifndef TRAINING_SKIP_INITWEIGHT_COPY
     CopyInitialWeights();
 #endif
+{%- if f.test_l3.is_some() %}
+    if (dg_load_file_to_l3(DG_L3(TEST_DATA_L3_BASE), TEST_DATA_L3_FILE, TEST_DATA_L3_BYTES) != TEST_DATA_L3_BYTES)
+        return init_failed("cannot load the test data (" TEST_DATA_L3_FILE ") into L3");
+{%- endif %}
 {%- if f.training %}
     if (DeeployOptNetwork_learning_rate != NULL) {
         float lr = TRAINING_LEARNING_RATE;
@@ -145,7 +149,7 @@ static int harness(void)
 #endif
 #if TEST_NUM_DATA_SLOTS > 0
             for (i = 0; i < TEST_NUM_DATA_SLOTS; i++)
-                dg_copy(DeeployNetwork_inputs[testDataSlots[i]], testDataVector[mb % TRAINING_DATA_SIZE][i],
+                dg_copy(DeeployNetwork_inputs[testDataSlots[i]], TEST_DATA(mb % TRAINING_DATA_SIZE, i),
                         DeeployNetwork_inputs_bytes[testDataSlots[i]]);
 #endif
             if (send_task(run_network_task) != 0)
@@ -162,7 +166,7 @@ static int harness(void)
 {%- else %}
 #if TEST_NUM_DATA_SLOTS > 0
     for (i = 0; i < TEST_NUM_DATA_SLOTS; i++)
-        dg_copy(DeeployNetwork_inputs[testDataSlots[i]], testDataVector[mb][i],
+        dg_copy(DeeployNetwork_inputs[testDataSlots[i]], TEST_DATA(mb, i),
                 DeeployNetwork_inputs_bytes[testDataSlots[i]]);
 #endif
     if (send_task(run_network_task) != 0)

@@ -38,6 +38,17 @@
 {%- if f.skip_copy %}
 #define TRAINING_SKIP_INITWEIGHT_COPY
 {%- endif %}
+{%- match f.test_l3 %}
+{%- when Some with (t) %}
+
+/* The test data and references live in L3: hex/{{ t.file }} ({{ t.bytes }} B) is
+ * loaded at DG_L3({{ t.base }}) after Init, and each mini-batch is copied
+ * from there into the input buffers before its step. */
+#define TEST_DATA_L3_FILE "{{ t.file }}"
+#define TEST_DATA_L3_BASE {{ t.base }}u
+#define TEST_DATA_L3_BYTES {{ t.bytes }}u
+{%- when None %}
+{%- endmatch %}
 {%- for d in f.data_arrays %}
 
 PI_L2 static {{ d.ctype }} {{ d.name }}[] = {
@@ -50,6 +61,18 @@ PI_L2 static {{ d.ctype }} {{ d.name }}[] = {
 
 /* Input-table slot of each data array. */
 static const uint32_t testDataSlots[TEST_NUM_DATA_SLOTS] = { {% for s in f.data_slots %}{{ s }}u, {% endfor %}};
+{%- if f.test_l3.is_some() %}
+/* L3 arena offset of each data array, per mini-batch and slot. */
+{%- for row in f.data_rows %}
+static const uint32_t testDataRow{{ loop.index0 }}[TEST_NUM_DATA_SLOTS] = { {% for n in row %}{{ n }}, {% endfor %}};
+{%- endfor %}
+static const uint32_t *const testDataVector[TRAINING_DATA_SIZE] = {
+{%- for row in f.data_rows %}
+    testDataRow{{ loop.index0 }},
+{%- endfor %}
+};
+#define TEST_DATA(mb, i) DG_L3(testDataVector[mb][i])
+{%- else %}
 {%- for row in f.data_rows %}
 static void *const testDataRow{{ loop.index0 }}[TEST_NUM_DATA_SLOTS] = { {% for n in row %}{{ n }}, {% endfor %}};
 {%- endfor %}
@@ -58,6 +81,8 @@ static void *const *const testDataVector[TRAINING_DATA_SIZE] = {
     testDataRow{{ loop.index0 }},
 {%- endfor %}
 };
+#define TEST_DATA(mb, i) (testDataVector[mb][i])
+{%- endif %}
 {%- endif %}
 
 #endif

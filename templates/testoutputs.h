@@ -18,12 +18,19 @@
 /* The exact number of values the harness must compare. */
 #define EXPECTED_COMPARED {{ f.expected }}u
 {%- if f.loss_refs > 0 %}
+{%- match f.loss_l3 %}
+{%- when Some with (at) %}
+
+/* In L3, in hex/testdata.bin (see testinputs.h). */
+#define testLossRef {{ at }}
+{%- when None %}
 
 PI_L2 static float testLossRef[N_LOSS_REFS] = {
 {%- for l in f.loss_lines %}
 {{ l }}
 {%- endfor %}
 };
+{%- endmatch %}
 {%- endif %}
 {%- for d in f.refs %}
 

@@ -168,8 +168,8 @@ fn resnet8_with_l3_staged_weights_runs() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("p");
-    // 362,904 B of the image are test data: one weight is staged.
-    let o = build(&common::zoo("resnet8"), "GAP9", "L2", &out, &["--l2-image", "420000"]);
+    // 362,904 B of the image are test data, kept in L2: one weight is staged.
+    let o = build(&common::zoo("resnet8"), "GAP9", "L2", &out, &["--l2-image", "420000", "--test-data", "L2"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("l3-staged"));
     let m = manifest(&out);
@@ -365,12 +365,13 @@ fn every_model_generates_on_every_platform_and_level() {
 
 #[test]
 fn the_test_data_is_counted_in_the_l2_plan() {
-    // testinputs.h and testoutputs.h are static L2 arrays: the plan must
-    // count them in L2 (capacity and image), not only the weights.
+    // testinputs.h and testoutputs.h, kept in L2, are static L2 arrays: the
+    // plan must count them in L2 (capacity and image), not only the weights.
     let args = BuildArgs {
         model: common::zoo("resnet8"),
         platform: "GAP9".into(),
         default_mem: Some("L2".into()),
+        test_data: Some("L2".into()),
         ..Default::default()
     };
     let b = generate(&args).unwrap();

@@ -173,6 +173,25 @@ fn kernels_match_onnxruntime_with_the_inline_team() {
     wave2_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "1,3,8"]);
 }
 
+/// The 32-bit cores' code paths (4-wide tiles, the A panels of the matrix
+/// products) built on the host give the same bits on 1, 3 and 8 cores and
+/// match the references.
+#[test]
+fn kernels_match_onnxruntime_with_the_rv32_tiling() {
+    kernels_pass(
+        "-DDG_PLATFORM_GAP9",
+        "-O2",
+        &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
+        &["--cores", "1,3,8"],
+    );
+    wave2_pass(
+        "-DDG_PLATFORM_GAP9",
+        "-O2",
+        &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
+        &["--cores", "1,8"],
+    );
+}
+
 #[test]
 fn kernels_match_onnxruntime_siracusa_and_host() {
     // Siracusa: the controller is core 0 and works inside the fork.

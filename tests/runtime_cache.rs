@@ -143,7 +143,7 @@ fn cases_share_one_runtime_archive_per_flags() {
         generate_case(c, dir)?;
         let f = dir.join("runtime/harness/dg_check.c");
         let text = std::fs::read_to_string(&f).unwrap();
-        let patched = text.replace("float diff = dg_diff(computed[i], ref[i]);", "float diff = 1.0f;");
+        let patched = text.replace("diff = dg_diff(computed[i], r);", "diff = 1.0f;");
         assert_ne!(text, patched, "the patch applies");
         std::fs::write(&f, patched).unwrap();
         Ok::<(), deploygen::verify::StageError>(())

@@ -2,8 +2,9 @@
  * deploygen harness helpers: comparisons that cannot pass vacuously
  * (SPEC §5). Every function counts the values it really compared into
  * *compared; an error is counted unless computed == ref (equal infinities
- * included) or |computed - ref| <= tol, so a NaN is always an error. Computed values may live in any memory level (they are read
- * through dg_copy in small chunks). Call from the fabric controller or the
+ * included) or |computed - ref| <= tol, so a NaN is always an error.
+ * Computed values and references may live in any memory level
+ * (they are read through dg_copy in small chunks). Call from the fabric controller or the
  * cluster controller, never inside a team fork.
  */
 #ifndef DG_CHECK_H
@@ -21,12 +22,12 @@ extern "C" {
 #endif
 
 /* Prints "[loss i] computed=... ref=... diff=... tol=..." per loss. */
-uint32_t dg_check_losses(const float *computed, const float *ref, uint32_t n, float tol,
+uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, float tol,
                          uint32_t *compared);
 
 /* Prints "[check NAME] errors E out of N" and the first mismatches as
  * "  mismatch NAME[i] computed=... ref=...". */
-uint32_t dg_check_tensor(const char *name, const void *computed, const float *ref, uint32_t n,
+uint32_t dg_check_tensor(const char *name, const void *computed, const void *ref, uint32_t n,
                          float tol, uint32_t *compared);
 
 /* Decimal text of a 64-bit count (printf of %llu is not everywhere). */

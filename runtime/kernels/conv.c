@@ -18,13 +18,15 @@ typedef struct {
     const float *x;  /* x[n, first channel of the group, 0, 0] */
     const float *w;  /* w[m0, 0, 0, 0] */
     float *y;        /* y[n, m0, oh, 0] */
-    size_t wk;       /* weights per output channel: cg * k_h * k_w */
-    size_t x_hw;     /* in_h * in_w */
-    size_t y_hw;     /* out_h * out_w */
+    uint32_t wk;       /* weights per output channel: cg * k_h * k_w */
+    uint32_t x_hw;     /* in_h * in_w */
+    uint32_t y_hw;     /* out_h * out_w */
     uint32_t cg, in_w, k_h, k_w, dil_w, stride_w, pad_left;
     uint32_t kh_lo, kh_hi; /* taps kh with an input row inside the image */
     int32_t ih0;           /* input row of kh = 0: oh * stride_h - pad_top */
     uint32_t dil_h;
+    uint32_t acc;          /* continue the sums already in y */
+    uint32_t last;         /* (panel path) the last channel chunk: add the bias */
     float bias[DG_TILE_M];
 } conv_row_t;
 
@@ -35,16 +37,20 @@ typedef struct {
     static void NAME(const conv_row_t *q, uint32_t ow0)                                     \
     {                                                                                       \
         float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
-        const size_t sw = (SW) ? (SW) : q->stride_w, wk = q->wk;                            \
+        const uint32_t sw = (SW) ? (SW) : q->stride_w, wk = q->wk;                            \
         uint32_t c, kh, kw, t;                                                              \
-        for (t = 0; t < (NR); t++)                                                          \
-            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (t = 0; t < (NR); t++) {                                                        \
+            c0[t] = q->acc ? q->y[ow0 + t] : 0.0f;                                          \
+            c1[t] = q->acc ? q->y[q->y_hw + ow0 + t] : 0.0f;                                \
+            c2[t] = q->acc ? q->y[2 * q->y_hw + ow0 + t] : 0.0f;                            \
+            c3[t] = q->acc ? q->y[3 * q->y_hw + ow0 + t] : 0.0f;                            \
+        }                                                                                   \
         for (c = 0; c < q->cg; c++) {                                                       \
             const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
-            const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
+            const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;                           \
             for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
                 const float *xr =                                                           \
-                    xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                    xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
                 const float *wr = wc + kh * q->k_w;                                         \
                 for (kw = 0; kw < q->k_w; kw++) {                                           \
                     const float *xb = xr + kw * q->dil_w;                                   \
@@ -75,16 +81,16 @@ typedef struct {
     static void NAME(const conv_row_t *q, uint32_t ow0)                                     \
     {                                                                                       \
         float c0[NR];                                                                       \
-        const size_t sw = (SW) ? (SW) : q->stride_w;                                        \
+        const uint32_t sw = (SW) ? (SW) : q->stride_w;                                        \
         uint32_t c, kh, kw, t;                                                              \
         for (t = 0; t < (NR); t++)                                                          \
-            c0[t] = 0.0f;                                                                   \
+            c0[t] = q->acc ? q->y[ow0 + t] : 0.0f;                                          \
         for (c = 0; c < q->cg; c++) {                                                       \
             const float *xc = q->x + c * q->x_hw + ow0 * sw - q->pad_left;                  \
-            const float *wc = q->w + (size_t)c * q->k_h * q->k_w;                           \
+            const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;                           \
             for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
                 const float *xr =                                                           \
-                    xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                    xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
                 const float *wr = wc + kh * q->k_w;                                         \
                 for (kw = 0; kw < q->k_w; kw++) {                                           \
                     const float *xb = xr + kw * q->dil_w;                                   \
@@ -112,10 +118,15 @@ DG_CONV_TILE1(conv_1x1, 1, 0)
  * inside the input are a contiguous range, found once per column. */
 static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
 {
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    float a0 = q->acc ? q->y[ow] : 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
-    const size_t wk = q->wk;
+    const uint32_t wk = q->wk;
     uint32_t c, kh, kw, kw_lo, kw_hi;
+    if (q->acc && mr == DG_TILE_M) {
+        a1 = q->y[q->y_hw + ow];
+        a2 = q->y[2 * q->y_hw + ow];
+        a3 = q->y[3 * q->y_hw + ow];
+    }
     for (kw_lo = 0; kw_lo < q->k_w && iw0 + (int32_t)(kw_lo * q->dil_w) < 0; kw_lo++)
         ;
     for (kw_hi = kw_lo; kw_hi < q->k_w && iw0 + (int32_t)(kw_hi * q->dil_w) < (int32_t)q->in_w;
@@ -123,9 +134,9 @@ static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
         ;
     for (c = 0; c < q->cg; c++) {
         const float *xc = q->x + c * q->x_hw;
-        const float *wc = q->w + (size_t)c * q->k_h * q->k_w;
+        const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;
         for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
-            const float *xr = xc + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
+            const float *xr = xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
             const float *wr = wc + kh * q->k_w;
             for (kw = kw_lo; kw < kw_hi; kw++) {
                 const float xv = xr[(uint32_t)(iw0 + (int32_t)(kw * q->dil_w))];
@@ -151,10 +162,17 @@ static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
  * outputs of this row with the same order, hence the same values). */
 static void conv_interior(const conv_row_t *q, uint32_t mr, uint32_t lo, uint32_t hi)
 {
+    /* (recursion depth 1: the inner calls cover exactly nr columns) */
     const uint32_t s = q->stride_w;
     const uint32_t nr = mr == DG_TILE_M ? (s == 1 ? DG_TILE_N : DG_CONV_NS)
                                         : (s == 1 ? 2 * DG_TILE_N : DG_TILE_N);
     uint32_t ow;
+    /* accumulating, a recomputed output would add its terms twice */
+    if (q->acc && hi - lo >= nr) {
+        for (ow = lo; ow + nr <= hi; ow += nr)
+            conv_interior(q, mr, ow, ow + nr);
+        lo = ow;
+    }
     if (hi - lo >= nr) {
         for (ow = lo;; ow += nr) {
             if (ow + nr > hi)
@@ -176,6 +194,250 @@ static void conv_interior(const conv_row_t *q, uint32_t mr, uint32_t lo, uint32_
     }
 }
 
+/* The rows of the input that output row oh reads: ih0 and [kh_lo, kh_hi). */
+static void conv_row_taps(const dg_conv_args_t *p, conv_row_t *q, uint32_t oh)
+{
+    uint32_t kh;
+    q->ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
+    for (kh = 0; kh < p->k_h && q->ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
+        ;
+    q->kh_lo = kh;
+    for (; kh < p->k_h && q->ih0 + (int32_t)(kh * p->dil_h) < (int32_t)p->in_h; kh++)
+        ;
+    q->kh_hi = kh;
+}
+
+#if defined(__riscv) || defined(DG_CONV_PANEL)
+/* The 32-bit cores (floats in the integer registers, loads with immediate
+ * offsets only): the weights of a block of 4 output channels are copied, a
+ * few input channels at a time, into a panel wp[((c * k_h + kh) * k_w +
+ * kw) * 4 + r] (at most DG_CONV_PANEL_FLOATS floats of stack), once for all
+ * the output rows a core computes of that block, so the tiles read all 4
+ * channels' weights at immediate offsets from one pointer. Between channel
+ * chunks the partial sums wait in y; the order of each output's sum (c, kh,
+ * kw) and the bias last are unchanged. -DDG_CONV_PANEL builds it on the
+ * host, where the tests check it. */
+#define DG_CONV_PANEL_FLOATS 128
+
+#define DG_CP_FMA4(r, wv, xa, xb, xc, xd)                                                   \
+    c##r##0 += wv * xa, c##r##1 += wv * xb, c##r##2 += wv * xc, c##r##3 += wv * xd;
+
+/* 4 channels x NC (4 or 2) columns from ow0, every tap inside the input; SW
+ * is the stride_w the body is specialised for (0: read q->stride_w). */
+#define DG_CONV_PANEL_TILE(NAME, NC, SW)                                                    \
+    static DG_NOINLINE void NAME(const conv_row_t *q, uint32_t ow0)                         \
+    {                                                                                       \
+        const uint32_t sw = (SW) ? (SW) : q->stride_w, kwn = 4 * q->k_w;                    \
+        const uint32_t row = q->dil_h * q->in_w, skip = (q->k_h - (q->kh_hi - q->kh_lo)) * kwn; \
+        const float *xc = q->x + ow0 * sw - q->pad_left +                                   \
+                          (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w;    \
+        const float *w = q->w + q->kh_lo * kwn;                                             \
+        float *y = q->y + ow0;                                                              \
+        float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f;      \
+        float c12 = 0.0f, c13 = 0.0f, c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;      \
+        float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;                              \
+        uint32_t c, kh, t;                                                                  \
+        if (q->acc) {                                                                       \
+            const float *y1 = y + q->y_hw, *y2 = y1 + q->y_hw, *y3 = y2 + q->y_hw;          \
+            c00 = y[0], c10 = y1[0], c20 = y2[0], c30 = y3[0];                              \
+            c01 = y[1], c11 = y1[1], c21 = y2[1], c31 = y3[1];                              \
+            if ((NC) == 4) {                                                                \
+                c02 = y[2], c12 = y1[2], c22 = y2[2], c32 = y3[2];                          \
+                c03 = y[3], c13 = y1[3], c23 = y2[3], c33 = y3[3];                          \
+            }                                                                               \
+        }                                                                                   \
+        for (c = 0; c < q->cg; c++, xc += q->x_hw, w += skip) {                             \
+            const float *xr = xc;                                                           \
+            for (kh = q->kh_lo; kh < q->kh_hi; kh++, xr += row) {                           \
+                const float *xb = xr, *wend = w + kwn;                                      \
+                for (; w != wend; w += 4, xb += q->dil_w) {                                 \
+                    const float x0 = xb[0], x1 = xb[sw];                                    \
+                    const float x2 = (NC) == 4 ? xb[2 * sw] : 0.0f;                         \
+                    const float x3 = (NC) == 4 ? xb[3 * sw] : 0.0f;                         \
+                    const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];                 \
+                    DG_CP_FMA4(0, w0, x0, x1, x2, x3)                                       \
+                    DG_CP_FMA4(1, w1, x0, x1, x2, x3)                                       \
+                    DG_CP_FMA4(2, w2, x0, x1, x2, x3)                                       \
+                    DG_CP_FMA4(3, w3, x0, x1, x2, x3)                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        {                                                                                   \
+            const float cs[4][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},             \
+                                    {c20, c21, c22, c23}, {c30, c31, c32, c33}};            \
+            for (c = 0; c < 4; c++, y += q->y_hw)                                           \
+                for (t = 0; t < (NC); t++)                                                  \
+                    y[t] = q->last ? DG_FAULT(DG_FAULT_CONV, cs[c][t] + q->bias[c])         \
+                                   : cs[c][t];                                              \
+        }                                                                                   \
+    }
+
+/* 4 channels x 4 columns, k_w = 3 and dil_w = 1 unrolled: the 6 inputs and
+ * 12 weights of a kernel row are all at immediate offsets. */
+#define DG_CONV_PANEL_TILE_K3(NAME, NC, SW)                                                 \
+    static DG_NOINLINE void NAME(const conv_row_t *q, uint32_t ow0)                         \
+    {                                                                                       \
+        const uint32_t row = q->dil_h * q->in_w, skip = (q->k_h - (q->kh_hi - q->kh_lo)) * 12; \
+        const float *xc = q->x + ow0 * (SW) - q->pad_left +                                 \
+                          (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w;    \
+        const float *w = q->w + q->kh_lo * 12;                                              \
+        float *y = q->y + ow0;                                                              \
+        float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f;      \
+        float c12 = 0.0f, c13 = 0.0f, c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;      \
+        float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;                              \
+        uint32_t c, kh, kw, t;                                                              \
+        if (q->acc) {                                                                       \
+            const float *y1 = y + q->y_hw, *y2 = y1 + q->y_hw, *y3 = y2 + q->y_hw;          \
+            c00 = y[0], c10 = y1[0], c20 = y2[0], c30 = y3[0];                              \
+            c01 = y[1], c11 = y1[1], c21 = y2[1], c31 = y3[1];                              \
+            if ((NC) == 4) {                                                                \
+                c02 = y[2], c12 = y1[2], c22 = y2[2], c32 = y3[2];                          \
+                c03 = y[3], c13 = y1[3], c23 = y2[3], c33 = y3[3];                          \
+            }                                                                               \
+        }                                                                                   \
+        for (c = 0; c < q->cg; c++, xc += q->x_hw, w += skip) {                             \
+            const float *xr = xc;                                                           \
+            for (kh = q->kh_lo; kh < q->kh_hi; kh++, xr += row, w += 12) {                  \
+                for (kw = 0; kw < 3; kw++) {                                                \
+                    const float x0 = xr[kw], x1 = xr[kw + (SW)];                            \
+                    const float x2 = (NC) == 4 ? xr[kw + 2 * (SW)] : 0.0f;                  \
+                    const float x3 = (NC) == 4 ? xr[kw + 3 * (SW)] : 0.0f;                  \
+                    const float w0 = w[4 * kw], w1 = w[4 * kw + 1], w2 = w[4 * kw + 2];     \
+                    const float w3 = w[4 * kw + 3];                                         \
+                    DG_CP_FMA4(0, w0, x0, x1, x2, x3)                                       \
+                    DG_CP_FMA4(1, w1, x0, x1, x2, x3)                                       \
+                    DG_CP_FMA4(2, w2, x0, x1, x2, x3)                                       \
+                    DG_CP_FMA4(3, w3, x0, x1, x2, x3)                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        {                                                                                   \
+            const float cs[4][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},             \
+                                    {c20, c21, c22, c23}, {c30, c31, c32, c33}};            \
+            for (c = 0; c < 4; c++, y += q->y_hw)                                           \
+                for (t = 0; t < (NC); t++)                                                  \
+                    y[t] = q->last ? DG_FAULT(DG_FAULT_CONV, cs[c][t] + q->bias[c])         \
+                                   : cs[c][t];                                              \
+        }                                                                                   \
+    }
+
+DG_CONV_PANEL_TILE_K3(cp_4x4_s1_k3, 4, 1)
+DG_CONV_PANEL_TILE_K3(cp_4x4_s2_k3, 4, 2)
+DG_CONV_PANEL_TILE_K3(cp_4x2_s1_k3, 2, 1)
+DG_CONV_PANEL_TILE_K3(cp_4x2_s2_k3, 2, 2)
+DG_CONV_PANEL_TILE(cp_4x4_s1, 4, 1)
+DG_CONV_PANEL_TILE(cp_4x4_s2, 4, 2)
+DG_CONV_PANEL_TILE(cp_4x4_sx, 4, 0)
+DG_CONV_PANEL_TILE(cp_4x2_sx, 2, 0)
+
+/* One column of the 4 channels, any column (its kw range found once). */
+static DG_NOINLINE void cp_col(const conv_row_t *q, uint32_t ow)
+{
+    const int32_t iw0 = (int32_t)(ow * q->stride_w) - (int32_t)q->pad_left;
+    const uint32_t kwn = 4 * q->k_w, row = q->dil_h * q->in_w, dil = q->dil_w;
+    float *y = q->y + ow;
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    const float *xc, *wc;
+    uint32_t c, kh, kw_lo, kw_hi;
+    if (q->acc)
+        a0 = y[0], a1 = y[q->y_hw], a2 = y[2 * q->y_hw], a3 = y[3 * q->y_hw];
+    for (kw_lo = 0; kw_lo < q->k_w && iw0 + (int32_t)(kw_lo * dil) < 0; kw_lo++)
+        ;
+    for (kw_hi = kw_lo; kw_hi < q->k_w && iw0 + (int32_t)(kw_hi * dil) < (int32_t)q->in_w; kw_hi++)
+        ;
+    xc = q->x + (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w +
+         (uint32_t)(iw0 + (int32_t)(kw_lo * dil));
+    wc = q->w + q->kh_lo * kwn + kw_lo * 4;
+    for (c = 0; c < q->cg; c++, xc += q->x_hw, wc += q->k_h * kwn) {
+        const float *xr = xc, *wr = wc;
+        for (kh = q->kh_lo; kh < q->kh_hi; kh++, xr += row, wr += kwn) {
+            const float *xb = xr, *w = wr, *wend = wr + 4 * (kw_hi - kw_lo);
+            if (dil == 1 && kw_hi - kw_lo == 2) {
+                const float x0 = xb[0], x1 = xb[1];
+                a0 += x0 * w[0], a1 += x0 * w[1], a2 += x0 * w[2], a3 += x0 * w[3];
+                a0 += x1 * w[4], a1 += x1 * w[5], a2 += x1 * w[6], a3 += x1 * w[7];
+                continue;
+            }
+            for (; w != wend; w += 4, xb += dil) {
+                const float xv = xb[0];
+                a0 += xv * w[0];
+                a1 += xv * w[1];
+                a2 += xv * w[2];
+                a3 += xv * w[3];
+            }
+        }
+    }
+    if (q->last) {
+        a0 = DG_FAULT(DG_FAULT_CONV, a0 + q->bias[0]);
+        a1 = DG_FAULT(DG_FAULT_CONV, a1 + q->bias[1]);
+        a2 = DG_FAULT(DG_FAULT_CONV, a2 + q->bias[2]);
+        a3 = DG_FAULT(DG_FAULT_CONV, a3 + q->bias[3]);
+    }
+    y[0] = a0, y[q->y_hw] = a1, y[2 * q->y_hw] = a2, y[3 * q->y_hw] = a3;
+}
+
+/* One output row of the 4 channels of q; interior columns [lo, hi). */
+static void cp_row(const conv_row_t *q, uint32_t lo, uint32_t hi, uint32_t out_w)
+{
+    const uint32_t s = q->stride_w;
+    uint32_t ow;
+    for (ow = 0; ow < lo; ow++)
+        cp_col(q, ow);
+    /* ow == lo here */
+    if (q->k_w == 3 && q->dil_w == 1 && s <= 2) {
+        for (ow = lo; ow + 4 <= hi; ow += 4)
+            s == 1 ? cp_4x4_s1_k3(q, ow) : cp_4x4_s2_k3(q, ow);
+        for (; ow + 2 <= hi; ow += 2)
+            s == 1 ? cp_4x2_s1_k3(q, ow) : cp_4x2_s2_k3(q, ow);
+    }
+    for (; ow + 4 <= hi; ow += 4)
+        s == 1 ? cp_4x4_s1(q, ow) : s == 2 ? cp_4x4_s2(q, ow) : cp_4x4_sx(q, ow);
+    for (; ow + 2 <= hi; ow += 2)
+        cp_4x2_sx(q, ow);
+    for (; ow < out_w; ow++)
+        cp_col(q, ow);
+}
+
+/* Output rows [oh0, oh1) of the 4 channels from m0 (one sample, one group):
+ * q->x is x[n, first channel of the group], q->y is y[n, m0, 0, 0]. */
+static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0, uint32_t oh0,
+                            uint32_t oh1, uint32_t lo, uint32_t hi)
+{
+    float wp[DG_CONV_PANEL_FLOATS];
+    const uint32_t kk = p->k_h * p->k_w, cg = q->cg, cbm = DG_CONV_PANEL_FLOATS / (4 * kk);
+    const float *x = q->x, *w = p->w + m0 * q->wk;
+    float *y = q->y;
+    const uint32_t acc = q->acc;
+    uint32_t c0, cb, i, r, oh;
+    for (r = 0; r < 4; r++)
+        q->bias[r] = p->b ? p->b[m0 + r] : 0.0f;
+    for (c0 = 0; c0 < cg; c0 += cb) {
+        cb = cg - c0 < cbm ? cg - c0 : cbm;
+        for (i = 0; i < cb * kk; i++)
+            for (r = 0; r < 4; r++)
+                wp[i * 4 + r] = w[r * q->wk + c0 * kk + i];
+        q->x = x + c0 * q->x_hw;
+        q->w = wp;
+        q->cg = cb;
+        q->acc = acc || c0 > 0;
+        q->last = c0 + cb == cg;
+        for (oh = oh0; oh < oh1; oh++) {
+            conv_row_taps(p, q, oh);
+            q->y = y + oh * p->out_w;
+            cp_row(q, lo, hi, p->out_w);
+        }
+    }
+    q->x = x;
+    q->y = y;
+    q->cg = cg;
+    q->acc = acc;
+}
+#define DG_CONV_PANEL_FITS(p) (4 * (p)->k_h * (p)->k_w <= DG_CONV_PANEL_FLOATS)
+#else
+#define DG_CONV_PANEL_FITS(p) 0
+#define conv_rows_panel(p, q, m0, oh0, oh1, lo, hi) ((void)0)
+#endif
+
 /* Pointwise (1 x 1, stride 1, no padding): per (n, group) a matrix
  * product W[mg, cg] X[cg, h*w]; work items are blocks of output columns. */
 static void conv_pointwise(const dg_conv_args_t *p)
@@ -189,18 +451,40 @@ static void conv_pointwise(const dg_conv_args_t *p)
         const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
         const uint32_t n = ng / p->group, g = ng % p->group;
         const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
-        float *y = p->y + ((size_t)n * p->out_c + (size_t)g * mg) * hw;
+        float *y = p->y + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * hw;
         uint32_t m, j;
-        dg_mm_block_f32(p->w + (size_t)g * mg * cg, cg, 1,
-                        p->x + ((size_t)n * p->in_c + (size_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
-                        mg, j1 - j0, cg, 0);
+        dg_mm_block_f32(p->w + (uint32_t)g * mg * cg, cg, 1,
+                        p->x + ((uint32_t)n * p->in_c + (uint32_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
+                        mg, j1 - j0, cg, p->accumulate != 0);
         for (m = 0; m < mg; m++) {
             const float bias = p->b ? p->b[g * mg + m] : 0.0f;
-            float *yr = y + (size_t)m * hw;
+            float *yr = y + (uint32_t)m * hw;
             for (j = j0; j < j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_CONV, yr[j] + bias);
         }
         it += b1 - b0;
+    }
+}
+
+/* One output row oh of channels m0 .. m0 + mr - 1 of sample n (q->x is
+ * x[n, first channel of the group]): blocks of 4 channels, or the 1..3
+ * left over one at a time. */
+static void conv_row_blocks(const dg_conv_args_t *p, conv_row_t *q, uint32_t n, uint32_t m0,
+                            uint32_t mr, uint32_t oh, uint32_t ow_lo, uint32_t ow_hi)
+{
+    const uint32_t cm = mr == DG_TILE_M ? DG_TILE_M : 1;
+    uint32_t m, ow, j;
+    conv_row_taps(p, q, oh);
+    for (m = 0; m < mr; m += cm) {
+        q->w = p->w + (m0 + m) * q->wk;
+        q->y = p->y + ((n * p->out_c + m0 + m) * p->out_h + oh) * p->out_w;
+        for (j = 0; j < cm; j++)
+            q->bias[j] = p->b ? p->b[m0 + m + j] : 0.0f;
+        for (ow = 0; ow < ow_lo; ow++)
+            conv_col_border(q, cm, ow);
+        conv_interior(q, cm, ow_lo, ow_hi);
+        for (ow = ow_hi; ow < p->out_w; ow++)
+            conv_col_border(q, cm, ow);
     }
 }
 
@@ -210,9 +494,10 @@ void dg_conv_f32(void *args)
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
     const uint32_t mblocks = (mg + DG_TILE_M - 1) / DG_TILE_M;
     const uint32_t span_w = (p->k_w - 1) * p->dil_w; /* last tap's offset */
-    uint32_t ow_lo, ow_hi, it;
+    uint32_t ow_lo, ow_hi, it, it_end;
     dg_range_t r;
     conv_row_t q;
+    int panel;
     if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
         p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
         conv_pointwise(p);
@@ -228,9 +513,9 @@ void dg_conv_f32(void *args)
         ow_hi = p->out_w;
     if (ow_lo > ow_hi)
         ow_lo = ow_hi;
-    q.wk = (size_t)cg * p->k_h * p->k_w;
-    q.x_hw = (size_t)p->in_h * p->in_w;
-    q.y_hw = (size_t)p->out_h * p->out_w;
+    q.wk = (uint32_t)cg * p->k_h * p->k_w;
+    q.x_hw = (uint32_t)p->in_h * p->in_w;
+    q.y_hw = (uint32_t)p->out_h * p->out_w;
     q.cg = cg;
     q.in_w = p->in_w;
     q.k_h = p->k_h;
@@ -239,36 +524,26 @@ void dg_conv_f32(void *args)
     q.dil_h = p->dil_h;
     q.stride_w = p->stride_w;
     q.pad_left = p->pad_left;
+    q.acc = p->accumulate;
+    panel = DG_CONV_PANEL_FITS(p);
     r = dg_split(p->batch * p->group * mblocks * p->out_h);
-    for (it = r.start; it < r.end; it++) {
-        const uint32_t oh = it % p->out_h, mb = (it / p->out_h) % mblocks;
+    /* runs of items of one (n, group, channel block): output rows oh0.. */
+    for (it = r.start; it < r.end; it = it_end) {
+        const uint32_t oh0 = it % p->out_h, mb = (it / p->out_h) % mblocks;
         const uint32_t g = (it / (p->out_h * mblocks)) % p->group;
         const uint32_t n = it / (p->out_h * mblocks * p->group);
         const uint32_t m0 = g * mg + mb * DG_TILE_M;
         const uint32_t mr = mg - mb * DG_TILE_M < DG_TILE_M ? mg - mb * DG_TILE_M : DG_TILE_M;
-        uint32_t m, ow, kh;
-        q.ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
-        for (kh = 0; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
-            ;
-        q.kh_lo = kh;
-        for (; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < (int32_t)p->in_h; kh++)
-            ;
-        q.kh_hi = kh;
-        q.x = p->x + ((size_t)n * p->in_c + (size_t)g * cg) * q.x_hw;
-        /* channel blocks of 4, or the 1..3 left over one at a time */
-        for (m = 0; m < mr; m += (mr == DG_TILE_M ? DG_TILE_M : 1)) {
-            const uint32_t cm = mr == DG_TILE_M ? DG_TILE_M : 1;
-            uint32_t j;
-            q.w = p->w + (size_t)(m0 + m) * q.wk;
-            q.y = p->y + (((size_t)n * p->out_c + m0 + m) * p->out_h + oh) * p->out_w;
-            for (j = 0; j < cm; j++)
-                q.bias[j] = p->b ? p->b[m0 + m + j] : 0.0f;
-            for (ow = 0; ow < ow_lo; ow++)
-                conv_col_border(&q, cm, ow);
-            conv_interior(&q, cm, ow_lo, ow_hi);
-            for (ow = ow_hi; ow < p->out_w; ow++)
-                conv_col_border(&q, cm, ow);
+        uint32_t oh;
+        it_end = it - oh0 + p->out_h < r.end ? it - oh0 + p->out_h : r.end;
+        q.x = p->x + (n * p->in_c + g * cg) * q.x_hw;
+        if (mr == DG_TILE_M && panel) {
+            q.y = p->y + (n * p->out_c + m0) * q.y_hw;
+            conv_rows_panel(p, &q, m0, oh0, oh0 + (it_end - it), ow_lo, ow_hi);
+            continue;
         }
+        for (oh = oh0; oh < oh0 + (it_end - it); oh++)
+            conv_row_blocks(p, &q, n, m0, mr, oh, ow_lo, ow_hi);
     }
 }
 
@@ -285,9 +560,9 @@ typedef struct {
     const float *dy; /* dy[n, first output channel of the group, 0, 0] */
     const float *w;  /* w[first m of the group, c0, 0, 0] */
     float *dx;       /* dx[n, c0, ih, 0] */
-    size_t kk;       /* k_h * k_w */
-    size_t wm;       /* weights per output channel: cg * kk */
-    size_t y_hw, x_hw;
+    uint32_t kk;       /* k_h * k_w */
+    uint32_t wm;       /* weights per output channel: cg * kk */
+    uint32_t y_hw, x_hw;
     uint32_t mg, out_w, k_w, dil_w, stride_w, pad_left;
     uint32_t kh_a, kh_n, kh_step; /* kh_a, kh_a + kh_step, ... (kh_n of them) */
     uint32_t oh_a, oh_step;       /* the matching oh: oh_a, oh_a - oh_step, ... */
@@ -309,7 +584,7 @@ static uint32_t gcd_u32(uint32_t a, uint32_t b)
     static void NAME(const dx_row_t *q, uint32_t iw0)                                       \
     {                                                                                       \
         float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
-        const size_t kk = q->kk;                                                            \
+        const uint32_t kk = q->kk;                                                            \
         uint32_t mm, j, kw, t;                                                              \
         for (t = 0; t < (NR); t++)                                                          \
             c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
@@ -378,7 +653,7 @@ static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
     const int32_t tw0 = (int32_t)(iw + q->pad_left);
     const uint32_t gw = gcd_u32(q->stride_w, q->dil_w);
     const uint32_t kw_step = q->stride_w / gw, ow_step = q->dil_w / gw;
-    const size_t kk = q->kk;
+    const uint32_t kk = q->kk;
     float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
     uint32_t kw_a, kw_n = 0, ow_a = 0, mm, j, i;
     for (kw_a = 0; kw_a < q->k_w; kw_a++) {
@@ -404,7 +679,7 @@ static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
             const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w + kw_a;
             for (i = 0; i < kw_n; i++) {
                 const float v = dyr[-(ptrdiff_t)(i * ow_step)];
-                const size_t o = i * kw_step;
+                const uint32_t o = i * kw_step;
                 a0 += v * wr[o];
                 if (mr == DG_TILE_M) {
                     a1 += v * wr[kk + o];
@@ -434,14 +709,14 @@ static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
         const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
         const uint32_t n = ng / p->group, g = ng % p->group;
         const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
-        float *dx = p->dx + ((size_t)n * p->in_c + (size_t)g * cg) * hw;
+        float *dx = p->dx + ((uint32_t)n * p->in_c + (uint32_t)g * cg) * hw;
         uint32_t c, j;
-        dg_mm_block_f32(p->w + (size_t)g * mg * cg, 1, cg,
-                        p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * hw + j0, hw, 1,
+        dg_mm_block_f32(p->w + (uint32_t)g * mg * cg, 1, cg,
+                        p->dy + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * hw + j0, hw, 1,
                         dx + j0, hw, cg, j1 - j0, mg, 0);
         for (c = 0; c < cg; c++)
             for (j = j0; j < j1; j++)
-                dx[(size_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(size_t)c * hw + j]);
+                dx[(uint32_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(uint32_t)c * hw + j]);
         it += b1 - b0;
     }
 }
@@ -468,10 +743,10 @@ void dg_conv_grad_dx_f32(void *args)
         if (iw_lo > iw_hi)
             iw_lo = iw_hi = 0;
     }
-    q.kk = (size_t)p->k_h * p->k_w;
-    q.wm = (size_t)cg * q.kk;
-    q.y_hw = (size_t)p->out_h * p->out_w;
-    q.x_hw = (size_t)p->in_h * p->in_w;
+    q.kk = (uint32_t)p->k_h * p->k_w;
+    q.wm = (uint32_t)cg * q.kk;
+    q.y_hw = (uint32_t)p->out_h * p->out_w;
+    q.x_hw = (uint32_t)p->in_h * p->in_w;
     q.mg = mg;
     q.out_w = p->out_w;
     q.k_w = p->k_w;
@@ -506,12 +781,12 @@ void dg_conv_grad_dx_f32(void *args)
                 break;
             }
         }
-        q.dy = p->dy + ((size_t)n * p->out_c + (size_t)g * mg) * q.y_hw;
+        q.dy = p->dy + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * q.y_hw;
         for (c = 0; c < cr; c += (cr == DG_TILE_M ? DG_TILE_M : 1)) {
             const uint32_t cm = cr == DG_TILE_M ? DG_TILE_M : 1;
             const uint32_t nr = cm == DG_TILE_M ? DG_TILE_N : 2 * DG_TILE_N;
-            q.w = p->w + ((size_t)g * mg * cg + c0 + c) * q.kk;
-            q.dx = p->dx + (((size_t)n * p->in_c + (size_t)g * cg + c0 + c) * p->in_h + ih) * p->in_w;
+            q.w = p->w + ((uint32_t)g * mg * cg + c0 + c) * q.kk;
+            q.dx = p->dx + (((uint32_t)n * p->in_c + (uint32_t)g * cg + c0 + c) * p->in_h + ih) * p->in_w;
             for (iw = 0; iw < iw_lo; iw++)
                 dx_col(&q, cm, iw);
             if (iw_hi - iw_lo >= nr) {
@@ -546,11 +821,12 @@ typedef struct {
     const float *dy; /* dy[0, m0, 0, 0] */
     const float *x;  /* x[0, ci, 0, 0] */
     float *dw;       /* dw[m0, c, kh, 0] */
-    size_t dy_n, x_n;  /* per-sample strides: out_c * out_hw, in_c * in_hw */
-    size_t y_hw, w_m;  /* out_h * out_w; weights per output channel */
+    uint32_t dy_n, x_n;  /* per-sample strides: out_c * out_hw, in_c * in_hw */
+    uint32_t y_hw, w_m;  /* out_h * out_w; weights per output channel */
     uint32_t batch, out_h, out_w, in_h, in_w;
     uint32_t stride_h, stride_w, dil_w, pad_left;
-    int32_t ih0; /* input row of oh = 0: kh * dil_h - pad_top */
+    uint32_t acc; /* continue the sums already in dw */
+    int32_t ih0;  /* input row of oh = 0: kh * dil_h - pad_top */
 } dw_item_t;
 
 /* MR channels x NT taps kw0 .. kw0 + NT - 1. */
@@ -559,7 +835,7 @@ typedef struct {
     {                                                                                       \
         float acc[MR][NT];                                                                  \
         int32_t off[NT];                                                                    \
-        const size_t sw = q->stride_w;                                                      \
+        const uint32_t sw = q->stride_w;                                                      \
         uint32_t lo = 0, hi = q->out_w, n, oh, ow, r, t;                                    \
         for (t = 0; t < (NT); t++) {                                                        \
             /* ow with 0 <= ow * sw + off[t] < in_w */                                      \
@@ -578,7 +854,7 @@ typedef struct {
         for (r = 0; r < (MR); r++)                                                          \
             DG_UNROLL_TILE                                                                  \
             for (t = 0; t < (NT); t++)                                                      \
-                acc[r][t] = 0.0f;                                                           \
+                acc[r][t] = q->acc ? q->dw[r * q->w_m + kw0 + t] : 0.0f;                    \
         if (lo > hi)                                                                        \
             lo = hi;                                                                        \
         for (n = 0; n < q->batch; n++) {                                                    \
@@ -648,22 +924,22 @@ DG_DW_TILE(dw_1x4, 1, 4)
 static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group, hw = p->in_h * p->in_w;
-    const size_t dy_n = (size_t)p->out_c * hw, x_n = (size_t)p->in_c * hw;
+    const uint32_t dy_n = (uint32_t)p->out_c * hw, x_n = (uint32_t)p->in_c * hw;
     dg_range_t r = dg_split(p->out_c);
     uint32_t m = r.start;
     while (m < r.end) {
         const uint32_t g = m / mg, m1 = (g + 1) * mg < r.end ? (g + 1) * mg : r.end;
-        float *dw = p->dw + (size_t)m * cg;
+        float *dw = p->dw + (uint32_t)m * cg;
         uint32_t n;
-        size_t i;
-        if (p->batch == 0)
-            for (i = 0; i < (size_t)(m1 - m) * cg; i++)
+        uint32_t i;
+        if (p->batch == 0 && !p->accumulate)
+            for (i = 0; i < (uint32_t)(m1 - m) * cg; i++)
                 dw[i] = 0.0f;
         for (n = 0; n < p->batch; n++)
-            dg_mm_block_f32(p->dy + n * dy_n + (size_t)m * hw, hw, 1,
-                            p->x + n * x_n + (size_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
-                            n > 0);
-        for (i = 0; i < (size_t)(m1 - m) * cg; i++)
+            dg_mm_block_f32(p->dy + n * dy_n + (uint32_t)m * hw, hw, 1,
+                            p->x + n * x_n + (uint32_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
+                            n > 0 || p->accumulate);
+        for (i = 0; i < (uint32_t)(m1 - m) * cg; i++)
             dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i]);
         m = m1;
     }
@@ -682,10 +958,10 @@ void dg_conv_grad_dw_f32(void *args)
         conv_grad_dw_pointwise(p);
         return;
     }
-    q.y_hw = (size_t)p->out_h * p->out_w;
-    q.dy_n = (size_t)p->out_c * q.y_hw;
-    q.x_n = (size_t)p->in_c * p->in_h * p->in_w;
-    q.w_m = (size_t)cg * p->k_h * p->k_w;
+    q.y_hw = (uint32_t)p->out_h * p->out_w;
+    q.dy_n = (uint32_t)p->out_c * q.y_hw;
+    q.x_n = (uint32_t)p->in_c * p->in_h * p->in_w;
+    q.w_m = (uint32_t)cg * p->k_h * p->k_w;
     q.batch = p->batch;
     q.out_h = p->out_h;
     q.out_w = p->out_w;
@@ -695,6 +971,7 @@ void dg_conv_grad_dw_f32(void *args)
     q.stride_w = p->stride_w;
     q.dil_w = p->dil_w;
     q.pad_left = p->pad_left;
+    q.acc = p->accumulate;
     r = dg_split(p->group * mblocks * cg * p->k_h);
     for (it = r.start; it < r.end; it++) {
         const uint32_t kh = it % p->k_h, c = (it / p->k_h) % cg;
@@ -702,10 +979,10 @@ void dg_conv_grad_dw_f32(void *args)
         const uint32_t m0 = g * mg + mb * 4, mr = mg - mb * 4 < 4 ? mg - mb * 4 : 4;
         uint32_t m, kw;
         q.ih0 = (int32_t)(kh * p->dil_h) - (int32_t)p->pad_top;
-        q.x = p->x + ((size_t)g * cg + c) * p->in_h * p->in_w;
+        q.x = p->x + ((uint32_t)g * cg + c) * p->in_h * p->in_w;
         for (m = 0; m < mr; m += (mr == 4 ? 4 : 1)) {
-            q.dy = p->dy + (size_t)(m0 + m) * q.y_hw;
-            q.dw = p->dw + (size_t)(m0 + m) * q.w_m + ((size_t)c * p->k_h + kh) * p->k_w;
+            q.dy = p->dy + (uint32_t)(m0 + m) * q.y_hw;
+            q.dw = p->dw + (uint32_t)(m0 + m) * q.w_m + ((uint32_t)c * p->k_h + kh) * p->k_w;
             for (kw = 0; kw < p->k_w; kw += 4) {
                 const uint32_t nt = p->k_w - kw < 4 ? p->k_w - kw : 4;
                 if (mr == 4)
@@ -727,12 +1004,14 @@ void dg_conv_grad_db_f32(void *args)
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     dg_range_t r = dg_split(p->out_c);
     const uint32_t hw = p->out_h * p->out_w;
-    const size_t dy_n = (size_t)p->out_c * hw;
+    const uint32_t dy_n = (uint32_t)p->out_c * hw;
     uint32_t m = r.start, n, i;
     for (; m + 4 <= r.end; m += 4) {
         float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        if (p->accumulate)
+            a0 = p->db[m], a1 = p->db[m + 1], a2 = p->db[m + 2], a3 = p->db[m + 3];
         for (n = 0; n < p->batch; n++) {
-            const float *d0 = p->dy + n * dy_n + (size_t)m * hw;
+            const float *d0 = p->dy + n * dy_n + (uint32_t)m * hw;
             const float *d1 = d0 + hw, *d2 = d1 + hw, *d3 = d2 + hw;
             for (i = 0; i < hw; i++) {
                 a0 += d0[i];
@@ -747,9 +1026,9 @@ void dg_conv_grad_db_f32(void *args)
         p->db[m + 3] = DG_FAULT(DG_FAULT_CONV_GRAD_DB, a3);
     }
     for (; m < r.end; m++) {
-        float acc = 0.0f;
+        float acc = p->accumulate ? p->db[m] : 0.0f;
         for (n = 0; n < p->batch; n++) {
-            const float *dyp = p->dy + n * dy_n + (size_t)m * hw;
+            const float *dyp = p->dy + n * dy_n + (uint32_t)m * hw;
             for (i = 0; i < hw; i++)
                 acc += dyp[i];
         }

@@ -69,8 +69,8 @@ static inline void dg_pos_next(dg_pos_t *p, const uint32_t *shape)
  * output's sum, so the result does not depend on where a core's chunk of
  * rows starts. Fastest when b_sj == 1 (rows of B contiguous) or b_sk == 1
  * (columns contiguous). */
-void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+void dg_mm_block_f32(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sk,
+                     uint32_t b_sj, float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k,
                      int acc);
 
 /* Output columns per register tile of dg_mm_block_f32 / the convolutions
@@ -102,6 +102,15 @@ void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, s
 #define DG_INLINE __inline__ __attribute__((always_inline))
 #else
 #define DG_INLINE
+#endif
+
+/* Keeps a register tile a call of its own: inlined into a loop nest, the
+ * nest's live values crowd the accumulators out of the 32 registers that
+ * the zfinx cores share between integers and floats. */
+#if defined(__GNUC__)
+#define DG_NOINLINE __attribute__((noinline))
+#else
+#define DG_NOINLINE
 #endif
 
 #endif /* DG_INTERNAL_H */

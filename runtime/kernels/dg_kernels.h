@@ -147,7 +147,12 @@ void dg_gelu_grad_f32(void *args);
 
 /* Gemm: y[m,n] = alpha * op(A) op(B) + beta * C. A is [m,k] ([k,m] when
  * trans_a), B is [k,n] ([n,k] when trans_b). C may be NULL (or beta 0);
- * it is read at c[i * c_stride_m + j * c_stride_n] (strides 0 broadcast). */
+ * it is read at c[i * c_stride_m + j * c_stride_n] (strides 0 broadcast).
+ * accumulate (added field; 0 = the above): y += alpha * op(A) op(B), C and
+ * beta ignored, for K split into tiles (each call one K tile with its own
+ * A / B views). With alpha = 1 each output's sum continues from the value in
+ * y, so the tiles give exactly the bits of one call over the whole K; with
+ * another alpha a tile's product is scaled, then added. */
 typedef struct {
     const float *a;
     const float *b;
@@ -157,6 +162,7 @@ typedef struct {
     uint32_t trans_a, trans_b;
     float alpha, beta;
     uint32_t c_stride_m, c_stride_n;
+    uint32_t accumulate;
 } dg_gemm_args_t;
 void dg_gemm_f32(void *args);
 
@@ -178,6 +184,9 @@ typedef struct {
      * when trans_a, B holds [b, n, k] when trans_b; y = alpha * op(A) op(B). */
     uint32_t trans_a, trans_b;
     float alpha;
+    /* added field, both kernels: y += alpha * op(A) op(B) (K tiles), as
+     * dg_gemm_args_t.accumulate */
+    uint32_t accumulate;
 } dg_matmul_args_t;
 void dg_matmul_f32(void *args);
 /* com.microsoft FusedMatMul: MatMul with transposes and a scale, which
@@ -192,6 +201,13 @@ void dg_fused_matmul_f32(void *args);
  *   dg_conv_grad_dw_f32  dy, x -> dw
  *   dg_conv_grad_db_f32  dy -> db
  * Padding bottom/right is implied by out_h / out_w.
+ * accumulate (added field; 0 = overwrite): dg_conv_grad_dw_f32 and
+ *   dg_conv_grad_db_f32 add into dw / db (partial sums over batch or output
+ *   row tiles: each sum continues from the value there, so tiles taken in
+ *   order give the bits of one call); dg_conv_f32 adds into y (partial sums
+ *   over input-channel tiles: x, w and in_c describe the tile; the sum
+ *   continues from y and the bias is added only when b is non-NULL, so pass
+ *   it with the last tile).
  * ====================================================================== */
 typedef struct {
     const float *x;
@@ -209,6 +225,7 @@ typedef struct {
     uint32_t dil_h, dil_w;
     uint32_t pad_top, pad_left;
     uint32_t group;
+    uint32_t accumulate;
 } dg_conv_args_t;
 void dg_conv_f32(void *args);
 void dg_conv_grad_dx_f32(void *args);

@@ -12,11 +12,11 @@
 
 
 #define DG_TILE_ROWB_4XN(NAME, INIT0, INIT1, INIT2, INIT3)                                  \
-    static DG_INLINE void NAME(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk, \
-                     float *y, size_t ldy, uint32_t k)                                       \
+    static DG_INLINE void NAME(const float *pa, uint32_t a_si, uint32_t a_sk, const float *pb, uint32_t b_sk, \
+                     float *y, uint32_t ldy, uint32_t k)                                       \
     {                                                                                         \
         float c0[DG_TILE_N], c1[DG_TILE_N], c2[DG_TILE_N], c3[DG_TILE_N];                     \
-        const size_t s2 = 2 * a_si, s3 = 3 * a_si;                                            \
+        const uint32_t s2 = 2 * a_si, s3 = 3 * a_si;                                            \
         uint32_t kk, t;                                                                       \
         for (t = 0; t < DG_TILE_N; t++) {                                                     \
             c0[t] = INIT0;                                                                    \
@@ -48,8 +48,8 @@
 DG_TILE_ROWB_4XN(tile_rowb_4xn_new, 0.0f, 0.0f, 0.0f, 0.0f)
 DG_TILE_ROWB_4XN(tile_rowb_4xn_acc, y[t], y[ldy + t], y[2 * ldy + t], y[3 * ldy + t])
 
-static DG_INLINE void tile_rowb_4xn(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
-                          float *y, size_t ldy, uint32_t k, int acc)
+static DG_INLINE void tile_rowb_4xn(const float *pa, uint32_t a_si, uint32_t a_sk, const float *pb, uint32_t b_sk,
+                          float *y, uint32_t ldy, uint32_t k, int acc)
 {
     if (acc)
         tile_rowb_4xn_acc(pa, a_si, a_sk, pb, b_sk, y, ldy, k);
@@ -57,7 +57,7 @@ static DG_INLINE void tile_rowb_4xn(const float *pa, size_t a_si, size_t a_sk, c
         tile_rowb_4xn_new(pa, a_si, a_sk, pb, b_sk, y, ldy, k);
 }
 
-static void tile_rowb_1xn(const float *pa, size_t a_sk, const float *pb, size_t b_sk, float *y,
+static void tile_rowb_1xn(const float *pa, uint32_t a_sk, const float *pb, uint32_t b_sk, float *y,
                           uint32_t k, int acc)
 {
     float c0[DG_TILE_N];
@@ -77,8 +77,8 @@ static void tile_rowb_1xn(const float *pa, size_t a_sk, const float *pb, size_t 
 }
 
 /* 4 x 4 outputs, any B layout (used for k-contiguous B and for the edges). */
-static void tile_4x4(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t k, int acc)
+static void tile_4x4(const float *pa, uint32_t a_si, uint32_t a_sk, const float *pb, uint32_t b_sk,
+                     uint32_t b_sj, float *y, uint32_t ldy, uint32_t k, int acc)
 {
     float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f;
     float c10 = 0.0f, c11 = 0.0f, c12 = 0.0f, c13 = 0.0f;
@@ -90,7 +90,7 @@ static void tile_4x4(const float *pa, size_t a_si, size_t a_sk, const float *pb,
         c20 = y[2 * ldy], c21 = y[2 * ldy + 1], c22 = y[2 * ldy + 2], c23 = y[2 * ldy + 3];
         c30 = y[3 * ldy], c31 = y[3 * ldy + 1], c32 = y[3 * ldy + 2], c33 = y[3 * ldy + 3];
     }
-    const size_t s2 = 2 * a_si, s3 = 3 * a_si, t2 = 2 * b_sj, t3 = 3 * b_sj;
+    const uint32_t s2 = 2 * a_si, s3 = 3 * a_si, t2 = 2 * b_sj, t3 = 3 * b_sj;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
         const float a0 = pa[0], a1 = pa[a_si], a2 = pa[s2], a3 = pa[s3];
@@ -136,12 +136,12 @@ static void tile_4x4(const float *pa, size_t a_si, size_t a_sk, const float *pb,
 }
 
 /* 4 rows x 1 column / 1 row x 4 columns / 1 x 1, any layout. */
-static void tile_4x1(const float *pa, size_t a_si, size_t a_sk, const float *pb, size_t b_sk,
-                     float *y, size_t ldy, uint32_t k, int acc)
+static void tile_4x1(const float *pa, uint32_t a_si, uint32_t a_sk, const float *pb, uint32_t b_sk,
+                     float *y, uint32_t ldy, uint32_t k, int acc)
 {
     float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[ldy] : 0.0f;
     float c2 = acc ? y[2 * ldy] : 0.0f, c3 = acc ? y[3 * ldy] : 0.0f;
-    const size_t s2 = 2 * a_si, s3 = 3 * a_si;
+    const uint32_t s2 = 2 * a_si, s3 = 3 * a_si;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
         const float bv = pb[0];
@@ -158,12 +158,12 @@ static void tile_4x1(const float *pa, size_t a_si, size_t a_sk, const float *pb,
     y[3 * ldy] = c3;
 }
 
-static void tile_1x4(const float *pa, size_t a_sk, const float *pb, size_t b_sk, size_t b_sj,
+static void tile_1x4(const float *pa, uint32_t a_sk, const float *pb, uint32_t b_sk, uint32_t b_sj,
                      float *y, uint32_t k, int acc)
 {
     float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[1] : 0.0f;
     float c2 = acc ? y[2] : 0.0f, c3 = acc ? y[3] : 0.0f;
-    const size_t t2 = 2 * b_sj, t3 = 3 * b_sj;
+    const uint32_t t2 = 2 * b_sj, t3 = 3 * b_sj;
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
         const float av = pa[0];
@@ -180,7 +180,7 @@ static void tile_1x4(const float *pa, size_t a_sk, const float *pb, size_t b_sk,
     y[3] = c3;
 }
 
-static float dot1(const float *pa, size_t a_sk, const float *pb, size_t b_sk, uint32_t k, float c)
+static float dot1(const float *pa, uint32_t a_sk, const float *pb, uint32_t b_sk, uint32_t k, float c)
 {
     uint32_t kk;
     for (kk = 0; kk < k; kk++) {
@@ -191,8 +191,8 @@ static float dot1(const float *pa, size_t a_sk, const float *pb, size_t b_sk, ui
     return c;
 }
 
-static void mm_tiles(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
+static void mm_tiles(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sk,
+                     uint32_t b_sj, float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
 {
     /* j contiguous in B (and not the degenerate n == 1 column): wide tiles */
     const int rowb = b_sj == 1 && n >= DG_TILE_N;
@@ -228,7 +228,7 @@ static void mm_tiles(const float *a, size_t a_si, size_t a_sk, const float *b, s
     }
 }
 
-#if !defined(__riscv) && !defined(DG_MM_NO_PACK)
+#if !defined(__riscv) && !defined(DG_MM_PANEL) && !defined(DG_MM_NO_PACK)
 /* Hosts with vector units: a k-contiguous B (transposed B, the dot-product
  * form) is copied DG_TILE_N columns x DG_MM_PACK_K k at a time into a
  * small j-contiguous panel so the wide tiles apply; between k chunks the
@@ -237,8 +237,8 @@ static void mm_tiles(const float *a, size_t a_si, size_t a_sk, const float *b, s
  * and run the 4 x 4 dot-product tiles instead, without the copy and its
  * stack buffer. */
 #define DG_MM_PACK_K 128
-static void mm_packed(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sj,
-                      float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
+static void mm_packed(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sj,
+                      float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k, int acc)
 {
     float pk[DG_MM_PACK_K * DG_TILE_N];
     uint32_t j0, k0, kk, t, i;
@@ -264,11 +264,134 @@ static void mm_packed(const float *a, size_t a_si, size_t a_sk, const float *b, 
 }
 #endif
 
-void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, size_t b_sk,
-                     size_t b_sj, float *y, size_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+#if defined(__riscv) || defined(DG_MM_PANEL)
+/* The 32-bit cores: floats live in the 32 integer registers (zfinx) and
+ * loads take only an immediate offset, so a tile whose operands sit at
+ * runtime strides spends registers and adds on addresses. Four rows of A
+ * are copied, DG_PANEL_K k at a time, into a panel ap[kk * 4 + r] (512
+ * bytes of stack); the 4 x 4 tiles then read A at immediate offsets and B
+ * by one row pointer (B rows contiguous) or four column pointers (columns
+ * contiguous). Between k chunks the partial sums wait in y (stored floats:
+ * the order of each sum is unchanged). -DDG_MM_PANEL builds it on the host,
+ * where the tests check it. */
+#define DG_PANEL_K 32
+
+static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, float *ap)
+{
+    const float *a1 = a + a_si, *a2 = a1 + a_si, *a3 = a2 + a_si;
+    uint32_t kk, o = 0;
+    for (kk = 0; kk < kc; kk++, o += a_sk, ap += 4) {
+        ap[0] = a[o];
+        ap[1] = a1[o];
+        ap[2] = a2[o];
+        ap[3] = a3[o];
+    }
+}
+
+#define DG_PANEL_LOAD(acc, y, ldy)                                                          \
+    float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f;          \
+    float c12 = 0.0f, c13 = 0.0f, c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f;          \
+    float c30 = 0.0f, c31 = 0.0f, c32 = 0.0f, c33 = 0.0f;                                  \
+    if (acc) {                                                                              \
+        c00 = y[0], c01 = y[1], c02 = y[2], c03 = y[3];                                     \
+        c10 = y[ldy], c11 = y[ldy + 1], c12 = y[ldy + 2], c13 = y[ldy + 3];                 \
+        c20 = y[2 * ldy], c21 = y[2 * ldy + 1], c22 = y[2 * ldy + 2], c23 = y[2 * ldy + 3]; \
+        c30 = y[3 * ldy], c31 = y[3 * ldy + 1], c32 = y[3 * ldy + 2], c33 = y[3 * ldy + 3]; \
+    }
+
+#define DG_PANEL_FMA(b0, b1, b2, b3)                                                        \
+    {                                                                                       \
+        const float a0 = ap[0], a1 = ap[1], a2 = ap[2], a3 = ap[3];                         \
+        c00 += a0 * b0, c01 += a0 * b1, c02 += a0 * b2, c03 += a0 * b3;                     \
+        c10 += a1 * b0, c11 += a1 * b1, c12 += a1 * b2, c13 += a1 * b3;                     \
+        c20 += a2 * b0, c21 += a2 * b1, c22 += a2 * b2, c23 += a2 * b3;                     \
+        c30 += a3 * b0, c31 += a3 * b1, c32 += a3 * b2, c33 += a3 * b3;                     \
+    }
+
+#define DG_PANEL_STORE(y, ldy)                                                              \
+    y[0] = c00, y[1] = c01, y[2] = c02, y[3] = c03;                                         \
+    y[ldy] = c10, y[ldy + 1] = c11, y[ldy + 2] = c12, y[ldy + 3] = c13;                     \
+    y[2 * ldy] = c20, y[2 * ldy + 1] = c21, y[2 * ldy + 2] = c22, y[2 * ldy + 3] = c23;     \
+    y[3 * ldy] = c30, y[3 * ldy + 1] = c31, y[3 * ldy + 2] = c32, y[3 * ldy + 3] = c33;
+
+/* B(k, j + t) = pb[k * b_sk + t] */
+static void panel_rowb(const float *ap, const float *pb, uint32_t b_sk, float *y, uint32_t ldy,
+                       uint32_t kc, int acc)
+{
+    const float *end = ap + 4 * kc;
+    DG_PANEL_LOAD(acc, y, ldy)
+    for (; ap != end; ap += 4, pb += b_sk)
+        DG_PANEL_FMA(pb[0], pb[1], pb[2], pb[3])
+    DG_PANEL_STORE(y, ldy)
+}
+
+/* B(k, j + t) = pb[t * b_sj + k] */
+static void panel_colb(const float *ap, const float *pb, uint32_t b_sj, float *y, uint32_t ldy,
+                       uint32_t kc, int acc)
+{
+    const float *end = ap + 4 * kc, *q1 = pb + b_sj, *q2 = q1 + b_sj, *q3 = q2 + b_sj;
+    DG_PANEL_LOAD(acc, y, ldy)
+    for (; ap != end; ap += 4, pb++, q1++, q2++, q3++)
+        DG_PANEL_FMA(pb[0], q1[0], q2[0], q3[0])
+    DG_PANEL_STORE(y, ldy)
+}
+
+/* 4 rows x 1 column, B(k, j) = pb[k * b_sk] */
+static void panel_4x1(const float *ap, const float *pb, uint32_t b_sk, float *y, uint32_t ldy,
+                      uint32_t kc, int acc)
+{
+    const float *end = ap + 4 * kc;
+    float c0 = acc ? y[0] : 0.0f, c1 = acc ? y[ldy] : 0.0f;
+    float c2 = acc ? y[2 * ldy] : 0.0f, c3 = acc ? y[3 * ldy] : 0.0f;
+    for (; ap != end; ap += 4, pb += b_sk) {
+        const float bv = pb[0];
+        c0 += ap[0] * bv;
+        c1 += ap[1] * bv;
+        c2 += ap[2] * bv;
+        c3 += ap[3] * bv;
+    }
+    y[0] = c0, y[ldy] = c1, y[2 * ldy] = c2, y[3 * ldy] = c3;
+}
+
+/* Needs b_sj == 1 or b_sk == 1, and k > 0. */
+static void mm_panel(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sk,
+                     uint32_t b_sj, float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k,
                      int acc)
 {
-#if !defined(__riscv) && !defined(DG_MM_NO_PACK)
+    float ap[4 * DG_PANEL_K];
+    uint32_t i, j, k0;
+    for (i = 0; i + 4 <= rows; i += 4) {
+        float *yi = y + i * ldy;
+        for (k0 = 0; k0 < k; k0 += DG_PANEL_K) {
+            const uint32_t kc = k - k0 < DG_PANEL_K ? k - k0 : DG_PANEL_K;
+            const int ac = acc || k0 > 0;
+            const float *bk = b + k0 * b_sk;
+            pack_a4(a + i * a_si + k0 * a_sk, a_si, a_sk, kc, ap);
+            for (j = 0; j + 4 <= n; j += 4) {
+                if (b_sj == 1)
+                    panel_rowb(ap, bk + j, b_sk, yi + j, ldy, kc, ac);
+                else
+                    panel_colb(ap, bk + j * b_sj, b_sj, yi + j, ldy, kc, ac);
+            }
+            for (; j < n; j++)
+                panel_4x1(ap, bk + j * b_sj, b_sk, yi + j, ldy, kc, ac);
+        }
+    }
+    if (i < rows)
+        mm_tiles(a + i * a_si, a_si, a_sk, b, b_sk, b_sj, y + i * ldy, ldy, rows - i, n, k, acc);
+}
+#endif
+
+void dg_mm_block_f32(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sk,
+                     uint32_t b_sj, float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+                     int acc)
+{
+#if defined(__riscv) || defined(DG_MM_PANEL)
+    if ((b_sj == 1 || b_sk == 1) && rows >= 4 && k > 0) {
+        mm_panel(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, acc);
+        return;
+    }
+#elif !defined(DG_MM_NO_PACK)
     if (b_sk == 1 && b_sj != 1 && n >= DG_TILE_N && rows >= DG_TILE_M && k > 0) {
         mm_packed(a, a_si, a_sk, b, b_sj, y, ldy, rows, n, k, acc);
         return;
@@ -277,26 +400,65 @@ void dg_mm_block_f32(const float *a, size_t a_si, size_t a_sk, const float *b, s
     mm_tiles(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, acc);
 }
 
+/* Fault injection perturbs outputs in the epilogue, which then always runs. */
+#ifdef DG_FAULT_INJECTION
+#define DG_EPILOGUE_ALWAYS 1
+#else
+#define DG_EPILOGUE_ALWAYS 0
+#endif
+
+/* y (rows x n, row stride ldy) = alpha * A B, or += alpha * A B when
+ * accumulate. Returns non-zero when y still needs the alpha pass. */
+static int mm_alpha(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sk,
+                    uint32_t b_sj, float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k,
+                    float alpha, uint32_t accumulate)
+{
+    float t[4 * 16];
+    uint32_t i, j, r, c;
+    if (!accumulate || alpha == 1.0f) {
+        dg_mm_block_f32(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, accumulate != 0);
+        return !accumulate && alpha != 1.0f;
+    }
+    /* y += alpha * (a fresh product), 4 x 16 outputs at a time */
+    for (i = 0; i < rows; i += 4) {
+        const uint32_t rr = rows - i < 4 ? rows - i : 4;
+        for (j = 0; j < n; j += 16) {
+            const uint32_t cc = n - j < 16 ? n - j : 16;
+            dg_mm_block_f32(a + i * a_si, a_si, a_sk, b + j * b_sj, b_sk, b_sj, t, 16, rr, cc, k,
+                            0);
+            for (r = 0; r < rr; r++)
+                for (c = 0; c < cc; c++)
+                    y[(i + r) * ldy + j + c] += alpha * t[r * 16 + c];
+        }
+    }
+    return 0;
+}
+
 void dg_gemm_f32(void *args)
 {
     const dg_gemm_args_t *p = (const dg_gemm_args_t *)args;
     dg_range_t r = dg_split(p->m);
-    const size_t a_si = p->trans_a ? 1 : p->k, a_sk = p->trans_a ? p->m : 1;
-    const size_t b_sk = p->trans_b ? 1 : p->n, b_sj = p->trans_b ? p->k : 1;
-    const int use_c = p->c != NULL && p->beta != 0.0f;
+    const uint32_t a_si = p->trans_a ? 1 : p->k, a_sk = p->trans_a ? p->m : 1;
+    const uint32_t b_sk = p->trans_b ? 1 : p->n, b_sj = p->trans_b ? p->k : 1;
+    const int use_c = !p->accumulate && p->c != NULL && p->beta != 0.0f;
     uint32_t i, j;
     if (r.start >= r.end)
         return;
-    dg_mm_block_f32(p->a + r.start * a_si, a_si, a_sk, p->b, b_sk, b_sj,
-                    p->y + (size_t)r.start * p->n, p->n, r.end - r.start, p->n, p->k, 0);
+    if (!mm_alpha(p->a + r.start * a_si, a_si, a_sk, p->b, b_sk, b_sj, p->y + r.start * p->n,
+                  p->n, r.end - r.start, p->n, p->k, p->alpha, p->accumulate) &&
+        !use_c && !DG_EPILOGUE_ALWAYS)
+        return;
     /* epilogue: y = alpha * sum (+ beta * C) */
     for (i = r.start; i < r.end; i++) {
-        float *yr = p->y + (size_t)i * p->n;
+        float *yr = p->y + i * p->n;
         if (use_c) {
-            const float *cr = p->c + (size_t)i * p->c_stride_m;
-            const size_t cs = p->c_stride_n;
+            const float *cr = p->c + i * p->c_stride_m;
+            const uint32_t cs = p->c_stride_n;
             for (j = 0; j < p->n; j++)
                 yr[j] = DG_FAULT(DG_FAULT_GEMM, p->alpha * yr[j] + p->beta * cr[j * cs]);
+        } else if (p->accumulate) {
+            for (j = 0; j < p->n; j++)
+                yr[j] = DG_FAULT(DG_FAULT_GEMM, yr[j]);
         } else {
             for (j = 0; j < p->n; j++)
                 yr[j] = DG_FAULT(DG_FAULT_GEMM, p->alpha * yr[j]);
@@ -309,28 +471,27 @@ static void matmul_rows(const dg_matmul_args_t *p, uint32_t trans_a, uint32_t tr
                         int fault)
 {
     dg_range_t r = dg_split(p->batch * p->m);
-    const size_t a_si = trans_a ? 1 : p->k, a_sk = trans_a ? p->m : 1;
-    const size_t b_sk = trans_b ? 1 : p->n, b_sj = trans_b ? p->k : 1;
-    uint32_t row = r.start, j, d;
+    const uint32_t a_si = trans_a ? 1 : p->k, a_sk = trans_a ? p->m : 1;
+    const uint32_t b_sk = trans_b ? 1 : p->n, b_sj = trans_b ? p->k : 1;
+    uint32_t row = r.start, d;
     (void)fault;
     while (row < r.end) {
         const uint32_t bi = row / p->m, i0 = row % p->m;
         const uint32_t rows = (p->m - i0 < r.end - row) ? p->m - i0 : r.end - row;
-        size_t aoff = 0, boff = 0;
-        uint32_t rem = bi, i;
+        uint32_t aoff = 0, boff = 0, rem = bi, i;
+        float *y = p->y + row * p->n;
+        int pass;
         for (d = p->nbatch_dims; d-- > 0;) {
             const uint32_t id = rem % p->batch_shape[d];
             rem /= p->batch_shape[d];
-            aoff += (size_t)id * p->a_bstrides[d];
-            boff += (size_t)id * p->b_bstrides[d];
+            aoff += id * p->a_bstrides[d];
+            boff += id * p->b_bstrides[d];
         }
-        dg_mm_block_f32(p->a + aoff + i0 * a_si, a_si, a_sk, p->b + boff, b_sk, b_sj,
-                        p->y + (size_t)row * p->n, p->n, rows, p->n, p->k, 0);
-        for (i = 0; i < rows; i++) {
-            float *yr = p->y + (size_t)(row + i) * p->n;
-            for (j = 0; j < p->n; j++)
-                yr[j] = DG_FAULT(fault, alpha * yr[j]);
-        }
+        pass = mm_alpha(p->a + aoff + i0 * a_si, a_si, a_sk, p->b + boff, b_sk, b_sj, y, p->n,
+                        rows, p->n, p->k, alpha, p->accumulate);
+        if (pass || DG_EPILOGUE_ALWAYS)
+            for (i = 0; i < rows * p->n; i++)
+                y[i] = DG_FAULT(fault, pass ? alpha * y[i] : y[i]);
         row += rows;
     }
 }

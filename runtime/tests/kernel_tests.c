@@ -101,6 +101,7 @@ static void c_gelu_grad(tc_t *t) { c_act_grad(t, dg_gelu_grad_f32); }
 static void c_gemm(tc_t *t)
 {
     dg_gemm_args_t a;
+    memset(&a, 0, sizeof a);
     a.a = IN("a");
     a.b = IN("b");
     a.c = P("gemm", 7) ? IN("c") : NULL;
@@ -153,6 +154,123 @@ static void c_fused_matmul(tc_t *t)
     FORK(dg_fused_matmul_f32, &a);
 }
 
+/* ---- accumulate: one product / convolution split in two calls -----------------
+ * Rows r0..r1 and columns c0..c1 of a row-major [rows, cols] block, copied
+ * to d. */
+static void copy_block(float *d, const float *src, uint32_t cols, uint32_t r0, uint32_t r1,
+                       uint32_t c0, uint32_t c1)
+{
+    uint32_t r;
+    for (r = r0; r < r1; r++)
+        memcpy(d + (size_t)(r - r0) * (c1 - c0), src + (size_t)r * cols + c0,
+               (c1 - c0) * sizeof(float));
+}
+
+static float *block(tc_t *t, const float *src, uint32_t cols, uint32_t r0, uint32_t r1,
+                    uint32_t c0, uint32_t c1)
+{
+    float *d = (float *)temp(t, (size_t)(r1 - r0) * (c1 - c0) * sizeof(float));
+    copy_block(d, src, cols, r0, r1, c0, c1);
+    return d;
+}
+
+/* op(A)'s k range [k0, k1) of an [m, k] A ([k, m] when trans): likewise B. */
+static const float *a_ktile(tc_t *t, const float *a, uint32_t trans, uint32_t m, uint32_t k,
+                            uint32_t k0, uint32_t k1)
+{
+    return trans ? block(t, a, m, k0, k1, 0, m) : block(t, a, k, 0, m, k0, k1);
+}
+
+static const float *b_ktile(tc_t *t, const float *b, uint32_t trans, uint32_t n, uint32_t k,
+                            uint32_t k0, uint32_t k1)
+{
+    return trans ? block(t, b, k, 0, n, k0, k1) : block(t, b, n, k0, k1, 0, n);
+}
+
+/* Gemm with K in two tiles: the first call as usual (C included), the
+ * second with accumulate. */
+static void c_gemm_acc(tc_t *t)
+{
+    dg_gemm_args_t a;
+    const float *A, *B;
+    uint32_t k, k1;
+    memset(&a, 0, sizeof a);
+    A = IN("a");
+    B = IN("b");
+    a.c = P("gemm", 7) ? IN("c") : NULL;
+    a.y = OUT("y");
+    a.m = P("gemm", 0);
+    a.n = P("gemm", 1);
+    k = P("gemm", 2);
+    k1 = k / 2;
+    a.trans_a = P("gemm", 3);
+    a.trans_b = P("gemm", 4);
+    a.c_stride_m = P("gemm", 5);
+    a.c_stride_n = P("gemm", 6);
+    a.alpha = fv(t, "gemm", 0);
+    a.beta = fv(t, "gemm", 1);
+    a.k = k1;
+    a.a = a_ktile(t, A, a.trans_a, a.m, k, 0, k1);
+    a.b = b_ktile(t, B, a.trans_b, a.n, k, 0, k1);
+    FORK(dg_gemm_f32, &a);
+    a.k = k - k1;
+    a.a = a_ktile(t, A, a.trans_a, a.m, k, k1, k);
+    a.b = b_ktile(t, B, a.trans_b, a.n, k, k1, k);
+    a.accumulate = 1;
+    FORK(dg_gemm_f32, &a);
+}
+
+/* The k tile [k0, k1) of each of nb stacked operands, as one buffer: A
+ * ([mn, k], or [k, mn] when trans) when is_a, else B ([k, mn], or [mn, k]
+ * when trans). */
+static const float *ktiles(tc_t *t, const float *src, uint32_t nb, int is_a, uint32_t trans,
+                           uint32_t mn, uint32_t k, uint32_t k0, uint32_t k1)
+{
+    const uint32_t each = mn * (k1 - k0);
+    float *d = (float *)temp(t, (size_t)nb * each * sizeof(float));
+    uint32_t i;
+    for (i = 0; i < nb; i++) {
+        const float *m = src + (size_t)i * mn * k;
+        if (is_a != (int)trans) /* k is the column index */
+            copy_block(d + (size_t)i * each, m, k, 0, mn, k0, k1);
+        else
+            copy_block(d + (size_t)i * each, m, mn, k0, k1, 0, mn);
+    }
+    return d;
+}
+
+/* MatMul / FusedMatMul with K in two tiles (batch strides are multiples of
+ * the [m, k] / [k, n] matrices, so they scale with the tile). */
+static void mm_acc(tc_t *t, void (*kernel)(void *), int fused)
+{
+    dg_matmul_args_t a, h;
+    uint32_t k, k1, d, nb_a, nb_b, half;
+    matmul_params(t, &a);
+    if (fused) {
+        a.trans_a = P("fused", 0);
+        a.trans_b = P("fused", 1);
+        a.alpha = fv(t, "fused", 0);
+    }
+    k = a.k, k1 = k / 2;
+    nb_a = (uint32_t)(N("in_a") / (a.m * k));
+    nb_b = (uint32_t)(N("in_b") / (a.n * k));
+    for (half = 0; half < 2; half++) {
+        const uint32_t k0 = half ? k1 : 0, ke = half ? k : k1;
+        h = a;
+        h.k = ke - k0;
+        h.accumulate = half;
+        h.a = ktiles(t, a.a, nb_a, 1, a.trans_a, a.m, k, k0, ke);
+        h.b = ktiles(t, a.b, nb_b, 0, a.trans_b, a.n, k, k0, ke);
+        for (d = 0; d < a.nbatch_dims; d++) {
+            h.a_bstrides[d] = a.a_bstrides[d] / k * h.k;
+            h.b_bstrides[d] = a.b_bstrides[d] / k * h.k;
+        }
+        FORK(kernel, &h);
+    }
+}
+static void c_matmul_acc(tc_t *t) { mm_acc(t, dg_matmul_f32, 0); }
+static void c_fused_matmul_acc(tc_t *t) { mm_acc(t, dg_fused_matmul_f32, 1); }
+
 static void conv_params(tc_t *t, dg_conv_args_t *a)
 {
     memset(a, 0, sizeof *a);
@@ -183,6 +301,57 @@ static void c_conv(tc_t *t)
     a.b = find(t, "in_", "b") ? IN("b") : NULL;
     a.y = OUT("y");
     FORK(dg_conv_f32, &a);
+}
+
+/* Conv (group 1) over two input-channel tiles: the first without bias, the
+ * second accumulating, with the bias. */
+static void c_conv_acc(tc_t *t)
+{
+    dg_conv_args_t a;
+    const float *x, *w, *b;
+    uint32_t c, c1, hw, kk;
+    conv_params(t, &a);
+    x = IN("x");
+    w = IN("w");
+    b = find(t, "in_", "b") ? IN("b") : NULL;
+    a.y = OUT("y");
+    c = a.in_c, c1 = c / 2, hw = a.in_h * a.in_w, kk = a.k_h * a.k_w;
+    a.in_c = c1;
+    a.x = block(t, x, c * hw, 0, a.batch, 0, c1 * hw);
+    a.w = block(t, w, c * kk, 0, a.out_c, 0, c1 * kk);
+    a.b = NULL;
+    FORK(dg_conv_f32, &a);
+    a.in_c = c - c1;
+    a.x = block(t, x, c * hw, 0, a.batch, c1 * hw, c * hw);
+    a.w = block(t, w, c * kk, 0, a.out_c, c1 * kk, c * kk);
+    a.b = b;
+    a.accumulate = 1;
+    FORK(dg_conv_f32, &a);
+}
+
+/* ConvGrad with dW / dB over two batch tiles (sample 0, then the rest). */
+static void c_conv_grad_acc(tc_t *t)
+{
+    dg_conv_args_t a;
+    uint32_t nb;
+    conv_params(t, &a);
+    a.x = IN("x");
+    a.w = IN("w");
+    a.dy = IN("dy");
+    a.dx = OUT("dx");
+    a.dw = OUT("dw");
+    a.db = OUT("db");
+    FORK(dg_conv_grad_dx_f32, &a);
+    nb = a.batch;
+    a.batch = 1;
+    FORK(dg_conv_grad_dw_f32, &a);
+    FORK(dg_conv_grad_db_f32, &a);
+    a.batch = nb - 1;
+    a.x += a.in_c * a.in_h * a.in_w;
+    a.dy += a.out_c * a.out_h * a.out_w;
+    a.accumulate = 1;
+    FORK(dg_conv_grad_dw_f32, &a);
+    FORK(dg_conv_grad_db_f32, &a);
 }
 
 static void c_conv_grad(tc_t *t)
@@ -570,10 +739,26 @@ static const case_t CASES[] = {
     {"matmul_bcast", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
     {"fused_matmul_trans", NULL, c_fused_matmul, R, 1e-6f, {DG_FAULT_FUSED_MATMUL}},
     {"fused_matmul_ta", NULL, c_fused_matmul, R, 1e-6f, {DG_FAULT_FUSED_MATMUL}},
+    {"gemm_bias_acc", "gemm_bias", c_gemm_acc, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"gemm_trans_acc", "gemm_trans", c_gemm_acc, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"gemm_noc_acc", "gemm_noc", c_gemm_acc, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"matmul_batched_acc", "matmul_batched", c_matmul_acc, R, 1e-6f, {DG_FAULT_MATMUL}},
+    {"fused_matmul_trans_acc", "fused_matmul_trans", c_fused_matmul_acc, R, 1e-6f,
+     {DG_FAULT_FUSED_MATMUL}},
+    {"fused_matmul_ta_acc", "fused_matmul_ta", c_fused_matmul_acc, R, 1e-6f,
+     {DG_FAULT_FUSED_MATMUL}},
+    {"conv_regular_acc", "conv_regular", c_conv_acc, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_pointwise_acc", "conv_pointwise", c_conv_acc, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_regular", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_depthwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_pointwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_grouped", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"convgrad_regular_acc", "convgrad_regular", c_conv_grad_acc, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise_acc", "convgrad_depthwise", c_conv_grad_acc, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_pointwise_acc", "convgrad_pointwise", c_conv_grad_acc, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_regular", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_depthwise", NULL, c_conv_grad, R, 1e-6f,

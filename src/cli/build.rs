@@ -34,6 +34,10 @@ pub struct Args {
     /// l3-staged (default: the platform's L2 image limit).
     #[arg(long = "l2-image", value_name = "BYTES")]
     pub l2_image: Option<u64>,
+    /// Where the harness keeps its test data and references, L2 or L3
+    /// (default: L2, moved to L3 when L2 is short).
+    #[arg(long = "test-data", value_name = "LEVEL")]
+    pub test_data: Option<String>,
     /// Absolute comparison tolerance (default: 1e-3).
     #[arg(long, value_name = "T")]
     pub tolerance: Option<f32>,
@@ -59,6 +63,9 @@ pub struct Args {
     /// define, instead of refusing the node.
     #[arg(long)]
     pub allow_unknown_attributes: bool,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    pub no_tiling: bool,
 }
 
 /// What a build produced.
@@ -124,6 +131,8 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     let mut plan = super::plan_options(Some(&a.platform), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?
         .expect("a platform is given");
     plan.l2_image_limit = a.l2_image;
+    plan.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
+    plan.tiling = !a.no_tiling;
     let mut o = pipeline::Options::new(plan);
     o.on_stage = Some(note_stage);
     o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);
@@ -174,6 +183,17 @@ pub fn summary(b: &Built, out: &Path) -> String {
             "  L3 image: {} ({} B)\n",
             m.l3_image.as_deref().unwrap_or("hex/<n>.hex"),
             thousands(m.l3_image_bytes)
+        ));
+    }
+    if let Some(t) = &m.test_data {
+        s.push_str(&format!(
+            "  test data: {} B in {}{}\n",
+            thousands(t.bytes),
+            t.level,
+            match &t.image {
+                Some(f) => format!(" ({f}, streamed by the harness)"),
+                None => " (static arrays)".to_string(),
+            }
         ));
     }
     s.push_str(&format!(

@@ -46,6 +46,9 @@ pub struct Args {
     /// L3 capacity in bytes (overrides the platform's).
     #[arg(long, value_name = "BYTES")]
     l3: Option<u64>,
+    /// Where the test data lives (L2 or L3), as for `build`.
+    #[arg(long, value_name = "LEVEL")]
+    test_data: Option<String>,
     /// Most bytes of weights baked into the L2 image, as for `build`.
     #[arg(long = "l2-image", value_name = "BYTES")]
     l2_image: Option<u64>,
@@ -56,6 +59,9 @@ pub struct Args {
     /// Also draw the memory plan as SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    no_tiling: bool,
 }
 
 /// Bind the model's test data when its folder has an `inputs.npz`, then run
@@ -95,6 +101,13 @@ pub fn run(a: Args) -> Result<()> {
         (Some(o), Some(limit)) => o.l2_image_limit = Some(limit),
         (None, Some(_)) => return Err(Error::Usage("--l2-image shapes a memory plan, which needs --platform".into())),
         _ => {}
+    }
+    if let (None, Some(_)) = (&opts, &a.test_data) {
+        return Err(Error::Usage("--test-data shapes a memory plan, which needs --platform".into()));
+    }
+    if let Some(o) = opts.as_mut() {
+        o.tiling = !a.no_tiling;
+        o.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
     }
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));

@@ -106,6 +106,7 @@ fn hint(h: &Hint) -> String {
     match h {
         Hint::DefaultMem { level } => format!("--default-mem {level}"),
         Hint::Capacity { level, bytes } => format!("--{} {bytes} (or more)", level.name().to_ascii_lowercase()),
+        Hint::TestDataL3 => "--test-data L3".to_string(),
     }
 }
 
@@ -117,6 +118,13 @@ pub fn unknown_attrs(allow: bool) -> crate::import::UnknownAttrs {
     } else {
         crate::import::UnknownAttrs::Refuse
     }
+}
+
+/// `--test-data L2|L3`: where the harness keeps its test data.
+pub fn test_data_level(s: &str) -> Result<Level> {
+    Level::parse(s)
+        .filter(|l| *l != Level::L1)
+        .ok_or_else(|| Error::Usage(format!("--test-data {s}: the test data lives in L2 or L3")))
 }
 
 /// `--tolerance T`: a finite, non-negative absolute tolerance.

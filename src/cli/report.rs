@@ -44,6 +44,9 @@ pub struct Args {
     /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    no_tiling: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -70,7 +73,8 @@ pub fn run(a: Args) -> Result<()> {
     for (name, path) in &models {
         for p in &platforms {
             for l in &levels {
-                let plan_opts = super::plan_options(Some(p), Some(l), [None; 3])?.expect("a platform is named");
+                let mut plan_opts = super::plan_options(Some(p), Some(l), [None; 3])?.expect("a platform is named");
+                plan_opts.tiling = !a.no_tiling;
                 let label = format!("{name}/{p}-{l}");
                 progress.start(&label);
                 let t = Instant::now();

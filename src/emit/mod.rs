@@ -21,6 +21,7 @@
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
 mod render;
+mod tiled;
 pub use render::{runtime_sources, KERNEL_SYMBOLS};
 
 use std::collections::{BTreeMap, HashMap};
@@ -40,6 +41,9 @@ pub const DEFAULT_TOLERANCE: f32 = 1e-3;
 
 /// Name of the packed L3 image.
 pub const L3_IMAGE: &str = "l3.bin";
+
+/// Name of the test data's L3 image, when the plan keeps the test data in L3.
+pub const TEST_DATA_IMAGE: &str = "testdata.bin";
 
 #[derive(Clone, Debug, Default)]
 pub struct EmitOptions {
@@ -76,6 +80,19 @@ pub struct Manifest {
     pub weights: Vec<WeightSupply>,
     pub l3_image: Option<String>,
     pub l3_image_bytes: u64,
+    /// Where the harness keeps its test data and references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_data: Option<TestDataPlace>,
+}
+
+/// The harness's test data and references: bytes, level, and the image
+/// file it is loaded from when in L3.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct TestDataPlace {
+    pub bytes: u64,
+    pub level: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
@@ -331,6 +348,9 @@ pub struct NodeCode {
     pub pre: Vec<Copy>,
     pub calls: Vec<CallCode>,
     pub post: Vec<Copy>,
+    /// The loop over tiles of a tiled node (then `pre`, `calls`, `post`
+    /// are empty).
+    pub tiled: Option<tiled::TiledCode>,
     /// The node's f32 outputs, for `DG_DUMP` (`deploygen test --bisect`).
     pub dumps: Vec<Dump>,
 }
@@ -390,6 +410,52 @@ pub struct DataArray {
     pub lines: Vec<String>,
 }
 
+/// The harness's test data and references in L3: where the harness loads
+/// `hex/testdata.bin`, and its size.
+#[derive(Clone, Debug)]
+pub struct TestDataL3 {
+    /// Offset of the block in the L3 arena.
+    pub base: u64,
+    pub bytes: u64,
+    pub file: String,
+}
+
+/// The test data's L3 image while it is laid out: items packed back to
+/// back (L3 is read through copies, never dereferenced, so nothing needs
+/// aligning), each addressed by its offset in the L3 arena.
+struct L3Data {
+    base: u64,
+    planned: u64,
+    image: Vec<u8>,
+}
+
+impl L3Data {
+    /// Appends `raw`; its offset in the L3 arena.
+    fn push(&mut self, raw: &[u8]) -> u64 {
+        let at = self.base + self.image.len() as u64;
+        self.image.extend_from_slice(raw);
+        at
+    }
+
+    fn push_f32(&mut self, v: &[f32]) -> u64 {
+        let raw: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.push(&raw)
+    }
+
+    /// The facts and the image; an error when it outgrew the plan's block.
+    fn finish(self) -> Result<(TestDataL3, Vec<u8>)> {
+        let bytes = self.image.len() as u64;
+        if bytes > self.planned {
+            return Err(Error::plan(format!(
+                "the test data takes {bytes} B in L3, more than the {} B the memory plan reserved for it",
+                self.planned
+            )));
+        }
+        let t = TestDataL3 { base: self.base, bytes, file: TEST_DATA_IMAGE.into() };
+        Ok((t, self.image))
+    }
+}
+
 /// Everything known about the project, for the templates.
 #[derive(Clone, Debug)]
 pub struct Facts {
@@ -443,7 +509,11 @@ pub struct Facts {
     pub tol_lit: String,
     pub loss_refs: usize,
     pub loss_lines: Vec<String>,
+    /// The loss references' L3 address, when the test data is in L3.
+    pub loss_l3: Option<String>,
     pub refs: Vec<DataArray>,
+    /// The test data's L3 image, when the plan keeps it in L3.
+    pub test_l3: Option<TestDataL3>,
     pub checks: Vec<Check>,
     pub expected: u64,
     pub not_compared: Vec<NotCompared>,
@@ -718,6 +788,18 @@ pub fn generate(
     let loss_idx = model.roles.loss.as_ref().and_then(|l| output_names.iter().position(|n| n == l));
 
     // ---- test data ------------------------------------------------------------
+    // In L2: static arrays. In L3 (the plan moved it there): one image,
+    // `hex/testdata.bin`, that the harness loads into the plan's L3 block
+    // and streams from, each item addressed by its offset in the arena.
+    let mut l3_data = plan
+        .buffers
+        .iter()
+        .find(|b| b.kind == plan::Kind::Static && b.name == plan::TEST_DATA && b.level == Level::L3)
+        .map(|b| match b.placement {
+            Placement::Arena { offset } => Ok(L3Data { base: offset, planned: b.bytes, image: vec![] }),
+            _ => Err(Error::plan("the L3 test data has no place in the L3 arena")),
+        })
+        .transpose()?;
     let mut data_arrays = vec![];
     let mut data_rows: Vec<Vec<String>> = vec![];
     let mut data_slots = vec![];
@@ -754,6 +836,10 @@ pub fn generate(
                 if dtype == "f32" {
                     v2.dtype = DType::F32;
                 }
+                if let Some(d) = l3_data.as_mut() {
+                    row.push(format!("{}u", d.push(&v2.bytes)));
+                    continue;
+                }
                 let nm = format!("testData_mb{mb}_buf{}", s.index);
                 data_arrays.push(DataArray {
                     ctype: c::ctype_of_name(&dtype).into(),
@@ -773,6 +859,7 @@ pub fn generate(
     // ---- references --------------------------------------------------------------
     let tolerance = opts.tolerance.or(binding.and_then(|b| b.tolerance)).unwrap_or(DEFAULT_TOLERANCE);
     let mut loss_lines = vec![];
+    let mut loss_l3 = None;
     let mut loss_refs = 0usize;
     let mut refs = vec![];
     let mut checks = vec![];
@@ -794,8 +881,13 @@ pub fn generate(
                         why: format!("the schedule runs {passes} forward passes"),
                     });
                 }
-                let shown: Vec<String> = vals[..loss_refs].iter().map(|v| c::f32_lit(*v)).collect();
-                loss_lines = c::lines(&shown, 4);
+                match l3_data.as_mut() {
+                    Some(d) => loss_l3 = Some(d.push_f32(&vals[..loss_refs])),
+                    None => {
+                        let shown: Vec<String> = vals[..loss_refs].iter().map(|v| c::f32_lit(*v)).collect();
+                        loss_lines = c::lines(&shown, 4);
+                    }
+                }
             }
         } else if training {
             not_compared.push(NotCompared { name: "loss".into(), why: "outputs.npz holds no loss references".into() });
@@ -822,12 +914,18 @@ pub fn generate(
                 continue;
             }
             let vals = r.data.to_f32().unwrap_or_default();
-            let rn = format!("testRef_{i}");
-            refs.push(DataArray {
-                ctype: "float".into(),
-                name: rn.clone(),
-                lines: c::lines(&vals.iter().map(|v| c::f32_lit(*v)).collect::<Vec<_>>(), 8),
-            });
+            let rn = match l3_data.as_mut() {
+                Some(d) => format!("DG_L3({}u)", d.push_f32(&vals)),
+                None => {
+                    let rn = format!("testRef_{i}");
+                    refs.push(DataArray {
+                        ctype: "float".into(),
+                        name: rn.clone(),
+                        lines: c::lines(&vals.iter().map(|v| c::f32_lit(*v)).collect::<Vec<_>>(), 8),
+                    });
+                    rn
+                }
+            };
             let what = match r.kind {
                 RefKind::UpdatedParam | RefKind::Frozen => r.key.clone(),
                 _ => r.target.clone(),
@@ -863,6 +961,7 @@ pub fn generate(
         }
     }
     let expected: u64 = loss_refs as u64 + checks.iter().map(|c| c.values).sum::<u64>();
+    let test_l3 = l3_data.map(L3Data::finish).transpose()?;
 
     // ---- build facts -----------------------------------------------------------------
     let p = &plan.platform;
@@ -877,7 +976,9 @@ pub fn generate(
     if has_optimizer {
         sources.push("OptimizerNetwork.c".into());
     }
-    let calls = main_nodes.iter().chain(&opt_nodes).flat_map(|n| &n.calls);
+    // A tiled node's calls are in its tile loop.
+    let calls =
+        main_nodes.iter().chain(&opt_nodes).flat_map(|n| n.calls.iter().chain(n.tiled.iter().flat_map(|t| &t.calls)));
     let runtime_sources = render::runtime_sources(calls.map(|c| c.func.as_str()))?;
     let budget = |l: Level| {
         let lp = plan.level(l);
@@ -885,13 +986,16 @@ pub fn generate(
     };
     let cc_stack = p.level(Level::L1).reserved.iter().find(|r| r.name.contains("CC_STACK_SIZE")).map_or(0, |r| r.bytes);
     let has_image = !segments.is_empty();
-    let readfs: Vec<String> = if !has_image {
+    let mut readfs: Vec<String> = if !has_image {
         vec![]
     } else if opts.hex_files {
         hex.iter().map(|(p, _)| p.display().to_string()).collect()
     } else {
         vec![format!("hex/{L3_IMAGE}")]
     };
+    if test_l3.is_some() {
+        readfs.push(format!("hex/{TEST_DATA_IMAGE}"));
+    }
     let facts = Facts {
         model: name.clone(),
         platform: p.name.clone(),
@@ -937,7 +1041,9 @@ pub fn generate(
         tol_lit: c::f32_lit(tolerance),
         loss_refs,
         loss_lines,
+        loss_l3: loss_l3.map(|o| format!("DG_L3({o}u)")),
         refs,
+        test_l3: test_l3.as_ref().map(|(t, _)| t.clone()),
         checks,
         expected,
         not_compared: not_compared
@@ -954,6 +1060,9 @@ pub fn generate(
     };
 
     let mut files = render::render(&facts)?;
+    if let Some((_, image)) = test_l3 {
+        files.push((PathBuf::from(format!("hex/{TEST_DATA_IMAGE}")), image));
+    }
     if has_image {
         if opts.hex_files {
             files.extend(hex);
@@ -984,6 +1093,13 @@ pub fn generate(
         weights,
         l3_image: (has_image && !opts.hex_files).then(|| format!("hex/{L3_IMAGE}")),
         l3_image_bytes: if has_image { image.len() as u64 } else { 0 },
+        test_data: plan.buffers.iter().find(|b| b.kind == plan::Kind::Static && b.name == plan::TEST_DATA).map(|b| {
+            TestDataPlace {
+                bytes: b.bytes,
+                level: b.level.to_string(),
+                image: (b.level == Level::L3).then(|| format!("hex/{TEST_DATA_IMAGE}")),
+            }
+        }),
     };
     let mut json = serde_json::to_string_pretty(&manifest).map_err(|e| Error::model(e.to_string()))?;
     json.push('\n');
@@ -994,6 +1110,19 @@ pub fn generate(
 
 /// The code of one scheduled node: staging copies around its kernel
 /// call(s), as the plan places the operands.
+/// `DG_DUMP` of the node's f32 outputs, at their home buffers.
+fn dumps(ctx: &Ctx, n: &plan::NodePlan, g: &ir::Graph, node: &ir::Node) -> Vec<Dump> {
+    node.outputs
+        .iter()
+        .flatten()
+        .filter_map(|&t| {
+            let b = ctx.buffer_of(n.graph, g.name_of(t))?;
+            let buf = &ctx.plan.buffers[b];
+            (buf.dtype == "f32").then(|| Dump { name: c::string(g.name_of(t)), ptr: ctx.expr(b), numel: buf.bytes / 4 })
+        })
+        .collect()
+}
+
 fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
     let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
@@ -1015,6 +1144,20 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             ),
         }
     })?;
+    if let Some(t) = &n.tiling {
+        let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
+        let comment = format!(
+            "step {}: {} '{}' computes in L1, {} tile(s) of {:?}{}",
+            n.step,
+            node.op,
+            c::comment(&node.name),
+            t.count,
+            t.tile,
+            if t.double_buffered { ", double-buffered" } else { "" }
+        );
+        let dumps = dumps(ctx, n, g, node);
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code), dumps });
+    }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
             Some(o) => match (o.l1_copy, o.l2_staging) {
@@ -1057,7 +1200,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             });
         }
     }
-    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
+    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members, tile: None };
     let kc = binding(&kctx)?;
 
     let copies = |ids: &dyn Fn(BufId) -> bool| -> (Vec<Copy>, Vec<Copy>) {
@@ -1121,21 +1264,13 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         }
     }
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
-    let dumps = node
-        .outputs
-        .iter()
-        .flatten()
-        .filter_map(|&t| {
-            let b = ctx.buffer_of(n.graph, g.name_of(t))?;
-            let buf = &ctx.plan.buffers[b];
-            (buf.dtype == "f32").then(|| Dump { name: c::string(g.name_of(t)), ptr: ctx.expr(b), numel: buf.bytes / 4 })
-        })
-        .collect();
+    let dumps = dumps(ctx, n, g, node);
     Ok(NodeCode {
         comment: format!("step {}: {} '{}' computes in {}", n.step, node.op, c::comment(&node.name), exec),
         pre,
         calls,
         post,
+        tiled: None,
         dumps,
     })
 }

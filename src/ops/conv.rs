@@ -1,6 +1,7 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -12,6 +13,7 @@ pub const OPS: &[OpDef] = &[
         infer: conv,
         required: &[0, 1],
         kernel: Some(bind_conv),
+        tile: Some(CONV_TILES),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
@@ -323,4 +325,19 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         }
     }
     Ok(KernelCall { calls, ..Default::default() })
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Conv tiles over batch and output rows (the first spatial axis, L for
+/// 1-D); the input rows carry the halo, the weights and bias stay whole.
+pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map };
+
+fn conv_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::window_space(ctx, false)
+}
+
+fn conv_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let w = ctx.graph_in_shape(1)?;
+    tile::window_map(ctx, &w[2..], false, start, len)
 }

@@ -1,6 +1,7 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
 use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
+use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -12,6 +13,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -20,6 +22,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -28,6 +31,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -36,9 +40,17 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
-    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), ..OpDef::BASE },
+    OpDef {
+        name: "Pow",
+        infer: pow,
+        required: &[0, 1],
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
+        ..OpDef::BASE
+    },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
     OpDef {
         name: "Cast",
@@ -46,6 +58,7 @@ pub const OPS: &[OpDef] = &[
         infer: cast,
         fold: Some(fold_cast),
         kernel: Some(bind_cast),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
@@ -55,6 +68,7 @@ pub const OPS: &[OpDef] = &[
         infer: scale,
         required: &[0, 1],
         kernel: Some(bind_scale),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];

@@ -2,6 +2,7 @@
 //! backward graph; there is no GemmGrad operator.
 
 use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -13,9 +14,17 @@ pub const OPS: &[OpDef] = &[
         infer: gemm,
         required: &[0, 1],
         kernel: Some(bind_gemm),
+        tile: Some(GEMM_TILES),
         ..OpDef::BASE
     },
-    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(bind_matmul), ..OpDef::BASE },
+    OpDef {
+        name: "MatMul",
+        infer: matmul,
+        required: &[0, 1],
+        kernel: Some(bind_matmul),
+        tile: Some(MATMUL_TILES),
+        ..OpDef::BASE
+    },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
     OpDef {
@@ -24,6 +33,7 @@ pub const OPS: &[OpDef] = &[
         infer: fused_matmul,
         required: &[0, 1],
         kernel: Some(bind_matmul),
+        tile: Some(MATMUL_TILES),
         ..OpDef::BASE
     },
 ];
@@ -262,4 +272,88 @@ pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused
         "dg_matmul_f32"
     };
     one(call(func, "dg_matmul_args_t", fields))
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Gemm tiles over the rows of A and Y (K and N whole: B stays whole, C
+/// takes the rows it broadcasts over).
+pub(super) const GEMM_TILES: TileRule = TileRule { space: gemm_tile_space, map: gemm_tile_map };
+/// MatMul tiles over the batch dims and the rows of A; B stays whole per
+/// batch.
+pub(super) const MATMUL_TILES: TileRule = TileRule { space: matmul_tile_space, map: matmul_tile_map };
+
+fn gemm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
+    if a.len() != 2 || b.len() != 2 || y.len() != 2 {
+        return Ok(Err(format!("A {a:?}, B {b:?}, Y {y:?} are not all 2-D")));
+    }
+    if ctx.attr_int("transA", 0)? != 0 {
+        return Ok(Err("transA: the rows of A are its columns".into()));
+    }
+    Ok(Ok(Space { dims: y, split: vec![true, false] }))
+}
+
+fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let a = ctx.graph_in_shape(0)?;
+    let rows = tile::broadcast_part(&[a[0], 1], &start[..1], &len[..1]);
+    let a_part = match rows {
+        Part::Box { start: s, len: l } => Part::Box { start: vec![s[0], 0], len: vec![l[0], a[1]] },
+        other => other,
+    };
+    let mut m = TileMap { inputs: vec![Some(a_part), Some(Part::Whole)], ..Default::default() };
+    m.inputs.push(match ctx.node.input(2) {
+        Some(_) => Some(tile::broadcast_part(&ctx.graph_in_shape(2)?, start, len)),
+        None => None,
+    });
+    m.outputs.push(Some(tile::broadcast_part(&ctx.graph_out_shape(0)?, start, len)));
+    Ok(m)
+}
+
+fn matmul_trans(ctx: &KernelCtx) -> Result<(bool, bool)> {
+    if ctx.node.op != "FusedMatMul" {
+        return Ok((false, false));
+    }
+    Ok((ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0))
+}
+
+fn matmul_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
+    if a.len() < 2 || b.len() < 2 || y.len() < 2 {
+        return Ok(Err(format!("A {a:?} or B {b:?} is 1-D")));
+    }
+    let r = y.len();
+    Ok(Ok(Space { split: (0..r).map(|d| d + 1 < r).collect(), dims: y }))
+}
+
+/// The part of a MatMul operand: batch dims broadcast against the tile,
+/// the matrix dims whole except A's rows (`rows_axis`).
+fn matmul_part(shape: &[usize], rows_axis: Option<usize>, start: &[usize], len: &[usize]) -> Part {
+    let (n, r) = (shape.len(), start.len());
+    let mut s = vec![0; n];
+    let mut l = shape.to_vec();
+    for k in 0..n - 2 {
+        if shape[k] != 1 && k + r >= n {
+            s[k] = start[k + r - n];
+            l[k] = len[k + r - n];
+        }
+    }
+    if let Some(ax) = rows_axis {
+        s[ax] = start[r - 2];
+        l[ax] = len[r - 2];
+    }
+    if l == shape {
+        Part::Whole
+    } else {
+        Part::Box { start: s, len: l }
+    }
+}
+
+fn matmul_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
+    let (ta, _) = matmul_trans(ctx)?;
+    let rows = if ta { a.len() - 1 } else { a.len() - 2 };
+    let inputs = vec![Some(matmul_part(&a, Some(rows), start, len)), Some(matmul_part(&b, None, start, len))];
+    let y = ctx.graph_out_shape(0)?;
+    Ok(TileMap { inputs, outputs: vec![Some(tile::broadcast_part(&y, start, len))], attrs: vec![] })
 }

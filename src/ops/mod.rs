@@ -32,6 +32,7 @@ mod softmax;
 mod split;
 #[cfg(test)]
 mod testing;
+pub mod tile;
 mod training;
 mod unary;
 
@@ -131,6 +132,8 @@ pub struct OpDef {
     /// How a node becomes a call of a `runtime/kernels` function; `None`:
     /// no kernel (the emitter refuses the node, naming it).
     pub kernel: Option<kernel::KernelFn>,
+    /// How the node's work splits into L1 tiles; `None`: it runs untiled.
+    pub tile: Option<tile::TileRule>,
 }
 
 impl OpDef {
@@ -153,6 +156,7 @@ impl OpDef {
         batch_stats: None,
         fixed_1x1: None,
         kernel: None,
+        tile: None,
     };
 
     /// Whether input `slot` is read at generation time (when constant).

@@ -2,6 +2,7 @@
 
 use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
 use super::kernel::{call, numel, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -13,6 +14,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
         kernel: Some(bind_pool),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
@@ -30,6 +32,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
         kernel: Some(bind_pool),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
@@ -335,4 +338,22 @@ pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
         _ => "dg_global_avgpool_f32",
     };
     one(call(func, "dg_pool_args_t", fields))
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Pools tile over batch, channels and output rows, the input rows with
+/// their halo. MaxPool's indices are flat positions in the whole input,
+/// so a MaxPool that outputs them runs untiled.
+pub(super) const POOL_TILES: TileRule = TileRule { space: pool_tile_space, map: pool_tile_map };
+
+fn pool_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if ctx.has_out(1) || ctx.node.output(1).is_some() {
+        return Ok(Err("its indices output counts positions in the whole input".into()));
+    }
+    tile::window_space(ctx, true)
+}
+
+fn pool_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::window_map(ctx, &kernel_dims(ctx)?, true, start, len)
 }

@@ -1,6 +1,7 @@
 //! Gradient accumulation and optimizer operators.
 
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
+use super::tile;
 use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
@@ -16,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
         kernel: Some(bind_accumulate),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
@@ -28,6 +30,7 @@ pub const OPS: &[OpDef] = &[
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
         kernel: Some(bind_sgd),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq

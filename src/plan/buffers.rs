@@ -248,6 +248,9 @@ pub struct StaticRequest {
     pub name: String,
     pub bytes: u64,
     pub level: Level,
+    /// The requester can use it at L2 or L3: when L2 is short it moves to
+    /// L3 before any of the network's own buffers does.
+    pub movable: bool,
 }
 
 fn is_constant(g: &Graph, t: TensorId) -> bool {

@@ -17,6 +17,7 @@ pub(super) fn fit(
     base: &mut [crate::plan::Buffer],
     disc: &Discovery,
     opts: &PlanOptions,
+    tiler: &[super::levels::Tiler],
     decisions: &mut Vec<String>,
 ) -> Result<Attempt> {
     let p = &opts.platform;
@@ -25,7 +26,7 @@ pub(super) fn fit(
     let access_count = |id: BufId| disc.steps.iter().filter(|s| s.operands.iter().any(|(b, _)| *b == id)).count();
 
     loop {
-        let a = attempt(base, disc, opts);
+        let a = attempt(base, disc, opts, tiler);
         if a.fits() {
             return Ok(a);
         }
@@ -41,16 +42,22 @@ pub(super) fn fit(
                 &a,
                 Level::L3,
                 extra,
-                vec![Hint::Capacity { level: Level::L3, bytes: l3.needed_bytes }],
+                [Hint::Capacity { level: Level::L3, bytes: l3.needed_bytes }]
+                    .into_iter()
+                    .filter(|_| l3.needed_bytes <= chip_capacity(p, Level::L3))
+                    .collect(),
             ));
+        }
+        if !l2.fits && move_movable_statics(base, opts, l2.needed_bytes - l2.capacity, decisions) {
+            continue;
         }
         if !l2.fits && opts.default_mem == Level::L2 {
             // Move persistent L2 buffers to L3: most bytes freed per node
             // that touches them first (each touch is a staging copy).
             let mut cands: Vec<BufId> = base
                 .iter()
-                // Static requests (the test data) stay where they were asked for:
-                // emission writes them as L2 arrays.
+                // Static requests (the test data) move only as a whole, above,
+                // when their requester can use them in L3.
                 .filter(|b| b.level == Level::L2 && b.persistent && !b.kind.is_per_node() && b.kind != Kind::Static)
                 .map(|b| b.id)
                 .collect();
@@ -124,7 +131,48 @@ pub(super) fn fit(
         if opts.default_mem == Level::L2 {
             hints.push(Hint::DefaultMem { level: Level::L3 });
         }
-        hints.push(Hint::Capacity { level: Level::L2, bytes: shown.levels[&Level::L2].needed_bytes });
+        // The least L2 that works: what this plan needs after every move
+        // (the first attempt's figure keeps everything in L2).
+        let needed = l2.needed_bytes;
+        if needed <= chip_capacity(p, Level::L2) {
+            hints.push(Hint::Capacity { level: Level::L2, bytes: needed });
+        }
+        if opts.test_data == Some(Level::L2) && shown.buffers.iter().any(|b| b.kind == Kind::Static) {
+            hints.push(Hint::TestDataL3);
+        }
         return Err(capacity_error(p, shown, Level::L2, extra, hints));
     }
+}
+
+/// Moves the static requests that may live in L3 (the harness's test data
+/// and references) there, before any of the network's own buffers: they
+/// cost the network nothing in L3. Whether anything moved.
+fn move_movable_statics(
+    base: &mut [crate::plan::Buffer],
+    opts: &PlanOptions,
+    short: u64,
+    decisions: &mut Vec<String>,
+) -> bool {
+    let movable = |b: &crate::plan::Buffer| {
+        b.kind == Kind::Static && b.level == Level::L2 && opts.statics.iter().any(|s| s.movable && s.name == b.name)
+    };
+    let mut moved = false;
+    for b in base.iter_mut().filter(|b| movable(b)) {
+        b.level = Level::L3;
+        b.level_reason = format!("moved to L3: L2 was {} B short, and its reader streams it from L3", thousands(short));
+        decisions.push(format!(
+            "moved '{}' ({} B) to L3 first: L2 was {} B short",
+            b.name,
+            thousands(b.size),
+            thousands(short)
+        ));
+        moved = true;
+    }
+    moved
+}
+
+/// The level's capacity on the chip itself, whatever `--l1/--l2/--l3`
+/// say: a hint never asks for more than the chip has.
+fn chip_capacity(p: &crate::target::Platform, l: Level) -> u64 {
+    crate::target::Platform::by_name(&p.name).map_or(p.level(l).capacity, |chip| chip.level(l).capacity)
 }

@@ -125,6 +125,8 @@ pub struct Case {
     /// Build with `-DDG_DUMP_TENSORS` and have the app write every node's
     /// outputs to this file (`--bisect`).
     pub dump: Option<PathBuf>,
+    /// Plan with tiling (`--no-tiling` turns it off).
+    pub tiling: bool,
 }
 
 impl Case {
@@ -144,6 +146,7 @@ impl Case {
             build_jobs: 1,
             unknown_attrs: Default::default(),
             dump: None,
+            tiling: true,
         }
     }
 
@@ -241,8 +244,9 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 /// The generation step of a case: the pipeline, then the project written
 /// into `out`.
 pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
-    let plan =
+    let mut plan =
         PlanOptions::named(&case.platform, &case.default_mem, case.capacities).map_err(StageError::at(Stage::Plan))?;
+    plan.tiling = case.tiling;
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;

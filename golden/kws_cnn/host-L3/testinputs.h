@@ -93,5 +93,6 @@ static void *const testDataRow0[TEST_NUM_DATA_SLOTS] = { testData_mb0_buf0, };
 static void *const *const testDataVector[TRAINING_DATA_SIZE] = {
     testDataRow0,
 };
+#define TEST_DATA(mb, i) (testDataVector[mb][i])
 
 #endif

@@ -19,10 +19,10 @@ void *DeeployOptNetwork_learning_rate;
 
 int InitOptimizerNetwork(void)
 {
-    DeeployOptNetwork_inputs[0] = DG_L2(127480);
-    DeeployOptNetwork_inputs[1] = DG_L2(127488);
-    DeeployOptNetwork_outputs[0] = DG_L2(422624);
-    DeeployOptNetwork_learning_rate = DG_L2(127480);
+    DeeployOptNetwork_inputs[0] = DG_L2(305656);
+    DeeployOptNetwork_inputs[1] = DG_L2(305664);
+    DeeployOptNetwork_outputs[0] = DG_L2(305832);
+    DeeployOptNetwork_learning_rate = DG_L2(305656);
     return 0;
 }
 
@@ -36,11 +36,11 @@ void RunOptimizerNetwork(void *arg)
             /* conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w2,
-                .g = DG_L2(36872),
+                .g = DG_L2(12296),
                 .w_out = (void *)dg_w2,
                 .n = 432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -48,11 +48,11 @@ void RunOptimizerNetwork(void *arg)
             /* bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w3,
-                .g = DG_L2(38600),
+                .g = DG_L2(14024),
                 .w_out = (void *)dg_w3,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -60,11 +60,11 @@ void RunOptimizerNetwork(void *arg)
             /* bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w4,
-                .g = DG_L2(38664),
+                .g = DG_L2(14088),
                 .w_out = (void *)dg_w4,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -72,11 +72,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w7,
-                .g = DG_L2(38728),
+                .g = DG_L2(14152),
                 .w_out = (void *)dg_w7,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -84,11 +84,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w8,
-                .g = DG_L2(47944),
+                .g = DG_L2(23368),
                 .w_out = (void *)dg_w8,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -96,11 +96,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w9,
-                .g = DG_L2(48008),
+                .g = DG_L2(23432),
                 .w_out = (void *)dg_w9,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -108,11 +108,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.conv2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w12,
-                .g = DG_L2(48072),
+                .g = DG_L2(23496),
                 .w_out = (void *)dg_w12,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -120,11 +120,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w13,
-                .g = DG_L2(57288),
+                .g = DG_L2(32712),
                 .w_out = (void *)dg_w13,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -132,23 +132,24 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w14,
-                .g = DG_L2(57352),
+                .g = DG_L2(32776),
                 .w_out = (void *)dg_w14,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack2.conv1.weight */
+            dg_copy(DG_L2(324160), DG_L3(0), 18432u); /* stack2.conv1.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w17,
-                .g = DG_L2(57416),
+                .g = DG_L2(324160),
                 .w_out = (void *)dg_w17,
                 .n = 4608u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -156,11 +157,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w18,
-                .g = DG_L2(75848),
+                .g = DG_L2(32840),
                 .w_out = (void *)dg_w18,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -168,23 +169,23 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w19,
-                .g = DG_L2(75976),
+                .g = DG_L2(32968),
                 .w_out = (void *)dg_w19,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack2.conv2.weight */
             dg_sgd_args_t args = {
-                .w = DG_L2(8),
-                .g = DG_L2(76104),
-                .w_out = DG_L2(8),
+                .w = (void *)dg_w22,
+                .g = DG_L2(33096),
+                .w_out = (void *)dg_w22,
                 .n = 9216u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -192,11 +193,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w23,
-                .g = DG_L2(112968),
+                .g = DG_L2(69960),
                 .w_out = (void *)dg_w23,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -204,11 +205,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w24,
-                .g = DG_L2(113096),
+                .g = DG_L2(70088),
                 .w_out = (void *)dg_w24,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -216,11 +217,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w27,
-                .g = DG_L2(113224),
+                .g = DG_L2(70216),
                 .w_out = (void *)dg_w27,
                 .n = 512u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -228,38 +229,35 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w28,
-                .g = DG_L2(115272),
+                .g = DG_L2(72264),
                 .w_out = (void *)dg_w28,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack3.conv1.weight */
-            dg_copy(DG_L2(127496), DG_L3(12288), 73728u); /* stack3.conv1.weight L3->L2 */
-            dg_copy(DG_L2(274952), DG_L3(233472), 73728u); /* stack3.conv1.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
-                .w = DG_L2(127496),
-                .g = DG_L2(274952),
-                .w_out = DG_L2(127496),
+                .w = (void *)dg_w29,
+                .g = DG_L2(72392),
+                .w_out = (void *)dg_w29,
                 .n = 18432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
-            dg_copy(DG_L3(12288), DG_L2(127496), 73728u); /* stack3.conv1.weight L2->L3 */
         }
         {
             /* stack3.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w30,
-                .g = DG_L2(115400),
+                .g = DG_L2(146120),
                 .w_out = (void *)dg_w30,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -267,38 +265,35 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w31,
-                .g = DG_L2(115656),
+                .g = DG_L2(146376),
                 .w_out = (void *)dg_w31,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack3.conv2.weight */
-            dg_copy(DG_L2(127496), DG_L3(86016), 147456u); /* stack3.conv2.weight L3->L2 */
-            dg_copy(DG_L2(274952), DG_L3(307200), 147456u); /* stack3.conv2.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
-                .w = DG_L2(127496),
-                .g = DG_L2(274952),
-                .w_out = DG_L2(127496),
+                .w = (void *)dg_w34,
+                .g = DG_L2(146632),
+                .w_out = (void *)dg_w34,
                 .n = 36864u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
-            dg_copy(DG_L3(86016), DG_L2(127496), 147456u); /* stack3.conv2.weight L2->L3 */
         }
         {
             /* stack3.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w35,
-                .g = DG_L2(115912),
+                .g = DG_L2(294088),
                 .w_out = (void *)dg_w35,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -306,11 +301,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w36,
-                .g = DG_L2(116168),
+                .g = DG_L2(294344),
                 .w_out = (void *)dg_w36,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -318,11 +313,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w39,
-                .g = DG_L2(116424),
+                .g = DG_L2(294600),
                 .w_out = (void *)dg_w39,
                 .n = 2048u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -330,11 +325,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w40,
-                .g = DG_L2(124616),
+                .g = DG_L2(302792),
                 .w_out = (void *)dg_w40,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -342,11 +337,11 @@ void RunOptimizerNetwork(void *arg)
             /* fc.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w41,
-                .g = DG_L2(124872),
+                .g = DG_L2(303048),
                 .w_out = (void *)dg_w41,
                 .n = 640u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -354,11 +349,11 @@ void RunOptimizerNetwork(void *arg)
             /* fc.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w42,
-                .g = DG_L2(127432),
+                .g = DG_L2(305608),
                 .w_out = (void *)dg_w42,
                 .n = 10u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(127480),
+                .lr_ptr = DG_L2(305656),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }

@@ -68,87 +68,87 @@ static void compare_task(void *arg)
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
                                     &check_compared);
-    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, testRef_0, 432u,
+    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, DG_L3(67632u), 432u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, testRef_1, 16u,
+    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, DG_L3(69360u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, testRef_2, 16u,
+    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, DG_L3(69424u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, testRef_3, 16u,
+    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, DG_L3(69488u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, testRef_4, 16u,
+    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, DG_L3(69552u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, testRef_5, 2304u,
+    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, DG_L3(69616u), 2304u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, testRef_6, 16u,
+    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, DG_L3(78832u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, testRef_7, 16u,
+    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, DG_L3(78896u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, testRef_8, 16u,
+    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, DG_L3(78960u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, testRef_9, 16u,
+    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, DG_L3(79024u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, testRef_10, 2304u,
+    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, DG_L3(79088u), 2304u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, testRef_11, 16u,
+    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, DG_L3(88304u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, testRef_12, 16u,
+    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, DG_L3(88368u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, testRef_13, 16u,
+    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, DG_L3(88432u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, testRef_14, 16u,
+    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, DG_L3(88496u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, testRef_15, 4608u,
+    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, DG_L3(88560u), 4608u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, testRef_16, 32u,
+    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, DG_L3(106992u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, testRef_17, 32u,
+    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, DG_L3(107120u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, testRef_18, 32u,
+    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, DG_L3(107248u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, testRef_19, 32u,
+    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, DG_L3(107376u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv2.weight_updated", DG_L2(8), testRef_20, 9216u,
+    check_errors += dg_check_tensor("stack2.conv2.weight_updated", (void *)dg_w22, DG_L3(107504u), 9216u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, testRef_21, 32u,
+    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, DG_L3(144368u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, testRef_22, 32u,
+    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, DG_L3(144496u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, testRef_23, 32u,
+    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, DG_L3(144624u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, testRef_24, 32u,
+    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, DG_L3(144752u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, testRef_25, 512u,
+    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, DG_L3(144880u), 512u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, testRef_26, 32u,
+    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, DG_L3(146928u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv1.weight_updated", DG_L3(12288), testRef_27, 18432u,
+    check_errors += dg_check_tensor("stack3.conv1.weight_updated", (void *)dg_w29, DG_L3(147056u), 18432u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, testRef_28, 64u,
+    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, DG_L3(220784u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, testRef_29, 64u,
+    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, DG_L3(221040u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, testRef_30, 64u,
+    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, DG_L3(221296u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, testRef_31, 64u,
+    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, DG_L3(221552u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv2.weight_updated", DG_L3(86016), testRef_32, 36864u,
+    check_errors += dg_check_tensor("stack3.conv2.weight_updated", (void *)dg_w34, DG_L3(221808u), 36864u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, testRef_33, 64u,
+    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, DG_L3(369264u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, testRef_34, 64u,
+    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, DG_L3(369520u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, testRef_35, 64u,
+    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, DG_L3(369776u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, testRef_36, 64u,
+    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, DG_L3(370032u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, testRef_37, 2048u,
+    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, DG_L3(370288u), 2048u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, testRef_38, 64u,
+    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, DG_L3(378480u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, testRef_39, 640u,
+    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, DG_L3(378736u), 640u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, testRef_40, 10u,
+    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, DG_L3(381296u), 10u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
 }
 
@@ -194,6 +194,8 @@ static int harness(void)
 #ifndef TRAINING_SKIP_INITWEIGHT_COPY
     CopyInitialWeights();
 #endif
+    if (dg_load_file_to_l3(DG_L3(TEST_DATA_L3_BASE), TEST_DATA_L3_FILE, TEST_DATA_L3_BYTES) != TEST_DATA_L3_BYTES)
+        return init_failed("cannot load the test data (" TEST_DATA_L3_FILE ") into L3");
     if (DeeployOptNetwork_learning_rate != NULL) {
         float lr = TRAINING_LEARNING_RATE;
         dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
@@ -210,7 +212,7 @@ static int harness(void)
 #endif
 #if TEST_NUM_DATA_SLOTS > 0
             for (i = 0; i < TEST_NUM_DATA_SLOTS; i++)
-                dg_copy(DeeployNetwork_inputs[testDataSlots[i]], testDataVector[mb % TRAINING_DATA_SIZE][i],
+                dg_copy(DeeployNetwork_inputs[testDataSlots[i]], TEST_DATA(mb % TRAINING_DATA_SIZE, i),
                         DeeployNetwork_inputs_bytes[testDataSlots[i]]);
 #endif
             if (send_task(run_network_task) != 0)

@@ -210,7 +210,7 @@ static int harness(void)
 #endif
 #if TEST_NUM_DATA_SLOTS > 0
             for (i = 0; i < TEST_NUM_DATA_SLOTS; i++)
-                dg_copy(DeeployNetwork_inputs[testDataSlots[i]], testDataVector[mb % TRAINING_DATA_SIZE][i],
+                dg_copy(DeeployNetwork_inputs[testDataSlots[i]], TEST_DATA(mb % TRAINING_DATA_SIZE, i),
                         DeeployNetwork_inputs_bytes[testDataSlots[i]]);
 #endif
             if (send_task(run_network_task) != 0)

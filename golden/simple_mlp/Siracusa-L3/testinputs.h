@@ -128,5 +128,6 @@ static void *const *const testDataVector[TRAINING_DATA_SIZE] = {
     testDataRow2,
     testDataRow3,
 };
+#define TEST_DATA(mb, i) (testDataVector[mb][i])
 
 #endif
