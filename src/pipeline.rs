@@ -150,6 +150,8 @@ pub struct Options {
     /// Told the name of each stage as it starts (`build` says what it is
     /// doing when generation takes long).
     pub on_stage: Option<StageHook>,
+    /// Training flags over the model's `train.toml`.
+    pub train: import::TrainRequest,
 }
 
 /// Told a stage's name as it starts.
@@ -164,6 +166,7 @@ impl Options {
             data: Data::Optional,
             unknown_attrs: import::UnknownAttrs::Refuse,
             on_stage: None,
+            train: import::TrainRequest::default(),
         }
     }
 }
@@ -212,7 +215,7 @@ pub struct Planned {
 pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
     let mut t = vec![];
     let load = || {
-        let mut m = import::load(path)?;
+        let mut m = import::load_with(path, &o.train)?;
         import::check_attributes(&mut m, o.unknown_attrs)?;
         Ok(m)
     };

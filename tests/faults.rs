@@ -384,7 +384,10 @@ fn a_weight_loaded_twice_baked_and_hex_fails_after_the_first_update() {
             "extern float dg_fc1_baked[];\n\nvoid CopyInitialWeights(void)",
         );
     };
-    let o = run_patched(&case(&mlp(), "GAP9", "L3"), two_copies);
+    // Untiled, so that fc1.weight reaches L1 in one copy the patch can redirect.
+    let mut c = case(&mlp(), "GAP9", "L3");
+    c.tiling = false;
+    let o = run_patched(&c, two_copies);
     assert_fails(&o, Stage::Result, "compared values are wrong");
     assert!(o.losses[0].within(), "step 0 reads equal copies: {:?}", o.losses[0]);
     assert!(o.losses[1..].iter().any(|l| !l.within()), "{:?}", o.losses);

@@ -132,10 +132,17 @@ fn a_missing_l3_image_names_the_folder_looked_in() {
 }
 
 /// The README's synopsis of each command: (command, long flags named,
-/// those outside brackets). `-j` stands for `--jobs`.
+/// those outside brackets). `-j` stands for `--jobs`; `[TRAIN]` for the
+/// flags its `TRAIN = …` line lists.
 fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
     let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
     let block = readme.split("## Commands").nth(1).unwrap().split("\n\n").nth(1).unwrap();
+    let (block, train) = block.split_once("    TRAIN = ").expect("a TRAIN = line");
+    let train: BTreeSet<String> = train
+        .split_whitespace()
+        .filter_map(|w| w.trim_start_matches('[').strip_prefix("--"))
+        .map(str::to_string)
+        .collect();
     let mut out: Vec<(String, BTreeSet<String>, BTreeSet<String>)> = vec![];
     // Brackets may span lines of one command.
     let mut depth = 0i32;
@@ -147,6 +154,10 @@ fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
         }
         let (_, all, required) = out.last_mut().expect("the block starts with a command");
         for w in &words {
+            if *w == "[TRAIN]" {
+                all.extend(train.iter().cloned());
+                continue;
+            }
             let flag = w.trim_start_matches('[').trim_end_matches(']');
             let name = if flag == "-j" { Some("jobs") } else { flag.strip_prefix("--") };
             depth += w.matches('[').count() as i32;

@@ -63,6 +63,8 @@ pub struct Args {
     /// define, instead of refusing the node.
     #[arg(long)]
     pub allow_unknown_attributes: bool,
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     pub no_tiling: bool,
@@ -137,6 +139,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     o.on_stage = Some(note_stage);
     o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);
     o.bind.num_data_inputs = a.num_data_inputs;
+    o.train = a.train.request();
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
     Ok(o)
 }

@@ -83,6 +83,8 @@ pub struct TestArgs {
     /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
     #[arg(long, value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     pub no_tiling: bool,
@@ -179,6 +181,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.keep = args.keep;
             c.unknown_attrs = super::unknown_attrs(args.allow_unknown_attributes);
             c.cache = args.cache_dir.clone().or_else(cache::default_dir);
+            c.train = args.train.request();
             c.tiling = !args.no_tiling;
             out.push(c);
         }

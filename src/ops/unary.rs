@@ -3,6 +3,7 @@
 //! emits for them (SigmoidGrad, TanhGrad, QuickGeluGrad; Sign as part of
 //! Abs's gradient).
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef};
@@ -10,13 +11,21 @@ use crate::error::Result;
 use crate::ir::{TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Relu", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Relu",
+        infer: unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(relu_grad),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Gelu",
         attrs: &["approximate"],
         infer: gelu,
         kernel: Some(bind_unary),
         tile: Some(tile::FLAT),
+        grad: Some(gelu_grad_rule),
         ..OpDef::BASE
     },
     OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
@@ -360,6 +369,16 @@ pub(super) fn bind_swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("alpha", f(float_attr(ctx, "alpha", 1.702)?)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "ReluGrad", grad::MS)
+}
+
+fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "GeluGrad", grad::MS)
 }
 
 #[cfg(test)]

@@ -125,6 +125,8 @@ pub struct Case {
     /// Build with `-DDG_DUMP_TENSORS` and have the app write every node's
     /// outputs to this file (`--bisect`).
     pub dump: Option<PathBuf>,
+    /// Training flags over the model's `train.toml`.
+    pub train: crate::import::TrainRequest,
     /// Plan with tiling (`--no-tiling` turns it off).
     pub tiling: bool,
 }
@@ -146,6 +148,7 @@ impl Case {
             build_jobs: 1,
             unknown_attrs: Default::default(),
             dump: None,
+            train: crate::import::TrainRequest::default(),
             tiling: true,
         }
     }
@@ -251,6 +254,7 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
     o.unknown_attrs = case.unknown_attrs;
+    o.train = case.train.clone();
     let g = pipeline::generate(&case.model, &o)?;
     g.project.write(out, true).map_err(StageError::at(Stage::Emit))
 }
