@@ -39,5 +39,13 @@ pub use error::{Error, Result};
 /// Import a model (a folder or one `.onnx` file) and lower it: the typed
 /// graphs with their training roles, ready for binding and planning.
 pub fn load(path: &std::path::Path) -> Result<ir::Model> {
-    lower::lower(import::load(path)?)
+    load_with(path, import::UnknownAttrs::Refuse)
+}
+
+/// [`load`], with a policy for attributes the operator's schema does not
+/// define.
+pub fn load_with(path: &std::path::Path, attrs: import::UnknownAttrs) -> Result<ir::Model> {
+    let mut m = import::load(path)?;
+    import::check_attributes(&mut m, attrs)?;
+    lower::lower(m)
 }

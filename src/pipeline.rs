@@ -144,9 +144,18 @@ pub struct Options {
     pub bind: BindOptions,
     pub emit: EmitOptions,
     pub data: Data,
+    /// Attributes the operator's schema does not define: refused, or
+    /// ignored with a warning.
+    pub unknown_attrs: import::UnknownAttrs,
+    /// Told the name of each stage as it starts (`build` says what it is
+    /// doing when generation takes long).
+    pub on_stage: Option<StageHook>,
     /// Training flags over the model's `train.toml`.
     pub train: import::TrainRequest,
 }
+
+/// Told a stage's name as it starts.
+pub type StageHook = fn(&'static str);
 
 impl Options {
     pub fn new(plan: PlanOptions) -> Options {
@@ -155,6 +164,8 @@ impl Options {
             bind: BindOptions::default(),
             emit: EmitOptions::default(),
             data: Data::Optional,
+            unknown_attrs: import::UnknownAttrs::Refuse,
+            on_stage: None,
             train: import::TrainRequest::default(),
         }
     }
@@ -178,11 +189,14 @@ pub struct Generated {
 
 /// Runs `f`, recording its time under `stage`, and tags its error.
 fn timed<T>(
-    timings: &mut Vec<Timing>,
+    (timings, on_stage): (&mut Vec<Timing>, Option<StageHook>),
     name: &'static str,
     stage: Stage,
     f: impl FnOnce() -> crate::Result<T>,
 ) -> Result<T, StageError> {
+    if let Some(tell) = on_stage {
+        tell(name);
+    }
     let t = Instant::now();
     let r = f().map_err(StageError::at(stage));
     timings.push(Timing { stage: name, time: t.elapsed() });
@@ -200,14 +214,19 @@ pub struct Planned {
 /// import → lower → bind → check → plan, without emission.
 pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
     let mut t = vec![];
-    let raw = timed(&mut t, "import", Stage::Import, || import::load_with(path, &o.train))?;
-    let model = timed(&mut t, "lower", Stage::Import, || lower::lower(raw))?;
-    let binding = timed(&mut t, "bind", Stage::Bind, || bind_data(&model, o))?;
+    let load = || {
+        let mut m = import::load_with(path, &o.train)?;
+        import::check_attributes(&mut m, o.unknown_attrs)?;
+        Ok(m)
+    };
+    let raw = timed((&mut t, o.on_stage), "import", Stage::Import, load)?;
+    let model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
+    let binding = timed((&mut t, o.on_stage), "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {
-        timed(&mut t, "check", Stage::Bind, || check::training(&model, b))?;
+        timed((&mut t, o.on_stage), "check", Stage::Bind, || check::training(&model, b))?;
     }
     let opts = plan_options(&model, binding.as_ref(), &o.plan);
-    let plan = timed(&mut t, "plan", Stage::Plan, || plan::plan(&model, &opts))?;
+    let plan = timed((&mut t, o.on_stage), "plan", Stage::Plan, || plan::plan(&model, &opts))?;
     Ok(Planned { model, binding, plan, timings: t })
 }
 
@@ -216,7 +235,7 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
 pub fn generate(path: &Path, o: &Options) -> Result<Generated, StageError> {
     let Planned { model, binding, plan, mut timings } = plan(path, o)?;
     let emitted = || emit::generate(&model, binding.as_ref(), &plan, &o.emit);
-    let project = timed(&mut timings, "emit", Stage::Emit, emitted)?;
+    let project = timed((&mut timings, o.on_stage), "emit", Stage::Emit, emitted)?;
     Ok(Generated { model, binding, plan, project, timings })
 }
 

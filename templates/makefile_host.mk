@@ -2,15 +2,19 @@
 # (--default-mem {{ f.default_mem }}). Builds ./app against the host
 # emulation of PMSIS (runtime/pmsis-host); run it from this folder.
 #   make -f Makefile.host [CC=clang] [EXTRA_CFLAGS="-fsanitize=address,undefined"]
+#   make -f Makefile.host RUNTIME_LIB=FILE  links a prebuilt runtime archive
+#     (made by the runtime.a target with the same flags) instead of
+#     compiling runtime/ here; `deploygen test` does this.
 
 ifeq ($(origin CC),default)
 CC = gcc
 endif
 
+PLATFORM_CFLAGS = -D{{ f.platform_define }} -DNUM_CORES={{ f.cores }}
 # The emulated capacities are what the plan may use: the level minus
-# stacks and program image (and, for L2, minus the baked weights).
-PLATFORM_CFLAGS = -D{{ f.platform_define }} -DNUM_CORES={{ f.cores }} \
-	-DDG_L1_SIZE={{ f.l1_heap }} -DDG_L2_SIZE={{ f.l2_heap }} -DDG_L3_SIZE={{ f.l3_heap }}
+# stacks and program image (and, for L2, minus the baked weights). Only
+# runtime/pmsis-host/pmsis_sizes.c is compiled with them.
+HEAP_CFLAGS = -DDG_L1_SIZE={{ f.l1_heap }} -DDG_L2_SIZE={{ f.l2_heap }} -DDG_L3_SIZE={{ f.l3_heap }}
 # A fork runs its cores' shares one after another on the calling thread
 # until a kernel calls its first barrier, then on one thread per core
 # (runtime/README.md). Run with DG_HOST_TEAM=threads, or build with
@@ -23,6 +27,10 @@ SRCS = \
 {%- for s in f.sources %}
 	{{ s }} \
 {%- endfor %}
+	runtime/pmsis-host/pmsis_sizes.c
+
+# The runtime files this model's kernels need.
+RUNTIME_SRCS = \
 {%- for s in f.runtime_sources %}
 	{{ s }} \
 {%- endfor %}
@@ -30,16 +38,30 @@ SRCS = \
 
 HDRS = $(wildcard *.h runtime/*/*.h runtime/pmsis-host/bsp/*.h runtime/pmsis-host/bsp/*/*.h)
 
-# One object per source: `make -j` builds them in parallel, and a compiler
-# cache (CC="ccache gcc") reuses the runtime's objects across projects.
+# One object per source: `make -j` builds them in parallel.
 OBJS = $(SRCS:.c=.o)
+ifeq ($(RUNTIME_LIB),)
+OBJS += $(RUNTIME_SRCS:.c=.o)
+endif
 
-app: $(OBJS)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $(OBJS) -lm -pthread $(EXTRA_LDFLAGS)
+app: $(OBJS) $(RUNTIME_LIB)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $(OBJS) $(RUNTIME_LIB) -lm -pthread $(EXTRA_LDFLAGS)
 
 %.o: %.c $(HDRS)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
-.PHONY: clean
+runtime/pmsis-host/pmsis_sizes.o: CFLAGS += $(HEAP_CFLAGS)
+
+# The runtime as an archive: `make -f Makefile.host runtime.a
+# RUNTIME_SRCS="…every runtime source…"` builds one that serves any
+# project with the same flags (`runtime-flags` prints them).
+runtime.a: $(RUNTIME_SRCS:.c=.o)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+.PHONY: clean runtime-flags
+runtime-flags:
+	@echo '$(CC) $(CFLAGS) $(EXTRA_CFLAGS)'
+
 clean:
-	rm -f app $(OBJS)
+	rm -f app runtime.a $(SRCS:.c=.o) $(RUNTIME_SRCS:.c=.o)

@@ -34,8 +34,19 @@ fn have_gcc() -> bool {
     ok
 }
 
+/// `make -f Makefile.host` with the runtime from the shared archive (the
+/// golden test builds a project standalone; these tests are about what the
+/// project computes).
 fn make(dir: &Path) {
-    let o = Command::new("make").args(["-s", "-f", "Makefile.host"]).current_dir(dir).output().unwrap();
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache");
+    let vars = deploygen::verify::cache::MakeVars::default();
+    let lib = deploygen::verify::cache::archive(&cache, dir, &vars, 2, std::time::Duration::from_secs(900));
+    let mut cmd = Command::new("make");
+    cmd.args(["-s", "-f", "Makefile.host"]).current_dir(dir);
+    if let Ok(lib) = lib {
+        cmd.arg(format!("RUNTIME_LIB={}", lib.display()));
+    }
+    let o = cmd.output().unwrap();
     assert!(
         o.status.success(),
         "make -f Makefile.host failed in {}:\n{}{}",

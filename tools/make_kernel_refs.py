@@ -1655,6 +1655,35 @@ def pow_negative_base_int():
     # integer exponents of negative bases are defined (odd ones negative)
     return _pow(rnd2(4, 1, lo=-3, hi=-0.2), np.array([2.0, 3.0, -1.0, 0.0, 1.0, 4.0], F32))
 
+# Gelu with approximate = "tanh" (runtime/kernels/gelu_tanh.c), written to
+# runtime/tests/refs/gelu_tanh/ and checked end to end by
+# tests/third_party.rs (a generated project against these references). Its
+# own RNG, so `--gelu-tanh` alone writes the same arrays as a full run.
+def gelu_tanh_cases():
+    rng = np.random.default_rng(20261201)
+    x = rng.uniform(-4, 4, size=(4, 9)).astype(F32)
+    x.reshape(-1)[:len(EDGES)] = EDGES
+    dy = rng.uniform(-1, 1, size=(4, 9)).astype(F32)
+    y = run_ort("Gelu", [("X", x)], [("Y", [4, 9], F)], {"approximate": "tanh"})["Y"]
+    # onnxruntime's gradient of the tanh form is com.microsoft FastGeluGrad
+    dx = run_ort("FastGeluGrad", [("dY", dy), ("X", x)], [("dX", [4, 9], F)], {}, "com.microsoft")["dX"]
+    # pin the formulas (float64)
+    xd = x.astype(np.float64)
+    u = np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3)
+    assert np.allclose(y, 0.5 * xd * (1 + np.tanh(u)), rtol=1e-5, atol=1e-6), "Gelu tanh form"
+    du = np.sqrt(2 / np.pi) * (1 + 3 * 0.044715 * xd ** 2)
+    ref = dy * (0.5 * (1 + np.tanh(u)) + 0.5 * xd * (1 - np.tanh(u) ** 2) * du)
+    assert np.allclose(dx, ref, rtol=1e-5, atol=1e-6), "FastGeluGrad is the tanh form's gradient"
+    return {"gelu_tanh": {"in_x": x, "out_y": y}, "gelu_tanh_grad": {"in_dy": dy, "in_x": x, "out_dx": dx}}
+
+
+def write_gelu_tanh(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    for name, d in gelu_tanh_cases().items():
+        np.savez_compressed(os.path.join(out_dir, name + ".npz"), **d)
+        print(f"{name:28s} ort    {', '.join(k for k in d if k.startswith('out_'))}")
+
+
 def write_wave2(out_dir):
     """Writes the second-wave cases to out_dir (runtime/tests/refs/wave2)."""
     os.makedirs(out_dir, exist_ok=True)
@@ -1678,9 +1707,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "..", "runtime", "tests", "refs"))
+    ap.add_argument("--gelu-tanh", action="store_true", help="write only OUT/gelu_tanh/ (leave the others)")
     args = ap.parse_args()
     assert ort.__version__ == "1.19.2", f"expected onnxruntime 1.19.2, found {ort.__version__}"
     assert onnx.__version__ == "1.17.0", f"expected onnx 1.17.0, found {onnx.__version__}"
+    if args.gelu_tanh:
+        write_gelu_tanh(os.path.join(args.out, "gelu_tanh"))
+        return 0
     os.makedirs(args.out, exist_ok=True)
     for f in os.listdir(args.out):
         if f.endswith(".npz"):
@@ -1698,6 +1731,7 @@ def main():
         print(f"{name:24s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
     print(f"{len(CASES)} cases, {total} bytes in {os.path.relpath(args.out)}")
     write_wave2(os.path.join(args.out, "wave2"))
+    write_gelu_tanh(os.path.join(args.out, "gelu_tanh"))
     return 0
 
 

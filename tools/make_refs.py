@@ -47,6 +47,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_dir")
     ap.add_argument("--out", help="where to write the .npz (default: MODEL_DIR/outputs.npz)")
+    ap.add_argument("--intermediates", metavar="FILE",
+                    help="write every float value of the first pass (node outputs by tensor name) to FILE "
+                         "instead (deploygen test --bisect)")
     args = ap.parse_args(argv)
     require_onnxruntime()
     from zoo import refs
@@ -55,6 +58,16 @@ def main(argv=None):
     if not os.path.isfile(os.path.join(args.model_dir, "network.onnx")):
         sys.stderr.write(f"make_refs.py: {args.model_dir}/network.onnx does not exist\n")
         return 1
+    if args.intermediates:
+        try:
+            values = refs.intermediates(args.model_dir)
+        except Exception as e:  # noqa: BLE001  (as below: the reason, not a traceback)
+            sys.stderr.write(f"make_refs.py: {args.model_dir}: {type(e).__name__}: {str(e).splitlines()[0]}\n")
+            return 1
+        with open(args.intermediates, "wb") as f:
+            f.write(npz_bytes(values, False))
+        print(f"{args.intermediates}: {len(values)} intermediate values")
+        return 0
     try:
         outs, facts = refs.compute(args.model_dir)
     except refs.RefError as e:

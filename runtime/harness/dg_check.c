@@ -13,6 +13,10 @@ PI_L2 static float dg_check_ref[DG_CHECK_CHUNK];
 
 static float dg_absf(float x) { return x < 0.0f ? -x : x; }
 
+/* |computed - ref|, and 0 for equal values: equal infinities match (their
+ * difference is NaN), a NaN on either side never does. */
+static float dg_diff(float c, float r) { return c == r ? 0.0f : dg_absf(c - r); }
+
 uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, float tol,
                          uint32_t *compared)
 {
@@ -20,7 +24,7 @@ uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, flo
     for (i = 0; i < n; i++) {
         float r, diff;
         dg_copy(&r, (const uint8_t *)ref + (size_t)i * sizeof(float), sizeof r);
-        diff = dg_absf(computed[i] - r);
+        diff = dg_diff(computed[i], r);
         if (!(diff <= tol))
             errors++;
         printf("[loss %u] computed=%.6f ref=%.6f diff=%.6f tol=%.6f\r\n", (unsigned)i,
@@ -45,7 +49,7 @@ uint32_t dg_check_tensor(const char *name, const void *computed, const void *ref
         dg_copy(dg_check_ref, (const uint8_t *)ref + (size_t)done * sizeof(float), (size_t)k * sizeof(float));
         for (i = 0; i < k; i++) {
             float c = dg_check_buf[i], r = dg_check_ref[i];
-            float diff = dg_absf(c - r);
+            float diff = dg_diff(c, r);
             if (!(diff <= tol)) {
                 if (errors < DG_CHECK_SHOW)
                     printf("  mismatch %s[%u] computed=%.6f ref=%.6f\r\n", name,

@@ -1,8 +1,9 @@
 /*
  * deploygen harness helpers: comparisons that cannot pass vacuously
  * (SPEC §5). Every function counts the values it really compared into
- * *compared; an error is counted when !(|computed - ref| <= tol), so a NaN
- * is an error. Computed values and references may live in any memory level
+ * *compared; an error is counted unless computed == ref (equal infinities
+ * included) or |computed - ref| <= tol, so a NaN is always an error.
+ * Computed values and references may live in any memory level
  * (they are read through dg_copy in small chunks). Call from the fabric controller or the
  * cluster controller, never inside a team fork.
  */

@@ -864,6 +864,13 @@ void dg_gather_grad_f32(void *args);
 
 /* ###################### end of the second-wave operators ###################### */
 
+/* ---- Gelu, approximate = "tanh" (gelu_tanh.c) ----------------------------
+ * y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) on dg_unary_args_t;
+ * its gradient (GeluGrad{approximate=tanh}, onnxruntime's FastGeluGrad)
+ * dx = dy * d/dx y on dg_act_grad_args_t. */
+void dg_gelu_tanh_f32(void *args);
+void dg_gelu_tanh_grad_f32(void *args);
+
 #ifdef __cplusplus
 }
 #endif

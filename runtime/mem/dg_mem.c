@@ -300,12 +300,23 @@ static size_t dg_file_read(dg_file_t *f, void *buf, size_t n)
 
 static void dg_file_close(dg_file_t *f) { pi_fs_close(f); }
 
+/* "FATAL: cannot open NAME", with the folder the host emulation looked in. */
+static void dg_cannot_open(const char *name)
+{
+#ifdef DG_PMSIS_HOST
+    printf("FATAL: cannot open %s in %s (the readfs folder: DG_HEX_DIR, default hex/ beside the app)\r\n", name,
+           dg_host_fs_dir());
+#else
+    printf("FATAL: cannot open %s in the flash file system (readfs)\r\n", name);
+#endif
+}
+
 size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
 {
     size_t size = 0, total = 0, k;
     dg_file_t *f = dg_file_open(name, &size);
     if (f == NULL) {
-        printf("FATAL: cannot open %s\r\n", name);
+        dg_cannot_open(name);
         return (size_t)-1;
     }
     if (size > max_size) {
@@ -332,7 +343,7 @@ int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n)
     uint32_t i;
     dg_file_t *f = dg_file_open(name, &size);
     if (f == NULL) {
-        printf("FATAL: cannot open %s\r\n", name);
+        dg_cannot_open(name);
         return -1;
     }
     for (i = 0; i < n; i++) {
@@ -367,3 +378,40 @@ short_read:
     dg_file_close(f);
     return -1;
 }
+
+/* ---- tensor dumps (DG_DUMP) ----------------------------------------------- */
+#ifdef DG_PMSIS_HOST
+#include <stdlib.h>
+
+void dg_dump_tensor(const char *name, const void *src, uint32_t n)
+{
+    static FILE *out;
+    static int opened;
+    PI_L2 static float chunk[256];
+    uint32_t len = (uint32_t)strlen(name), done, k;
+    if (!opened) {
+        const char *path = getenv("DG_DUMP_FILE");
+        opened = 1;
+        out = fopen(path != NULL && *path != '\0' ? path : "dumps.bin", "wb");
+        if (out == NULL)
+            printf("FATAL: cannot write the tensor dump %s\r\n", path != NULL ? path : "dumps.bin");
+    }
+    if (out == NULL)
+        return;
+    fwrite(&len, sizeof len, 1, out);
+    fwrite(name, 1, len, out);
+    fwrite(&n, sizeof n, 1, out);
+    for (done = 0; done < n; done += k) {
+        k = n - done < 256u ? n - done : 256u;
+        dg_copy(chunk, (const uint8_t *)src + (size_t)done * sizeof(float), (size_t)k * sizeof(float));
+        fwrite(chunk, sizeof(float), k, out);
+    }
+    fflush(out);
+}
+#else
+void dg_dump_tensor(const char *name, const void *src, uint32_t n)
+{
+    (void)src;
+    printf("[dump %s] %u values: tensor dumps need the host emulation\r\n", name, (unsigned)n);
+}
+#endif

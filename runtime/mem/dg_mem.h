@@ -67,6 +67,17 @@ int dg_mem_level(const void *ptr);
  * buffer for L3 -> L3 and L1 <-> L3. Not reentrant (one static stage). */
 void dg_copy(void *dst, const void *src, size_t n);
 
+/* DG_DUMP(name, ptr, n), after every node of a generated network: with
+ * -DDG_DUMP_TENSORS it appends the n floats at ptr (any level) to the dump
+ * file (`deploygen test --bisect` compares them with references); without,
+ * it is nothing. Record: u32 name length, name, u32 n, n little-endian
+ * floats. The file is DG_DUMP_FILE, default dumps.bin (host emulation only). */
+#ifdef DG_DUMP_TENSORS
+#define DG_DUMP(name, ptr, n) dg_dump_tensor((name), (ptr), (n))
+#else
+#define DG_DUMP(name, ptr, n) ((void)0)
+#endif
+void dg_dump_tensor(const char *name, const void *src, uint32_t n);
 /* ---- tiles: operand parts through the cluster DMA ----------------------
  * Called from the cluster controller, outside any team fork.
  *

@@ -357,6 +357,9 @@ int dg_host_in_fork(void);
 /* Non-zero when forks run inline (DG_HOST_TEAM_INLINE / DG_HOST_TEAM=inline),
  * zero when every core of a fork runs on its own thread. */
 int dg_host_team_inline(void);
+/* The folder the emulated readfs reads its files from (DG_HEX_DIR, default
+ * "hex"), as an absolute path when the working directory is known. */
+const char *dg_host_fs_dir(void);
 /* Print "[pmsis-host] FATAL: <msg>" and abort(). */
 void dg_host_fatal(const char *msg);
 

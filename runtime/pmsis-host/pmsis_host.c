@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ---- platform description ------------------------------------------------ */
 #if defined(DG_PLATFORM_GAP9)
@@ -328,6 +329,17 @@ static void team_mode_from_env(void)
         fprintf(stderr, "[pmsis-host] ignoring DG_HOST_TEAM=%s (threads or inline)\n", s);
 }
 
+/* The capacities of the program's memory plan: pmsis_sizes.c, compiled
+ * with the plan's DG_Lx_SIZE, defines them, so this file need not be
+ * recompiled per plan (a prebuilt runtime archive serves every project).
+ * Without it, the DG_Lx_SIZE this file was compiled with. */
+extern const uint32_t dg_host_heap_sizes[3] __attribute__((weak));
+
+static size_t heap_size(int level, size_t dflt)
+{
+    return dg_host_heap_sizes != NULL ? (size_t)dg_host_heap_sizes[level] : dflt;
+}
+
 static void init_once(void)
 {
     if (pthread_key_create(&g_key, NULL) != 0)
@@ -335,9 +347,9 @@ static void init_once(void)
     memset(&g_fc_thread, 0, sizeof g_fc_thread);
     g_fc_thread.core_id = 0;
     g_fc_thread.cluster_id = DG_HOST_FC_CLUSTER_ID;
-    heap_init(&g_l1, env_size("DG_L1_SIZE", DG_L1_SIZE), 1);
-    heap_init(&g_l2, env_size("DG_L2_SIZE", DG_L2_SIZE), 1);
-    heap_init(&g_l3, env_size("DG_L3_SIZE", DG_L3_SIZE), 1);
+    heap_init(&g_l1, env_size("DG_L1_SIZE", heap_size(0, DG_L1_SIZE)), 1);
+    heap_init(&g_l2, env_size("DG_L2_SIZE", heap_size(1, DG_L2_SIZE)), 1);
+    heap_init(&g_l3, env_size("DG_L3_SIZE", heap_size(2, DG_L3_SIZE)), 1);
     if ((unsigned long long)DG_L3_BASE + g_l3.cap > 0xFFFFFFFFull)
         dg_host_fatal("DG_L3_SIZE does not fit the 32-bit L3 address window");
     team_mode_from_env();
@@ -798,6 +810,20 @@ void pi_hyperram_conf_init(struct pi_hyperram_conf *conf) { memset(conf, 0, size
 #endif
 
 /* ---- flash + readfs: a folder ------------------------------------------------ */
+const char *dg_host_fs_dir(void)
+{
+    static char where[1024];
+    const char *dir = getenv("DG_HEX_DIR");
+    char cwd[768];
+    if (dir == NULL || *dir == '\0')
+        dir = DG_HEX_DIR_DEFAULT;
+    if (dir[0] == '/' || getcwd(cwd, sizeof cwd) == NULL)
+        return dir;
+    if ((size_t)snprintf(where, sizeof where, "%s/%s", cwd, dir) >= sizeof where)
+        return dir;
+    return where;
+}
+
 void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf) { memset(conf, 0, sizeof *conf); }
 void pi_default_flash_conf_init(struct pi_default_flash_conf *conf) { memset(conf, 0, sizeof *conf); }
 int32_t pi_flash_open(struct pi_device *device)

@@ -2,6 +2,7 @@
 //! (or, with `--check DIR`, compared with DIR).
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::emit::{EmitOptions, Project};
@@ -16,7 +17,8 @@ pub struct Args {
     /// Target platform (GAP9, Siracusa, host).
     #[arg(long)]
     pub platform: String,
-    /// Where graph I/O, weights and buffers live unless a rule moves them.
+    /// Where graph I/O, weights and buffers live unless a rule moves them
+    /// (L2 or L3; default: L2).
     #[arg(long, value_name = "LEVEL")]
     pub default_mem: Option<String>,
     /// L1 capacity in bytes (overrides the platform's).
@@ -58,6 +60,10 @@ pub struct Args {
     /// Print each stage's wall time (import, lower, bind, check, plan, emit, write).
     #[arg(long)]
     pub timings: bool,
+    /// Ignore (with a warning) attributes the operator's schema does not
+    /// define, instead of refusing the node.
+    #[arg(long)]
+    pub allow_unknown_attributes: bool,
     #[command(flatten)]
     pub train: super::train::TrainArgs,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
@@ -71,8 +77,56 @@ pub struct Built {
     pub plan: plan::Plan,
     pub out: PathBuf,
     pub timings: Vec<Timing>,
-    /// What the user should know before running the project.
+    /// What the user should know before running the project: what the
+    /// stages noted about the model (attributes read leniently, declared
+    /// shapes kept), a missing test data, for stderr.
     pub warnings: Vec<String>,
+}
+
+/// The stage `build` is in, for [`Watch`].
+static STAGE: Mutex<&str> = Mutex::new("start");
+
+fn note_stage(stage: &'static str) {
+    *STAGE.lock().unwrap_or_else(|e| e.into_inner()) = stage;
+}
+
+/// Says on stderr what `build` is doing once it has taken more than a
+/// second (a large model), and again at each later stage.
+struct Watch {
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watch {
+    fn start(model: &Path) -> Watch {
+        Watch::with(model, Duration::from_secs(1), |line| eprintln!("{line}"))
+    }
+
+    fn with(model: &Path, after: Duration, say: impl Fn(String) + Send + 'static) -> Watch {
+        let (tx, rx) = mpsc::channel::<()>();
+        let model = model.display().to_string();
+        let thread = std::thread::spawn(move || {
+            let t = Instant::now();
+            let mut said = "";
+            while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(Duration::from_millis(200)) {
+                let stage = *STAGE.lock().unwrap_or_else(|e| e.into_inner());
+                if t.elapsed() >= after && stage != said {
+                    say(format!("deploygen build: {model}: {stage} ({:.1} s so far)", t.elapsed().as_secs_f64()));
+                    said = stage;
+                }
+            }
+        });
+        Watch { stop: Some(tx), thread: Some(thread) }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The pipeline's options from the flags.
@@ -84,6 +138,8 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     plan.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
     plan.tiling = !a.no_tiling;
     let mut o = pipeline::Options::new(plan);
+    o.on_stage = Some(note_stage);
+    o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);
     o.bind.num_data_inputs = a.num_data_inputs;
     o.train = a.train.request();
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
@@ -98,7 +154,8 @@ pub fn generate(a: &Args) -> Result<Built> {
         let m = &g.project.manifest;
         PathBuf::from("build").join(format!("{}-{}-{}", m.model, g.plan.platform.name, g.plan.default_mem))
     });
-    let mut warnings = vec![];
+    let mut warnings: Vec<String> =
+        g.model.graph.warnings.iter().chain(g.model.optimizer.iter().flat_map(|o| &o.warnings)).cloned().collect();
     if g.binding.is_none() {
         warnings.push(format!(
             "{} has no test data (inputs.npz, outputs.npz): the project builds, but its run compares nothing and \
@@ -248,6 +305,7 @@ pub fn run(a: Args) -> Result<bool> {
             return Err(Error::Usage(format!("--check {}: not a folder", dir.display())));
         }
     }
+    let watch = Watch::start(&a.model);
     let mut b = generate(&a)?;
     for w in &b.warnings {
         eprintln!("warning: {w}");
@@ -263,11 +321,39 @@ pub fn run(a: Args) -> Result<bool> {
     }
     apart_from_model(&a.model, &b.out)?;
     let t = Instant::now();
+    note_stage("write");
     b.project.write(&b.out, a.force)?;
     b.timings.push(Timing { stage: "write", time: t.elapsed() });
+    drop(watch);
     print!("{}", summary(&b, &b.out));
     if a.timings {
         print!("{}", timings(&b.timings));
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// Quiet for a quick build; past the delay, one line per stage.
+    #[test]
+    fn a_long_build_says_which_stage_it_is_in() {
+        let lines = Arc::new(Mutex::new(vec![]));
+        let sink = Arc::clone(&lines);
+        note_stage("import");
+        let w = Watch::with(Path::new("big"), Duration::from_millis(1000), move |l| sink.lock().unwrap().push(l));
+        // The watch looks every 200 ms: it has looked twice by now.
+        std::thread::sleep(Duration::from_millis(500));
+        assert!(lines.lock().unwrap().is_empty(), "nothing before the delay");
+        std::thread::sleep(Duration::from_millis(1000));
+        note_stage("emit");
+        std::thread::sleep(Duration::from_millis(600));
+        drop(w);
+        let l = lines.lock().unwrap().clone();
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].starts_with("deploygen build: big: import ("), "{l:?}");
+        assert!(l[1].starts_with("deploygen build: big: emit ("), "{l:?}");
+    }
 }

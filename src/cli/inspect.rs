@@ -33,7 +33,8 @@ pub struct Args {
     /// Target platform for the memory plan (GAP9, Siracusa, host).
     #[arg(long)]
     platform: Option<String>,
-    /// Where graph I/O, weights and buffers live unless a rule moves them.
+    /// Where graph I/O, weights and buffers live unless a rule moves them
+    /// (L2 or L3; default with --platform: L2).
     #[arg(long, value_name = "LEVEL")]
     default_mem: Option<String>,
     /// L1 capacity in bytes (overrides the platform's).
@@ -45,6 +46,16 @@ pub struct Args {
     /// L3 capacity in bytes (overrides the platform's).
     #[arg(long, value_name = "BYTES")]
     l3: Option<u64>,
+    /// Where the test data lives (L2 or L3), as for `build`.
+    #[arg(long, value_name = "LEVEL")]
+    test_data: Option<String>,
+    /// Most bytes of weights baked into the L2 image, as for `build`.
+    #[arg(long = "l2-image", value_name = "BYTES")]
+    l2_image: Option<u64>,
+    /// Ignore (with a warning) attributes the operator's schema does not
+    /// define, instead of refusing the node.
+    #[arg(long)]
+    allow_unknown_attributes: bool,
     /// Also draw the memory plan as SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
@@ -88,13 +99,24 @@ pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<
 /// then exits 2 with the message.
 pub fn run(a: Args) -> Result<()> {
     let mut opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
+    match (&mut opts, a.l2_image) {
+        (Some(o), Some(limit)) => o.l2_image_limit = Some(limit),
+        (None, Some(_)) => return Err(Error::Usage("--l2-image shapes a memory plan, which needs --platform".into())),
+        _ => {}
+    }
+    if let (None, Some(_)) = (&opts, &a.test_data) {
+        return Err(Error::Usage("--test-data shapes a memory plan, which needs --platform".into()));
+    }
     if let Some(o) = opts.as_mut() {
         o.tiling = !a.no_tiling;
+        o.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
     }
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }
-    let m = crate::lower::lower(crate::import::load_with(&a.model, &a.train.request())?)?;
+    let mut raw = crate::import::load_with(&a.model, &a.train.request())?;
+    crate::import::check_attributes(&mut raw, super::unknown_attrs(a.allow_unknown_attributes))?;
+    let m = crate::lower::lower(raw)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
     let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
     if let Some(path) = &a.dot {

@@ -35,6 +35,9 @@ enum Command {
     /// Generate, build and run models on the host emulation; check their
     /// results against the references (exit 0 pass, 1 wrong, 2 not run).
     Test(test::TestArgs),
+    /// Merge the JUnit files of `deploygen test --partition K/N` slices into
+    /// one report.
+    MergeJunit(test::MergeArgs),
     /// Measure generation time and memory, arena packing, weight supply and
     /// the generated step's speed next to onnxruntime.
     Report(report::Args),
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Build(a) => build::run(a).map(|same| if same { 0 } else { 1 }),
         Command::Report(a) => report::run(a).map(|()| 0),
         Command::Test(a) => test::run(&a),
+        Command::MergeJunit(a) => test::merge_junit(&a).map(|()| 0),
         Command::Triage(a) => triage::run(a),
     };
     match result {
@@ -104,6 +108,16 @@ fn hint(h: &Hint) -> String {
         Hint::DefaultMem { level } => format!("--default-mem {level}"),
         Hint::Capacity { level, bytes } => format!("--{} {bytes} (or more)", level.name().to_ascii_lowercase()),
         Hint::TestDataL3 => "--test-data L3".to_string(),
+    }
+}
+
+/// `--allow-unknown-attributes`: warn about attributes the schema does not
+/// define instead of refusing the node.
+pub fn unknown_attrs(allow: bool) -> crate::import::UnknownAttrs {
+    if allow {
+        crate::import::UnknownAttrs::Warn
+    } else {
+        crate::import::UnknownAttrs::Refuse
     }
 }
 

@@ -2,11 +2,14 @@
 //! step's speed per model × platform × level, as Markdown or JSON.
 
 use std::path::PathBuf;
+use std::time::Instant;
 
 use clap::ValueEnum;
 
 use super::output::write_stdout;
 use crate::error::Result;
+use crate::verify::cache;
+use crate::verify::progress::Progress;
 use crate::verify::report::{self, Options};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -37,6 +40,10 @@ pub struct Args {
     /// onnxruntime step times (tools/ort_step_time.py's JSON).
     #[arg(long, value_name = "FILE", default_value = "models/ort_step_times.json")]
     ort: PathBuf,
+    /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
+    /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     no_tiling: bool,
@@ -59,23 +66,25 @@ pub fn run(a: Args) -> Result<()> {
         run_host: !a.no_run,
         exe: std::env::current_exe().ok(),
         ort: report::ort_times(&a.ort),
+        cache: a.cache_dir.or_else(cache::default_dir),
     };
     let mut rows = vec![];
+    let progress = Progress::new("deploygen report", models.len() * platforms.len() * levels.len());
     for (name, path) in &models {
         for p in &platforms {
             for l in &levels {
                 let mut plan_opts = super::plan_options(Some(p), Some(l), [None; 3])?.expect("a platform is named");
                 plan_opts.tiling = !a.no_tiling;
-                if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                    eprint!("\r\x1b[Kreport: {name} {p} {l}");
-                }
-                rows.push(report::measure(name, path, &plan_opts, &opts));
+                let label = format!("{name}/{p}-{l}");
+                progress.start(&label);
+                let t = Instant::now();
+                let row = report::measure(name, path, &plan_opts, &opts);
+                progress.end(&label, if row.error.is_some() { "error" } else { "measured" }, t.elapsed());
+                rows.push(row);
             }
         }
     }
-    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        eprint!("\r\x1b[K");
-    }
+    progress.finish();
     let out = match a.format {
         Format::Md => report::markdown(&rows),
         Format::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::Args;
+use sha2::Digest;
 
 use crate::error::{Error, Result};
 use crate::import;
 use crate::verify::runner::{self, RunOptions, Summary};
 use crate::verify::status::{self, StatusTable};
-use crate::verify::{Case, Kind, StageError};
+use crate::verify::{cache, Case, Kind, StageError};
 
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
@@ -23,8 +24,8 @@ pub struct TestArgs {
     /// Target platform (GAP9, Siracusa, host); repeat for several.
     #[arg(long, required = true, value_name = "P")]
     pub platform: Vec<String>,
-    /// Default memory level (L2 or L3); repeat for several.
-    #[arg(long, required = true, value_name = "LEVEL")]
+    /// Default memory level (L2 or L3); repeat for several (default: L2, as for build).
+    #[arg(long, value_name = "LEVEL", default_value = "L2")]
     pub default_mem: Vec<String>,
     /// L1 capacity in bytes (overrides the platform's).
     #[arg(long, value_name = "BYTES")]
@@ -62,6 +63,26 @@ pub struct TestArgs {
     /// Keep each generated project folder and print where it is.
     #[arg(long)]
     pub keep: bool,
+    /// Ignore (with a warning) attributes the operator's schema does not
+    /// define, instead of refusing the node.
+    #[arg(long)]
+    pub allow_unknown_attributes: bool,
+    /// For each case with wrong results, rebuild it dumping every node's
+    /// outputs, compare them with onnxruntime's (tools/make_refs.py; needs
+    /// Python with onnxruntime) and name the first node whose output differs.
+    #[arg(long)]
+    pub bisect: bool,
+    /// Run only the K-th of N slices of the case matrix (1 ≤ K ≤ N), as
+    /// `cargo nextest --partition`: `K/N` or `count:K/N` deals the cases in
+    /// order round-robin, `hash:K/N` by a hash of each case's key (stable
+    /// when cases are added). Merge the slices' JUnit files with
+    /// `deploygen merge-junit`.
+    #[arg(long, value_name = "K/N")]
+    pub partition: Option<String>,
+    /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
+    /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
     pub train: super::train::TrainArgs,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
@@ -158,12 +179,61 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.sanitize = args.sanitize;
             c.timeout = Duration::from_secs_f64(args.timeout);
             c.keep = args.keep;
+            c.unknown_attrs = super::unknown_attrs(args.allow_unknown_attributes);
+            c.cache = args.cache_dir.clone().or_else(cache::default_dir);
             c.train = args.train.request();
             c.tiling = !args.no_tiling;
             out.push(c);
         }
     }
     Ok(out)
+}
+
+/// How `--partition` deals cases to slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Partition {
+    /// The i-th case (from 0) goes to slice i mod N + 1.
+    Count { k: usize, n: usize },
+    /// A case goes to slice (SHA-256 of its key) mod N + 1.
+    Hash { k: usize, n: usize },
+}
+
+impl Partition {
+    pub fn parse(spec: &str) -> Result<Partition> {
+        let bad = |why: &str| Error::Usage(format!("--partition {spec}: {why} (K/N, count:K/N or hash:K/N)"));
+        let (how, kn) = match spec.split_once(':') {
+            Some((how, kn)) => (how, kn),
+            None => ("count", spec),
+        };
+        let (k, n) = kn.split_once('/').ok_or_else(|| bad("expected K/N"))?;
+        let num = |v: &str| v.trim().parse::<usize>().map_err(|_| bad(&format!("'{v}' is not a whole number")));
+        let (k, n) = (num(k)?, num(n)?);
+        if n == 0 || k == 0 || k > n {
+            return Err(bad("K and N must satisfy 1 <= K <= N"));
+        }
+        match how {
+            "count" => Ok(Partition::Count { k, n }),
+            "hash" => Ok(Partition::Hash { k, n }),
+            other => Err(bad(&format!("unknown partition kind '{other}'"))),
+        }
+    }
+
+    /// The cases of this slice, in their order.
+    pub fn select(self, cases: Vec<Case>) -> Vec<Case> {
+        let slice = |key: &str| {
+            let h = sha2::Sha256::digest(key.as_bytes());
+            u64::from_le_bytes(h[..8].try_into().expect("8 bytes"))
+        };
+        cases
+            .into_iter()
+            .enumerate()
+            .filter(|(i, c)| match self {
+                Partition::Count { k, n } => i % n + 1 == k,
+                Partition::Hash { k, n } => (slice(&c.key()) % n as u64) as usize + 1 == k,
+            })
+            .map(|(_, c)| c)
+            .collect()
+    }
 }
 
 /// The status table: `--status FILE`, else `./status.toml` when present,
@@ -186,9 +256,15 @@ pub fn run_with<E>(
 where
     E: Into<StageError>,
 {
+    let partition = args.partition.as_deref().map(Partition::parse).transpose()?;
     let table = status_table(args.status.as_deref())?;
     let mut notes = vec![];
-    let cases = cases(args, &mut notes)?;
+    let mut cases = cases(args, &mut notes)?;
+    if let (Some(p), Some(spec)) = (partition, &args.partition) {
+        let all = cases.len();
+        cases = p.select(cases);
+        notes.push(format!("partition {spec}: {} of {all} case(s)", cases.len()));
+    }
     let io = |e| Error::io("<stdout>", e);
     for n in &notes {
         writeln!(out, "note: {n}").map_err(io)?;
@@ -203,7 +279,34 @@ where
         opts.jobs = j;
     }
     let summary = runner::run(&cases, &table, gen, &opts, out);
+    if args.bisect {
+        bisect_wrong_results(&summary, gen, out)?;
+    }
     finish(&summary, args, out)
+}
+
+/// `--bisect`: the first differing node of every case that computed wrong
+/// values.
+fn bisect_wrong_results<E>(
+    summary: &Summary,
+    gen: &(dyn Fn(&Case, &Path) -> std::result::Result<(), E> + Sync),
+    out: &mut (dyn Write + Send),
+) -> Result<()>
+where
+    E: Into<StageError>,
+{
+    let io = |e| Error::io("<stdout>", e);
+    let wrong = summary
+        .results
+        .iter()
+        .filter(|r| r.verdict == runner::Verdict::Failed && r.class() == crate::verify::Stage::Result.name());
+    for r in wrong {
+        eprintln!("deploygen test: bisecting {} (rebuilt with tensor dumps)", r.key);
+        let found = crate::verify::bisect::bisect(&r.case, gen).unwrap_or_else(|e| format!("cannot bisect: {e}\n"));
+        write!(out, "\nbisect {}:\n  {}", r.key, found.trim_end().replace('\n', "\n  ")).map_err(io)?;
+        writeln!(out).map_err(io)?;
+    }
+    Ok(())
 }
 
 fn finish(summary: &Summary, args: &TestArgs, out: &mut (dyn Write + Send)) -> Result<i32> {
@@ -223,4 +326,22 @@ fn finish(summary: &Summary, args: &TestArgs, out: &mut (dyn Write + Send)) -> R
 pub fn run(args: &TestArgs) -> Result<i32> {
     let mut stdout = std::io::stdout();
     run_with(args, &crate::verify::generate_case, &mut stdout)
+}
+
+/// `deploygen merge-junit --out FILE PART…`.
+#[derive(Args, Debug, Clone)]
+pub struct MergeArgs {
+    /// The JUnit files of the slices (`deploygen test --partition K/N --junit PART`).
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+    /// The merged report.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+/// Merge the slices' JUnit files; says how many cases the report holds.
+pub fn merge_junit(a: &MergeArgs) -> Result<()> {
+    let n = crate::verify::junit::merge(&a.parts, &a.out)?;
+    println!("{}: {n} test case(s) from {} report(s)", a.out.display(), a.parts.len());
+    Ok(())
 }

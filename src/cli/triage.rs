@@ -24,20 +24,29 @@ pub struct Args {
     /// from DEPLOYGEN_PYTHON or python3 on PATH, with onnxruntime).
     #[arg(long, requires = "fix")]
     refs: bool,
+    /// The status table that governs the model (default: status.toml of
+    /// --root, when it exists; triage never creates one unasked).
+    #[arg(long, value_name = "FILE")]
+    status: Option<PathBuf>,
     /// Repository root: status.toml, models/, tests/fixtures/, tools/.
     #[arg(long, value_name = "DIR", default_value = ".")]
     root: PathBuf,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
+    /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
 }
 
 /// Exit code 0: fixed and passing, or nothing to do; 1: a fix was asked
 /// for and the model still does not pass; 2: errors (bad input, a name
 /// that does not resolve, not a missing-input failure).
 pub fn run(a: Args) -> Result<i32> {
-    let opts = Options { root: a.root, name: a.test_name, fix: a.fix, in_place: a.in_place, refs: a.refs };
+    let opts =
+        Options { root: a.root, name: a.test_name, fix: a.fix, in_place: a.in_place, refs: a.refs, status: a.status };
     // The host run plugs in here (see `triage::runner`).
-    let run_case = runner::default_runner();
+    let run_case = runner::default_runner(a.cache_dir);
     let report = triage::run(&opts, run_case.as_ref())?;
     let out = match a.format {
         Format::Text => triage::text(&report),

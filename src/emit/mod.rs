@@ -22,6 +22,7 @@
 
 mod render;
 mod tiled;
+pub use render::{runtime_sources, KERNEL_SYMBOLS};
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -122,6 +123,15 @@ pub struct WeightSupply {
     pub supply: String,
 }
 
+/// Whether `dir` is the working directory or a folder above it (which a
+/// project, replacing its output folder, cannot be written into).
+fn is_current_or_above(dir: &Path) -> bool {
+    match (std::fs::canonicalize(dir), std::env::current_dir().and_then(std::fs::canonicalize)) {
+        (Ok(d), Ok(cwd)) => cwd.starts_with(d),
+        _ => false,
+    }
+}
+
 /// A generated project, in memory.
 #[derive(Clone, Debug)]
 pub struct Project {
@@ -141,6 +151,13 @@ impl Project {
     /// replaced only with `force`, and only when it is a folder deploygen
     /// made (its `deploygen.json`) or an empty folder. Errors name `out`.
     pub fn write(&self, out: &Path, force: bool) -> Result<()> {
+        if is_current_or_above(out) {
+            return Err(Error::Usage(format!(
+                "cannot write the project into {}: that folder holds the working directory, and the project \
+                 replaces its output folder; name a new folder (e.g. build/<model>)",
+                out.display()
+            )));
+        }
         let replace = replaceable(out, force)?;
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(|e| Error::write(out, e))?;
@@ -376,6 +393,17 @@ pub struct NodeCode {
     /// The loop over tiles of a tiled node (then `pre`, `calls`, `post`
     /// are empty).
     pub tiled: Option<tiled::TiledCode>,
+    /// The node's f32 outputs, for `DG_DUMP` (`deploygen test --bisect`).
+    pub dumps: Vec<Dump>,
+}
+
+/// `DG_DUMP("tensor", home pointer, elements)` after a node.
+#[derive(Clone, Debug)]
+pub struct Dump {
+    /// The tensor's name as C string content (escaped).
+    pub name: String,
+    pub ptr: String,
+    pub numel: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -1011,11 +1039,10 @@ pub fn generate(
     if has_optimizer {
         sources.push("OptimizerNetwork.c".into());
     }
-    let runtime_sources: Vec<String> = render::RUNTIME
-        .iter()
-        .filter(|(p, _)| p.ends_with(".c") && !p.contains("pmsis-host"))
-        .map(|(p, _)| format!("runtime/{p}"))
-        .collect();
+    // A tiled node's calls are in its tile loop.
+    let calls =
+        main_nodes.iter().chain(&opt_nodes).flat_map(|n| n.calls.iter().chain(n.tiled.iter().flat_map(|t| &t.calls)));
+    let runtime_sources = render::runtime_sources(calls.map(|c| c.func.as_str()))?;
     let budget = |l: Level| {
         let lp = plan.level(l);
         lp.capacity.saturating_sub(lp.reserved_bytes)
@@ -1148,6 +1175,19 @@ pub fn generate(
 
 /// The code of one scheduled node: staging copies around its kernel
 /// call(s), as the plan places the operands.
+/// `DG_DUMP` of the node's f32 outputs, at their home buffers.
+fn dumps(ctx: &Ctx, n: &plan::NodePlan, g: &ir::Graph, node: &ir::Node) -> Vec<Dump> {
+    node.outputs
+        .iter()
+        .flatten()
+        .filter_map(|&t| {
+            let b = ctx.buffer_of(n.graph, g.name_of(t))?;
+            let buf = &ctx.plan.buffers[b];
+            (buf.dtype == "f32").then(|| Dump { name: c_string(g.name_of(t)), ptr: ctx.expr(b), numel: buf.bytes / 4 })
+        })
+        .collect()
+}
+
 fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
     let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
@@ -1180,7 +1220,8 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             t.tile,
             if t.double_buffered { ", double-buffered" } else { "" }
         );
-        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code) });
+        let dumps = dumps(ctx, n, g, node);
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code), dumps });
     }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
@@ -1284,12 +1325,14 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         }
     }
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
+    let dumps = dumps(ctx, n, g, node);
     Ok(NodeCode {
         comment: c_comment(&format!("step {}: {} '{}' computes in {}", n.step, node.op, node.name, exec)),
         pre,
         calls,
         post,
         tiled: None,
+        dumps,
     })
 }
 

@@ -13,6 +13,40 @@ use crate::target::SdkBuild;
 /// `mem/`, `harness/` and `pmsis-host/`, listed by `build.rs`.
 pub const RUNTIME: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/runtime_files.rs"));
 
+/// Per `runtime/kernels/*.c` file (path under `runtime/`): the `dg_*`
+/// functions and variables it defines, and the `dg_*` names it uses
+/// (itself or through a header's macros), listed by `build.rs`.
+pub const KERNEL_SYMBOLS: &[(&str, &[&str], &[&str])] = include!(concat!(env!("OUT_DIR"), "/runtime_symbols.rs"));
+
+/// The runtime sources a project with these kernel calls compiles, as
+/// `runtime/<path>`: the kernel files defining the called functions and,
+/// transitively, what they use; and every source of `mem/` and `harness/`.
+/// (`pmsis-host/` is the host build's alone.)
+pub fn runtime_sources<'a>(calls: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
+    let defining = |name: &str| KERNEL_SYMBOLS.iter().position(|(_, defs, _)| defs.contains(&name));
+    let mut need = vec![false; KERNEL_SYMBOLS.len()];
+    let mut todo = vec![];
+    for f in calls {
+        let i = defining(f).ok_or_else(|| {
+            Error::model(format!("internal error: no runtime/kernels file defines {f}, which a node calls"))
+        })?;
+        todo.push(i);
+    }
+    while let Some(i) = todo.pop() {
+        if std::mem::replace(&mut need[i], true) {
+            continue;
+        }
+        todo.extend(KERNEL_SYMBOLS[i].2.iter().filter_map(|u| defining(u)));
+    }
+    let kernels = KERNEL_SYMBOLS.iter().zip(&need).filter(|(_, n)| **n).map(|((p, _, _), _)| *p);
+    let others =
+        RUNTIME.iter().map(|(p, _)| *p).filter(|p| !p.starts_with("kernels/") && !p.starts_with("pmsis-host/"));
+    let mut out: Vec<String> =
+        kernels.chain(others.filter(|p| p.ends_with(".c"))).map(|p| format!("runtime/{p}")).collect();
+    out.sort();
+    Ok(out)
+}
+
 #[derive(Template)]
 #[template(path = "network.h")]
 struct NetworkH<'a> {

@@ -133,6 +133,48 @@ pub fn locate(arg: &Path) -> Result<ModelFiles> {
     }
 }
 
+/// What to do with an attribute the operator's schema does not define.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnknownAttrs {
+    /// Refuse the node, as onnxruntime does: such an attribute changes
+    /// what the node computes in some convention deploygen does not know.
+    #[default]
+    Refuse,
+    /// Ignore it, with a warning naming node, operator and attribute.
+    Warn,
+}
+
+/// Every node's attributes against its operator's schema (the registry's
+/// `attrs`): refused or warned about per `policy`.
+pub fn check_attributes(m: &mut Model, policy: UnknownAttrs) -> Result<()> {
+    for g in std::iter::once(&mut m.graph).chain(m.optimizer.as_mut()) {
+        let mut warnings = vec![];
+        for (_, node) in g.nodes() {
+            let def = crate::ops::of(node);
+            for name in node.attrs.keys().filter(|a| !def.defines_attr(a)) {
+                let known = if def.attrs.is_empty() { "none".to_string() } else { def.attrs.join(", ") };
+                let what =
+                    format!("attribute '{name}' is not defined by the schema of {} (its attributes: {known})", node.op);
+                match policy {
+                    UnknownAttrs::Refuse => {
+                        return Err(Error::node(
+                            node,
+                            format!(
+                                "{what}; it would change what the node computes in a convention deploygen does not \
+                                 know, so the node is refused (as onnxruntime does); --allow-unknown-attributes \
+                                 ignores it"
+                            ),
+                        ))
+                    }
+                    UnknownAttrs::Warn => warnings.push(format!("node '{}' ({}): {what}; ignored", node.name, node.op)),
+                }
+            }
+        }
+        g.warnings.extend(warnings);
+    }
+    Ok(())
+}
+
 /// Import a model: main graph and optional optimizer graph, decoded and
 /// scheduled. `lower::lower` types them and finds the training roles.
 pub fn load(arg: &Path) -> Result<Model> {

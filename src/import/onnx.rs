@@ -16,10 +16,8 @@ use crate::ops;
 /// untyped (`lower` types it).
 pub fn read_graph(path: &Path) -> Result<Graph> {
     let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    let model = pb::ModelProto::decode(bytes.as_slice()).map_err(|e| Error::Decode {
-        path: path.to_path_buf(),
-        detail: format!("protobuf decoding failed ({e}); is the file complete?"),
-    })?;
+    let model = pb::ModelProto::decode(bytes.as_slice())
+        .map_err(|e| Error::Decode { path: path.to_path_buf(), detail: decode_failure(&bytes, &e) })?;
     let Some(graph) = &model.graph else {
         return Err(Error::Decode {
             path: path.to_path_buf(),
@@ -30,6 +28,28 @@ pub fn read_graph(path: &Path) -> Result<Graph> {
     let mut g = convert(graph, &model.opset_import, dir)?;
     g.compute_schedule()?;
     Ok(g)
+}
+
+/// Why the bytes are not a model: a file that does not start like a
+/// protobuf message is not ONNX at all; one that does but breaks off is
+/// likely truncated.
+fn decode_failure(bytes: &[u8], e: &prost::DecodeError) -> String {
+    // An ONNX file starts with the key of a ModelProto field: ir_version
+    // or model_version as a varint, the others length-delimited.
+    let key = match bytes {
+        [b, ..] if b & 0x80 == 0 => u32::from(*b),
+        [b0, b1, ..] if b1 & 0x80 == 0 => u32::from(b0 & 0x7f) | u32::from(*b1) << 7,
+        _ => 0,
+    };
+    let plausible = matches!((key >> 3, key & 7), (1 | 5, 0) | (2..=4 | 6..=8 | 14 | 20 | 21 | 25, 2));
+    if bytes.is_empty() {
+        "the file is empty".into()
+    } else if !plausible {
+        let head: String = bytes.iter().take(8).map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ");
+        format!("this is not an ONNX (protobuf) file: it starts with bytes {head}")
+    } else {
+        format!("protobuf decoding failed ({e}); the file may be truncated or not an ONNX model")
+    }
 }
 
 /// A graph input's or output's declaration: a defined element type, and

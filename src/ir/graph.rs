@@ -122,6 +122,19 @@ impl Node {
         Error::node(self, format!("attribute '{name}' must be {want}, found {found}"))
     }
 
+    /// The attribute an error of [`Node::ints`] refused for being a single
+    /// INT where INTS are expected (some exporters write Squeeze's `axes`
+    /// that way): the typing pass reads it as a one-element list instead.
+    pub fn int_refused_as_ints(&self, e: &Error) -> Option<String> {
+        let msg = e.to_string();
+        self.attrs
+            .iter()
+            .filter(|(_, a)| matches!(a, Attr::Int(_)))
+            .map(|(name, _)| name)
+            .find(|name| self.wrong_type(name, "INTS").to_string() == msg)
+            .cloned()
+    }
+
     /// The typed attribute accessors: `Ok(None)` when absent, an error
     /// naming node and attribute when present with another type. Shape
     /// rules read every attribute through these, so a model that passes

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
-use crate::ir::{DType, Dim, Graph, Origin, TensorData, TensorId, TensorType};
+use crate::ir::{Attr, DType, Dim, Graph, Origin, TensorData, TensorId, TensorType};
 use crate::ops::{self, Ctx, FoldWhen};
 
 /// Fold and infer in schedule order. Returns the number of folded nodes.
@@ -16,11 +16,11 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
     let schedule = graph.schedule.clone();
     let outputs: HashSet<TensorId> = graph.outputs.iter().copied().collect();
     for n in schedule {
+        let def = ops::of(&graph.dag[n]);
+        required_inputs(&Ctx { graph, node: &graph.dag[n] }, def)?;
+        let inferred = rule_with_int_lists(graph, n, def)?;
         let node = graph.dag[n].clone();
-        let def = ops::of(&node);
         let ctx = Ctx { graph, node: &node };
-        required_inputs(&ctx, def)?;
-        let inferred = (def.infer)(&ctx)?;
         if let Some(values) = try_fold(&ctx, def, &inferred)? {
             for (slot, value) in node.outputs.iter().zip(values) {
                 if let Some(t) = slot {
@@ -54,6 +54,31 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         graph.rebuild_edges();
     }
     Ok(folded)
+}
+
+/// The operator's shape rule; a single INT given where the rule reads
+/// INTS becomes a one-element list, with a warning naming node and
+/// attribute (other wrong types stay errors).
+fn rule_with_int_lists(
+    graph: &mut Graph,
+    n: petgraph::stable_graph::NodeIndex,
+    def: &ops::OpDef,
+) -> Result<Vec<TensorType>> {
+    loop {
+        let e = match (def.infer)(&Ctx { graph, node: &graph.dag[n] }) {
+            Ok(types) => return Ok(types),
+            Err(e) => e,
+        };
+        let node = &mut graph.dag[n];
+        let Some(name) = node.int_refused_as_ints(&e) else { return Err(e) };
+        let Some(Attr::Int(v)) = node.attrs.get(&name).cloned() else { return Err(e) };
+        node.attrs.insert(name.clone(), Attr::Ints(vec![v]));
+        let warning = format!(
+            "node '{}' ({}): attribute '{name}' is a single INT ({v}) where INTS are expected; read as [{v}]",
+            node.name, node.op
+        );
+        graph.warnings.push(warning);
+    }
 }
 
 /// The registry's required-input rule, for every node: a required slot

@@ -12,6 +12,7 @@ pub const OPS: &[OpDef] = &[
         name: "ConvTranspose",
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"],
         infer: conv_transpose,
+        required: &[0, 1],
         kernel: Some(bind_conv_transpose),
         ..OpDef::BASE
     },

@@ -1,6 +1,6 @@
 //! Loss functions and their gradients.
 
-use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx, Local};
 use super::{Ctx, OpDef, Train};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, Origin, TensorId, TensorType};
@@ -18,8 +18,8 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_sce_loss),
         ..OpDef::BASE
     },
-    // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or the
-    // 2-input form (log_prob, labels) with dY = 1.
+    // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or
+    // Deeploy's 2-input form (log_prob, labels), see `two_input_grad`.
     OpDef {
         name: "SoftmaxCrossEntropyLossGrad",
         attrs: &["ignore_index", "reduction"],
@@ -65,16 +65,22 @@ fn reduction<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
 /// Deeploy's training exporter keeps only SoftmaxCrossEntropyLoss's
 /// log_prob output (as output 0) and feeds it to a 2-input
 /// SoftmaxCrossEntropyLossGrad(log_prob, labels); the loss value itself is
-/// never computed. Recognised by that consumer, not by names.
+/// never computed. Recognised by that consumer, or by the single output's
+/// declared (or inferred) type: the scores' shape, rank 2 or more, where
+/// the loss would be a scalar (or [N, ...] without the class axis).
 pub fn log_prob_only(graph: &Graph, node: &Node) -> bool {
     if node.op != "SoftmaxCrossEntropyLoss" || node.outputs.len() != 1 {
         return false;
     }
     let Some(out) = node.output(0) else { return false };
-    graph
-        .dag
-        .node_weights()
-        .any(|n| n.op == "SoftmaxCrossEntropyLossGrad" && n.inputs.len() == 2 && n.input(0) == Some(out))
+    let scores = node.input(0).and_then(|t| graph.tensor(t).ty.shape());
+    let declared = graph.tensor(out).ty.shape();
+    let shaped_like_scores = matches!((&scores, &declared), (Some(s), Some(d)) if s.len() >= 2 && s == d);
+    shaped_like_scores
+        || graph
+            .dag
+            .node_weights()
+            .any(|n| n.op == "SoftmaxCrossEntropyLossGrad" && n.inputs.len() == 2 && n.input(0) == Some(out))
 }
 
 fn slot_1(_: &Node) -> Option<usize> {
@@ -142,8 +148,42 @@ fn sce(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn sce_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     reduction(ctx)?;
+    if ctx.node.inputs.len() == 2 {
+        two_input_grad(ctx)?;
+    } else if !ctx.has(2) {
+        return Err(ctx.err(
+            "input 2 (labels) is required: the schema's inputs are (dY, log_prob, labels [, weights]); only \
+             Deeploy's two-input (log_prob, labels) form omits dY",
+        ));
+    }
     let log_prob = sce_grad_labels_slot(ctx.node) - 1;
     Ok(vec![ctx.same_as(log_prob)?])
+}
+
+/// Deeploy's 2-input SoftmaxCrossEntropyLossGrad(log_prob, labels): dY is
+/// implied, and the gradient is scaled by 1/N twice ("one for the loss
+/// norm, one for the gradient norm" in Deeploy's kernel): dScores =
+/// (exp(log_prob) - onehot(labels)) / N² for log_prob [N, C]. Implemented
+/// exactly for that shape with the default reduction; anything else in
+/// this form is refused rather than computed on a guess.
+fn two_input_grad(ctx: &Ctx) -> Result<()> {
+    let bad = |why: &str| {
+        ctx.err(format!(
+            "two inputs (log_prob, labels) is Deeploy's convention for this operator (dY implied, scaled by 1/N²); \
+             {why}, which that convention does not define"
+        ))
+    };
+    if ctx.node.attrs.contains_key("ignore_index") {
+        return Err(bad("the node sets ignore_index"));
+    }
+    if ctx.node.string("reduction")?.is_some_and(|r| r != "mean") {
+        return Err(bad("the node sets a reduction other than mean"));
+    }
+    match ctx.shape(0)? {
+        Some(s) if s.len() == 2 => Ok(()),
+        Some(s) => Err(bad(&format!("log_prob has shape {s:?}, not [N, C]"))),
+        None => Err(bad("log_prob has no static shape")),
+    }
 }
 
 fn mse(ctx: &Ctx) -> Result<Vec<TensorType>> {
@@ -234,16 +274,17 @@ pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 pub(super) fn bind_sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
-    // (dY, log_prob, labels[, weight]) or the two-input (log_prob, labels).
+    // (dY, log_prob, labels[, weight]) or the two-input (log_prob, labels),
+    // whose implied dY is 1/N (the kernel's mean divides by N again).
     let two = ctx.node.inputs.len() == 2;
-    let (dy, lp, lb) = if two { ("NULL".to_string(), 0, 1) } else { (ctx.inp(0)?, 1, 2) };
+    let (dy, lp, lb) = if two { ("deeploy_dy".to_string(), 0, 1) } else { (ctx.inp(0)?, 1, 2) };
     if !two && ctx.node.input(3).is_some() {
         return Err(ctx.err("class weights are not supported by the kernel"));
     }
     ctx.require_f32(&[lp])?;
     let [b, c, i] = sce_dims(ctx, &ctx.in_shape(lp)?)?;
     let (ig, has) = ignore(ctx)?;
-    one(call(
+    let mut inv = call(
         "dg_sce_loss_grad_f32",
         "dg_sce_grad_args_t",
         vec![
@@ -259,7 +300,12 @@ pub(super) fn bind_sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("has_ignore", has),
             ("reduction", reduction_code(ctx)?.into()),
         ],
-    ))
+    );
+    if two {
+        let v = vec![f(1.0 / b as f32)];
+        inv.locals.push(Local { ctype: "const float".into(), name: "deeploy_dy".into(), values: v });
+    }
+    one(inv)
 }
 
 pub(super) fn bind_mse_loss(ctx: &KernelCtx) -> Result<KernelCall> {

@@ -16,6 +16,7 @@ pub const OPS: &[OpDef] = &[
         name: "GroupNormalization",
         attrs: &["epsilon", "num_groups", "stash_type"],
         infer: group_norm,
+        required: &[0, 1, 2],
         kernel: Some(bind_groupnorm),
         ..OpDef::BASE
     },
@@ -24,6 +25,7 @@ pub const OPS: &[OpDef] = &[
         name: "InstanceNormalization",
         attrs: &["epsilon"],
         infer: instance_norm,
+        required: &[0, 1, 2],
         kernel: Some(bind_groupnorm),
         ..OpDef::BASE
     },
@@ -32,6 +34,7 @@ pub const OPS: &[OpDef] = &[
         name: "RMSNormalization",
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
+        required: &[0, 1],
         kernel: Some(bind_rmsnorm),
         tile: Some(RMSNORM_TILES),
         ..OpDef::BASE

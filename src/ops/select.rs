@@ -13,13 +13,13 @@ pub const OPS: &[OpDef] = &[
     OpDef { name: "Max", infer: same_type, kernel: Some(bind_variadic), ..OpDef::BASE },
     OpDef { name: "Min", infer: same_type, kernel: Some(bind_variadic), ..OpDef::BASE },
     // Where(condition: bool, X, Y): X where the condition holds, else Y.
-    OpDef { name: "Where", infer: where_, kernel: Some(bind_where), ..OpDef::BASE },
-    OpDef { name: "Equal", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "Less", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "LessOrEqual", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "Greater", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "GreaterOrEqual", infer: compare, kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "And", infer: and, kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "Where", infer: where_, required: &[0, 1, 2], kernel: Some(bind_where), ..OpDef::BASE },
+    OpDef { name: "Equal", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "Less", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "LessOrEqual", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "Greater", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "GreaterOrEqual", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "And", infer: and, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
 ];
 
 /// Broadcast of inputs `slots` (every one required), `None` when a shape

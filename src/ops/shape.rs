@@ -33,6 +33,7 @@ pub const OPS: &[OpDef] = &[
         name: "Reshape",
         attrs: &["allowzero"],
         infer: reshape,
+        required: &[0, 1],
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,

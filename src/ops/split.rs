@@ -42,6 +42,7 @@ pub const OPS: &[OpDef] = &[
         name: "GatherGrad",
         attrs: &["axis"],
         infer: gather_grad,
+        required: &[0, 1, 2],
         compile_time: &[0, 1],
         gradient: true,
         kernel: Some(bind_gather_grad),

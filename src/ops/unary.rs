@@ -90,6 +90,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "SigmoidGrad",
         infer: grad,
+        required: &[0, 1],
         gradient: true,
         kernel: Some(bind_act_grad_y),
         tile: Some(tile::FLAT),
@@ -98,6 +99,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "TanhGrad",
         infer: grad,
+        required: &[0, 1],
         gradient: true,
         kernel: Some(bind_act_grad_y),
         tile: Some(tile::FLAT),
@@ -107,6 +109,7 @@ pub const OPS: &[OpDef] = &[
         name: "QuickGeluGrad",
         attrs: &["alpha"],
         infer: grad,
+        required: &[0, 1],
         gradient: true,
         kernel: Some(bind_swish_grad),
         tile: Some(tile::FLAT),
@@ -261,16 +264,24 @@ pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
         "HardSwish" => "dg_hard_swish_f32",
         _ => "dg_sign_f32",
     };
-    if ctx.node.op == "Gelu" && ctx.attr_str("approximate")?.is_some_and(|a| a != "none") {
-        return Err(ctx.err("Gelu with approximate='tanh': the kernel computes the erf form only"));
-    }
+    let func = if ctx.node.op == "Gelu" && tanh_form(ctx)? { "dg_gelu_tanh_f32" } else { func };
     let n = numel(&ctx.out_shape(0)?);
     one(call(func, "dg_unary_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
 }
 
+/// Gelu's (and GeluGrad's) `approximate = "tanh"`; the shape rule has
+/// refused any value but "none" and "tanh".
+fn tanh_form(ctx: &KernelCtx) -> Result<bool> {
+    Ok(ctx.attr_str("approximate")?.as_deref() == Some("tanh"))
+}
+
 pub(super) fn bind_act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
-    let func = if ctx.node.op == "ReluGrad" { "dg_relu_grad_f32" } else { "dg_gelu_grad_f32" };
+    let func = match ctx.node.op.as_str() {
+        "ReluGrad" => "dg_relu_grad_f32",
+        _ if tanh_form(ctx)? => "dg_gelu_tanh_grad_f32",
+        _ => "dg_gelu_grad_f32",
+    };
     let n = numel(&ctx.out_shape(0)?);
     one(call(
         func,

@@ -111,7 +111,7 @@ pub fn text(plan: &Plan) -> String {
                 thousands(w.bytes),
                 w.level.to_string(),
                 w.supply.name().to_string(),
-                w.hex_index.map(|i| format!("hex/{i}.hex")).unwrap_or_default(),
+                w.hex_index.map(|i| format!("hex/l3.bin #{i}")).unwrap_or_default(),
             ]
         })
         .collect();
@@ -123,7 +123,7 @@ pub fn text(plan: &Plan) -> String {
             let r = format!(
                 "{}: {}",
                 w.supply.name(),
-                w.reason.replace(&format!("hex/{}.hex", w.hex_index.unwrap_or(0)), "hex/<n>.hex")
+                w.reason.replace(&super::supply::l3_file(w.hex_index.unwrap_or(0)), &super::supply::l3_file_any())
             );
             match reasons.iter_mut().find(|(x, _)| *x == r) {
                 Some((_, n)) => *n += 1,

@@ -113,19 +113,19 @@ pub fn decide(buffers: &mut [Buffer], image_limit: Option<u64>) -> (Vec<WeightPl
         });
         let reason = match s {
             Supply::L3Hex => format!(
-                "lives in L3 ({}); loaded from hex/{}.hex into its L3 buffer at Init; its initial-weight slot is NULL",
+                "lives in L3 ({}); loaded from {} into its L3 buffer at Init; its initial-weight slot is NULL",
                 b.level_reason,
-                hex_index.unwrap_or(0)
+                l3_file(hex_index.unwrap_or(0))
             ),
             Supply::Baked => format!(
                 "lives in L2 ({}); its buffer is an initialised static array in L2: no arena slot, no copy at Init",
                 b.level_reason
             ),
             Supply::L3Staged => format!(
-                "lives in L2 ({}), in the arena; {}: its initial value stays in hex/{}.hex (L3) and is copied in at Init",
+                "lives in L2 ({}), in the arena; {}: its initial value stays in {} (L3) and is copied in at Init",
                 b.level_reason,
                 staged_note.as_deref().unwrap_or("the L2 image must stay small"),
-                hex_index.unwrap_or(0)
+                l3_file(hex_index.unwrap_or(0))
             ),
         };
         b.placement = if s == Supply::Baked { Placement::Static } else { Placement::Unplaced };
@@ -163,4 +163,15 @@ pub fn decide(buffers: &mut [Buffer], image_limit: Option<u64>) -> (Vec<WeightPl
         },
     };
     (plans, skip)
+}
+
+/// Where an L3-supplied weight's initial value is: segment `n` of the
+/// packed image a build writes, or its own file with `--hex-files`.
+pub fn l3_file(n: u32) -> String {
+    format!("segment {n} of hex/l3.bin (hex/{n}.hex with build --hex-files)")
+}
+
+/// [`l3_file`] for any segment, where one line speaks for many weights.
+pub fn l3_file_any() -> String {
+    "its segment of hex/l3.bin (hex/<n>.hex with build --hex-files)".to_string()
 }

@@ -60,7 +60,7 @@ impl Derived {
     /// is an error, not a folder to run.
     pub fn write(&self, dir: &Path) -> Result<()> {
         let net = dir.join("network.onnx");
-        std::fs::write(&net, &self.onnx).map_err(|e| Error::io(&net, e))?;
+        std::fs::write(&net, &self.onnx).map_err(|e| Error::write(&net, e))?;
         write_npz(&dir.join(bind::INPUTS_FILE), &self.inputs)?;
         if !self.references.is_empty() {
             write_npz(&dir.join(bind::OUTPUTS_FILE), &self.references)?;
@@ -77,7 +77,7 @@ impl Derived {
 fn write_npz(path: &Path, arrays: &Arrays) -> Result<()> {
     let refs: Vec<(&str, &crate::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let bytes = bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e })?;
-    std::fs::write(path, bytes).map_err(|e| Error::io(path, e))
+    std::fs::write(path, bytes).map_err(|e| Error::write(path, e))
 }
 
 fn value_info(name: &str, ty: &TensorType) -> pb::ValueInfoProto {

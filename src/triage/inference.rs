@@ -95,7 +95,7 @@ pub fn prepare(
                 ));
             }
         }
-        std::fs::create_dir_all(&scratch).map_err(|e| Error::io(&scratch, e))?;
+        std::fs::create_dir_all(&scratch).map_err(|e| Error::write(&scratch, e))?;
         derived.write(&scratch)?;
         if ctx.make_refs {
             match refs::make_refs(ctx.root, &scratch) {
@@ -128,7 +128,7 @@ fn write_outputs(dir: &Path, d: &Derived) -> Result<()> {
     let path = dir.join(bind::OUTPUTS_FILE);
     let refs: Vec<(&str, &crate::ir::TensorData)> = d.references.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let bytes = bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.clone(), key: None, detail: e })?;
-    std::fs::write(&path, bytes).map_err(|e| Error::io(&path, e))
+    std::fs::write(&path, bytes).map_err(|e| Error::write(&path, e))
 }
 
 /// The arrays of `path` named by `outputs`.
@@ -160,13 +160,13 @@ pub fn persist(scratch: &Path, dest: &Path) -> Result<()> {
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        std::fs::remove_dir_all(&tmp).map_err(|e| Error::write(&tmp, e))?;
     }
     let staged = super::copy_dir(scratch, &tmp).and_then(|()| {
         if dest.exists() {
-            std::fs::remove_dir_all(dest).map_err(|e| Error::io(dest, e))?;
+            std::fs::remove_dir_all(dest).map_err(|e| Error::write(dest, e))?;
         }
-        std::fs::rename(&tmp, dest).map_err(|e| Error::io(dest, e))
+        std::fs::rename(&tmp, dest).map_err(|e| Error::write(dest, e))
     });
     if staged.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);

@@ -93,7 +93,7 @@ pub fn rebatch(model: &Model, inputs: &[String], out: &Path) -> Result<Vec<Strin
     }
     // Re-infer: import and type the copy, then declare the inferred output
     // shapes in it.
-    let write = |p: &pb::ModelProto| std::fs::write(out, p.encode_to_vec()).map_err(|e| Error::io(out, e));
+    let write = |p: &pb::ModelProto| std::fs::write(out, p.encode_to_vec()).map_err(|e| Error::write(out, e));
     write(&proto)?;
     let typed = crate::load(out).map_err(|e| Error::model(format!("the batch-2 copy does not type: {e}")))?;
     let graph = proto.graph.as_mut().expect("checked above");

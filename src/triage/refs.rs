@@ -1,7 +1,7 @@
 //! Regenerating references with `tools/make_refs.py` (the pinned
 //! onnxruntime recipe). deploygen never computes references itself.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// What happened when references were asked for.
@@ -12,22 +12,7 @@ pub enum Refs {
     Failed(String),
 }
 
-/// `DEPLOYGEN_PYTHON`, else `python3` on `PATH`.
-pub fn python() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("DEPLOYGEN_PYTHON").filter(|p| !p.is_empty()) {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join("python3")).find(|p| p.is_file())
-}
-
-/// `tools/make_refs.py` of the repository root, else of deploygen's own
-/// source tree.
-pub fn script(root: &Path) -> Option<PathBuf> {
-    [root.join("tools/make_refs.py"), Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/make_refs.py")]
-        .into_iter()
-        .find(|p| p.is_file())
-}
+pub use crate::verify::tools::{python, script};
 
 /// Recompute `dir/outputs.npz` from `dir`'s model and inputs.
 pub fn make_refs(root: &Path, dir: &Path) -> Refs {

@@ -7,12 +7,14 @@
 //! bind → check → plan and never compares numbers (it says so); tests use
 //! it where a run is not the point.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::pipeline::{self, Stage, StageError};
 use crate::plan::PlanOptions;
+use crate::verify::progress::Progress;
 
 /// What one run of a case found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -54,17 +56,34 @@ impl CaseOutcome {
 /// `host`) and the default memory level (`L2`, `L3`).
 pub type RunCase<'a> = dyn Fn(&Path, &str, &str) -> CaseOutcome + 'a;
 
-/// The runner `deploygen triage` uses: the real host run.
-pub fn default_runner() -> Box<RunCase<'static>> {
-    Box::new(host_run)
+/// The runner `deploygen triage` uses: the real host run, with the
+/// runtime archive cached in `cache` (`None`: the default cache folder),
+/// a line on stderr as each run starts and ends.
+pub fn default_runner(cache: Option<PathBuf>) -> Box<RunCase<'static>> {
+    let progress = Progress::new("deploygen triage", 0);
+    Box::new(move |dir, platform, level| {
+        let label = format!("{} {platform}-{level}", dir.display());
+        progress.start(&label);
+        let t = Instant::now();
+        let o = host_run_in(dir, platform, level, cache.clone());
+        progress.end(&label, o.stage.as_deref().unwrap_or("PASSED"), t.elapsed());
+        o
+    })
 }
 
 /// Generate the project, build it against the host emulation, run it and
 /// judge it (`deploygen test`'s case run).
 pub fn host_run(dir: &Path, platform: &str, level: &str) -> CaseOutcome {
+    host_run_in(dir, platform, level, None)
+}
+
+fn host_run_in(dir: &Path, platform: &str, level: &str, cache: Option<PathBuf>) -> CaseOutcome {
     use crate::verify::{self, Case, Kind};
     let name = dir.file_name().map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into_owned());
-    let case = Case::new(dir, &name, platform, level, Kind::detect(dir));
+    let mut case = Case::new(dir, &name, platform, level, Kind::detect(dir));
+    if cache.is_some() {
+        case.cache = cache;
+    }
     let o = verify::run_case(&case, &verify::generate_case);
     match o.stage {
         None => CaseOutcome::pass(o.message, o.compared.unwrap_or(0)),

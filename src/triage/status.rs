@@ -109,7 +109,16 @@ impl StatusTable {
     /// and its comments; fields the entry does not have are removed.
     pub fn set(&mut self, key: &str, entry: &Entry) {
         if self.doc.get(key).and_then(Item::as_table).is_none() {
-            self.doc.insert(key, Item::Table(Table::new()));
+            // A table without entries keeps its header comment as trailing
+            // text, which would follow the new entry: it goes before it.
+            let header = (self.doc.is_empty()).then(|| self.doc.trailing().as_str().unwrap_or("").to_string());
+            let mut t = Table::new();
+            if let Some(h) = header.filter(|h| !h.trim().is_empty()) {
+                let h = if h.ends_with("\n\n") { h } else { format!("{}\n\n", h.trim_end_matches('\n')) };
+                t.decor_mut().set_prefix(h);
+                self.doc.set_trailing("");
+            }
+            self.doc.insert(key, Item::Table(t));
         }
         let t = self.doc[key].as_table_mut().expect("just made a table");
         t["status"] = value(entry.status.as_str());
@@ -130,8 +139,8 @@ impl StatusTable {
     /// Write the table back (next to it, then renamed).
     pub fn write(&self) -> Result<()> {
         let tmp = self.path.with_extension("toml.deploygen-tmp");
-        std::fs::write(&tmp, self.to_text()).map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| Error::io(&self.path, e))
+        std::fs::write(&tmp, self.to_text()).map_err(|e| Error::write(&self.path, e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| Error::write(&self.path, e))
     }
 }
 
@@ -202,6 +211,12 @@ mod tests {
         );
         assert!(!text.contains("FAILED_BIND"), "{text}");
         assert!(text.find("b/host").unwrap() < text.find("c/GAP9").unwrap(), "{text}");
+        // A table of comments only: the first entry goes below them.
+        std::fs::write(&path, "# the table\n#   [\"<model>/...\"]\n").unwrap();
+        let mut t = StatusTable::read(&path).unwrap();
+        t.set("a/host-L2-training", &Entry::passing());
+        let text = t.to_text();
+        assert!(text.starts_with("# the table\n#   [\"<model>/...\"]\n\n[\"a/host-L2-training\"]\n"), "{text}");
         std::fs::write(&path, "[\"a/host-L2-training\"]\nstatus = \"EXPECTED_PASSING\"\nbringup = 1\n").unwrap();
         assert!(StatusTable::read(&path).err().unwrap().to_string().contains("unknown field 'bringup'"));
         std::fs::remove_dir_all(&dir).unwrap();

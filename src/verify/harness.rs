@@ -271,6 +271,19 @@ mod tests {
         assert!(r.malformed.is_empty());
     }
 
+    /// The harness prints `diff=0` for equal infinities: they match; other
+    /// infinite or NaN losses do not.
+    #[test]
+    fn equal_infinite_losses_match() {
+        let out = "[loss 0] computed=-inf ref=-inf diff=0.000000 tol=0.001000\n\
+                   [loss 1] computed=inf ref=-inf diff=inf tol=0.001000\n\
+                   [loss 2] computed=inf ref=inf diff=nan tol=0.001000\n\
+                   [loss 3] computed=nan ref=nan diff=0.000000 tol=0.001000\n";
+        let r = parse(out, "");
+        let within: Vec<bool> = r.losses.iter().map(Loss::within).collect();
+        assert_eq!(within, vec![true, false, false, false]);
+    }
+
     #[test]
     fn verdict_line_forms() {
         assert_eq!(e_out_of_n("0 out of 4"), Some((0, 4)));

@@ -9,7 +9,8 @@
 //! an unexpected pass is a `<failure>`, any other failed case an `<error>`,
 //! an expected failure or a skip `<skipped>`.
 
-use std::path::Path;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -78,18 +79,53 @@ pub fn report(summary: &Summary) -> Report {
 /// Write the report next to `path`, then rename it into place: a reader
 /// never sees half a file.
 pub fn write(summary: &Summary, path: &Path) -> Result<()> {
-    let xml = report(summary).to_string().map_err(|e| Error::Usage(format!("cannot write JUnit XML: {e}")))?;
+    write_report(&report(summary), path)
+}
+
+/// Merge the JUnit files of `deploygen test --partition` slices into one
+/// report at `out`: one suite holding every test case, sorted by name (a
+/// case in two files is an error: the slices overlap). Returns the number
+/// of test cases.
+pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize> {
+    let mut cases: BTreeMap<String, (TestCase, PathBuf)> = BTreeMap::new();
+    for path in inputs {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let r = Report::deserialize_from_str(&text)
+            .map_err(|e| Error::Usage(format!("{}: not a JUnit XML report: {e}", path.display())))?;
+        for tc in r.test_suites.into_iter().flat_map(|s| s.test_cases) {
+            let name = tc.name.to_string();
+            if let Some((_, first)) = cases.get(&name) {
+                return Err(Error::Usage(format!(
+                    "test case \"{name}\" is in both {} and {}: the reports come from overlapping runs",
+                    first.display(),
+                    path.display()
+                )));
+            }
+            cases.insert(name, (tc, path.clone()));
+        }
+    }
+    let mut suite = TestSuite::new(SUITE);
+    let n = cases.len();
+    suite.add_test_cases(cases.into_values().map(|(tc, _)| tc));
+    let mut report = Report::new("deploygen");
+    report.add_test_suite(suite);
+    write_report(&report, out)?;
+    Ok(n)
+}
+
+fn write_report(report: &Report, path: &Path) -> Result<()> {
+    let xml = report.to_string().map_err(|e| Error::Usage(format!("cannot write JUnit XML: {e}")))?;
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
     let mut tmp =
-        tempfile::Builder::new().prefix(".deploygen-junit-").tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
-    std::io::Write::write_all(&mut tmp, xml.as_bytes()).map_err(|e| Error::io(tmp.path(), e))?;
+        tempfile::Builder::new().prefix(".deploygen-junit-").tempfile_in(dir).map_err(|e| Error::write(path, e))?;
+    std::io::Write::write_all(&mut tmp, xml.as_bytes()).map_err(|e| Error::write(path, e))?;
     // A report is for everyone to read, not private like a temp file.
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::Permissions::from_mode(0o644);
-    tmp.as_file().set_permissions(mode).map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(path).map_err(|e| Error::io(path, e.error))?;
+    tmp.as_file().set_permissions(mode).map_err(|e| Error::write(path, e))?;
+    tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
     Ok(())
 }

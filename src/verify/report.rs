@@ -65,6 +65,8 @@ pub struct Options {
     pub exe: Option<PathBuf>,
     /// onnxruntime step times: `{model: {"seconds": s}}` (tools/ort_step_time.py).
     pub ort: BTreeMap<String, f64>,
+    /// Where the runtime archive is cached (`Case::cache`).
+    pub cache: Option<PathBuf>,
 }
 
 /// onnxruntime's step times from `models/ort_step_times.json` (or a given
@@ -198,6 +200,7 @@ pub fn measure(name: &str, path: &Path, opts: &PlanOptions, o: &Options) -> Row 
         let kind = if g.model.roles.is_training() { Kind::Training } else { Kind::Inference };
         let mut case = Case::new(path, name, &row.platform, &row.default_mem, kind);
         case.timeout = Duration::from_secs(300);
+        case.cache = o.cache.clone();
         let steps = g.project.manifest.steps.max(1);
         let gen = |_: &Case, out: &Path| -> std::result::Result<(), StageError> {
             g.project.write(out, true).map_err(StageError::at(Stage::Emit))

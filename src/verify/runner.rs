@@ -7,13 +7,14 @@
 //! xfail passed; 2 when any case could not be generated, built or run —
 //! 2 wins over 1.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use comfy_table::{presets, ContentArrangement, Table};
 
+use super::progress::Progress;
 use super::status::{Entry, Status, StatusTable};
 use super::{run_case, Case, Outcome, Stage, StageError};
 
@@ -55,7 +56,8 @@ pub struct RunOptions {
     pub force_run: bool,
     /// Report KNOWN_FAILURE_XFAIL entries' real outcome, as if unmarked.
     pub runxfail: bool,
-    /// Show a progress line (on stderr, when it is a terminal).
+    /// Print a line on stderr as each case starts and ends (and a progress
+    /// bar when stderr is a terminal).
     pub progress: bool,
 }
 
@@ -65,7 +67,7 @@ impl Default for RunOptions {
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
             force_run: false,
             runxfail: false,
-            progress: std::io::stderr().is_terminal(),
+            progress: true,
         }
     }
 }
@@ -218,38 +220,32 @@ pub fn verdict_lines(r: &CaseResult) -> String {
     s
 }
 
-struct Progress {
-    enabled: bool,
-    total: usize,
-    done: usize,
-    running: Vec<String>,
-}
-
-impl Progress {
-    fn line(&self) -> String {
-        let names = self.running.join(", ");
-        let mut l = format!("[{}/{}] running {}", self.done, self.total, names);
-        if l.chars().count() > 100 {
-            l = l.chars().take(99).collect::<String>() + "…";
-        }
-        l
+/// One case: skipped when the table says so, else run and judged.
+fn run_one<E>(
+    case: &Case,
+    table: &StatusTable,
+    gen: &(dyn Fn(&Case, &Path) -> Result<(), E> + Sync),
+    opts: &RunOptions,
+) -> CaseResult
+where
+    E: Into<StageError>,
+{
+    let key = case.key();
+    let entry = table.get(&key).cloned();
+    if let Some(e) = entry.as_ref().filter(|e| e.status == Status::NotSupported && !opts.force_run) {
+        let message = format!("not supported ({}: {})", e.stage.map_or("-", |s| s.name()), e.reason);
+        return CaseResult {
+            case: case.clone(),
+            key,
+            entry: entry.clone(),
+            verdict: Verdict::Skipped,
+            message,
+            outcome: None,
+        };
     }
-
-    fn draw(&self) {
-        if self.enabled {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(e, "\r\x1b[2K{}", self.line());
-            let _ = e.flush();
-        }
-    }
-
-    fn clear(&self) {
-        if self.enabled {
-            let mut e = std::io::stderr().lock();
-            let _ = write!(e, "\r\x1b[2K");
-            let _ = e.flush();
-        }
-    }
+    let outcome = run_case(case, gen);
+    let (verdict, message) = judge(entry.as_ref(), &outcome, opts);
+    CaseResult { case: case.clone(), key, entry, verdict, message, outcome: Some(outcome) }
 }
 
 /// Run `cases` with `gen`, judged against `table`; verdict lines go to
@@ -273,17 +269,17 @@ where
     }
     warnings.sort();
     warnings.dedup();
+    let jobs = opts.jobs.clamp(1, cases.len().max(1));
     let results: Vec<Mutex<Option<CaseResult>>> = cases.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
-    let progress = Mutex::new(Progress { enabled: opts.progress, total: cases.len(), done: 0, running: vec![] });
+    let progress = if opts.progress { Progress::new("deploygen test", cases.len()) } else { Progress::quiet() };
     let out = Mutex::new(out);
     let emit = |r: &CaseResult| {
-        let p = progress.lock().unwrap_or_else(|e| e.into_inner());
-        p.clear();
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = o.write_all(verdict_lines(r).as_bytes());
-        let _ = o.flush();
-        p.draw();
+        progress.suspend(|| {
+            let _ = o.write_all(verdict_lines(r).as_bytes());
+            let _ = o.flush();
+        });
     };
     {
         let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
@@ -295,37 +291,21 @@ where
         let i = next.fetch_add(1, Ordering::SeqCst);
         let Some(case) = cases.get(i) else { break };
         let key = case.key();
-        let entry = table.get(&key).cloned();
-        let skip = entry.as_ref().is_some_and(|e| e.status == Status::NotSupported) && !opts.force_run;
-        let result = if skip {
-            let e = entry.clone().expect("skip implies an entry");
-            let message = format!("not supported ({}: {})", e.stage.map_or("-", |s| s.name()), e.reason);
-            CaseResult { case: case.clone(), key, entry, verdict: Verdict::Skipped, message, outcome: None }
-        } else {
-            {
-                let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-                p.running.push(key.clone());
-                p.draw();
-            }
-            let outcome = run_case(case, gen);
-            {
-                let mut p = progress.lock().unwrap_or_else(|e| e.into_inner());
-                p.running.retain(|k| *k != key);
-            }
-            let (verdict, message) = judge(entry.as_ref(), &outcome, opts);
-            CaseResult { case: case.clone(), key, entry, verdict, message, outcome: Some(outcome) }
-        };
-        progress.lock().unwrap_or_else(|e| e.into_inner()).done += 1;
+        progress.start(&key);
+        // Cores left over by the parallel cases go to each case's make.
+        let case = &Case { build_jobs: (super::parallelism() / jobs).max(1), ..case.clone() };
+        let result = run_one(case, table, gen, opts);
+        let elapsed = result.outcome.as_ref().map_or_else(Default::default, |o| o.elapsed);
+        progress.end(&key, result.verdict.name(), elapsed);
         emit(&result);
         *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
     };
-    let jobs = opts.jobs.clamp(1, cases.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..jobs {
             s.spawn(worker);
         }
     });
-    progress.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    progress.finish();
     let results = results
         .into_iter()
         .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()).expect("every case was run by a worker"))

@@ -280,6 +280,50 @@ def compute(folder):
     return inference(folder, model, ins)
 
 
+def _first_pass(folder, model, ins):
+    """(model for onnxruntime, feeds) of the first pass: mini-batch 0 and the
+    initial parameter values, as the deployed harness runs it first."""
+    fl = flavor(model)
+    if fl == "inference":
+        init = {i.name for i in model.graph.initializer}
+        slots = [i.name for i in model.graph.input if i.name not in init]
+        bound, _ = _bind(ins, slots, model.graph)
+        return compat.for_onnxruntime(model)[0], {n: bound[n][0] for n in slots}
+    if fl == "single_graph":
+        init = {i.name for i in model.graph.initializer}
+        slots = [i.name for i in model.graph.input if i.name not in init]
+        bound, _ = _bind(ins, slots, model.graph)
+        return sgd_as_onnx(model), {n: bound[n][0] for n in slots}
+    acc = accumulators(model)
+    slots = [i.name for i in model.graph.input if not i.name.endswith(GRAD_BUF)]
+    bound, _ = _bind(ins, slots, model.graph)
+    shapes = _shapes(model.graph)
+    feeds = {n: bound[n][0].copy() for n in slots if n != "lazy_reset_grad"}
+    for _, _, buf in acc:
+        feeds[buf] = np.zeros(shapes[buf], np.float32)
+    feeds["lazy_reset_grad"] = np.array([True])
+    return model, feeds
+
+
+def intermediates(folder):
+    """Every float32 value the main graph computes in its first pass (node
+    outputs by tensor name), for `deploygen test --bisect`."""
+    model = onnx.load(os.path.join(folder, "network.onnx"))
+    ins = _load_npz(os.path.join(folder, "inputs.npz"))
+    run, feeds = _first_pass(folder, model, ins)
+    m = copy.deepcopy(run)
+    have = {o.name for o in m.graph.output}
+    for n in m.graph.node:
+        for o in n.output:
+            if o and o not in have:
+                m.graph.output.append(helper.make_empty_tensor_value_info(o))
+                have.add(o)
+    names = [o.name for o in m.graph.output]
+    values = _session(m).run(None, feeds)
+    return OrderedDict((n, v) for n, v in zip(names, values)
+                       if isinstance(v, np.ndarray) and v.dtype == np.float32)
+
+
 def compare(ref, new, tol=1e-6):
     """Problems between two outputs mappings (empty when they agree)."""
     bad = []

@@ -437,6 +437,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("tok.conv1.out", DG_L3(209168), 16384u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -492,6 +493,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("tok.conv1.relu", DG_L3(274704), 16384u);
     }
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
@@ -523,6 +525,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(471312), DG_L1(98304), 16384u); /* tok.pool1.out L1->L3 */
         dg_copy(DG_L3(340240), DG_L1(65536), 32768u); /* tok.pool1.indices L1->L3 */
+        DG_DUMP("tok.pool1.out", DG_L3(471312), 4096u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 1 tile(s) of [1, 32, 16, 16] */
@@ -587,6 +590,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("tok.conv2.out", DG_L3(274704), 8192u);
     }
 
     /* step 4: Relu 'Relu_5' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -635,6 +639,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("tok.conv2.relu", DG_L3(307472), 8192u);
     }
 
     /* step 5: MaxPool 'MaxPool_6' computes in L1 */
@@ -666,6 +671,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(373008), DG_L1(49152), 8192u); /* tok.pool2.out L1->L3 */
         dg_copy(DG_L3(487696), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
+        DG_DUMP("tok.pool2.out", DG_L3(373008), 2048u);
     }
 
     /* step 7: Transpose 'Transpose_8' computes in L1 */
@@ -684,6 +690,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* tok.tokens.out L1->L3 */
+        DG_DUMP("tok.tokens.out", DG_L3(307472), 2048u);
     }
 
     /* step 8: Add 'Add_9' computes in L1, 1 tile(s) of [2048] */
@@ -733,6 +740,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("pos.out", DG_L3(536848), 2048u);
     }
 
     /* step 9: LayerNormalization 'LayerNormalization_10' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -817,6 +825,9 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("blk0.ln1.out", DG_L3(545040), 2048u);
+        DG_DUMP("blk0.ln1.mean", DG_L3(677392), 64u);
+        DG_DUMP("blk0.ln1.inv_std", DG_L3(677648), 64u);
     }
 
     /* step 10: MatMul 'MatMul_19' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -872,6 +883,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.v.mm", DG_L3(315664), 2048u);
     }
 
     /* step 11: Add 'Add_20' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -924,6 +936,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.v.out", DG_L3(307472), 2048u);
     }
 
     /* step 13: Transpose 'Transpose_22' computes in L1 */
@@ -942,6 +955,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(561424), DG_L1(8192), 8192u); /* blk0.v_t.out L1->L3 */
+        DG_DUMP("blk0.v_t.out", DG_L3(561424), 2048u);
     }
 
     /* step 14: MatMul 'MatMul_11' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -997,6 +1011,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.q.mm", DG_L3(315664), 2048u);
     }
 
     /* step 15: Add 'Add_12' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1049,6 +1064,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.q.out", DG_L3(307472), 2048u);
     }
 
     /* step 17: Transpose 'Transpose_14' computes in L1 */
@@ -1067,6 +1083,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(553232), DG_L1(8192), 8192u); /* blk0.q_t.out L1->L3 */
+        DG_DUMP("blk0.q_t.out", DG_L3(553232), 2048u);
     }
 
     /* step 18: MatMul 'MatMul_15' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1122,6 +1139,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.k.mm", DG_L3(315664), 2048u);
     }
 
     /* step 19: Add 'Add_16' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1174,6 +1192,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.k.out", DG_L3(307472), 2048u);
     }
 
     /* step 21: Transpose 'Transpose_18' computes in L1 */
@@ -1192,6 +1211,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(569616), DG_L1(8192), 8192u); /* blk0.k_t.out L1->L3 */
+        DG_DUMP("blk0.k_t.out", DG_L3(569616), 2048u);
     }
 
     /* step 22: MatMul 'MatMul_23' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -1265,6 +1285,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.qk", DG_L3(307472), 8192u);
     }
 
     /* step 23: Mul 'Mul_24' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1329,6 +1350,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.scores", DG_L3(373008), 8192u);
     }
 
     /* step 24: Softmax 'Softmax_25' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -1379,6 +1401,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk0.attn", DG_L3(307472), 8192u);
     }
 
     /* step 25: MatMul 'MatMul_26' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
@@ -1452,6 +1475,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.av", DG_L3(373008), 2048u);
     }
 
     /* step 26: Transpose 'Transpose_27' computes in L1 */
@@ -1470,6 +1494,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(586000), DG_L1(8192), 8192u); /* blk0.av_t.out L1->L3 */
+        DG_DUMP("blk0.av_t.out", DG_L3(586000), 2048u);
     }
 
     /* step 28: MatMul 'MatMul_29' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1525,6 +1550,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.proj.mm", DG_L3(373008), 2048u);
     }
 
     /* step 29: Add 'Add_30' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1577,6 +1603,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.proj.out", DG_L3(381200), 2048u);
     }
 
     /* step 30: Add 'Add_31' computes in L1, 1 tile(s) of [2048] */
@@ -1626,6 +1653,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.res1", DG_L3(602384), 2048u);
     }
 
     /* step 31: LayerNormalization 'LayerNormalization_32' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1710,6 +1738,9 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("blk0.ln2.out", DG_L3(610576), 2048u);
+        DG_DUMP("blk0.ln2.mean", DG_L3(678160), 64u);
+        DG_DUMP("blk0.ln2.inv_std", DG_L3(678416), 64u);
     }
 
     /* step 32: MatMul 'MatMul_33' computes in L1, 1 tile(s) of [1, 64, 64] */
@@ -1765,6 +1796,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.fc1.mm", DG_L3(373008), 4096u);
     }
 
     /* step 33: Add 'Add_34' computes in L1, 1 tile(s) of [1, 64, 64] */
@@ -1817,6 +1849,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.fc1.out", DG_L3(504080), 4096u);
     }
 
     /* step 34: Gelu 'Gelu_35' computes in L1, 1 tile(s) of [4096] */
@@ -1853,6 +1886,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(520464), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("blk0.fc1.gelu", DG_L3(520464), 4096u);
     }
 
     /* step 35: MatMul 'MatMul_36' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1908,6 +1942,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.fc2.mm", DG_L3(373008), 2048u);
     }
 
     /* step 36: Add 'Add_37' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -1960,6 +1995,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.fc2.out", DG_L3(381200), 2048u);
     }
 
     /* step 37: Add 'Add_38' computes in L1, 1 tile(s) of [2048] */
@@ -2009,6 +2045,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.res2", DG_L3(618768), 2048u);
     }
 
     /* step 38: LayerNormalization 'LayerNormalization_39' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2093,6 +2130,9 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("blk1.ln1.out", DG_L3(626960), 2048u);
+        DG_DUMP("blk1.ln1.mean", DG_L3(678672), 64u);
+        DG_DUMP("blk1.ln1.inv_std", DG_L3(678928), 64u);
     }
 
     /* step 39: MatMul 'MatMul_48' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2148,6 +2188,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.v.mm", DG_L3(381200), 2048u);
     }
 
     /* step 40: Add 'Add_49' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2200,6 +2241,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.v.out", DG_L3(373008), 2048u);
     }
 
     /* step 42: Transpose 'Transpose_51' computes in L1 */
@@ -2218,6 +2260,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(454928), DG_L1(8192), 8192u); /* blk1.v_t.out L1->L3 */
+        DG_DUMP("blk1.v_t.out", DG_L3(454928), 2048u);
     }
 
     /* step 43: MatMul 'MatMul_40' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2273,6 +2316,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.q.mm", DG_L3(381200), 2048u);
     }
 
     /* step 44: Add 'Add_41' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2325,6 +2369,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.q.out", DG_L3(373008), 2048u);
     }
 
     /* step 46: Transpose 'Transpose_43' computes in L1 */
@@ -2343,6 +2388,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(635152), DG_L1(8192), 8192u); /* blk1.q_t.out L1->L3 */
+        DG_DUMP("blk1.q_t.out", DG_L3(635152), 2048u);
     }
 
     /* step 47: MatMul 'MatMul_44' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2398,6 +2444,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.k.mm", DG_L3(381200), 2048u);
     }
 
     /* step 48: Add 'Add_45' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2450,6 +2497,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.k.out", DG_L3(373008), 2048u);
     }
 
     /* step 50: Transpose 'Transpose_47' computes in L1 */
@@ -2468,6 +2516,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(643344), DG_L1(8192), 8192u); /* blk1.k_t.out L1->L3 */
+        DG_DUMP("blk1.k_t.out", DG_L3(643344), 2048u);
     }
 
     /* step 51: MatMul 'MatMul_52' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -2541,6 +2590,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.qk", DG_L3(373008), 8192u);
     }
 
     /* step 52: Mul 'Mul_53' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2605,6 +2655,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.scores", DG_L3(405776), 8192u);
     }
 
     /* step 53: Softmax 'Softmax_54' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -2655,6 +2706,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk1.attn", DG_L3(373008), 8192u);
     }
 
     /* step 54: MatMul 'MatMul_55' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
@@ -2728,6 +2780,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.av", DG_L3(405776), 2048u);
     }
 
     /* step 55: Transpose 'Transpose_56' computes in L1 */
@@ -2746,6 +2799,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(463120), DG_L1(8192), 8192u); /* blk1.av_t.out L1->L3 */
+        DG_DUMP("blk1.av_t.out", DG_L3(463120), 2048u);
     }
 
     /* step 57: MatMul 'MatMul_58' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2801,6 +2855,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.proj.mm", DG_L3(405776), 2048u);
     }
 
     /* step 58: Add 'Add_59' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2853,6 +2908,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.proj.out", DG_L3(413968), 2048u);
     }
 
     /* step 59: Add 'Add_60' computes in L1, 1 tile(s) of [2048] */
@@ -2902,6 +2958,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.res1", DG_L3(651536), 2048u);
     }
 
     /* step 60: LayerNormalization 'LayerNormalization_61' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -2986,6 +3043,9 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("blk1.ln2.out", DG_L3(659728), 2048u);
+        DG_DUMP("blk1.ln2.mean", DG_L3(679184), 64u);
+        DG_DUMP("blk1.ln2.inv_std", DG_L3(679440), 64u);
     }
 
     /* step 61: MatMul 'MatMul_62' computes in L1, 1 tile(s) of [1, 64, 64] */
@@ -3041,6 +3101,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.fc1.mm", DG_L3(422160), 4096u);
     }
 
     /* step 62: Add 'Add_63' computes in L1, 1 tile(s) of [1, 64, 64] */
@@ -3093,6 +3154,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.fc1.out", DG_L3(405776), 4096u);
     }
 
     /* step 63: Gelu 'Gelu_64' computes in L1, 1 tile(s) of [4096] */
@@ -3129,6 +3191,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(422160), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("blk1.fc1.gelu", DG_L3(422160), 4096u);
     }
 
     /* step 64: MatMul 'MatMul_65' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -3184,6 +3247,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.fc2.mm", DG_L3(438544), 2048u);
     }
 
     /* step 65: Add 'Add_66' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -3236,6 +3300,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.fc2.out", DG_L3(446736), 2048u);
     }
 
     /* step 66: Add 'Add_67' computes in L1, 1 tile(s) of [2048] */
@@ -3285,6 +3350,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.res2", DG_L3(438544), 2048u);
     }
 
     /* step 67: LayerNormalization 'LayerNormalization_68' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -3369,6 +3435,9 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("norm.out", DG_L3(446736), 2048u);
+        DG_DUMP("norm.mean", DG_L3(677904), 64u);
+        DG_DUMP("norm.inv_std", DG_L3(679696), 64u);
     }
 
     /* step 68: MatMul 'MatMul_69' computes in L1, 1 tile(s) of [1, 64, 1] */
@@ -3424,6 +3493,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("seqpool.mm", DG_L3(577808), 64u);
     }
 
     /* step 69: Add 'Add_70' computes in L1, 1 tile(s) of [64] */
@@ -3476,6 +3546,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("seqpool.out", DG_L3(578064), 64u);
     }
 
     /* step 71: Softmax 'Softmax_72' computes in L1, 1 tile(s) of [1, 1, 64] */
@@ -3514,6 +3585,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(577808), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("seqpool.attn", DG_L3(577808), 64u);
     }
 
     /* step 72: MatMul 'MatMul_73' computes in L1, 1 tile(s) of [1, 1, 32] */
@@ -3569,6 +3641,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("seqpool.out_1", DG_L3(578064), 32u);
     }
 
     /* step 74: Gemm 'Gemm_75' computes in L1, 1 tile(s) of [1, 10] */
@@ -3637,6 +3710,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L3(578192), 10u);
     }
 
     /* step 75: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::37' computes in L1 */
@@ -3661,6 +3735,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(680504), DG_L1(88), 4u); /* onnx::loss::35 L1->L3 */
         dg_copy(DG_L3(578232), DG_L1(40), 40u); /* onnx::log_prob::36 L1->L3 */
+        DG_DUMP("onnx::loss::35", DG_L3(680504), 1u);
+        DG_DUMP("onnx::log_prob::36", DG_L3(578232), 10u);
     }
 
     /* step 76: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::37_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -3685,6 +3761,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L3(578192), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
+        DG_DUMP("fc.out_grad", DG_L3(578192), 10u);
     }
 
     /* step 77: ReduceSum 'Gemm_75_Grad/ReduceSum_3' computes in L1 */
@@ -3704,6 +3781,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(680464), DG_L1(40), 40u); /* Gemm_75_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_75_Grad/dC_reduced", DG_L3(680464), 10u);
     }
 
     /* step 79: Gemm 'Gemm_75_Grad/Gemm_1' computes in L1 */
@@ -3729,6 +3807,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(676112), DG_L1(0), 1280u); /* fc.weight_grad L1->L3 */
+        DG_DUMP("fc.weight_grad", DG_L3(676112), 320u);
     }
 
     /* step 80: Gemm 'Gemm_75_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 32] */
@@ -3786,6 +3865,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("seqpool.flat.out_grad", DG_L3(578320), 32u);
     }
 
     /* step 82: FusedMatMul 'MatMul_73_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 1, 64] */
@@ -3844,6 +3924,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("seqpool.attn_grad", DG_L3(578064), 64u);
     }
 
     /* step 83: SoftmaxGrad_13 'Softmax_72_Grad/SoftmaxGrad_13_0' computes in L1, 1 tile(s) of [1, 1, 64] */
@@ -3894,6 +3975,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("seqpool.t.out_grad", DG_L3(594192), 64u);
     }
 
     /* step 85: ReduceSum 'Add_70_Grad/ReduceSum_2' computes in L1 */
@@ -3913,6 +3995,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(680512), DG_L1(256), 4u); /* seqpool.bias_grad L1->L3 */
+        DG_DUMP("seqpool.bias_grad", DG_L3(680512), 1u);
     }
 
     /* step 89: Gemm 'MatMul_69_Grad/Gemm_5' computes in L1 */
@@ -3938,6 +4021,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(679952), DG_L1(8448), 128u); /* seqpool.weight_grad L1->L3 */
+        DG_DUMP("seqpool.weight_grad", DG_L3(679952), 32u);
     }
 
     /* step 90: FusedMatMul 'MatMul_73_Grad/FusedMatMul_1' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -3996,6 +4080,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("norm.out_grad_1", DG_L3(446736), 2048u);
     }
 
     /* step 91: FusedMatMul 'MatMul_69_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -4054,6 +4139,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("norm.out_grad_0", DG_L3(577808), 2048u);
     }
 
     /* step 92: Sum 'AccumulateGrad_norm.out_grad' computes in L1 */
@@ -4071,6 +4157,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(594192), DG_L1(16384), 8192u); /* norm.out_grad L1->L3 */
+        DG_DUMP("norm.out_grad", DG_L3(594192), 2048u);
     }
 
     /* step 93: LayerNormalizationGrad 'LayerNormalization_68_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -4100,6 +4187,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(667920), DG_L1(16384), 8192u); /* blk1.res2_grad L1->L3 */
         dg_copy(DG_L3(680208), DG_L1(25216), 128u); /* norm.weight_grad L1->L3 */
         dg_copy(DG_L3(680080), DG_L1(25344), 128u); /* norm.bias_grad L1->L3 */
+        DG_DUMP("blk1.res2_grad", DG_L3(667920), 2048u);
+        DG_DUMP("norm.weight_grad", DG_L3(680208), 32u);
+        DG_DUMP("norm.bias_grad", DG_L3(680080), 32u);
     }
 
     /* step 95: ReduceSum 'Add_66_Grad/ReduceSum_2' computes in L1 */
@@ -4119,6 +4209,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(679696), DG_L1(8192), 128u); /* blk1.fc2.bias_grad L1->L3 */
+        DG_DUMP("blk1.fc2.bias_grad", DG_L3(679696), 32u);
     }
 
     /* step 99: Gemm 'MatMul_65_Grad/Gemm_5' computes in L1 */
@@ -4144,6 +4235,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(577808), DG_L1(24576), 8192u); /* blk1.fc2.weight_grad L1->L3 */
+        DG_DUMP("blk1.fc2.weight_grad", DG_L3(577808), 2048u);
     }
 
     /* step 100: FusedMatMul 'MatMul_65_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 64] */
@@ -4202,6 +4294,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.fc1.gelu_grad", DG_L3(438544), 4096u);
     }
 
     /* step 101: GeluGrad 'Gelu_64_Grad/GeluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -4250,6 +4343,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.fc1.out_grad", DG_L3(422160), 4096u);
     }
 
     /* step 102: ReduceSum 'Add_63_Grad/ReduceSum_2' computes in L1 */
@@ -4269,6 +4363,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(677904), DG_L1(16384), 256u); /* blk1.fc1.bias_grad L1->L3 */
+        DG_DUMP("blk1.fc1.bias_grad", DG_L3(677904), 64u);
     }
 
     /* step 106: Gemm 'MatMul_62_Grad/Gemm_5' computes in L1 */
@@ -4294,6 +4389,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(594192), DG_L1(24576), 8192u); /* blk1.fc1.weight_grad L1->L3 */
+        DG_DUMP("blk1.fc1.weight_grad", DG_L3(594192), 2048u);
     }
 
     /* step 107: FusedMatMul 'MatMul_62_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -4352,6 +4448,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.ln2.out_grad", DG_L3(413968), 2048u);
     }
 
     /* step 108: LayerNormalizationGrad 'LayerNormalization_61_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -4381,6 +4478,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(405776), DG_L1(16384), 8192u); /* blk1.res1_grad_1 L1->L3 */
         dg_copy(DG_L3(680336), DG_L1(25216), 128u); /* blk1.ln2.weight_grad L1->L3 */
         dg_copy(DG_L3(679824), DG_L1(25344), 128u); /* blk1.ln2.bias_grad L1->L3 */
+        DG_DUMP("blk1.res1_grad_1", DG_L3(405776), 2048u);
+        DG_DUMP("blk1.ln2.weight_grad", DG_L3(680336), 32u);
+        DG_DUMP("blk1.ln2.bias_grad", DG_L3(679824), 32u);
     }
 
     /* step 110: Sum 'AccumulateGrad_blk1.res1_grad' computes in L1 */
@@ -4398,6 +4498,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(651536), DG_L1(16384), 8192u); /* blk1.res1_grad L1->L3 */
+        DG_DUMP("blk1.res1_grad", DG_L3(651536), 2048u);
     }
 
     /* step 112: ReduceSum 'Add_59_Grad/ReduceSum_2' computes in L1 */
@@ -4417,6 +4518,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(679184), DG_L1(8192), 128u); /* blk1.proj.bias_grad L1->L3 */
+        DG_DUMP("blk1.proj.bias_grad", DG_L3(679184), 32u);
     }
 
     /* step 116: Gemm 'MatMul_58_Grad/Gemm_5' computes in L1 */
@@ -4442,6 +4544,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(667920), DG_L1(16384), 4096u); /* blk1.proj.weight_grad L1->L3 */
+        DG_DUMP("blk1.proj.weight_grad", DG_L3(667920), 1024u);
     }
 
     /* step 117: FusedMatMul 'MatMul_58_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -4500,6 +4603,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.merge.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 119: Transpose 'Transpose_56_Grad/Transpose_0' computes in L1 */
@@ -4518,6 +4622,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(438544), DG_L1(8192), 8192u); /* blk1.av_grad L1->L3 */
+        DG_DUMP("blk1.av_grad", DG_L3(438544), 2048u);
     }
 
     /* step 120: FusedMatMul 'MatMul_55_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
@@ -4594,6 +4699,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.v_t.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 121: Transpose 'Transpose_51_Grad/Transpose_0' computes in L1 */
@@ -4612,6 +4718,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(659728), DG_L1(8192), 8192u); /* blk1.v_heads.out_grad L1->L3 */
+        DG_DUMP("blk1.v_heads.out_grad", DG_L3(659728), 2048u);
     }
 
     /* step 123: ReduceSum 'Add_49_Grad/ReduceSum_2' computes in L1 */
@@ -4631,6 +4738,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(679312), DG_L1(8192), 128u); /* blk1.v.bias_grad L1->L3 */
+        DG_DUMP("blk1.v.bias_grad", DG_L3(679312), 32u);
     }
 
     /* step 127: Gemm 'MatMul_48_Grad/Gemm_5' computes in L1 */
@@ -4656,6 +4764,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(672016), DG_L1(16384), 4096u); /* blk1.v.weight_grad L1->L3 */
+        DG_DUMP("blk1.v.weight_grad", DG_L3(672016), 1024u);
     }
 
     /* step 128: FusedMatMul 'MatMul_55_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -4732,6 +4841,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.attn_grad", DG_L3(405776), 8192u);
     }
 
     /* step 129: SoftmaxGrad_13 'Softmax_54_Grad/SoftmaxGrad_13_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -4800,6 +4910,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.scores_grad", DG_L3(438544), 8192u);
     }
 
     /* step 130: Mul 'Mul_53_Grad/Mul_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -4864,6 +4975,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("Mul_53_Grad/PreReduceGrad0", DG_L3(373008), 8192u);
     }
 
     /* step 132: FusedMatMul 'MatMul_52_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
@@ -4940,6 +5052,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.q_t.out_grad", DG_L3(413968), 2048u);
     }
 
     /* step 133: Transpose 'Transpose_43_Grad/Transpose_0' computes in L1 */
@@ -4958,6 +5071,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(8192), 8192u); /* blk1.q_heads.out_grad L1->L3 */
+        DG_DUMP("blk1.q_heads.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 135: ReduceSum 'Add_41_Grad/ReduceSum_2' computes in L1 */
@@ -4977,6 +5091,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(469520), DG_L1(8192), 128u); /* blk1.q.bias_grad L1->L3 */
+        DG_DUMP("blk1.q.bias_grad", DG_L3(469520), 32u);
     }
 
     /* step 139: Gemm 'MatMul_40_Grad/Gemm_5' computes in L1 */
@@ -5002,6 +5117,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(465168), DG_L1(16384), 4096u); /* blk1.q.weight_grad L1->L3 */
+        DG_DUMP("blk1.q.weight_grad", DG_L3(465168), 1024u);
     }
 
     /* step 140: FusedMatMul 'MatMul_52_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 16, 64], double-buffered */
@@ -5078,6 +5194,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk1.k_t.out_grad", DG_L3(413968), 2048u);
     }
 
     /* step 141: Transpose 'Transpose_47_Grad/Transpose_0' computes in L1 */
@@ -5096,6 +5213,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk1.k_heads.out_grad L1->L3 */
+        DG_DUMP("blk1.k_heads.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 143: ReduceSum 'Add_45_Grad/ReduceSum_2' computes in L1 */
@@ -5115,6 +5233,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(469648), DG_L1(8192), 128u); /* blk1.k.bias_grad L1->L3 */
+        DG_DUMP("blk1.k.bias_grad", DG_L3(469648), 32u);
     }
 
     /* step 147: Gemm 'MatMul_44_Grad/Gemm_5' computes in L1 */
@@ -5140,6 +5259,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(635152), DG_L1(16384), 4096u); /* blk1.k.weight_grad L1->L3 */
+        DG_DUMP("blk1.k.weight_grad", DG_L3(635152), 1024u);
     }
 
     /* step 148: FusedMatMul 'MatMul_48_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -5198,6 +5318,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.ln1.out_grad_2", DG_L3(381200), 2048u);
     }
 
     /* step 149: FusedMatMul 'MatMul_40_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -5256,6 +5377,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.ln1.out_grad_1", DG_L3(389392), 2048u);
     }
 
     /* step 150: FusedMatMul 'MatMul_44_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -5314,6 +5436,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk1.ln1.out_grad_0", DG_L3(397584), 2048u);
     }
 
     /* step 151: Sum 'AccumulateGrad_blk1.ln1.out_grad' computes in L1 */
@@ -5332,6 +5455,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(24576), 8192u); /* blk1.ln1.out_grad L1->L3 */
+        DG_DUMP("blk1.ln1.out_grad", DG_L3(405776), 2048u);
     }
 
     /* step 152: LayerNormalizationGrad 'LayerNormalization_39_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -5361,6 +5485,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(373008), DG_L1(16384), 8192u); /* blk0.res2_grad_1 L1->L3 */
         dg_copy(DG_L3(469904), DG_L1(25216), 128u); /* blk1.ln1.weight_grad L1->L3 */
         dg_copy(DG_L3(469776), DG_L1(25344), 128u); /* blk1.ln1.bias_grad L1->L3 */
+        DG_DUMP("blk0.res2_grad_1", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.ln1.weight_grad", DG_L3(469904), 32u);
+        DG_DUMP("blk1.ln1.bias_grad", DG_L3(469776), 32u);
     }
 
     /* step 154: Sum 'AccumulateGrad_blk0.res2_grad' computes in L1 */
@@ -5378,6 +5505,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(16384), 8192u); /* blk0.res2_grad L1->L3 */
+        DG_DUMP("blk0.res2_grad", DG_L3(405776), 2048u);
     }
 
     /* step 156: ReduceSum 'Add_37_Grad/ReduceSum_2' computes in L1 */
@@ -5397,6 +5525,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470032), DG_L1(8192), 128u); /* blk0.fc2.bias_grad L1->L3 */
+        DG_DUMP("blk0.fc2.bias_grad", DG_L3(470032), 32u);
     }
 
     /* step 160: Gemm 'MatMul_36_Grad/Gemm_5' computes in L1 */
@@ -5422,6 +5551,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(440592), DG_L1(24576), 8192u); /* blk0.fc2.weight_grad L1->L3 */
+        DG_DUMP("blk0.fc2.weight_grad", DG_L3(440592), 2048u);
     }
 
     /* step 161: FusedMatMul 'MatMul_36_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 64] */
@@ -5480,6 +5610,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.fc1.gelu_grad", DG_L3(389392), 4096u);
     }
 
     /* step 162: GeluGrad 'Gelu_35_Grad/GeluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -5528,6 +5659,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.fc1.out_grad", DG_L3(373008), 4096u);
     }
 
     /* step 163: ReduceSum 'Add_34_Grad/ReduceSum_2' computes in L1 */
@@ -5547,6 +5679,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(469264), DG_L1(16384), 256u); /* blk0.fc1.bias_grad L1->L3 */
+        DG_DUMP("blk0.fc1.bias_grad", DG_L3(469264), 64u);
     }
 
     /* step 167: Gemm 'MatMul_33_Grad/Gemm_5' computes in L1 */
@@ -5572,6 +5705,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(448784), DG_L1(24576), 8192u); /* blk0.fc1.weight_grad L1->L3 */
+        DG_DUMP("blk0.fc1.weight_grad", DG_L3(448784), 2048u);
     }
 
     /* step 168: FusedMatMul 'MatMul_33_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -5630,6 +5764,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.ln2.out_grad", DG_L3(389392), 2048u);
     }
 
     /* step 169: LayerNormalizationGrad 'LayerNormalization_32_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -5659,6 +5794,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(373008), DG_L1(16384), 8192u); /* blk0.res1_grad_1 L1->L3 */
         dg_copy(DG_L3(470288), DG_L1(25216), 128u); /* blk0.ln2.weight_grad L1->L3 */
         dg_copy(DG_L3(470160), DG_L1(25344), 128u); /* blk0.ln2.bias_grad L1->L3 */
+        DG_DUMP("blk0.res1_grad_1", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.ln2.weight_grad", DG_L3(470288), 32u);
+        DG_DUMP("blk0.ln2.bias_grad", DG_L3(470160), 32u);
     }
 
     /* step 171: Sum 'AccumulateGrad_blk0.res1_grad' computes in L1 */
@@ -5676,6 +5814,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(456976), DG_L1(16384), 8192u); /* blk0.res1_grad L1->L3 */
+        DG_DUMP("blk0.res1_grad", DG_L3(456976), 2048u);
     }
 
     /* step 173: ReduceSum 'Add_30_Grad/ReduceSum_2' computes in L1 */
@@ -5695,6 +5834,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470416), DG_L1(8192), 128u); /* blk0.proj.bias_grad L1->L3 */
+        DG_DUMP("blk0.proj.bias_grad", DG_L3(470416), 32u);
     }
 
     /* step 177: Gemm 'MatMul_29_Grad/Gemm_5' computes in L1 */
@@ -5720,6 +5860,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(512272), DG_L1(16384), 4096u); /* blk0.proj.weight_grad L1->L3 */
+        DG_DUMP("blk0.proj.weight_grad", DG_L3(512272), 1024u);
     }
 
     /* step 178: FusedMatMul 'MatMul_29_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -5778,6 +5919,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.merge.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 180: Transpose 'Transpose_27_Grad/Transpose_0' computes in L1 */
@@ -5796,6 +5938,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(405776), DG_L1(8192), 8192u); /* blk0.av_grad L1->L3 */
+        DG_DUMP("blk0.av_grad", DG_L3(405776), 2048u);
     }
 
     /* step 181: FusedMatMul 'MatMul_26_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
@@ -5872,6 +6015,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.v_t.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 182: Transpose 'Transpose_22_Grad/Transpose_0' computes in L1 */
@@ -5890,6 +6034,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(504080), DG_L1(8192), 8192u); /* blk0.v_heads.out_grad L1->L3 */
+        DG_DUMP("blk0.v_heads.out_grad", DG_L3(504080), 2048u);
     }
 
     /* step 184: ReduceSum 'Add_20_Grad/ReduceSum_2' computes in L1 */
@@ -5909,6 +6054,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470544), DG_L1(8192), 128u); /* blk0.v.bias_grad L1->L3 */
+        DG_DUMP("blk0.v.bias_grad", DG_L3(470544), 32u);
     }
 
     /* step 188: Gemm 'MatMul_19_Grad/Gemm_5' computes in L1 */
@@ -5934,6 +6080,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(516368), DG_L1(16384), 4096u); /* blk0.v.weight_grad L1->L3 */
+        DG_DUMP("blk0.v.weight_grad", DG_L3(516368), 1024u);
     }
 
     /* step 189: FusedMatMul 'MatMul_26_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -6010,6 +6157,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.attn_grad", DG_L3(373008), 8192u);
     }
 
     /* step 190: SoftmaxGrad_13 'Softmax_25_Grad/SoftmaxGrad_13_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
@@ -6078,6 +6226,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.scores_grad", DG_L3(405776), 8192u);
     }
 
     /* step 191: Mul 'Mul_24_Grad/Mul_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -6142,6 +6291,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("Mul_24_Grad/PreReduceGrad0", DG_L3(307472), 8192u);
     }
 
     /* step 193: FusedMatMul 'MatMul_23_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
@@ -6218,6 +6368,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.q_t.out_grad", DG_L3(381200), 2048u);
     }
 
     /* step 194: Transpose 'Transpose_14_Grad/Transpose_0' computes in L1 */
@@ -6236,6 +6387,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* blk0.q_heads.out_grad L1->L3 */
+        DG_DUMP("blk0.q_heads.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 196: ReduceSum 'Add_12_Grad/ReduceSum_2' computes in L1 */
@@ -6255,6 +6407,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470672), DG_L1(8192), 128u); /* blk0.q.bias_grad L1->L3 */
+        DG_DUMP("blk0.q.bias_grad", DG_L3(470672), 32u);
     }
 
     /* step 200: Gemm 'MatMul_11_Grad/Gemm_5' computes in L1 */
@@ -6280,6 +6433,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(520464), DG_L1(16384), 4096u); /* blk0.q.weight_grad L1->L3 */
+        DG_DUMP("blk0.q.weight_grad", DG_L3(520464), 1024u);
     }
 
     /* step 201: FusedMatMul 'MatMul_23_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 16, 64], double-buffered */
@@ -6356,6 +6510,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("blk0.k_t.out_grad", DG_L3(381200), 2048u);
     }
 
     /* step 202: Transpose 'Transpose_18_Grad/Transpose_0' computes in L1 */
@@ -6374,6 +6529,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(8192), 8192u); /* blk0.k_heads.out_grad L1->L3 */
+        DG_DUMP("blk0.k_heads.out_grad", DG_L3(307472), 2048u);
     }
 
     /* step 204: ReduceSum 'Add_16_Grad/ReduceSum_2' computes in L1 */
@@ -6393,6 +6549,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(470800), DG_L1(8192), 128u); /* blk0.k.bias_grad L1->L3 */
+        DG_DUMP("blk0.k.bias_grad", DG_L3(470800), 32u);
     }
 
     /* step 208: Gemm 'MatMul_15_Grad/Gemm_5' computes in L1 */
@@ -6418,6 +6575,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(524560), DG_L1(16384), 4096u); /* blk0.k.weight_grad L1->L3 */
+        DG_DUMP("blk0.k.weight_grad", DG_L3(524560), 1024u);
     }
 
     /* step 209: FusedMatMul 'MatMul_19_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -6476,6 +6634,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.ln1.out_grad_2", DG_L3(315664), 2048u);
     }
 
     /* step 210: FusedMatMul 'MatMul_11_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -6534,6 +6693,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.ln1.out_grad_1", DG_L3(323856), 2048u);
     }
 
     /* step 211: FusedMatMul 'MatMul_15_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
@@ -6592,6 +6752,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("blk0.ln1.out_grad_0", DG_L3(332048), 2048u);
     }
 
     /* step 212: Sum 'AccumulateGrad_blk0.ln1.out_grad' computes in L1 */
@@ -6610,6 +6771,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(24576), 8192u); /* blk0.ln1.out_grad L1->L3 */
+        DG_DUMP("blk0.ln1.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 213: LayerNormalizationGrad 'LayerNormalization_10_Grad/LayerNormalizationGrad_0' computes in L1 */
@@ -6639,6 +6801,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(307472), DG_L1(16384), 8192u); /* pos.out_grad_1 L1->L3 */
         dg_copy(DG_L3(471056), DG_L1(25216), 128u); /* blk0.ln1.weight_grad L1->L3 */
         dg_copy(DG_L3(470928), DG_L1(25344), 128u); /* blk0.ln1.bias_grad L1->L3 */
+        DG_DUMP("pos.out_grad_1", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.ln1.weight_grad", DG_L3(471056), 32u);
+        DG_DUMP("blk0.ln1.bias_grad", DG_L3(470928), 32u);
     }
 
     /* step 215: Sum 'AccumulateGrad_pos.out_grad' computes in L1 */
@@ -6656,6 +6821,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(504080), DG_L1(16384), 8192u); /* pos.out_grad L1->L3 */
+        DG_DUMP("pos.out_grad", DG_L3(504080), 2048u);
     }
 
     /* step 218: Transpose 'Transpose_8_Grad/Transpose_0' computes in L1 */
@@ -6674,6 +6840,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
         }
         dg_copy(DG_L3(373008), DG_L1(8192), 8192u); /* tok.flatten.out_grad L1->L3 */
+        DG_DUMP("tok.flatten.out_grad", DG_L3(373008), 2048u);
     }
 
     /* step 220: MaxPoolGrad 'MaxPool_6_Grad/MaxPoolGrad_0' computes in L1 */
@@ -6705,6 +6872,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L3(307472), DG_L1(0), 32768u); /* tok.conv2.relu_grad L1->L3 */
+        DG_DUMP("tok.conv2.relu_grad", DG_L3(307472), 8192u);
     }
 
     /* step 221: ReluGrad 'Relu_5_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -6771,6 +6939,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("tok.conv2.out_grad", DG_L3(373008), 8192u);
     }
 
     /* step 222: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L1 */
@@ -6834,6 +7003,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(424208), DG_L1(86016), 16384u); /* tok.pool1.out_grad L1->L3 */
         dg_copy(DG_L3(405776), DG_L1(51200), 18432u); /* tok.conv2.weight_grad L1->L3 */
+        DG_DUMP("tok.pool1.out_grad", DG_L3(424208), 4096u);
+        DG_DUMP("tok.conv2.weight_grad", DG_L3(405776), 4608u);
     }
 
     /* step 223: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
@@ -6865,6 +7036,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L3(274704), DG_L1(0), 65536u); /* tok.conv1.relu_grad L1->L3 */
+        DG_DUMP("tok.conv1.relu_grad", DG_L3(274704), 16384u);
     }
 
     /* step 224: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -6937,6 +7109,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("tok.conv1.out_grad", DG_L3(340240), 16384u);
     }
 
     /* step 225: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -6972,6 +7145,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
         dg_copy(DG_L3(209168), DG_L1(79552), 1728u); /* tok.conv1.weight_grad L1->L3 */
+        DG_DUMP("tok.conv1.weight_grad", DG_L3(209168), 432u);
     }
 
     /* step 226: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */

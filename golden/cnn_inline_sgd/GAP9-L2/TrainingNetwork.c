@@ -149,6 +149,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
+        DG_DUMP("conv.out", DG_L2(6928), 1152u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [1152] */
@@ -185,6 +186,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L2(1168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("conv.relu", DG_L2(1168), 1152u);
     }
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
@@ -216,6 +218,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(11536), DG_L1(6912), 1152u); /* pool.out L1->L2 */
         dg_copy(DG_L2(16144), DG_L1(4608), 2304u); /* pool.indices L1->L2 */
+        DG_DUMP("pool.out", DG_L2(11536), 288u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
@@ -284,6 +287,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L2(1168), 20u);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::43' computes in L1 */
@@ -308,6 +312,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(20792), DG_L1(176), 4u); /* onnx::loss::41 L1->L2 */
         dg_copy(DG_L2(1248), DG_L1(80), 80u); /* onnx::log_prob::42 L1->L2 */
+        DG_DUMP("onnx::loss::41", DG_L2(20792), 1u);
+        DG_DUMP("onnx::log_prob::42", DG_L2(1248), 20u);
     }
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -332,6 +338,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L2(12688), DG_L1(80), 80u); /* fc.out_grad L1->L2 */
+        DG_DUMP("fc.out_grad", DG_L2(12688), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
@@ -351,6 +358,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(20752), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(20752), 10u);
     }
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
@@ -376,6 +384,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(1168), DG_L1(0), 5760u); /* fc.weight_grad L1->L2 */
+        DG_DUMP("fc.weight_grad", DG_L2(1168), 1440u);
     }
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 144] */
@@ -433,6 +442,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("flatten.out_grad", DG_L2(18448), 288u);
     }
 
     /* step 12: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
@@ -464,6 +474,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L2(11536), DG_L1(0), 4608u); /* conv.relu_grad L1->L2 */
+        DG_DUMP("conv.relu_grad", DG_L2(11536), 1152u);
     }
 
     /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [1152] */
@@ -512,6 +523,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("conv.out_grad", DG_L2(16144), 1152u);
     }
 
     /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -575,6 +587,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(6928), DG_L1(5904), 144u); /* conv.weight_grad L1->L2 */
         dg_copy(DG_L2(7072), DG_L1(6048), 16u); /* conv.bias_grad L1->L2 */
+        DG_DUMP("conv.weight_grad", DG_L2(6928), 36u);
+        DG_DUMP("conv.bias_grad", DG_L2(7072), 4u);
     }
 
     /* step 15: SGD 'conv.weight_sgd' computes in L1, 1 tile(s) of [36] */
@@ -616,6 +630,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out((void *)dg_w3, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("conv.weight_updated", (void *)dg_w3, 36u);
     }
 
     /* step 16: SGD 'conv.bias_sgd' computes in L1, 1 tile(s) of [4] */
@@ -657,6 +672,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out((void *)dg_w4, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("conv.bias_updated", (void *)dg_w4, 4u);
     }
 
     /* step 17: SGD 'fc.weight_sgd' computes in L1, 1 tile(s) of [1440] */
@@ -698,6 +714,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out((void *)dg_w5, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc.weight_updated", (void *)dg_w5, 1440u);
     }
 
     /* step 18: SGD 'fc.bias_sgd' computes in L1, 1 tile(s) of [10] */
@@ -739,5 +756,6 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out((void *)dg_w6, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc.bias_updated", (void *)dg_w6, 10u);
     }
 }

@@ -166,6 +166,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
+        DG_DUMP("conv.out", DG_L3(12896), 1152u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [1152] */
@@ -202,6 +203,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(7136), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("conv.relu", DG_L3(7136), 1152u);
     }
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
@@ -233,6 +235,7 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(17504), DG_L1(6912), 1152u); /* pool.out L1->L3 */
         dg_copy(DG_L3(22112), DG_L1(4608), 2304u); /* pool.indices L1->L3 */
+        DG_DUMP("pool.out", DG_L3(17504), 288u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
@@ -301,6 +304,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L3(7136), 20u);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::43' computes in L1 */
@@ -325,6 +329,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(26760), DG_L1(176), 4u); /* onnx::loss::41 L1->L3 */
         dg_copy(DG_L3(7216), DG_L1(80), 80u); /* onnx::log_prob::42 L1->L3 */
+        DG_DUMP("onnx::loss::41", DG_L3(26760), 1u);
+        DG_DUMP("onnx::log_prob::42", DG_L3(7216), 20u);
     }
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -349,6 +355,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L3(18656), DG_L1(80), 80u); /* fc.out_grad L1->L3 */
+        DG_DUMP("fc.out_grad", DG_L3(18656), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
@@ -368,6 +375,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(26720), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L3(26720), 10u);
     }
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
@@ -393,6 +401,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(7136), DG_L1(0), 5760u); /* fc.weight_grad L1->L3 */
+        DG_DUMP("fc.weight_grad", DG_L3(7136), 1440u);
     }
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 144] */
@@ -450,6 +459,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("flatten.out_grad", DG_L3(24416), 288u);
     }
 
     /* step 12: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
@@ -481,6 +491,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_maxpool_grad_f32, &args);
         }
         dg_copy(DG_L3(17504), DG_L1(0), 4608u); /* conv.relu_grad L1->L3 */
+        DG_DUMP("conv.relu_grad", DG_L3(17504), 1152u);
     }
 
     /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [1152] */
@@ -529,6 +540,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("conv.out_grad", DG_L3(22112), 1152u);
     }
 
     /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -592,6 +604,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(12896), DG_L1(5904), 144u); /* conv.weight_grad L1->L3 */
         dg_copy(DG_L3(13040), DG_L1(6048), 16u); /* conv.bias_grad L1->L3 */
+        DG_DUMP("conv.weight_grad", DG_L3(12896), 36u);
+        DG_DUMP("conv.bias_grad", DG_L3(13040), 4u);
     }
 
     /* step 15: SGD 'conv.weight_sgd' computes in L1, 1 tile(s) of [36] */
@@ -633,6 +647,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(1176), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("conv.weight_updated", DG_L3(1176), 36u);
     }
 
     /* step 16: SGD 'conv.bias_sgd' computes in L1, 1 tile(s) of [4] */
@@ -674,6 +689,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(1320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("conv.bias_updated", DG_L3(1320), 4u);
     }
 
     /* step 17: SGD 'fc.weight_sgd' computes in L1, 1 tile(s) of [1440] */
@@ -715,6 +731,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(1336), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc.weight_updated", DG_L3(1336), 1440u);
     }
 
     /* step 18: SGD 'fc.bias_sgd' computes in L1, 1 tile(s) of [10] */
@@ -756,5 +773,6 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(7096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc.bias_updated", DG_L3(7096), 10u);
     }
 }

@@ -116,6 +116,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("conv1.out", DG_L2(1960), 7840u);
     }
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
@@ -204,6 +205,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("bn1.out", DG_L2(33320), 7840u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1, 2 tile(s) of [3920], double-buffered */
@@ -252,6 +254,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("bn1.relu", DG_L2(1960), 7840u);
     }
 
     /* step 3: MaxPool 'MaxPool_4' computes in L1, 16 tile(s) of [1, 1, 24, 5], double-buffered */
@@ -344,6 +347,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("pool1.out", DG_L2(33320), 1920u);
     }
 
     /* step 4: Conv 'Conv_5' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
@@ -408,6 +412,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("conv2.out", DG_L2(1960), 3840u);
     }
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
@@ -496,6 +501,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("bn2.out", DG_L2(17320), 3840u);
     }
 
     /* step 6: Relu 'Relu_7' computes in L1, 1 tile(s) of [3840] */
@@ -532,6 +538,7 @@ void RunNetwork(void *arg)
         dg_tile_out(DG_L2(1960), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("bn2.relu", DG_L2(1960), 3840u);
     }
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
@@ -557,6 +564,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
         }
         dg_copy(DG_L2(17320), DG_L1(15360), 128u); /* gap.out L1->L2 */
+        DG_DUMP("gap.out", DG_L2(17320), 32u);
     }
 
     /* step 9: Gemm 'Gemm_10' computes in L1, 1 tile(s) of [1, 12] */
@@ -625,6 +633,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L2(1960), 12u);
     }
 
     /* step 10: Softmax 'Softmax_11' computes in L1, 1 tile(s) of [1, 12] */
@@ -663,5 +672,6 @@ void RunNetwork(void *arg)
         dg_tile_out(DG_L2(2008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("probs", DG_L2(2008), 12u);
     }
 }

@@ -140,6 +140,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("conv1.out", DG_L3(23320), 7840u);
     }
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
@@ -228,6 +229,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("bn1.out", DG_L3(54680), 7840u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [7840] */
@@ -264,6 +266,7 @@ void RunNetwork(void *arg)
         dg_tile_out(DG_L3(23320), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("bn1.relu", DG_L3(23320), 7840u);
     }
 
     /* step 3: MaxPool 'MaxPool_4' computes in L1, 16 tile(s) of [1, 1, 24, 5], double-buffered */
@@ -356,6 +359,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("pool1.out", DG_L3(54680), 1920u);
     }
 
     /* step 4: Conv 'Conv_5' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
@@ -420,6 +424,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("conv2.out", DG_L3(23320), 3840u);
     }
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
@@ -508,6 +513,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
+        DG_DUMP("bn2.out", DG_L3(38680), 3840u);
     }
 
     /* step 6: Relu 'Relu_7' computes in L1, 1 tile(s) of [3840] */
@@ -544,6 +550,7 @@ void RunNetwork(void *arg)
         dg_tile_out(DG_L3(23320), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("bn2.relu", DG_L3(23320), 3840u);
     }
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
@@ -569,6 +576,7 @@ void RunNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
         }
         dg_copy(DG_L3(38680), DG_L1(15360), 128u); /* gap.out L1->L3 */
+        DG_DUMP("gap.out", DG_L3(38680), 32u);
     }
 
     /* step 9: Gemm 'Gemm_10' computes in L1, 1 tile(s) of [1, 12] */
@@ -637,6 +645,7 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L3(23320), 12u);
     }
 
     /* step 10: Softmax 'Softmax_11' computes in L1, 1 tile(s) of [1, 12] */
@@ -675,5 +684,6 @@ void RunNetwork(void *arg)
         dg_tile_out(DG_L3(23368), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("probs", DG_L3(23368), 12u);
     }
 }

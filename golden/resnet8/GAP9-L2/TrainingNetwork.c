@@ -331,6 +331,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("conv1.out", DG_L2(550024), 16384u);
     }
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
@@ -357,6 +358,11 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy((void *)dg_w5, DG_L2(371336), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w6, DG_L2(305736), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L2(305800), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L2(371336), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L2(305736), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L2(1118968), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L2(305672), 16u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -412,6 +418,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("bn1.relu", DG_L2(410696), 16384u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -505,6 +512,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.conv1.out", DG_L2(305736), 16384u);
     }
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
@@ -531,6 +539,11 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy((void *)dg_w10, DG_L2(371272), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w11, DG_L2(371336), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L2(476232), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L2(371272), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L2(371336), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L2(1184632), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(549960), 16u);
     }
 
     /* step 5: Relu 'Relu_6' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -586,6 +599,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack1.bn1.relu", DG_L2(615888), 16384u);
     }
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -679,6 +693,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.conv2.out", DG_L2(1119096), 16384u);
     }
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
@@ -705,6 +720,11 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy((void *)dg_w15, DG_L2(371336), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w16, DG_L2(371272), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L2(681424), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L2(371336), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L2(371272), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L2(615816), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1119032), 16u);
     }
 
     /* step 8: Add 'Add_9' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -778,6 +798,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.add", DG_L2(476232), 16384u);
     }
 
     /* step 9: Relu 'Relu_10' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -833,6 +854,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack1.add.relu", DG_L2(1045112), 16384u);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -920,6 +942,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
+        DG_DUMP("stack2.shortcut.out", DG_L2(476232), 8192u);
     }
 
     /* step 11: Conv 'Conv_11' computes in L1, 3 tile(s) of [1, 32, 6, 16], double-buffered */
@@ -1013,6 +1036,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.conv1.out", DG_L2(946128), 8192u);
     }
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
@@ -1049,6 +1073,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(681552), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w20, DG_L2(404040), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w21, DG_L2(404168), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L2(371272), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L2(404040), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L2(404168), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L2(681424), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(681552), 32u);
     }
 
     /* step 13: Relu 'Relu_13' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1097,6 +1126,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack2.bn1.relu", DG_L2(978896), 8192u);
     }
 
     /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -1177,6 +1207,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.conv2.out", DG_L2(1011664), 8192u);
     }
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
@@ -1213,6 +1244,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(407752), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w25, DG_L2(371400), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w26, DG_L2(371272), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L2(371528), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L2(371400), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L2(371272), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L2(407624), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(407752), 32u);
     }
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1280,6 +1316,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.add", DG_L2(509000), 8192u);
     }
 
     /* step 17: Relu 'Relu_18' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1328,6 +1365,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack2.add.relu", DG_L2(847312), 8192u);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
@@ -1404,6 +1442,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("stack3.shortcut.out", DG_L2(374600), 4096u);
     }
 
     /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 64, 3, 8], double-buffered */
@@ -1497,6 +1536,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack3.conv1.out", DG_L2(476232), 4096u);
     }
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
@@ -1533,6 +1573,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(407880), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w32, DG_L2(371272), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w33, DG_L2(371528), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L2(390984), 4096u);
+        DG_DUMP("stack3.bn1.running_mean_out", DG_L2(371272), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L2(371528), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L2(407368), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(407880), 64u);
     }
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
@@ -1569,6 +1614,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L2(492616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("stack3.bn1.relu", DG_L2(492616), 4096u);
     }
 
     /* step 22: Conv 'Conv_22' computes in L2 */
@@ -1598,6 +1644,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
+        DG_DUMP("stack3.conv2.out", DG_L2(509000), 4096u);
     }
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
@@ -1634,6 +1681,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(374088), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L2 */
         dg_copy((void *)dg_w37, DG_L2(371272), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w38, DG_L2(371528), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L2(390984), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L2(371272), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L2(371528), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L2(374344), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(374088), 64u);
     }
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
@@ -1683,6 +1735,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("stack3.add", DG_L2(525384), 4096u);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
@@ -1719,6 +1772,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L2(374600), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("stack3.add.relu", DG_L2(374600), 4096u);
     }
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1, 1 tile(s) of [1, 64, 1, 1] */
@@ -1771,6 +1825,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L2(373832), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("avgpool.out", DG_L2(373832), 64u);
     }
 
     /* step 28: Gemm 'Gemm_29' computes in L1, 1 tile(s) of [1, 10] */
@@ -1839,6 +1894,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L2(371272), 10u);
     }
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
@@ -1863,6 +1919,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(615880), DG_L1(88), 4u); /* onnx::loss::23 L1->L2 */
         dg_copy(DG_L2(371312), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L2 */
+        DG_DUMP("onnx::loss::23", DG_L2(615880), 1u);
+        DG_DUMP("onnx::log_prob::24", DG_L2(371312), 10u);
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -1887,6 +1945,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L2(374600), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
+        DG_DUMP("fc.out_grad", DG_L2(374600), 10u);
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
@@ -1906,6 +1965,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(1044816), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L2(1044816), 10u);
     }
 
     /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
@@ -1931,6 +1991,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(371272), DG_L1(0), 2560u); /* fc.weight_grad L1->L2 */
+        DG_DUMP("fc.weight_grad", DG_L2(371272), 640u);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
@@ -1988,6 +2049,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("flatten.out_grad", DG_L2(373832), 64u);
     }
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
@@ -2018,6 +2080,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
         dg_copy(DG_L2(374600), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
+        DG_DUMP("stack3.add.relu_grad", DG_L2(374600), 4096u);
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2066,6 +2129,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("stack3.add_grad", DG_L2(681680), 4096u);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
@@ -2157,6 +2221,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(374600), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L2 */
         dg_copy(DG_L2(1110776), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L2 */
         dg_copy(DG_L2(912976), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L2 */
+        DG_DUMP("stack2.add.relu_grad_1", DG_L2(374600), 8192u);
+        DG_DUMP("stack3.shortcut.weight_grad", DG_L2(1110776), 2048u);
+        DG_DUMP("stack3.shortcut.bias_grad", DG_L2(912976), 64u);
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2185,6 +2252,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(525384), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L2 */
         dg_copy(DG_L2(615560), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L2 */
         dg_copy(DG_L2(1186872), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L2 */
+        DG_DUMP("stack3.conv2.out_grad", DG_L2(525384), 4096u);
+        DG_DUMP("stack3.bn2.weight_grad", DG_L2(615560), 64u);
+        DG_DUMP("stack3.bn2.bias_grad", DG_L2(1186872), 64u);
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
@@ -2243,6 +2313,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack3.bn1.relu_grad", DG_L2(509000), 4096u);
+        DG_DUMP("stack3.conv2.weight_grad", DG_L2(699856), 36864u);
     }
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2291,6 +2363,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("stack3.bn1.out_grad", DG_L2(525384), 4096u);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2319,6 +2392,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(681680), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L2 */
         dg_copy(DG_L2(1044856), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L2 */
         dg_copy(DG_L2(1044560), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L2 */
+        DG_DUMP("stack3.conv1.out_grad", DG_L2(681680), 4096u);
+        DG_DUMP("stack3.bn1.weight_grad", DG_L2(1044856), 64u);
+        DG_DUMP("stack3.bn1.bias_grad", DG_L2(1044560), 64u);
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
@@ -2377,6 +2453,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack2.add.relu_grad_0", DG_L2(913232), 8192u);
+        DG_DUMP("stack3.conv1.weight_grad", DG_L2(476232), 18432u);
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
@@ -2394,6 +2472,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L2(880080), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
+        DG_DUMP("stack2.add.relu_grad", DG_L2(880080), 8192u);
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2460,6 +2539,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.add_grad", DG_L2(373832), 8192u);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
@@ -2545,6 +2625,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
+        DG_DUMP("stack1.add.relu_grad_1", DG_L2(847440), 16384u);
+        DG_DUMP("stack2.shortcut.weight_grad", DG_L2(1184696), 512u);
+        DG_DUMP("stack2.shortcut.bias_grad", DG_L2(913232), 32u);
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2573,6 +2656,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(913360), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L2 */
         dg_copy(DG_L2(1186744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L2 */
         dg_copy(DG_L2(1110648), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L2 */
+        DG_DUMP("stack2.conv2.out_grad", DG_L2(913360), 8192u);
+        DG_DUMP("stack2.bn2.weight_grad", DG_L2(1186744), 32u);
+        DG_DUMP("stack2.bn2.bias_grad", DG_L2(1110648), 32u);
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
@@ -2631,6 +2717,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack2.bn1.relu_grad", DG_L2(1011664), 8192u);
+        DG_DUMP("stack2.conv2.weight_grad", DG_L2(373832), 9216u);
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2697,6 +2785,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.bn1.out_grad", DG_L2(913360), 8192u);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2725,6 +2814,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(979024), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L2 */
         dg_copy(DG_L2(847312), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L2 */
         dg_copy(DG_L2(978896), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L2 */
+        DG_DUMP("stack2.conv1.out_grad", DG_L2(979024), 8192u);
+        DG_DUMP("stack2.bn1.weight_grad", DG_L2(847312), 32u);
+        DG_DUMP("stack2.bn1.bias_grad", DG_L2(978896), 32u);
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
@@ -2783,6 +2875,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack1.add.relu_grad_0", DG_L2(913360), 16384u);
+        DG_DUMP("stack2.conv1.weight_grad", DG_L2(681424), 4608u);
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
@@ -2797,6 +2891,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
+        DG_DUMP("stack1.add.relu_grad", DG_L2(979024), 16384u);
     }
 
     /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -2869,6 +2964,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.add_grad", DG_L2(847440), 16384u);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -2889,6 +2985,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
+        DG_DUMP("stack1.conv2.out_grad", DG_L2(913360), 16384u);
+        DG_DUMP("stack1.bn2.weight_grad", DG_L2(1045240), 16u);
+        DG_DUMP("stack1.bn2.bias_grad", DG_L2(1045112), 16u);
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
@@ -2947,6 +3046,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("stack1.bn1.relu_grad", DG_L2(979024), 16384u);
+        DG_DUMP("stack1.conv2.weight_grad", DG_L2(1045304), 2304u);
     }
 
     /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -3019,6 +3120,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.bn1.out_grad", DG_L2(913360), 16384u);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -3039,6 +3141,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
+        DG_DUMP("stack1.conv1.out_grad", DG_L2(615888), 16384u);
+        DG_DUMP("stack1.bn1.weight_grad", DG_L2(615816), 16u);
+        DG_DUMP("stack1.bn1.bias_grad", DG_L2(1045176), 16u);
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
@@ -3097,6 +3202,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
+        DG_DUMP("bn1.relu_grad_0", DG_L2(305736), 16384u);
+        DG_DUMP("stack1.conv1.weight_grad", DG_L2(913360), 2304u);
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
@@ -3111,6 +3218,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
+        DG_DUMP("bn1.relu_grad", DG_L2(979024), 16384u);
     }
 
     /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -3183,6 +3291,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("bn1.out_grad", DG_L2(615888), 16384u);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -3203,6 +3312,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
+        DG_DUMP("conv1.out_grad", DG_L2(305736), 16384u);
+        DG_DUMP("bn1.weight_grad", DG_L2(412424), 16u);
+        DG_DUMP("bn1.bias_grad", DG_L2(412488), 16u);
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -3238,6 +3350,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
         dg_copy(DG_L2(410696), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
+        DG_DUMP("conv1.weight_grad", DG_L2(410696), 432u);
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */

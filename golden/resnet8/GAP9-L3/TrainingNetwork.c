@@ -380,6 +380,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("conv1.out", DG_L3(859000), 16384u);
     }
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
@@ -416,6 +417,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1500648), DG_L2(131520), 64u); /* bn1.saved_inv_std L2->L3 */
         dg_copy(DG_L3(14152), DG_L3(703352), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(14216), DG_L3(703416), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L3(637816), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L3(703352), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L3(703416), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L3(1121664), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L3(1500648), 16u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -471,6 +477,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("bn1.relu", DG_L3(1432168), 16384u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -564,6 +571,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.conv1.out", DG_L3(924792), 16384u);
     }
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
@@ -600,6 +608,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1197632), DG_L2(131520), 64u); /* stack1.bn1.saved_inv_std L2->L3 */
         dg_copy(DG_L3(23624), DG_L3(637816), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(23688), DG_L3(703416), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L3(637880), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L3(637816), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L3(703416), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L3(1263872), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1197632), 16u);
     }
 
     /* step 5: Relu 'Relu_6' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -655,6 +668,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack1.bn1.relu", DG_L3(1198208), 16384u);
     }
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -748,6 +762,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.conv2.out", DG_L3(1366336), 16384u);
     }
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
@@ -784,6 +799,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1198016), DG_L2(131520), 64u); /* stack1.bn2.saved_inv_std L2->L3 */
         dg_copy(DG_L3(33096), DG_L3(703416), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(33160), DG_L3(703352), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L3(637816), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L3(703416), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L3(703352), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L3(1197952), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1198016), 16u);
     }
 
     /* step 8: Add 'Add_9' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -857,6 +877,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.add", DG_L3(703352), 16384u);
     }
 
     /* step 9: Relu 'Relu_10' computes in L1, 3 tile(s) of [5462], double-buffered */
@@ -912,6 +933,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack1.add.relu", DG_L3(990328), 16384u);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -999,6 +1021,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
+        DG_DUMP("stack2.shortcut.out", DG_L3(637816), 8192u);
     }
 
     /* step 11: Conv 'Conv_11' computes in L1, 3 tile(s) of [1, 32, 6, 16], double-buffered */
@@ -1092,6 +1115,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.conv1.out", DG_L3(1132096), 8192u);
     }
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
@@ -1128,6 +1152,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1500840), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L3 */
         dg_copy(DG_L3(51912), DG_L3(703352), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(52040), DG_L3(703480), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L3(670584), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L3(703352), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L3(703480), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L3(1500712), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1500840), 32u);
     }
 
     /* step 13: Relu 'Relu_13' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1176,6 +1205,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack2.bn1.relu", DG_L3(1164864), 8192u);
     }
 
     /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -1256,6 +1286,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.conv2.out", DG_L3(1263936), 8192u);
     }
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
@@ -1292,6 +1323,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1329600), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L3 */
         dg_copy(DG_L3(89288), DG_L3(703352), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(89416), DG_L3(703480), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L3(670584), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L3(703352), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L3(703480), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L3(1329472), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1329600), 32u);
     }
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1359,6 +1395,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.add", DG_L3(703352), 8192u);
     }
 
     /* step 17: Relu 'Relu_18' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1407,6 +1444,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+        DG_DUMP("stack2.add.relu", DG_L3(1329728), 8192u);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
@@ -1483,6 +1521,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("stack3.shortcut.out", DG_L3(671096), 4096u);
     }
 
     /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 64, 3, 8], double-buffered */
@@ -1576,6 +1615,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack3.conv1.out", DG_L3(818296), 4096u);
     }
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
@@ -1612,6 +1652,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(851064), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L3 */
         dg_copy(DG_L3(165960), DG_L3(637816), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(166216), DG_L3(654456), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L3(638072), 4096u);
+        DG_DUMP("stack3.bn1.running_mean_out", DG_L3(637816), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L3(654456), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L3(785272), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(851064), 64u);
     }
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
@@ -1648,6 +1693,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(834680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("stack3.bn1.relu", DG_L3(834680), 4096u);
     }
 
     /* step 22: Conv 'Conv_22' computes in L2 */
@@ -1680,6 +1726,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
         }
         dg_copy(DG_L3(687736), DG_L2(163840), 16384u); /* stack3.conv2.out L2->L3 */
+        DG_DUMP("stack3.conv2.out", DG_L3(687736), 4096u);
     }
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
@@ -1716,6 +1763,11 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(687480), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L3 */
         dg_copy(DG_L3(314440), DG_L3(637816), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(314696), DG_L3(654712), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L3(638328), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L3(637816), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L3(654712), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L3(638072), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L3(687480), 64u);
     }
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
@@ -1765,6 +1817,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("stack3.add", DG_L3(654712), 4096u);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
@@ -1801,6 +1854,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(638328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("stack3.add.relu", DG_L3(638328), 4096u);
     }
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1, 1 tile(s) of [1, 64, 1, 1] */
@@ -1853,6 +1907,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(671096), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("avgpool.out", DG_L3(671096), 64u);
     }
 
     /* step 28: Gemm 'Gemm_29' computes in L1, 1 tile(s) of [1, 10] */
@@ -1921,6 +1976,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc.out", DG_L3(637816), 10u);
     }
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
@@ -1945,6 +2001,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1121656), DG_L1(88), 4u); /* onnx::loss::23 L1->L3 */
         dg_copy(DG_L3(637856), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L3 */
+        DG_DUMP("onnx::loss::23", DG_L3(1121656), 1u);
+        DG_DUMP("onnx::log_prob::24", DG_L3(637856), 10u);
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -1969,6 +2027,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L3(637816), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
+        DG_DUMP("fc.out_grad", DG_L3(637816), 10u);
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
@@ -1988,6 +2047,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(1431872), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L3(1431872), 10u);
     }
 
     /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
@@ -2013,6 +2073,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(1497704), DG_L1(0), 2560u); /* fc.weight_grad L1->L3 */
+        DG_DUMP("fc.weight_grad", DG_L3(1497704), 640u);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
@@ -2070,6 +2131,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("flatten.out_grad", DG_L3(638328), 64u);
     }
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
@@ -2100,6 +2162,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
         dg_copy(DG_L3(671096), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
+        DG_DUMP("stack3.add.relu_grad", DG_L3(671096), 4096u);
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2148,6 +2211,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("stack3.add_grad", DG_L3(638328), 4096u);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
@@ -2239,6 +2303,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1088632), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L3 */
         dg_copy(DG_L3(1121728), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L3 */
         dg_copy(DG_L3(1121400), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L3 */
+        DG_DUMP("stack2.add.relu_grad_1", DG_L3(1088632), 8192u);
+        DG_DUMP("stack3.shortcut.weight_grad", DG_L3(1121728), 2048u);
+        DG_DUMP("stack3.shortcut.bias_grad", DG_L3(1121400), 64u);
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2267,6 +2334,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(801912), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L3 */
         dg_copy(DG_L3(1431912), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L3 */
         dg_copy(DG_L3(924536), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L3 */
+        DG_DUMP("stack3.conv2.out_grad", DG_L3(801912), 4096u);
+        DG_DUMP("stack3.bn2.weight_grad", DG_L3(1431912), 64u);
+        DG_DUMP("stack3.bn2.bias_grad", DG_L3(924536), 64u);
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
@@ -2330,6 +2400,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(785528), DG_L2(327680), 16384u); /* stack3.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(637816), DG_L2(147456), 147456u); /* stack3.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack3.bn1.relu_grad", DG_L3(785528), 4096u);
+        DG_DUMP("stack3.conv2.weight_grad", DG_L3(637816), 36864u);
     }
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2378,6 +2450,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("stack3.bn1.out_grad", DG_L3(801912), 4096u);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2406,6 +2479,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1055864), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L3 */
         dg_copy(DG_L3(1500264), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L3 */
         dg_copy(DG_L3(1197696), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L3 */
+        DG_DUMP("stack3.conv1.out_grad", DG_L3(1055864), 4096u);
+        DG_DUMP("stack3.bn1.weight_grad", DG_L3(1500264), 64u);
+        DG_DUMP("stack3.bn1.bias_grad", DG_L3(1197696), 64u);
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
@@ -2469,6 +2545,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1296704), DG_L2(180224), 32768u); /* stack2.add.relu_grad_0 L2->L3 */
         dg_copy(DG_L3(785272), DG_L2(73728), 73728u); /* stack3.conv1.weight_grad L2->L3 */
+        DG_DUMP("stack2.add.relu_grad_0", DG_L3(1296704), 8192u);
+        DG_DUMP("stack3.conv1.weight_grad", DG_L3(785272), 18432u);
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
@@ -2486,6 +2564,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(1055864), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
+        DG_DUMP("stack2.add.relu_grad", DG_L3(1055864), 8192u);
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2552,6 +2631,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.add_grad", DG_L3(1296704), 8192u);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
@@ -2643,6 +2723,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1055864), DG_L2(65536), 65536u); /* stack1.add.relu_grad_1 L2->L3 */
         dg_copy(DG_L3(1129920), DG_L2(165888), 2048u); /* stack2.shortcut.weight_grad L2->L3 */
         dg_copy(DG_L3(1198080), DG_L2(167936), 128u); /* stack2.shortcut.bias_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad_1", DG_L3(1055864), 16384u);
+        DG_DUMP("stack2.shortcut.weight_grad", DG_L3(1129920), 512u);
+        DG_DUMP("stack2.shortcut.bias_grad", DG_L3(1198080), 32u);
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2671,6 +2754,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1333568), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L3 */
         dg_copy(DG_L3(1263744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L3 */
         dg_copy(DG_L3(1131968), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L3 */
+        DG_DUMP("stack2.conv2.out_grad", DG_L3(1333568), 8192u);
+        DG_DUMP("stack2.bn2.weight_grad", DG_L3(1263744), 32u);
+        DG_DUMP("stack2.bn2.bias_grad", DG_L3(1131968), 32u);
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
@@ -2734,6 +2820,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1300800), DG_L2(139264), 32768u); /* stack2.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(1263936), DG_L2(36864), 36864u); /* stack2.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack2.bn1.relu_grad", DG_L3(1300800), 8192u);
+        DG_DUMP("stack2.conv2.weight_grad", DG_L3(1263936), 9216u);
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2800,6 +2888,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.bn1.out_grad", DG_L3(1333568), 8192u);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
@@ -2828,6 +2917,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1164864), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L3 */
         dg_copy(DG_L3(1519144), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L3 */
         dg_copy(DG_L3(1500520), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L3 */
+        DG_DUMP("stack2.conv1.out_grad", DG_L3(1164864), 8192u);
+        DG_DUMP("stack2.bn1.weight_grad", DG_L3(1519144), 32u);
+        DG_DUMP("stack2.bn1.bias_grad", DG_L3(1500520), 32u);
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
@@ -2891,6 +2983,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1300800), DG_L2(65536), 65536u); /* stack1.add.relu_grad_0 L2->L3 */
         dg_copy(DG_L3(1500712), DG_L2(182272), 18432u); /* stack2.conv1.weight_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad_0", DG_L3(1300800), 16384u);
+        DG_DUMP("stack2.conv1.weight_grad", DG_L3(1500712), 4608u);
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
@@ -2908,6 +3002,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad", DG_L3(1132096), 16384u);
     }
 
     /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -2980,6 +3075,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.add_grad", DG_L3(1300800), 16384u);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -3008,6 +3104,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* stack1.conv2.out_grad L2->L3 */
         dg_copy(DG_L3(1074360), DG_L2(196800), 64u); /* stack1.bn2.weight_grad L2->L3 */
         dg_copy(DG_L3(990328), DG_L2(196864), 64u); /* stack1.bn2.bias_grad L2->L3 */
+        DG_DUMP("stack1.conv2.out_grad", DG_L3(990392), 16384u);
+        DG_DUMP("stack1.bn2.weight_grad", DG_L3(1074360), 16u);
+        DG_DUMP("stack1.bn2.bias_grad", DG_L3(990328), 16u);
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
@@ -3071,6 +3170,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(1055928), DG_L2(205824), 9216u); /* stack1.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack1.bn1.relu_grad", DG_L3(1132096), 16384u);
+        DG_DUMP("stack1.conv2.weight_grad", DG_L3(1055928), 2304u);
     }
 
     /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -3143,6 +3244,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack1.bn1.out_grad", DG_L3(990392), 16384u);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -3171,6 +3273,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.conv1.out_grad L2->L3 */
         dg_copy(DG_L3(1074488), DG_L2(196800), 64u); /* stack1.bn1.weight_grad L2->L3 */
         dg_copy(DG_L3(1074424), DG_L2(196864), 64u); /* stack1.bn1.bias_grad L2->L3 */
+        DG_DUMP("stack1.conv1.out_grad", DG_L3(1132096), 16384u);
+        DG_DUMP("stack1.bn1.weight_grad", DG_L3(1074488), 16u);
+        DG_DUMP("stack1.bn1.bias_grad", DG_L3(1074424), 16u);
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
@@ -3234,6 +3339,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(924792), DG_L2(131072), 65536u); /* bn1.relu_grad_0 L2->L3 */
         dg_copy(DG_L3(1065144), DG_L2(205824), 9216u); /* stack1.conv1.weight_grad L2->L3 */
+        DG_DUMP("bn1.relu_grad_0", DG_L3(924792), 16384u);
+        DG_DUMP("stack1.conv1.weight_grad", DG_L3(1065144), 2304u);
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
@@ -3251,6 +3358,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
+        DG_DUMP("bn1.relu_grad", DG_L3(990392), 16384u);
     }
 
     /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
@@ -3323,6 +3431,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
+        DG_DUMP("bn1.out_grad", DG_L3(1132096), 16384u);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
@@ -3351,6 +3460,9 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* conv1.out_grad L2->L3 */
         dg_copy(DG_L3(924856), DG_L2(196800), 64u); /* bn1.weight_grad L2->L3 */
         dg_copy(DG_L3(924792), DG_L2(196864), 64u); /* bn1.bias_grad L2->L3 */
+        DG_DUMP("conv1.out_grad", DG_L3(990392), 16384u);
+        DG_DUMP("bn1.weight_grad", DG_L3(924856), 16u);
+        DG_DUMP("bn1.bias_grad", DG_L3(924792), 16u);
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -3386,6 +3498,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
         dg_copy(DG_L3(859048), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
+        DG_DUMP("conv1.weight_grad", DG_L3(859048), 432u);
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */

@@ -118,6 +118,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(14672), DG_L1(8704), 256u); /* fc1.out L1->L2 */
+        DG_DUMP("fc1.out", DG_L2(14672), 64u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1 */
@@ -132,6 +133,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(14416), DG_L1(256), 256u); /* fc1.relu L1->L2 */
+        DG_DUMP("fc1.relu", DG_L2(14416), 64u);
     }
 
     /* step 2: Gemm 'Gemm_3' computes in L1 */
@@ -158,6 +160,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(14928), DG_L1(4352), 256u); /* fc2.out L1->L2 */
+        DG_DUMP("fc2.out", DG_L2(14928), 64u);
     }
 
     /* step 3: Relu 'Relu_4' computes in L1 */
@@ -172,6 +175,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
         dg_copy(DG_L2(14672), DG_L1(256), 256u); /* fc2.relu L1->L2 */
+        DG_DUMP("fc2.relu", DG_L2(14672), 64u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1 */
@@ -198,6 +202,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(14928), DG_L1(1536), 80u); /* fc3.out L1->L2 */
+        DG_DUMP("fc3.out", DG_L2(14928), 20u);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
@@ -222,6 +227,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(28536), DG_L1(176), 4u); /* onnx::loss::2 L1->L2 */
         dg_copy(DG_L2(15008), DG_L1(80), 80u); /* onnx::log_prob::3 L1->L2 */
+        DG_DUMP("onnx::loss::2", DG_L2(28536), 1u);
+        DG_DUMP("onnx::log_prob::3", DG_L2(15008), 20u);
     }
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -246,6 +253,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L2(14928), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
+        DG_DUMP("fc3.out_grad", DG_L2(14928), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
@@ -265,6 +273,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(28496), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(28496), 10u);
     }
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
@@ -290,6 +299,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(26704), DG_L1(0), 1280u); /* fc3.weight_grad L1->L2 */
+        DG_DUMP("fc3.weight_grad", DG_L2(26704), 320u);
     }
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1 */
@@ -315,6 +325,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(15184), DG_L1(1280), 256u); /* fc2.relu_grad L1->L2 */
+        DG_DUMP("fc2.relu_grad", DG_L2(15184), 64u);
     }
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1 */
@@ -331,6 +342,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(14928), DG_L1(512), 256u); /* fc2.out_grad L1->L2 */
+        DG_DUMP("fc2.out_grad", DG_L2(14928), 64u);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
@@ -350,6 +362,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(28240), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L2(28240), 32u);
     }
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
@@ -375,6 +388,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(22608), DG_L1(0), 4096u); /* fc2.weight_grad L1->L2 */
+        DG_DUMP("fc2.weight_grad", DG_L2(22608), 1024u);
     }
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1 */
@@ -400,6 +414,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(14672), DG_L1(4352), 256u); /* fc1.relu_grad L1->L2 */
+        DG_DUMP("fc1.relu_grad", DG_L2(14672), 64u);
     }
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1 */
@@ -416,6 +431,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
         dg_copy(DG_L2(27984), DG_L1(512), 256u); /* fc1.out_grad L1->L2 */
+        DG_DUMP("fc1.out_grad", DG_L2(27984), 64u);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
@@ -435,6 +451,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(28368), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L2(28368), 32u);
     }
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
@@ -460,6 +477,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(14416), DG_L1(0), 8192u); /* fc1.weight_grad L1->L2 */
+        DG_DUMP("fc1.weight_grad", DG_L2(14416), 2048u);
     }
 
     /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1 */

@@ -179,6 +179,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc1.out", DG_L3(28544), 64u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
@@ -215,6 +216,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(28288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc1.relu", DG_L3(28288), 64u);
     }
 
     /* step 2: Gemm 'Gemm_3' computes in L1, 1 tile(s) of [2, 32] */
@@ -283,6 +285,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc2.out", DG_L3(28800), 64u);
     }
 
     /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
@@ -319,6 +322,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L3(28544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc2.relu", DG_L3(28544), 64u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
@@ -387,6 +391,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc3.out", DG_L3(28800), 20u);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
@@ -411,6 +416,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L3(42408), DG_L1(176), 4u); /* onnx::loss::2 L1->L3 */
         dg_copy(DG_L3(28880), DG_L1(80), 80u); /* onnx::log_prob::3 L1->L3 */
+        DG_DUMP("onnx::loss::2", DG_L3(42408), 1u);
+        DG_DUMP("onnx::log_prob::3", DG_L3(28880), 20u);
     }
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -435,6 +442,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L3(28800), DG_L1(80), 80u); /* fc3.out_grad L1->L3 */
+        DG_DUMP("fc3.out_grad", DG_L3(28800), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
@@ -454,6 +462,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(42368), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L3(42368), 10u);
     }
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
@@ -479,6 +488,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(40576), DG_L1(0), 1280u); /* fc3.weight_grad L1->L3 */
+        DG_DUMP("fc3.weight_grad", DG_L3(40576), 320u);
     }
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
@@ -536,6 +546,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc2.relu_grad", DG_L3(29056), 64u);
     }
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -584,6 +595,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc2.out_grad", DG_L3(28800), 64u);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
@@ -603,6 +615,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(42112), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L3(42112), 32u);
     }
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
@@ -628,6 +641,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(36480), DG_L1(0), 4096u); /* fc2.weight_grad L1->L3 */
+        DG_DUMP("fc2.weight_grad", DG_L3(36480), 1024u);
     }
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
@@ -685,6 +699,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc1.relu_grad", DG_L3(28544), 64u);
     }
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -733,6 +748,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc1.out_grad", DG_L3(41856), 64u);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
@@ -752,6 +768,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L3(42240), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L3(42240), 32u);
     }
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
@@ -777,6 +794,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L3(28288), DG_L1(0), 8192u); /* fc1.weight_grad L1->L3 */
+        DG_DUMP("fc1.weight_grad", DG_L3(28288), 2048u);
     }
 
     /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [2048] */

@@ -160,6 +160,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc1.out", DG_L2(14672), 64u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
@@ -196,6 +197,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc1.relu", DG_L2(14416), 64u);
     }
 
     /* step 2: Gemm 'Gemm_3' computes in L1, 1 tile(s) of [2, 32] */
@@ -264,6 +266,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc2.out", DG_L2(14928), 64u);
     }
 
     /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
@@ -300,6 +303,7 @@ void RunTrainingNetwork(void *arg)
         dg_tile_out(DG_L2(14672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        DG_DUMP("fc2.relu", DG_L2(14672), 64u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
@@ -368,6 +372,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        DG_DUMP("fc3.out", DG_L2(14928), 20u);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
@@ -392,6 +397,8 @@ void RunTrainingNetwork(void *arg)
         }
         dg_copy(DG_L2(28536), DG_L1(176), 4u); /* onnx::loss::2 L1->L2 */
         dg_copy(DG_L2(15008), DG_L1(80), 80u); /* onnx::log_prob::3 L1->L2 */
+        DG_DUMP("onnx::loss::2", DG_L2(28536), 1u);
+        DG_DUMP("onnx::log_prob::3", DG_L2(15008), 20u);
     }
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
@@ -416,6 +423,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
         dg_copy(DG_L2(14928), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
+        DG_DUMP("fc3.out_grad", DG_L2(14928), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
@@ -435,6 +443,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(28496), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(28496), 10u);
     }
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
@@ -460,6 +469,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(26704), DG_L1(0), 1280u); /* fc3.weight_grad L1->L2 */
+        DG_DUMP("fc3.weight_grad", DG_L2(26704), 320u);
     }
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
@@ -517,6 +527,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc2.relu_grad", DG_L2(15184), 64u);
     }
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -565,6 +576,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc2.out_grad", DG_L2(14928), 64u);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
@@ -584,6 +596,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(28240), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L2(28240), 32u);
     }
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
@@ -609,6 +622,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(22608), DG_L1(0), 4096u); /* fc2.weight_grad L1->L2 */
+        DG_DUMP("fc2.weight_grad", DG_L2(22608), 1024u);
     }
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
@@ -666,6 +680,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc1.relu_grad", DG_L2(14672), 64u);
     }
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -714,6 +729,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc1.out_grad", DG_L2(27984), 64u);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
@@ -733,6 +749,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
         dg_copy(DG_L2(28368), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L2(28368), 32u);
     }
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
@@ -758,6 +775,7 @@ void RunTrainingNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
         dg_copy(DG_L2(14416), DG_L1(0), 8192u); /* fc1.weight_grad L1->L2 */
+        DG_DUMP("fc1.weight_grad", DG_L2(14416), 2048u);
     }
 
     /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [2048] */

@@ -1,0 +1,95 @@
+//! `deploygen test --bisect`: the dump format, the comparison that finds
+//! the first differing tensor, and a real run that names the node a
+//! broken kernel computes wrong.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use deploygen::bind::npz;
+use deploygen::ir::TensorData;
+use deploygen::verify::bisect::{compare, read_dumps, Dumped};
+use deploygen::verify::{generate_case, Case, Kind, StageError};
+
+fn record(name: &str, v: &[f32]) -> Vec<u8> {
+    let mut b = (name.len() as u32).to_le_bytes().to_vec();
+    b.extend(name.as_bytes());
+    b.extend((v.len() as u32).to_le_bytes());
+    b.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+    b
+}
+
+fn refs(pairs: &[(&str, &[f32])]) -> npz::Npz {
+    let arrays: Vec<(&str, TensorData)> =
+        pairs.iter().map(|(k, v)| (*k, TensorData::from_f32(vec![v.len()], v))).collect();
+    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (*k, v)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.npz");
+    std::fs::write(&p, npz::write_npz(&refs).unwrap()).unwrap();
+    npz::read(&p).unwrap()
+}
+
+/// The first tensor that differs is named, not a later one; a tensor
+/// dumped again (a later step) is not compared; equal infinities match.
+#[test]
+fn the_first_differing_tensor_is_the_one_named() {
+    let mut bytes = record("a", &[1.0, f32::NEG_INFINITY]);
+    bytes.extend(record("b", &[2.0, 3.0]));
+    bytes.extend(record("c", &[9.0]));
+    bytes.extend(record("a", &[5.0, 5.0]));
+    let d = read_dumps(&bytes).unwrap();
+    assert_eq!(d.len(), 4);
+    assert_eq!(d[1], Dumped { name: "b".into(), values: vec![2.0, 3.0] });
+    let r = refs(&[("a", &[1.0, f32::NEG_INFINITY]), ("b", &[2.0, 3.5]), ("c", &[0.0])]);
+    let f = compare(&d, &r, 1e-3).unwrap();
+    assert_eq!(f.matching, vec!["a".to_string()]);
+    let (t, why) = f.first_bad.unwrap();
+    assert_eq!(t, "b");
+    assert!(why.contains("1 of 2 values differ") && why.contains("first [1]: computed 3, reference 3.5"), "{why}");
+    assert!(read_dumps(&bytes[..bytes.len() - 3]).unwrap_err().contains("cut off"));
+}
+
+/// A Python with onnxruntime for tools/make_refs.py, if there is one.
+fn python_with_onnxruntime() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("DEPLOYGEN_PYTHON").map(PathBuf::from),
+        Some(PathBuf::from("/root/.venvs/deploygen-tools/bin/python")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| Command::new(p).args(["-c", "import onnxruntime, onnx"]).output().is_ok_and(|o| o.status.success()))
+}
+
+/// kws_cnn with a Relu kernel that leaks negative values: the case fails,
+/// and bisecting names the first Relu, with every output before it
+/// matching onnxruntime.
+#[test]
+fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
+    let Some(py) = python_with_onnxruntime() else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stdout().lock(),
+            b"SKIPPED: bisect: no Python with onnxruntime (set DEPLOYGEN_PYTHON)\n",
+        );
+        return;
+    };
+    std::env::set_var("DEPLOYGEN_PYTHON", py);
+    let leaky = |c: &Case, dir: &Path| -> Result<(), StageError> {
+        generate_case(c, dir)?;
+        let f = dir.join("runtime/kernels/elementwise.c");
+        let text = std::fs::read_to_string(&f).unwrap();
+        let broken = text.replace("v > 0.0f ? v : 0.0f", "v > 0.0f ? v : 0.5f * v");
+        assert_ne!(text, broken, "the patch applies");
+        std::fs::write(&f, broken).unwrap();
+        Ok(())
+    };
+    let mut case = Case::new(common::zoo("kws_cnn"), "kws_cnn", "host", "L2", Kind::Inference);
+    case.cache = Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache"));
+    let o = deploygen::verify::run_case(&case, &leaky);
+    assert!(!o.passed(), "the leaky Relu must fail the case");
+    let report = deploygen::verify::bisect::bisect(&case, &leaky).unwrap();
+    assert!(report.starts_with("first differing node: node '"), "{report}");
+    assert!(report.contains("(Relu) writes 'bn1.relu'"), "{report}");
+    assert!(report.contains("the 2 output(s) before it match"), "{report}");
+}

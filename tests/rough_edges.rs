@@ -1,0 +1,201 @@
+//! The rough edges a new user hits: messages that name the right thing,
+//! `inspect` taking every planning flag of `build`, and what `inspect`
+//! says about files a build writes.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn deploygen(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_deploygen")).args(args).current_dir(cwd).output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+fn mlp() -> String {
+    common::zoo("simple_mlp").display().to_string()
+}
+
+/// A folder that cannot be written: the message says "cannot write" and
+/// names the user's path, not a scratch folder.
+#[test]
+fn a_write_failure_says_write_and_names_the_users_path() {
+    // Below a file (as root, permissions would not stop a write).
+    let tmp = tempfile::tempdir().unwrap();
+    let o = deploygen(&["build", &mlp(), "--platform", "GAP9", "--out", "/proc/version/x"], tmp.path());
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("cannot write /proc/version"), "{t}");
+    assert!(!t.contains("cannot read") && !t.contains("deploygen-tmp"), "{t}");
+}
+
+/// `--out .` (or a folder above the working directory) is refused with a
+/// reason, before anything is written.
+#[test]
+fn the_working_directory_is_not_an_output_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let inner = tmp.path().join("work");
+    std::fs::create_dir(&inner).unwrap();
+    for out in [".", ".."] {
+        let o = deploygen(&["build", &mlp(), "--platform", "GAP9", "--out", out, "--force"], &inner);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(t.contains("holds the working directory"), "--out {out}: {t}");
+        assert!(!t.contains("Device or resource busy"), "{t}");
+    }
+    assert_eq!(std::fs::read_dir(&inner).unwrap().count(), 0, "nothing written");
+}
+
+/// A file that is not ONNX at all is called that; a cut-off one, likely
+/// truncated.
+#[test]
+fn a_file_that_is_not_onnx_is_called_that() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("notes.onnx");
+    std::fs::write(&p, "hello, this is a text file\n").unwrap();
+    let t = text(&deploygen(&["inspect", p.to_str().unwrap()], tmp.path()));
+    assert!(t.contains("this is not an ONNX (protobuf) file: it starts with bytes 68 65 6c 6c"), "{t}");
+    assert!(!t.contains("is the file complete"), "{t}");
+    let whole = std::fs::read(common::zoo("simple_mlp").join("network.onnx")).unwrap();
+    std::fs::write(&p, &whole[..whole.len() / 2]).unwrap();
+    let t = text(&deploygen(&["inspect", p.to_str().unwrap()], tmp.path()));
+    assert!(t.contains("may be truncated"), "{t}");
+}
+
+/// `inspect` accepts every planning flag `build` accepts (the flags that
+/// only concern writing the project aside).
+#[test]
+fn inspect_takes_every_planning_flag_of_build() {
+    let longs = |cmd: &str| -> BTreeSet<String> {
+        let help = text(&deploygen(&[cmd, "--help"], common::root()));
+        help.split_whitespace()
+            .filter_map(|w| w.strip_prefix("--"))
+            .map(|w| w.trim_end_matches([',', '.', ')']).to_string())
+            .filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_lowercase() || c == '-'))
+            .collect()
+    };
+    let inspect = longs("inspect");
+    let writing = ["out", "force", "check", "hex-files", "timings", "tolerance", "help"];
+    let missing: Vec<String> =
+        longs("build").into_iter().filter(|f| !writing.contains(&f.as_str()) && !inspect.contains(f)).collect();
+    assert!(missing.is_empty(), "build flags inspect refuses: {missing:?}");
+    let o = deploygen(&["inspect", &mlp(), "--platform", "GAP9", "--l2-image", "1000"], common::root());
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+/// The files `inspect` names for L3 weights are those a default build
+/// writes (the packed image), not per-weight files.
+#[test]
+fn inspect_names_the_files_a_build_writes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let o = deploygen(&["inspect", &mlp(), "--platform", "GAP9", "--default-mem", "L3"], common::root());
+    let t = text(&o);
+    let b = deploygen(
+        &["build", &mlp(), "--platform", "GAP9", "--default-mem", "L3", "--out", out.to_str().unwrap()],
+        common::root(),
+    );
+    assert!(b.status.success(), "{}", text(&b));
+    let named: BTreeSet<&str> = t
+        .split_whitespace()
+        .map(|w| w.trim_end_matches([',', ';', ')']))
+        .filter(|w| w.starts_with("hex/") && !w.contains('<'))
+        .collect();
+    assert!(!named.is_empty(), "{t}");
+    for f in named {
+        assert!(out.join(f).is_file(), "inspect names {f}, which the build did not write:\n{t}");
+    }
+}
+
+/// A missing L3 image: the FATAL line names the folder it looked in.
+#[test]
+fn a_missing_l3_image_names_the_folder_looked_in() {
+    if Command::new("gcc").arg("--version").output().is_err() {
+        return;
+    }
+    use deploygen::verify::{generate_case, run_case, Case, Kind, StageError};
+    let mut c = Case::new(common::zoo("simple_mlp"), "simple_mlp", "host", "L3", Kind::Training);
+    c.cache = Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache"));
+    let gen = |c: &Case, dir: &Path| -> Result<(), StageError> {
+        generate_case(c, dir)?;
+        std::fs::remove_file(dir.join("hex/l3.bin")).unwrap();
+        Ok(())
+    };
+    let o = run_case(&c, &gen);
+    let all = format!("{}\n{}\n{}", o.message, o.details.join("\n"), o.output);
+    assert!(all.contains("FATAL: cannot open l3.bin in /"), "{all}");
+    assert!(all.contains("/hex (the readfs folder"), "{all}");
+}
+
+/// The README's synopsis of each command: (command, long flags named,
+/// those outside brackets). `-j` stands for `--jobs`; `[TRAIN]` for the
+/// flags its `TRAIN = …` line lists.
+fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
+    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
+    let block = readme.split("## Commands").nth(1).unwrap().split("\n\n").nth(1).unwrap();
+    let (block, train) = block.split_once("    TRAIN = ").expect("a TRAIN = line");
+    let train: BTreeSet<String> = train
+        .split_whitespace()
+        .filter_map(|w| w.trim_start_matches('[').strip_prefix("--"))
+        .map(str::to_string)
+        .collect();
+    let mut out: Vec<(String, BTreeSet<String>, BTreeSet<String>)> = vec![];
+    // Brackets may span lines of one command.
+    let mut depth = 0i32;
+    for line in block.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.first() == Some(&"deploygen") {
+            out.push((words[1].to_string(), BTreeSet::new(), BTreeSet::new()));
+            depth = 0;
+        }
+        let (_, all, required) = out.last_mut().expect("the block starts with a command");
+        for w in &words {
+            if *w == "[TRAIN]" {
+                all.extend(train.iter().cloned());
+                continue;
+            }
+            let flag = w.trim_start_matches('[').trim_end_matches(']');
+            let name = if flag == "-j" { Some("jobs") } else { flag.strip_prefix("--") };
+            depth += w.matches('[').count() as i32;
+            if let Some(n) = name {
+                all.insert(n.to_string());
+                if depth == 0 {
+                    required.insert(n.to_string());
+                }
+            }
+            depth -= w.matches(']').count() as i32;
+        }
+    }
+    out
+}
+
+/// The README synopsis and `--help` agree: every flag in both, and the
+/// same ones required.
+#[test]
+fn the_readme_synopsis_agrees_with_help() {
+    let commands = synopsis();
+    assert_eq!(commands.len(), 6, "{commands:?}");
+    for (cmd, all, required) in commands {
+        let help = text(&deploygen(&[&cmd, "--help"], common::root()));
+        let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap().to_string();
+        let flags = |s: &str| -> BTreeSet<String> {
+            s.split(|c: char| c.is_whitespace() || c == ',')
+                .filter_map(|w| w.strip_prefix("--"))
+                .filter(|w| !w.is_empty() && !["help", "version"].contains(w))
+                .map(str::to_string)
+                .collect()
+        };
+        let listed: BTreeSet<String> = help
+            .lines()
+            .map(str::trim_start)
+            .filter(|l| l.starts_with('-'))
+            .flat_map(|l| flags(l.split("  ").next().unwrap_or("")))
+            .collect();
+        assert_eq!(all, listed, "deploygen {cmd}: README synopsis flags vs --help");
+        assert_eq!(required, flags(&usage), "deploygen {cmd}: required flags (README vs {usage})");
+    }
+}

@@ -1,0 +1,359 @@
+//! Conventions of third-party test folders (issue 22): each test builds a
+//! small model folder the way such a folder is written and checks that
+//! deploygen honours the convention exactly or refuses it by name.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{ModelBuilder, F32};
+use deploygen::bind::npz;
+use deploygen::ir::TensorData;
+use deploygen::verify::{generate_case, run_case, Case, Kind, Outcome, Stage};
+
+fn have_gcc() -> bool {
+    Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+fn write_npz(path: &Path, arrays: &[(&str, TensorData)]) {
+    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (*k, v)).collect();
+    std::fs::write(path, npz::write_npz(&refs).unwrap()).unwrap();
+}
+
+/// Run a model folder as `deploygen test` would (its kind detected),
+/// comparing within 1e-5.
+fn run(dir: &Path) -> Outcome {
+    let mut c = Case::new(dir, "third_party", "host", "L2", Kind::detect(dir));
+    c.tolerance = Some(1e-5);
+    c.cache = Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache"));
+    run_case(&c, &generate_case)
+}
+
+/// A Pad with `value = -inf` (a max-pool's padding written out): every
+/// border element is -inf on both sides, which is equal; the harness
+/// compares them equal (|-inf - -inf| is NaN, which alone would fail).
+#[test]
+fn equal_infinities_compare_equal_and_nan_still_fails() {
+    if !have_gcc() {
+        return;
+    }
+    let x = [1.0f32, -2.0, 3.5, 4.0];
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 2, 2])
+        .init_i64("pads", &[0, 0, 1, 1, 0, 0, 1, 1])
+        .init("cv", &[], &[f32::NEG_INFINITY])
+        .node("Pad", &["x", "pads", "cv"], &["y"], vec![])
+        .output("y", F32, &[1, 1, 4, 4]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let mut y = vec![f32::NEG_INFINITY; 16];
+    for (i, v) in x.iter().enumerate() {
+        y[(1 + i / 2) * 4 + 1 + i % 2] = *v;
+    }
+    write_npz(&dir.path().join("inputs.npz"), &[("x", TensorData::from_f32(vec![1, 1, 2, 2], &x))]);
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![1, 1, 4, 4], &y))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(16));
+
+    // The other infinity, and a NaN reference, are still wrong.
+    y[0] = f32::INFINITY;
+    y[15] = f32::NAN;
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![1, 1, 4, 4], &y))]);
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(2), "{}", o.output);
+}
+
+fn refs(name: &str) -> deploygen::bind::npz::Npz {
+    npz::read(&common::root().join("runtime/tests/refs/gelu_tanh").join(format!("{name}.npz"))).unwrap()
+}
+
+/// Gelu with approximate = "tanh" (a vision-transformer folder's form) and
+/// its gradient, against onnxruntime's values (Gelu-20 and FastGeluGrad,
+/// runtime/tests/refs/gelu_tanh/ from tools/make_kernel_refs.py).
+#[test]
+fn gelu_tanh_and_its_gradient_match_onnxruntime() {
+    if !have_gcc() {
+        return;
+    }
+    let r = refs("gelu_tanh");
+    let mut b = ModelBuilder::new();
+    b.opsets = vec![("".into(), 20), ("com.microsoft".into(), 1)];
+    b.input("x", F32, &[4, 9]).node("Gelu", &["x"], &["y"], vec![common::attr_str("approximate", "tanh")]).output(
+        "y",
+        F32,
+        &[4, 9],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    write_npz(&dir.path().join("inputs.npz"), &[("x", r.get("in_x").unwrap().unwrap().clone())]);
+    write_npz(&dir.path().join("outputs.npz"), &[("y", r.get("out_y").unwrap().unwrap().clone())]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(36));
+
+    let r = refs("gelu_tanh_grad");
+    let mut b = ModelBuilder::new();
+    b.input("dy", F32, &[4, 9])
+        .input("x", F32, &[4, 9])
+        .node_in("GeluGrad", "com.microsoft", &["dy", "x"], &["dx"], vec![common::attr_str("approximate", "tanh")])
+        .output("dx", F32, &[4, 9]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let (dy, x) = (r.get("in_dy").unwrap().unwrap().clone(), r.get("in_x").unwrap().unwrap().clone());
+    write_npz(&dir.path().join("inputs.npz"), &[("dy", dy), ("x", x)]);
+    write_npz(&dir.path().join("outputs.npz"), &[("dx", r.get("out_dx").unwrap().unwrap().clone())]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(36));
+}
+
+/// log_softmax of each row.
+fn log_softmax(x: &[f32], c: usize) -> Vec<f32> {
+    x.chunks(c)
+        .flat_map(|row| {
+            let m = row.iter().cloned().fold(f32::MIN, f32::max);
+            let lse = m + row.iter().map(|v| (v - m).exp()).sum::<f32>().ln();
+            row.iter().map(move |v| v - lse).collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+const N: usize = 4;
+const C: usize = 10;
+
+fn scores() -> Vec<f32> {
+    (0..N * C).map(|i| ((i * 7 % 13) as f32 - 6.0) * 0.3).collect()
+}
+
+fn labels() -> TensorData {
+    TensorData::from_i64(vec![N], &[3, 0, 9, 5])
+}
+
+/// A third-party suite's SoftmaxCrossEntropyLoss with one output declared
+/// with the scores' shape: that output is the log-probabilities, honoured
+/// (it was a shape error blaming the file).
+#[test]
+fn a_single_sce_output_declared_like_the_scores_is_the_log_probabilities() {
+    if !have_gcc() {
+        return;
+    }
+    let (n, c) = (N as i64, C as i64);
+    let mut b = ModelBuilder::new();
+    b.input("scores", F32, &[n, c])
+        .input("labels", common::I64, &[n])
+        .node("SoftmaxCrossEntropyLoss", &["scores", "labels"], &["log_prob"], vec![])
+        .output("log_prob", F32, &[n, c]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let x = scores();
+    write_npz(
+        &dir.path().join("inputs.npz"),
+        &[("scores", TensorData::from_f32(vec![N, C], &x)), ("labels", labels())],
+    );
+    let lp = log_softmax(&x, C);
+    write_npz(&dir.path().join("outputs.npz"), &[("log_prob", TensorData::from_f32(vec![N, C], &lp))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(40));
+}
+
+/// The same suite's SoftmaxCrossEntropyLossGrad(log_prob, labels): dY is
+/// implied and the gradient is scaled by 1/N² (Deeploy's convention), so
+/// all 40 values of a batch of 4 were wrong with 1/N.
+#[test]
+fn the_two_input_sce_gradient_is_deeploys_convention_exactly() {
+    if !have_gcc() {
+        return;
+    }
+    let (n, c) = (N as i64, C as i64);
+    let mut b = ModelBuilder::new();
+    b.input("scores", F32, &[n, c])
+        .input("labels", common::I64, &[n])
+        .node("SoftmaxCrossEntropyLoss", &["scores", "labels"], &["log_prob"], vec![])
+        .node_in("SoftmaxCrossEntropyLossGrad", "com.microsoft", &["log_prob", "labels"], &["dscores"], vec![])
+        .output("dscores", F32, &[n, c]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let x = scores();
+    let l = [3usize, 0, 9, 5];
+    let lp = log_softmax(&x, C);
+    let scale = 1.0 / (N * N) as f32;
+    let d: Vec<f32> =
+        lp.iter().enumerate().map(|(i, v)| (v.exp() - if l[i / C] == i % C { 1.0 } else { 0.0 }) * scale).collect();
+    write_npz(
+        &dir.path().join("inputs.npz"),
+        &[("scores", TensorData::from_f32(vec![N, C], &x)), ("labels", labels())],
+    );
+    write_npz(&dir.path().join("outputs.npz"), &[("dscores", TensorData::from_f32(vec![N, C], &d))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(40));
+}
+
+fn load_err(b: &ModelBuilder) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let p = b.write(dir.path(), "network.onnx");
+    deploygen::load(&p).err().map(|e| e.to_string()).unwrap_or_else(|| "loaded".into())
+}
+
+/// Inputs that do not match the schema are refused by name, never read
+/// as something else: the 3-input gradient without its labels, and the
+/// 2-input form where the convention says nothing (ignore_index, [N, C, D]).
+#[test]
+fn sce_gradients_whose_inputs_do_not_fit_are_refused_by_name() {
+    let grad = |inputs: &[&str], attrs: Vec<deploygen::import::pb::AttributeProto>, shape: &[i64]| {
+        let mut b = ModelBuilder::new();
+        b.input("dy", F32, &[]).input("lp", F32, shape).input("labels", common::I64, &[shape[0]]);
+        b.node_in("SoftmaxCrossEntropyLossGrad", "com.microsoft", inputs, &["dx"], attrs).output("dx", F32, shape);
+        load_err(&b)
+    };
+    let e = grad(&["dy", "lp", ""], vec![], &[4, 10]);
+    assert!(e.contains("SoftmaxCrossEntropyLossGrad") && e.contains("input 2 (labels) is required"), "{e}");
+    let e = grad(&["lp", "labels"], vec![common::attr_int("ignore_index", 0)], &[4, 10]);
+    assert!(e.contains("Deeploy's convention") && e.contains("ignore_index"), "{e}");
+    let e = grad(&["lp", "labels"], vec![], &[4, 10, 2]);
+    assert!(e.contains("not [N, C]"), "{e}");
+}
+
+/// An exporter's Squeeze with `axes` as a single INT (opset 18): read as a
+/// one-element list, with a warning naming node and attribute; a FLOAT
+/// there is still refused.
+#[test]
+fn a_single_int_where_ints_are_expected_is_a_one_element_list() {
+    let squeeze = |axes: deploygen::import::pb::AttributeProto| {
+        let mut b = ModelBuilder::new();
+        b.opsets = vec![("".into(), 18)];
+        b.input("x", F32, &[1, 3]).node("Squeeze", &["x"], &["y"], vec![axes]).output("y", F32, &[3]);
+        b
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = squeeze(common::attr_int("axes", 0)).write(dir.path(), "network.onnx");
+    let m = deploygen::load(&p).unwrap();
+    let y = m.graph.tensor(m.graph.id("y").unwrap());
+    assert_eq!(y.ty.shape(), Some(vec![3]));
+    assert!(
+        m.graph.warnings.iter().any(|w| w.contains("node 'Squeeze_0' (Squeeze): attribute 'axes' is a single INT")),
+        "{:?}",
+        m.graph.warnings
+    );
+    let e = load_err(&squeeze(common::attr_float("axes", 0.0)));
+    assert!(e.contains("attribute 'axes' must be INTS, found FLOAT"), "{e}");
+}
+
+/// An attribute the operator's schema does not define (an integer-emulation
+/// convention's `Delta` on Div) is refused naming node, operator and
+/// attribute; --allow-unknown-attributes reads the node without it.
+#[test]
+fn an_attribute_the_schema_does_not_define_is_refused_by_name() {
+    let mut b = ModelBuilder::new();
+    b.input("a", F32, &[2])
+        .input("b", F32, &[2])
+        .node("Div", &["a", "b"], &["y"], vec![common::attr_float("Delta", 0.5)])
+        .output("y", F32, &[2]);
+    let e = load_err(&b);
+    assert!(e.contains("node 'Div_0' (Div): attribute 'Delta' is not defined by the schema of Div"), "{e}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = b.write(dir.path(), "network.onnx");
+    let cli = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_deploygen")).arg("inspect").arg(&p).args(extra).output().unwrap()
+    };
+    assert_eq!(cli(&[]).status.code(), Some(2));
+    let o = cli(&["--allow-unknown-attributes"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("attribute 'Delta' is not defined by the schema of Div") && out.contains("ignored"), "{out}");
+}
+
+/// A training step is a `-training` case whatever its folder is called,
+/// also when it fails before its roles are known.
+#[test]
+fn a_training_step_is_a_training_case_whatever_the_folder_says() {
+    use prost::Message;
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("resnet_inference");
+    std::fs::create_dir(&model).unwrap();
+    let src = common::zoo("cnn_inline_sgd");
+    for f in ["inputs.npz", "outputs.npz"] {
+        std::fs::copy(src.join(f), model.join(f)).unwrap();
+    }
+    // A declared output shape the graph contradicts: it decodes, but does
+    // not lower (so its training roles are never found).
+    let mut m = deploygen::import::pb::ModelProto::decode(&*std::fs::read(src.join("network.onnx")).unwrap()).unwrap();
+    let g = m.graph.as_mut().unwrap();
+    let out = g.output[0].name().to_string();
+    g.output[0] = common::value(&out, F32, &[7, 7, 7]);
+    std::fs::write(model.join("network.onnx"), m.encode_to_vec()).unwrap();
+    assert!(deploygen::load(&model).is_err());
+    assert_eq!(Kind::detect(&model), Kind::Training);
+}
+
+/// Every operator refuses a node without the inputs its schema requires,
+/// before its shape rule reads anything (ONNX and onnxruntime contrib
+/// schemas: the inputs that are not optional).
+#[test]
+fn every_operator_requires_its_schemas_inputs() {
+    const SCHEMA: &[(&str, usize)] = &[
+        ("Add", 2),
+        ("Sub", 2),
+        ("Mul", 2),
+        ("Div", 2),
+        ("Pow", 2),
+        ("MatMul", 2),
+        ("Gemm", 2),
+        ("Conv", 2),
+        ("ConvTranspose", 2),
+        ("ConvGrad", 3),
+        ("FusedMatMul", 2),
+        ("BatchNormalization", 5),
+        ("LayerNormalization", 2),
+        ("LayerNormalizationGrad", 3),
+        ("GroupNormalization", 3),
+        ("InstanceNormalization", 3),
+        ("RMSNormalization", 2),
+        ("Where", 3),
+        ("Equal", 2),
+        ("Less", 2),
+        ("LessOrEqual", 2),
+        ("Greater", 2),
+        ("GreaterOrEqual", 2),
+        ("And", 2),
+        ("Reshape", 2),
+        ("Expand", 2),
+        ("Gather", 2),
+        ("GatherGrad", 3),
+        ("SoftmaxGrad", 2),
+        ("SoftmaxGrad_13", 2),
+        ("ReluGrad", 2),
+        ("GeluGrad", 2),
+        ("SigmoidGrad", 2),
+        ("TanhGrad", 2),
+        ("QuickGeluGrad", 2),
+        ("MaxPoolGrad", 2),
+        ("SoftmaxCrossEntropyLoss", 2),
+        ("MSELoss", 2),
+        ("MSELossGrad", 3),
+        ("InPlaceAccumulatorV2", 2),
+        ("SGD", 2),
+        ("Relu", 1),
+        ("Softmax", 1),
+        ("Transpose", 1),
+    ];
+    let mut wrong = vec![];
+    for (op, n) in SCHEMA {
+        let def = deploygen::ops::lookup(op).unwrap_or_else(|| panic!("{op} is not in the registry"));
+        let want: Vec<usize> = (0..*n).collect();
+        if def.required != want.as_slice() {
+            wrong.push(format!("{op}: requires {:?}, its schema {want:?}", def.required));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // And the check names node, operator and slot.
+    let mut b = ModelBuilder::new();
+    b.input("c", common::BOOL, &[2]).input("a", F32, &[2]);
+    b.node("Where", &["c", "a"], &["y"], vec![]).output("y", F32, &[2]);
+    let e = load_err(&b);
+    assert!(e.contains("node 'Where_0' (Where): input 2 is required but missing"), "{e}");
+}
