@@ -1,5 +1,6 @@
 //! Group, instance and RMS normalization (fp32, forward).
 
+use super::grad::GradCtx;
 use super::kernel::{
     broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
 };
@@ -7,7 +8,7 @@ use super::norm::bn_dims;
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{Attr, DType, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], scale, bias){num_groups, epsilon}: scale and bias are
@@ -34,6 +35,7 @@ pub const OPS: &[OpDef] = &[
         infer: rms_norm,
         kernel: Some(bind_rmsnorm),
         tile: Some(RMSNORM_TILES),
+        grad: Some(rms_norm_grad),
         ..OpDef::BASE
     },
     // The default-domain single-op form Deeploy-style exporters write (no
@@ -44,6 +46,7 @@ pub const OPS: &[OpDef] = &[
         infer: rms_norm,
         kernel: Some(bind_rmsnorm),
         tile: Some(RMSNORM_TILES),
+        grad: Some(rms_norm_grad),
         ..OpDef::BASE
     },
 ];
@@ -264,6 +267,50 @@ fn rmsnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, Stri
 
 fn rmsnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     tile::rows_map(ctx, 0, rms_axis(ctx)?, start, len)
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// RMS normalization, composed: with r = 1 / sqrt(mean(X^2) + eps) over
+/// the normalised dims and n = X * r, Y = n * scale (+ bias), so
+/// dScale = sum(dY * n), dBias = sum(dY), and with g = dY * scale,
+/// dX = r * (g - n * mean(g * n)).
+fn rms_norm_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let rank = ctx.shape(x)?.len();
+    let (axis, eps) = {
+        let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
+        (c.axis(ctx.node.int("axis")?.unwrap_or(-1), rank)?, ctx.node.float("epsilon")?.unwrap_or(1e-5))
+    };
+    let axes: Vec<i64> = (axis as i64..rank as i64).collect();
+    let mean = |ctx: &mut GradCtx, t, what: &str| -> Result<TensorId> {
+        let a = ctx.b.ints(&ctx.name(&format!("{what}_axes")), &axes);
+        let out = ctx.name(what);
+        ctx.emit1("ReduceMean", "", &[t, a], &out, vec![("keepdims".into(), Attr::Int(1))])
+    };
+    let sq = ctx.op("Mul", &[x, x], "x_sq")?;
+    let ms = mean(ctx, sq, "mean_sq")?;
+    let e = ctx.scalar("epsilon", eps);
+    let var = ctx.op("Add", &[ms, e], "mean_sq_eps")?;
+    let rms = ctx.op("Sqrt", &[var], "rms")?;
+    let one = ctx.scalar("one", 1.0);
+    let r = ctx.op("Div", &[one, rms], "inv_rms")?;
+    let n = ctx.op("Mul", &[x, r], "normalized")?;
+    if ctx.needs(1) {
+        ctx.set_product(1, dy, n)?;
+    }
+    if ctx.has_x(2) && ctx.needs(2) {
+        ctx.set_unbroadcast(2, dy)?;
+    }
+    if ctx.needs(0) {
+        let g = ctx.op("Mul", &[dy, scale], "dy_scale")?;
+        let gn = ctx.op("Mul", &[g, n], "dy_scale_n")?;
+        let m = mean(ctx, gn, "mean_dy_scale_n")?;
+        let nm = ctx.op("Mul", &[n, m], "n_mean")?;
+        let d = ctx.op("Sub", &[g, nm], "centered")?;
+        ctx.set_product(0, d, r)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

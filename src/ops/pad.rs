@@ -2,6 +2,7 @@
 //! or as the opset-2 attributes, and negative pads (crop) as
 //! onnxruntime-training writes for Pad's gradient.
 
+use super::grad::GradCtx;
 use super::kernel::{call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, KernelCall, KernelCtx};
 use super::unary::scalar_attr_or_input;
 use super::{Ctx, OpDef};
@@ -16,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         infer: pad,
         compile_time: &[1, 2, 3],
         kernel: Some(bind_pad),
+        grad: Some(pad_grad),
         ..OpDef::BASE
     },
 ];
@@ -147,6 +149,33 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("value", f(value)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Constant-mode Pad: dX is dY cropped back, a Pad with the pads negated
+/// (as onnxruntime builds it). Reflect and edge pads have no rule.
+fn pad_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (begin, end) = {
+        let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
+        let m = mode(&c)?;
+        if m != "constant" {
+            return Err(c.err(format!("Pad in mode '{m}' has no gradient rule (constant mode has)")));
+        }
+        let rank = ctx.shape(ctx.x(0)?)?.len();
+        pads(&c, rank)?
+    };
+    let crop: Vec<i64> = begin.iter().chain(&end).map(|&p| -p).collect();
+    let dy = ctx.dy(0)?;
+    let pname = ctx.name("crop");
+    let p = ctx.b.ints(&pname, &crop);
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("Pad", "", &[dy, p], &out, vec![("mode".into(), crate::ir::Attr::String("constant".into()))])?;
+    ctx.set(0, dx);
+    Ok(())
 }
 
 #[cfg(test)]
