@@ -152,7 +152,8 @@ def batches_of(inputs, data_names, data_size):
 
 
 def references(model_dir):
-    """(losses, {param: final value}) for one model folder."""
+    """(losses, {param: final value}, operators rewritten for onnxruntime)
+    for one model folder."""
     model = onnx.load(os.path.join(model_dir, "network.onnx"))
     spec = Spec(os.path.join(model_dir, "train.toml"), model)
     inputs = load_inputs(model_dir)
@@ -209,7 +210,7 @@ def references(model_dir):
                     velocity[k] = outs[2 * k + 1]
             module.lazy_reset_grad()
         params = {n: state.parameters[n].data.copy() for n in spec.trainable + spec.frozen}
-    return np.array(losses, dtype=np.float32), params
+    return np.array(losses, dtype=np.float32), params, rewritten
 
 
 def declared_shape(model, name):
@@ -218,12 +219,14 @@ def declared_shape(model, name):
 
 
 def write_refs(model_dir):
-    losses, params = references(model_dir)
+    """Write outputs.npz; returns (losses, operators rewritten)."""
+    losses, params, rewritten = references(model_dir)
     arrays = {"loss": losses}
     arrays.update({f"{n}_updated": v.astype(np.float32) for n, v in params.items()})
     with open(os.path.join(model_dir, "outputs.npz"), "wb") as f:
         f.write(npz_bytes(arrays))
     print(f"{model_dir}: losses {np.array2string(losses, precision=5)}")
+    return losses, rewritten
 
 
 def main():
