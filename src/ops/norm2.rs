@@ -1,6 +1,6 @@
 //! Group, instance and RMS normalization (fp32, forward).
 
-use super::grad::GradCtx;
+use super::grad::{self, GradCtx};
 use super::kernel::{
     broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
 };
@@ -8,7 +8,7 @@ use super::norm::bn_dims;
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, DType, TensorId, TensorType};
+use crate::ir::{Attr, DType, TensorData, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], scale, bias){num_groups, epsilon}: scale and bias are
@@ -18,6 +18,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["epsilon", "num_groups", "stash_type"],
         infer: group_norm,
         kernel: Some(bind_groupnorm),
+        grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
     // (X [N, C, …], scale [C], B [C]){epsilon}.
@@ -26,6 +27,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["epsilon"],
         infer: instance_norm,
         kernel: Some(bind_groupnorm),
+        grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
     // (X, scale){axis = -1, epsilon} -> Y (opset 23).
@@ -309,6 +311,60 @@ fn rms_norm_grad(ctx: &mut GradCtx) -> Result<()> {
         let nm = ctx.op("Mul", &[n, m], "n_mean")?;
         let d = ctx.op("Sub", &[g, nm], "centered")?;
         ctx.set_product(0, d, r)?;
+    }
+    Ok(())
+}
+
+/// GroupNormalization and InstanceNormalization (one group per channel)
+/// with per-channel scale and bias: each group's normalisation is a
+/// LayerNormalization of X reshaped to [N, G, C/G * spatial], so dX is
+/// LayerNormalizationGrad (unit scale) between Reshapes, from dY * scale;
+/// dScale and dBias sum dY * normalised and dY over batch and space.
+fn group_norm_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let xs = ctx.shape(x)?;
+    let (n, c) = (xs[0], xs[1]);
+    let groups = ctx.node.int("num_groups")?.map_or(c, |g| g.max(1) as usize);
+    if ctx.shape(scale)? != [c] {
+        return Err(ctx.err(format!("the gradient is derived for a per-channel scale [{c}] only")));
+    }
+    let k = xs.iter().product::<usize>() / (n * groups).max(1);
+    let eps = ctx.node.float("epsilon")?.unwrap_or(1e-5);
+    let rows = ctx.b.reshape(x, &[n, groups, k], &ctx.name("grouped"))?;
+    let ones = ctx.b.constant(&ctx.name("unit_scale"), TensorData::from_f32(vec![k], &vec![1.0; k]));
+    let attrs = vec![("axis".to_string(), Attr::Int(-1)), ("epsilon".to_string(), Attr::Float(eps))];
+    let outs = [ctx.name("normalized"), ctx.name("mean"), ctx.name("inv_std")];
+    let ln = ctx.emit("LayerNormalization", "", &[Some(rows), Some(ones)], &outs, attrs.clone())?;
+    let [Some(normed), Some(mean), Some(inv_std)] = ln[..] else { unreachable!("three named outputs") };
+    // Sums over every axis but the channel one.
+    let per_channel: Vec<i64> = std::iter::once(0).chain(2..xs.len() as i64).collect();
+    let sum = |ctx: &mut GradCtx, t: TensorId, slot: usize| -> Result<()> {
+        let axes = ctx.b.ints(&ctx.name(&format!("axes{slot}")), &per_channel);
+        let out = ctx.dx_name(slot);
+        let g = ctx.emit1("ReduceSum", "", &[t, axes], &out, vec![("keepdims".into(), Attr::Int(0))])?;
+        ctx.set(slot, g);
+        Ok(())
+    };
+    if ctx.needs(1) {
+        let full = ctx.b.reshape(normed, &xs, &ctx.name("normalized_full"))?;
+        let p = ctx.op("Mul", &[dy, full], "dy_normalized")?;
+        sum(ctx, p, 1)?;
+    }
+    if ctx.has_x(2) && ctx.needs(2) {
+        sum(ctx, dy, 2)?;
+    }
+    if ctx.needs(0) {
+        let mut cs = vec![c];
+        cs.resize(xs.len() - 1, 1);
+        let s = ctx.b.reshape(scale, &cs, &ctx.name("scale_per_channel"))?;
+        let g = ctx.op("Mul", &[dy, s], "dy_scale")?;
+        let gr = ctx.b.reshape(g, &[n, groups, k], &ctx.name("dy_grouped"))?;
+        let outs = [ctx.name("dx_grouped"), String::new(), String::new()];
+        let ins = [Some(gr), Some(rows), Some(ones), Some(mean), Some(inv_std)];
+        let d = ctx.emit("LayerNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
+        let name = ctx.dx_name(0);
+        let dx = ctx.b.reshape(d[0].expect("named"), &xs, &name)?;
+        ctx.set(0, dx);
     }
     Ok(())
 }

@@ -275,10 +275,15 @@ def zoo_inference(root, models=None, out_root=None):
                                     fmt.format(loss=loss, lr=rate) + extra, labels=labels))
     if models:
         return out
-    # ops_second_wave uses operators onnxruntime-training has no gradient
-    # for (GroupNormalization, InstanceNormalization, GlobalMaxPool, Floor,
-    # Ceil, reflect and edge Pad): its closest graph that onnxruntime
-    # trains is the forward graph of the zoo's ops_second_wave_train.
+    # ops_second_wave itself derives (its GroupNormalization,
+    # InstanceNormalization, GlobalMaxPool, reflect/edge Pad, Floor and
+    # Ceil have rules, and zoo/ref_forms.py gives onnxruntime an equivalent
+    # graph), but the step does not match those references to 1e-3: after
+    # one SGD step (lr 0.1) 3 of 313 values differ by about 1e-3, and more
+    # over 4 steps (its sqrt(|x|) near 0 and the Floor/Ceil/Cast jumps are
+    # the suspects, not proven). Until that is settled its folders hold
+    # the closest graph that agrees: the forward graph of the zoo's
+    # ops_second_wave_train.
     spec = make_ops_second_wave_train()
     # its other float initializers are the graph's constants (scales, bounds, exponent)
     extra = "trainable = [" + ", ".join(f'"{n}"' for n in spec.trainable) + "]\n"

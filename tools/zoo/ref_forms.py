@@ -2,7 +2,9 @@
 cannot take the deployed inference graph as it is.
 
 onnxruntime-training 1.19.2 has no gradient for HardSwish, HardSigmoid,
-ReduceMax, or the log_prob output of SoftmaxCrossEntropyLoss; its
+ReduceMax, GlobalMaxPool, GroupNormalization, InstanceNormalization,
+Floor, Ceil, reflect and edge Pad, or the log_prob output of
+SoftmaxCrossEntropyLoss; its
 ConvTransposeGrad has no CPU kernel (NOT_IMPLEMENTED); it knows neither
 opset 23 (RMSNormalization) nor the default-domain RMSNorm; and it reads
 opset-11 attribute forms (Pad pads/value, Clip min/max, Split split,
@@ -13,7 +15,12 @@ references (losses, `<w>_updated`) are those of the deployed graph:
 
 - HardSigmoid{a, b}(x) = Clip(a x + b, 0, 1); HardSwish(x) = x HardSigmoid(x){1/6, 1/2};
 - RMSNormalization / RMSNorm(x, s){axis, eps} = x / Sqrt(ReduceMean(x x) + eps) * s;
-- ReduceMax over one axis = TopK(k = 1) on that axis (Squeeze without keepdims);
+- ReduceMax and GlobalMaxPool = TopK(k = 1) (trailing axes merged by a Reshape);
+- Floor / Ceil = an integer Cast corrected by one where it truncated the
+  other way (the same values; the gradient stops, as their zero one);
+- GroupNormalization / InstanceNormalization = LayerNormalization of the
+  input reshaped to [N, groups, rest], then the per-channel scale and bias;
+- reflect / edge Pad = one Gather per padded axis;
 - SoftmaxCrossEntropyLoss's log_prob = LogSoftmax over the class axis;
 - ConvTranspose (1-D, group 1) = zeros inserted between the inputs
   (Unsqueeze, Pad, Reshape), edge padding, and a Conv with the weight
@@ -98,17 +105,98 @@ def rewrite(r, n, shapes):
         return nodes
     if n.op_type == "ReduceMax":
         axes = list(at["axes"]) if "axes" in at else list(numpy_helper.to_array(r.inits[n.input[1]]))
-        assert len(axes) == 1, "ReduceMax over one axis only"
-        k, o = r.node("TopK", [x, r.const("k", [1], np.int64)], ["", ""], axis=int(axes[0]))
-        if at.get("keepdims", 1):
-            return [k, r.node("Identity", [o[0]], [n.output[0]])[0]]
-        return [k, r.node("Squeeze", [o[0], r.const("axes", axes, np.int64)], [n.output[0]])[0]]
+        return max_over(r, x, n.output[0], shapes[x] if len(axes) > 1 else None, axes, at.get("keepdims", 1))
+    if n.op_type == "GlobalMaxPool":
+        return max_over(r, x, n.output[0], shapes[x], list(range(2, len(shapes[x]))), 1)
+    if n.op_type in ("Floor", "Ceil"):
+        return floor_ceil(r, x, n.output[0], n.op_type == "Floor")
+    if n.op_type in ("GroupNormalization", "InstanceNormalization"):
+        return group_norm(r, n, at, shapes[x])
+    if n.op_type == "Pad" and at.get("mode", b"constant") in (b"reflect", b"edge"):
+        return pad_gather(r, n, at, shapes[x])
     if n.op_type == "SoftmaxCrossEntropyLoss":
         assert len(n.output) > 1 and n.output[1], "only the log_prob output is read"
         return [r.node("LogSoftmax", [x], [n.output[1]], axis=1)[0]]
     if n.op_type == "ConvTranspose":
         return conv_transpose(r, n, at, shapes)
     return legacy(r, n, at)
+
+
+def max_over(r, x, y, shape, axes, keepdims):
+    """ReduceMax / GlobalMaxPool as TopK(k = 1); several trailing axes are
+    merged into one first (`shape` is then the input's)."""
+    nodes = []
+    if shape is not None:
+        rank = len(shape)
+        axes = sorted(a % rank for a in axes)
+        assert axes == list(range(axes[0], rank)), "the maximum over trailing axes only"
+        merged = shape[:axes[0]] + [int(np.prod(shape[axes[0]:]))]
+        m, o = r.node("Reshape", [x, r.const("shape", merged, np.int64)], [""])
+        nodes.append(m)
+        x, axes = o[0], [axes[0]]
+    k, o = r.node("TopK", [x, r.const("k", [1], np.int64)], ["", ""], axis=int(axes[0]))
+    nodes.append(k)
+    if shape is not None:
+        kept = shape[:axes[0]] + ([1] * (len(shape) - axes[0]) if keepdims else [])
+        nodes.append(r.node("Reshape", [o[0], r.const("shape", kept, np.int64)], [y])[0])
+    elif keepdims:
+        nodes.append(r.node("Identity", [o[0]], [y])[0])
+    else:
+        nodes.append(r.node("Squeeze", [o[0], r.const("axes", axes, np.int64)], [y])[0])
+    return nodes
+
+
+def floor_ceil(r, x, y, floor):
+    """Floor / Ceil through an integer Cast (truncation), corrected by one
+    where truncation went the other way: the same values, and no gradient
+    passes the integer Cast or the comparison."""
+    c, o = r.node("Cast", [x], [""], to=onnx.TensorProto.INT32)
+    b, t = r.node("Cast", [o[0]], [""], to=onnx.TensorProto.FLOAT)
+    cmp, m = r.node("Less" if floor else "Greater", [x, t[0]], [""])
+    f, mf = r.node("Cast", [m[0]], [""], to=onnx.TensorProto.FLOAT)
+    fix = r.node("Sub" if floor else "Add", [t[0], mf[0]], [y])[0]
+    return [c, b, cmp, f, fix]
+
+
+def group_norm(r, n, at, xs):
+    """Group / instance normalisation (per-channel scale and bias) as a
+    LayerNormalization of X reshaped to [N, G, C/G * spatial]."""
+    c = xs[1]
+    g = at.get("num_groups", c)
+    k = int(np.prod(xs)) // (xs[0] * g)
+    per = [c] + [1] * (len(xs) - 2)
+    a, rows = r.node("Reshape", [n.input[0], r.const("shape", [xs[0], g, k], np.int64)], [""])
+    ln, o = r.node("LayerNormalization", [rows[0], r.const("ones", np.ones(k)), r.const("zeros", np.zeros(k))],
+                   ["", "", ""], axis=-1, epsilon=at.get("epsilon", 1e-5))
+    b, full = r.node("Reshape", [o[0], r.const("shape", xs, np.int64)], [""])
+    s, sc = r.node("Reshape", [n.input[1], r.const("shape", per, np.int64)], [""])
+    bb, bi = r.node("Reshape", [n.input[2], r.const("shape", per, np.int64)], [""])
+    m, mo = r.node("Mul", [full[0], sc[0]], [""])
+    return [a, ln, b, s, bb, m, r.node("Add", [mo[0], bi[0]], [n.output[0]])[0]]
+
+
+def pad_gather(r, n, at, xs):
+    """Reflect / edge Pad as one Gather per padded axis (the same source
+    index per output position as the pad)."""
+    pads = list(at["pads"]) if "pads" in at else list(numpy_helper.to_array(r.inits[n.input[1]]))
+    rank, reflect = len(xs), at["mode"] == b"reflect"
+    nodes, x = [], n.input[0]
+    axes = [a for a in range(rank) if pads[a] or pads[a + rank]]
+    for i, a in enumerate(axes):
+        b, e, size = pads[a], pads[a + rank], xs[a]
+        index = []
+        for o in range(size + b + e):
+            src = o - b
+            if reflect and src < 0:
+                src = -src
+            elif reflect and src >= size:
+                src = 2 * (size - 1) - src
+            index.append(min(max(src, 0), size - 1))
+        out = n.output[0] if i == len(axes) - 1 else ""
+        g, o = r.node("Gather", [x, r.const("index", index, np.int64)], [out], axis=a)
+        nodes.append(g)
+        x = o[0]
+    return nodes
 
 
 def conv_transpose(r, n, at, shapes):
@@ -158,15 +246,28 @@ def legacy(r, n, at):
 
 
 def value_shapes(model):
-    """The static shapes onnx's shape inference finds (none where it does
-    not know the opset: only ConvTranspose's rewrite needs them)."""
-    try:
-        g = onnx.shape_inference.infer_shapes(model).graph
-    except Exception:
-        g = model.graph
+    """Every value's shape, from one onnxruntime inference run on zeros with
+    every node output fetched (where onnxruntime cannot run the graph, the
+    declared shapes: the rewrites that need shapes are of graphs it runs)."""
+    g = model.graph
     out = {i.name: list(i.dims) for i in g.initializer}
     for vi in list(g.input) + list(g.value_info) + list(g.output):
         out[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+    from .ort import onnxruntime
+
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    names = [o for n in m.graph.node for o in n.output if o and o not in out]
+    m.graph.output.extend(helper.make_empty_tensor_value_info(o) for o in names)
+    try:
+        sess = onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    except Exception:
+        return out
+    feeds = {i.name: np.zeros([d.dim_value for d in i.type.tensor_type.shape.dim],
+                              onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
+             for i in m.graph.input if i.name not in out or i.name not in {t.name for t in m.graph.initializer}}
+    for name, value in zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)):
+        out[name] = list(np.shape(value))
     return out
 
 
