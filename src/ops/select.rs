@@ -240,7 +240,7 @@ fn route(ctx: &mut GradCtx, cond: TensorId, dy: TensorId, slots: [usize; 2]) -> 
 #[cfg(test)]
 mod tests {
     use super::super::testing::{infer, Fixture};
-    use crate::ir::{DType, TensorId, TensorType};
+    use crate::ir::{DType, TensorType};
 
     fn out(f: &Fixture) -> TensorType {
         infer(f).unwrap().remove(0)
