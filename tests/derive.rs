@@ -80,9 +80,9 @@ fn optimizer_state_is_counted_per_weight() {
     assert_eq!(adamw["derived"]["optimizer_state_bytes"], 2 * weights + 4 * 8);
 }
 
-/// x[2,2,4,4] -> Conv -> BatchNormalization -> GlobalMaxPool (no gradient
-/// rule) -> Flatten -> Gemm -> logits[2,3].
-fn conv_bn_gmp() -> common::ModelBuilder {
+/// x[2,2,4,4] -> Conv -> BatchNormalization -> Cast to float (no gradient
+/// rule) -> GlobalAveragePool -> Flatten -> Gemm -> logits[2,3].
+fn conv_bn_cast() -> common::ModelBuilder {
     use common::{attr_int, F32};
     let mut b = common::ModelBuilder::new();
     b.input("x", F32, &[2, 2, 4, 4])
@@ -95,7 +95,8 @@ fn conv_bn_gmp() -> common::ModelBuilder {
         .init("fc.bias", &[3], &[0.0; 3])
         .node("Conv", &["x", "conv.weight"], &["c"], vec![common::attr_ints("pads", &[1, 1, 1, 1])])
         .node("BatchNormalization", &["c", "bn.scale", "bn.bias", "bn.mean", "bn.var"], &["n"], vec![])
-        .node("GlobalMaxPool", &["n"], &["p"], vec![])
+        .node("Cast", &["n"], &["k"], vec![attr_int("to", 1)])
+        .node("GlobalAveragePool", &["k"], &["p"], vec![])
         .node("Flatten", &["p"], &["f"], vec![attr_int("axis", 1)])
         .node("Gemm", &["f", "fc.weight", "fc.bias"], &["logits"], vec![attr_int("transB", 1)])
         .output("logits", F32, &[2, 3]);
@@ -105,12 +106,12 @@ fn conv_bn_gmp() -> common::ModelBuilder {
 #[test]
 fn an_operator_without_a_gradient_rule_is_refused_by_name() {
     let tmp = tempfile::tempdir().unwrap();
-    let onnx = conv_bn_gmp().write(tmp.path(), "network.onnx");
+    let onnx = conv_bn_cast().write(tmp.path(), "network.onnx");
     let out =
         deploygen().args(["inspect"]).arg(&onnx).args(["--loss", "cross-entropy", "--lr", "0.1"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("node 'GlobalMaxPool_2' (GlobalMaxPool)"), "{err}");
+    assert!(err.contains("node 'Cast_2' (Cast)"), "{err}");
     assert!(err.contains("has no gradient rule"), "{err}");
     // Exactly the weights a gradient would reach: not BatchNorm's running
     // statistics, which are state the step updates.
@@ -127,7 +128,7 @@ fn a_batchnorm_in_a_frozen_region_trains_with_batch_statistics() {
     // tools/zoo/derived.py's cnn_derived_probe checks it against its
     // references.
     let tmp = tempfile::tempdir().unwrap();
-    let onnx = conv_bn_gmp().write(tmp.path(), "network.onnx");
+    let onnx = conv_bn_cast().write(tmp.path(), "network.onnx");
     let r = inspect_json(&onnx, &["--loss", "cross-entropy", "--lr", "0.1", "--trainable", "fc.*"]);
     let ops = r["ops"].as_object().unwrap();
     assert!(ops.contains_key("BatchNormInternal") && !ops.contains_key("BatchNormalization"), "{ops:?}");
