@@ -80,30 +80,60 @@ fn optimizer_state_is_counted_per_weight() {
     assert_eq!(adamw["derived"]["optimizer_state_bytes"], 2 * weights + 4 * 8);
 }
 
+/// x[2,2,4,4] -> Conv -> BatchNormalization -> Cast to float (no gradient
+/// rule) -> GlobalAveragePool -> Flatten -> Gemm -> logits[2,3].
+fn conv_bn_cast() -> common::ModelBuilder {
+    use common::{attr_int, F32};
+    let mut b = common::ModelBuilder::new();
+    b.input("x", F32, &[2, 2, 4, 4])
+        .init("conv.weight", &[4, 2, 3, 3], &[0.1; 72])
+        .init("bn.scale", &[4], &[1.0; 4])
+        .init("bn.bias", &[4], &[0.0; 4])
+        .init("bn.mean", &[4], &[0.0; 4])
+        .init("bn.var", &[4], &[1.0; 4])
+        .init("fc.weight", &[3, 4], &[0.2; 12])
+        .init("fc.bias", &[3], &[0.0; 3])
+        .node("Conv", &["x", "conv.weight"], &["c"], vec![common::attr_ints("pads", &[1, 1, 1, 1])])
+        .node("BatchNormalization", &["c", "bn.scale", "bn.bias", "bn.mean", "bn.var"], &["n"], vec![])
+        .node("Cast", &["n"], &["k"], vec![attr_int("to", 1)])
+        .node("GlobalAveragePool", &["k"], &["p"], vec![])
+        .node("Flatten", &["p"], &["f"], vec![attr_int("axis", 1)])
+        .node("Gemm", &["f", "fc.weight", "fc.bias"], &["logits"], vec![attr_int("transB", 1)])
+        .output("logits", F32, &[2, 3]);
+    b
+}
+
 #[test]
 fn an_operator_without_a_gradient_rule_is_refused_by_name() {
-    let out = deploygen()
-        .args(["inspect"])
-        .arg(model("mobilenet_v3_block"))
-        .args(["--loss", "cross-entropy", "--lr", "0.1"])
-        .output()
-        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let onnx = conv_bn_cast().write(tmp.path(), "network.onnx");
+    let out =
+        deploygen().args(["inspect"]).arg(&onnx).args(["--loss", "cross-entropy", "--lr", "0.1"]).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("node 'HardSigmoid_14' (HardSigmoid)"), "{err}");
+    assert!(err.contains("node 'Cast_2' (Cast)"), "{err}");
     assert!(err.contains("has no gradient rule"), "{err}");
-    // Freezing everything behind it makes the same graph train (the
-    // graph alone: the folder's test data is for inference).
+    // Exactly the weights a gradient would reach: not BatchNorm's running
+    // statistics, which are state the step updates.
+    assert!(err.contains("('bn.bias', 'bn.scale', 'conv.weight')"), "{err}");
+    // Freezing everything behind it makes the same graph train.
+    let ok = inspect_json(&onnx, &["--loss", "cross-entropy", "--lr", "0.1", "--trainable", "fc.*"]);
+    assert_eq!(names(&ok["derived"]["trainable"]), ["fc.weight", "fc.bias"]);
+}
+
+#[test]
+fn a_batchnorm_in_a_frozen_region_trains_with_batch_statistics() {
+    // As in onnxruntime's training graph (BatchNormInternal, training_mode
+    // 1, running statistics updated) for the same frozen selection:
+    // tools/zoo/derived.py's cnn_derived_probe checks it against its
+    // references.
     let tmp = tempfile::tempdir().unwrap();
-    let onnx = tmp.path().join("network.onnx");
-    std::fs::copy(model("mobilenet_v3_block").join("network.onnx"), &onnx).unwrap();
-    let ok = deploygen()
-        .args(["inspect"])
-        .arg(&onnx)
-        .args(["--loss", "cross-entropy", "--lr", "0.1", "--trainable", "fc.*"])
-        .output()
-        .unwrap();
-    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let onnx = conv_bn_cast().write(tmp.path(), "network.onnx");
+    let r = inspect_json(&onnx, &["--loss", "cross-entropy", "--lr", "0.1", "--trainable", "fc.*"]);
+    let ops = r["ops"].as_object().unwrap();
+    assert!(ops.contains_key("BatchNormInternal") && !ops.contains_key("BatchNormalization"), "{ops:?}");
+    assert!(!ops.contains_key("BatchNormalizationGrad"), "backward went into the frozen region: {ops:?}");
+    assert_eq!(names(&r["derived"]["state_inputs"]), ["bn.mean", "bn.var"]);
 }
 
 #[test]

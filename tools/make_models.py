@@ -6,7 +6,9 @@ graphs and optimizer graphs come from onnxruntime-training's
 generate_artifacts, and every reference (losses, updated parameters,
 inference outputs) from onnxruntime, cross-checked a second way (numpy
 forward/backward, a replay of the committed graph on a plain
-InferenceSession). Nothing here uses deploygen.
+InferenceSession). The *_derived* folders (inference graph + train.toml)
+come from tools/zoo/derived.py with tools/make_train_refs.py's references.
+Nothing here uses deploygen.
 
     python tools/make_models.py            # rewrite models/ and tests/fixtures/
     python tools/make_models.py --check    # regenerate into a temp dir; compare byte for byte
@@ -24,6 +26,8 @@ import shutil
 import sys
 import tempfile
 from collections import OrderedDict
+
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -64,6 +68,23 @@ def build_models(makes, root, work, models):
               + ", ".join(f"{k[6:]}={v:.1e}" for k, v in facts.items() if k.startswith("check_")))
 
 
+def build_derived(models_root):
+    """The *_derived* folders (tools/zoo/derived.py) with their references
+    (tools/make_train_refs.py); one README row each."""
+    import make_train_refs
+    from zoo import derived
+
+    rows = []
+    for d in derived.write_all(models_root):
+        losses, rewritten = make_train_refs.write_refs(d)
+        with open(os.path.join(d, "train.toml")) as f:
+            rows.append((os.path.basename(d), f.read(), losses, rewritten))
+    twin = derived.imported_twin(models_root)
+    with np.load(os.path.join(twin, "outputs.npz")) as z, open(os.path.join(twin, "train.toml")) as f:
+        rows.append((os.path.basename(twin), f.read(), z["loss"], None))
+    return rows
+
+
 def generate(root, work):
     models = OrderedDict()
     # order matters for onnxruntime's generated names, see zoo.models.LATER
@@ -73,9 +94,10 @@ def generate(root, work):
         write_folder(os.path.join(root, "tests", "fixtures", name), files)
         print(f"tests/fixtures/{name}: {sum(len(d) for d in files.values())} bytes")
     build_models(LATER, root, work, models)
+    derived_rows = build_derived(os.path.join(root, "models"))
 
     with open(os.path.join(root, "models", "README.md"), "w") as f:
-        f.write(readme.models_readme(models))
+        f.write(readme.models_readme(models, derived_rows))
     with open(os.path.join(root, "models", "manifest.json"), "w") as f:
         json.dump(readme.manifest(models), f, indent=1, sort_keys=False)
         f.write("\n")

@@ -3,6 +3,7 @@
 
     python tools/make_train_refs.py MODEL_DIR...     # rewrite MODEL_DIR/outputs.npz
     python tools/make_train_refs.py --zoo            # (re)make the models/*_derived* folders
+    python tools/make_train_refs.py --held DIR       # kws_cnn's, kept out of the zoo, into DIR
 
 `--zoo` also writes models/simple_mlp_derived: simple_mlp's inference graph
 with a train.toml of its schedule, and simple_mlp's own inputs.npz and
@@ -45,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
+from zoo import ref_forms  # noqa: E402
 from zoo.npz import npz_bytes  # noqa: E402
 from zoo.ort import api, artifacts, onnxruntime  # noqa: E402
 
@@ -66,6 +68,9 @@ class Spec:
             k = tomllib.load(f)
         self.loss = k["loss"]
         self.labels = k.get("labels", "labels")
+        floats = [o.name for o in model.graph.output if o.type.tensor_type.elem_type == TensorProto.FLOAT]
+        self.logits = k.get("logits") or (floats[0] if len(floats) == 1 else None)
+        assert self.logits, "train.toml must name 'logits': the graph has several float outputs"
         self.optimizer = k.get("optimizer", "sgd")
         self.lr = float(k["learning_rate"])
         self.momentum = float(k.get("momentum", 0.9 if self.optimizer == "momentum" else 0.0))
@@ -147,7 +152,8 @@ def batches_of(inputs, data_names, data_size):
 
 
 def references(model_dir):
-    """(losses, {param: final value}) for one model folder."""
+    """(losses, {param: final value}, operators rewritten for onnxruntime)
+    for one model folder."""
     model = onnx.load(os.path.join(model_dir, "network.onnx"))
     spec = Spec(os.path.join(model_dir, "train.toml"), model)
     inputs = load_inputs(model_dir)
@@ -156,8 +162,15 @@ def references(model_dir):
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
     for n in spec.trainable + spec.frozen:
         assert np.array_equal(inputs[n], inits[n]), f"inputs.npz '{n}' differs from the model's initializer"
+    # onnxruntime trains an equivalent graph where it cannot take this one
+    # (zoo/ref_forms.py), with the loss on the one output the spec names.
+    first_labels = inputs[spec.labels]
+    shape = first_labels.shape if spec.loss == "mse" else declared_shape(model, spec.logits)
+    ref_model, rewritten = ref_forms.reference_graph(model, spec.logits, shape)
+    if rewritten:
+        print(f"{model_dir}: onnxruntime trains the graph with {', '.join(rewritten)} rewritten (zoo/ref_forms.py)")
     with tempfile.TemporaryDirectory() as art:
-        generate(model, spec, art)
+        generate(ref_model, spec, art)
         state = api.CheckpointState.load_checkpoint(os.path.join(art, "checkpoint"))
         so = onnxruntime.SessionOptions()
         so.intra_op_num_threads = 1
@@ -197,24 +210,36 @@ def references(model_dir):
                     velocity[k] = outs[2 * k + 1]
             module.lazy_reset_grad()
         params = {n: state.parameters[n].data.copy() for n in spec.trainable + spec.frozen}
-    return np.array(losses, dtype=np.float32), params
+    return np.array(losses, dtype=np.float32), params, rewritten
+
+
+def declared_shape(model, name):
+    out = next(o for o in model.graph.output if o.name == name)
+    return [d.dim_value for d in out.type.tensor_type.shape.dim]
 
 
 def write_refs(model_dir):
-    losses, params = references(model_dir)
+    """Write outputs.npz; returns (losses, operators rewritten)."""
+    losses, params, rewritten = references(model_dir)
     arrays = {"loss": losses}
     arrays.update({f"{n}_updated": v.astype(np.float32) for n, v in params.items()})
     with open(os.path.join(model_dir, "outputs.npz"), "wb") as f:
         f.write(npz_bytes(arrays))
     print(f"{model_dir}: losses {np.array2string(losses, precision=5)}")
+    return losses, rewritten
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="*")
     ap.add_argument("--zoo", action="store_true", help="(re)make the models/*_derived_* folders first")
+    ap.add_argument("--held", metavar="DIR", help="make the derived folders kept out of the zoo (kws_cnn) in DIR")
     a = ap.parse_args()
     dirs = list(a.dirs)
+    if a.held:
+        from zoo import derived
+        os.makedirs(a.held, exist_ok=True)
+        dirs += derived.zoo_inference(os.path.join(ROOT, "models"), derived.ZOO_HELD, a.held)
     if a.zoo:
         from zoo import derived
         dirs += derived.write_all(os.path.join(ROOT, "models"))

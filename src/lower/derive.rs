@@ -34,6 +34,7 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
     let mut d = Derived { spec: Some(spec.clone()), forward_nodes, ..Derived::default() };
 
     let mut b = Builder::new(&mut model.graph);
+    computed_type(&mut b, scores)?;
     let labels = labels_input(&mut b, spec, scores)?;
     let kind = match spec.loss {
         Loss::CrossEntropy => LossKind::CrossEntropy,
@@ -109,6 +110,17 @@ fn logits(g: &Graph, spec: &TrainSpec) -> std::result::Result<TensorId, String> 
     }
 }
 
+/// The scores get the type their node computes: as a graph output they
+/// kept a declared shape that may differ by size-1 dims, and the loss
+/// reads them as computed.
+fn computed_type(b: &mut Builder, scores: TensorId) -> Result<()> {
+    if let Some(p) = b.graph.producer(scores) {
+        let node = b.graph.dag[p].clone();
+        b.type_outputs(&node)?;
+    }
+    Ok(())
+}
+
 /// The float initializers, and those the selection trains, in initializer
 /// order; each glob must match some initializer.
 type Candidates = (Vec<TensorId>, Vec<TensorId>);
@@ -126,7 +138,9 @@ fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Candidates, St
             return Err(format!("glob '{pat}' matches no float initializer (they are: {})", names.join(", ")));
         }
     }
-    let chosen = float.iter().copied().filter(|&t| spec.trains(g.name_of(t))).collect();
+    // Running statistics are state the step updates, never weights.
+    let stats = running_stats(g);
+    let chosen = float.iter().copied().filter(|t| !stats.contains(t) && spec.trains(g.name_of(*t))).collect();
     Ok((float, chosen))
 }
 
@@ -192,6 +206,7 @@ fn backward(
             ));
         };
         let mut ctx = GradCtx::new(b, n, dy, need.clone());
+        ctx.fit_outputs()?;
         rule(&mut ctx)?;
         let dx = ctx.finish();
         for (i, t) in node.inputs.iter().enumerate() {
@@ -202,6 +217,7 @@ fn backward(
             }
         }
     }
+    training_mode(b, &forward)?;
     let mut out = HashMap::new();
     for &w in weights {
         if let Some(g) = total(b, &mut contrib, w)? {
@@ -209,6 +225,24 @@ fn backward(
         }
     }
     Ok(out)
+}
+
+/// Nodes that normalise with batch statistics in training (BatchNorm)
+/// train in that mode even where no gradient passes (a frozen region), as
+/// in onnxruntime's training graph: their rule runs with nothing asked.
+fn training_mode(b: &mut Builder, forward: &[NodeIndex]) -> Result<()> {
+    for &n in forward {
+        let node = &b.graph.dag[n];
+        let def = ops::of(node);
+        let (Some(stats), Some(rule)) = (def.batch_stats, grad::rule(def)) else { continue };
+        if stats(node) {
+            continue;
+        }
+        let (outs, ins) = (node.outputs.len(), node.inputs.len());
+        let mut ctx = GradCtx::new(b, n, vec![None; outs], vec![false; ins]);
+        rule(&mut ctx)?;
+    }
+    Ok(())
 }
 
 /// The gradient of `t`: its one contribution, or their `Sum`.
@@ -258,6 +292,18 @@ fn behind_names(g: &Graph, node: &crate::ir::Node, needs: &HashSet<TensorId>, we
         s.push_str(&format!(" and {more} more"));
     }
     s
+}
+
+/// The initializers that nodes normalising with batch statistics keep as
+/// running mean and variance (inputs 3 and 4).
+fn running_stats(g: &Graph) -> HashSet<TensorId> {
+    let mut out = HashSet::new();
+    for (_, n) in g.nodes() {
+        if ops::of(n).batch_stats.is_some() {
+            out.extend([3, 4].iter().filter_map(|&slot| n.input(slot)));
+        }
+    }
+    out
 }
 
 /// Initializers a node updates as training state (BatchNorm running

@@ -1,10 +1,11 @@
 //! ConvTranspose (1-D and 2-D, groups, output_padding, output_shape,
 //! auto_pad), fp32.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Attr, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], W [C, M / group, k…] [, B [M]]).
@@ -14,6 +15,7 @@ pub const OPS: &[OpDef] = &[
         infer: conv_transpose,
         required: &[0, 1],
         kernel: Some(bind_conv_transpose),
+        grad: Some(conv_transpose_grad),
         ..OpDef::BASE
     },
 ];
@@ -198,6 +200,54 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
         ("group", u(group)),
     ]);
     one(call("dg_conv_transpose_f32", "dg_conv_args_t", fields))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// ConvTranspose is the input gradient of a Conv with the same weights, so
+/// dX = Conv(dY, W) and dW = ConvGrad with the roles of X and dY swapped
+/// (the weight gradient of that Conv); dB sums dY over batch and space.
+fn conv_transpose_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, w) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (xs, ws) = (ctx.shape(x)?, ctx.shape(w)?);
+    let kernel = ws[2..].to_vec();
+    let pads = {
+        let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
+        let (_, pads) = output_spatial(&c, &xs[2..], &kernel)?;
+        let sp = kernel.len();
+        let strides = per_dim(&c, "strides", sp, 1, 1)?;
+        let out_pad = per_dim(&c, "output_padding", sp, 0, 0)?;
+        if out_pad.iter().zip(&strides).any(|(&o, &s)| o >= s) {
+            return Err(c.err("output_padding at least the stride has no gradient rule"));
+        }
+        pads
+    };
+    let mut attrs = vec![("kernel_shape".to_string(), Attr::Ints(kernel.iter().map(|&k| k as i64).collect()))];
+    attrs.push(("pads".into(), Attr::Ints(pads)));
+    for a in ["strides", "dilations", "group"] {
+        attrs.extend(ctx.attr(a));
+    }
+    if ctx.needs(0) {
+        let out = ctx.dx_name(0);
+        let dx = ctx.emit1("Conv", "", &[dy, w], &out, attrs.clone())?;
+        ctx.set(0, dx);
+    }
+    if ctx.needs(1) {
+        let outs = [String::new(), ctx.dx_name(1), String::new()];
+        let g = ctx.emit("ConvGrad", grad::MS, &[Some(x), Some(dy), Some(w)], &outs, attrs)?;
+        if let Some(t) = g[1] {
+            ctx.set(1, t);
+        }
+    }
+    if ctx.has_x(2) && ctx.needs(2) {
+        let rank = ctx.shape(dy)?.len() as i64;
+        let axes: Vec<i64> = std::iter::once(0).chain(2..rank).collect();
+        let a = ctx.b.ints(&ctx.name("bias_axes"), &axes);
+        let out = ctx.dx_name(2);
+        let db = ctx.emit1("ReduceSum", "", &[dy, a], &out, vec![("keepdims".into(), Attr::Int(0))])?;
+        ctx.set(2, db);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(bind_binary),
         tile: Some(tile::BROADCAST),
+        grad: Some(pow_grad),
         ..OpDef::BASE
     },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
@@ -345,4 +346,24 @@ fn div_grad(ctx: &mut GradCtx) -> Result<()> {
         ctx.set(1, g);
     }
     Ok(())
+}
+
+/// Pow with a constant exponent p: dA = dY * p * A^(p-1).
+fn pow_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(1) {
+        return Err(ctx.err("the exponent has no gradient rule: it must be a constant"));
+    }
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, a, e) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let p = match ctx.b.graph.tensor(e).data.as_ref().and_then(|d| d.to_f32()) {
+        Some(v) if v.len() == 1 => v[0],
+        _ => return Err(ctx.err("the exponent must be one constant float value for the gradient")),
+    };
+    let pm1 = ctx.scalar("exponent_minus_one", p - 1.0);
+    let pw = ctx.op("Pow", &[a, pm1], "pow")?;
+    let k = ctx.scalar("exponent", p);
+    let d = ctx.op("Mul", &[pw, k], "derivative")?;
+    ctx.set_product(0, dy, d)
 }

@@ -214,6 +214,18 @@ impl<'b, 'g> GradCtx<'b, 'g> {
         Error::node(&self.node, detail)
     }
 
+    /// Give each output gradient the shape the node computes: a graph
+    /// output may keep a declared shape that differs by size-1 dims.
+    pub fn fit_outputs(&mut self) -> Result<()> {
+        let types = (super::of(&self.node).infer)(&Ctx { graph: self.b.graph, node: &self.node })?;
+        for (slot, ty) in types.iter().enumerate() {
+            let (Some(dy), Some(want)) = (self.dy.get(slot).copied().flatten(), ty.shape()) else { continue };
+            let name = format!("{}_fit", self.b.graph.name_of(dy));
+            self.dy[slot] = Some(self.b.reshape(dy, &want, &name)?);
+        }
+        Ok(())
+    }
+
     /// Whether input `i` needs a gradient.
     pub fn needs(&self, i: usize) -> bool {
         self.need.get(i).copied().unwrap_or(false)
@@ -343,6 +355,46 @@ impl<'b, 'g> GradCtx<'b, 'g> {
     pub fn shape(&self, t: TensorId) -> Result<Vec<usize>> {
         self.b.shape(t)
     }
+
+    /// A float scalar constant of this node's gradient.
+    pub fn scalar(&mut self, what: &str, v: f32) -> TensorId {
+        let name = self.name(what);
+        self.b.scalar(&name, v)
+    }
+
+    /// One-output node of the default domain, named after this gradient.
+    pub fn op(&mut self, op: &str, inputs: &[TensorId], what: &str) -> Result<TensorId> {
+        let out = self.name(what);
+        self.emit1(op, "", inputs, &out, vec![])
+    }
+
+    /// A bool tensor as 0.0 / 1.0.
+    pub fn as_float(&mut self, cond: TensorId, what: &str) -> Result<TensorId> {
+        let out = self.name(what);
+        self.emit1("Cast", "", &[cond], &out, vec![("to".into(), Attr::Int(1))])
+    }
+
+    /// Record input `i`'s gradient `dy * factor`, summed back to the
+    /// input's shape where the product broadcast.
+    pub fn set_product(&mut self, i: usize, dy: TensorId, factor: TensorId) -> Result<()> {
+        let shape = self.shape(self.x(i)?)?;
+        let name = self.dx_name(i);
+        let full = self.b.shape(dy)? == shape && self.b.shape(factor)? == shape;
+        let prod = if full { name.clone() } else { self.name(&format!("mul{i}")) };
+        let p = self.emit1("Mul", "", &[dy, factor], &prod, vec![])?;
+        let g = self.b.unbroadcast(p, &shape, &name)?;
+        self.set(i, g);
+        Ok(())
+    }
+
+    /// Record input `i`'s gradient `t`, summed back to the input's shape.
+    pub fn set_unbroadcast(&mut self, i: usize, t: TensorId) -> Result<()> {
+        let shape = self.shape(self.x(i)?)?;
+        let name = self.dx_name(i);
+        let g = self.b.unbroadcast(t, &shape, &name)?;
+        self.set(i, g);
+        Ok(())
+    }
 }
 
 /// The gradient rule of a node's operator.
@@ -376,6 +428,25 @@ pub fn act_grad(ctx: &mut GradCtx, grad_op: &str, domain: &str) -> Result<()> {
     let out = ctx.dx_name(0);
     let dx = ctx.emit1(grad_op, domain, &[dy, x], &out, attrs)?;
     ctx.set(0, dx);
+    Ok(())
+}
+
+/// Activations whose gradient operator reads the output:
+/// `<Op>Grad(dY, Y)` (SigmoidGrad, TanhGrad).
+pub fn act_grad_y(ctx: &mut GradCtx, grad_op: &str) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1(grad_op, MS, &[dy, y], &out, vec![])?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// An operator whose derivative is 0 almost everywhere (Floor, Ceil):
+/// nothing flows back.
+pub fn zero(_ctx: &mut GradCtx) -> Result<()> {
     Ok(())
 }
 

@@ -1,9 +1,10 @@
 //! Loss functions and their gradients.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx, Local};
 use super::{Ctx, OpDef, Train};
 use crate::error::Result;
-use crate::ir::{DType, Graph, Node, Origin, TensorId, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, Origin, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (scores [N, C, ...], labels [N, ...] [, weights]) -> loss, log_prob.
@@ -16,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         train: Train::Loss,
         labels: Some(slot_1),
         kernel: Some(bind_sce_loss),
+        grad: Some(sce_grad_rule),
         ..OpDef::BASE
     },
     // com.microsoft (dY, log_prob, labels [, weights]) -> dScores, or
@@ -326,4 +328,40 @@ pub(super) fn bind_mse_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_mse_grad_args_t",
         vec![("dy", ctx.opt_in(0)), ("x", ctx.inp(1)?), ("target", ctx.inp(2)?), ("dx", ctx.out(0)?), ("n", u(n))],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// SoftmaxCrossEntropyLoss inside a forward graph: the scores' gradient
+/// from the loss output's (SoftmaxCrossEntropyLossGrad) and from the
+/// log_prob output's (the log-softmax gradient over the class axis,
+/// dX = dL - exp(L) * sum(dL)), summed.
+fn sce_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let mut parts = vec![];
+    if let Ok(dloss) = ctx.dy(0) {
+        let (lp, labels) = (ctx.y(1)?, ctx.x(1)?);
+        let attrs: Vec<(String, Attr)> = ["reduction", "ignore_index"].iter().filter_map(|a| ctx.attr(a)).collect();
+        let out = ctx.name("from_loss");
+        let ins = [Some(dloss), Some(lp), Some(labels)];
+        let g = ctx.emit("SoftmaxCrossEntropyLossGrad", grad::MS, &ins, &[out], attrs)?;
+        parts.push(g[0].expect("named"));
+    }
+    if let Ok(dlp) = ctx.dy(1) {
+        let lp = ctx.y(1)?;
+        let p = ctx.op("Exp", &[lp], "prob")?;
+        let axes = ctx.b.ints(&ctx.name("class_axis"), &[1]);
+        let sname = ctx.name("sum_dlog_prob");
+        let s = ctx.emit1("ReduceSum", "", &[dlp, axes], &sname, vec![("keepdims".into(), Attr::Int(1))])?;
+        let ps = ctx.op("Mul", &[p, s], "prob_sum")?;
+        parts.push(ctx.op("Sub", &[dlp, ps], "from_log_prob")?);
+    }
+    let dx = match parts.as_slice() {
+        [one] => *one,
+        _ => ctx.op("Sum", &parts, "dx")?,
+    };
+    ctx.set(0, dx);
+    Ok(())
 }

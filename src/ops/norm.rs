@@ -305,11 +305,16 @@ pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 
 /// BatchNormalization trains as onnxruntime's BatchNormInternal with batch
 /// statistics (running mean and variance updated as in training mode);
-/// its gradient is BatchNormalizationGrad from the saved statistics.
+/// its gradient is BatchNormalizationGrad from the saved statistics. With
+/// no gradient asked for (a frozen region) it still switches to training
+/// mode, as onnxruntime's training graph does.
 fn batch_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     ctx.retarget("BatchNormInternal", grad::MS, vec![("training_mode", Attr::Int(1))])?;
     for slot in 1..=4 {
         ctx.y(slot)?;
+    }
+    if !(0..3).any(|i| ctx.needs(i)) {
+        return Ok(());
     }
     let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
     let (mean, inv_std) = (ctx.y(3)?, ctx.y(4)?);

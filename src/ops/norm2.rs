@@ -1,5 +1,6 @@
 //! Group, instance and RMS normalization (fp32, forward).
 
+use super::grad::{self, GradCtx};
 use super::kernel::{
     broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
 };
@@ -7,7 +8,7 @@ use super::norm::bn_dims;
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{Attr, DType, TensorData, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X [N, C, …], scale, bias){num_groups, epsilon}: scale and bias are
@@ -18,6 +19,7 @@ pub const OPS: &[OpDef] = &[
         infer: group_norm,
         required: &[0, 1, 2],
         kernel: Some(bind_groupnorm),
+        grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
     // (X [N, C, …], scale [C], B [C]){epsilon}.
@@ -27,6 +29,7 @@ pub const OPS: &[OpDef] = &[
         infer: instance_norm,
         required: &[0, 1, 2],
         kernel: Some(bind_groupnorm),
+        grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
     // (X, scale){axis = -1, epsilon} -> Y (opset 23).
@@ -37,6 +40,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(bind_rmsnorm),
         tile: Some(RMSNORM_TILES),
+        grad: Some(rms_norm_grad),
         ..OpDef::BASE
     },
     // The default-domain single-op form Deeploy-style exporters write (no
@@ -47,6 +51,7 @@ pub const OPS: &[OpDef] = &[
         infer: rms_norm,
         kernel: Some(bind_rmsnorm),
         tile: Some(RMSNORM_TILES),
+        grad: Some(rms_norm_grad),
         ..OpDef::BASE
     },
 ];
@@ -267,6 +272,104 @@ fn rmsnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, Stri
 
 fn rmsnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     tile::rows_map(ctx, 0, rms_axis(ctx)?, start, len)
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// RMS normalization, composed: with r = 1 / sqrt(mean(X^2) + eps) over
+/// the normalised dims and n = X * r, Y = n * scale (+ bias), so
+/// dScale = sum(dY * n), dBias = sum(dY), and with g = dY * scale,
+/// dX = r * (g - n * mean(g * n)).
+fn rms_norm_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let rank = ctx.shape(x)?.len();
+    let (axis, eps) = {
+        let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
+        (c.axis(ctx.node.int("axis")?.unwrap_or(-1), rank)?, ctx.node.float("epsilon")?.unwrap_or(1e-5))
+    };
+    let axes: Vec<i64> = (axis as i64..rank as i64).collect();
+    let mean = |ctx: &mut GradCtx, t, what: &str| -> Result<TensorId> {
+        let a = ctx.b.ints(&ctx.name(&format!("{what}_axes")), &axes);
+        let out = ctx.name(what);
+        ctx.emit1("ReduceMean", "", &[t, a], &out, vec![("keepdims".into(), Attr::Int(1))])
+    };
+    let sq = ctx.op("Mul", &[x, x], "x_sq")?;
+    let ms = mean(ctx, sq, "mean_sq")?;
+    let e = ctx.scalar("epsilon", eps);
+    let var = ctx.op("Add", &[ms, e], "mean_sq_eps")?;
+    let rms = ctx.op("Sqrt", &[var], "rms")?;
+    let one = ctx.scalar("one", 1.0);
+    let r = ctx.op("Div", &[one, rms], "inv_rms")?;
+    let n = ctx.op("Mul", &[x, r], "normalized")?;
+    if ctx.needs(1) {
+        ctx.set_product(1, dy, n)?;
+    }
+    if ctx.has_x(2) && ctx.needs(2) {
+        ctx.set_unbroadcast(2, dy)?;
+    }
+    if ctx.needs(0) {
+        let g = ctx.op("Mul", &[dy, scale], "dy_scale")?;
+        let gn = ctx.op("Mul", &[g, n], "dy_scale_n")?;
+        let m = mean(ctx, gn, "mean_dy_scale_n")?;
+        let nm = ctx.op("Mul", &[n, m], "n_mean")?;
+        let d = ctx.op("Sub", &[g, nm], "centered")?;
+        ctx.set_product(0, d, r)?;
+    }
+    Ok(())
+}
+
+/// GroupNormalization and InstanceNormalization (one group per channel)
+/// with per-channel scale and bias: each group's normalisation is a
+/// LayerNormalization of X reshaped to [N, G, C/G * spatial], so dX is
+/// LayerNormalizationGrad (unit scale) between Reshapes, from dY * scale;
+/// dScale and dBias sum dY * normalised and dY over batch and space.
+fn group_norm_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let xs = ctx.shape(x)?;
+    let (n, c) = (xs[0], xs[1]);
+    let groups = ctx.node.int("num_groups")?.map_or(c, |g| g.max(1) as usize);
+    if ctx.shape(scale)? != [c] {
+        return Err(ctx.err(format!("the gradient is derived for a per-channel scale [{c}] only")));
+    }
+    let k = xs.iter().product::<usize>() / (n * groups).max(1);
+    let eps = ctx.node.float("epsilon")?.unwrap_or(1e-5);
+    let rows = ctx.b.reshape(x, &[n, groups, k], &ctx.name("grouped"))?;
+    let ones = ctx.b.constant(&ctx.name("unit_scale"), TensorData::from_f32(vec![k], &vec![1.0; k]));
+    let attrs = vec![("axis".to_string(), Attr::Int(-1)), ("epsilon".to_string(), Attr::Float(eps))];
+    let outs = [ctx.name("normalized"), ctx.name("mean"), ctx.name("inv_std")];
+    let ln = ctx.emit("LayerNormalization", "", &[Some(rows), Some(ones)], &outs, attrs.clone())?;
+    let [Some(normed), Some(mean), Some(inv_std)] = ln[..] else { unreachable!("three named outputs") };
+    // Sums over every axis but the channel one.
+    let per_channel: Vec<i64> = std::iter::once(0).chain(2..xs.len() as i64).collect();
+    let sum = |ctx: &mut GradCtx, t: TensorId, slot: usize| -> Result<()> {
+        let axes = ctx.b.ints(&ctx.name(&format!("axes{slot}")), &per_channel);
+        let out = ctx.dx_name(slot);
+        let g = ctx.emit1("ReduceSum", "", &[t, axes], &out, vec![("keepdims".into(), Attr::Int(0))])?;
+        ctx.set(slot, g);
+        Ok(())
+    };
+    if ctx.needs(1) {
+        let full = ctx.b.reshape(normed, &xs, &ctx.name("normalized_full"))?;
+        let p = ctx.op("Mul", &[dy, full], "dy_normalized")?;
+        sum(ctx, p, 1)?;
+    }
+    if ctx.has_x(2) && ctx.needs(2) {
+        sum(ctx, dy, 2)?;
+    }
+    if ctx.needs(0) {
+        let mut cs = vec![c];
+        cs.resize(xs.len() - 1, 1);
+        let s = ctx.b.reshape(scale, &cs, &ctx.name("scale_per_channel"))?;
+        let g = ctx.op("Mul", &[dy, s], "dy_scale")?;
+        let gr = ctx.b.reshape(g, &[n, groups, k], &ctx.name("dy_grouped"))?;
+        let outs = [ctx.name("dx_grouped"), String::new(), String::new()];
+        let ins = [Some(gr), Some(rows), Some(ones), Some(mean), Some(inv_std)];
+        let d = ctx.emit("LayerNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
+        let name = ctx.dx_name(0);
+        let dx = ctx.b.reshape(d[0].expect("named"), &xs, &name)?;
+        ctx.set(0, dx);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

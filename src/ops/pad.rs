@@ -2,6 +2,7 @@
 //! or as the opset-2 attributes, and negative pads (crop) as
 //! onnxruntime-training writes for Pad's gradient.
 
+use super::grad::GradCtx;
 use super::kernel::{call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, KernelCall, KernelCtx};
 use super::unary::scalar_attr_or_input;
 use super::{Ctx, OpDef};
@@ -16,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         infer: pad,
         compile_time: &[1, 2, 3],
         kernel: Some(bind_pad),
+        grad: Some(pad_grad),
         ..OpDef::BASE
     },
 ];
@@ -147,6 +149,63 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("value", f(value)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Constant-mode Pad: dX is dY cropped back, a Pad with the pads negated
+/// (as onnxruntime builds it). Reflect and edge pads have no rule.
+fn pad_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let xs = ctx.shape(ctx.x(0)?)?;
+    let (m, (begin, end)) = {
+        let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
+        (mode(&c)?.to_string(), pads(&c, xs.len())?)
+    };
+    if m != "constant" {
+        return gather_back(ctx, m == "reflect", &xs, &begin, &end);
+    }
+    let crop: Vec<i64> = begin.iter().chain(&end).map(|&p| -p).collect();
+    let dy = ctx.dy(0)?;
+    let pname = ctx.name("crop");
+    let p = ctx.b.ints(&pname, &crop);
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("Pad", "", &[dy, p], &out, vec![("mode".into(), crate::ir::Attr::String("constant".into()))])?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// Reflect and edge pads read each output element from one input element
+/// per axis: the gradient scatters dY back with GatherGrad along each
+/// padded axis, last axis first.
+fn gather_back(ctx: &mut GradCtx, reflect: bool, xs: &[usize], begin: &[i64], end: &[i64]) -> Result<()> {
+    let mut dy = ctx.dy(0)?;
+    let mut shape = ctx.shape(dy)?;
+    let axes: Vec<usize> = (0..xs.len()).filter(|&a| begin[a] != 0 || end[a] != 0).collect();
+    for (k, &a) in axes.iter().enumerate().rev() {
+        let n = xs[a] as i64;
+        let index: Vec<i64> = (0..shape[a] as i64)
+            .map(|o| {
+                let src = o - begin[a];
+                match (src, reflect) {
+                    (s, true) if s < 0 => -s,
+                    (s, true) if s >= n => 2 * (n - 1) - s,
+                    (s, _) => s.clamp(0, n - 1),
+                }
+            })
+            .collect();
+        shape[a] = xs[a];
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        let sh = ctx.b.ints(&ctx.name(&format!("shape{a}")), &dims);
+        let idx = ctx.b.ints(&ctx.name(&format!("index{a}")), &index);
+        let out = if k == 0 { ctx.dx_name(0) } else { ctx.name(&format!("axis{a}")) };
+        let attrs = vec![("axis".to_string(), crate::ir::Attr::Int(a as i64))];
+        dy = ctx.emit1("GatherGrad", super::grad::MS, &[sh, idx, dy], &out, attrs)?;
+    }
+    ctx.set(0, dy);
+    Ok(())
 }
 
 #[cfg(test)]

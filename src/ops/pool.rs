@@ -60,6 +60,7 @@ pub const OPS: &[OpDef] = &[
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
         kernel: Some(bind_global_pool),
+        grad: Some(global_max_pool_grad),
         ..OpDef::BASE
     },
     // GlobalAveragePoolGrad(dY, X) -> dX (shape of X).
@@ -382,6 +383,18 @@ fn global_avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     let dx = ctx.emit1("GlobalAveragePoolGrad", grad::MS, &[dy, x], &out, vec![])?;
     ctx.set(0, dx);
     Ok(())
+}
+
+/// GlobalMaxPool: dY goes to the elements equal to their channel's
+/// maximum (to each of them on a tie).
+fn global_max_pool_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x, y) = (ctx.dy(0)?, ctx.x(0)?, ctx.y(0)?);
+    let hit = ctx.op("Equal", &[x, y], "is_max")?;
+    let mask = ctx.as_float(hit, "is_max_f")?;
+    ctx.set_product(0, dy, mask)
 }
 
 // ---- tile rules ---------------------------------------------------------------

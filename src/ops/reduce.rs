@@ -35,6 +35,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
         kernel: Some(bind_reduce),
+        grad: Some(reduce_max_grad),
         ..OpDef::BASE
     },
 ];
@@ -184,4 +185,25 @@ fn spread_back(ctx: &mut GradCtx, mean: bool) -> Result<()> {
     }
     ctx.set(0, dx);
     Ok(())
+}
+
+/// ReduceMax: dY goes to the elements equal to the maximum (to each of
+/// them on a tie).
+fn reduce_max_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x, y) = (ctx.dy(0)?, ctx.x(0)?, ctx.y(0)?);
+    let sx = ctx.shape(x)?;
+    let axes = reduce_axes(&Ctx { graph: ctx.b.graph, node: &ctx.node }, sx.len())?;
+    let Some(axes) = axes else {
+        ctx.set(0, dy);
+        return Ok(());
+    };
+    let kept: Vec<usize> = sx.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+    let yk = ctx.b.reshape(y, &kept, &ctx.name("max_keepdims"))?;
+    let dyk = ctx.b.reshape(dy, &kept, &ctx.name("keepdims"))?;
+    let hit = ctx.op("Equal", &[x, yk], "is_max")?;
+    let mask = ctx.as_float(hit, "is_max_f")?;
+    ctx.set_product(0, dyk, mask)
 }

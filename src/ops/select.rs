@@ -2,18 +2,26 @@
 //! (bool results) and And. All broadcast numpy-style; onnxruntime-training
 //! builds the gradients of Max, Min, Clip and Abs from them.
 
+use super::grad::GradCtx;
 use super::kernel::{
     broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, KernelCall, KernelCtx, Local,
 };
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{DType, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Max", infer: same_type, kernel: Some(bind_variadic), ..OpDef::BASE },
-    OpDef { name: "Min", infer: same_type, kernel: Some(bind_variadic), ..OpDef::BASE },
+    OpDef { name: "Max", infer: same_type, kernel: Some(bind_variadic), grad: Some(max_grad), ..OpDef::BASE },
+    OpDef { name: "Min", infer: same_type, kernel: Some(bind_variadic), grad: Some(min_grad), ..OpDef::BASE },
     // Where(condition: bool, X, Y): X where the condition holds, else Y.
-    OpDef { name: "Where", infer: where_, required: &[0, 1, 2], kernel: Some(bind_where), ..OpDef::BASE },
+    OpDef {
+        name: "Where",
+        infer: where_,
+        required: &[0, 1, 2],
+        kernel: Some(bind_where),
+        grad: Some(where_grad),
+        ..OpDef::BASE
+    },
     OpDef { name: "Equal", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
     OpDef { name: "Less", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
     OpDef { name: "LessOrEqual", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
@@ -194,6 +202,46 @@ pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
         }
     }
     one(call(func, "dg_compare_args_t", fields))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+fn max_grad(ctx: &mut GradCtx) -> Result<()> {
+    pick_grad(ctx, "GreaterOrEqual")
+}
+
+fn min_grad(ctx: &mut GradCtx) -> Result<()> {
+    pick_grad(ctx, "LessOrEqual")
+}
+
+/// Max / Min of two inputs: dY goes to the one picked (the first on a tie).
+fn pick_grad(ctx: &mut GradCtx, compare: &str) -> Result<()> {
+    if ctx.node.inputs.len() != 2 {
+        return Err(ctx.err(format!("{} inputs: the gradient rule takes two", ctx.node.inputs.len())));
+    }
+    let (dy, a, b) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let first = ctx.op(compare, &[a, b], "first_picked")?;
+    route(ctx, first, dy, [0, 1])
+}
+
+/// Where(cond, X, Y): dX = dY where cond, dY = dY elsewhere.
+fn where_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (cond, dy) = (ctx.x(0)?, ctx.dy(0)?);
+    route(ctx, cond, dy, [1, 2])
+}
+
+/// dY where `cond` to input `slots[0]`, elsewhere to `slots[1]`.
+fn route(ctx: &mut GradCtx, cond: TensorId, dy: TensorId, slots: [usize; 2]) -> Result<()> {
+    let zero = ctx.scalar("zero", 0.0);
+    for (k, &slot) in slots.iter().enumerate() {
+        if !ctx.needs(slot) {
+            continue;
+        }
+        let (a, b) = if k == 0 { (dy, zero) } else { (zero, dy) };
+        let picked = ctx.op("Where", &[cond, a, b], &format!("picked{slot}"))?;
+        ctx.set_unbroadcast(slot, picked)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

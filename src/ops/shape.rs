@@ -79,6 +79,7 @@ pub const OPS: &[OpDef] = &[
         infer: concat,
         fold: Some(fold_concat),
         kernel: Some(bind_concat),
+        grad: Some(concat_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -123,6 +124,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fold: Some(fold_gather),
         kernel: Some(bind_gather),
+        grad: Some(gather_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -705,6 +707,43 @@ fn transpose_grad(ctx: &mut super::grad::GradCtx) -> Result<()> {
     }
     let out = ctx.dx_name(0);
     let dx = ctx.emit1("Transpose", "", &[dy], &out, vec![("perm".into(), crate::ir::Attr::Ints(inverse))])?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// Concat: each input's gradient is its part of dY (a Split on the axis).
+fn concat_grad(ctx: &mut super::grad::GradCtx) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    let shape = ctx.shape(dy)?;
+    let axis = Ctx { graph: ctx.b.graph, node: &ctx.node }.axis_attr("axis", 0, shape.len())?;
+    let mut sizes = vec![];
+    for i in 0..ctx.node.inputs.len() {
+        sizes.push(ctx.shape(ctx.x(i)?)?[axis] as i64);
+    }
+    let outs: Vec<String> =
+        (0..sizes.len()).map(|i| if ctx.needs(i) { ctx.dx_name(i) } else { ctx.name(&format!("unused{i}")) }).collect();
+    let split = ctx.b.ints(&ctx.name("sizes"), &sizes);
+    let attrs = vec![("axis".to_string(), crate::ir::Attr::Int(axis as i64))];
+    let parts = ctx.emit("Split", "", &[Some(dy), Some(split)], &outs, attrs)?;
+    for (i, t) in parts.into_iter().enumerate() {
+        if let (true, Some(t)) = (ctx.needs(i), t) {
+            ctx.set(i, t);
+        }
+    }
+    Ok(())
+}
+
+/// Gather: onnxruntime's GatherGrad(shape of X, indices, dY){axis}.
+fn gather_grad(ctx: &mut super::grad::GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x, idx) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let dims: Vec<i64> = ctx.shape(x)?.iter().map(|&d| d as i64).collect();
+    let shape = ctx.b.ints(&ctx.name("shape"), &dims);
+    let attrs = ctx.attr("axis").into_iter().collect();
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("GatherGrad", super::grad::MS, &[shape, idx, dy], &out, attrs)?;
     ctx.set(0, dx);
     Ok(())
 }

@@ -3,11 +3,12 @@
 //! ConcatTraining, and GatherGrad with the constant-index checks Gather
 //! shares.
 
+use super::grad::GradCtx;
 use super::kernel::{call, elem_size, numel, one, u, KernelCall, KernelCtx, Local};
 use super::shape::const_indices;
 use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{Attr, DType, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // Split(input [, split]){axis, num_outputs | split}.
@@ -17,6 +18,7 @@ pub const OPS: &[OpDef] = &[
         infer: split,
         compile_time: &[1],
         kernel: Some(bind_split),
+        grad: Some(split_grad),
         ..OpDef::BASE
     },
     // com.microsoft SplitTraining(input, split){axis, num_outputs}.
@@ -249,6 +251,36 @@ pub(super) fn bind_gather_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     );
     inv.locals.push(idx);
     one(inv)
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Split: dX is the outputs' gradients concatenated on the axis (zeros for
+/// an output nothing read).
+fn split_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let rank = ctx.shape(ctx.x(0)?)?.len();
+    let axis = Ctx { graph: ctx.b.graph, node: &ctx.node }.axis_attr("axis", 0, rank)?;
+    let mut parts = vec![];
+    for i in 0..ctx.node.outputs.len() {
+        let part = match ctx.dy(i) {
+            Ok(t) => t,
+            Err(_) => {
+                let y = ctx.y(i)?;
+                let shape = ctx.shape(y)?;
+                let zeros = TensorData::from_f32(shape.clone(), &vec![0.0; shape.iter().product()]);
+                let name = ctx.name(&format!("zeros{i}"));
+                ctx.b.constant(&name, zeros)
+            }
+        };
+        parts.push(part);
+    }
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("Concat", "", &parts, &out, vec![("axis".into(), Attr::Int(axis as i64))])?;
+    ctx.set(0, dx);
+    Ok(())
 }
 
 #[cfg(test)]

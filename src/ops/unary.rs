@@ -8,7 +8,7 @@ use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, KernelCall
 use super::tile;
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{TensorData, TensorType};
+use crate::ir::{Attr, TensorData, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -28,11 +28,46 @@ pub const OPS: &[OpDef] = &[
         grad: Some(gelu_grad_rule),
         ..OpDef::BASE
     },
-    OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Floor", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Exp", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Log", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Ceil",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(grad::zero),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Floor",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(grad::zero),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Exp",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(exp_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Log",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(log_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Sqrt",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(sqrt_grad),
+        ..OpDef::BASE
+    },
     // Folds on integers: Pad's gradient negates the constant pads.
     OpDef {
         name: "Neg",
@@ -40,13 +75,42 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_neg),
         kernel: Some(bind_unary),
         tile: Some(tile::FLAT),
+        grad: Some(neg_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "Abs", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Abs",
+        infer: unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(abs_grad),
+        ..OpDef::BASE
+    },
     OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Tanh", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Erf", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Tanh",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(tanh_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Sigmoid",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(sigmoid_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Erf",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(erf_grad),
+        ..OpDef::BASE
+    },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
     OpDef {
         name: "HardSigmoid",
@@ -54,9 +118,17 @@ pub const OPS: &[OpDef] = &[
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
         tile: Some(tile::FLAT),
+        grad: Some(hard_sigmoid_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "HardSwish",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(hard_swish_grad),
+        ..OpDef::BASE
+    },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
     // QuickGelu{alpha=1.702} is the same function.
     OpDef {
@@ -65,6 +137,7 @@ pub const OPS: &[OpDef] = &[
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
         tile: Some(tile::FLAT),
+        grad: Some(swish_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -73,6 +146,7 @@ pub const OPS: &[OpDef] = &[
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
         tile: Some(tile::FLAT),
+        grad: Some(swish_grad),
         ..OpDef::BASE
     },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
@@ -84,6 +158,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1, 2],
         kernel: Some(bind_clip),
         tile: Some(tile::FLAT),
+        grad: Some(clip_grad),
         ..OpDef::BASE
     },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
@@ -379,6 +454,164 @@ fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
 
 fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     grad::act_grad(ctx, "GeluGrad", grad::MS)
+}
+
+fn sigmoid_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad_y(ctx, "SigmoidGrad")
+}
+
+fn tanh_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad_y(ctx, "TanhGrad")
+}
+
+/// Swish{alpha} and QuickGelu{alpha}: QuickGeluGrad(dY, X){alpha}.
+fn swish_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let default = if ctx.node.op == "QuickGelu" { 1.702 } else { 1.0 };
+    let alpha = ctx.node.float("alpha")?.unwrap_or(default);
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("QuickGeluGrad", grad::MS, &[dy, x], &out, vec![("alpha".into(), Attr::Float(alpha))])?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// dX = -dY.
+fn neg_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let dy = ctx.dy(0)?;
+        let out = ctx.dx_name(0);
+        let dx = ctx.emit1("Neg", "", &[dy], &out, vec![])?;
+        ctx.set(0, dx);
+    }
+    Ok(())
+}
+
+/// dX = dY * Y.
+fn exp_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
+        ctx.set_product(0, dy, y)?;
+    }
+    Ok(())
+}
+
+/// dX = dY / X.
+fn log_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+        let out = ctx.dx_name(0);
+        let dx = ctx.emit1("Div", "", &[dy, x], &out, vec![])?;
+        ctx.set(0, dx);
+    }
+    Ok(())
+}
+
+/// dX = dY * 0.5 / Y.
+fn sqrt_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
+        let half = ctx.scalar("half", 0.5);
+        let h = ctx.op("Mul", &[dy, half], "half_dy")?;
+        let out = ctx.dx_name(0);
+        let dx = ctx.emit1("Div", "", &[h, y], &out, vec![])?;
+        ctx.set(0, dx);
+    }
+    Ok(())
+}
+
+/// dX = dY * Sign(X).
+fn abs_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+        let sign = ctx.op("Sign", &[x], "sign")?;
+        ctx.set_product(0, dy, sign)?;
+    }
+    Ok(())
+}
+
+/// dX = dY * 2/sqrt(pi) * exp(-X^2).
+fn erf_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+        let sq = ctx.op("Mul", &[x, x], "x_sq")?;
+        let neg = ctx.op("Neg", &[sq], "neg_x_sq")?;
+        let e = ctx.op("Exp", &[neg], "exp")?;
+        let k = ctx.scalar("two_over_sqrt_pi", std::f32::consts::FRAC_2_SQRT_PI);
+        let d = ctx.op("Mul", &[e, k], "derivative")?;
+        ctx.set_product(0, dy, d)?;
+    }
+    Ok(())
+}
+
+/// HardSigmoid{alpha, beta}: dX = dY * alpha where 0 < Y < 1, else 0.
+fn hard_sigmoid_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let alpha = ctx.node.float("alpha")?.unwrap_or(0.2);
+        let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
+        let inside = inside_unit(ctx, y)?;
+        let a = ctx.scalar("alpha", alpha);
+        let d = ctx.op("Mul", &[inside, a], "derivative")?;
+        ctx.set_product(0, dy, d)?;
+    }
+    Ok(())
+}
+
+/// HardSwish = X * HardSigmoid(X){1/6, 0.5}: dX = dY * (h + X/6) where
+/// 0 < h < 1, dY * h elsewhere (h is then 0 or 1).
+fn hard_swish_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+        let attrs = vec![("alpha".to_string(), Attr::Float(1.0 / 6.0)), ("beta".to_string(), Attr::Float(0.5))];
+        let hname = ctx.name("hard_sigmoid");
+        let h = ctx.emit1("HardSigmoid", "", &[x], &hname, attrs)?;
+        let inside = inside_unit(ctx, h)?;
+        let sixth = ctx.scalar("sixth", 1.0 / 6.0);
+        let xs = ctx.op("Mul", &[x, sixth], "x_sixth")?;
+        let slope = ctx.op("Mul", &[xs, inside], "slope")?;
+        let d = ctx.op("Add", &[h, slope], "derivative")?;
+        ctx.set_product(0, dy, d)?;
+    }
+    Ok(())
+}
+
+/// 1.0 where 0 < t < 1, else 0.0.
+fn inside_unit(ctx: &mut GradCtx, t: TensorId) -> Result<TensorId> {
+    let (zero, one) = (ctx.scalar("zero", 0.0), ctx.scalar("one", 1.0));
+    let above = ctx.op("Greater", &[t, zero], "above")?;
+    let below = ctx.op("Less", &[t, one], "below")?;
+    let both = ctx.op("And", &[above, below], "inside")?;
+    ctx.as_float(both, "inside_f")
+}
+
+/// Clip: dX = dY where min <= X <= max (onnxruntime's mask), else 0.
+fn clip_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (lo, hi) = {
+        let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
+        (scalar_attr_or_input(&c, "min", 1, true)?, scalar_attr_or_input(&c, "max", 2, true)?)
+    };
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let mut mask = None;
+    for (bound, op, what) in [(lo, "GreaterOrEqual", "above_min"), (hi, "LessOrEqual", "below_max")] {
+        let Some(v) = bound else { continue };
+        let k = ctx.scalar(&format!("{what}_bound"), v);
+        let m = ctx.op(op, &[x, k], what)?;
+        mask = Some(match mask {
+            None => m,
+            Some(prev) => ctx.op("And", &[prev, m], "inside")?,
+        });
+    }
+    let Some(mask) = mask else {
+        ctx.set(0, dy);
+        return Ok(());
+    };
+    let f = ctx.as_float(mask, "inside_f")?;
+    ctx.set_product(0, dy, f)
 }
 
 #[cfg(test)]
