@@ -106,3 +106,36 @@ fn l3_operands_stream_through_small_l2_stages() {
         assert!(s.size <= 2 * budget, "'{}' {} B", s.name, s.size);
     }
 }
+
+/// Buffering is per operand: where the double buffers of every streamed
+/// operand do not fit, some get two and the rest one, within the budget.
+#[test]
+fn buffering_is_chosen_per_operand() {
+    let m = load("resnet8");
+    let p = plan_with(&m, "GAP9", Level::L2, Some(32768), true);
+    p.verify().unwrap();
+    let budget = p.platform.budget(Level::L1);
+    let mixed: Vec<_> = p.nodes.iter().filter_map(|n| n.tiling.as_ref()).filter(|t| t.buffering() == "mixed").collect();
+    assert!(!mixed.is_empty(), "no node has some operands double-buffered and others single");
+    for t in mixed {
+        assert!(t.l1_bytes <= budget, "{} B over {budget}", t.l1_bytes);
+        let singles: u64 = t.operands.iter().filter(|o| !o.whole && !o.double).map(|o| p.buffers[o.l1[0]].size).sum();
+        assert!(t.l1_bytes + singles > budget, "every operand could have been double-buffered: {}", t.why);
+        for o in &t.operands {
+            assert_eq!(o.l1.len(), if o.double { 2 } else { 1 });
+        }
+    }
+}
+
+#[test]
+fn the_verifier_sees_a_whole_operand_double_buffered() {
+    let m = load("resnet8");
+    let mut p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let i = p.nodes.iter().position(|n| n.tiling.as_ref().is_some_and(|t| t.operands.iter().any(|o| o.whole))).unwrap();
+    let t = p.nodes[i].tiling.as_mut().unwrap();
+    let o = t.operands.iter_mut().find(|o| o.whole).unwrap();
+    o.double = true;
+    o.l1.push(o.l1[0] + 1);
+    let e = p.verify().unwrap_err();
+    assert!(e.contains("loaded once"), "{e}");
+}

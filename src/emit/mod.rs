@@ -1112,7 +1112,11 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             c::comment(&node.name),
             t.count,
             t.tile,
-            if t.double_buffered { ", double-buffered" } else { "" }
+            match t.buffering() {
+                "double" => ", double-buffered",
+                "mixed" => ", some operands double-buffered",
+                _ => "",
+            }
         );
         return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code) });
     }
