@@ -139,3 +139,104 @@ fn the_verifier_sees_a_whole_operand_double_buffered() {
     let e = p.verify().unwrap_err();
     assert!(e.contains("loaded once"), "{e}");
 }
+
+fn conformance_plan(test: &str, level: Level, l1: Option<u64>) -> Option<(Plan, u64)> {
+    let dir = common::conformance(test, "CCT2_LP")?;
+    let m = deploygen::load(&dir).unwrap_or_else(|e| panic!("CCT2_LP: {e}"));
+    let onnx = std::fs::metadata(dir.join("network.onnx")).unwrap().len();
+    Some((plan_with(&m, "GAP9", level, l1, true), onnx))
+}
+
+/// Issue 20's targets for CCT2_LP on GAP9 at L3: every node with code
+/// but the loss pair runs in L1 tiles, the total footprint (L1 + L2 + L3)
+/// is at most 1.5x the ONNX file, and no L2 stage exceeds twice the L1
+/// budget.
+#[test]
+fn cct2_lp_on_gap9_l3_meets_the_memory_targets() {
+    let Some((p, onnx)) = conformance_plan("cct2_lp_on_gap9_l3_meets_the_memory_targets", Level::L3, None) else {
+        return;
+    };
+    p.verify().unwrap();
+    let untiled: Vec<String> = p.nodes.iter().filter(|n| n.untiled.is_some()).map(|n| n.op.clone()).collect();
+    assert_eq!(untiled, ["SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"]);
+    let ratio = p.footprint() as f64 / onnx as f64;
+    assert!(ratio <= 1.5, "footprint {} B is {ratio:.3}x the ONNX file's {onnx} B", p.footprint());
+    let budget = p.platform.budget(Level::L1);
+    assert!(p.largest_l2_staging() <= 2 * budget, "{} B", p.largest_l2_staging());
+}
+
+/// The rules' shapes on CCT2_LP with a 64 KiB L1: a Gemm on `[1, 64, 128]`
+/// operands whose B (64 KiB) cannot stay whole takes column panels; the
+/// second Conv (288 KiB of weights) takes runs of output channels; the
+/// attention transposes tile over their output.
+#[test]
+fn gemm_columns_conv_channels_and_transposes_tile() {
+    let Some((p, _)) = conformance_plan("gemm_columns_conv_channels_and_transposes_tile", Level::L2, Some(65536))
+    else {
+        return;
+    };
+    p.verify().unwrap();
+    let tiled = |op: &'static str| p.nodes.iter().filter(move |n| n.op == op).filter_map(|n| n.tiling.as_ref());
+    let gemm = tiled("Gemm").find(|t| t.space == [64, 128]).expect("a tiled [1, 64, 128] Gemm");
+    assert!(gemm.tile[1] < 128, "{gemm:?}");
+    let conv = tiled("Conv").find(|t| t.space[1] == 128).expect("the second Conv is tiled");
+    assert!(conv.tile[1] < 128, "{:?}", conv.tile);
+    assert_eq!(tiled("Transpose").count(), 9);
+}
+
+/// Pointwise nodes overwrite an input no later node reads: CCT2_LP's first
+/// Relu writes over the first Conv's output.
+#[test]
+fn pointwise_nodes_write_over_an_input_that_dies() {
+    let Some((p, _)) = conformance_plan("pointwise_nodes_write_over_an_input_that_dies", Level::L3, None) else {
+        return;
+    };
+    let relu = p.nodes.iter().find(|n| n.op == "Relu").unwrap();
+    let t = relu.tiling.as_ref().unwrap();
+    assert_eq!(t.operands.len(), 1, "{:?}", t.operands);
+    assert_eq!(t.operands[0].access, plan::Access::ReadWrite);
+    let b = &p.buffers[t.operands[0].buffer];
+    assert!(b.aliases.iter().any(|a| a.why.contains("overwrites")), "{:?}", b.aliases);
+}
+
+/// Every zoo and test-fixture model that generates untiled also generates
+/// tiled on GAP9 at L2 and L3 with small L1 budgets: the tiles of each node
+/// bind to calls of one form (a short last tile of a broadcasting Add once
+/// bound to the plain form and stopped emission).
+#[test]
+fn every_model_generates_tiled_at_small_l1_budgets() {
+    use deploygen::pipeline::{generate, Options};
+    let mut dirs: Vec<std::path::PathBuf> = vec![];
+    for sub in ["models", "tests/fixtures"] {
+        for e in std::fs::read_dir(common::root().join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            if p.join("network.onnx").is_file() {
+                dirs.push(p);
+            }
+        }
+    }
+    dirs.sort();
+    let mut failures = vec![];
+    for dir in &dirs {
+        for level in [Level::L2, Level::L3] {
+            let opts = |l1: Option<u64>, tiling: bool| {
+                let mut p = Platform::by_name("GAP9").unwrap();
+                if let Some(b) = l1 {
+                    p = p.with_capacity(Level::L1, b);
+                }
+                let mut o = PlanOptions::new(p, level);
+                o.tiling = tiling;
+                Options::new(o)
+            };
+            if generate(dir, &opts(None, false)).is_err() {
+                continue;
+            }
+            for l1 in [16384, 65536] {
+                if let Err(e) = generate(dir, &opts(Some(l1), true)) {
+                    failures.push(format!("{} GAP9 {level} --l1 {l1}: {}: {}", dir.display(), e.stage, e.error));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

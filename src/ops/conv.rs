@@ -1,10 +1,10 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
-use super::tile::{self, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Attr, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -329,15 +329,41 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 
 // ---- tile rules ---------------------------------------------------------------
 
-/// Conv tiles over batch and output rows (the first spatial axis, L for
-/// 1-D); the input rows carry the halo, the weights and bias stay whole.
+/// Conv tiles over batch, output channels and output rows (the first
+/// spatial axis, L for 1-D): the input rows carry the halo; a tile of
+/// output channels takes those filters and biases (and, depthwise, those
+/// input channels); a grouped Conv keeps its channels whole.
 pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map };
 
+/// Whether output channels split: plain Conv, or depthwise (each output
+/// channel reads its own input channel).
+fn conv_channels(ctx: &KernelCtx) -> Result<(bool, bool)> {
+    let group = ctx.attr_int("group", 1)?;
+    let (x, y) = (ctx.graph_in_shape(0)?, ctx.graph_out_shape(0)?);
+    let depthwise = group > 1 && x.get(1) == Some(&(group as usize)) && y.get(1) == Some(&(group as usize));
+    Ok((group == 1 || depthwise, depthwise))
+}
+
 fn conv_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
-    tile::window_space(ctx, false)
+    tile::window_space(ctx, conv_channels(ctx)?.0)
 }
 
 fn conv_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let w = ctx.graph_in_shape(1)?;
-    tile::window_map(ctx, &w[2..], false, start, len)
+    let (_, depthwise) = conv_channels(ctx)?;
+    let mut m = tile::window_map(ctx, &w[2..], depthwise, start, len)?;
+    if len[1] != w[0] {
+        let mut ws = vec![0; w.len()];
+        let mut wl = w.clone();
+        ws[0] = start[1];
+        wl[0] = len[1];
+        m.inputs[1] = Some(Part::Box { start: ws, len: wl });
+        if let Some(Some(b)) = m.inputs.get_mut(2) {
+            *b = Part::Box { start: vec![start[1]], len: vec![len[1]] };
+        }
+        if depthwise {
+            m.attrs.push(("group".into(), Attr::Int(len[1] as i64)));
+        }
+    }
+    Ok(m)
 }

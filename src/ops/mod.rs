@@ -134,6 +134,10 @@ pub struct OpDef {
     pub kernel: Option<kernel::KernelFn>,
     /// How the node's work splits into L1 tiles; `None`: it runs untiled.
     pub tile: Option<tile::TileRule>,
+    /// Output 0 may share input 0's buffer when they have the same size
+    /// and input 0 is read by no later node: the kernel reads each element
+    /// before it writes the same element, and nothing else.
+    pub in_place: bool,
 }
 
 impl OpDef {
@@ -157,6 +161,7 @@ impl OpDef {
         fixed_1x1: None,
         kernel: None,
         tile: None,
+        in_place: false,
     };
 
     /// Whether input `slot` is read at generation time (when constant).

@@ -10,20 +10,63 @@ use crate::error::Result;
 use crate::ir::{TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Relu", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Relu",
+        infer: unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Gelu",
         attrs: &["approximate"],
         infer: gelu,
         kernel: Some(bind_unary),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
-    OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Floor", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Exp", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Log", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Ceil",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Floor",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Exp",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Log",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Sqrt",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
     // Folds on integers: Pad's gradient negates the constant pads.
     OpDef {
         name: "Neg",
@@ -31,13 +74,49 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_neg),
         kernel: Some(bind_unary),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
-    OpDef { name: "Abs", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Tanh", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
-    OpDef { name: "Erf", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "Abs",
+        infer: unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Sign",
+        infer: unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Tanh",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Sigmoid",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Erf",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
     OpDef {
         name: "HardSigmoid",
@@ -45,9 +124,17 @@ pub const OPS: &[OpDef] = &[
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
-    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef {
+        name: "HardSwish",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        in_place: true,
+        ..OpDef::BASE
+    },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
     // QuickGelu{alpha=1.702} is the same function.
     OpDef {
@@ -56,6 +143,7 @@ pub const OPS: &[OpDef] = &[
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -64,6 +152,7 @@ pub const OPS: &[OpDef] = &[
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
@@ -75,6 +164,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1, 2],
         kernel: Some(bind_clip),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
@@ -84,6 +174,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         kernel: Some(bind_act_grad_y),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -92,6 +183,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         kernel: Some(bind_act_grad_y),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -101,6 +193,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         kernel: Some(bind_swish_grad),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
@@ -111,6 +204,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(bind_act_grad),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -121,6 +215,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(bind_act_grad),
         tile: Some(tile::FLAT),
+        in_place: true,
         ..OpDef::BASE
     },
 ];

@@ -22,8 +22,8 @@
 //! cost = bytes L2<->L1                           (halo re-reads included)
 //!      + 64 x DMA commands                       (programming the engine)
 //!      + 1024 x kernel calls                     (team fork and barrier)
-//!      + bytes L2<->L1 of single-buffered        (transfers not hidden
-//!        operands, or all of one tile             behind the kernel)
+//!      + bytes L2<->L1 of whole and of           (transfers not hidden
+//!        single-buffered operands                 behind the kernel)
 //! ```
 //! The choice does not depend on where the operands live (it is made once,
 //! before eviction moves buffers to L3): an L3 operand's tiles pass through
@@ -408,7 +408,7 @@ fn estimate(e: &Eval, access: &[Access], double: &[bool]) -> u64 {
     for j in 0..e.whole.len() {
         let b = if e.whole[j] { e.tile_bytes[j] } else { dirs(access[j]) * e.tile_bytes[j] * e.tiles };
         bytes += b;
-        if e.tiles == 1 || (!double[j] && !e.whole[j]) {
+        if e.whole[j] || !double[j] {
             exposed += b;
         }
     }
@@ -499,7 +499,7 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
     };
     let tiles = all_tiles(n, &rule, &space, c)?;
     let (bytes, cmds) = traffic(&tiles, &e.whole, &access);
-    let exposed = if tiles.len() == 1 { bytes } else { traffic_of(&tiles, &access, |j| !double[j] && !e.whole[j]) };
+    let exposed = traffic_of(&tiles, &e.whole, &access, |j| e.whole[j] || !double[j]);
     let cost = cost(bytes, exposed, cmds, tiles.len() as u64);
     let (_, tile) = candidate_box(&space, c, 0, &vec![0; space.dims.len()]);
     let singles = (0..double.len()).filter(|&j| !double[j] && !e.whole[j]).count();
@@ -531,11 +531,11 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
 }
 
 /// Bytes moved L2<->L1 by the operands `pick` selects (whole ones once).
-fn traffic_of(tiles: &[Tile], access: &[Access], pick: impl Fn(usize) -> bool) -> u64 {
+fn traffic_of(tiles: &[Tile], whole: &[bool], access: &[Access], pick: impl Fn(usize) -> bool) -> u64 {
     let mut bytes = 0;
-    for tile in tiles {
+    for (t, tile) in tiles.iter().enumerate() {
         for (j, b) in tile.boxes.iter().enumerate() {
-            if pick(j) {
+            if pick(j) && !(whole[j] && t > 0) {
                 bytes += dirs(access[j]) * b.bytes();
             }
         }

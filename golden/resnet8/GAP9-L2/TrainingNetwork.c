@@ -214,34 +214,34 @@ int InitTrainingNetwork(struct pi_device *cluster)
     DeeployNetwork_inputs[68] = DG_L2(303048);
     DeeployNetwork_inputs[69] = DG_L2(305608);
     DeeployNetwork_inputs[70] = DG_L2(305648);
-    DeeployNetwork_outputs[0] = DG_L2(615880);
-    DeeployNetwork_outputs[1] = DG_L2(324152);
-    DeeployNetwork_outputs[2] = DG_L2(305680);
-    DeeployNetwork_outputs[3] = DG_L2(305712);
-    DeeployNetwork_outputs[4] = DG_L2(471624);
-    DeeployNetwork_outputs[5] = DG_L2(471616);
-    DeeployNetwork_outputs[6] = DG_L2(471632);
-    DeeployNetwork_outputs[7] = DG_L2(471640);
-    DeeployNetwork_outputs[8] = DG_L2(305704);
-    DeeployNetwork_outputs[9] = DG_L2(471648);
-    DeeployNetwork_outputs[10] = DG_L2(471656);
-    DeeployNetwork_outputs[11] = DG_L2(305776);
-    DeeployNetwork_outputs[12] = DG_L2(305768);
-    DeeployNetwork_outputs[13] = DG_L2(305696);
-    DeeployNetwork_outputs[14] = DG_L2(305744);
-    DeeployNetwork_outputs[15] = DG_L2(305784);
-    DeeployNetwork_outputs[16] = DG_L2(305752);
-    DeeployNetwork_outputs[17] = DG_L2(305760);
-    DeeployNetwork_outputs[18] = DG_L2(305736);
-    DeeployNetwork_outputs[19] = DG_L2(305688);
-    DeeployNetwork_outputs[20] = DG_L2(305728);
-    DeeployNetwork_outputs[21] = DG_L2(305792);
-    DeeployNetwork_outputs[22] = DG_L2(305800);
-    DeeployNetwork_outputs[23] = DG_L2(305672);
-    DeeployNetwork_outputs[24] = DG_L2(305808);
-    DeeployNetwork_outputs[25] = DG_L2(305816);
-    DeeployNetwork_outputs[26] = DG_L2(305824);
-    DeeployNetwork_outputs[27] = DG_L2(305720);
+    DeeployNetwork_outputs[0] = DG_L2(1187120);
+    DeeployNetwork_outputs[1] = DG_L2(545288);
+    DeeployNetwork_outputs[2] = DG_L2(545296);
+    DeeployNetwork_outputs[3] = DG_L2(545304);
+    DeeployNetwork_outputs[4] = DG_L2(545312);
+    DeeployNetwork_outputs[5] = DG_L2(545320);
+    DeeployNetwork_outputs[6] = DG_L2(545328);
+    DeeployNetwork_outputs[7] = DG_L2(545336);
+    DeeployNetwork_outputs[8] = DG_L2(545344);
+    DeeployNetwork_outputs[9] = DG_L2(545352);
+    DeeployNetwork_outputs[10] = DG_L2(545360);
+    DeeployNetwork_outputs[11] = DG_L2(526856);
+    DeeployNetwork_outputs[12] = DG_L2(526864);
+    DeeployNetwork_outputs[13] = DG_L2(526872);
+    DeeployNetwork_outputs[14] = DG_L2(526880);
+    DeeployNetwork_outputs[15] = DG_L2(526888);
+    DeeployNetwork_outputs[16] = DG_L2(526896);
+    DeeployNetwork_outputs[17] = DG_L2(526904);
+    DeeployNetwork_outputs[18] = DG_L2(526912);
+    DeeployNetwork_outputs[19] = DG_L2(453128);
+    DeeployNetwork_outputs[20] = DG_L2(453136);
+    DeeployNetwork_outputs[21] = DG_L2(453144);
+    DeeployNetwork_outputs[22] = DG_L2(453152);
+    DeeployNetwork_outputs[23] = DG_L2(453160);
+    DeeployNetwork_outputs[24] = DG_L2(453168);
+    DeeployNetwork_outputs[25] = DG_L2(453176);
+    DeeployNetwork_outputs[26] = DG_L2(453184);
+    DeeployNetwork_outputs[27] = DG_L2(453192);
     return 0;
 }
 
@@ -324,7 +324,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(550024), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(526856), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -337,16 +337,16 @@ void RunTrainingNetwork(void *arg)
     {
         {
             dg_batchnorm_args_t args = {
-                .x = DG_L2(550024),
+                .x = DG_L2(526856),
                 .scale = (void *)dg_w3,
                 .bias = (void *)dg_w4,
                 .mean = (void *)dg_w5,
                 .var = (void *)dg_w6,
-                .y = DG_L2(305800),
-                .running_mean_out = DG_L2(371336),
+                .y = DG_L2(592392),
+                .running_mean_out = DG_L2(305672),
                 .running_var_out = DG_L2(305736),
-                .saved_mean = DG_L2(1118968),
-                .saved_inv_std = DG_L2(305672),
+                .saved_mean = DG_L2(1186696),
+                .saved_inv_std = DG_L2(1186760),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
@@ -355,63 +355,35 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy((void *)dg_w5, DG_L2(371336), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w5, DG_L2(305672), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w6, DG_L2(305736), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
     }
 
-    /* step 2: Relu 'Relu_3' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [16384] */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
-        };
-        /* o0: bn1.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
+        /* o0: bn1.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(305800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 3u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(305800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L2(592392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L2(410696), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L2(592392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -444,7 +416,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: bn1.relu (L2, read) */
+        /* o0: bn1.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -462,7 +434,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(410696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(592392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w7, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -471,7 +443,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(410696), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(592392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -498,7 +470,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(305736), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(657928), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -511,16 +483,16 @@ void RunTrainingNetwork(void *arg)
     {
         {
             dg_batchnorm_args_t args = {
-                .x = DG_L2(305736),
+                .x = DG_L2(657928),
                 .scale = (void *)dg_w8,
                 .bias = (void *)dg_w9,
                 .mean = (void *)dg_w10,
                 .var = (void *)dg_w11,
-                .y = DG_L2(476232),
-                .running_mean_out = DG_L2(371272),
-                .running_var_out = DG_L2(371336),
-                .saved_mean = DG_L2(1184632),
-                .saved_inv_std = DG_L2(549960),
+                .y = DG_L2(723464),
+                .running_mean_out = DG_L2(305672),
+                .running_var_out = DG_L2(305736),
+                .saved_mean = DG_L2(1186824),
+                .saved_inv_std = DG_L2(1186888),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
@@ -529,63 +501,35 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy((void *)dg_w10, DG_L2(371272), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w11, DG_L2(371336), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        dg_copy((void *)dg_w10, DG_L2(305672), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w11, DG_L2(305736), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
     }
 
-    /* step 5: Relu 'Relu_6' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 5: Relu 'Relu_6' computes in L1, 1 tile(s) of [16384] */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
-        };
-        /* o0: stack1.bn1.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack1.bn1.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(476232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 3u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(476232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L2(723464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L2(615888), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L2(723464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -618,7 +562,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.bn1.relu (L2, read) */
+        /* o0: stack1.bn1.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -636,7 +580,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(615888), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(723464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w12, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -645,7 +589,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(615888), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(723464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -672,7 +616,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(1119096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(789000), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -685,16 +629,16 @@ void RunTrainingNetwork(void *arg)
     {
         {
             dg_batchnorm_args_t args = {
-                .x = DG_L2(1119096),
+                .x = DG_L2(789000),
                 .scale = (void *)dg_w13,
                 .bias = (void *)dg_w14,
                 .mean = (void *)dg_w15,
                 .var = (void *)dg_w16,
-                .y = DG_L2(681424),
-                .running_mean_out = DG_L2(371336),
-                .running_var_out = DG_L2(371272),
-                .saved_mean = DG_L2(615816),
-                .saved_inv_std = DG_L2(1119032),
+                .y = DG_L2(854536),
+                .running_mean_out = DG_L2(305672),
+                .running_var_out = DG_L2(305736),
+                .saved_mean = DG_L2(1186952),
+                .saved_inv_std = DG_L2(1187016),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
@@ -703,84 +647,11 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy((void *)dg_w15, DG_L2(371336), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w16, DG_L2(371272), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        dg_copy((void *)dg_w15, DG_L2(305672), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w16, DG_L2(305736), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
     }
 
-    /* step 8: Add 'Add_9' computes in L1, 4 tile(s) of [4096], double-buffered */
-    {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack1.bn2.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
-        /* o2: stack1.add (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
-        uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(681424), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(410696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(681424), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(410696), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
-            }
-            {
-                dg_binary_args_t args = {
-                    .a = o0_l1[cur],
-                    .b = o1_l1[cur],
-                    .y = o2_l1[cur],
-                    .n = 4096u,
-                    .ndim = 0u,
-                };
-                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
-            }
-            dg_tile_out(DG_L2(476232), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
-        }
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-    }
-
-    /* step 9: Relu 'Relu_10' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 8: Add 'Add_9' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -797,11 +668,11 @@ void RunTrainingNetwork(void *arg)
             5462u,
             5460u,
         };
-        /* o0: stack1.add (L2, read) */
+        /* o0: stack1.bn2.out (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L2, written) */
+        /* o1: bn1.out (L2, read) */
         void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
@@ -810,29 +681,63 @@ void RunTrainingNetwork(void *arg)
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(476232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(592392), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(476232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(854536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(592392), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
+                dg_binary_args_t args = {
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o0_l1[cur],
                     .n = c0_n[t],
+                    .ndim = 0u,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L2(1045112), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(854536), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+    }
+
+    /* step 9: Relu 'Relu_10' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack1.bn2.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -851,7 +756,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
             {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: stack1.add.relu (L2, read) */
+        /* o0: stack1.bn2.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(30720) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -874,7 +779,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         o3_q[1].n = 0u;
-        dg_tile_in(DG_L2(1045112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w27, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w28, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -885,7 +790,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(1045112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(854536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -912,7 +817,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(476232), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L2(305672), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -952,7 +857,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.add.relu (L2, read) */
+        /* o0: stack1.bn2.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -970,7 +875,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(1045112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w17, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -979,7 +884,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(1045112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(854536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1006,7 +911,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(946128), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(920072), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1017,7 +922,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(946128), 32768u); /* stack2.conv1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(920072), 32768u); /* stack2.conv1.out L2->L1 */
         dg_copy(DG_L1(65536), (void *)dg_w18, 128u); /* stack2.bn1.weight L2->L1 */
         dg_copy(DG_L1(65664), (void *)dg_w19, 128u); /* stack2.bn1.bias L2->L1 */
         dg_copy(DG_L1(65792), (void *)dg_w20, 128u); /* stack2.bn1.running_mean L2->L1 */
@@ -1042,121 +947,96 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L2(371272), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L2 */
-        dg_copy(DG_L2(404040), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L2 */
-        dg_copy(DG_L2(404168), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L2 */
-        dg_copy(DG_L2(681424), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L2 */
-        dg_copy(DG_L2(681552), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w20, DG_L2(404040), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w21, DG_L2(404168), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L2(952840), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L2 */
+        dg_copy(DG_L2(338440), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L2 */
+        dg_copy(DG_L2(338568), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L2 */
+        dg_copy(DG_L2(1153544), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L2 */
+        dg_copy(DG_L2(1153672), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L2 */
+        dg_copy((void *)dg_w20, DG_L2(338440), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w21, DG_L2(338568), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
     }
 
-    /* step 13: Relu 'Relu_13' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 13: Relu 'Relu_13' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn1.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack2.bn1.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(371272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(371272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L2(952840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L2(978896), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L2(952840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
-    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
+    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {448u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {18432u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[2] = {
-            {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_pad_top[2] = {
-            1u,
-            0u,
-        };
-        /* o0: stack2.bn1.relu (L2, read) */
-        void *const o0_l1[2] = { DG_L1(36864), DG_L1(55296) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.conv2.weight (L2, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack2.conv2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(51200) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
         /* o2: stack2.conv2.out (L2, written) */
-        void *const o2_l1[2] = { DG_L1(73728), DG_L1(90112) };
+        void *const o2_l1[2] = { DG_L1(69632), DG_L1(86016) };
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
         o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(978896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(952840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w22, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(978896), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in((void *)dg_w22, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = 9u,
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 32u,
-                    .out_h = 8u,
+                    .out_c = 16u,
+                    .out_h = 16u,
                     .out_w = 16u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1164,24 +1044,24 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 1u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(1011664), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(1051144), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
     }
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(1011664), 32768u); /* stack2.conv2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1051144), 32768u); /* stack2.conv2.out L2->L1 */
         dg_copy(DG_L1(65536), (void *)dg_w23, 128u); /* stack2.bn2.weight L2->L1 */
         dg_copy(DG_L1(65664), (void *)dg_w24, 128u); /* stack2.bn2.bias L2->L1 */
         dg_copy(DG_L1(65792), (void *)dg_w25, 128u); /* stack2.bn2.running_mean L2->L1 */
@@ -1206,13 +1086,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L2(371528), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L2 */
-        dg_copy(DG_L2(371400), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L2 */
-        dg_copy(DG_L2(371272), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L2 */
-        dg_copy(DG_L2(407624), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L2 */
-        dg_copy(DG_L2(407752), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w25, DG_L2(371400), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w26, DG_L2(371272), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        dg_copy(DG_L2(985608), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L2 */
+        dg_copy(DG_L2(338440), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L2 */
+        dg_copy(DG_L2(338568), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L2 */
+        dg_copy(DG_L2(1153800), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L2 */
+        dg_copy(DG_L2(1153928), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L2 */
+        dg_copy((void *)dg_w25, DG_L2(338440), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w26, DG_L2(338568), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
     }
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1225,11 +1105,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn2.out (L2, read) */
+        /* o0: stack2.bn2.out (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -1237,97 +1113,68 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(371528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(476232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(371528), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(985608), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(476232), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(305672), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
                     .a = o0_l1[cur],
                     .b = o1_l1[cur],
-                    .y = o2_l1[cur],
+                    .y = o0_l1[cur],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L2(509000), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(985608), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 17: Relu 'Relu_18' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 17: Relu 'Relu_18' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack2.bn2.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(509000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(509000), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L2(847312), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
@@ -1344,7 +1191,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack2.add.relu (L2, read) */
+        /* o0: stack2.bn2.out (L2, read) */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -1371,7 +1218,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 1u; t++) {
             dg_dma_wait(&o0_q[0]);
-            dg_tile_in(DG_L2(847312), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
+            dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
             dg_dma_wait(&o0_q[0]);
             {
                 dg_conv_args_t args = {
@@ -1399,84 +1246,74 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(374600), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(305672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 64, 3, 8], double-buffered */
+    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 22, 8, 8], double-buffered */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 384u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {320u, 448u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {704u, 320u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 73728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {25344u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {50688u, 23040u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[3] = {
-            {0u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {96u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {192u, 64u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {0u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5632u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {11264u, 5120u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_in_h[3] = {
-            6u,
-            7u,
-            5u,
+        static const uint32_t c0_out_c[3] = {
+            22u,
+            22u,
+            20u,
         };
-        static const uint32_t c0_out_h[3] = {
-            3u,
-            3u,
-            2u,
-        };
-        static const uint32_t c0_pad_top[3] = {
-            1u,
-            0u,
-            0u,
-        };
-        /* o0: stack2.add.relu (L2, read) */
-        void *const o0_l1[2] = { DG_L1(73728), DG_L1(88064) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack3.conv1.weight (L2, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(58112) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
         /* o2: stack3.conv1.out (L2, written) */
-        void *const o2_l1[2] = { DG_L1(102400), DG_L1(108544) };
+        void *const o2_l1[2] = { DG_L1(83456), DG_L1(89088) };
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
         o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(847312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w29, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(847312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in((void *)dg_w29, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = c0_in_h[t],
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 64u,
-                    .out_h = c0_out_h[t],
+                    .out_c = c0_out_c[t],
+                    .out_h = 8u,
                     .out_w = 8u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1484,24 +1321,24 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 2u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(476232), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(453128), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
     }
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(476232), 16384u); /* stack3.conv1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(453128), 16384u); /* stack3.conv1.out L2->L1 */
         dg_copy(DG_L1(32768), (void *)dg_w30, 256u); /* stack3.bn1.weight L2->L1 */
         dg_copy(DG_L1(33024), (void *)dg_w31, 256u); /* stack3.bn1.bias L2->L1 */
         dg_copy(DG_L1(33280), (void *)dg_w32, 256u); /* stack3.bn1.running_mean L2->L1 */
@@ -1526,13 +1363,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L2(390984), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L2 */
-        dg_copy(DG_L2(371272), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L2 */
-        dg_copy(DG_L2(371528), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L2 */
-        dg_copy(DG_L2(407368), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L2 */
-        dg_copy(DG_L2(407880), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w32, DG_L2(371272), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w33, DG_L2(371528), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L2(469512), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L2 */
+        dg_copy(DG_L2(322056), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L2 */
+        dg_copy(DG_L2(322312), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L2 */
+        dg_copy(DG_L2(518664), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L2 */
+        dg_copy(DG_L2(518920), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L2 */
+        dg_copy((void *)dg_w32, DG_L2(322056), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w33, DG_L2(322312), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
     }
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
@@ -1540,69 +1377,111 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.out (L2, read), whole */
+        /* o0: stack3.bn1.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L2, written), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(390984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(469512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(492616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(469512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 22: Conv 'Conv_22' computes in L2 */
+    /* step 22: Conv 'Conv_22' computes in L1, 4 tile(s) of [1, 16, 8, 8], double-buffered */
     {
-        {
-            dg_conv_args_t args = {
-                .x = DG_L2(492616),
-                .w = (void *)dg_w34,
-                .b = NULL,
-                .y = DG_L2(509000),
-                .batch = 1u,
-                .in_c = 64u,
-                .in_h = 8u,
-                .in_w = 8u,
-                .out_c = 64u,
-                .out_h = 8u,
-                .out_w = 8u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[4] = {
+            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {36864u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {73728u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {110592u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[4] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {12288u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.bn1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(73728) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(0), DG_L1(36864) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack3.conv2.out (L2, written) */
+        void *const o2_l1[2] = { DG_L1(90112), DG_L1(94208) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
+        o2_q[0].n = 0u;
+        o2_q[1].n = 0u;
+        dg_tile_in(DG_L2(469512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w34, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 4u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 4u) {
+                dg_tile_in((void *)dg_w34, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
+                    .b = NULL,
+                    .y = o2_l1[cur],
+                    .batch = 1u,
+                    .in_c = 64u,
+                    .in_h = 8u,
+                    .in_w = 8u,
+                    .out_c = 16u,
+                    .out_h = 8u,
+                    .out_w = 8u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
+            dg_tile_out(DG_L2(322056), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(509000), 16384u); /* stack3.conv2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(322056), 16384u); /* stack3.conv2.out L2->L1 */
         dg_copy(DG_L1(32768), (void *)dg_w35, 256u); /* stack3.bn2.weight L2->L1 */
         dg_copy(DG_L1(33024), (void *)dg_w36, 256u); /* stack3.bn2.bias L2->L1 */
         dg_copy(DG_L1(33280), (void *)dg_w37, 256u); /* stack3.bn2.running_mean L2->L1 */
@@ -1627,13 +1506,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L2(390984), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L2 */
-        dg_copy(DG_L2(371272), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L2 */
-        dg_copy(DG_L2(371528), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L2 */
-        dg_copy(DG_L2(374344), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L2 */
-        dg_copy(DG_L2(374088), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w37, DG_L2(371272), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w38, DG_L2(371528), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        dg_copy(DG_L2(338440), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L2 */
+        dg_copy(DG_L2(355336), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L2 */
+        dg_copy(DG_L2(355592), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L2 */
+        dg_copy(DG_L2(354824), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L2 */
+        dg_copy(DG_L2(355080), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L2 */
+        dg_copy((void *)dg_w37, DG_L2(355336), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w38, DG_L2(355592), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
     }
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
@@ -1644,10 +1523,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn2.out (L2, read), whole */
+        /* o0: stack3.bn2.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -1655,16 +1531,11 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(390984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(374600), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(338440), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -1672,17 +1543,16 @@ void RunTrainingNetwork(void *arg)
                 dg_binary_args_t args = {
                     .a = o0_l1[0],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
+                    .y = o0_l1[0],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(525384), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(338440), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
@@ -1693,7 +1563,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack3.add (L2, read), whole */
+        /* o0: stack3.bn2.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -1704,7 +1574,7 @@ void RunTrainingNetwork(void *arg)
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(525384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(338440), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1716,7 +1586,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(374600), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
     }
@@ -1740,7 +1610,7 @@ void RunTrainingNetwork(void *arg)
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(374600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1768,7 +1638,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(373832), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(355336), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
     }
@@ -1808,7 +1678,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
-        dg_tile_in(DG_L2(373832), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(355336), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w41, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w42, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -1834,7 +1704,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(371272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(305672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -1843,7 +1713,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(371272), 40u); /* fc.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305672), 40u); /* fc.out L2->L1 */
         dg_copy(DG_L1(80), DG_L2(12288), 8u); /* labels L2->L1 */
         {
             dg_sce_args_t args = {
@@ -1861,14 +1731,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_f32, &args);
         }
-        dg_copy(DG_L2(615880), DG_L1(88), 4u); /* onnx::loss::23 L1->L2 */
-        dg_copy(DG_L2(371312), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L2 */
+        dg_copy(DG_L2(1187120), DG_L1(88), 4u); /* onnx::loss::23 L1->L2 */
+        dg_copy(DG_L2(305712), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L2 */
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
     {
         dg_copy(DG_L1(80), (void *)dg_w71, 4u); /* onnx::loss::23_grad L2->L1 */
-        dg_copy(DG_L1(0), DG_L2(371312), 40u); /* onnx::log_prob::24 L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305712), 40u); /* onnx::log_prob::24 L2->L1 */
         dg_copy(DG_L1(88), DG_L2(12288), 8u); /* labels L2->L1 */
         {
             dg_sce_grad_args_t args = {
@@ -1886,12 +1756,12 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L2(374600), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
+        dg_copy(DG_L2(305672), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(374600), 40u); /* fc.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305672), 40u); /* fc.out_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -1905,32 +1775,64 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
-        dg_copy(DG_L2(1044816), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
+        dg_copy(DG_L2(1187080), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
     }
 
-    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
+    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 64] */
     {
-        dg_copy(DG_L1(2816), DG_L2(374600), 40u); /* fc.out_grad L2->L1 */
-        dg_copy(DG_L1(2560), DG_L2(373832), 256u); /* avgpool.out L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(2816),
-                .b = DG_L1(2560),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 10u,
-                .n = 64u,
-                .k = 1u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 2560u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(2816) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: avgpool.out (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(2560) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc.weight_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(355336), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 10u,
+                    .n = 64u,
+                    .k = 1u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(371272), DG_L1(0), 2560u); /* fc.weight_grad L1->L2 */
+        dg_tile_out(DG_L2(1180168), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
@@ -1960,7 +1862,7 @@ void RunTrainingNetwork(void *arg)
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(374600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w41, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1984,7 +1886,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(373832), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(355336), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -1992,7 +1894,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(16384), DG_L2(373832), 256u); /* flatten.out_grad L2->L1 */
+        dg_copy(DG_L1(16384), DG_L2(355336), 256u); /* flatten.out_grad L2->L1 */
         {
             dg_pool_args_t args = {
                 .dy = DG_L1(16384),
@@ -2017,7 +1919,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
-        dg_copy(DG_L2(374600), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
+        dg_copy(DG_L2(305672), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2028,27 +1930,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.add.relu_grad (L2, read), whole */
+        /* o0: stack3.add.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.add (L2, read), whole */
+        /* o1: stack3.bn2.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add_grad (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(374600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(525384), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(338440), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2056,22 +1950,21 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(681680), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(65536), DG_L2(681680), 16384u); /* stack3.add_grad L2->L1 */
-        dg_copy(DG_L1(0), DG_L2(847312), 32768u); /* stack2.add.relu L2->L1 */
+        dg_copy(DG_L1(65536), DG_L2(305672), 16384u); /* stack3.add.relu_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(985608), 32768u); /* stack2.bn2.out L2->L1 */
         dg_copy(DG_L1(81920), (void *)dg_w39, 8192u); /* stack3.shortcut.weight L2->L1 */
         {
             dg_conv_args_t args = {
@@ -2154,18 +2047,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        dg_copy(DG_L2(374600), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L2 */
-        dg_copy(DG_L2(1110776), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L2 */
-        dg_copy(DG_L2(912976), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L2 */
+        dg_copy(DG_L2(1018376), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L2 */
+        dg_copy(DG_L2(1171976), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L2 */
+        dg_copy(DG_L2(1184776), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L2 */
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(681680), 16384u); /* stack3.add_grad L2->L1 */
-        dg_copy(DG_L1(16384), DG_L2(509000), 16384u); /* stack3.conv2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305672), 16384u); /* stack3.add.relu_grad L2->L1 */
+        dg_copy(DG_L1(16384), DG_L2(322056), 16384u); /* stack3.conv2.out L2->L1 */
         dg_copy(DG_L1(49152), (void *)dg_w35, 256u); /* stack3.bn2.weight L2->L1 */
-        dg_copy(DG_L1(49408), DG_L2(374344), 256u); /* stack3.bn2.saved_mean L2->L1 */
-        dg_copy(DG_L1(49664), DG_L2(374088), 256u); /* stack3.bn2.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(49408), DG_L2(354824), 256u); /* stack3.bn2.saved_mean L2->L1 */
+        dg_copy(DG_L1(49664), DG_L2(355080), 256u); /* stack3.bn2.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2182,20 +2075,20 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(525384), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L2 */
-        dg_copy(DG_L2(615560), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L2 */
-        dg_copy(DG_L2(1186872), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L2 */
+        dg_copy(DG_L2(502280), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L2 */
+        dg_copy(DG_L2(1185288), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L2 */
+        dg_copy(DG_L2(1185032), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L2 */
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(492616),
+                .x = DG_L2(469512),
                 .w = (void *)dg_w34,
-                .dy = DG_L2(525384),
-                .dx = DG_L2(509000),
-                .dw = DG_L2(699856),
+                .dy = DG_L2(502280),
+                .dx = DG_L2(485896),
+                .dw = DG_L2(305672),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 64u,
@@ -2218,11 +2111,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(492616),
+                .x = DG_L2(469512),
                 .w = (void *)dg_w34,
-                .dy = DG_L2(525384),
-                .dx = DG_L2(509000),
-                .dw = DG_L2(699856),
+                .dy = DG_L2(502280),
+                .dx = DG_L2(485896),
+                .dw = DG_L2(305672),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 64u,
@@ -2253,27 +2146,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.relu_grad (L2, read), whole */
+        /* o0: stack3.bn1.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L2, read), whole */
+        /* o1: stack3.bn1.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.bn1.out_grad (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(509000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(492616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(485896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(469512), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2281,25 +2166,24 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(525384), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(485896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(525384), 16384u); /* stack3.bn1.out_grad L2->L1 */
-        dg_copy(DG_L1(16384), DG_L2(476232), 16384u); /* stack3.conv1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(485896), 16384u); /* stack3.bn1.relu_grad L2->L1 */
+        dg_copy(DG_L1(16384), DG_L2(453128), 16384u); /* stack3.conv1.out L2->L1 */
         dg_copy(DG_L1(49152), (void *)dg_w30, 256u); /* stack3.bn1.weight L2->L1 */
-        dg_copy(DG_L1(49408), DG_L2(407368), 256u); /* stack3.bn1.saved_mean L2->L1 */
-        dg_copy(DG_L1(49664), DG_L2(407880), 256u); /* stack3.bn1.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(49408), DG_L2(518664), 256u); /* stack3.bn1.saved_mean L2->L1 */
+        dg_copy(DG_L1(49664), DG_L2(518920), 256u); /* stack3.bn1.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2316,20 +2200,20 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(681680), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L2 */
-        dg_copy(DG_L2(1044856), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L2 */
-        dg_copy(DG_L2(1044560), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L2 */
+        dg_copy(DG_L2(1083912), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L2 */
+        dg_copy(DG_L2(1185800), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L2 */
+        dg_copy(DG_L2(1185544), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L2 */
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(847312),
+                .x = DG_L2(985608),
                 .w = (void *)dg_w29,
-                .dy = DG_L2(681680),
-                .dx = DG_L2(913232),
-                .dw = DG_L2(476232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(1116680),
+                .dw = DG_L2(453128),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2352,11 +2236,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(847312),
+                .x = DG_L2(985608),
                 .w = (void *)dg_w29,
-                .dy = DG_L2(681680),
-                .dx = DG_L2(913232),
-                .dw = DG_L2(476232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(1116680),
+                .dw = DG_L2(453128),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2381,8 +2265,8 @@ void RunTrainingNetwork(void *arg)
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(913232), 32768u); /* stack2.add.relu_grad_0 L2->L1 */
-        dg_copy(DG_L1(32768), DG_L2(374600), 32768u); /* stack2.add.relu_grad_1 L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1116680), 32768u); /* stack2.add.relu_grad_0 L2->L1 */
+        dg_copy(DG_L1(32768), DG_L2(1018376), 32768u); /* stack2.add.relu_grad_1 L2->L1 */
         {
             const float *const xs[] = { DG_L1(0), DG_L1(32768) };
             dg_sum_args_t args = {
@@ -2393,7 +2277,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L2(880080), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
+        dg_copy(DG_L2(1083912), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2406,72 +2290,60 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add.relu_grad (L2, read) */
+        /* o0: stack2.add.relu_grad (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L2, read) */
+        /* o1: stack2.bn2.out (L2, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(880080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(847312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1083912), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(985608), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(880080), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(1083912), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(847312), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(985608), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(373832), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(1083912), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w27,
-                .dy = DG_L2(373832),
-                .dx = DG_L2(847440),
-                .dw = DG_L2(1184696),
-                .db = DG_L2(913232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(985608),
+                .dw = DG_L2(1182728),
+                .db = DG_L2(1186056),
                 .batch = 1u,
                 .in_c = 16u,
                 .in_h = 32u,
@@ -2493,12 +2365,12 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w27,
-                .dy = DG_L2(373832),
-                .dx = DG_L2(847440),
-                .dw = DG_L2(1184696),
-                .db = DG_L2(913232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(985608),
+                .dw = DG_L2(1182728),
+                .db = DG_L2(1186056),
                 .batch = 1u,
                 .in_c = 16u,
                 .in_h = 32u,
@@ -2520,12 +2392,12 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w27,
-                .dy = DG_L2(373832),
-                .dx = DG_L2(847440),
-                .dw = DG_L2(1184696),
-                .db = DG_L2(913232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(985608),
+                .dw = DG_L2(1182728),
+                .db = DG_L2(1186056),
                 .batch = 1u,
                 .in_c = 16u,
                 .in_h = 32u,
@@ -2549,11 +2421,11 @@ void RunTrainingNetwork(void *arg)
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(373832), 32768u); /* stack2.add_grad L2->L1 */
-        dg_copy(DG_L1(32768), DG_L2(1011664), 32768u); /* stack2.conv2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1083912), 32768u); /* stack2.add.relu_grad L2->L1 */
+        dg_copy(DG_L1(32768), DG_L2(1051144), 32768u); /* stack2.conv2.out L2->L1 */
         dg_copy(DG_L1(98304), (void *)dg_w23, 128u); /* stack2.bn2.weight L2->L1 */
-        dg_copy(DG_L1(98432), DG_L2(407624), 128u); /* stack2.bn2.saved_mean L2->L1 */
-        dg_copy(DG_L1(98560), DG_L2(407752), 128u); /* stack2.bn2.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(98432), DG_L2(1153800), 128u); /* stack2.bn2.saved_mean L2->L1 */
+        dg_copy(DG_L1(98560), DG_L2(1153928), 128u); /* stack2.bn2.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2570,20 +2442,20 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(913360), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L2 */
-        dg_copy(DG_L2(1186744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L2 */
-        dg_copy(DG_L2(1110648), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L2 */
+        dg_copy(DG_L2(1120776), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L2 */
+        dg_copy(DG_L2(1186312), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L2 */
+        dg_copy(DG_L2(1186184), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L2 */
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(978896),
+                .x = DG_L2(952840),
                 .w = (void *)dg_w22,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(1011664),
-                .dw = DG_L2(373832),
+                .dy = DG_L2(1120776),
+                .dx = DG_L2(1088008),
+                .dw = DG_L2(1051144),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2606,11 +2478,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(978896),
+                .x = DG_L2(952840),
                 .w = (void *)dg_w22,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(1011664),
-                .dw = DG_L2(373832),
+                .dy = DG_L2(1120776),
+                .dx = DG_L2(1088008),
+                .dw = DG_L2(1051144),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2643,69 +2515,57 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn1.relu_grad (L2, read) */
+        /* o0: stack2.bn1.relu_grad (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L2, read) */
+        /* o1: stack2.bn1.out (L2, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.bn1.out_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(1011664), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(978896), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1088008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(952840), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(1011664), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(1088008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(978896), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(952840), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(913360), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(1088008), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(913360), 32768u); /* stack2.bn1.out_grad L2->L1 */
-        dg_copy(DG_L1(32768), DG_L2(946128), 32768u); /* stack2.conv1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1088008), 32768u); /* stack2.bn1.relu_grad L2->L1 */
+        dg_copy(DG_L1(32768), DG_L2(920072), 32768u); /* stack2.conv1.out L2->L1 */
         dg_copy(DG_L1(98304), (void *)dg_w18, 128u); /* stack2.bn1.weight L2->L1 */
-        dg_copy(DG_L1(98432), DG_L2(681424), 128u); /* stack2.bn1.saved_mean L2->L1 */
-        dg_copy(DG_L1(98560), DG_L2(681552), 128u); /* stack2.bn1.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(98432), DG_L2(1153544), 128u); /* stack2.bn1.saved_mean L2->L1 */
+        dg_copy(DG_L1(98560), DG_L2(1153672), 128u); /* stack2.bn1.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2722,20 +2582,20 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(979024), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L2 */
-        dg_copy(DG_L2(847312), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L2 */
-        dg_copy(DG_L2(978896), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L2 */
+        dg_copy(DG_L2(952840), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L2 */
+        dg_copy(DG_L2(1186568), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L2 */
+        dg_copy(DG_L2(1186440), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L2 */
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w17,
-                .dy = DG_L2(979024),
-                .dx = DG_L2(913360),
-                .dw = DG_L2(681424),
+                .dy = DG_L2(952840),
+                .dx = DG_L2(1106440),
+                .dw = DG_L2(1088008),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -2758,11 +2618,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w17,
-                .dy = DG_L2(979024),
-                .dx = DG_L2(913360),
-                .dw = DG_L2(681424),
+                .dy = DG_L2(952840),
+                .dx = DG_L2(1106440),
+                .dw = DG_L2(1088008),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -2788,101 +2648,90 @@ void RunTrainingNetwork(void *arg)
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
     {
         {
-            const float *const xs[] = { DG_L2(913360), DG_L2(847440) };
+            const float *const xs[] = { DG_L2(1106440), DG_L2(985608) };
             dg_sum_args_t args = {
                 .x = xs,
                 .nin = 2u,
-                .y = DG_L2(979024),
+                .y = DG_L2(920072),
                 .n = 16384u,
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
     }
 
-    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.add.relu_grad (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        /* o0: stack1.add.relu_grad (L2, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: stack1.bn2.out (L2, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.add_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(979024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_tile_in(DG_L2(920072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(854536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(979024), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(920072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(1045112), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(854536), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(847440), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(920072), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
         {
             dg_batchnorm_grad_args_t args = {
-                .dy = DG_L2(847440),
-                .x = DG_L2(1119096),
+                .dy = DG_L2(920072),
+                .x = DG_L2(789000),
                 .scale = (void *)dg_w13,
-                .saved_mean = DG_L2(615816),
-                .saved_inv_std = DG_L2(1119032),
-                .dx = DG_L2(913360),
-                .dscale = DG_L2(1045240),
-                .dbias = DG_L2(1045112),
+                .saved_mean = DG_L2(1186952),
+                .saved_inv_std = DG_L2(1187016),
+                .dx = DG_L2(854536),
+                .dscale = DG_L2(994888),
+                .dbias = DG_L2(994824),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
@@ -2895,11 +2744,11 @@ void RunTrainingNetwork(void *arg)
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(615888),
+                .x = DG_L2(723464),
                 .w = (void *)dg_w12,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(979024),
-                .dw = DG_L2(1045304),
+                .dy = DG_L2(854536),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(985608),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -2922,11 +2771,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(615888),
+                .x = DG_L2(723464),
                 .w = (void *)dg_w12,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(979024),
-                .dw = DG_L2(1045304),
+                .dy = DG_L2(854536),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(985608),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -2949,90 +2798,79 @@ void RunTrainingNetwork(void *arg)
         }
     }
 
-    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.bn1.relu_grad (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        /* o0: stack1.bn1.relu_grad (L2, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: stack1.bn1.out (L2, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.bn1.out_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(979024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(615888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_tile_in(DG_L2(789000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(723464), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(979024), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(789000), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(615888), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(723464), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(913360), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(789000), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
         {
             dg_batchnorm_grad_args_t args = {
-                .dy = DG_L2(913360),
-                .x = DG_L2(305736),
+                .dy = DG_L2(789000),
+                .x = DG_L2(657928),
                 .scale = (void *)dg_w8,
-                .saved_mean = DG_L2(1184632),
-                .saved_inv_std = DG_L2(549960),
-                .dx = DG_L2(615888),
-                .dscale = DG_L2(615816),
-                .dbias = DG_L2(1045176),
+                .saved_mean = DG_L2(1186824),
+                .saved_inv_std = DG_L2(1186888),
+                .dx = DG_L2(723464),
+                .dscale = DG_L2(863816),
+                .dbias = DG_L2(863752),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
@@ -3045,11 +2883,11 @@ void RunTrainingNetwork(void *arg)
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(410696),
+                .x = DG_L2(592392),
                 .w = (void *)dg_w7,
-                .dy = DG_L2(615888),
-                .dx = DG_L2(305736),
-                .dw = DG_L2(913360),
+                .dy = DG_L2(723464),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(854536),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -3072,11 +2910,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(410696),
+                .x = DG_L2(592392),
                 .w = (void *)dg_w7,
-                .dy = DG_L2(615888),
-                .dx = DG_L2(305736),
-                .dw = DG_L2(913360),
+                .dy = DG_L2(723464),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(854536),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -3102,101 +2940,90 @@ void RunTrainingNetwork(void *arg)
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
     {
         {
-            const float *const xs[] = { DG_L2(305736), DG_L2(847440) };
+            const float *const xs[] = { DG_L2(789000), DG_L2(920072) };
             dg_sum_args_t args = {
                 .x = xs,
                 .nin = 2u,
-                .y = DG_L2(979024),
+                .y = DG_L2(657928),
                 .n = 16384u,
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
     }
 
-    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: bn1.relu_grad (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        /* o0: bn1.relu_grad (L2, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: bn1.out (L2, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: bn1.out_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(979024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(410696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_tile_in(DG_L2(657928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(592392), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(979024), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(657928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(410696), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(592392), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(615888), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(657928), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
         {
             dg_batchnorm_grad_args_t args = {
-                .dy = DG_L2(615888),
-                .x = DG_L2(550024),
+                .dy = DG_L2(657928),
+                .x = DG_L2(526856),
                 .scale = (void *)dg_w3,
-                .saved_mean = DG_L2(1118968),
-                .saved_inv_std = DG_L2(305672),
-                .dx = DG_L2(305736),
-                .dscale = DG_L2(412424),
-                .dbias = DG_L2(412488),
+                .saved_mean = DG_L2(1186696),
+                .saved_inv_std = DG_L2(1186760),
+                .dx = DG_L2(592392),
+                .dscale = DG_L2(723528),
+                .dbias = DG_L2(723464),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
@@ -3207,7 +3034,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(305736), 65536u); /* conv1.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(592392), 65536u); /* conv1.out_grad L2->L1 */
         dg_copy(DG_L1(65536), DG_L2(0), 12288u); /* input L2->L1 */
         dg_copy(DG_L1(77824), (void *)dg_w2, 1728u); /* conv1.weight L2->L1 */
         {
@@ -3237,7 +3064,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L2(410696), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
+        dg_copy(DG_L2(526856), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
@@ -3276,7 +3103,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(12296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(410696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(526856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3295,7 +3122,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(12296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(324152), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3338,7 +3165,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(14024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(412424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(723528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3357,7 +3184,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(14024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305680), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545296), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3400,7 +3227,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(14088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(412488), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(723464), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3419,7 +3246,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(14088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305712), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545304), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3462,7 +3289,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(14152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(913360), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(854536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3481,7 +3308,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(14152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471624), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545312), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3524,7 +3351,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(23368), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(615816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(863816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3543,7 +3370,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(23368), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471616), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545320), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3586,7 +3413,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(23432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045176), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(863752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3605,7 +3432,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(23432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471632), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545328), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3648,7 +3475,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(23496), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(985608), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3667,7 +3494,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(23496), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471640), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545336), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3710,7 +3537,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(32712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(994888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3729,7 +3556,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305704), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545344), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3772,7 +3599,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(32776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(994824), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3791,7 +3618,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471648), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545352), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3814,7 +3641,7 @@ void RunTrainingNetwork(void *arg)
         };
         /* o0: stack2.conv1.weight_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(305720) };
+        void *const o0_l2[1] = { DG_L2(526856) };
         dg_dma_q_t o0_q[1];
         /* o1: stack2.conv1.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(18432) };
@@ -3834,7 +3661,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(681424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1088008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3853,7 +3680,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471656), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545360), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3896,7 +3723,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(32840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(847312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186568), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3915,7 +3742,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305776), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526856), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3958,7 +3785,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(32968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(978896), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186440), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3977,7 +3804,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305768), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526864), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4024,7 +3851,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(33096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(373832), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1051144), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -4037,7 +3864,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L2(33096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(373832), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(1051144), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4052,7 +3879,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L2(33096), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L2(305696), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526872), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4097,7 +3924,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(69960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1186744), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4116,7 +3943,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(69960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305744), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526880), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4159,7 +3986,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(70088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1110648), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186184), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4178,7 +4005,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(70088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305784), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526888), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4221,7 +4048,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(70216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1184696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1182728), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4240,7 +4067,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(70216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305752), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526896), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4283,7 +4110,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(72264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(913232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186056), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4302,7 +4129,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(72264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305760), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526904), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4351,7 +4178,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(72392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(476232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(453128), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -4364,7 +4191,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L2(72392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(476232), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(453128), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4379,7 +4206,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L2(72392), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L2(305736), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526912), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4424,7 +4251,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(146120), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1044856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185800), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4443,7 +4270,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(146120), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305688), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453128), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4486,7 +4313,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(146376), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1044560), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4505,7 +4332,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(146376), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305728), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453136), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4565,7 +4392,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(146632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(699856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 5u; t++) {
@@ -4578,7 +4405,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L2(146632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 5u) {
-                dg_tile_in(DG_L2(699856), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(305672), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4593,7 +4420,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L2(146632), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L2(305792), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453144), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4638,7 +4465,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(294088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(615560), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4657,7 +4484,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(294088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305800), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453152), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4700,7 +4527,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(294344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1186872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185032), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4719,7 +4546,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(294344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453160), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4762,7 +4589,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(294600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1110776), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1171976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4781,7 +4608,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(294600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305808), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453168), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4824,7 +4651,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(302792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(912976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1184776), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4843,7 +4670,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(302792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453176), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4886,7 +4713,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(303048), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(371272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1180168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4905,7 +4732,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(303048), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453184), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4948,7 +4775,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L2(305608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1044816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1187080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4967,7 +4794,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(305608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305720), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453192), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);

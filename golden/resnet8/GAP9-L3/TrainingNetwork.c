@@ -263,34 +263,34 @@ int InitTrainingNetwork(struct pi_device *cluster)
     DeeployNetwork_inputs[68] = DG_L3(635184);
     DeeployNetwork_inputs[69] = DG_L3(637744);
     DeeployNetwork_inputs[70] = DG_L3(637784);
-    DeeployNetwork_outputs[0] = DG_L3(1121656);
-    DeeployNetwork_outputs[1] = DG_L3(859040);
-    DeeployNetwork_outputs[2] = DG_L3(859072);
-    DeeployNetwork_outputs[3] = DG_L3(859032);
-    DeeployNetwork_outputs[4] = DG_L3(859048);
-    DeeployNetwork_outputs[5] = DG_L3(859008);
-    DeeployNetwork_outputs[6] = DG_L3(859064);
-    DeeployNetwork_outputs[7] = DG_L3(859088);
-    DeeployNetwork_outputs[8] = DG_L3(859096);
-    DeeployNetwork_outputs[9] = DG_L3(859056);
-    DeeployNetwork_outputs[10] = DG_L3(859080);
-    DeeployNetwork_outputs[11] = DG_L3(859104);
-    DeeployNetwork_outputs[12] = DG_L3(859112);
-    DeeployNetwork_outputs[13] = DG_L3(859120);
-    DeeployNetwork_outputs[14] = DG_L3(859128);
-    DeeployNetwork_outputs[15] = DG_L3(859016);
-    DeeployNetwork_outputs[16] = DG_L3(859000);
-    DeeployNetwork_outputs[17] = DG_L3(859024);
-    DeeployNetwork_outputs[18] = DG_L3(859136);
-    DeeployNetwork_outputs[19] = DG_L3(785280);
-    DeeployNetwork_outputs[20] = DG_L3(785288);
-    DeeployNetwork_outputs[21] = DG_L3(785272);
-    DeeployNetwork_outputs[22] = DG_L3(637824);
-    DeeployNetwork_outputs[23] = DG_L3(637848);
+    DeeployNetwork_outputs[0] = DG_L3(1365240);
+    DeeployNetwork_outputs[1] = DG_L3(787128);
+    DeeployNetwork_outputs[2] = DG_L3(785416);
+    DeeployNetwork_outputs[3] = DG_L3(785408);
+    DeeployNetwork_outputs[4] = DG_L3(785424);
+    DeeployNetwork_outputs[5] = DG_L3(785432);
+    DeeployNetwork_outputs[6] = DG_L3(785440);
+    DeeployNetwork_outputs[7] = DG_L3(785448);
+    DeeployNetwork_outputs[8] = DG_L3(785456);
+    DeeployNetwork_outputs[9] = DG_L3(785464);
+    DeeployNetwork_outputs[10] = DG_L3(785400);
+    DeeployNetwork_outputs[11] = DG_L3(785472);
+    DeeployNetwork_outputs[12] = DG_L3(785480);
+    DeeployNetwork_outputs[13] = DG_L3(785488);
+    DeeployNetwork_outputs[14] = DG_L3(785496);
+    DeeployNetwork_outputs[15] = DG_L3(785504);
+    DeeployNetwork_outputs[16] = DG_L3(785272);
+    DeeployNetwork_outputs[17] = DG_L3(785280);
+    DeeployNetwork_outputs[18] = DG_L3(785288);
+    DeeployNetwork_outputs[19] = DG_L3(785296);
+    DeeployNetwork_outputs[20] = DG_L3(785304);
+    DeeployNetwork_outputs[21] = DG_L3(785312);
+    DeeployNetwork_outputs[22] = DG_L3(637816);
+    DeeployNetwork_outputs[23] = DG_L3(637824);
     DeeployNetwork_outputs[24] = DG_L3(637832);
     DeeployNetwork_outputs[25] = DG_L3(637840);
-    DeeployNetwork_outputs[26] = DG_L3(637856);
-    DeeployNetwork_outputs[27] = DG_L3(637816);
+    DeeployNetwork_outputs[26] = DG_L3(637848);
+    DeeployNetwork_outputs[27] = DG_L3(637856);
     return 0;
 }
 
@@ -373,7 +373,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(859000), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(785400), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -384,7 +384,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(859000), 65536u); /* conv1.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(785400), 65536u); /* conv1.out L3->L2 */
         dg_copy(DG_L2(131072), DG_L3(14024), 64u); /* bn1.weight L3->L2 */
         dg_copy(DG_L2(131136), DG_L3(14088), 64u); /* bn1.bias L3->L2 */
         dg_copy(DG_L2(131200), DG_L3(14152), 64u); /* bn1.running_mean L3->L2 */
@@ -409,68 +409,40 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(637816), DG_L2(65536), 65536u); /* bn1.out L2->L3 */
-        dg_copy(DG_L3(703352), DG_L2(131328), 64u); /* bn1.running_mean_out L2->L3 */
-        dg_copy(DG_L3(703416), DG_L2(131392), 64u); /* bn1.running_var_out L2->L3 */
-        dg_copy(DG_L3(1121664), DG_L2(131456), 64u); /* bn1.saved_mean L2->L3 */
-        dg_copy(DG_L3(1500648), DG_L2(131520), 64u); /* bn1.saved_inv_std L2->L3 */
-        dg_copy(DG_L3(14152), DG_L3(703352), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(14216), DG_L3(703416), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(850936), DG_L2(65536), 65536u); /* bn1.out L2->L3 */
+        dg_copy(DG_L3(637880), DG_L2(131328), 64u); /* bn1.running_mean_out L2->L3 */
+        dg_copy(DG_L3(637816), DG_L2(131392), 64u); /* bn1.running_var_out L2->L3 */
+        dg_copy(DG_L3(1519104), DG_L2(131456), 64u); /* bn1.saved_mean L2->L3 */
+        dg_copy(DG_L3(1519208), DG_L2(131520), 64u); /* bn1.saved_inv_std L2->L3 */
+        dg_copy(DG_L3(14152), DG_L3(637880), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(14216), DG_L3(637816), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
     }
 
-    /* step 2: Relu 'Relu_3' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [16384] */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
-        };
-        /* o0: bn1.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
-        dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
-        dg_dma_q_t o1_q[2];
+        /* o0: bn1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 3u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(637816), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L3(850936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(1432168), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L3(850936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -503,7 +475,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: bn1.relu (L3, read) */
+        /* o0: bn1.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(26624) };
         dg_dma_q_t o0_q[2];
@@ -521,7 +493,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1432168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(14280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -530,7 +502,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(1432168), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(850936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -557,7 +529,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(924792), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(916472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -568,7 +540,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(924792), 65536u); /* stack1.conv1.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(916472), 65536u); /* stack1.conv1.out L3->L2 */
         dg_copy(DG_L2(131072), DG_L3(23496), 64u); /* stack1.bn1.weight L3->L2 */
         dg_copy(DG_L2(131136), DG_L3(23560), 64u); /* stack1.bn1.bias L3->L2 */
         dg_copy(DG_L2(131200), DG_L3(23624), 64u); /* stack1.bn1.running_mean L3->L2 */
@@ -593,68 +565,40 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(637880), DG_L2(65536), 65536u); /* stack1.bn1.out L2->L3 */
+        dg_copy(DG_L3(1281208), DG_L2(65536), 65536u); /* stack1.bn1.out L2->L3 */
         dg_copy(DG_L3(637816), DG_L2(131328), 64u); /* stack1.bn1.running_mean_out L2->L3 */
-        dg_copy(DG_L3(703416), DG_L2(131392), 64u); /* stack1.bn1.running_var_out L2->L3 */
-        dg_copy(DG_L3(1263872), DG_L2(131456), 64u); /* stack1.bn1.saved_mean L2->L3 */
-        dg_copy(DG_L3(1197632), DG_L2(131520), 64u); /* stack1.bn1.saved_inv_std L2->L3 */
+        dg_copy(DG_L3(637880), DG_L2(131392), 64u); /* stack1.bn1.running_var_out L2->L3 */
+        dg_copy(DG_L3(1365176), DG_L2(131456), 64u); /* stack1.bn1.saved_mean L2->L3 */
+        dg_copy(DG_L3(1365248), DG_L2(131520), 64u); /* stack1.bn1.saved_inv_std L2->L3 */
         dg_copy(DG_L3(23624), DG_L3(637816), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(23688), DG_L3(703416), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(23688), DG_L3(637880), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
     }
 
-    /* step 5: Relu 'Relu_6' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 5: Relu 'Relu_6' computes in L1, 1 tile(s) of [16384] */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
-        };
-        /* o0: stack1.bn1.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack1.bn1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(637880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 3u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(637880), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L3(1281208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(1198208), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L3(1281208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -687,7 +631,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.bn1.relu (L3, read) */
+        /* o0: stack1.bn1.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(26624) };
         dg_dma_q_t o0_q[2];
@@ -705,7 +649,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1198208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1281208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(23752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -714,7 +658,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(1198208), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(1281208), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -741,7 +685,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1366336), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1379456), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -752,7 +696,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1366336), 65536u); /* stack1.conv2.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1379456), 65536u); /* stack1.conv2.out L3->L2 */
         dg_copy(DG_L2(131072), DG_L3(32968), 64u); /* stack1.bn2.weight L3->L2 */
         dg_copy(DG_L2(131136), DG_L3(33032), 64u); /* stack1.bn2.bias L3->L2 */
         dg_copy(DG_L2(131200), DG_L3(33096), 64u); /* stack1.bn2.running_mean L3->L2 */
@@ -777,89 +721,16 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(637816), DG_L2(65536), 65536u); /* stack1.bn2.out L2->L3 */
-        dg_copy(DG_L3(703416), DG_L2(131328), 64u); /* stack1.bn2.running_mean_out L2->L3 */
-        dg_copy(DG_L3(703352), DG_L2(131392), 64u); /* stack1.bn2.running_var_out L2->L3 */
-        dg_copy(DG_L3(1197952), DG_L2(131456), 64u); /* stack1.bn2.saved_mean L2->L3 */
-        dg_copy(DG_L3(1198016), DG_L2(131520), 64u); /* stack1.bn2.saved_inv_std L2->L3 */
-        dg_copy(DG_L3(33096), DG_L3(703416), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(33160), DG_L3(703352), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(982008), DG_L2(65536), 65536u); /* stack1.bn2.out L2->L3 */
+        dg_copy(DG_L3(637816), DG_L2(131328), 64u); /* stack1.bn2.running_mean_out L2->L3 */
+        dg_copy(DG_L3(637880), DG_L2(131392), 64u); /* stack1.bn2.running_var_out L2->L3 */
+        dg_copy(DG_L3(1378368), DG_L2(131456), 64u); /* stack1.bn2.saved_mean L2->L3 */
+        dg_copy(DG_L3(1281144), DG_L2(131520), 64u); /* stack1.bn2.saved_inv_std L2->L3 */
+        dg_copy(DG_L3(33096), DG_L3(637816), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(33160), DG_L3(637880), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
     }
 
-    /* step 8: Add 'Add_9' computes in L1, 4 tile(s) of [4096], double-buffered */
-    {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack1.bn2.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
-        dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
-        dg_dma_q_t o1_q[2];
-        /* o2: stack1.add (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
-        uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1432168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(637816), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1432168), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
-            }
-            {
-                dg_binary_args_t args = {
-                    .a = o0_l1[cur],
-                    .b = o1_l1[cur],
-                    .y = o2_l1[cur],
-                    .n = 4096u,
-                    .ndim = 0u,
-                };
-                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
-            }
-            dg_tile_out(DG_L3(703352), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
-        }
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-    }
-
-    /* step 9: Relu 'Relu_10' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 8: Add 'Add_9' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -876,11 +747,11 @@ void RunTrainingNetwork(void *arg)
             5462u,
             5460u,
         };
-        /* o0: stack1.add (L3, read) */
+        /* o0: stack1.bn2.out (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L3, written) */
+        /* o1: bn1.out (L3, read) */
         void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
@@ -889,29 +760,63 @@ void RunTrainingNetwork(void *arg)
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(703352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850936), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(703352), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(850936), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
+                dg_binary_args_t args = {
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o0_l1[cur],
                     .n = c0_n[t],
+                    .ndim = 0u,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(990328), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(982008), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
+    }
+
+    /* step 9: Relu 'Relu_10' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack1.bn2.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -930,7 +835,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
             {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: stack1.add.relu (L3, read) */
+        /* o0: stack1.bn2.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(30720) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(30720) };
         dg_dma_q_t o0_q[2];
@@ -953,7 +858,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         o3_q[1].n = 0u;
-        dg_tile_in(DG_L3(990328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(89544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(91592), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -964,7 +869,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(990328), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1031,7 +936,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.add.relu (L3, read) */
+        /* o0: stack1.bn2.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(26624) };
         dg_dma_q_t o0_q[2];
@@ -1049,7 +954,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(990328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(33224), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1058,7 +963,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(990328), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1085,7 +990,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1132096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1047544), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1096,7 +1001,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1132096), 32768u); /* stack2.conv1.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1047544), 32768u); /* stack2.conv1.out L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(51656), 128u); /* stack2.bn1.weight L3->L1 */
         dg_copy(DG_L1(65664), DG_L3(51784), 128u); /* stack2.bn1.bias L3->L1 */
         dg_copy(DG_L1(65792), DG_L3(51912), 128u); /* stack2.bn1.running_mean L3->L1 */
@@ -1121,121 +1026,96 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(670584), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L3 */
-        dg_copy(DG_L3(703352), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L3 */
-        dg_copy(DG_L3(703480), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L3 */
-        dg_copy(DG_L3(1500712), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L3 */
-        dg_copy(DG_L3(1500840), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L3 */
-        dg_copy(DG_L3(51912), DG_L3(703352), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(52040), DG_L3(703480), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(1080312), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L3 */
+        dg_copy(DG_L3(670584), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L3 */
+        dg_copy(DG_L3(670712), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L3 */
+        dg_copy(DG_L3(1346744), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L3 */
+        dg_copy(DG_L3(1346872), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L3 */
+        dg_copy(DG_L3(51912), DG_L3(670584), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(52040), DG_L3(670712), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
     }
 
-    /* step 13: Relu 'Relu_13' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 13: Relu 'Relu_13' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn1.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack2.bn1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(670584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L3(1080312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(1164864), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L3(1080312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
-    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
+    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {448u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {18432u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[2] = {
-            {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_pad_top[2] = {
-            1u,
-            0u,
-        };
-        /* o0: stack2.bn1.relu (L3, read) */
-        void *const o0_l1[2] = { DG_L1(36864), DG_L1(55296) };
-        void *const o0_l2[2] = { DG_L2(36864), DG_L2(55296) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.conv2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn1.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack2.conv2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(51200) };
+        void *const o1_l2[2] = { DG_L2(32768), DG_L2(51200) };
+        dg_dma_q_t o1_q[2];
         /* o2: stack2.conv2.out (L3, written) */
-        void *const o2_l1[2] = { DG_L1(73728), DG_L1(90112) };
-        void *const o2_l2[2] = { DG_L2(73728), DG_L2(90112) };
+        void *const o2_l1[2] = { DG_L1(69632), DG_L1(86016) };
+        void *const o2_l2[2] = { DG_L2(69632), DG_L2(86016) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
         o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1164864), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1080312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(52168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1164864), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(52168), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = 9u,
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 32u,
-                    .out_h = 8u,
+                    .out_c = 16u,
+                    .out_h = 16u,
                     .out_w = 16u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1243,24 +1123,24 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 1u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1263936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1178616), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
     }
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1263936), 32768u); /* stack2.conv2.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1178616), 32768u); /* stack2.conv2.out L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(89032), 128u); /* stack2.bn2.weight L3->L1 */
         dg_copy(DG_L1(65664), DG_L3(89160), 128u); /* stack2.bn2.bias L3->L1 */
         dg_copy(DG_L1(65792), DG_L3(89288), 128u); /* stack2.bn2.running_mean L3->L1 */
@@ -1285,13 +1165,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(670584), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L3 */
-        dg_copy(DG_L3(703352), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L3 */
-        dg_copy(DG_L3(703480), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L3 */
-        dg_copy(DG_L3(1329472), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L3 */
-        dg_copy(DG_L3(1329600), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L3 */
-        dg_copy(DG_L3(89288), DG_L3(703352), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(89416), DG_L3(703480), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(1113080), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L3 */
+        dg_copy(DG_L3(670584), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L3 */
+        dg_copy(DG_L3(670712), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L3 */
+        dg_copy(DG_L3(1277432), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L3 */
+        dg_copy(DG_L3(1277560), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L3 */
+        dg_copy(DG_L3(89288), DG_L3(670584), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(89416), DG_L3(670712), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
     }
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1304,11 +1184,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn2.out (L3, read) */
+        /* o0: stack2.bn2.out (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
@@ -1316,27 +1192,21 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(670584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1113080), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(637816), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1345,68 +1215,45 @@ void RunTrainingNetwork(void *arg)
                 dg_binary_args_t args = {
                     .a = o0_l1[cur],
                     .b = o1_l1[cur],
-                    .y = o2_l1[cur],
+                    .y = o0_l1[cur],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(703352), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1113080), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 17: Relu 'Relu_18' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 17: Relu 'Relu_18' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack2.bn2.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(703352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(703352), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(1329728), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
@@ -1423,7 +1270,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack2.add.relu (L3, read) */
+        /* o0: stack2.bn2.out (L3, read) */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
@@ -1450,7 +1297,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 1u; t++) {
             dg_dma_wait(&o0_q[0]);
-            dg_tile_in(DG_L3(1329728), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
+            dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
             dg_dma_wait(&o0_q[0]);
             {
                 dg_conv_args_t args = {
@@ -1478,84 +1325,74 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(671096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(654456), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 64, 3, 8], double-buffered */
+    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 22, 8, 8], double-buffered */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 384u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {320u, 448u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {704u, 320u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 73728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {25344u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {50688u, 23040u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[3] = {
-            {0u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {96u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {192u, 64u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {0u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5632u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {11264u, 5120u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_in_h[3] = {
-            6u,
-            7u,
-            5u,
+        static const uint32_t c0_out_c[3] = {
+            22u,
+            22u,
+            20u,
         };
-        static const uint32_t c0_out_h[3] = {
-            3u,
-            3u,
-            2u,
-        };
-        static const uint32_t c0_pad_top[3] = {
-            1u,
-            0u,
-            0u,
-        };
-        /* o0: stack2.add.relu (L3, read) */
-        void *const o0_l1[2] = { DG_L1(73728), DG_L1(88064) };
-        void *const o0_l2[2] = { DG_L2(73728), DG_L2(88064) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack3.conv1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn2.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(58112) };
+        void *const o1_l2[2] = { DG_L2(32768), DG_L2(58112) };
+        dg_dma_q_t o1_q[2];
         /* o2: stack3.conv1.out (L3, written) */
-        void *const o2_l1[2] = { DG_L1(102400), DG_L1(108544) };
-        void *const o2_l2[2] = { DG_L2(102400), DG_L2(108544) };
+        void *const o2_l1[2] = { DG_L1(83456), DG_L1(89088) };
+        void *const o2_l2[2] = { DG_L2(83456), DG_L2(89088) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
         o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
         o2_q[0].n = 0u;
         o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1329728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91720), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(1329728), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(91720), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = c0_in_h[t],
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 64u,
-                    .out_h = c0_out_h[t],
+                    .out_c = c0_out_c[t],
+                    .out_h = 8u,
                     .out_w = 8u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1563,24 +1400,24 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 2u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(818296), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1211384), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
     }
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(818296), 16384u); /* stack3.conv1.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1211384), 16384u); /* stack3.conv1.out L3->L1 */
         dg_copy(DG_L1(32768), DG_L3(165448), 256u); /* stack3.bn1.weight L3->L1 */
         dg_copy(DG_L1(33024), DG_L3(165704), 256u); /* stack3.bn1.bias L3->L1 */
         dg_copy(DG_L1(33280), DG_L3(165960), 256u); /* stack3.bn1.running_mean L3->L1 */
@@ -1605,13 +1442,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(638072), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L3 */
+        dg_copy(DG_L3(1227768), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L3 */
         dg_copy(DG_L3(637816), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L3 */
-        dg_copy(DG_L3(654456), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L3 */
-        dg_copy(DG_L3(785272), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L3 */
-        dg_copy(DG_L3(851064), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L3 */
+        dg_copy(DG_L3(638072), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L3 */
+        dg_copy(DG_L3(1277176), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L3 */
+        dg_copy(DG_L3(1276920), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L3 */
         dg_copy(DG_L3(165960), DG_L3(637816), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(166216), DG_L3(654456), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(166216), DG_L3(638072), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
     }
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
@@ -1619,72 +1456,111 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.out (L3, read), whole */
+        /* o0: stack3.bn1.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1227768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(834680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(1227768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 22: Conv 'Conv_22' computes in L2 */
+    /* step 22: Conv 'Conv_22' computes in L1, 4 tile(s) of [1, 16, 8, 8], double-buffered */
     {
-        dg_copy(DG_L2(147456), DG_L3(834680), 16384u); /* stack3.bn1.relu L3->L2 */
-        dg_copy(DG_L2(0), DG_L3(166472), 147456u); /* stack3.conv2.weight L3->L2 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L2(147456),
-                .w = DG_L2(0),
-                .b = NULL,
-                .y = DG_L2(163840),
-                .batch = 1u,
-                .in_c = 64u,
-                .in_h = 8u,
-                .in_w = 8u,
-                .out_c = 64u,
-                .out_h = 8u,
-                .out_w = 8u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[4] = {
+            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {36864u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {73728u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {110592u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[4] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {12288u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.bn1.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(73728) };
+        void *const o0_l2[1] = { DG_L2(73728) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(0), DG_L1(36864) };
+        void *const o1_l2[2] = { DG_L2(0), DG_L2(36864) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack3.conv2.out (L3, written) */
+        void *const o2_l1[2] = { DG_L1(90112), DG_L1(94208) };
+        void *const o2_l2[2] = { DG_L2(90112), DG_L2(94208) };
+        dg_dma_q_t o2_q[2];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
+        o2_q[0].n = 0u;
+        o2_q[1].n = 0u;
+        dg_tile_in(DG_L3(1227768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(166472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 4u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 4u) {
+                dg_tile_in(DG_L3(166472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
+                    .b = NULL,
+                    .y = o2_l1[cur],
+                    .batch = 1u,
+                    .in_c = 64u,
+                    .in_h = 8u,
+                    .in_w = 8u,
+                    .out_c = 16u,
+                    .out_h = 8u,
+                    .out_w = 8u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
+            dg_tile_out(DG_L3(671608), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_copy(DG_L3(687736), DG_L2(163840), 16384u); /* stack3.conv2.out L2->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(687736), 16384u); /* stack3.conv2.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(671608), 16384u); /* stack3.conv2.out L3->L1 */
         dg_copy(DG_L1(32768), DG_L3(313928), 256u); /* stack3.bn2.weight L3->L1 */
         dg_copy(DG_L1(33024), DG_L3(314184), 256u); /* stack3.bn2.bias L3->L1 */
         dg_copy(DG_L1(33280), DG_L3(314440), 256u); /* stack3.bn2.running_mean L3->L1 */
@@ -1709,13 +1585,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
         }
-        dg_copy(DG_L3(638328), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L3 */
-        dg_copy(DG_L3(637816), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L3 */
-        dg_copy(DG_L3(654712), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L3 */
-        dg_copy(DG_L3(638072), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L3 */
-        dg_copy(DG_L3(687480), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L3 */
-        dg_copy(DG_L3(314440), DG_L3(637816), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(314696), DG_L3(654712), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(638072), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L3 */
+        dg_copy(DG_L3(671352), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L3 */
+        dg_copy(DG_L3(637816), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L3 */
+        dg_copy(DG_L3(670840), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L3 */
+        dg_copy(DG_L3(671096), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L3 */
+        dg_copy(DG_L3(314440), DG_L3(671352), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(314696), DG_L3(637816), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
     }
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
@@ -1726,10 +1602,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn2.out (L3, read), whole */
+        /* o0: stack3.bn2.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
@@ -1737,16 +1610,11 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { DG_L2(32768) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(638328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(671096), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(654456), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -1754,17 +1622,16 @@ void RunTrainingNetwork(void *arg)
                 dg_binary_args_t args = {
                     .a = o0_l1[0],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
+                    .y = o0_l1[0],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(654712), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
@@ -1775,7 +1642,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack3.add (L3, read), whole */
+        /* o0: stack3.bn2.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
@@ -1786,7 +1653,7 @@ void RunTrainingNetwork(void *arg)
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(654712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1798,7 +1665,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(638328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(654456), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
     }
@@ -1822,7 +1689,7 @@ void RunTrainingNetwork(void *arg)
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(638328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1850,7 +1717,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(671096), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
     }
@@ -1890,7 +1757,7 @@ void RunTrainingNetwork(void *arg)
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
-        dg_tile_in(DG_L3(671096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(323400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(325960), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -1916,7 +1783,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(637816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(654456), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -1925,7 +1792,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(637816), 40u); /* fc.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654456), 40u); /* fc.out L3->L1 */
         dg_copy(DG_L1(80), DG_L3(12288), 8u); /* labels L3->L1 */
         {
             dg_sce_args_t args = {
@@ -1943,14 +1810,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_f32, &args);
         }
-        dg_copy(DG_L3(1121656), DG_L1(88), 4u); /* onnx::loss::23 L1->L3 */
-        dg_copy(DG_L3(637856), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L3 */
+        dg_copy(DG_L3(1365240), DG_L1(88), 4u); /* onnx::loss::23 L1->L3 */
+        dg_copy(DG_L3(654496), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L3 */
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
     {
         dg_copy(DG_L1(80), DG_L3(637792), 4u); /* onnx::loss::23_grad L3->L1 */
-        dg_copy(DG_L1(0), DG_L3(637856), 40u); /* onnx::log_prob::24 L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654496), 40u); /* onnx::log_prob::24 L3->L1 */
         dg_copy(DG_L1(88), DG_L3(12288), 8u); /* labels L3->L1 */
         {
             dg_sce_grad_args_t args = {
@@ -1968,12 +1835,12 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L3(637816), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
+        dg_copy(DG_L3(654456), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(637816), 40u); /* fc.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654456), 40u); /* fc.out_grad L3->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -1987,32 +1854,64 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
-        dg_copy(DG_L3(1431872), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
+        dg_copy(DG_L3(1519168), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
     }
 
-    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
+    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 64] */
     {
-        dg_copy(DG_L1(2816), DG_L3(637816), 40u); /* fc.out_grad L3->L1 */
-        dg_copy(DG_L1(2560), DG_L3(671096), 256u); /* avgpool.out L3->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(2816),
-                .b = DG_L1(2560),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 10u,
-                .n = 64u,
-                .k = 1u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 2560u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(2816) };
+        void *const o0_l2[1] = { DG_L2(2816) };
+        dg_dma_q_t o0_q[1];
+        /* o1: avgpool.out (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(2560) };
+        void *const o1_l2[1] = { DG_L2(2560) };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc.weight_grad (L3, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 10u,
+                    .n = 64u,
+                    .k = 1u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L3(1497704), DG_L1(0), 2560u); /* fc.weight_grad L1->L3 */
+        dg_tile_out(DG_L3(1373504), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
@@ -2042,7 +1941,7 @@ void RunTrainingNetwork(void *arg)
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
         o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(323400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2066,7 +1965,7 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(638328), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(637816), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -2074,7 +1973,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(16384), DG_L3(638328), 256u); /* flatten.out_grad L3->L1 */
+        dg_copy(DG_L1(16384), DG_L3(637816), 256u); /* flatten.out_grad L3->L1 */
         {
             dg_pool_args_t args = {
                 .dy = DG_L1(16384),
@@ -2099,7 +1998,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
-        dg_copy(DG_L3(671096), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
+        dg_copy(DG_L3(654456), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2110,27 +2009,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.add.relu_grad (L3, read), whole */
+        /* o0: stack3.add.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.add (L3, read), whole */
+        /* o1: stack3.bn2.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { DG_L2(32768) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(671096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(654712), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(638072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2138,22 +2029,21 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(638328), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(65536), DG_L3(638328), 16384u); /* stack3.add_grad L3->L1 */
-        dg_copy(DG_L1(0), DG_L3(1329728), 32768u); /* stack2.add.relu L3->L1 */
+        dg_copy(DG_L1(65536), DG_L3(654456), 16384u); /* stack3.add.relu_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1113080), 32768u); /* stack2.bn2.out L3->L1 */
         dg_copy(DG_L1(81920), DG_L3(314952), 8192u); /* stack3.shortcut.weight L3->L1 */
         {
             dg_conv_args_t args = {
@@ -2236,18 +2126,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        dg_copy(DG_L3(1088632), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L3 */
-        dg_copy(DG_L3(1121728), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L3 */
-        dg_copy(DG_L3(1121400), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L3 */
+        dg_copy(DG_L3(1145848), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L3 */
+        dg_copy(DG_L3(1365312), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L3 */
+        dg_copy(DG_L3(1378112), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L3 */
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(638328), 16384u); /* stack3.add_grad L3->L1 */
-        dg_copy(DG_L1(16384), DG_L3(687736), 16384u); /* stack3.conv2.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654456), 16384u); /* stack3.add.relu_grad L3->L1 */
+        dg_copy(DG_L1(16384), DG_L3(671608), 16384u); /* stack3.conv2.out L3->L1 */
         dg_copy(DG_L1(49152), DG_L3(313928), 256u); /* stack3.bn2.weight L3->L1 */
-        dg_copy(DG_L1(49408), DG_L3(638072), 256u); /* stack3.bn2.saved_mean L3->L1 */
-        dg_copy(DG_L1(49664), DG_L3(687480), 256u); /* stack3.bn2.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(49408), DG_L3(670840), 256u); /* stack3.bn2.saved_mean L3->L1 */
+        dg_copy(DG_L1(49664), DG_L3(671096), 256u); /* stack3.bn2.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2264,15 +2154,15 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(801912), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L3 */
-        dg_copy(DG_L3(1431912), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L3 */
-        dg_copy(DG_L3(924536), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L3 */
+        dg_copy(DG_L3(1260536), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L3 */
+        dg_copy(DG_L3(1378688), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L3 */
+        dg_copy(DG_L3(1378432), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L3 */
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(294912), DG_L3(801912), 16384u); /* stack3.conv2.out_grad L3->L2 */
-        dg_copy(DG_L2(311296), DG_L3(834680), 16384u); /* stack3.bn1.relu L3->L2 */
+        dg_copy(DG_L2(294912), DG_L3(1260536), 16384u); /* stack3.conv2.out_grad L3->L2 */
+        dg_copy(DG_L2(311296), DG_L3(1227768), 16384u); /* stack3.bn1.out L3->L2 */
         dg_copy(DG_L2(0), DG_L3(166472), 147456u); /* stack3.conv2.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2328,7 +2218,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(785528), DG_L2(327680), 16384u); /* stack3.bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(1244152), DG_L2(327680), 16384u); /* stack3.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(637816), DG_L2(147456), 147456u); /* stack3.conv2.weight_grad L2->L3 */
     }
 
@@ -2340,27 +2230,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.relu_grad (L3, read), whole */
+        /* o0: stack3.bn1.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L3, read), whole */
+        /* o1: stack3.bn1.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.bn1.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { DG_L2(32768) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
         o0_q[0].n = 0u;
         o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(785528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(834680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1244152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1227768), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2368,25 +2250,24 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(801912), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(1244152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(801912), 16384u); /* stack3.bn1.out_grad L3->L1 */
-        dg_copy(DG_L1(16384), DG_L3(818296), 16384u); /* stack3.conv1.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1244152), 16384u); /* stack3.bn1.relu_grad L3->L1 */
+        dg_copy(DG_L1(16384), DG_L3(1211384), 16384u); /* stack3.conv1.out L3->L1 */
         dg_copy(DG_L1(49152), DG_L3(165448), 256u); /* stack3.bn1.weight L3->L1 */
-        dg_copy(DG_L1(49408), DG_L3(785272), 256u); /* stack3.bn1.saved_mean L3->L1 */
-        dg_copy(DG_L1(49664), DG_L3(851064), 256u); /* stack3.bn1.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(49408), DG_L3(1277176), 256u); /* stack3.bn1.saved_mean L3->L1 */
+        dg_copy(DG_L1(49664), DG_L3(1276920), 256u); /* stack3.bn1.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2403,15 +2284,15 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1055864), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L3 */
-        dg_copy(DG_L3(1500264), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L3 */
-        dg_copy(DG_L3(1197696), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L3 */
+        dg_copy(DG_L3(1260536), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L3 */
+        dg_copy(DG_L3(1379200), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L3 */
+        dg_copy(DG_L3(1378944), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L3 */
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(212992), DG_L3(1055864), 16384u); /* stack3.conv1.out_grad L3->L2 */
-        dg_copy(DG_L2(147456), DG_L3(1329728), 32768u); /* stack2.add.relu L3->L2 */
+        dg_copy(DG_L2(212992), DG_L3(1260536), 16384u); /* stack3.conv1.out_grad L3->L2 */
+        dg_copy(DG_L2(147456), DG_L3(1113080), 32768u); /* stack2.bn2.out L3->L2 */
         dg_copy(DG_L2(0), DG_L3(91720), 73728u); /* stack3.conv1.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2467,14 +2348,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1296704), DG_L2(180224), 32768u); /* stack2.add.relu_grad_0 L2->L3 */
-        dg_copy(DG_L3(785272), DG_L2(73728), 73728u); /* stack3.conv1.weight_grad L2->L3 */
+        dg_copy(DG_L3(1211384), DG_L2(180224), 32768u); /* stack2.add.relu_grad_0 L2->L3 */
+        dg_copy(DG_L3(1445120), DG_L2(73728), 73728u); /* stack3.conv1.weight_grad L2->L3 */
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1296704), 32768u); /* stack2.add.relu_grad_0 L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(1088632), 32768u); /* stack2.add.relu_grad_1 L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1211384), 32768u); /* stack2.add.relu_grad_0 L3->L1 */
+        dg_copy(DG_L1(32768), DG_L3(1145848), 32768u); /* stack2.add.relu_grad_1 L3->L1 */
         {
             const float *const xs[] = { DG_L1(0), DG_L1(32768) };
             dg_sum_args_t args = {
@@ -2485,7 +2366,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L3(1055864), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
+        dg_copy(DG_L3(1244280), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2498,66 +2379,54 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add.relu_grad (L3, read) */
+        /* o0: stack2.add.relu_grad (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L3, read) */
+        /* o1: stack2.bn2.out (L3, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1055864), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1329728), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1244280), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1113080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1055864), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1244280), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1329728), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1113080), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1296704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1244280), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(131072), DG_L3(1296704), 32768u); /* stack2.add_grad L3->L2 */
-        dg_copy(DG_L2(0), DG_L3(990328), 65536u); /* stack1.add.relu L3->L2 */
+        dg_copy(DG_L2(131072), DG_L3(1244280), 32768u); /* stack2.add.relu_grad L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn2.out L3->L2 */
         dg_copy(DG_L2(163840), DG_L3(89544), 2048u); /* stack2.shortcut.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2640,18 +2509,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        dg_copy(DG_L3(1055864), DG_L2(65536), 65536u); /* stack1.add.relu_grad_1 L2->L3 */
-        dg_copy(DG_L3(1129920), DG_L2(165888), 2048u); /* stack2.shortcut.weight_grad L2->L3 */
-        dg_copy(DG_L3(1198080), DG_L2(167936), 128u); /* stack2.shortcut.bias_grad L2->L3 */
+        dg_copy(DG_L3(1113080), DG_L2(65536), 65536u); /* stack1.add.relu_grad_1 L2->L3 */
+        dg_copy(DG_L3(1376064), DG_L2(165888), 2048u); /* stack2.shortcut.weight_grad L2->L3 */
+        dg_copy(DG_L3(1444992), DG_L2(167936), 128u); /* stack2.shortcut.bias_grad L2->L3 */
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1296704), 32768u); /* stack2.add_grad L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(1263936), 32768u); /* stack2.conv2.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1244280), 32768u); /* stack2.add.relu_grad L3->L1 */
+        dg_copy(DG_L1(32768), DG_L3(1178616), 32768u); /* stack2.conv2.out L3->L1 */
         dg_copy(DG_L1(98304), DG_L3(89032), 128u); /* stack2.bn2.weight L3->L1 */
-        dg_copy(DG_L1(98432), DG_L3(1329472), 128u); /* stack2.bn2.saved_mean L3->L1 */
-        dg_copy(DG_L1(98560), DG_L3(1329600), 128u); /* stack2.bn2.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(98432), DG_L3(1277432), 128u); /* stack2.bn2.saved_mean L3->L1 */
+        dg_copy(DG_L1(98560), DG_L3(1277560), 128u); /* stack2.bn2.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2668,15 +2537,15 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1333568), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L3 */
-        dg_copy(DG_L3(1263744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L3 */
-        dg_copy(DG_L3(1131968), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L3 */
+        dg_copy(DG_L3(1211384), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L3 */
+        dg_copy(DG_L3(1244152), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L3 */
+        dg_copy(DG_L3(785272), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L3 */
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(73728), DG_L3(1333568), 32768u); /* stack2.conv2.out_grad L3->L2 */
-        dg_copy(DG_L2(106496), DG_L3(1164864), 32768u); /* stack2.bn1.relu L3->L2 */
+        dg_copy(DG_L2(73728), DG_L3(1211384), 32768u); /* stack2.conv2.out_grad L3->L2 */
+        dg_copy(DG_L2(106496), DG_L3(1080312), 32768u); /* stack2.bn1.out L3->L2 */
         dg_copy(DG_L2(0), DG_L3(52168), 36864u); /* stack2.conv2.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2732,8 +2601,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1300800), DG_L2(139264), 32768u); /* stack2.bn1.relu_grad L2->L3 */
-        dg_copy(DG_L3(1263936), DG_L2(36864), 36864u); /* stack2.conv2.weight_grad L2->L3 */
+        dg_copy(DG_L3(1178616), DG_L2(139264), 32768u); /* stack2.bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(1244280), DG_L2(36864), 36864u); /* stack2.conv2.weight_grad L2->L3 */
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2746,69 +2615,57 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn1.relu_grad (L3, read) */
+        /* o0: stack2.bn1.relu_grad (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L3, read) */
+        /* o1: stack2.bn1.out (L3, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.bn1.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1300800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1164864), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1178616), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1080312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1300800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1178616), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1164864), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1080312), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1333568), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1178616), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1333568), 32768u); /* stack2.bn1.out_grad L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(1132096), 32768u); /* stack2.conv1.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1178616), 32768u); /* stack2.bn1.relu_grad L3->L1 */
+        dg_copy(DG_L1(32768), DG_L3(1047544), 32768u); /* stack2.conv1.out L3->L1 */
         dg_copy(DG_L1(98304), DG_L3(51656), 128u); /* stack2.bn1.weight L3->L1 */
-        dg_copy(DG_L1(98432), DG_L3(1500712), 128u); /* stack2.bn1.saved_mean L3->L1 */
-        dg_copy(DG_L1(98560), DG_L3(1500840), 128u); /* stack2.bn1.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(98432), DG_L3(1346744), 128u); /* stack2.bn1.saved_mean L3->L1 */
+        dg_copy(DG_L1(98560), DG_L3(1346872), 128u); /* stack2.bn1.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2825,15 +2682,15 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1164864), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L3 */
-        dg_copy(DG_L3(1519144), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L3 */
-        dg_copy(DG_L3(1500520), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L3 */
+        dg_copy(DG_L3(1080312), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L3 */
+        dg_copy(DG_L3(1518976), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L3 */
+        dg_copy(DG_L3(1518848), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L3 */
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(131072), DG_L3(1164864), 32768u); /* stack2.conv1.out_grad L3->L2 */
-        dg_copy(DG_L2(0), DG_L3(990328), 65536u); /* stack1.add.relu L3->L2 */
+        dg_copy(DG_L2(131072), DG_L3(1080312), 32768u); /* stack2.conv1.out_grad L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn2.out L3->L2 */
         dg_copy(DG_L2(163840), DG_L3(33224), 18432u); /* stack2.conv1.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2889,14 +2746,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1300800), DG_L2(65536), 65536u); /* stack1.add.relu_grad_0 L2->L3 */
-        dg_copy(DG_L3(1500712), DG_L2(182272), 18432u); /* stack2.conv1.weight_grad L2->L3 */
+        dg_copy(DG_L3(1178616), DG_L2(65536), 65536u); /* stack1.add.relu_grad_0 L2->L3 */
+        dg_copy(DG_L3(1346744), DG_L2(182272), 18432u); /* stack2.conv1.weight_grad L2->L3 */
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1300800), 65536u); /* stack1.add.relu_grad_0 L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1055864), 65536u); /* stack1.add.relu_grad_1 L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1178616), 65536u); /* stack1.add.relu_grad_0 L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1113080), 65536u); /* stack1.add.relu_grad_1 L3->L2 */
         {
             const float *const xs[] = { DG_L2(0), DG_L2(65536) };
             dg_sum_args_t args = {
@@ -2907,88 +2764,77 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
+        dg_copy(DG_L3(1047544), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
     }
 
-    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.add.relu_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: stack1.add.relu_grad (L3, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: stack1.bn2.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.add_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1132096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(990328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_tile_in(DG_L3(1047544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(982008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1132096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1047544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(990328), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(982008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1300800), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1047544), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1300800), 65536u); /* stack1.add_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1366336), 65536u); /* stack1.conv2.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1047544), 65536u); /* stack1.add.relu_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1379456), 65536u); /* stack1.conv2.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(32968), 64u); /* stack1.bn2.weight L3->L2 */
-        dg_copy(DG_L2(196672), DG_L3(1197952), 64u); /* stack1.bn2.saved_mean L3->L2 */
-        dg_copy(DG_L2(196736), DG_L3(1198016), 64u); /* stack1.bn2.saved_inv_std L3->L2 */
+        dg_copy(DG_L2(196672), DG_L3(1378368), 64u); /* stack1.bn2.saved_mean L3->L2 */
+        dg_copy(DG_L2(196736), DG_L3(1281144), 64u); /* stack1.bn2.saved_inv_std L3->L2 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L2(0),
@@ -3005,15 +2851,15 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* stack1.conv2.out_grad L2->L3 */
-        dg_copy(DG_L3(1074360), DG_L2(196800), 64u); /* stack1.bn2.weight_grad L2->L3 */
-        dg_copy(DG_L3(990328), DG_L2(196864), 64u); /* stack1.bn2.bias_grad L2->L3 */
+        dg_copy(DG_L3(1113080), DG_L2(131072), 65536u); /* stack1.conv2.out_grad L2->L3 */
+        dg_copy(DG_L3(1187896), DG_L2(196800), 64u); /* stack1.bn2.weight_grad L2->L3 */
+        dg_copy(DG_L3(1178616), DG_L2(196864), 64u); /* stack1.bn2.bias_grad L2->L3 */
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(990392), 65536u); /* stack1.conv2.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1198208), 65536u); /* stack1.bn1.relu L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1113080), 65536u); /* stack1.conv2.out_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1281208), 65536u); /* stack1.bn1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(23752), 9216u); /* stack1.conv2.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -3069,89 +2915,78 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.bn1.relu_grad L2->L3 */
-        dg_copy(DG_L3(1055928), DG_L2(205824), 9216u); /* stack1.conv2.weight_grad L2->L3 */
+        dg_copy(DG_L3(982008), DG_L2(131072), 65536u); /* stack1.bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(1178680), DG_L2(205824), 9216u); /* stack1.conv2.weight_grad L2->L3 */
     }
 
-    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.bn1.relu_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: stack1.bn1.relu_grad (L3, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: stack1.bn1.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.bn1.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1132096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1198208), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1281208), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1132096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1198208), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(1281208), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(990392), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(982008), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(990392), 65536u); /* stack1.bn1.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(924792), 65536u); /* stack1.conv1.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn1.relu_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(916472), 65536u); /* stack1.conv1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(23496), 64u); /* stack1.bn1.weight L3->L2 */
-        dg_copy(DG_L2(196672), DG_L3(1263872), 64u); /* stack1.bn1.saved_mean L3->L2 */
-        dg_copy(DG_L2(196736), DG_L3(1197632), 64u); /* stack1.bn1.saved_inv_std L3->L2 */
+        dg_copy(DG_L2(196672), DG_L3(1365176), 64u); /* stack1.bn1.saved_mean L3->L2 */
+        dg_copy(DG_L2(196736), DG_L3(1365248), 64u); /* stack1.bn1.saved_inv_std L3->L2 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L2(0),
@@ -3168,15 +3003,15 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.conv1.out_grad L2->L3 */
-        dg_copy(DG_L3(1074488), DG_L2(196800), 64u); /* stack1.bn1.weight_grad L2->L3 */
-        dg_copy(DG_L3(1074424), DG_L2(196864), 64u); /* stack1.bn1.bias_grad L2->L3 */
+        dg_copy(DG_L3(1281144), DG_L2(131072), 65536u); /* stack1.conv1.out_grad L2->L3 */
+        dg_copy(DG_L3(1122360), DG_L2(196800), 64u); /* stack1.bn1.weight_grad L2->L3 */
+        dg_copy(DG_L3(1122296), DG_L2(196864), 64u); /* stack1.bn1.bias_grad L2->L3 */
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1132096), 65536u); /* stack1.conv1.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1432168), 65536u); /* bn1.relu L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1281144), 65536u); /* stack1.conv1.out_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(850936), 65536u); /* bn1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(14280), 9216u); /* stack1.conv1.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -3232,14 +3067,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(924792), DG_L2(131072), 65536u); /* bn1.relu_grad_0 L2->L3 */
-        dg_copy(DG_L3(1065144), DG_L2(205824), 9216u); /* stack1.conv1.weight_grad L2->L3 */
+        dg_copy(DG_L3(982008), DG_L2(131072), 65536u); /* bn1.relu_grad_0 L2->L3 */
+        dg_copy(DG_L3(1113080), DG_L2(205824), 9216u); /* stack1.conv1.weight_grad L2->L3 */
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(924792), 65536u); /* bn1.relu_grad_0 L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1300800), 65536u); /* stack1.add_grad L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* bn1.relu_grad_0 L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1047544), 65536u); /* stack1.add.relu_grad L3->L2 */
         {
             const float *const xs[] = { DG_L2(0), DG_L2(65536) };
             dg_sum_args_t args = {
@@ -3250,88 +3085,77 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(916472), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
     }
 
-    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: bn1.relu_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: bn1.relu_grad (L3, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: bn1.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
-        /* o2: bn1.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
         o0_q[0].n = 0u;
         o0_q[1].n = 0u;
         o1_q[0].n = 0u;
         o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(990392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1432168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_tile_in(DG_L3(916472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850936), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(990392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(916472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1432168), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(850936), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1132096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(916472), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1132096), 65536u); /* bn1.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(859000), 65536u); /* conv1.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(916472), 65536u); /* bn1.relu_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(785400), 65536u); /* conv1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(14024), 64u); /* bn1.weight L3->L2 */
-        dg_copy(DG_L2(196672), DG_L3(1121664), 64u); /* bn1.saved_mean L3->L2 */
-        dg_copy(DG_L2(196736), DG_L3(1500648), 64u); /* bn1.saved_inv_std L3->L2 */
+        dg_copy(DG_L2(196672), DG_L3(1519104), 64u); /* bn1.saved_mean L3->L2 */
+        dg_copy(DG_L2(196736), DG_L3(1519208), 64u); /* bn1.saved_inv_std L3->L2 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L2(0),
@@ -3348,14 +3172,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* conv1.out_grad L2->L3 */
-        dg_copy(DG_L3(924856), DG_L2(196800), 64u); /* bn1.weight_grad L2->L3 */
-        dg_copy(DG_L3(924792), DG_L2(196864), 64u); /* bn1.bias_grad L2->L3 */
+        dg_copy(DG_L3(850936), DG_L2(131072), 65536u); /* conv1.out_grad L2->L3 */
+        dg_copy(DG_L3(982072), DG_L2(196800), 64u); /* bn1.weight_grad L2->L3 */
+        dg_copy(DG_L3(982008), DG_L2(196864), 64u); /* bn1.bias_grad L2->L3 */
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(990392), 65536u); /* conv1.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(850936), 65536u); /* conv1.out_grad L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(0), 12288u); /* input L3->L1 */
         dg_copy(DG_L1(77824), DG_L3(12296), 1728u); /* conv1.weight L3->L1 */
         {
@@ -3385,7 +3209,7 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(859048), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
+        dg_copy(DG_L3(785400), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
@@ -3424,7 +3248,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(326000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(859048), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(785400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3443,7 +3267,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(326000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859040), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(787128), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3486,7 +3310,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(327728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(924856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(982072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3505,7 +3329,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(327728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859072), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785416), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3548,7 +3372,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(327792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(924792), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(982008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3567,7 +3391,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(327792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859032), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785408), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3610,7 +3434,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(327856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1065144), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1113080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3629,7 +3453,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(327856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859048), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785424), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3672,7 +3496,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(337072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1074488), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1122360), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3691,7 +3515,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(337072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859008), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785432), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3734,7 +3558,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(337136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1074424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1122296), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3753,7 +3577,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(337136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859064), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785440), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3796,7 +3620,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(337200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1055928), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1178680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3815,7 +3639,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(337200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859088), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785448), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3858,7 +3682,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(346416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1074360), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1187896), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3877,7 +3701,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(346416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785456), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3920,7 +3744,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(346480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(990328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1178616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3939,7 +3763,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(346480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859056), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785464), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3982,7 +3806,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(346544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1500712), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1346744), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4001,7 +3825,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(346544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859080), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785400), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4044,7 +3868,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(364976), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1519144), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1518976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4063,7 +3887,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(364976), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859104), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785472), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4106,7 +3930,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(365104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1500520), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1518848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4125,7 +3949,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(365104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859112), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785480), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4172,7 +3996,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(365232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1263936), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1244280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -4185,7 +4009,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L3(365232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1263936), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1244280), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4200,7 +4024,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L3(365232), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L3(859120), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785488), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4245,7 +4069,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(402096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1263744), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1244152), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4264,7 +4088,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(402096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859128), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785496), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4307,7 +4131,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(402224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1131968), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(785272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4326,7 +4150,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(402224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859016), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785504), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4369,7 +4193,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(402352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1129920), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1376064), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4388,7 +4212,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(402352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859000), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4431,7 +4255,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(404400), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1198080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1444992), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4450,7 +4274,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(404400), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859024), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785280), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4499,7 +4323,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(404528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(785272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1445120), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -4512,7 +4336,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L3(404528), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(785272), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1445120), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4527,7 +4351,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L3(404528), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L3(859136), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4572,7 +4396,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(478256), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1500264), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1379200), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4591,7 +4415,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(478256), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(785280), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785296), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4634,7 +4458,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(478512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1197696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378944), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4653,7 +4477,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(478512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(785288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785304), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4741,7 +4565,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L3(478768), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L3(785272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785312), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4786,7 +4610,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(626224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1431912), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378688), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4805,7 +4629,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(626224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4848,7 +4672,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(626480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(924536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378432), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4867,7 +4691,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(626480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637848), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4910,7 +4734,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(626736), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1121728), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1365312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4972,7 +4796,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(634928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1121400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5034,7 +4858,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(635184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1497704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1373504), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5053,7 +4877,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(635184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637856), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637848), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -5096,7 +4920,7 @@ void RunTrainingNetwork(void *arg)
         o2_q[0].n = 0u;
         o3_q[0].n = 0u;
         dg_tile_in(DG_L3(637744), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1431872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1519168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5115,7 +4939,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(637744), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637856), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
