@@ -34,8 +34,10 @@ HDRS = $(wildcard *.h runtime/*/*.h runtime/pmsis-host/bsp/*.h runtime/pmsis-hos
 # cache (CC="ccache gcc") reuses the runtime's objects across projects.
 OBJS = $(SRCS:.c=.o)
 
+# -no-pie: the static L2 arrays get 32-bit addresses, which the cluster
+# DMA takes (runtime/pmsis-host/pmsis.h).
 app: $(OBJS)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $(OBJS) -lm -pthread $(EXTRA_LDFLAGS)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -no-pie -o $@ $(OBJS) -lm -pthread $(EXTRA_LDFLAGS)
 
 %.o: %.c $(HDRS)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<

@@ -182,6 +182,9 @@ void dg_dma_wait(dg_dma_q_t *q)
     q->n = 0;
 }
 
+/* A cluster-side address, as the SDK's DMA takes it. */
+static uint32_t dg_addr(const uint8_t *p) { return (uint32_t)(uintptr_t)p; }
+
 /* `lines` lines of `run` bytes, `stride` apart in L2, packed in L1: 2-D
  * commands below 64 KiB each, 1-D chunks where the lines are contiguous
  * or too long. */
@@ -194,13 +197,13 @@ static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t line
         uint32_t total = run * lines;
         for (done = 0; done < total; done += k) {
             k = total - done < DG_DMA_CHUNK ? total - done : DG_DMA_CHUNK;
-            pi_cl_dma_cmd((uintptr_t)(ext + done), (uintptr_t)(loc + done), k, dir, dg_dma_slot(q));
+            pi_cl_dma_cmd(dg_addr(ext + done), dg_addr(loc + done), k, dir, dg_dma_slot(q));
         }
     } else if (run <= 0xFFFFu) {
         uint32_t per = 0xFFFFu / run;
         for (i = 0; i < lines; i += k) {
             k = lines - i < per ? lines - i : per;
-            pi_cl_dma_cmd_2d((uintptr_t)(ext + (size_t)i * stride), (uintptr_t)(loc + (size_t)i * run),
+            pi_cl_dma_cmd_2d(dg_addr(ext + (size_t)i * stride), dg_addr(loc + (size_t)i * run),
                              k * run, stride, run, dir, dg_dma_slot(q));
         }
     } else {
