@@ -384,7 +384,7 @@ fn a_weight_loaded_twice_baked_and_hex_fails_after_the_first_update() {
             "extern float dg_fc1_baked[];\n\nvoid CopyInitialWeights(void)",
         );
     };
-    // Untiled: the forward pass reads fc1.weight with one whole-operand copy.
+    // Untiled, so that fc1.weight reaches L1 in one copy the patch can redirect.
     let mut c = case(&mlp(), "GAP9", "L3");
     c.tiling = false;
     let o = run_patched(&c, two_copies);

@@ -57,6 +57,8 @@ pub struct Args {
     /// Print each stage's wall time (import, lower, bind, check, plan, emit, write).
     #[arg(long)]
     pub timings: bool,
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     pub no_tiling: bool,
@@ -80,6 +82,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     plan.tiling = !a.no_tiling;
     let mut o = pipeline::Options::new(plan);
     o.bind.num_data_inputs = a.num_data_inputs;
+    o.train = a.train.request();
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
     Ok(o)
 }

@@ -48,6 +48,8 @@ pub struct Args {
     /// Also draw the memory plan as SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    #[command(flatten)]
+    train: super::train::TrainArgs,
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     no_tiling: bool,
@@ -92,7 +94,7 @@ pub fn run(a: Args) -> Result<()> {
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }
-    let m = crate::load(&a.model)?;
+    let m = crate::lower::lower(crate::import::load_with(&a.model, &a.train.request())?)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
     let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
     if let Some(path) = &a.dot {

@@ -452,6 +452,9 @@ pub struct Facts {
     pub opt_inputs: Vec<TableEntry>,
     pub opt_outputs: Vec<TableEntry>,
     pub lr_expr: Option<String>,
+    /// Optimizer state (momentum, AdamW's moments and step count), zeroed
+    /// at Init: the first step starts from zero.
+    pub opt_state: Vec<TableEntry>,
     pub main_nodes: Vec<NodeCode>,
     pub opt_nodes: Vec<NodeCode>,
     /// Copies that carry a run's updates into the buffers the next run
@@ -734,7 +737,7 @@ pub fn generate(
     let inputs: Vec<TableEntry> = input_names.iter().map(|n| entry(GraphSel::Main, n)).collect::<Result<_>>()?;
     let output_names: Vec<String> = g.outputs.iter().map(|&t| g.name_of(t).to_string()).collect();
     let outputs: Vec<TableEntry> = output_names.iter().map(|n| entry(GraphSel::Main, n)).collect::<Result<_>>()?;
-    let (mut opt_inputs, mut opt_outputs, mut lr_expr) = (vec![], vec![], None);
+    let (mut opt_inputs, mut opt_outputs, mut lr_expr, mut opt_state) = (vec![], vec![], None, vec![]);
     if let Some(og) = &model.optimizer {
         for &t in &og.inputs {
             if og.tensor(t).sequence {
@@ -745,6 +748,13 @@ pub fn generate(
                 opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
                 if model.roles.optimizer.get(n) == Some(&Role::LearningRate) {
                     lr_expr = Some(ctx.expr(id));
+                }
+                if model.roles.optimizer.get(n) == Some(&Role::OptimizerState) {
+                    opt_state.push(TableEntry {
+                        expr: ctx.expr(id),
+                        bytes: plan.buffers[id].bytes,
+                        name: c::comment(n),
+                    });
                 }
             }
         }
@@ -990,6 +1000,7 @@ pub fn generate(
         opt_inputs,
         opt_outputs,
         lr_expr,
+        opt_state,
         main_nodes,
         opt_nodes,
         commits,

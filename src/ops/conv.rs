@@ -1,5 +1,6 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
@@ -13,6 +14,7 @@ pub const OPS: &[OpDef] = &[
         infer: conv,
         required: &[0, 1],
         kernel: Some(bind_conv),
+        grad: Some(conv_grad_rule),
         tile: Some(CONV_TILES),
         ..OpDef::BASE
     },
@@ -327,13 +329,30 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     Ok(KernelCall { calls, ..Default::default() })
 }
 
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// ConvGrad(dY, X, W) -> dX, dW, dB with the forward attributes; only the
+/// outputs needed are computed.
+fn conv_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, w) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let outs = ctx.dx_names(&[0, 1, 2]);
+    let attrs = ctx.same_attrs();
+    let g = ctx.emit("ConvGrad", grad::MS, &[Some(dy), Some(x), Some(w)], &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
+}
+
 // ---- tile rules ---------------------------------------------------------------
 
 /// Conv tiles over batch, output channels and output rows (the first
 /// spatial axis, L for 1-D): the input rows carry the halo; a tile of
 /// output channels takes those filters and biases (and, depthwise, those
 /// input channels); a grouped Conv keeps its channels whole.
-pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map };
+pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map, in_place: false };
 
 /// Whether output channels split: plain Conv, or depthwise (each output
 /// channel reads its own input channel).

@@ -1,5 +1,6 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
+use super::grad::GradCtx;
 use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
 use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
@@ -13,8 +14,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(add_grad),
         tile: Some(tile::BROADCAST),
-        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -23,8 +24,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(sub_grad),
         tile: Some(tile::BROADCAST),
-        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -33,8 +34,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(mul_grad),
         tile: Some(tile::BROADCAST),
-        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -43,8 +44,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(div_grad),
         tile: Some(tile::BROADCAST),
-        in_place: true,
         ..OpDef::BASE
     },
     OpDef {
@@ -53,7 +54,6 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(bind_binary),
         tile: Some(tile::BROADCAST),
-        in_place: true,
         ..OpDef::BASE
     },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
@@ -280,4 +280,73 @@ pub(super) fn bind_cast(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_cast_args_t",
         vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("from", from.into()), ("to", to.into())],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Add / Sub: dA = dY, dB = ±dY, each summed back over what broadcast.
+fn add_grad(ctx: &mut GradCtx) -> Result<()> {
+    add_sub_grad(ctx, false)
+}
+
+fn sub_grad(ctx: &mut GradCtx) -> Result<()> {
+    add_sub_grad(ctx, true)
+}
+
+fn add_sub_grad(ctx: &mut GradCtx, negate_b: bool) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    for i in 0..2 {
+        if !ctx.needs(i) {
+            continue;
+        }
+        let shape = ctx.shape(ctx.x(i)?)?;
+        let name = ctx.dx_name(i);
+        let mut g = dy;
+        if i == 1 && negate_b {
+            g = ctx.emit1("Neg", "", &[dy], &ctx.name("neg"), vec![])?;
+        }
+        let g = ctx.b.unbroadcast(g, &shape, &name)?;
+        ctx.set(i, g);
+    }
+    Ok(())
+}
+
+/// Mul: dA = dY * B, dB = dY * A, each summed back over what broadcast.
+fn mul_grad(ctx: &mut GradCtx) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    for i in 0..2 {
+        if !ctx.needs(i) {
+            continue;
+        }
+        let (x, other) = (ctx.x(i)?, ctx.x(1 - i)?);
+        let shape = ctx.shape(x)?;
+        let name = ctx.dx_name(i);
+        let prod = ctx.emit1("Mul", "", &[dy, other], &ctx.name(&format!("mul{i}")), vec![])?;
+        let g = ctx.b.unbroadcast(prod, &shape, &name)?;
+        ctx.set(i, g);
+    }
+    Ok(())
+}
+
+/// Div: dA = dY / B, dB = -(dY / B) * Y, each summed back over what
+/// broadcast.
+fn div_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, b) = (ctx.dy(0)?, ctx.x(1)?);
+    let q = ctx.emit1("Div", "", &[dy, b], &ctx.name("dy_over_b"), vec![])?;
+    if ctx.needs(0) {
+        let shape = ctx.shape(ctx.x(0)?)?;
+        let name = ctx.dx_name(0);
+        let g = ctx.b.unbroadcast(q, &shape, &name)?;
+        ctx.set(0, g);
+    }
+    if ctx.needs(1) {
+        let y = ctx.y(0)?;
+        let shape = ctx.shape(b)?;
+        let name = ctx.dx_name(1);
+        let p = ctx.emit1("Mul", "", &[q, y], &ctx.name("q_times_y"), vec![])?;
+        let n = ctx.emit1("Neg", "", &[p], &ctx.name("neg"), vec![])?;
+        let g = ctx.b.unbroadcast(n, &shape, &name)?;
+        ctx.set(1, g);
+    }
+    Ok(())
 }

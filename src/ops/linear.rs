@@ -1,11 +1,12 @@
 //! Gemm and MatMul. Their gradients are Gemm/MatMul/ReduceSum nodes in the
 //! backward graph; there is no GemmGrad operator.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Attr, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -14,6 +15,7 @@ pub const OPS: &[OpDef] = &[
         infer: gemm,
         required: &[0, 1],
         kernel: Some(bind_gemm),
+        grad: Some(gemm_grad),
         tile: Some(GEMM_TILES),
         ..OpDef::BASE
     },
@@ -22,6 +24,7 @@ pub const OPS: &[OpDef] = &[
         infer: matmul,
         required: &[0, 1],
         kernel: Some(bind_matmul),
+        grad: Some(matmul_grad),
         tile: Some(MATMUL_TILES),
         ..OpDef::BASE
     },
@@ -274,6 +277,91 @@ pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused
     one(call(func, "dg_matmul_args_t", fields))
 }
 
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Gemm `Y = alpha op(A) op(B) + C`: the operand gradients are Gemms with
+/// transposes, C's is dY summed back over what broadcast (beta = 1 only).
+fn gemm_grad(ctx: &mut GradCtx) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    let (ta, tb) = (ctx.node.flag("transA", false)?, ctx.node.flag("transB", false)?);
+    let alpha = ctx.node.float("alpha")?.unwrap_or(1.0);
+    let gemm = |ctx: &mut GradCtx, slot: usize, p: TensorId, q: TensorId, tp: bool, tq: bool| -> Result<()> {
+        let attrs = vec![
+            ("transA".to_string(), Attr::Int(tp as i64)),
+            ("transB".to_string(), Attr::Int(tq as i64)),
+            ("alpha".to_string(), Attr::Float(alpha)),
+        ];
+        let out = ctx.dx_name(slot);
+        let g = ctx.emit1("Gemm", "", &[p, q], &out, attrs)?;
+        ctx.set(slot, g);
+        Ok(())
+    };
+    if ctx.needs(0) {
+        let b = ctx.x(1)?;
+        // dA = dY op(B)^T, or op(B) dY^T when A was transposed.
+        match ta {
+            false => gemm(ctx, 0, dy, b, false, !tb)?,
+            true => gemm(ctx, 0, b, dy, tb, true)?,
+        }
+    }
+    if ctx.needs(1) {
+        let a = ctx.x(0)?;
+        // dB = op(A)^T dY, or dY^T op(A) when B was transposed.
+        match tb {
+            false => gemm(ctx, 1, a, dy, !ta, false)?,
+            true => gemm(ctx, 1, dy, a, true, ta)?,
+        }
+    }
+    if ctx.needs(2) {
+        let beta = ctx.node.float("beta")?.unwrap_or(1.0);
+        if beta != 1.0 {
+            return Err(ctx.err(format!("beta = {beta}: the bias gradient is derived for beta = 1 only")));
+        }
+        let shape = ctx.shape(ctx.x(2)?)?;
+        let name = ctx.dx_name(2);
+        let g = ctx.b.unbroadcast(dy, &shape, &name)?;
+        ctx.set(2, g);
+    }
+    Ok(())
+}
+
+/// MatMul `Y = A B` (batched, broadcast): dA = dY B^T, dB = A^T dY, each
+/// summed back over broadcast batch dims; a 2-D B shared by a batched A
+/// gets the rows of every batch at once.
+fn matmul_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, a, b) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (sa, sb, sy) = (ctx.shape(a)?, ctx.shape(b)?, ctx.shape(dy)?);
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(ctx.err("the gradient is derived for operands of rank 2 or more only"));
+    }
+    let fused = |ctx: &mut GradCtx, p: TensorId, q: TensorId, tp: bool, tq: bool, out: &str| {
+        let attrs = vec![("transA".to_string(), Attr::Int(tp as i64)), ("transB".to_string(), Attr::Int(tq as i64))];
+        ctx.emit1("FusedMatMul", grad::MS, &[p, q], out, attrs)
+    };
+    if ctx.needs(0) {
+        let name = ctx.dx_name(0);
+        let full = fused(ctx, dy, b, false, true, &ctx.name("dA"))?;
+        let g = ctx.b.unbroadcast(full, &sa, &name)?;
+        ctx.set(0, g);
+    }
+    if ctx.needs(1) {
+        let name = ctx.dx_name(1);
+        let g = if sb.len() == 2 && sa.len() > 2 {
+            let k = sa[sa.len() - 1];
+            let n = sy[sy.len() - 1];
+            let rows = sa[..sa.len() - 1].iter().product::<usize>();
+            let a2 = ctx.b.reshape(a, &[rows, k], &ctx.name("a_rows"))?;
+            let d2 = ctx.b.reshape(dy, &[rows, n], &ctx.name("dy_rows"))?;
+            fused(ctx, a2, d2, true, false, &name)?
+        } else {
+            let full = fused(ctx, a, dy, true, false, &ctx.name("dB"))?;
+            ctx.b.unbroadcast(full, &sb, &name)?
+        };
+        ctx.set(1, g);
+    }
+    Ok(())
+}
+
 // ---- tile rules ---------------------------------------------------------------
 
 /// Gemm tiles over the rows of Y (A's rows, or its columns under
@@ -281,10 +369,10 @@ pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused
 /// whole in every tile, so no tile needs partial sums. Leading dims of 1
 /// (`[1, 64, 128]`, as Deeploy's exporters write) ride along; C takes the
 /// rows and columns it broadcasts over.
-pub(super) const GEMM_TILES: TileRule = TileRule { space: gemm_tile_space, map: gemm_tile_map };
+pub(super) const GEMM_TILES: TileRule = TileRule { space: gemm_tile_space, map: gemm_tile_map, in_place: false };
 /// MatMul tiles over the batch dims and the rows of A; B stays whole per
 /// batch.
-pub(super) const MATMUL_TILES: TileRule = TileRule { space: matmul_tile_space, map: matmul_tile_map };
+pub(super) const MATMUL_TILES: TileRule = TileRule { space: matmul_tile_space, map: matmul_tile_map, in_place: false };
 
 fn lead1(s: &[usize]) -> bool {
     s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1)

@@ -1,12 +1,13 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::linear::finite;
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, Graph, Node, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X, scale, B, mean, var) -> Y [, running_mean, running_var] (opset 14+).
@@ -17,6 +18,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
         kernel: Some(bind_batchnorm),
+        grad: Some(batch_norm_grad_rule),
         tile: Some(BATCHNORM_TILES),
         ..OpDef::BASE
     },
@@ -48,6 +50,7 @@ pub const OPS: &[OpDef] = &[
         infer: layer_norm,
         required: &[0, 1],
         kernel: Some(bind_layernorm),
+        grad: Some(layer_norm_grad_rule),
         tile: Some(LAYERNORM_TILES),
         ..OpDef::BASE
     },
@@ -298,18 +301,65 @@ pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// BatchNormalization trains as onnxruntime's BatchNormInternal with batch
+/// statistics (running mean and variance updated as in training mode);
+/// its gradient is BatchNormalizationGrad from the saved statistics.
+fn batch_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    ctx.retarget("BatchNormInternal", grad::MS, vec![("training_mode", Attr::Int(1))])?;
+    for slot in 1..=4 {
+        ctx.y(slot)?;
+    }
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (mean, inv_std) = (ctx.y(3)?, ctx.y(4)?);
+    let outs = ctx.dx_names(&[0, 1, 2]);
+    let attrs = ctx.attr("epsilon").into_iter().collect();
+    let ins = [Some(dy), Some(x), Some(scale), Some(mean), Some(inv_std)];
+    let g = ctx.emit("BatchNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
+}
+
+/// LayerNormalizationGrad from the forward pass's mean and inverse
+/// standard deviation (outputs 1 and 2, added when the graph left them out).
+fn layer_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (mean, inv_std) = (ctx.y(1)?, ctx.y(2)?);
+    let mut outs = ctx.dx_names(&[0, 1, 2]);
+    // The kernel always writes dX.
+    if outs[0].is_empty() {
+        outs[0] = ctx.name("dx");
+    }
+    let attrs = ["axis", "epsilon"].iter().filter_map(|a| ctx.attr(a)).collect();
+    let ins = [Some(dy), Some(x), Some(scale), Some(mean), Some(inv_std)];
+    let g = ctx.emit("LayerNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
+}
+
 // ---- tile rules ---------------------------------------------------------------
 
 /// Inference BatchNorm tiles over the batch (per-channel parameters stay
 /// whole); with batch statistics every tile would need the whole batch, so
 /// training-mode BatchNorm runs untiled.
-pub(super) const BATCHNORM_TILES: TileRule = TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map };
+pub(super) const BATCHNORM_TILES: TileRule =
+    TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map, in_place: false };
 /// LayerNorm tiles over rows; the normalised axes are whole in every tile.
-pub(super) const LAYERNORM_TILES: TileRule = TileRule { space: layernorm_tile_space, map: layernorm_tile_map };
+pub(super) const LAYERNORM_TILES: TileRule =
+    TileRule { space: layernorm_tile_space, map: layernorm_tile_map, in_place: false };
 /// LayerNormGrad tiles over rows when it computes dX only: dScale and dBias
 /// sum over every row.
 pub(super) const LAYERNORM_GRAD_TILES: TileRule =
-    TileRule { space: layernorm_grad_tile_space, map: layernorm_grad_tile_map };
+    TileRule { space: layernorm_grad_tile_space, map: layernorm_grad_tile_map, in_place: false };
 
 fn batchnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
     if ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0 {

@@ -2,6 +2,7 @@
 //! are constant, which is how static shape subgraphs (Shape → Gather →
 //! Concat → Reshape) disappear at import.
 
+use super::grad;
 use super::kernel::{
     broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, KernelCall, KernelCtx,
     Local,
@@ -18,6 +19,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_identity),
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -25,6 +27,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["perm"],
         infer: transpose,
         kernel: Some(bind_transpose),
+        grad: Some(transpose_grad),
         tile: Some(TRANSPOSE_TILES),
         ..OpDef::BASE
     },
@@ -36,6 +39,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -46,6 +50,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -56,6 +61,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -65,6 +71,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_view),
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -679,7 +686,8 @@ pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
 
 /// Transpose tiles over its output; a tile of the output reads the box of
 /// the input with the same extents on the permuted axes.
-pub(super) const TRANSPOSE_TILES: TileRule = TileRule { space: transpose_tile_space, map: transpose_tile_map };
+pub(super) const TRANSPOSE_TILES: TileRule =
+    TileRule { space: transpose_tile_space, map: transpose_tile_map, in_place: false };
 
 fn transpose_perm(ctx: &KernelCtx, rank: usize) -> Result<Vec<usize>> {
     match ctx.attr_ints("perm")? {
@@ -717,4 +725,29 @@ fn transpose_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result
         outputs: vec![Some(part(&y, start.to_vec(), len.to_vec()))],
         attrs: vec![],
     })
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Transpose: dX = Transpose(dY) by the inverse permutation.
+fn transpose_grad(ctx: &mut super::grad::GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let rank = ctx.shape(x)?.len();
+    let perm: Vec<i64> = match ctx.node.ints("perm")? {
+        Some(p) => p.to_vec(),
+        None => (0..rank as i64).rev().collect(),
+    };
+    let mut inverse = vec![0i64; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        let slot = usize::try_from(p).ok().filter(|&p| p < perm.len());
+        let slot = slot.ok_or_else(|| ctx.err(format!("perm {perm:?} is not a permutation")))?;
+        inverse[slot] = i as i64;
+    }
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("Transpose", "", &[dy], &out, vec![("perm".into(), crate::ir::Attr::Ints(inverse))])?;
+    ctx.set(0, dx);
+    Ok(())
 }

@@ -1,6 +1,7 @@
 //! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
 //! opset-13 axis semantics).
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
@@ -13,6 +14,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis"],
         infer: same,
         kernel: Some(bind_softmax),
+        grad: Some(softmax_grad_rule),
         tile: Some(SOFTMAX_TILES),
         ..OpDef::BASE
     },
@@ -93,12 +95,28 @@ pub(super) fn bind_softmax_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// SoftmaxGrad_13(dY, Y) over the forward axis.
+fn softmax_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
+    let (out, attrs) = (ctx.dx_name(0), ctx.attr("axis").into_iter().collect());
+    let dx = ctx.emit1("SoftmaxGrad_13", grad::MS, &[dy, y], &out, attrs)?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
 // ---- tile rules ---------------------------------------------------------------
 
 /// Softmax tiles over the axes before its axis; the axis and those after
 /// it are whole in every tile.
-pub(super) const SOFTMAX_TILES: TileRule = TileRule { space: softmax_tile_space, map: softmax_tile_map };
-pub(super) const SOFTMAX_GRAD_TILES: TileRule = TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map };
+pub(super) const SOFTMAX_TILES: TileRule =
+    TileRule { space: softmax_tile_space, map: softmax_tile_map, in_place: false };
+pub(super) const SOFTMAX_GRAD_TILES: TileRule =
+    TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map, in_place: false };
 
 fn softmax_axis(ctx: &KernelCtx, x_slot: usize, old: bool) -> Result<usize> {
     let r = ctx.graph_in_shape(x_slot)?.len();

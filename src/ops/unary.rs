@@ -3,6 +3,7 @@
 //! emits for them (SigmoidGrad, TanhGrad, QuickGeluGrad; Sign as part of
 //! Abs's gradient).
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef};
@@ -14,8 +15,8 @@ pub const OPS: &[OpDef] = &[
         name: "Relu",
         infer: unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
+        grad: Some(relu_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -23,116 +24,43 @@ pub const OPS: &[OpDef] = &[
         attrs: &["approximate"],
         infer: gelu,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
+        grad: Some(gelu_grad_rule),
         ..OpDef::BASE
     },
-    OpDef {
-        name: "Ceil",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Floor",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Exp",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Log",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Sqrt",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
+    OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Floor", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Exp", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Log", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
     // Folds on integers: Pad's gradient negates the constant pads.
     OpDef {
         name: "Neg",
         infer: unary,
         fold: Some(fold_neg),
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
-    OpDef {
-        name: "Abs",
-        infer: unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Sign",
-        infer: unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Tanh",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Sigmoid",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Erf",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
-        ..OpDef::BASE
-    },
+    OpDef { name: "Abs", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Tanh", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef { name: "Erf", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
     OpDef {
         name: "HardSigmoid",
         attrs: &["alpha", "beta"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
         name: "HardSwish",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
@@ -142,8 +70,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -151,8 +78,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
@@ -163,8 +89,7 @@ pub const OPS: &[OpDef] = &[
         infer: clip,
         compile_time: &[1, 2],
         kernel: Some(bind_clip),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
@@ -173,8 +98,7 @@ pub const OPS: &[OpDef] = &[
         infer: grad,
         gradient: true,
         kernel: Some(bind_act_grad_y),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -182,8 +106,7 @@ pub const OPS: &[OpDef] = &[
         infer: grad,
         gradient: true,
         kernel: Some(bind_act_grad_y),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -192,8 +115,7 @@ pub const OPS: &[OpDef] = &[
         infer: grad,
         gradient: true,
         kernel: Some(bind_swish_grad),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
@@ -203,8 +125,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_act_grad),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -214,8 +135,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_act_grad),
-        tile: Some(tile::FLAT),
-        in_place: true,
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
 ];
@@ -444,6 +364,16 @@ pub(super) fn bind_swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("alpha", f(float_attr(ctx, "alpha", 1.702)?)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "ReluGrad", grad::MS)
+}
+
+fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "GeluGrad", grad::MS)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! - `Update::Sequence` (SGDOptimizerV2) updates the parameter buffers in
 //!   place; its sequence inputs and outputs are views of the parameter and
 //!   gradient buffers.
-//! - Pointwise operators (`OpDef::in_place`: Relu, Add, …) write their
+//! - Pointwise operators (a tile rule with `in_place`: Relu, Add, …) write their
 //!   output over input 0 when that is a transient buffer of the same size
 //!   that no later node reads: an activation the next node consumes takes
 //!   no second buffer.
@@ -523,6 +523,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                 // or not the output that names the update is present.
                 let acc = match ops::of(n).update {
                     Update::Always { input, .. } if input == slot => Access::ReadWrite,
+                    _ if ops::of(n).updates_state(slot) => Access::ReadWrite,
                     _ => Access::Read,
                 };
                 add(&mut operands, id, acc);
@@ -624,7 +625,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                         }
                     }
                 }
-                _ if def.in_place && slot == 0 && in0.is_some() && !is_output(t) => {
+                _ if def.tile.is_some_and(|r| r.in_place) && slot == 0 && in0.is_some() && !is_output(t) => {
                     let id = in0.expect("checked");
                     let buf = &b.buffers[id];
                     let transient = matches!(buf.kind, Kind::Activation | Kind::Gradient) && !buf.persistent;

@@ -101,6 +101,8 @@ pub struct Case {
     pub timeout: Duration,
     /// Keep the generated project folder (its path is in the outcome).
     pub keep: bool,
+    /// Training flags over the model's `train.toml`.
+    pub train: crate::import::TrainRequest,
     /// Plan with tiling (`--no-tiling` turns it off).
     pub tiling: bool,
 }
@@ -118,6 +120,7 @@ impl Case {
             sanitize: false,
             timeout: Duration::from_secs(300),
             keep: false,
+            train: crate::import::TrainRequest::default(),
             tiling: true,
         }
     }
@@ -218,6 +221,7 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
+    o.train = case.train.clone();
     let g = pipeline::generate(&case.model, &o)?;
     g.project.write(out, true).map_err(StageError::at(Stage::Emit))
 }
