@@ -108,11 +108,11 @@ void RunNetwork(void *arg)
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w1, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -203,12 +203,12 @@ void RunNetwork(void *arg)
         void *const o5_l2[1] = { NULL };
         dg_dma_q_t o5_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o4_q[0].n = 0u;
-        o5_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
         dg_tile_in(DG_L2(33320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w2, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w3, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -256,7 +256,7 @@ void RunNetwork(void *arg)
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -320,10 +320,10 @@ void RunNetwork(void *arg)
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 16u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -389,9 +389,9 @@ void RunNetwork(void *arg)
         void *const o2_l2[1] = { NULL };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
         dg_tile_in(DG_L2(33320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -474,12 +474,12 @@ void RunNetwork(void *arg)
         void *const o5_l2[1] = { NULL };
         dg_dma_q_t o5_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o4_q[0].n = 0u;
-        o5_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
         dg_tile_in(DG_L2(17320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w7, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w8, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -527,7 +527,7 @@ void RunNetwork(void *arg)
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -600,10 +600,10 @@ void RunNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(17320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w11, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w12, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -654,8 +654,8 @@ void RunNetwork(void *arg)
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
         dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {

@@ -132,11 +132,11 @@ void RunNetwork(void *arg)
         void *const o2_l2[2] = { DG_L2(1960), DG_L2(3920) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(1960), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -227,12 +227,12 @@ void RunNetwork(void *arg)
         void *const o5_l2[1] = { DG_L2(31360) };
         dg_dma_q_t o5_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o4_q[0].n = 0u;
-        o5_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
         dg_tile_in(DG_L3(54680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(2536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(2600), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -280,7 +280,7 @@ void RunNetwork(void *arg)
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -344,10 +344,10 @@ void RunNetwork(void *arg)
         void *const o1_l2[2] = { DG_L2(3840), DG_L2(4320) };
         dg_dma_q_t o1_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 16u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -413,9 +413,9 @@ void RunNetwork(void *arg)
         void *const o2_l2[1] = { DG_L2(18432) };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
         dg_tile_in(DG_L3(54680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(2792), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -498,12 +498,12 @@ void RunNetwork(void *arg)
         void *const o5_l2[1] = { DG_L2(15360) };
         dg_dma_q_t o5_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o4_q[0].n = 0u;
-        o5_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
         dg_tile_in(DG_L3(38680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(21224), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(21352), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -551,7 +551,7 @@ void RunNetwork(void *arg)
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -624,10 +624,10 @@ void RunNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(1712) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(38680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(21736), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(23272), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -678,8 +678,8 @@ void RunNetwork(void *arg)
         void *const o1_l2[1] = { DG_L2(48) };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
         dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
