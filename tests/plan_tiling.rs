@@ -240,3 +240,25 @@ fn every_model_generates_tiled_at_small_l1_budgets() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// ConvGrad splits its batch: each tile's samples give their dX, and dW
+/// and dB stay whole in L1, the first tile writing them and the later ones
+/// adding to them (the kernels' `accumulate`, 0 then 1).
+#[test]
+fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
+    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, 16384);
+    let g = deploygen::pipeline::generate(
+        &zoo("conv1d_autoencoder_train"),
+        &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)),
+    )
+    .unwrap_or_else(|e| panic!("{}: {}", e.stage, e.error));
+    let node = g.plan.nodes.iter().find(|n| n.op == "ConvGrad" && n.tiling.as_ref().is_some_and(|t| t.count >= 2));
+    let t = node.expect("a ConvGrad in two or more batch tiles").tiling.as_ref().unwrap();
+    assert!(t.operands.iter().filter(|o| o.access == plan::Access::Write && o.whole).count() >= 1, "{:?}", t.operands);
+    let net = g.project.files.iter().find(|(p, _)| p.ends_with("TrainingNetwork.c")).unwrap();
+    let text = String::from_utf8_lossy(&net.1);
+    assert!(
+        text.contains("_accumulate[2] = {\n            0u,\n            1u,\n        };"),
+        "no 0, 1 accumulate table"
+    );
+}

@@ -26,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1, 2],
         kernel: Some(bind_conv_grad),
+        tile: Some(CONV_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
@@ -323,10 +324,58 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         if ctx.has_out(slot) {
             let mut fields = base(ctx)?;
             fields.extend(conv_fields(&g, group));
+            if slot > 0 && ctx.tile.is_some() {
+                // dW and dB: a later batch tile adds to the earlier ones.
+                fields.push(("accumulate", u(ctx.attr_int(tile::ACCUMULATE, 0)? as usize)));
+            }
             calls.push(call(func, "dg_conv_args_t", fields));
         }
     }
     Ok(KernelCall { calls, ..Default::default() })
+}
+
+/// ConvGrad tiles over the batch: a tile's samples give their dX alone and
+/// add their share to dW and dB, which stay whole in L1 across the tiles
+/// (the kernels' `accumulate`; taken in order, the bits of one call).
+pub(super) const CONV_GRAD_TILES: TileRule =
+    TileRule { space: conv_grad_tile_space, map: conv_grad_tile_map, in_place: false };
+
+fn conv_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let dy = ctx.graph_in_shape(0)?;
+    if !(3..=4).contains(&dy.len()) {
+        return Ok(Err(format!("dY {dy:?} is not a 1-D or 2-D map")));
+    }
+    if dy[0] < 2 {
+        return Ok(Err("a batch of 1: ConvGrad splits its batch only".into()));
+    }
+    let split = (0..dy.len()).map(|d| d == 0).collect();
+    Ok(Ok(Space { dims: dy, split }))
+}
+
+fn conv_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let batch = |shape: Vec<usize>| {
+        if len[0] == shape[0] {
+            return Part::Whole;
+        }
+        let mut s = vec![0; shape.len()];
+        s[0] = start[0];
+        let mut l = shape;
+        l[0] = len[0];
+        Part::Box { start: s, len: l }
+    };
+    let mut m = TileMap {
+        inputs: vec![Some(batch(ctx.graph_in_shape(0)?)), Some(batch(ctx.graph_in_shape(1)?)), Some(Part::Whole)],
+        attrs: vec![(tile::ACCUMULATE.into(), Attr::Int(i64::from(start[0] > 0)))],
+        ..Default::default()
+    };
+    for slot in 0..ctx.node.outputs.len() {
+        m.outputs.push(match (ctx.node.output(slot), slot) {
+            (None, _) => None,
+            (Some(_), 0) => Some(batch(ctx.graph_out_shape(0)?)),
+            (Some(_), _) => Some(Part::Whole),
+        });
+    }
+    Ok(m)
 }
 
 // ---- gradient rules ------------------------------------------------------------------------

@@ -22,6 +22,11 @@ use super::kernel::{numel, to_u32, KernelCtx};
 use crate::error::Result;
 use crate::ir::Attr;
 
+/// A tile attribute (never an ONNX one) that is 1 on the tiles after the
+/// first of a split the kernel sums over: the binding sets the kernel's
+/// `accumulate` from it.
+pub const ACCUMULATE: &str = "deploygen.accumulate";
+
 /// The part of one operand a tile touches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Part {

@@ -566,67 +566,120 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
+    /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1, 1 tile(s) of [2, 4, 12, 12] */
     {
-        dg_copy(DG_L1(0), DG_L3(17504), 4608u); /* conv.relu_grad L3->L1 */
-        dg_copy(DG_L1(4608), DG_L3(0), 1152u); /* input L3->L1 */
-        dg_copy(DG_L1(5760), DG_L3(1176), 144u); /* conv.weight L3->L1 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(4608),
-                .w = DG_L1(5760),
-                .dy = DG_L1(0),
-                .dx = NULL,
-                .dw = DG_L1(5904),
-                .db = DG_L1(6048),
-                .batch = 2u,
-                .in_c = 1u,
-                .in_h = 12u,
-                .in_w = 12u,
-                .out_c = 4u,
-                .out_h = 12u,
-                .out_w = 12u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv.relu_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: input (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(4608) };
+        void *const o1_l2[1] = { DG_L2(4608) };
+        dg_dma_q_t o1_q[1];
+        /* o2: conv.weight (L3, read), whole */
+        void *const o2_l1[1] = { DG_L1(5760) };
+        void *const o2_l2[1] = { DG_L2(5760) };
+        dg_dma_q_t o2_q[1];
+        /* o3: conv.weight_grad (L3, written), whole */
+        void *const o3_l1[1] = { DG_L1(5904) };
+        void *const o3_l2[1] = { DG_L2(5904) };
+        dg_dma_q_t o3_q[1];
+        /* o4: conv.bias_grad (L3, written), whole */
+        void *const o4_l1[1] = { DG_L1(6048) };
+        void *const o4_l2[1] = { DG_L2(6048) };
+        dg_dma_q_t o4_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_tile_in(DG_L3(17504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(0), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1176), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_conv_args_t args = {
+                    .x = o1_l1[0],
+                    .w = o2_l1[0],
+                    .dy = o0_l1[0],
+                    .dx = NULL,
+                    .dw = o3_l1[0],
+                    .db = o4_l1[0],
+                    .batch = 2u,
+                    .in_c = 1u,
+                    .in_h = 12u,
+                    .in_w = 12u,
+                    .out_c = 4u,
+                    .out_h = 12u,
+                    .out_w = 12u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                    .accumulate = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o1_l1[0],
+                    .w = o2_l1[0],
+                    .dy = o0_l1[0],
+                    .dx = NULL,
+                    .dw = o3_l1[0],
+                    .db = o4_l1[0],
+                    .batch = 2u,
+                    .in_c = 1u,
+                    .in_h = 12u,
+                    .in_w = 12u,
+                    .out_c = 4u,
+                    .out_h = 12u,
+                    .out_w = 12u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                    .accumulate = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
+            }
         }
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(4608),
-                .w = DG_L1(5760),
-                .dy = DG_L1(0),
-                .dx = NULL,
-                .dw = DG_L1(5904),
-                .db = DG_L1(6048),
-                .batch = 2u,
-                .in_c = 1u,
-                .in_h = 12u,
-                .in_w = 12u,
-                .out_c = 4u,
-                .out_h = 12u,
-                .out_w = 12u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
-        }
-        dg_copy(DG_L3(12896), DG_L1(5904), 144u); /* conv.weight_grad L1->L3 */
-        dg_copy(DG_L3(13040), DG_L1(6048), 16u); /* conv.bias_grad L1->L3 */
+        dg_tile_out(DG_L3(12896), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(13040), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
     }
 
     /* step 15: SGD 'conv.weight_sgd' computes in L1, 1 tile(s) of [36] */
