@@ -670,7 +670,7 @@ fn inspect_text_shows_the_plan_and_svg_draws_it() {
     assert!(tile_bufs > 0);
     assert_eq!(s.matches("tile buffer of '").count(), tile_bufs);
     assert!(
-        s.contains("): tiled, ") && s.contains("): untiled, batch statistics need the whole batch"),
+        s.contains("): tiled, ") && s.contains("): untiled, operator SoftmaxCrossEntropyLoss has no tile rule"),
         "tiling strip"
     );
     assert!(!dir.path().join("map.deploygen-tmp").exists());

@@ -262,3 +262,21 @@ fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
         "no 0, 1 accumulate table"
     );
 }
+
+/// Training-mode BatchNorm (batch statistics) tiles over channels only: a
+/// tile holds its channels' whole batch and map.
+#[test]
+fn training_batchnorm_tiles_over_channels() {
+    let m = load("resnet8");
+    let p = plan_with(&m, "GAP9", Level::L2, Some(32768), true);
+    p.verify().unwrap();
+    let bn: Vec<_> = p.nodes.iter().filter(|n| n.op == "BatchNormInternal").collect();
+    assert!(!bn.is_empty());
+    for n in bn {
+        let t = n.tiling.as_ref().unwrap_or_else(|| panic!("'{}' untiled: {:?}", n.name, n.untiled));
+        assert!(t.count > 1, "{t:?}");
+        assert_eq!(t.tile[0], t.space[0], "the whole batch in every tile");
+        assert_eq!(t.tile[2..], t.space[2..], "the whole map in every tile");
+        assert!(t.tile[1] < t.space[1]);
+    }
+}

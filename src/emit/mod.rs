@@ -1093,6 +1093,38 @@ pub fn generate(
 
 /// The code of one scheduled node: staging copies around its kernel
 /// call(s), as the plan places the operands.
+/// Copies after a node of the state its kernel updates (running
+/// statistics): output `o` back into input `i` for the next run.
+fn state_copies(
+    ctx: &Ctx,
+    n: &plan::NodePlan,
+    g: &Graph,
+    node: &crate::ir::Node,
+    updates: &[(usize, usize)],
+) -> Vec<Copy> {
+    let mut post = vec![];
+    for &(i, o) in updates {
+        let (Some(ti), Some(to)) = (node.input(i), node.output(o)) else { continue };
+        let (Some(bi), Some(bo)) = (ctx.buffer_of(n.graph, g.name_of(ti)), ctx.buffer_of(n.graph, g.name_of(to)))
+        else {
+            continue;
+        };
+        if bi != bo {
+            post.push(Copy {
+                dst: ctx.expr(bi),
+                src: ctx.expr(bo),
+                bytes: ctx.plan.buffers[bi].bytes,
+                what: format!(
+                    "{} <- {} (carried to the next run)",
+                    c::comment(g.name_of(ti)),
+                    c::comment(g.name_of(to))
+                ),
+            });
+        }
+    }
+    post
+}
+
 fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
     let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
@@ -1129,7 +1161,8 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
                 _ => "",
             }
         );
-        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code) });
+        let post = state_copies(ctx, n, g, node, &code.state_updates);
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post, tiled: Some(code) });
     }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
@@ -1217,25 +1250,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             }
         })
         .collect();
-    for (i, o) in kc.state_updates {
-        let (Some(ti), Some(to)) = (node.input(i), node.output(o)) else { continue };
-        let (Some(bi), Some(bo)) = (ctx.buffer_of(n.graph, g.name_of(ti)), ctx.buffer_of(n.graph, g.name_of(to)))
-        else {
-            continue;
-        };
-        if bi != bo {
-            post.push(Copy {
-                dst: ctx.expr(bi),
-                src: ctx.expr(bo),
-                bytes: ctx.plan.buffers[bi].bytes,
-                what: format!(
-                    "{} <- {} (carried to the next run)",
-                    c::comment(g.name_of(ti)),
-                    c::comment(g.name_of(to))
-                ),
-            });
-        }
-    }
+    post.extend(state_copies(ctx, n, g, node, &kc.state_updates));
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     Ok(NodeCode {
         comment: format!("step {}: {} '{}' computes in {}", n.step, node.op, c::comment(&node.name), exec),

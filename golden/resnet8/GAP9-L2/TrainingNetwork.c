@@ -333,28 +333,203 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
+    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(526856),
-                .scale = (void *)dg_w3,
-                .bias = (void *)dg_w4,
-                .mean = (void *)dg_w5,
-                .var = (void *)dg_w6,
-                .y = DG_L2(592392),
-                .running_mean_out = DG_L2(305672),
-                .running_var_out = DG_L2(305736),
-                .saved_mean = DG_L2(1186696),
-                .saved_inv_std = DG_L2(1186760),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: conv1.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: bn1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: bn1.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: bn1.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: bn1.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: bn1.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: bn1.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: bn1.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: bn1.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: bn1.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(526856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w3, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w4, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w5, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w6, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(526856), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w3, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w4, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w5, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w6, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L2(592392), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(305672), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(305736), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1186696), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1186760), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w5, DG_L2(305672), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w6, DG_L2(305736), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
     }
@@ -479,28 +654,203 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
+    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(657928),
-                .scale = (void *)dg_w8,
-                .bias = (void *)dg_w9,
-                .mean = (void *)dg_w10,
-                .var = (void *)dg_w11,
-                .y = DG_L2(723464),
-                .running_mean_out = DG_L2(305672),
-                .running_var_out = DG_L2(305736),
-                .saved_mean = DG_L2(1186824),
-                .saved_inv_std = DG_L2(1186888),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv1.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack1.bn1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack1.bn1.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn1.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn1.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn1.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn1.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn1.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn1.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn1.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(657928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w8, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w9, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w10, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w11, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(657928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w8, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w9, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w10, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w11, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L2(723464), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(305672), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(305736), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1186824), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1186888), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w10, DG_L2(305672), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w11, DG_L2(305736), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
     }
@@ -625,28 +975,203 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
+    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(789000),
-                .scale = (void *)dg_w13,
-                .bias = (void *)dg_w14,
-                .mean = (void *)dg_w15,
-                .var = (void *)dg_w16,
-                .y = DG_L2(854536),
-                .running_mean_out = DG_L2(305672),
-                .running_var_out = DG_L2(305736),
-                .saved_mean = DG_L2(1186952),
-                .saved_inv_std = DG_L2(1187016),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv2.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack1.bn2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack1.bn2.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn2.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn2.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn2.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn2.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn2.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn2.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn2.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(789000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w13, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w14, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w15, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w16, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(789000), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w13, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w14, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w15, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w16, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L2(854536), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(305672), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(305736), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1186952), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1187016), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w15, DG_L2(305672), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w16, DG_L2(305736), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
     }
@@ -920,38 +1445,188 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
+    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
-        dg_copy(DG_L1(0), DG_L2(920072), 32768u); /* stack2.conv1.out L2->L1 */
-        dg_copy(DG_L1(65536), (void *)dg_w18, 128u); /* stack2.bn1.weight L2->L1 */
-        dg_copy(DG_L1(65664), (void *)dg_w19, 128u); /* stack2.bn1.bias L2->L1 */
-        dg_copy(DG_L1(65792), (void *)dg_w20, 128u); /* stack2.bn1.running_mean L2->L1 */
-        dg_copy(DG_L1(65920), (void *)dg_w21, 128u); /* stack2.bn1.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv1.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack2.bn1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn1.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn1.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn1.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn1.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn1.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn1.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn1.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn1.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(920072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w18, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w19, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w20, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w21, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(920072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w18, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w19, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w20, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w21, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L2(952840), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(338440), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(338568), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1153544), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1153672), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L2(952840), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L2 */
-        dg_copy(DG_L2(338440), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L2 */
-        dg_copy(DG_L2(338568), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L2 */
-        dg_copy(DG_L2(1153544), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L2 */
-        dg_copy(DG_L2(1153672), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w20, DG_L2(338440), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w21, DG_L2(338568), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
     }
@@ -1059,38 +1734,188 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
+    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
-        dg_copy(DG_L1(0), DG_L2(1051144), 32768u); /* stack2.conv2.out L2->L1 */
-        dg_copy(DG_L1(65536), (void *)dg_w23, 128u); /* stack2.bn2.weight L2->L1 */
-        dg_copy(DG_L1(65664), (void *)dg_w24, 128u); /* stack2.bn2.bias L2->L1 */
-        dg_copy(DG_L1(65792), (void *)dg_w25, 128u); /* stack2.bn2.running_mean L2->L1 */
-        dg_copy(DG_L1(65920), (void *)dg_w26, 128u); /* stack2.bn2.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv2.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack2.bn2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn2.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn2.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn2.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn2.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn2.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn2.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn2.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn2.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(1051144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w23, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w24, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w25, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w26, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(1051144), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w23, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w24, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w25, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w26, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L2(985608), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(338440), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(338568), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1153800), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1153928), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L2(985608), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L2 */
-        dg_copy(DG_L2(338440), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L2 */
-        dg_copy(DG_L2(338568), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L2 */
-        dg_copy(DG_L2(1153800), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L2 */
-        dg_copy(DG_L2(1153928), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w25, DG_L2(338440), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w26, DG_L2(338568), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
     }
@@ -1336,38 +2161,136 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
+    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        dg_copy(DG_L1(0), DG_L2(453128), 16384u); /* stack3.conv1.out L2->L1 */
-        dg_copy(DG_L1(32768), (void *)dg_w30, 256u); /* stack3.bn1.weight L2->L1 */
-        dg_copy(DG_L1(33024), (void *)dg_w31, 256u); /* stack3.bn1.bias L2->L1 */
-        dg_copy(DG_L1(33280), (void *)dg_w32, 256u); /* stack3.bn1.running_mean L2->L1 */
-        dg_copy(DG_L1(33536), (void *)dg_w33, 256u); /* stack3.bn1.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn1.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn1.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn1.running_mean (L2, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn1.running_var (L2, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { NULL };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn1.out (L2, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { NULL };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn1.running_mean_out (L2, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { NULL };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn1.running_var_out (L2, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { NULL };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn1.saved_mean (L2, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { NULL };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn1.saved_inv_std (L2, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { NULL };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L2(453128), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w30, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w31, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w32, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w33, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        dg_copy(DG_L2(469512), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L2 */
-        dg_copy(DG_L2(322056), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L2 */
-        dg_copy(DG_L2(322312), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L2 */
-        dg_copy(DG_L2(518664), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L2 */
-        dg_copy(DG_L2(518920), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L2 */
+        dg_tile_out(DG_L2(469512), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L2(322056), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L2(322312), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L2(518664), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L2(518920), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
         dg_copy((void *)dg_w32, DG_L2(322056), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w33, DG_L2(322312), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
     }
@@ -1479,38 +2402,136 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
+    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        dg_copy(DG_L1(0), DG_L2(322056), 16384u); /* stack3.conv2.out L2->L1 */
-        dg_copy(DG_L1(32768), (void *)dg_w35, 256u); /* stack3.bn2.weight L2->L1 */
-        dg_copy(DG_L1(33024), (void *)dg_w36, 256u); /* stack3.bn2.bias L2->L1 */
-        dg_copy(DG_L1(33280), (void *)dg_w37, 256u); /* stack3.bn2.running_mean L2->L1 */
-        dg_copy(DG_L1(33536), (void *)dg_w38, 256u); /* stack3.bn2.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn2.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn2.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn2.running_mean (L2, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn2.running_var (L2, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { NULL };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn2.out (L2, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { NULL };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn2.running_mean_out (L2, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { NULL };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn2.running_var_out (L2, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { NULL };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn2.saved_mean (L2, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { NULL };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn2.saved_inv_std (L2, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { NULL };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L2(322056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w35, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w36, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w37, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w38, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        dg_copy(DG_L2(338440), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L2 */
-        dg_copy(DG_L2(355336), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L2 */
-        dg_copy(DG_L2(355592), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L2 */
-        dg_copy(DG_L2(354824), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L2 */
-        dg_copy(DG_L2(355080), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L2 */
+        dg_tile_out(DG_L2(338440), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L2(355336), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L2(355592), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L2(354824), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L2(355080), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
         dg_copy((void *)dg_w37, DG_L2(355336), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w38, DG_L2(355592), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
     }

@@ -382,38 +382,203 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
+    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        dg_copy(DG_L2(0), DG_L3(785400), 65536u); /* conv1.out L3->L2 */
-        dg_copy(DG_L2(131072), DG_L3(14024), 64u); /* bn1.weight L3->L2 */
-        dg_copy(DG_L2(131136), DG_L3(14088), 64u); /* bn1.bias L3->L2 */
-        dg_copy(DG_L2(131200), DG_L3(14152), 64u); /* bn1.running_mean L3->L2 */
-        dg_copy(DG_L2(131264), DG_L3(14216), 64u); /* bn1.running_var L3->L2 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(0),
-                .scale = DG_L2(131072),
-                .bias = DG_L2(131136),
-                .mean = DG_L2(131200),
-                .var = DG_L2(131264),
-                .y = DG_L2(65536),
-                .running_mean_out = DG_L2(131328),
-                .running_var_out = DG_L2(131392),
-                .saved_mean = DG_L2(131456),
-                .saved_inv_std = DG_L2(131520),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: conv1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(24576) };
+        dg_dma_q_t o0_q[2];
+        /* o1: bn1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { DG_L2(98304), DG_L2(98328) };
+        dg_dma_q_t o1_q[2];
+        /* o2: bn1.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { DG_L2(98352), DG_L2(98376) };
+        dg_dma_q_t o2_q[2];
+        /* o3: bn1.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { DG_L2(98400), DG_L2(98424) };
+        dg_dma_q_t o3_q[2];
+        /* o4: bn1.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { DG_L2(98448), DG_L2(98472) };
+        dg_dma_q_t o4_q[2];
+        /* o5: bn1.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { DG_L2(49152), DG_L2(73728) };
+        dg_dma_q_t o5_q[2];
+        /* o6: bn1.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { DG_L2(98496), DG_L2(98520) };
+        dg_dma_q_t o6_q[2];
+        /* o7: bn1.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { DG_L2(98544), DG_L2(98568) };
+        dg_dma_q_t o7_q[2];
+        /* o8: bn1.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { DG_L2(98592), DG_L2(98616) };
+        dg_dma_q_t o8_q[2];
+        /* o9: bn1.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { DG_L2(98640), DG_L2(98664) };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(785400), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(14024), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(14088), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(14152), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(14216), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(785400), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14024), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14088), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14152), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14216), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L3(850936), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(637880), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(637816), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1519104), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1519208), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L3(850936), DG_L2(65536), 65536u); /* bn1.out L2->L3 */
-        dg_copy(DG_L3(637880), DG_L2(131328), 64u); /* bn1.running_mean_out L2->L3 */
-        dg_copy(DG_L3(637816), DG_L2(131392), 64u); /* bn1.running_var_out L2->L3 */
-        dg_copy(DG_L3(1519104), DG_L2(131456), 64u); /* bn1.saved_mean L2->L3 */
-        dg_copy(DG_L3(1519208), DG_L2(131520), 64u); /* bn1.saved_inv_std L2->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(14152), DG_L3(637880), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(14216), DG_L3(637816), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
     }
@@ -538,38 +703,203 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
+    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        dg_copy(DG_L2(0), DG_L3(916472), 65536u); /* stack1.conv1.out L3->L2 */
-        dg_copy(DG_L2(131072), DG_L3(23496), 64u); /* stack1.bn1.weight L3->L2 */
-        dg_copy(DG_L2(131136), DG_L3(23560), 64u); /* stack1.bn1.bias L3->L2 */
-        dg_copy(DG_L2(131200), DG_L3(23624), 64u); /* stack1.bn1.running_mean L3->L2 */
-        dg_copy(DG_L2(131264), DG_L3(23688), 64u); /* stack1.bn1.running_var L3->L2 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(0),
-                .scale = DG_L2(131072),
-                .bias = DG_L2(131136),
-                .mean = DG_L2(131200),
-                .var = DG_L2(131264),
-                .y = DG_L2(65536),
-                .running_mean_out = DG_L2(131328),
-                .running_var_out = DG_L2(131392),
-                .saved_mean = DG_L2(131456),
-                .saved_inv_std = DG_L2(131520),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(24576) };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack1.bn1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { DG_L2(98304), DG_L2(98328) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack1.bn1.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { DG_L2(98352), DG_L2(98376) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn1.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { DG_L2(98400), DG_L2(98424) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn1.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { DG_L2(98448), DG_L2(98472) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn1.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { DG_L2(49152), DG_L2(73728) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn1.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { DG_L2(98496), DG_L2(98520) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn1.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { DG_L2(98544), DG_L2(98568) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn1.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { DG_L2(98592), DG_L2(98616) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn1.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { DG_L2(98640), DG_L2(98664) };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(916472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(23496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(23560), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(23624), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(23688), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(916472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23496), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23560), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23624), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23688), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L3(1281208), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(637816), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(637880), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1365176), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1365248), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L3(1281208), DG_L2(65536), 65536u); /* stack1.bn1.out L2->L3 */
-        dg_copy(DG_L3(637816), DG_L2(131328), 64u); /* stack1.bn1.running_mean_out L2->L3 */
-        dg_copy(DG_L3(637880), DG_L2(131392), 64u); /* stack1.bn1.running_var_out L2->L3 */
-        dg_copy(DG_L3(1365176), DG_L2(131456), 64u); /* stack1.bn1.saved_mean L2->L3 */
-        dg_copy(DG_L3(1365248), DG_L2(131520), 64u); /* stack1.bn1.saved_inv_std L2->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(23624), DG_L3(637816), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(23688), DG_L3(637880), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
     }
@@ -694,38 +1024,203 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
+    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        dg_copy(DG_L2(0), DG_L3(1379456), 65536u); /* stack1.conv2.out L3->L2 */
-        dg_copy(DG_L2(131072), DG_L3(32968), 64u); /* stack1.bn2.weight L3->L2 */
-        dg_copy(DG_L2(131136), DG_L3(33032), 64u); /* stack1.bn2.bias L3->L2 */
-        dg_copy(DG_L2(131200), DG_L3(33096), 64u); /* stack1.bn2.running_mean L3->L2 */
-        dg_copy(DG_L2(131264), DG_L3(33160), 64u); /* stack1.bn2.running_var L3->L2 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(0),
-                .scale = DG_L2(131072),
-                .bias = DG_L2(131136),
-                .mean = DG_L2(131200),
-                .var = DG_L2(131264),
-                .y = DG_L2(65536),
-                .running_mean_out = DG_L2(131328),
-                .running_var_out = DG_L2(131392),
-                .saved_mean = DG_L2(131456),
-                .saved_inv_std = DG_L2(131520),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(24576) };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack1.bn2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { DG_L2(98304), DG_L2(98328) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack1.bn2.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { DG_L2(98352), DG_L2(98376) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn2.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { DG_L2(98400), DG_L2(98424) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn2.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { DG_L2(98448), DG_L2(98472) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn2.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { DG_L2(49152), DG_L2(73728) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn2.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { DG_L2(98496), DG_L2(98520) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn2.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { DG_L2(98544), DG_L2(98568) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn2.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { DG_L2(98592), DG_L2(98616) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn2.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { DG_L2(98640), DG_L2(98664) };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(1379456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(32968), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(33032), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(33096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(33160), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(1379456), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(32968), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(33032), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(33096), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(33160), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L3(982008), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(637816), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(637880), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1378368), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1281144), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L3(982008), DG_L2(65536), 65536u); /* stack1.bn2.out L2->L3 */
-        dg_copy(DG_L3(637816), DG_L2(131328), 64u); /* stack1.bn2.running_mean_out L2->L3 */
-        dg_copy(DG_L3(637880), DG_L2(131392), 64u); /* stack1.bn2.running_var_out L2->L3 */
-        dg_copy(DG_L3(1378368), DG_L2(131456), 64u); /* stack1.bn2.saved_mean L2->L3 */
-        dg_copy(DG_L3(1281144), DG_L2(131520), 64u); /* stack1.bn2.saved_inv_std L2->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(33096), DG_L3(637816), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(33160), DG_L3(637880), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
     }
@@ -999,38 +1494,188 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
+    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
-        dg_copy(DG_L1(0), DG_L3(1047544), 32768u); /* stack2.conv1.out L3->L1 */
-        dg_copy(DG_L1(65536), DG_L3(51656), 128u); /* stack2.bn1.weight L3->L1 */
-        dg_copy(DG_L1(65664), DG_L3(51784), 128u); /* stack2.bn1.bias L3->L1 */
-        dg_copy(DG_L1(65792), DG_L3(51912), 128u); /* stack2.bn1.running_mean L3->L1 */
-        dg_copy(DG_L1(65920), DG_L3(52040), 128u); /* stack2.bn1.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack2.bn1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { DG_L2(65536), DG_L2(65600) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn1.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { DG_L2(65664), DG_L2(65728) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn1.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { DG_L2(65792), DG_L2(65856) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn1.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { DG_L2(65920), DG_L2(65984) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn1.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn1.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { DG_L2(66048), DG_L2(66112) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn1.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { DG_L2(66176), DG_L2(66240) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn1.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { DG_L2(66304), DG_L2(66368) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn1.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { DG_L2(66432), DG_L2(66496) };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(1047544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(51656), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(51784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(51912), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(52040), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(1047544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(51656), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(51784), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(51912), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(52040), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L3(1080312), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(670584), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(670712), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1346744), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1346872), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L3(1080312), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L3 */
-        dg_copy(DG_L3(670584), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L3 */
-        dg_copy(DG_L3(670712), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L3 */
-        dg_copy(DG_L3(1346744), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L3 */
-        dg_copy(DG_L3(1346872), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(51912), DG_L3(670584), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(52040), DG_L3(670712), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
     }
@@ -1138,38 +1783,188 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
+    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
-        dg_copy(DG_L1(0), DG_L3(1178616), 32768u); /* stack2.conv2.out L3->L1 */
-        dg_copy(DG_L1(65536), DG_L3(89032), 128u); /* stack2.bn2.weight L3->L1 */
-        dg_copy(DG_L1(65664), DG_L3(89160), 128u); /* stack2.bn2.bias L3->L1 */
-        dg_copy(DG_L1(65792), DG_L3(89288), 128u); /* stack2.bn2.running_mean L3->L1 */
-        dg_copy(DG_L1(65920), DG_L3(89416), 128u); /* stack2.bn2.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack2.bn2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { DG_L2(65536), DG_L2(65600) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn2.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { DG_L2(65664), DG_L2(65728) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn2.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { DG_L2(65792), DG_L2(65856) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn2.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { DG_L2(65920), DG_L2(65984) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn2.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn2.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { DG_L2(66048), DG_L2(66112) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn2.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { DG_L2(66176), DG_L2(66240) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn2.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { DG_L2(66304), DG_L2(66368) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn2.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { DG_L2(66432), DG_L2(66496) };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(1178616), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(89032), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(89160), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(89288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(89416), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(1178616), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89032), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89160), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89288), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89416), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L3(1113080), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(670584), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(670712), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1277432), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1277560), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
-        dg_copy(DG_L3(1113080), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L3 */
-        dg_copy(DG_L3(670584), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L3 */
-        dg_copy(DG_L3(670712), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L3 */
-        dg_copy(DG_L3(1277432), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L3 */
-        dg_copy(DG_L3(1277560), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(89288), DG_L3(670584), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(89416), DG_L3(670712), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
     }
@@ -1415,38 +2210,136 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
+    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        dg_copy(DG_L1(0), DG_L3(1211384), 16384u); /* stack3.conv1.out L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(165448), 256u); /* stack3.bn1.weight L3->L1 */
-        dg_copy(DG_L1(33024), DG_L3(165704), 256u); /* stack3.bn1.bias L3->L1 */
-        dg_copy(DG_L1(33280), DG_L3(165960), 256u); /* stack3.bn1.running_mean L3->L1 */
-        dg_copy(DG_L1(33536), DG_L3(166216), 256u); /* stack3.bn1.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv1.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn1.weight (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { DG_L2(32768) };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn1.bias (L3, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { DG_L2(33024) };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn1.running_mean (L3, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { DG_L2(33280) };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn1.running_var (L3, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { DG_L2(33536) };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn1.out (L3, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn1.running_mean_out (L3, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { DG_L2(33792) };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn1.running_var_out (L3, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { DG_L2(34048) };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn1.saved_mean (L3, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { DG_L2(34304) };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn1.saved_inv_std (L3, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { DG_L2(34560) };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L3(1211384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(165448), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(165704), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(165960), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(166216), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        dg_copy(DG_L3(1227768), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L3 */
-        dg_copy(DG_L3(637816), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L3 */
-        dg_copy(DG_L3(638072), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L3 */
-        dg_copy(DG_L3(1277176), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L3 */
-        dg_copy(DG_L3(1276920), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L3 */
+        dg_tile_out(DG_L3(1227768), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L3(637816), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L3(638072), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L3(1277176), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L3(1276920), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
         dg_copy(DG_L3(165960), DG_L3(637816), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(166216), DG_L3(638072), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
     }
@@ -1558,38 +2451,136 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
     }
 
-    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
+    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        dg_copy(DG_L1(0), DG_L3(671608), 16384u); /* stack3.conv2.out L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(313928), 256u); /* stack3.bn2.weight L3->L1 */
-        dg_copy(DG_L1(33024), DG_L3(314184), 256u); /* stack3.bn2.bias L3->L1 */
-        dg_copy(DG_L1(33280), DG_L3(314440), 256u); /* stack3.bn2.running_mean L3->L1 */
-        dg_copy(DG_L1(33536), DG_L3(314696), 256u); /* stack3.bn2.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv2.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn2.weight (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { DG_L2(32768) };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn2.bias (L3, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { DG_L2(33024) };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn2.running_mean (L3, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { DG_L2(33280) };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn2.running_var (L3, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { DG_L2(33536) };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn2.out (L3, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn2.running_mean_out (L3, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { DG_L2(33792) };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn2.running_var_out (L3, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { DG_L2(34048) };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn2.saved_mean (L3, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { DG_L2(34304) };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn2.saved_inv_std (L3, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { DG_L2(34560) };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L3(671608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(313928), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(314184), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(314440), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(314696), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        dg_copy(DG_L3(638072), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L3 */
-        dg_copy(DG_L3(671352), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L3 */
-        dg_copy(DG_L3(637816), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L3 */
-        dg_copy(DG_L3(670840), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L3 */
-        dg_copy(DG_L3(671096), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L3 */
+        dg_tile_out(DG_L3(638072), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L3(671352), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L3(637816), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L3(670840), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L3(671096), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
         dg_copy(DG_L3(314440), DG_L3(671352), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(314696), DG_L3(637816), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
     }
