@@ -280,3 +280,17 @@ fn training_batchnorm_tiles_over_channels() {
         assert!(t.tile[1] < t.space[1]);
     }
 }
+
+/// CCT2_FT1 on GAP9 at L2: its batched Gemms (`[1, 2, 64, 64]` operands,
+/// onnxruntime's MatMul gradients) tile as batched matmuls; only the loss
+/// pair and a ReduceSum stay untiled.
+#[test]
+fn cct2_ft1_on_gap9_l2_tiles_its_batched_gemms() {
+    let Some(dir) = common::conformance("cct2_ft1_on_gap9_l2_tiles_its_batched_gemms", "CCT2_FT1") else { return };
+    let m = deploygen::load(&dir).unwrap_or_else(|e| panic!("CCT2_FT1: {e}"));
+    let p = plan_with(&m, "GAP9", Level::L2, None, true);
+    p.verify().unwrap();
+    let mut untiled: Vec<String> = p.nodes.iter().filter(|n| n.untiled.is_some()).map(|n| n.op.clone()).collect();
+    untiled.sort();
+    assert_eq!(untiled, ["ReduceSum", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"]);
+}

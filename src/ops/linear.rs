@@ -158,7 +158,7 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     // of A, unless transposed): the rows flatten into M.
     let lead1 = |s: &[usize]| s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1);
     let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !y.is_empty();
-    if !ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none() {
+    if batched_gemm(ctx)? {
         // A batched Gemm (some exporters write MatMul gradients so): a
         // batched matmul with transposes and a scale.
         return matmul_with(ctx, ta, tb, ctx.attr_float("alpha", 1.0)?, true);
@@ -379,6 +379,9 @@ fn lead1(s: &[usize]) -> bool {
 }
 
 fn gemm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if batched_gemm(ctx)? {
+        return matmul_tile_space(ctx);
+    }
     let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
     if y.len() < 2 {
         return Ok(Err(format!("Y {y:?} is not a matrix")));
@@ -415,6 +418,9 @@ fn last2_part(shape: &[usize], rows: Option<(usize, usize)>, cols: Option<(usize
 }
 
 fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    if batched_gemm(ctx)? {
+        return matmul_tile_map(ctx, start, len);
+    }
     let ta = ctx.attr_int("transA", 0)? != 0;
     let tb = ctx.attr_int("transB", 0)? != 0;
     let (m, n) = (Some((start[0], len[0])), Some((start[1], len[1])));
@@ -431,8 +437,17 @@ fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<Tile
     Ok(t)
 }
 
+/// A Gemm on batched operands (no C), computed as a batched matmul. The
+/// graph's shapes decide, so that every tile of one node binds alike.
+fn batched_gemm(ctx: &KernelCtx) -> Result<bool> {
+    let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
+    let ta = ctx.attr_int("transA", 0)? != 0;
+    let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !ctx.graph_out_shape(0)?.is_empty();
+    Ok(!ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none())
+}
+
 fn matmul_trans(ctx: &KernelCtx) -> Result<(bool, bool)> {
-    if ctx.node.op != "FusedMatMul" {
+    if ctx.node.op != "FusedMatMul" && ctx.node.op != "Gemm" {
         return Ok((false, false));
     }
     Ok((ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0))
