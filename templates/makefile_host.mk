@@ -44,8 +44,10 @@ ifeq ($(RUNTIME_LIB),)
 OBJS += $(RUNTIME_SRCS:.c=.o)
 endif
 
+# -no-pie: the static L2 arrays get 32-bit addresses, which the cluster
+# DMA takes (runtime/pmsis-host/pmsis.h).
 app: $(OBJS) $(RUNTIME_LIB)
-	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -o $@ $(OBJS) $(RUNTIME_LIB) -lm -pthread $(EXTRA_LDFLAGS)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -no-pie -o $@ $(OBJS) $(RUNTIME_LIB) -lm -pthread $(EXTRA_LDFLAGS)
 
 %.o: %.c $(HDRS)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<

@@ -435,3 +435,27 @@ fn a_swapped_double_buffer_index_gives_wrong_results() {
     let o = run_patched(&tiled_case(), |dir| replace(dir, "TrainingNetwork.c", "= o0_l1[cur],", "= o0_l1[nxt],"));
     assert_fails(&o, Stage::Result, "compared values are wrong");
 }
+
+/// L3 tiles: the stage's DMA into L1 issued and waited before the stage's
+/// RAM read is (the overlap of L3 reads with compute done wrong): L1
+/// receives the stage's old bytes.
+#[test]
+fn an_l3_stage_copied_before_its_ram_read_gives_wrong_results() {
+    if !have_gcc() {
+        return;
+    }
+    let mut c = tiled_case();
+    c.default_mem = "L3".into();
+    let o = run_patched(&c, |dir| {
+        let net = std::fs::read_to_string(dir.join("TrainingNetwork.c")).unwrap();
+        assert!(net.contains("DG_L3("), "no L3 operand to test");
+        replace(dir, "runtime/mem/dg_mem.c", "    dg_ram_wait(q);\n    if (bytes != 0) {", "    if (bytes != 0) {");
+        replace(
+            dir,
+            "runtime/mem/dg_mem.c",
+            "        pi_cl_dma_cmd_wait(&q->cmd[i]);\n    q->n = 0;\n",
+            "        pi_cl_dma_cmd_wait(&q->cmd[i]);\n    q->n = 0;\n    dg_ram_wait(q);\n",
+        );
+    });
+    assert_fails(&o, Stage::Result, "compared values are wrong");
+}

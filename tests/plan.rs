@@ -654,7 +654,25 @@ fn inspect_text_shows_the_plan_and_svg_draws_it() {
     let b = deploygen::bind::bind(&m, &Default::default()).unwrap();
     let p = plan::plan(&m, &deploygen::pipeline::plan_options(&m, Some(&b), &opts("GAP9", Level::L2))).unwrap();
     let placed: usize = Level::ALL.iter().map(|&l| p.arena(l).len()).sum();
-    assert_eq!(s.matches("<title>").count(), placed + 3, "one per buffer + one live curve per non-empty panel");
+    let cells = p.nodes.iter().filter(|n| n.tiling.is_some() || n.untiled.is_some()).count();
+    assert_eq!(
+        s.matches("<title>").count(),
+        placed + 3 + cells,
+        "one per buffer + one live curve per non-empty panel + one tiling cell per node with code"
+    );
+    // Tile buffers name their node's tiling; the strip says why a node is untiled.
+    let tile_bufs: usize = p
+        .nodes
+        .iter()
+        .filter_map(|n| n.tiling.as_ref())
+        .flat_map(|t| t.operands.iter().map(|o| o.l1.len() + o.l2_stage.len()))
+        .sum();
+    assert!(tile_bufs > 0);
+    assert_eq!(s.matches("tile buffer of '").count(), tile_bufs);
+    assert!(
+        s.contains("): tiled, ") && s.contains("): untiled, operator SoftmaxCrossEntropyLoss has no tile rule"),
+        "tiling strip"
+    );
     assert!(!dir.path().join("map.deploygen-tmp").exists());
 }
 

@@ -106,3 +106,191 @@ fn l3_operands_stream_through_small_l2_stages() {
         assert!(s.size <= 2 * budget, "'{}' {} B", s.name, s.size);
     }
 }
+
+/// Buffering is per operand: where the double buffers of every streamed
+/// operand do not fit, some get two and the rest one, within the budget.
+#[test]
+fn buffering_is_chosen_per_operand() {
+    let m = load("resnet8");
+    let p = plan_with(&m, "GAP9", Level::L2, Some(32768), true);
+    p.verify().unwrap();
+    let budget = p.platform.budget(Level::L1);
+    let mixed: Vec<_> = p.nodes.iter().filter_map(|n| n.tiling.as_ref()).filter(|t| t.buffering() == "mixed").collect();
+    assert!(!mixed.is_empty(), "no node has some operands double-buffered and others single");
+    for t in mixed {
+        assert!(t.l1_bytes <= budget, "{} B over {budget}", t.l1_bytes);
+        let singles: u64 = t.operands.iter().filter(|o| !o.whole && !o.double).map(|o| p.buffers[o.l1[0]].size).sum();
+        assert!(t.l1_bytes + singles > budget, "every operand could have been double-buffered: {}", t.why);
+        for o in &t.operands {
+            assert_eq!(o.l1.len(), if o.double { 2 } else { 1 });
+        }
+    }
+}
+
+#[test]
+fn the_verifier_sees_a_whole_operand_double_buffered() {
+    let m = load("resnet8");
+    let mut p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let i = p.nodes.iter().position(|n| n.tiling.as_ref().is_some_and(|t| t.operands.iter().any(|o| o.whole))).unwrap();
+    let t = p.nodes[i].tiling.as_mut().unwrap();
+    let o = t.operands.iter_mut().find(|o| o.whole).unwrap();
+    o.double = true;
+    o.l1.push(o.l1[0] + 1);
+    let e = p.verify().unwrap_err();
+    assert!(e.contains("loaded once"), "{e}");
+}
+
+fn conformance_plan(test: &str, level: Level, l1: Option<u64>) -> Option<(Plan, u64)> {
+    let dir = common::conformance(test, "CCT2_LP")?;
+    let m = deploygen::load(&dir).unwrap_or_else(|e| panic!("CCT2_LP: {e}"));
+    let onnx = std::fs::metadata(dir.join("network.onnx")).unwrap().len();
+    Some((plan_with(&m, "GAP9", level, l1, true), onnx))
+}
+
+/// Issue 20's targets for CCT2_LP on GAP9 at L3: every node with code
+/// but the loss pair runs in L1 tiles, the total footprint (L1 + L2 + L3)
+/// is at most 1.5x the ONNX file, and no L2 stage exceeds twice the L1
+/// budget.
+#[test]
+fn cct2_lp_on_gap9_l3_meets_the_memory_targets() {
+    let Some((p, onnx)) = conformance_plan("cct2_lp_on_gap9_l3_meets_the_memory_targets", Level::L3, None) else {
+        return;
+    };
+    p.verify().unwrap();
+    let untiled: Vec<String> = p.nodes.iter().filter(|n| n.untiled.is_some()).map(|n| n.op.clone()).collect();
+    assert_eq!(untiled, ["SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"]);
+    let ratio = p.footprint() as f64 / onnx as f64;
+    assert!(ratio <= 1.5, "footprint {} B is {ratio:.3}x the ONNX file's {onnx} B", p.footprint());
+    let budget = p.platform.budget(Level::L1);
+    assert!(p.largest_l2_staging() <= 2 * budget, "{} B", p.largest_l2_staging());
+}
+
+/// The rules' shapes on CCT2_LP with a 64 KiB L1: a Gemm on `[1, 64, 128]`
+/// operands whose B (64 KiB) cannot stay whole takes column panels; the
+/// second Conv (288 KiB of weights) takes runs of output channels; the
+/// attention transposes tile over their output.
+#[test]
+fn gemm_columns_conv_channels_and_transposes_tile() {
+    let Some((p, _)) = conformance_plan("gemm_columns_conv_channels_and_transposes_tile", Level::L2, Some(65536))
+    else {
+        return;
+    };
+    p.verify().unwrap();
+    let tiled = |op: &'static str| p.nodes.iter().filter(move |n| n.op == op).filter_map(|n| n.tiling.as_ref());
+    let gemm = tiled("Gemm").find(|t| t.space == [64, 128]).expect("a tiled [1, 64, 128] Gemm");
+    assert!(gemm.tile[1] < 128, "{gemm:?}");
+    let conv = tiled("Conv").find(|t| t.space[1] == 128).expect("the second Conv is tiled");
+    assert!(conv.tile[1] < 128, "{:?}", conv.tile);
+    assert_eq!(tiled("Transpose").count(), 9);
+}
+
+/// Pointwise nodes overwrite an input no later node reads: CCT2_LP's first
+/// Relu writes over the first Conv's output.
+#[test]
+fn pointwise_nodes_write_over_an_input_that_dies() {
+    let Some((p, _)) = conformance_plan("pointwise_nodes_write_over_an_input_that_dies", Level::L3, None) else {
+        return;
+    };
+    let relu = p.nodes.iter().find(|n| n.op == "Relu").unwrap();
+    let t = relu.tiling.as_ref().unwrap();
+    assert_eq!(t.operands.len(), 1, "{:?}", t.operands);
+    assert_eq!(t.operands[0].access, plan::Access::ReadWrite);
+    let b = &p.buffers[t.operands[0].buffer];
+    assert!(b.aliases.iter().any(|a| a.why.contains("overwrites")), "{:?}", b.aliases);
+}
+
+/// Every zoo and test-fixture model that generates untiled also generates
+/// tiled on GAP9 at L2 and L3 with small L1 budgets: the tiles of each node
+/// bind to calls of one form (a short last tile of a broadcasting Add once
+/// bound to the plain form and stopped emission).
+#[test]
+fn every_model_generates_tiled_at_small_l1_budgets() {
+    use deploygen::pipeline::{generate, Options};
+    let mut dirs: Vec<std::path::PathBuf> = vec![];
+    for sub in ["models", "tests/fixtures"] {
+        for e in std::fs::read_dir(common::root().join(sub)).unwrap() {
+            let p = e.unwrap().path();
+            if p.join("network.onnx").is_file() {
+                dirs.push(p);
+            }
+        }
+    }
+    dirs.sort();
+    let mut failures = vec![];
+    for dir in &dirs {
+        for level in [Level::L2, Level::L3] {
+            let opts = |l1: Option<u64>, tiling: bool| {
+                let mut p = Platform::by_name("GAP9").unwrap();
+                if let Some(b) = l1 {
+                    p = p.with_capacity(Level::L1, b);
+                }
+                let mut o = PlanOptions::new(p, level);
+                o.tiling = tiling;
+                Options::new(o)
+            };
+            if generate(dir, &opts(None, false)).is_err() {
+                continue;
+            }
+            for l1 in [16384, 65536] {
+                if let Err(e) = generate(dir, &opts(Some(l1), true)) {
+                    failures.push(format!("{} GAP9 {level} --l1 {l1}: {}: {}", dir.display(), e.stage, e.error));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// ConvGrad splits its batch: each tile's samples give their dX, and dW
+/// and dB stay whole in L1, the first tile writing them and the later ones
+/// adding to them (the kernels' `accumulate`, 0 then 1).
+#[test]
+fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
+    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, 16384);
+    let g = deploygen::pipeline::generate(
+        &zoo("conv1d_autoencoder_train"),
+        &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)),
+    )
+    .unwrap_or_else(|e| panic!("{}: {}", e.stage, e.error));
+    let node = g.plan.nodes.iter().find(|n| n.op == "ConvGrad" && n.tiling.as_ref().is_some_and(|t| t.count >= 2));
+    let t = node.expect("a ConvGrad in two or more batch tiles").tiling.as_ref().unwrap();
+    assert!(t.operands.iter().filter(|o| o.access == plan::Access::Write && o.whole).count() >= 1, "{:?}", t.operands);
+    let net = g.project.files.iter().find(|(p, _)| p.ends_with("TrainingNetwork.c")).unwrap();
+    let text = String::from_utf8_lossy(&net.1);
+    assert!(
+        text.contains("_accumulate[2] = {\n            0u,\n            1u,\n        };"),
+        "no 0, 1 accumulate table"
+    );
+}
+
+/// Training-mode BatchNorm (batch statistics) tiles over channels only: a
+/// tile holds its channels' whole batch and map.
+#[test]
+fn training_batchnorm_tiles_over_channels() {
+    let m = load("resnet8");
+    let p = plan_with(&m, "GAP9", Level::L2, Some(32768), true);
+    p.verify().unwrap();
+    let bn: Vec<_> = p.nodes.iter().filter(|n| n.op == "BatchNormInternal").collect();
+    assert!(!bn.is_empty());
+    for n in bn {
+        let t = n.tiling.as_ref().unwrap_or_else(|| panic!("'{}' untiled: {:?}", n.name, n.untiled));
+        assert!(t.count > 1, "{t:?}");
+        assert_eq!(t.tile[0], t.space[0], "the whole batch in every tile");
+        assert_eq!(t.tile[2..], t.space[2..], "the whole map in every tile");
+        assert!(t.tile[1] < t.space[1]);
+    }
+}
+
+/// CCT2_FT1 on GAP9 at L2: its batched Gemms (`[1, 2, 64, 64]` operands,
+/// onnxruntime's MatMul gradients) tile as batched matmuls; only the loss
+/// pair and a ReduceSum stay untiled.
+#[test]
+fn cct2_ft1_on_gap9_l2_tiles_its_batched_gemms() {
+    let Some(dir) = common::conformance("cct2_ft1_on_gap9_l2_tiles_its_batched_gemms", "CCT2_FT1") else { return };
+    let m = deploygen::load(&dir).unwrap_or_else(|e| panic!("CCT2_FT1: {e}"));
+    let p = plan_with(&m, "GAP9", Level::L2, None, true);
+    p.verify().unwrap();
+    let mut untiled: Vec<String> = p.nodes.iter().filter(|n| n.untiled.is_some()).map(|n| n.op.clone()).collect();
+    untiled.sort();
+    assert_eq!(untiled, ["ReduceSum", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"]);
+}

@@ -174,13 +174,48 @@ static pi_cl_dma_cmd_t *dg_dma_slot(dg_dma_q_t *q)
     return &q->cmd[q->n++];
 }
 
-void dg_dma_wait(dg_dma_q_t *q)
+void dg_dma_init(dg_dma_q_t *q)
+{
+    q->n = 0;
+    q->nram = 0;
+    q->ram_write = 0;
+    q->stage = NULL;
+    q->l1 = NULL;
+    q->stage_bytes = 0;
+}
+
+/* Waits for the queue's RAM requests. */
+static void dg_ram_wait(dg_dma_q_t *q)
 {
     uint32_t i;
+    for (i = 0; i < q->nram; i++) {
+        if (q->ram_write)
+            pi_cl_ram_write_wait(&q->ram[i]);
+        else
+            pi_cl_ram_read_wait(&q->ram[i]);
+    }
+    q->nram = 0;
+}
+
+static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t lines, uint32_t stride,
+                         int to_l1, dg_dma_q_t *q);
+
+void dg_dma_wait(dg_dma_q_t *q)
+{
+    uint32_t i, bytes = q->stage_bytes;
+    dg_ram_wait(q);
+    if (bytes != 0) {
+        /* The stage now holds the part: into L1. */
+        q->stage_bytes = 0;
+        dg_dma_lines(q->stage, q->l1, bytes, 1, 0, 1, q);
+    }
     for (i = 0; i < q->n; i++)
         pi_cl_dma_cmd_wait(&q->cmd[i]);
     q->n = 0;
 }
+
+/* A cluster-side address, as the SDK's DMA takes it. */
+static uint32_t dg_addr(const uint8_t *p) { return (uint32_t)(uintptr_t)p; }
 
 /* `lines` lines of `run` bytes, `stride` apart in L2, packed in L1: 2-D
  * commands below 64 KiB each, 1-D chunks where the lines are contiguous
@@ -194,13 +229,13 @@ static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t line
         uint32_t total = run * lines;
         for (done = 0; done < total; done += k) {
             k = total - done < DG_DMA_CHUNK ? total - done : DG_DMA_CHUNK;
-            pi_cl_dma_cmd((uintptr_t)(ext + done), (uintptr_t)(loc + done), k, dir, dg_dma_slot(q));
+            pi_cl_dma_cmd(dg_addr(ext + done), dg_addr(loc + done), k, dir, dg_dma_slot(q));
         }
     } else if (run <= 0xFFFFu) {
         uint32_t per = 0xFFFFu / run;
         for (i = 0; i < lines; i += k) {
             k = lines - i < per ? lines - i : per;
-            pi_cl_dma_cmd_2d((uintptr_t)(ext + (size_t)i * stride), (uintptr_t)(loc + (size_t)i * run),
+            pi_cl_dma_cmd_2d(dg_addr(ext + (size_t)i * stride), dg_addr(loc + (size_t)i * run),
                              k * run, stride, run, dir, dg_dma_slot(q));
         }
     } else {
@@ -220,28 +255,34 @@ static uint32_t dg_box_loc(const dg_box_t *b, uint32_t i1, uint32_t i2)
     return (i2 * b->n[1] + i1) * b->n[0] * b->run;
 }
 
-/* The RAM side of an L3 part, waited: L3 <-> the packed L2 stage. */
-static void dg_ram_box(uint32_t l3, uint8_t *stage, const dg_box_t *b, int read)
+/* A free RAM request of q for a transfer in direction `write` (waiting
+ * for the outstanding ones when full or of the other direction). */
+static pi_cl_ram_req_t *dg_ram_slot(dg_dma_q_t *q, int write)
 {
-    pi_cl_ram_req_t req;
+    if (q->nram == DG_RAM_REQS || (q->nram > 0 && q->ram_write != write))
+        dg_ram_wait(q);
+    q->ram_write = write;
+    return &q->ram[q->nram++];
+}
+
+/* The RAM side of an L3 part, issued on q: L3 <-> the packed L2 stage. */
+static void dg_ram_box(uint32_t l3, uint8_t *stage, const dg_box_t *b, int read, dg_dma_q_t *q)
+{
     uint32_t bytes = b->run * b->n[0], i1, i2;
     for (i2 = 0; i2 < b->n[2]; i2++)
         for (i1 = 0; i1 < b->n[1]; i1++) {
-        uint32_t eo = dg_box_ext(b, i1, i2), lo = dg_box_loc(b, i1, i2);
-        if (b->n[0] == 1 || b->s[0] == b->run) {
-            if (read)
-                pi_cl_ram_read(&dg_ram_dev, l3 + eo, stage + lo, bytes, &req);
-            else
-                pi_cl_ram_write(&dg_ram_dev, l3 + eo, stage + lo, bytes, &req);
-        } else if (read) {
-            pi_cl_ram_read_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, &req);
-        } else {
-            pi_cl_ram_write_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, &req);
-        }
-        if (read)
-            pi_cl_ram_read_wait(&req);
-        else
-            pi_cl_ram_write_wait(&req);
+            uint32_t eo = dg_box_ext(b, i1, i2), lo = dg_box_loc(b, i1, i2);
+            pi_cl_ram_req_t *req = dg_ram_slot(q, !read);
+            if (b->n[0] == 1 || b->s[0] == b->run) {
+                if (read)
+                    pi_cl_ram_read(&dg_ram_dev, l3 + eo, stage + lo, bytes, req);
+                else
+                    pi_cl_ram_write(&dg_ram_dev, l3 + eo, stage + lo, bytes, req);
+            } else if (read) {
+                pi_cl_ram_read_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, req);
+            } else {
+                pi_cl_ram_write_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, req);
+            }
         }
 }
 
@@ -253,8 +294,12 @@ void dg_tile_in(const void *home, void *stage, void *l1, const dg_box_t *b, dg_d
     uint32_t i1, i2;
     memcpy(&h, &home, sizeof h); /* the DMA takes a non-const address */
     if (stage != NULL) {
-        dg_ram_box((uint32_t)(uintptr_t)home, s, b, 1);
-        dg_dma_lines(s, l, dg_box_bytes(b), 1, 0, 1, q);
+        if (q->stage_bytes != 0)
+            dg_dma_wait(q);
+        dg_ram_box((uint32_t)(uintptr_t)home, s, b, 1, q);
+        q->stage = s;
+        q->l1 = l;
+        q->stage_bytes = dg_box_bytes(b);
         return;
     }
     for (i2 = 0; i2 < b->n[2]; i2++)
@@ -270,7 +315,7 @@ void dg_tile_out(void *home, void *stage, const void *l1, const dg_box_t *b, dg_
     if (stage != NULL) {
         dg_dma_lines(s, l, dg_box_bytes(b), 1, 0, 0, q);
         dg_dma_wait(q);
-        dg_ram_box((uint32_t)(uintptr_t)home, s, b, 0);
+        dg_ram_box((uint32_t)(uintptr_t)home, s, b, 0, q);
         return;
     }
     for (i2 = 0; i2 < b->n[2]; i2++)

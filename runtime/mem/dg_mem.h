@@ -95,23 +95,40 @@ typedef struct {
 #ifndef DG_DMA_CMDS
 #define DG_DMA_CMDS 8
 #endif
+/* Cluster-RAM requests in flight per queue (one per run group of a part). */
+#ifndef DG_RAM_REQS
+#define DG_RAM_REQS 8
+#endif
 /* Largest 1-D command: the SDK truncates 1-D copies of 64 KiB or more. */
 #define DG_DMA_CHUNK 32768u
+/* One queue per L1 tile buffer: its DMA commands, its L3 part's RAM
+ * requests, and the DMA of a packed L2 stage into L1 that waits for them. */
 typedef struct {
     pi_cl_dma_cmd_t cmd[DG_DMA_CMDS];
     uint32_t n;
+    pi_cl_ram_req_t ram[DG_RAM_REQS];
+    uint32_t nram;
+    int ram_write;
+    uint8_t *stage;
+    uint8_t *l1;
+    uint32_t stage_bytes;
 } dg_dma_q_t;
 
+/* An empty queue. */
+void dg_dma_init(dg_dma_q_t *q);
 /* Starts fetching a part of `home` into the L1 buffer `l1` on queue q.
- * `home` in L2: DMA straight from it. `home` in L3: the part is first read
- * into the L2 buffer `stage` (packed; the RAM read is waited here), then
- * DMA'd from there. The data is in L1 only after dg_dma_wait(q). */
+ * `home` in L2: DMA straight from it. `home` in L3: the part is read into
+ * the L2 buffer `stage` (packed) by cluster-RAM requests that run while the
+ * cores compute; the DMA from the stage into L1 follows when q is waited
+ * for. The data is in L1 only after dg_dma_wait(q). */
 void dg_tile_in(const void *home, void *stage, void *l1, const dg_box_t *b, dg_dma_q_t *q);
-/* Starts writing the L1 buffer `l1` back to its part of `home` on queue q
- * (through `stage` when `home` is in L3; that path completes here). The
- * buffer may be refilled only after dg_dma_wait(q). */
+/* Starts writing the L1 buffer `l1` back to its part of `home` on queue q.
+ * `home` in L3: the buffer is DMA'd into `stage` (waited here) and the RAM
+ * writes from the stage run while the cores compute. The buffer and the
+ * stage may be refilled only after dg_dma_wait(q). */
 void dg_tile_out(void *home, void *stage, const void *l1, const dg_box_t *b, dg_dma_q_t *q);
-/* Waits for every command of q. */
+/* Waits for every transfer of q: RAM requests, then the stage's DMA into
+ * L1 (issued now), then the DMA commands. */
 void dg_dma_wait(dg_dma_q_t *q);
 
 #ifdef __cplusplus

@@ -258,10 +258,12 @@ static inline void pi_cl_ram_write_2d(struct pi_device *device, uint32_t pi_ram_
 }
 
 /* ---- cluster DMA: pmsis/cluster/dma/cl_dma.h ------------------------------
- * Between L2 (`ext`) and L1 (`loc`). The chips take uint32_t addresses;
- * the emulation takes uintptr_t so host pointers fit (callers cast with
- * (uintptr_t), as wide as uint32_t on the chips). As on the chips, a 1-D
- * copy's size and a 2-D line's length are 16-bit: larger ones are
+ * Between L2 (`ext`) and L1 (`loc`), with the SDK's signatures: addresses
+ * are uint32_t (callers cast a pointer with (uint32_t)(uintptr_t)). The
+ * emulation keeps its L1 and L2 memories, and the program image (the host
+ * build links with -no-pie), below 4 GiB so such an address is the
+ * pointer; an address outside them is a fatal error. As on the chips, a
+ * 1-D copy's size and a 2-D line's length are 16-bit: larger ones are
  * truncated.
  *
  * Mistakes are made visible: a copy (DMA or cluster RAM request) moves its
@@ -275,9 +277,9 @@ typedef enum { PI_CL_DMA_DIR_LOC2EXT = 0, PI_CL_DMA_DIR_EXT2LOC = 1 } pi_cl_dma_
 typedef struct pi_cl_dma_cmd_s {
     dg_host_xfer_t xfer;
 } pi_cl_dma_cmd_t;
-void pi_cl_dma_cmd(uintptr_t ext, uintptr_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
                    pi_cl_dma_cmd_t *cmd);
-void pi_cl_dma_cmd_2d(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stride, uint32_t length,
+void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
                       pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd);
 void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd);
 void pi_cl_dma_flush(void);

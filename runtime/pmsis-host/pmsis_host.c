@@ -9,10 +9,13 @@
  *   DG_HOST_FAULT_NO_L1_CAP   the L1 allocator ignores its capacity
  *   DG_HOST_FAULT_L3_TRUNC    L3 writes drop their last byte
  */
+/* mmap's MAP_ANONYMOUS and MAP_32BIT. */
+#define _GNU_SOURCE
 #include "pmsis.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,11 +135,31 @@ static void heap_reset_lists(dg_heap_t *h)
     h->in_use = 0;
 }
 
+/* Memory whose addresses fit in 32 bits, as the chips' (the cluster DMA
+ * takes uint32_t addresses); NULL when the host cannot give any. */
+static void *low_alloc(size_t cap)
+{
+#ifdef MAP_32BIT
+    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+#else
+    void *p = mmap((void *)(uintptr_t)0x40000000u, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if ((uintptr_t)p + cap > 0xFFFFFFFFu) {
+        munmap(p, cap);
+        return NULL;
+    }
+    return p;
+#endif
+}
+
 static void heap_init(dg_heap_t *h, size_t cap, int backing)
 {
     h->cap = cap;
     if (backing) {
-        h->mem = (uint8_t *)malloc(cap);
+        h->mem = (uint8_t *)low_alloc(cap);
         if (!h->mem)
             dg_host_fatal("cannot allocate host backing store for an emulated memory level");
         memset(h->mem, 0xA5, cap); /* memory is not zero at boot */
@@ -1185,6 +1208,16 @@ void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req)
     req->done = 1;
 }
 
+/* The program image (static L2 arrays), bounds from the linker. */
+extern char __executable_start[];
+extern char _end[];
+
+static int in_l2(uintptr_t p, uint32_t size)
+{
+    uintptr_t l2 = (uintptr_t)g_l2.mem, lo = (uintptr_t)__executable_start, hi = (uintptr_t)_end;
+    return (p >= l2 && p + size <= l2 + g_l2.cap) || (p >= lo && p + size <= hi);
+}
+
 static void dma_issue(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stride,
                       uint32_t length, pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd)
 {
@@ -1193,8 +1226,9 @@ static void dma_issue(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stri
     require_cluster("pi_cl_dma_cmd");
     if (dg_host_mem_level((const void *)loc) != DG_MEM_L1)
         dg_host_fatal("cluster DMA whose local (loc) address is not in L1");
-    if (dg_host_mem_level((const void *)ext) != DG_MEM_L2)
-        dg_host_fatal("cluster DMA whose external (ext) address is not in L2");
+    if (!in_l2(ext, 1))
+        dg_host_fatal("cluster DMA whose external (ext) address is not in L2 (the L2 heap or the "
+                      "program's static data)");
     x->ram = 0;
     x->to_loc = (dir == PI_CL_DMA_DIR_EXT2LOC);
     x->ext = ext;
@@ -1209,7 +1243,7 @@ static void dma_issue(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stri
     xfer_issue(x);
 }
 
-void pi_cl_dma_cmd(uintptr_t ext, uintptr_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+void pi_cl_dma_cmd(uint32_t ext, uint32_t loc, uint32_t size, pi_cl_dma_dir_e dir,
                    pi_cl_dma_cmd_t *cmd)
 {
     /* The SDK passes a 1-D size as unsigned short. */
@@ -1217,7 +1251,7 @@ void pi_cl_dma_cmd(uintptr_t ext, uintptr_t loc, uint32_t size, pi_cl_dma_dir_e 
     dma_issue(ext, loc, size, size, size, dir, cmd);
 }
 
-void pi_cl_dma_cmd_2d(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stride, uint32_t length,
+void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride, uint32_t length,
                       pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd)
 {
     length &= 0xFFFFu;

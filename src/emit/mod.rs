@@ -1173,8 +1173,6 @@ pub fn generate(
     Ok(Project { files, manifest })
 }
 
-/// The code of one scheduled node: staging copies around its kernel
-/// call(s), as the plan places the operands.
 /// `DG_DUMP` of the node's f32 outputs, at their home buffers.
 fn dumps(ctx: &Ctx, n: &plan::NodePlan, g: &ir::Graph, node: &ir::Node) -> Vec<Dump> {
     node.outputs
@@ -1188,6 +1186,36 @@ fn dumps(ctx: &Ctx, n: &plan::NodePlan, g: &ir::Graph, node: &ir::Node) -> Vec<D
         .collect()
 }
 
+/// Copies after a node of the state its kernel updates (running
+/// statistics): output `o` back into input `i` for the next run.
+fn state_copies(
+    ctx: &Ctx,
+    n: &plan::NodePlan,
+    g: &ir::Graph,
+    node: &ir::Node,
+    updates: &[(usize, usize)],
+) -> Vec<Copy> {
+    let mut post = vec![];
+    for &(i, o) in updates {
+        let (Some(ti), Some(to)) = (node.input(i), node.output(o)) else { continue };
+        let (Some(bi), Some(bo)) = (ctx.buffer_of(n.graph, g.name_of(ti)), ctx.buffer_of(n.graph, g.name_of(to)))
+        else {
+            continue;
+        };
+        if bi != bo {
+            post.push(Copy {
+                dst: ctx.expr(bi),
+                src: ctx.expr(bo),
+                bytes: ctx.plan.buffers[bi].bytes,
+                what: c_comment(&format!("{} <- {} (carried to the next run)", g.name_of(ti), g.name_of(to))),
+            });
+        }
+    }
+    post
+}
+
+/// The code of one scheduled node: staging copies around its kernel
+/// call(s), as the plan places the operands.
 fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
     let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
@@ -1218,10 +1246,15 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             c_comment(&node.name),
             t.count,
             t.tile,
-            if t.double_buffered { ", double-buffered" } else { "" }
+            match t.buffering() {
+                "double" => ", double-buffered",
+                "mixed" => ", some operands double-buffered",
+                _ => "",
+            }
         );
+        let post = state_copies(ctx, n, g, node, &code.state_updates);
         let dumps = dumps(ctx, n, g, node);
-        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code), dumps });
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post, tiled: Some(code), dumps });
     }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
@@ -1309,21 +1342,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             }
         })
         .collect();
-    for (i, o) in kc.state_updates {
-        let (Some(ti), Some(to)) = (node.input(i), node.output(o)) else { continue };
-        let (Some(bi), Some(bo)) = (ctx.buffer_of(n.graph, g.name_of(ti)), ctx.buffer_of(n.graph, g.name_of(to)))
-        else {
-            continue;
-        };
-        if bi != bo {
-            post.push(Copy {
-                dst: ctx.expr(bi),
-                src: ctx.expr(bo),
-                bytes: ctx.plan.buffers[bi].bytes,
-                what: c_comment(&format!("{} <- {} (carried to the next run)", g.name_of(ti), g.name_of(to))),
-            });
-        }
-    }
+    post.extend(state_copies(ctx, n, g, node, &kc.state_updates));
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     let dumps = dumps(ctx, n, g, node);
     Ok(NodeCode {

@@ -57,6 +57,8 @@ pub struct TiledCode {
     pub tables: Vec<Table>,
     pub operands: Vec<TileOperand>,
     pub calls: Vec<CallCode>,
+    /// State the kernel updates (input, output), copied after the loop.
+    pub state_updates: Vec<(usize, usize)>,
 }
 
 /// Box table entries of one operand.
@@ -176,7 +178,15 @@ pub fn tiled_code(
         per_tile.push(binding(&kctx)?);
     }
     let calls = merge_calls(node, &per_tile, &mut tables)?;
-    Ok(TiledCode { count: t.count, any_double: operands.iter().any(|o| o.double), tables, operands, calls })
+    let state_updates = per_tile[0].state_updates.clone();
+    Ok(TiledCode {
+        count: t.count,
+        any_double: operands.iter().any(|o| o.double),
+        tables,
+        operands,
+        calls,
+        state_updates,
+    })
 }
 
 fn access_name(a: Access) -> &'static str {
@@ -197,7 +207,7 @@ fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Ta
                 .zip(&first.calls)
                 .all(|(a, b)| a.func == b.func && a.fields.len() == b.fields.len() && a.locals.len() == b.locals.len())
     });
-    if !same_shape || !first.state_updates.is_empty() {
+    if !same_shape || per_tile.iter().any(|k| k.state_updates != first.state_updates) {
         return Err(Error::node(node, "its kernel calls differ in form between tiles"));
     }
     let mut out = vec![];

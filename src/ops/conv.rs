@@ -2,10 +2,10 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
-use super::tile::{self, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Attr, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -26,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1, 2],
         kernel: Some(bind_conv_grad),
+        tile: Some(CONV_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
@@ -323,10 +324,58 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         if ctx.has_out(slot) {
             let mut fields = base(ctx)?;
             fields.extend(conv_fields(&g, group));
+            if slot > 0 && ctx.tile.is_some() {
+                // dW and dB: a later batch tile adds to the earlier ones.
+                fields.push(("accumulate", u(ctx.attr_int(tile::ACCUMULATE, 0)? as usize)));
+            }
             calls.push(call(func, "dg_conv_args_t", fields));
         }
     }
     Ok(KernelCall { calls, ..Default::default() })
+}
+
+/// ConvGrad tiles over the batch: a tile's samples give their dX alone and
+/// add their share to dW and dB, which stay whole in L1 across the tiles
+/// (the kernels' `accumulate`; taken in order, the bits of one call).
+pub(super) const CONV_GRAD_TILES: TileRule =
+    TileRule { space: conv_grad_tile_space, map: conv_grad_tile_map, in_place: false };
+
+fn conv_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let dy = ctx.graph_in_shape(0)?;
+    if !(3..=4).contains(&dy.len()) {
+        return Ok(Err(format!("dY {dy:?} is not a 1-D or 2-D map")));
+    }
+    if dy[0] < 2 {
+        return Ok(Err("a batch of 1: ConvGrad splits its batch only".into()));
+    }
+    let split = (0..dy.len()).map(|d| d == 0).collect();
+    Ok(Ok(Space { dims: dy, split }))
+}
+
+fn conv_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let batch = |shape: Vec<usize>| {
+        if len[0] == shape[0] {
+            return Part::Whole;
+        }
+        let mut s = vec![0; shape.len()];
+        s[0] = start[0];
+        let mut l = shape;
+        l[0] = len[0];
+        Part::Box { start: s, len: l }
+    };
+    let mut m = TileMap {
+        inputs: vec![Some(batch(ctx.graph_in_shape(0)?)), Some(batch(ctx.graph_in_shape(1)?)), Some(Part::Whole)],
+        attrs: vec![(tile::ACCUMULATE.into(), Attr::Int(i64::from(start[0] > 0)))],
+        ..Default::default()
+    };
+    for slot in 0..ctx.node.outputs.len() {
+        m.outputs.push(match (ctx.node.output(slot), slot) {
+            (None, _) => None,
+            (Some(_), 0) => Some(batch(ctx.graph_out_shape(0)?)),
+            (Some(_), _) => Some(Part::Whole),
+        });
+    }
+    Ok(m)
 }
 
 // ---- gradient rules ------------------------------------------------------------------------
@@ -348,15 +397,41 @@ fn conv_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 
 // ---- tile rules ---------------------------------------------------------------
 
-/// Conv tiles over batch and output rows (the first spatial axis, L for
-/// 1-D); the input rows carry the halo, the weights and bias stay whole.
-pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map };
+/// Conv tiles over batch, output channels and output rows (the first
+/// spatial axis, L for 1-D): the input rows carry the halo; a tile of
+/// output channels takes those filters and biases (and, depthwise, those
+/// input channels); a grouped Conv keeps its channels whole.
+pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map, in_place: false };
+
+/// Whether output channels split: plain Conv, or depthwise (each output
+/// channel reads its own input channel).
+fn conv_channels(ctx: &KernelCtx) -> Result<(bool, bool)> {
+    let group = ctx.attr_int("group", 1)?;
+    let (x, y) = (ctx.graph_in_shape(0)?, ctx.graph_out_shape(0)?);
+    let depthwise = group > 1 && x.get(1) == Some(&(group as usize)) && y.get(1) == Some(&(group as usize));
+    Ok((group == 1 || depthwise, depthwise))
+}
 
 fn conv_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
-    tile::window_space(ctx, false)
+    tile::window_space(ctx, conv_channels(ctx)?.0)
 }
 
 fn conv_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let w = ctx.graph_in_shape(1)?;
-    tile::window_map(ctx, &w[2..], false, start, len)
+    let (_, depthwise) = conv_channels(ctx)?;
+    let mut m = tile::window_map(ctx, &w[2..], depthwise, start, len)?;
+    if len[1] != w[0] {
+        let mut ws = vec![0; w.len()];
+        let mut wl = w.clone();
+        ws[0] = start[1];
+        wl[0] = len[1];
+        m.inputs[1] = Some(Part::Box { start: ws, len: wl });
+        if let Some(Some(b)) = m.inputs.get_mut(2) {
+            *b = Part::Box { start: vec![start[1]], len: vec![len[1]] };
+        }
+        if depthwise {
+            m.attrs.push(("group".into(), Attr::Int(len[1] as i64)));
+        }
+    }
+    Ok(m)
 }

@@ -194,7 +194,11 @@ pub(super) fn bind_binary(ctx: &KernelCtx) -> Result<KernelCall> {
     let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
     let n = numel(&y);
     let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(n))];
-    if !(numel(&a) == n && numel(&b) == n) {
+    // Whether the node broadcasts is the graph's fact, not a tile's: every
+    // tile of a broadcasting node takes the strided form (a one-row tile of
+    // `[64, 64] + [64]` has equal sizes), so the tiles' calls agree.
+    let (ga, gb, gy) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
+    if !(numel(&ga) == numel(&gy) && numel(&gb) == numel(&gy)) {
         max_dims(ctx, y.len())?;
         fields.push(("ndim", u(y.len())));
         fields.push(("shape", dims_list(&y)));

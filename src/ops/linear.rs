@@ -158,7 +158,7 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     // of A, unless transposed): the rows flatten into M.
     let lead1 = |s: &[usize]| s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1);
     let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !y.is_empty();
-    if !ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none() {
+    if batched_gemm(ctx)? {
         // A batched Gemm (some exporters write MatMul gradients so): a
         // batched matmul with transposes and a scale.
         return matmul_with(ctx, ta, tb, ctx.attr_float("alpha", 1.0)?, true);
@@ -364,42 +364,90 @@ fn matmul_grad(ctx: &mut GradCtx) -> Result<()> {
 
 // ---- tile rules ---------------------------------------------------------------
 
-/// Gemm tiles over the rows of A and Y (K and N whole: B stays whole, C
-/// takes the rows it broadcasts over).
-pub(super) const GEMM_TILES: TileRule = TileRule { space: gemm_tile_space, map: gemm_tile_map };
+/// Gemm tiles over the rows of Y (A's rows, or its columns under
+/// transA) and its columns (B's columns, or its rows under transB); K is
+/// whole in every tile, so no tile needs partial sums. Leading dims of 1
+/// (`[1, 64, 128]`, as Deeploy's exporters write) ride along; C takes the
+/// rows and columns it broadcasts over.
+pub(super) const GEMM_TILES: TileRule = TileRule { space: gemm_tile_space, map: gemm_tile_map, in_place: false };
 /// MatMul tiles over the batch dims and the rows of A; B stays whole per
 /// batch.
-pub(super) const MATMUL_TILES: TileRule = TileRule { space: matmul_tile_space, map: matmul_tile_map };
+pub(super) const MATMUL_TILES: TileRule = TileRule { space: matmul_tile_space, map: matmul_tile_map, in_place: false };
+
+fn lead1(s: &[usize]) -> bool {
+    s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1)
+}
 
 fn gemm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if batched_gemm(ctx)? {
+        return matmul_tile_space(ctx);
+    }
     let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
-    if a.len() != 2 || b.len() != 2 || y.len() != 2 {
-        return Ok(Err(format!("A {a:?}, B {b:?}, Y {y:?} are not all 2-D")));
+    if y.len() < 2 {
+        return Ok(Err(format!("Y {y:?} is not a matrix")));
     }
-    if ctx.attr_int("transA", 0)? != 0 {
-        return Ok(Err("transA: the rows of A are its columns".into()));
+    if !lead1(&a) || !lead1(&b) || !lead1(&y) {
+        return Ok(Err(format!("A {a:?}, B {b:?}, Y {y:?} have batch dims")));
     }
-    Ok(Ok(Space { dims: y, split: vec![true, false] }))
+    if ctx.node.input(2).is_some() && ctx.graph_in_shape(2)?.iter().rev().skip(2).any(|&d| d != 1) {
+        return Ok(Err("C has batch dims".into()));
+    }
+    let r = y.len();
+    Ok(Ok(Space { dims: vec![y[r - 2], y[r - 1]], split: vec![true, true] }))
+}
+
+/// The part of an operand whose last two dims are (rows, cols) and whose
+/// leading dims are 1: `rows` / `cols` a range, or `None` for whole; a
+/// dim of 1 stays whole (broadcast).
+fn last2_part(shape: &[usize], rows: Option<(usize, usize)>, cols: Option<(usize, usize)>) -> Part {
+    let r = shape.len();
+    let (mut s, mut l) = (vec![0; r], shape.to_vec());
+    for (d, range) in [(r.wrapping_sub(2), rows), (r.wrapping_sub(1), cols)] {
+        if let (Some(&dim), Some((st, ln))) = (shape.get(d), range) {
+            if dim != 1 {
+                s[d] = st;
+                l[d] = ln;
+            }
+        }
+    }
+    if l == shape {
+        Part::Whole
+    } else {
+        Part::Box { start: s, len: l }
+    }
 }
 
 fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    if batched_gemm(ctx)? {
+        return matmul_tile_map(ctx, start, len);
+    }
+    let ta = ctx.attr_int("transA", 0)? != 0;
+    let tb = ctx.attr_int("transB", 0)? != 0;
+    let (m, n) = (Some((start[0], len[0])), Some((start[1], len[1])));
     let a = ctx.graph_in_shape(0)?;
-    let rows = tile::broadcast_part(&[a[0], 1], &start[..1], &len[..1]);
-    let a_part = match rows {
-        Part::Box { start: s, len: l } => Part::Box { start: vec![s[0], 0], len: vec![l[0], a[1]] },
-        other => other,
-    };
-    let mut m = TileMap { inputs: vec![Some(a_part), Some(Part::Whole)], ..Default::default() };
-    m.inputs.push(match ctx.node.input(2) {
-        Some(_) => Some(tile::broadcast_part(&ctx.graph_in_shape(2)?, start, len)),
+    let b = ctx.graph_in_shape(1)?;
+    let a_part = if ta { last2_part(&a, None, m) } else { last2_part(&a, m, None) };
+    let b_part = if tb { last2_part(&b, n, None) } else { last2_part(&b, None, n) };
+    let mut t = TileMap { inputs: vec![Some(a_part), Some(b_part)], ..Default::default() };
+    t.inputs.push(match ctx.node.input(2) {
+        Some(_) => Some(last2_part(&ctx.graph_in_shape(2)?, m, n)),
         None => None,
     });
-    m.outputs.push(Some(tile::broadcast_part(&ctx.graph_out_shape(0)?, start, len)));
-    Ok(m)
+    t.outputs.push(Some(last2_part(&ctx.graph_out_shape(0)?, m, n)));
+    Ok(t)
+}
+
+/// A Gemm on batched operands (no C), computed as a batched matmul. The
+/// graph's shapes decide, so that every tile of one node binds alike.
+fn batched_gemm(ctx: &KernelCtx) -> Result<bool> {
+    let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
+    let ta = ctx.attr_int("transA", 0)? != 0;
+    let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !ctx.graph_out_shape(0)?.is_empty();
+    Ok(!ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none())
 }
 
 fn matmul_trans(ctx: &KernelCtx) -> Result<(bool, bool)> {
-    if ctx.node.op != "FusedMatMul" {
+    if ctx.node.op != "FusedMatMul" && ctx.node.op != "Gemm" {
         return Ok((false, false));
     }
     Ok((ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0))

@@ -4,7 +4,7 @@
 use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::linear::finite;
-use super::tile::{self, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};
@@ -354,19 +354,32 @@ fn layer_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 // ---- tile rules ---------------------------------------------------------------
 
 /// Inference BatchNorm tiles over the batch (per-channel parameters stay
-/// whole); with batch statistics every tile would need the whole batch, so
-/// training-mode BatchNorm runs untiled.
-pub(super) const BATCHNORM_TILES: TileRule = TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map };
+/// whole); with batch statistics (training mode) a channel needs its whole
+/// batch and map, so it tiles over channels, each tile taking its channels'
+/// parameters and statistics; the running statistics are copied back after
+/// the loop.
+pub(super) const BATCHNORM_TILES: TileRule =
+    TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map, in_place: false };
 /// LayerNorm tiles over rows; the normalised axes are whole in every tile.
-pub(super) const LAYERNORM_TILES: TileRule = TileRule { space: layernorm_tile_space, map: layernorm_tile_map };
+pub(super) const LAYERNORM_TILES: TileRule =
+    TileRule { space: layernorm_tile_space, map: layernorm_tile_map, in_place: false };
 /// LayerNormGrad tiles over rows when it computes dX only: dScale and dBias
 /// sum over every row.
 pub(super) const LAYERNORM_GRAD_TILES: TileRule =
-    TileRule { space: layernorm_grad_tile_space, map: layernorm_grad_tile_map };
+    TileRule { space: layernorm_grad_tile_space, map: layernorm_grad_tile_map, in_place: false };
+
+fn batch_stats(ctx: &KernelCtx) -> Result<bool> {
+    Ok(ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0)
+}
 
 fn batchnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
-    if ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0 {
-        return Ok(Err("batch statistics need the whole batch".into()));
+    if batch_stats(ctx)? {
+        // A channel's statistics need its whole batch and map: split channels.
+        let x = ctx.graph_in_shape(0)?;
+        if x.len() < 2 {
+            return Ok(Err(format!("input {x:?} has no channel axis")));
+        }
+        return Ok(Ok(Space { split: (0..x.len()).map(|d| d == 1).collect(), dims: x }));
     }
     if (1..ctx.node.outputs.len()).any(|i| ctx.node.output(i).is_some()) {
         return Ok(Err("it outputs running statistics".into()));
@@ -376,7 +389,42 @@ fn batchnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, St
 }
 
 fn batchnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
-    tile::rows_map(ctx, 0, 1, start, len)
+    if !batch_stats(ctx)? {
+        return tile::rows_map(ctx, 0, 1, start, len);
+    }
+    let x = ctx.graph_in_shape(0)?;
+    let (c0, lc) = (start[1], len[1]);
+    // Operands of X's shape take the channels' maps, per-channel ones
+    // ([C]) the channels, anything else stays whole.
+    let part = |s: Vec<usize>| -> Part {
+        if lc == x[1] {
+            Part::Whole
+        } else if s == x {
+            let mut st = vec![0; s.len()];
+            st[1] = c0;
+            let mut l = s;
+            l[1] = lc;
+            Part::Box { start: st, len: l }
+        } else if s == [x[1]] {
+            Part::Box { start: vec![c0], len: vec![lc] }
+        } else {
+            Part::Whole
+        }
+    };
+    let mut m = TileMap::default();
+    for i in 0..ctx.node.inputs.len() {
+        m.inputs.push(match ctx.node.input(i) {
+            Some(_) => Some(part(ctx.graph_in_shape(i)?)),
+            None => None,
+        });
+    }
+    for i in 0..ctx.node.outputs.len() {
+        m.outputs.push(match ctx.node.output(i) {
+            Some(_) => Some(part(ctx.graph_out_shape(i)?)),
+            None => None,
+        });
+    }
+    Ok(m)
 }
 
 fn norm_axis(ctx: &KernelCtx, x_slot: usize) -> Result<usize> {

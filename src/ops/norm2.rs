@@ -259,7 +259,8 @@ pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
 // ---- tile rules ---------------------------------------------------------------
 
 /// RMSNorm tiles over rows; the normalised axes are whole in every tile.
-pub(super) const RMSNORM_TILES: TileRule = TileRule { space: rmsnorm_tile_space, map: rmsnorm_tile_map };
+pub(super) const RMSNORM_TILES: TileRule =
+    TileRule { space: rmsnorm_tile_space, map: rmsnorm_tile_map, in_place: false };
 
 fn rms_axis(ctx: &KernelCtx) -> Result<usize> {
     let r = ctx.graph_in_shape(0)?.len();

@@ -402,7 +402,7 @@ fn global_max_pool_grad(ctx: &mut GradCtx) -> Result<()> {
 /// Pools tile over batch, channels and output rows, the input rows with
 /// their halo. MaxPool's indices are flat positions in the whole input,
 /// so a MaxPool that outputs them runs untiled.
-pub(super) const POOL_TILES: TileRule = TileRule { space: pool_tile_space, map: pool_tile_map };
+pub(super) const POOL_TILES: TileRule = TileRule { space: pool_tile_space, map: pool_tile_map, in_place: false };
 
 fn pool_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
     if ctx.has_out(1) || ctx.node.output(1).is_some() {

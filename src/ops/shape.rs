@@ -7,6 +7,7 @@ use super::kernel::{
     broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, KernelCall, KernelCtx,
     Local,
 };
+use super::tile::{Part, Space, TileMap, TileRule};
 use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -27,6 +28,7 @@ pub const OPS: &[OpDef] = &[
         infer: transpose,
         kernel: Some(bind_transpose),
         grad: Some(transpose_grad),
+        tile: Some(TRANSPOSE_TILES),
         ..OpDef::BASE
     },
     OpDef {
@@ -546,10 +548,7 @@ pub(super) fn strided(
 
 pub(super) fn bind_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
-    let perm: Vec<usize> = match ctx.attr_ints("perm")? {
-        Some(p) => p.iter().map(|&v| ctx.axis(v, x.len())).collect::<Result<_>>()?,
-        None => (0..x.len()).rev().collect(),
-    };
+    let perm = transpose_perm(ctx, x.len())?;
     let st = strides(&x);
     let shape: Vec<usize> = perm.iter().map(|&p| x[p]).collect();
     let s: Vec<i64> = perm.iter().map(|&p| st[p] as i64).collect();
@@ -684,6 +683,51 @@ pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
     );
     inv.locals.push(idx);
     one(inv)
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Transpose tiles over its output; a tile of the output reads the box of
+/// the input with the same extents on the permuted axes.
+pub(super) const TRANSPOSE_TILES: TileRule =
+    TileRule { space: transpose_tile_space, map: transpose_tile_map, in_place: false };
+
+fn transpose_perm(ctx: &KernelCtx, rank: usize) -> Result<Vec<usize>> {
+    match ctx.attr_ints("perm")? {
+        Some(p) => p.iter().map(|&v| ctx.axis(v, rank)).collect(),
+        None => Ok((0..rank).rev().collect()),
+    }
+}
+
+fn transpose_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let y = ctx.graph_out_shape(0)?;
+    if y.is_empty() {
+        return Ok(Err("a scalar".into()));
+    }
+    Ok(Ok(Space { split: vec![true; y.len()], dims: y }))
+}
+
+fn transpose_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let x = ctx.graph_in_shape(0)?;
+    let y = ctx.graph_out_shape(0)?;
+    let perm = transpose_perm(ctx, x.len())?;
+    let (mut xs, mut xl) = (vec![0; x.len()], x.clone());
+    for (i, &p) in perm.iter().enumerate() {
+        xs[p] = start[i];
+        xl[p] = len[i];
+    }
+    let part = |full: &[usize], s: Vec<usize>, l: Vec<usize>| {
+        if l == full {
+            Part::Whole
+        } else {
+            Part::Box { start: s, len: l }
+        }
+    };
+    Ok(TileMap {
+        inputs: vec![Some(part(&x, xs, xl))],
+        outputs: vec![Some(part(&y, start.to_vec(), len.to_vec()))],
+        attrs: vec![],
+    })
 }
 
 // ---- gradient rules ------------------------------------------------------------------------

@@ -113,8 +113,10 @@ fn softmax_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 
 /// Softmax tiles over the axes before its axis; the axis and those after
 /// it are whole in every tile.
-pub(super) const SOFTMAX_TILES: TileRule = TileRule { space: softmax_tile_space, map: softmax_tile_map };
-pub(super) const SOFTMAX_GRAD_TILES: TileRule = TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map };
+pub(super) const SOFTMAX_TILES: TileRule =
+    TileRule { space: softmax_tile_space, map: softmax_tile_map, in_place: false };
+pub(super) const SOFTMAX_GRAD_TILES: TileRule =
+    TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map, in_place: false };
 
 fn softmax_axis(ctx: &KernelCtx, x_slot: usize, old: bool) -> Result<usize> {
     let r = ctx.graph_in_shape(x_slot)?.len();

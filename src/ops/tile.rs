@@ -22,6 +22,11 @@ use super::kernel::{numel, to_u32, KernelCtx};
 use crate::error::Result;
 use crate::ir::Attr;
 
+/// A tile attribute (never an ONNX one) that is 1 on the tiles after the
+/// first of a split the kernel sums over: the binding sets the kernel's
+/// `accumulate` from it.
+pub const ACCUMULATE: &str = "deploygen.accumulate";
+
 /// The part of one operand a tile touches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Part {
@@ -83,6 +88,10 @@ pub type MapFn = fn(&KernelCtx, &[usize], &[usize]) -> Result<TileMap>;
 pub struct TileRule {
     pub space: SpaceFn,
     pub map: MapFn,
+    /// Output 0 may share input 0's buffer when they have the same size and
+    /// input 0 is read by no later node (the plan decides): the kernel reads
+    /// each element before it writes the same element, and nothing else.
+    pub in_place: bool,
 }
 
 impl TileMap {
@@ -305,9 +314,13 @@ pub fn window_map(ctx: &KernelCtx, kernel: &[usize], split_c: bool, start: &[usi
 }
 
 /// Pointwise operators and their gradients, SGD, accumulators.
-pub const FLAT: TileRule = TileRule { space: flat_space, map: flat_map };
-/// Broadcasting elementwise operators.
-pub const BROADCAST: TileRule = TileRule { space: broadcast_space, map: broadcast_map };
+pub const FLAT: TileRule = TileRule { space: flat_space, map: flat_map, in_place: false };
+/// Pointwise operators whose output may overwrite their input (unary
+/// activations and their gradients).
+pub const POINTWISE: TileRule = TileRule { in_place: true, ..FLAT };
+/// Broadcasting elementwise operators (Add, Mul, …): input 0 of the
+/// output's shape may be overwritten.
+pub const BROADCAST: TileRule = TileRule { space: broadcast_space, map: broadcast_map, in_place: true };
 
 /// Split axes of a window operator's output: N, the first spatial axis,
 /// and the channels when `split_c`.

@@ -15,7 +15,7 @@ pub const OPS: &[OpDef] = &[
         name: "Relu",
         infer: unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(relu_grad),
         ..OpDef::BASE
     },
@@ -24,7 +24,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["approximate"],
         infer: gelu,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(gelu_grad_rule),
         ..OpDef::BASE
     },
@@ -32,7 +32,7 @@ pub const OPS: &[OpDef] = &[
         name: "Ceil",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(grad::zero),
         ..OpDef::BASE
     },
@@ -40,7 +40,7 @@ pub const OPS: &[OpDef] = &[
         name: "Floor",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(grad::zero),
         ..OpDef::BASE
     },
@@ -48,7 +48,7 @@ pub const OPS: &[OpDef] = &[
         name: "Exp",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(exp_grad),
         ..OpDef::BASE
     },
@@ -56,7 +56,7 @@ pub const OPS: &[OpDef] = &[
         name: "Log",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(log_grad),
         ..OpDef::BASE
     },
@@ -64,7 +64,7 @@ pub const OPS: &[OpDef] = &[
         name: "Sqrt",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(sqrt_grad),
         ..OpDef::BASE
     },
@@ -74,7 +74,7 @@ pub const OPS: &[OpDef] = &[
         infer: unary,
         fold: Some(fold_neg),
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(neg_grad),
         ..OpDef::BASE
     },
@@ -82,16 +82,16 @@ pub const OPS: &[OpDef] = &[
         name: "Abs",
         infer: unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(abs_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
     OpDef {
         name: "Tanh",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(tanh_grad),
         ..OpDef::BASE
     },
@@ -99,7 +99,7 @@ pub const OPS: &[OpDef] = &[
         name: "Sigmoid",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(sigmoid_grad),
         ..OpDef::BASE
     },
@@ -107,7 +107,7 @@ pub const OPS: &[OpDef] = &[
         name: "Erf",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(erf_grad),
         ..OpDef::BASE
     },
@@ -117,7 +117,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha", "beta"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(hard_sigmoid_grad),
         ..OpDef::BASE
     },
@@ -125,7 +125,7 @@ pub const OPS: &[OpDef] = &[
         name: "HardSwish",
         infer: float_unary,
         kernel: Some(bind_unary),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(hard_swish_grad),
         ..OpDef::BASE
     },
@@ -136,7 +136,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(swish_grad),
         ..OpDef::BASE
     },
@@ -145,7 +145,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(swish_grad),
         ..OpDef::BASE
     },
@@ -157,7 +157,7 @@ pub const OPS: &[OpDef] = &[
         infer: clip,
         compile_time: &[1, 2],
         kernel: Some(bind_clip),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         grad: Some(clip_grad),
         ..OpDef::BASE
     },
@@ -168,7 +168,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         gradient: true,
         kernel: Some(bind_act_grad_y),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -177,7 +177,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         gradient: true,
         kernel: Some(bind_act_grad_y),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -187,7 +187,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         gradient: true,
         kernel: Some(bind_swish_grad),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
@@ -197,7 +197,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_act_grad),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
     OpDef {
@@ -207,7 +207,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_act_grad),
-        tile: Some(tile::FLAT),
+        tile: Some(tile::POINTWISE),
         ..OpDef::BASE
     },
 ];

@@ -14,6 +14,10 @@
 //! - `Update::Sequence` (SGDOptimizerV2) updates the parameter buffers in
 //!   place; its sequence inputs and outputs are views of the parameter and
 //!   gradient buffers.
+//! - Pointwise operators (a tile rule with `in_place`: Relu, Add, …) write their
+//!   output over input 0 when that is a transient buffer of the same size
+//!   that no later node reads: an activation the next node consumes takes
+//!   no second buffer.
 //! - Views (`OpDef::view`: Reshape, Squeeze, …) alias their input: no copy,
 //!   no code; not when an in-place write to the input's buffer falls inside
 //!   the alias's lifetime.
@@ -636,6 +640,20 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                                 g.name_of(*w)
                             )),
                         }
+                    }
+                }
+                _ if def.tile.is_some_and(|r| r.in_place) && slot == 0 && in0.is_some() && !is_output(t) => {
+                    let id = in0.expect("checked");
+                    let buf = &b.buffers[id];
+                    let transient = matches!(buf.kind, Kind::Activation | Kind::Gradient) && !buf.persistent;
+                    // Every tensor of the buffer (views included) is last
+                    // read here: no later node sees the overwrite.
+                    let dies = b.map(sel).iter().filter(|(_, &v)| v == id).all(|(&k, _)| last_read(k) <= s);
+                    if transient && dies && out_bytes == Some(buf.bytes) && b.buffers[id].graph == sel {
+                        let why = format!("{} '{}' overwrites '{}', read by no later node", n.op, n.name, buf.name);
+                        b.alias(sel, t, id, why);
+                        add(&mut operands, id, Access::ReadWrite);
+                        continue;
                     }
                 }
                 _ => {}

@@ -106,6 +106,8 @@ pub struct TiledOperand {
     pub slots: Vec<Slot>,
     /// The same part in every tile: loaded once (and written back once).
     pub whole: bool,
+    /// Two L1 buffers, the tiles alternating (else one).
+    pub double: bool,
     /// L1 buffers: two when double-buffered, the tiles alternating.
     pub l1: Vec<BufId>,
     /// L2 buffers an L3 operand's tiles pass through, one per L1 buffer.
@@ -115,6 +117,21 @@ pub struct TiledOperand {
     pub tile_bytes: u64,
 }
 
+impl Tiling {
+    /// How the streamed operands are buffered: "double", "single" or
+    /// "mixed" (some double, the others single).
+    pub fn buffering(&self) -> &'static str {
+        let streamed: Vec<bool> = self.operands.iter().filter(|o| !o.whole).map(|o| o.double).collect();
+        if streamed.iter().all(|d| *d) && !streamed.is_empty() {
+            "double"
+        } else if streamed.iter().any(|d| *d) {
+            "mixed"
+        } else {
+            "single"
+        }
+    }
+}
+
 /// A tiled node: the loop over tiles the emitter writes.
 #[derive(Clone, Debug, Serialize)]
 pub struct Tiling {
@@ -122,6 +139,7 @@ pub struct Tiling {
     /// Shape of the first tile (edge tiles may be shorter).
     pub tile: Vec<usize>,
     pub count: u32,
+    /// Some operand is double-buffered.
     pub double_buffered: bool,
     pub operands: Vec<TiledOperand>,
     pub moved: Moved,
@@ -310,7 +328,7 @@ fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], 
     for (j, o) in ops.iter().enumerate() {
         let home = buffers[o.buffer].level;
         let whole = c.whole[j];
-        let n = if c.double && !whole { 2 } else { 1 };
+        let n = if c.double[j] { 2 } else { 1 };
         let bytes = c.tile_bytes[j].max(1);
         let l1: Vec<BufId> =
             (0..n).map(|k| tile_buffer(buffers, step, o.buffer, Kind::L1Operand, bytes, k, align)).collect();
@@ -353,6 +371,7 @@ fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], 
             home,
             slots: o.slots.iter().map(|(s, _)| *s).collect(),
             whole,
+            double: c.double[j],
             l1,
             l2_stage,
             tile_bytes: c.tile_bytes[j],
@@ -376,7 +395,7 @@ fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], 
             space: c.space.clone(),
             tile: c.tile.clone(),
             count: count as u32,
-            double_buffered: c.double,
+            double_buffered: c.double.iter().any(|d| *d),
             operands: tiled_ops,
             moved,
             dma_commands,

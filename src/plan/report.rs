@@ -232,7 +232,7 @@ fn tiling_text(o: &mut String, plan: &Plan) {
                 n.op.clone(),
                 t.count.to_string(),
                 format!("{:?}", t.tile),
-                if t.double_buffered { "double" } else { "single" }.to_string(),
+                t.buffering().to_string(),
                 thousands(t.moved.l2_to_l1 + t.moved.l1_to_l2),
                 thousands(t.moved.l3_to_l2 + t.moved.l2_to_l3),
                 t.dma_commands.to_string(),

@@ -2,6 +2,9 @@
 //! arena address up, one rectangle per buffer (hover for name, bytes,
 //! lifetime). The live-bytes curve (whose peak is the lower bound) is drawn
 //! over the buffers, so the gap between it and the arena top is the waste.
+//! Tile buffers of tiled nodes (L1 tiles, their L2 stages) are outlined and
+//! name their node's tiling; a strip under the L1 panel shows, per step,
+//! whether the node runs in tiles (and how many) or untiled (and why).
 
 use std::fmt::Write as _;
 
@@ -152,24 +155,33 @@ fn panel(o: &mut String, plan: &Plan, l: Level, y0: f64, steps: f64) {
         y0 + PANEL_H / 2.0,
         y0 + PANEL_H / 2.0
     );
-    // Buffers.
+    // Buffers; tile buffers outlined, with their node's tiling.
     let bufs: Vec<(&Buffer, u64)> = plan.arena(l);
+    let tiles = tile_buffers(plan);
     for (b, off) in &bufs {
         let x = LEFT + b.start as f64 * sx;
         let w = ((b.end - b.start + 1) as f64 * sx).max(0.8);
         let h = (b.size as f64 * sy).max(0.6);
         let y = base - (off + b.size) as f64 * sy;
+        let (stroke, width, note) = match tiles.get(&b.id) {
+            Some(t) => ("#08306b", 1.2, format!("; {t}")),
+            None => ("#333", 0.3, String::new()),
+        };
         let _ = writeln!(
             o,
-            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"#333\" stroke-width=\"0.3\"><title>{} ({}): {} B at offset {}, live steps {}..{}</title></rect>",
+            "<rect x=\"{x:.2}\" y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\" fill=\"{}\" fill-opacity=\"0.85\" stroke=\"{stroke}\" stroke-width=\"{width}\"><title>{} ({}): {} B at offset {}, live steps {}..{}{}</title></rect>",
             color(b.kind),
             xml_text(&b.name),
             b.kind.name(),
             thousands(b.bytes),
             thousands(*off),
             b.start,
-            b.end
+            b.end,
+            xml_text(&note)
         );
+    }
+    if l == Level::L1 {
+        tiling_strip(o, plan, base + 34.0, sx);
     }
     // Live bytes per step: its peak is the lower bound.
     let mut live = vec![0u64; plan.steps.max(1) as usize];
@@ -196,5 +208,85 @@ fn panel(o: &mut String, plan: &Plan, l: Level, y0: f64, steps: f64) {
             x + 3.0,
             y0 + 12.0
         );
+    }
+}
+
+/// Per tile buffer (L1 tiles and L2 stages): what it holds for which node.
+fn tile_buffers(plan: &Plan) -> std::collections::HashMap<usize, String> {
+    let mut m = std::collections::HashMap::new();
+    for n in &plan.nodes {
+        let Some(t) = &n.tiling else { continue };
+        for o in &t.operands {
+            let what = format!(
+                "tile buffer of '{}' for node '{}' ({}): {} tile(s) of {:?}, {}{}",
+                plan.buffers[o.buffer].name,
+                n.name,
+                n.op,
+                t.count,
+                t.tile,
+                if o.whole {
+                    "loaded once"
+                } else if o.double {
+                    "double-buffered"
+                } else {
+                    "single-buffered"
+                },
+                if o.l2_stage.is_empty() { "" } else { ", staged through L2 from L3" }
+            );
+            for &b in o.l1.iter().chain(&o.l2_stage) {
+                m.insert(b, what.clone());
+            }
+        }
+    }
+    m
+}
+
+/// One cell per step under the L1 panel: tiled (blue, with its tile
+/// count), untiled (grey, with the reason), shape-only (empty).
+fn tiling_strip(o: &mut String, plan: &Plan, y: f64, sx: f64) {
+    let _ =
+        writeln!(o, r#"<text x="{}" y="{:.1}" text-anchor="end" font-size="10">tiling</text>"#, LEFT - 6.0, y + 9.0);
+    let _ = writeln!(
+        o,
+        r##"<text x="{LEFT}" y="{:.1}" font-size="9" fill="#555">per step: blue, the node runs in L1 tiles (hover: tiles, buffering, cost); grey, untiled (hover: why)</text>"##,
+        y + 22.0
+    );
+    for n in &plan.nodes {
+        let x = LEFT + n.step as f64 * sx;
+        let (fill, label, title) = match (&n.tiling, &n.untiled) {
+            (Some(t), _) => (
+                "#3182bd",
+                t.count.to_string(),
+                format!(
+                    "step {} '{}' ({}): tiled, {} tile(s) of {:?}, {} buffering; {}",
+                    n.step,
+                    n.name,
+                    n.op,
+                    t.count,
+                    t.tile,
+                    t.buffering(),
+                    t.why
+                ),
+            ),
+            (None, Some(why)) => {
+                ("#bdbdbd", String::new(), format!("step {} '{}' ({}): untiled, {why}", n.step, n.name, n.op))
+            }
+            (None, None) => continue,
+        };
+        let _ = write!(
+            o,
+            "<rect x=\"{x:.2}\" y=\"{y:.1}\" width=\"{:.2}\" height=\"12\" fill=\"{fill}\" stroke=\"white\" stroke-width=\"0.3\"><title>{}</title></rect>",
+            sx.max(0.8),
+            xml_text(&title)
+        );
+        if sx >= 14.0 {
+            let _ = write!(
+                o,
+                "<text x=\"{:.2}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"8\" fill=\"white\">{label}</text>",
+                x + sx / 2.0,
+                y + 9.0
+            );
+        }
+        o.push('\n');
     }
 }

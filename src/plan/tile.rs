@@ -3,22 +3,31 @@
 //! budget, chosen by a cost model.
 //!
 //! Candidates. Let the space's split axes be tried one at a time: for
-//! axis `k`, a tile is 1 long on the split axes before `k` (whole on the
-//! others), `L` long on `k`, and whole on the axes after it, so every
-//! operand part is a few contiguous runs. For each `k`, `L` is the
-//! largest length whose L1 buffers fit with double buffering of every
-//! streamed operand, and the largest that fits single-buffered; each is
-//! then evened out (`ceil(dim / ceil(dim / L))`, the same tile count with
-//! less L1).
+//! axis `k`, a tile is `L` long on `k` and whole on the axes after it;
+//! the split axes before `k` are either 1 long (the tiles loop over them)
+//! or whole (one run of tiles along `k` only: a Gemm's column panels over
+//! all its rows), so every operand part is a few runs of bytes. For each
+//! `k` and each of the two, `L` is the largest length whose L1 buffers
+//! fit with double buffering of every streamed operand, and the largest
+//! that fits single-buffered; each is then evened out
+//! (`ceil(dim / ceil(dim / L))`, the same tile count with less L1).
+//!
+//! Buffering is per operand: every streamed operand gets two L1 buffers
+//! when they all fit; otherwise each starts single and gets a second
+//! buffer, read-and-written operands first (two transfers per L1 byte),
+//! then the smallest parts, while the node still fits.
 //!
 //! Cost (bytes-equivalent; the lowest wins, ties to fewer tiles):
 //! ```text
-//! cost = bytes L2<->L1 + 4 x bytes L3<->L2      (halo re-reads included)
+//! cost = bytes L2<->L1                           (halo re-reads included)
 //!      + 64 x DMA commands                       (programming the engine)
 //!      + 1024 x kernel calls                     (team fork and barrier)
-//!      + bytes L2<->L1, when single-buffered     (transfers not hidden
-//!                                                 behind the kernel)
+//!      + bytes L2<->L1 of whole and of           (transfers not hidden
+//!        single-buffered operands                 behind the kernel)
 //! ```
+//! The choice does not depend on where the operands live (it is made once,
+//! before eviction moves buffers to L3): an L3 operand's tiles pass through
+//! L2 stages of the same size, so its L3<->L2 bytes follow the same ranking.
 //! Whole operands (weights, per-channel parameters, scalars) are loaded
 //! once per node and count once.
 
@@ -148,7 +157,8 @@ pub struct Tile {
 pub struct Choice {
     pub space: Vec<usize>,
     pub tile: Vec<usize>,
-    pub double: bool,
+    /// Per operand: two L1 buffers, the tiles alternating.
+    pub double: Vec<bool>,
     /// Per operand: whole (loaded once) and the largest tile's bytes.
     pub whole: Vec<bool>,
     pub tile_bytes: Vec<u64>,
@@ -228,14 +238,24 @@ impl NodeIn<'_> {
     }
 }
 
-/// The tile box of candidate (axis `k`, length `l`) at position `i` of
-/// `k` and index `outer` over the split axes before `k`.
-fn candidate_box(space: &Space, k: usize, l: usize, i: usize, outer: &[usize]) -> (Vec<usize>, Vec<usize>) {
+/// A candidate tiling: split axis `k` in tiles of length `l`; the split
+/// axes before `k` loop one at a time, or (`outer_whole`) stay whole.
+#[derive(Clone, Copy, Debug)]
+struct Cand {
+    k: usize,
+    l: usize,
+    outer_whole: bool,
+}
+
+/// The tile box of candidate `c` at position `i` of `k` and index `outer`
+/// over the split axes before `k`.
+fn candidate_box(space: &Space, c: Cand, i: usize, outer: &[usize]) -> (Vec<usize>, Vec<usize>) {
+    let (k, l) = (c.k, c.l);
     let r = space.dims.len();
     let mut start = vec![0; r];
     let mut len = space.dims.clone();
     for d in 0..k {
-        if space.split[d] {
+        if space.split[d] && !c.outer_whole {
             start[d] = outer[d];
             len[d] = 1;
         }
@@ -255,42 +275,56 @@ fn samples(count: usize) -> Vec<usize> {
     v
 }
 
+/// The parts of a candidate, whatever its buffering.
 struct Eval {
-    l1: u64,
     whole: Vec<bool>,
     tile_bytes: Vec<u64>,
+    tiles: u64,
 }
 
-/// L1 bytes of candidate (k, l) and whether each operand is whole.
-fn eval(n: &NodeIn, rule: &TileRule, space: &Space, k: usize, l: usize, double: bool) -> Result<Eval, String> {
-    let count = space.dims[k].div_ceil(l);
+impl Eval {
+    /// L1 bytes with operand `j` double-buffered where `double[j]`.
+    fn l1(&self, n: &NodeIn, double: &[bool]) -> u64 {
+        let bufs = |j: usize| if double[j] { 2 } else { 1 };
+        n.aligned(n.scratch) + self.tile_bytes.iter().enumerate().map(|(j, b)| n.aligned(*b) * bufs(j)).sum::<u64>()
+    }
+
+    /// Every streamed operand double-buffered (`all`), or none.
+    fn uniform(&self, all: bool) -> Vec<bool> {
+        self.whole.iter().map(|w| all && !w && self.tiles > 1).collect()
+    }
+}
+
+/// Whether each operand of candidate `c` is whole, and its largest part.
+fn eval(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand) -> Result<Eval, String> {
+    let count = space.dims[c.k].div_ceil(c.l);
     let zero = vec![0; space.dims.len()];
     let mut whole = vec![true; n.operands.len()];
     let mut max = vec![0u64; n.operands.len()];
     for i in samples(count) {
-        let (s, ln) = candidate_box(space, k, l, i, &zero);
+        let (s, ln) = candidate_box(space, c, i, &zero);
         let (parts, boxes) = n.boxes(rule, &s, &ln)?;
         for (j, (p, b)) in parts.iter().zip(&boxes).enumerate() {
             whole[j] &= *p == Part::Whole || b.bytes() == n.full_bytes(j);
             max[j] = max[j].max(b.bytes());
         }
     }
-    let tiles = outer_count(space, k) * count as u64;
-    let factor = if double && tiles > 1 { 2 } else { 1 };
-    let l1 = n.aligned(n.scratch)
-        + whole.iter().zip(&max).map(|(w, b)| n.aligned(*b) * if *w { 1 } else { factor }).sum::<u64>();
-    Ok(Eval { l1, whole, tile_bytes: max })
+    Ok(Eval { whole, tile_bytes: max, tiles: outer_count(space, c) * count as u64 })
 }
 
-fn outer_count(space: &Space, k: usize) -> u64 {
-    (0..k).filter(|&d| space.split[d]).map(|d| space.dims[d] as u64).product()
+/// Tiles of candidate `c` per position along its axis.
+fn outer_count(space: &Space, c: Cand) -> u64 {
+    if c.outer_whole {
+        return 1;
+    }
+    (0..c.k).filter(|&d| space.split[d]).map(|d| space.dims[d] as u64).product()
 }
 
-/// Largest length on axis `k` that fits, by bisection (L1 bytes grow with
-/// the length for every rule here).
-fn largest_fit(n: &NodeIn, rule: &TileRule, space: &Space, k: usize, double: bool) -> Option<usize> {
-    let fits = |l: usize| eval(n, rule, space, k, l, double).is_ok_and(|e| e.l1 <= n.budget);
-    let (mut lo, mut hi) = (1usize, space.dims[k]);
+/// Largest length on axis `c.k` that fits, by bisection (L1 bytes grow
+/// with the length for every rule here).
+fn largest_fit(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand, double: bool) -> Option<usize> {
+    let fits = |l: usize| eval(n, rule, space, Cand { l, ..c }).is_ok_and(|e| e.l1(n, &e.uniform(double)) <= n.budget);
+    let (mut lo, mut hi) = (1usize, space.dims[c.k]);
     if !fits(lo) {
         return None;
     }
@@ -305,16 +339,16 @@ fn largest_fit(n: &NodeIn, rule: &TileRule, space: &Space, k: usize, double: boo
     Some(lo)
 }
 
-/// Every tile of candidate (k, l), in loop order (outer axes, then k).
-fn all_tiles(n: &NodeIn, rule: &TileRule, space: &Space, k: usize, l: usize) -> Result<Vec<Tile>, String> {
-    let count = space.dims[k].div_ceil(l);
-    let outer: Vec<usize> = (0..k).filter(|&d| space.split[d]).collect();
-    let total = outer_count(space, k) as usize * count;
+/// Every tile of candidate `c`, in loop order (outer axes, then `c.k`).
+fn all_tiles(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand) -> Result<Vec<Tile>, String> {
+    let count = space.dims[c.k].div_ceil(c.l);
+    let outer: Vec<usize> = if c.outer_whole { vec![] } else { (0..c.k).filter(|&d| space.split[d]).collect() };
+    let total = outer_count(space, c) as usize * count;
     let mut tiles = Vec::with_capacity(total);
     let mut idx = vec![0usize; space.dims.len()];
     loop {
         for i in 0..count {
-            let (s, ln) = candidate_box(space, k, l, i, &idx);
+            let (s, ln) = candidate_box(space, c, i, &idx);
             let (_, boxes) = n.boxes(rule, &s, &ln)?;
             tiles.push(Tile { start: s, len: ln, boxes });
         }
@@ -345,10 +379,7 @@ pub fn traffic(tiles: &[Tile], whole: &[bool], access: &[Access]) -> (u64, u64) 
             if whole[j] && t > 0 {
                 continue;
             }
-            let dirs = match access[j] {
-                Access::ReadWrite => 2,
-                _ => 1,
-            };
+            let dirs = dirs(access[j]);
             bytes += dirs * b.bytes();
             cmds += dirs * b.commands();
         }
@@ -356,8 +387,82 @@ pub fn traffic(tiles: &[Tile], whole: &[bool], access: &[Access]) -> (u64, u64) 
     (bytes, cmds)
 }
 
-fn cost(bytes: u64, cmds: u64, tiles: u64, double: bool) -> u64 {
-    bytes + 64 * cmds + 1024 * tiles + if double { 0 } else { bytes }
+fn dirs(a: Access) -> u64 {
+    if a == Access::ReadWrite {
+        2
+    } else {
+        1
+    }
+}
+
+/// The cost model (see the module comment): `bytes` moved L2<->L1 of
+/// which `exposed` by single-buffered operands.
+fn cost(bytes: u64, exposed: u64, cmds: u64, tiles: u64) -> u64 {
+    bytes + 64 * cmds + 1024 * tiles + exposed
+}
+
+/// Estimated cost of candidate `e` with buffering `double`: tiles times
+/// each streamed operand's largest part, whole operands once.
+fn estimate(e: &Eval, access: &[Access], double: &[bool]) -> u64 {
+    let (mut bytes, mut exposed) = (0u64, 0u64);
+    for j in 0..e.whole.len() {
+        let b = if e.whole[j] { e.tile_bytes[j] } else { dirs(access[j]) * e.tile_bytes[j] * e.tiles };
+        bytes += b;
+        if e.whole[j] || !double[j] {
+            exposed += b;
+        }
+    }
+    cost(bytes, exposed, e.tiles * e.whole.len() as u64, e.tiles)
+}
+
+/// Buffering of candidate `e`: every streamed operand double where that
+/// fits; else single, then double for operands one by one (read and
+/// written first, then the smallest), while they fit.
+fn buffering(n: &NodeIn, e: &Eval, access: &[Access]) -> Option<Vec<bool>> {
+    let all = e.uniform(true);
+    if e.l1(n, &all) <= n.budget {
+        return Some(all);
+    }
+    let mut double = e.uniform(false);
+    if e.l1(n, &double) > n.budget {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..double.len()).filter(|&j| all[j]).collect();
+    order.sort_by_key(|&j| (std::cmp::Reverse(dirs(access[j])), e.tile_bytes[j], j));
+    for j in order {
+        double[j] = true;
+        if e.l1(n, &double) > n.budget {
+            double[j] = false;
+        }
+    }
+    Some(double)
+}
+
+/// The fitting candidates of a space: per split axis, outer axes looped
+/// or whole, the largest tile length that fits all double-buffered and
+/// the largest that fits single-buffered, each evened out.
+fn candidates(n: &NodeIn, rule: &TileRule, space: &Space) -> Vec<Cand> {
+    let mut out = vec![];
+    for k in (0..space.dims.len()).filter(|&d| space.split[d]) {
+        let firsts = (0..k).any(|d| space.split[d]);
+        for outer_whole in [false, true] {
+            if outer_whole && !firsts {
+                continue;
+            }
+            for double in [true, false] {
+                let c = Cand { k, l: 1, outer_whole };
+                let Some(lmax) = largest_fit(n, rule, space, c, double) else { continue };
+                let count = space.dims[k].div_ceil(lmax);
+                let c = Cand { l: space.dims[k].div_ceil(count), ..c };
+                if outer_count(space, c) * count as u64 <= MAX_TILES
+                    && !out.iter().any(|o: &Cand| o.k == c.k && o.l == c.l && o.outer_whole == c.outer_whole)
+                {
+                    out.push(c);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Choose the tiling of one node, or say why it runs untiled.
@@ -376,62 +481,41 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
         return Err("empty iteration space".into());
     }
     let access: Vec<Access> = n.operands.iter().map(|o| o.access).collect();
-    let mut best: Option<(u64, u64, usize, usize, bool, Eval)> = None;
-    let mut candidates = 0;
-    for k in (0..space.dims.len()).filter(|&d| space.split[d]) {
-        for double in [true, false] {
-            let Some(lmax) = largest_fit(n, &rule, &space, k, double) else { continue };
-            let count = space.dims[k].div_ceil(lmax);
-            let l = space.dims[k].div_ceil(count);
-            let tiles = outer_count(&space, k) * count as u64;
-            if tiles > MAX_TILES {
-                continue;
-            }
-            let double = double && tiles > 1;
-            let Ok(e) = eval(n, &rule, &space, k, l, double) else { continue };
-            // Estimate traffic from the sampled sizes: tiles x largest.
-            let per: u64 = e
-                .tile_bytes
-                .iter()
-                .zip(&e.whole)
-                .zip(&access)
-                .map(|((b, w), a)| {
-                    let dirs = if *a == Access::ReadWrite { 2 } else { 1 };
-                    if *w {
-                        0
-                    } else {
-                        dirs * b
-                    }
-                })
-                .sum();
-            let once: u64 = e.tile_bytes.iter().zip(&e.whole).filter(|(_, w)| **w).map(|(b, _)| *b).sum();
-            let bytes = per * tiles + once;
-            let cmds = tiles * n.operands.len() as u64;
-            let c = cost(bytes, cmds, tiles, double);
-            candidates += 1;
-            if best.as_ref().is_none_or(|b| (c, tiles) < (b.0, b.1)) {
-                best = Some((c, tiles, k, l, double, e));
-            }
+    let mut best: Option<(u64, u64, Cand, Eval, Vec<bool>)> = None;
+    let cands = candidates(n, &rule, &space);
+    for &c in &cands {
+        let Ok(e) = eval(n, &rule, &space, c) else { continue };
+        let Some(double) = buffering(n, &e, &access) else { continue };
+        let est = estimate(&e, &access, &double);
+        if best.as_ref().is_none_or(|b| (est, e.tiles) < (b.0, b.1)) {
+            best = Some((est, e.tiles, c, e, double));
         }
     }
-    let Some((_, _, k, l, double, e)) = best else {
+    let Some((_, _, c, e, double)) = best else {
         return Err(format!(
             "no tile fits L1's {} B budget (the whole operands and one row of the rest do not fit)",
             super::thousands(n.budget)
         ));
     };
-    let tiles = all_tiles(n, &rule, &space, k, l)?;
+    let tiles = all_tiles(n, &rule, &space, c)?;
     let (bytes, cmds) = traffic(&tiles, &e.whole, &access);
-    let c = cost(bytes, cmds, tiles.len() as u64, double);
-    let (s0, tile) = candidate_box(&space, k, l, 0, &vec![0; space.dims.len()]);
-    debug_assert!(s0.iter().all(|&x| x == 0));
+    let exposed = traffic_of(&tiles, &e.whole, &access, |j| e.whole[j] || !double[j]);
+    let cost = cost(bytes, exposed, cmds, tiles.len() as u64);
+    let (_, tile) = candidate_box(&space, c, 0, &vec![0; space.dims.len()]);
+    let singles = (0..double.len()).filter(|&j| !double[j] && !e.whole[j]).count();
     let why = format!(
-        "split axis {k} of {:?} in {} (of {candidates} fitting candidates, cost {c}: {} B L2<->L1 in {cmds} DMA commands, {} kernel calls){}",
+        "split axis {}{} of {:?} in {} (of {} fitting candidates, cost {cost}: {bytes} B L2<->L1 in {cmds} DMA commands, {} kernel calls){}",
+        c.k,
+        if c.outer_whole { " over whole outer axes" } else { "" },
         space.dims,
-        l,
-        bytes,
+        c.l,
+        cands.len(),
         tiles.len(),
-        if tiles.len() > 1 && !double { "; single-buffered: double buffers do not fit" } else { "" }
+        if tiles.len() > 1 && singles > 0 {
+            format!("; {singles} operand(s) single-buffered: their double buffers do not fit")
+        } else {
+            String::new()
+        }
     );
     Ok(Choice {
         space: space.dims.clone(),
@@ -440,10 +524,23 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
         whole: e.whole,
         tile_bytes: e.tile_bytes,
         tiles,
-        cost: c,
-        candidates,
+        cost,
+        candidates: cands.len(),
         why,
     })
+}
+
+/// Bytes moved L2<->L1 by the operands `pick` selects (whole ones once).
+fn traffic_of(tiles: &[Tile], whole: &[bool], access: &[Access], pick: impl Fn(usize) -> bool) -> u64 {
+    let mut bytes = 0;
+    for (t, tile) in tiles.iter().enumerate() {
+        for (j, b) in tile.boxes.iter().enumerate() {
+            if pick(j) && !(whole[j] && t > 0) {
+                bytes += dirs(access[j]) * b.bytes();
+            }
+        }
+    }
+    bytes
 }
 
 /// Independent check of a tiled node: the tiles cover the space exactly
@@ -486,9 +583,12 @@ pub fn verify(name: &str, t: &super::Tiling, buffers: &[super::Buffer]) -> Resul
     }
     for (j, o) in t.operands.iter().enumerate() {
         let what = &buffers[o.buffer].name;
-        let want = if o.whole || t.count == 1 || !t.double_buffered { 1 } else { 2 };
+        let want = if o.double { 2 } else { 1 };
         if o.l1.len() != want || (want == 2 && o.l1[0] == o.l1[1]) {
             return err(format!("'{what}' has {} L1 buffers where its buffering needs {want} distinct", o.l1.len()));
+        }
+        if o.double && (o.whole || t.count == 1) {
+            return err(format!("'{what}' is double-buffered but loaded once"));
         }
         let stages = if o.home == crate::target::Level::L3 { o.l1.len() } else { 0 };
         if o.l2_stage.len() != stages {

@@ -78,49 +78,87 @@ void RunNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Conv 'Conv_1' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
+    /* step 0: Conv 'Conv_1' computes in L1, 16 tile(s) of [1, 1, 49, 10], double-buffered */
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[16] = {
+            {0u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {36u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {72u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {108u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {144u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {180u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {216u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {252u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {288u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {324u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {360u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {396u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {432u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {468u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {504u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {540u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[16] = {
+            {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {1960u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {3920u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5880u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {7840u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {9800u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {11760u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {13720u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {15680u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {17640u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {19600u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21560u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {23520u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {25480u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {27440u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {29400u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: input (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(31360) };
-        void *const o0_l2[1] = { DG_L2(31360) };
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: conv1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(33320) };
-        void *const o1_l2[1] = { DG_L2(33320) };
-        dg_dma_q_t o1_q[1];
-        /* o2: conv1.out (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(0) };
-        void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o2_q[1];
+        /* o1: conv1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(5880), DG_L1(5920) };
+        void *const o1_l2[2] = { DG_L2(5880), DG_L2(5920) };
+        dg_dma_q_t o1_q[2];
+        /* o2: conv1.out (L3, written) */
+        void *const o2_l1[2] = { DG_L1(1960), DG_L1(3920) };
+        void *const o2_l2[2] = { DG_L2(1960), DG_L2(3920) };
+        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(1960), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 16u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 16u) {
+                dg_tile_in(DG_L3(1960), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_conv_args_t args = {
                     .x = o0_l1[0],
-                    .w = o1_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
-                    .y = o2_l1[0],
+                    .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 1u,
                     .in_h = 49u,
                     .in_w = 10u,
-                    .out_c = 16u,
+                    .out_c = 1u,
                     .out_h = 49u,
                     .out_w = 10u,
                     .k_h = 3u,
@@ -135,12 +173,14 @@ void RunNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
+            dg_tile_out(DG_L3(54680), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(23320), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("conv1.out", DG_L3(23320), 7840u);
+        dg_dma_wait(&o2_q[1]);
+        DG_DUMP("conv1.out", DG_L3(54680), 7840u);
     }
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
@@ -188,13 +228,13 @@ void RunNetwork(void *arg)
         void *const o5_l2[1] = { DG_L2(31360) };
         dg_dma_q_t o5_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o4_q[0].n = 0u;
-        o5_q[0].n = 0u;
-        dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_tile_in(DG_L3(54680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(2536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(2600), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(2664), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -222,14 +262,14 @@ void RunNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(54680), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L3(23320), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
-        DG_DUMP("bn1.out", DG_L3(54680), 7840u);
+        DG_DUMP("bn1.out", DG_L3(23320), 7840u);
     }
 
     /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [7840] */
@@ -237,35 +277,26 @@ void RunNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: bn1.out (L3, read), whole */
+        /* o0: bn1.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: bn1.relu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(31360) };
-        void *const o1_l2[1] = { DG_L2(31360) };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(54680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 7840u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(23320), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
         DG_DUMP("bn1.relu", DG_L3(23320), 7840u);
     }
 
@@ -307,7 +338,7 @@ void RunNetwork(void *arg)
             {6720u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {7200u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: bn1.relu (L3, read) */
+        /* o0: bn1.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(1920) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(1920) };
         dg_dma_q_t o0_q[2];
@@ -316,10 +347,10 @@ void RunNetwork(void *arg)
         void *const o1_l2[2] = { DG_L2(3840), DG_L2(4320) };
         dg_dma_q_t o1_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 16u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -386,9 +417,9 @@ void RunNetwork(void *arg)
         void *const o2_l2[1] = { DG_L2(18432) };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
         dg_tile_in(DG_L3(54680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(2792), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -420,11 +451,11 @@ void RunNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(23320), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(38680), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("conv2.out", DG_L3(23320), 3840u);
+        DG_DUMP("conv2.out", DG_L3(38680), 3840u);
     }
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
@@ -472,13 +503,13 @@ void RunNetwork(void *arg)
         void *const o5_l2[1] = { DG_L2(15360) };
         dg_dma_q_t o5_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o4_q[0].n = 0u;
-        o5_q[0].n = 0u;
-        dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_tile_in(DG_L3(38680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(21224), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(21352), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(21480), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -506,14 +537,14 @@ void RunNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(38680), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L3(23320), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o4_q[0]);
         dg_dma_wait(&o5_q[0]);
-        DG_DUMP("bn2.out", DG_L3(38680), 3840u);
+        DG_DUMP("bn2.out", DG_L3(23320), 3840u);
     }
 
     /* step 6: Relu 'Relu_7' computes in L1, 1 tile(s) of [3840] */
@@ -521,41 +552,32 @@ void RunNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: bn2.out (L3, read), whole */
+        /* o0: bn2.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: bn2.relu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(15360) };
-        void *const o1_l2[1] = { DG_L2(15360) };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(38680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 3840u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(23320), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
         DG_DUMP("bn2.relu", DG_L3(23320), 3840u);
     }
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(23320), 15360u); /* bn2.relu L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(23320), 15360u); /* bn2.out L3->L1 */
         {
             dg_pool_args_t args = {
                 .x = DG_L1(0),
@@ -610,10 +632,10 @@ void RunNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(1712) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(38680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(21736), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(23272), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -665,8 +687,8 @@ void RunNetwork(void *arg)
         void *const o1_l2[1] = { DG_L2(48) };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
         dg_tile_in(DG_L3(23320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {

@@ -214,34 +214,34 @@ int InitTrainingNetwork(struct pi_device *cluster)
     DeeployNetwork_inputs[68] = DG_L2(303048);
     DeeployNetwork_inputs[69] = DG_L2(305608);
     DeeployNetwork_inputs[70] = DG_L2(305648);
-    DeeployNetwork_outputs[0] = DG_L2(615880);
-    DeeployNetwork_outputs[1] = DG_L2(324152);
-    DeeployNetwork_outputs[2] = DG_L2(305680);
-    DeeployNetwork_outputs[3] = DG_L2(305712);
-    DeeployNetwork_outputs[4] = DG_L2(471624);
-    DeeployNetwork_outputs[5] = DG_L2(471616);
-    DeeployNetwork_outputs[6] = DG_L2(471632);
-    DeeployNetwork_outputs[7] = DG_L2(471640);
-    DeeployNetwork_outputs[8] = DG_L2(305704);
-    DeeployNetwork_outputs[9] = DG_L2(471648);
-    DeeployNetwork_outputs[10] = DG_L2(471656);
-    DeeployNetwork_outputs[11] = DG_L2(305776);
-    DeeployNetwork_outputs[12] = DG_L2(305768);
-    DeeployNetwork_outputs[13] = DG_L2(305696);
-    DeeployNetwork_outputs[14] = DG_L2(305744);
-    DeeployNetwork_outputs[15] = DG_L2(305784);
-    DeeployNetwork_outputs[16] = DG_L2(305752);
-    DeeployNetwork_outputs[17] = DG_L2(305760);
-    DeeployNetwork_outputs[18] = DG_L2(305736);
-    DeeployNetwork_outputs[19] = DG_L2(305688);
-    DeeployNetwork_outputs[20] = DG_L2(305728);
-    DeeployNetwork_outputs[21] = DG_L2(305792);
-    DeeployNetwork_outputs[22] = DG_L2(305800);
-    DeeployNetwork_outputs[23] = DG_L2(305672);
-    DeeployNetwork_outputs[24] = DG_L2(305808);
-    DeeployNetwork_outputs[25] = DG_L2(305816);
-    DeeployNetwork_outputs[26] = DG_L2(305824);
-    DeeployNetwork_outputs[27] = DG_L2(305720);
+    DeeployNetwork_outputs[0] = DG_L2(1187120);
+    DeeployNetwork_outputs[1] = DG_L2(545288);
+    DeeployNetwork_outputs[2] = DG_L2(545296);
+    DeeployNetwork_outputs[3] = DG_L2(545304);
+    DeeployNetwork_outputs[4] = DG_L2(545312);
+    DeeployNetwork_outputs[5] = DG_L2(545320);
+    DeeployNetwork_outputs[6] = DG_L2(545328);
+    DeeployNetwork_outputs[7] = DG_L2(545336);
+    DeeployNetwork_outputs[8] = DG_L2(545344);
+    DeeployNetwork_outputs[9] = DG_L2(545352);
+    DeeployNetwork_outputs[10] = DG_L2(545360);
+    DeeployNetwork_outputs[11] = DG_L2(526856);
+    DeeployNetwork_outputs[12] = DG_L2(526864);
+    DeeployNetwork_outputs[13] = DG_L2(526872);
+    DeeployNetwork_outputs[14] = DG_L2(526880);
+    DeeployNetwork_outputs[15] = DG_L2(526888);
+    DeeployNetwork_outputs[16] = DG_L2(526896);
+    DeeployNetwork_outputs[17] = DG_L2(526904);
+    DeeployNetwork_outputs[18] = DG_L2(526912);
+    DeeployNetwork_outputs[19] = DG_L2(453128);
+    DeeployNetwork_outputs[20] = DG_L2(453136);
+    DeeployNetwork_outputs[21] = DG_L2(453144);
+    DeeployNetwork_outputs[22] = DG_L2(453152);
+    DeeployNetwork_outputs[23] = DG_L2(453160);
+    DeeployNetwork_outputs[24] = DG_L2(453168);
+    DeeployNetwork_outputs[25] = DG_L2(453176);
+    DeeployNetwork_outputs[26] = DG_L2(453184);
+    DeeployNetwork_outputs[27] = DG_L2(453192);
     return 0;
 }
 
@@ -283,11 +283,11 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w2, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -324,101 +324,248 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(550024), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(526856), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("conv1.out", DG_L2(550024), 16384u);
+        DG_DUMP("conv1.out", DG_L2(526856), 16384u);
     }
 
-    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
-    {
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(550024),
-                .scale = (void *)dg_w3,
-                .bias = (void *)dg_w4,
-                .mean = (void *)dg_w5,
-                .var = (void *)dg_w6,
-                .y = DG_L2(305800),
-                .running_mean_out = DG_L2(371336),
-                .running_var_out = DG_L2(305736),
-                .saved_mean = DG_L2(1118968),
-                .saved_inv_std = DG_L2(305672),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy((void *)dg_w5, DG_L2(371336), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w6, DG_L2(305736), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
-        DG_DUMP("bn1.out", DG_L2(305800), 16384u);
-        DG_DUMP("bn1.running_mean_out", DG_L2(371336), 16u);
-        DG_DUMP("bn1.running_var_out", DG_L2(305736), 16u);
-        DG_DUMP("bn1.saved_mean", DG_L2(1118968), 16u);
-        DG_DUMP("bn1.saved_inv_std", DG_L2(305672), 16u);
-    }
-
-    /* step 2: Relu 'Relu_3' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: bn1.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: conv1.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        /* o1: bn1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
+        /* o2: bn1.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: bn1.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: bn1.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: bn1.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: bn1.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: bn1.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: bn1.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: bn1.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(305800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(526856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w3, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w4, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w5, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w6, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(305800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(526856), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w3, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w4, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w5, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w6, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
+                dg_batchnorm_args_t args = {
                     .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(410696), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(592392), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(305672), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(305736), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1186696), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1186760), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("bn1.relu", DG_L2(410696), 16384u);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy((void *)dg_w5, DG_L2(305672), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w6, DG_L2(305736), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L2(592392), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L2(305672), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L2(305736), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L2(1186696), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L2(1186760), 16u);
+    }
+
+    /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: bn1.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(592392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L2(592392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("bn1.relu", DG_L2(592392), 16384u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -451,7 +598,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: bn1.relu (L2, read) */
+        /* o0: bn1.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -464,12 +611,12 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(410696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L2(592392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w7, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -478,7 +625,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(410696), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(592392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -505,101 +652,248 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(305736), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(657928), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv1.out", DG_L2(305736), 16384u);
+        DG_DUMP("stack1.conv1.out", DG_L2(657928), 16384u);
     }
 
-    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
-    {
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(305736),
-                .scale = (void *)dg_w8,
-                .bias = (void *)dg_w9,
-                .mean = (void *)dg_w10,
-                .var = (void *)dg_w11,
-                .y = DG_L2(476232),
-                .running_mean_out = DG_L2(371272),
-                .running_var_out = DG_L2(371336),
-                .saved_mean = DG_L2(1184632),
-                .saved_inv_std = DG_L2(549960),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy((void *)dg_w10, DG_L2(371272), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w11, DG_L2(371336), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn1.out", DG_L2(476232), 16384u);
-        DG_DUMP("stack1.bn1.running_mean_out", DG_L2(371272), 16u);
-        DG_DUMP("stack1.bn1.running_var_out", DG_L2(371336), 16u);
-        DG_DUMP("stack1.bn1.saved_mean", DG_L2(1184632), 16u);
-        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(549960), 16u);
-    }
-
-    /* step 5: Relu 'Relu_6' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack1.bn1.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv1.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        /* o1: stack1.bn1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
+        /* o2: stack1.bn1.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn1.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn1.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn1.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn1.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn1.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn1.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn1.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(476232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(657928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w8, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w9, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w10, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w11, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(476232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(657928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w8, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w9, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w10, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w11, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
+                dg_batchnorm_args_t args = {
                     .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(615888), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(723464), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(305672), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(305736), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1186824), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1186888), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.bn1.relu", DG_L2(615888), 16384u);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy((void *)dg_w10, DG_L2(305672), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w11, DG_L2(305736), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L2(723464), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L2(305672), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L2(305736), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L2(1186824), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(1186888), 16u);
+    }
+
+    /* step 5: Relu 'Relu_6' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack1.bn1.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(723464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L2(723464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack1.bn1.relu", DG_L2(723464), 16384u);
     }
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -632,7 +926,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.bn1.relu (L2, read) */
+        /* o0: stack1.bn1.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -645,12 +939,12 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(615888), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L2(723464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w12, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -659,7 +953,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(615888), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(723464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -686,111 +980,192 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(1119096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(789000), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv2.out", DG_L2(1119096), 16384u);
+        DG_DUMP("stack1.conv2.out", DG_L2(789000), 16384u);
     }
 
-    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
+    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(1119096),
-                .scale = (void *)dg_w13,
-                .bias = (void *)dg_w14,
-                .mean = (void *)dg_w15,
-                .var = (void *)dg_w16,
-                .y = DG_L2(681424),
-                .running_mean_out = DG_L2(371336),
-                .running_var_out = DG_L2(371272),
-                .saved_mean = DG_L2(615816),
-                .saved_inv_std = DG_L2(1119032),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy((void *)dg_w15, DG_L2(371336), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w16, DG_L2(371272), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn2.out", DG_L2(681424), 16384u);
-        DG_DUMP("stack1.bn2.running_mean_out", DG_L2(371336), 16u);
-        DG_DUMP("stack1.bn2.running_var_out", DG_L2(371272), 16u);
-        DG_DUMP("stack1.bn2.saved_mean", DG_L2(615816), 16u);
-        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1119032), 16u);
-    }
-
-    /* step 8: Add 'Add_9' computes in L1, 4 tile(s) of [4096], double-buffered */
-    {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack1.bn2.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv2.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: stack1.bn2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.add (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
+        /* o2: stack1.bn2.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn2.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn2.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn2.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn2.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn2.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn2.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn2.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(681424), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(410696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(789000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w13, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w14, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w15, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w16, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(681424), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(789000), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(410696), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w13, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w14, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w15, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in((void *)dg_w16, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_binary_args_t args = {
-                    .a = o0_l1[cur],
-                    .b = o1_l1[cur],
-                    .y = o2_l1[cur],
-                    .n = 4096u,
-                    .ndim = 0u,
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(476232), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(854536), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(305672), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(305736), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1186952), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1187016), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -798,10 +1173,30 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.add", DG_L2(476232), 16384u);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy((void *)dg_w15, DG_L2(305672), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w16, DG_L2(305736), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L2(854536), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L2(305672), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L2(305736), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L2(1186952), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1187016), 16u);
     }
 
-    /* step 9: Relu 'Relu_10' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 8: Add 'Add_9' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -818,43 +1213,78 @@ void RunTrainingNetwork(void *arg)
             5462u,
             5460u,
         };
-        /* o0: stack1.add (L2, read) */
+        /* o0: stack1.bn2.out (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L2, written) */
+        /* o1: bn1.out (L2, read) */
         void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(476232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(592392), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(476232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(854536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(592392), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
+                dg_binary_args_t args = {
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o0_l1[cur],
                     .n = c0_n[t],
+                    .ndim = 0u,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L2(1045112), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(854536), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.add.relu", DG_L2(1045112), 16384u);
+        DG_DUMP("stack1.add", DG_L2(854536), 16384u);
+    }
+
+    /* step 9: Relu 'Relu_10' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack1.bn2.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack1.add.relu", DG_L2(854536), 16384u);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -873,7 +1303,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
             {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: stack1.add.relu (L2, read) */
+        /* o0: stack1.bn2.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(30720) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -890,13 +1320,13 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[2] = { NULL, NULL };
         dg_dma_q_t o3_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o3_q[1].n = 0u;
-        dg_tile_in(DG_L2(1045112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w27, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w28, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -907,7 +1337,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(1045112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(854536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -934,7 +1364,7 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(476232), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L2(305672), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -942,7 +1372,7 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
-        DG_DUMP("stack2.shortcut.out", DG_L2(476232), 8192u);
+        DG_DUMP("stack2.shortcut.out", DG_L2(305672), 8192u);
     }
 
     /* step 11: Conv 'Conv_11' computes in L1, 3 tile(s) of [1, 32, 6, 16], double-buffered */
@@ -975,7 +1405,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.add.relu (L2, read) */
+        /* o0: stack1.bn2.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -988,12 +1418,12 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(1045112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L2(854536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w17, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1002,7 +1432,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(1045112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(854536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1029,164 +1459,289 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(946128), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(920072), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv1.out", DG_L2(946128), 8192u);
+        DG_DUMP("stack2.conv1.out", DG_L2(920072), 8192u);
     }
 
-    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
-    {
-        dg_copy(DG_L1(0), DG_L2(946128), 32768u); /* stack2.conv1.out L2->L1 */
-        dg_copy(DG_L1(65536), (void *)dg_w18, 128u); /* stack2.bn1.weight L2->L1 */
-        dg_copy(DG_L1(65664), (void *)dg_w19, 128u); /* stack2.bn1.bias L2->L1 */
-        dg_copy(DG_L1(65792), (void *)dg_w20, 128u); /* stack2.bn1.running_mean L2->L1 */
-        dg_copy(DG_L1(65920), (void *)dg_w21, 128u); /* stack2.bn1.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L2(371272), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L2 */
-        dg_copy(DG_L2(404040), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L2 */
-        dg_copy(DG_L2(404168), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L2 */
-        dg_copy(DG_L2(681424), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L2 */
-        dg_copy(DG_L2(681552), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w20, DG_L2(404040), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w21, DG_L2(404168), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn1.out", DG_L2(371272), 8192u);
-        DG_DUMP("stack2.bn1.running_mean_out", DG_L2(404040), 32u);
-        DG_DUMP("stack2.bn1.running_var_out", DG_L2(404168), 32u);
-        DG_DUMP("stack2.bn1.saved_mean", DG_L2(681424), 32u);
-        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(681552), 32u);
-    }
-
-    /* step 13: Relu 'Relu_13' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack2.bn1.out (L2, read) */
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv1.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: stack2.bn1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn1.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn1.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn1.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn1.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn1.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn1.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn1.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn1.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(371272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(920072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w18, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w19, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w20, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w21, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(371272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(920072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w18, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w19, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w20, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w21, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
+                dg_batchnorm_args_t args = {
                     .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(978896), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(952840), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(338440), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(338568), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1153544), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1153672), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack2.bn1.relu", DG_L2(978896), 8192u);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy((void *)dg_w20, DG_L2(338440), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w21, DG_L2(338568), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L2(952840), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L2(338440), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L2(338568), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L2(1153544), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(1153672), 32u);
     }
 
-    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
+    /* step 13: Relu 'Relu_13' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {448u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        /* o0: stack2.bn1.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(952840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L2(952840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack2.bn1.relu", DG_L2(952840), 8192u);
+    }
+
+    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {18432u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[2] = {
-            {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_pad_top[2] = {
-            1u,
-            0u,
-        };
-        /* o0: stack2.bn1.relu (L2, read) */
-        void *const o0_l1[2] = { DG_L1(36864), DG_L1(55296) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.conv2.weight (L2, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack2.conv2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(51200) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
         /* o2: stack2.conv2.out (L2, written) */
-        void *const o2_l1[2] = { DG_L1(73728), DG_L1(90112) };
+        void *const o2_l1[2] = { DG_L1(69632), DG_L1(86016) };
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(978896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L2(952840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w22, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(978896), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in((void *)dg_w22, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = 9u,
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 32u,
-                    .out_h = 8u,
+                    .out_c = 16u,
+                    .out_h = 16u,
                     .out_w = 16u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1194,61 +1749,211 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 1u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(1011664), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(1051144), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.conv2.out", DG_L2(1051144), 8192u);
+    }
+
+    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv2.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack2.bn2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn2.bias (L2, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn2.running_mean (L2, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn2.running_var (L2, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { NULL, NULL };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn2.out (L2, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { NULL, NULL };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn2.running_mean_out (L2, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { NULL, NULL };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn2.running_var_out (L2, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { NULL, NULL };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn2.saved_mean (L2, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { NULL, NULL };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn2.saved_inv_std (L2, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { NULL, NULL };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L2(1051144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w23, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w24, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w25, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w26, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(1051144), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w23, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w24, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w25, o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in((void *)dg_w26, o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L2(985608), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(338440), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(338568), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1153800), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1153928), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv2.out", DG_L2(1011664), 8192u);
-    }
-
-    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
-    {
-        dg_copy(DG_L1(0), DG_L2(1011664), 32768u); /* stack2.conv2.out L2->L1 */
-        dg_copy(DG_L1(65536), (void *)dg_w23, 128u); /* stack2.bn2.weight L2->L1 */
-        dg_copy(DG_L1(65664), (void *)dg_w24, 128u); /* stack2.bn2.bias L2->L1 */
-        dg_copy(DG_L1(65792), (void *)dg_w25, 128u); /* stack2.bn2.running_mean L2->L1 */
-        dg_copy(DG_L1(65920), (void *)dg_w26, 128u); /* stack2.bn2.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L2(371528), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L2 */
-        dg_copy(DG_L2(371400), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L2 */
-        dg_copy(DG_L2(371272), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L2 */
-        dg_copy(DG_L2(407624), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L2 */
-        dg_copy(DG_L2(407752), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w25, DG_L2(371400), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w26, DG_L2(371272), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn2.out", DG_L2(371528), 8192u);
-        DG_DUMP("stack2.bn2.running_mean_out", DG_L2(371400), 32u);
-        DG_DUMP("stack2.bn2.running_var_out", DG_L2(371272), 32u);
-        DG_DUMP("stack2.bn2.saved_mean", DG_L2(407624), 32u);
-        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(407752), 32u);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy((void *)dg_w25, DG_L2(338440), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w26, DG_L2(338568), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L2(985608), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L2(338440), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L2(338568), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L2(1153800), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(1153928), 32u);
     }
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1261,11 +1966,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn2.out (L2, read) */
+        /* o0: stack2.bn2.out (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
@@ -1273,99 +1974,70 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(371528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(476232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(371528), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(985608), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(476232), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(305672), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
                     .a = o0_l1[cur],
                     .b = o1_l1[cur],
-                    .y = o2_l1[cur],
+                    .y = o0_l1[cur],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L2(509000), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(985608), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.add", DG_L2(509000), 8192u);
+        DG_DUMP("stack2.add", DG_L2(985608), 8192u);
     }
 
-    /* step 17: Relu 'Relu_18' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 17: Relu 'Relu_18' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L2, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack2.bn2.out (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L2(509000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(509000), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L2(847312), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack2.add.relu", DG_L2(847312), 8192u);
+        DG_DUMP("stack2.add.relu", DG_L2(985608), 8192u);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
@@ -1382,7 +2054,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack2.add.relu (L2, read) */
+        /* o0: stack2.bn2.out (L2, read) */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -1399,17 +2071,17 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in((void *)dg_w39, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w40, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 1u; t++) {
             dg_dma_wait(&o0_q[0]);
-            dg_tile_in(DG_L2(847312), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
+            dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
             dg_dma_wait(&o0_q[0]);
             {
                 dg_conv_args_t args = {
@@ -1437,85 +2109,75 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(374600), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(305672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("stack3.shortcut.out", DG_L2(374600), 4096u);
+        DG_DUMP("stack3.shortcut.out", DG_L2(305672), 4096u);
     }
 
-    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 64, 3, 8], double-buffered */
+    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 22, 8, 8], double-buffered */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 384u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {320u, 448u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {704u, 320u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 73728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {25344u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {50688u, 23040u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[3] = {
-            {0u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {96u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {192u, 64u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {0u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5632u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {11264u, 5120u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_in_h[3] = {
-            6u,
-            7u,
-            5u,
+        static const uint32_t c0_out_c[3] = {
+            22u,
+            22u,
+            20u,
         };
-        static const uint32_t c0_out_h[3] = {
-            3u,
-            3u,
-            2u,
-        };
-        static const uint32_t c0_pad_top[3] = {
-            1u,
-            0u,
-            0u,
-        };
-        /* o0: stack2.add.relu (L2, read) */
-        void *const o0_l1[2] = { DG_L1(73728), DG_L1(88064) };
-        void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack3.conv1.weight (L2, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv1.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(58112) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
         /* o2: stack3.conv1.out (L2, written) */
-        void *const o2_l1[2] = { DG_L1(102400), DG_L1(108544) };
+        void *const o2_l1[2] = { DG_L1(83456), DG_L1(89088) };
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(847312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L2(985608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w29, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(847312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in((void *)dg_w29, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = c0_in_h[t],
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 64u,
-                    .out_h = c0_out_h[t],
+                    .out_c = c0_out_c[t],
+                    .out_h = 8u,
                     .out_w = 8u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1523,61 +2185,159 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 2u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(476232), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(453128), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack3.conv1.out", DG_L2(476232), 4096u);
+        DG_DUMP("stack3.conv1.out", DG_L2(453128), 4096u);
     }
 
-    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
+    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        dg_copy(DG_L1(0), DG_L2(476232), 16384u); /* stack3.conv1.out L2->L1 */
-        dg_copy(DG_L1(32768), (void *)dg_w30, 256u); /* stack3.bn1.weight L2->L1 */
-        dg_copy(DG_L1(33024), (void *)dg_w31, 256u); /* stack3.bn1.bias L2->L1 */
-        dg_copy(DG_L1(33280), (void *)dg_w32, 256u); /* stack3.bn1.running_mean L2->L1 */
-        dg_copy(DG_L1(33536), (void *)dg_w33, 256u); /* stack3.bn1.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn1.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn1.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn1.running_mean (L2, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn1.running_var (L2, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { NULL };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn1.out (L2, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { NULL };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn1.running_mean_out (L2, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { NULL };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn1.running_var_out (L2, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { NULL };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn1.saved_mean (L2, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { NULL };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn1.saved_inv_std (L2, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { NULL };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L2(453128), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w30, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w31, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w32, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w33, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        dg_copy(DG_L2(390984), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L2 */
-        dg_copy(DG_L2(371272), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L2 */
-        dg_copy(DG_L2(371528), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L2 */
-        dg_copy(DG_L2(407368), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L2 */
-        dg_copy(DG_L2(407880), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w32, DG_L2(371272), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w33, DG_L2(371528), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn1.out", DG_L2(390984), 4096u);
-        DG_DUMP("stack3.bn1.running_mean_out", DG_L2(371272), 64u);
-        DG_DUMP("stack3.bn1.running_var_out", DG_L2(371528), 64u);
-        DG_DUMP("stack3.bn1.saved_mean", DG_L2(407368), 64u);
-        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(407880), 64u);
+        dg_tile_out(DG_L2(469512), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L2(322056), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L2(322312), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L2(518664), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L2(518920), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
+        dg_copy((void *)dg_w32, DG_L2(322056), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w33, DG_L2(322312), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L2(469512), 4096u);
+        DG_DUMP("stack3.bn1.running_mean_out", DG_L2(322056), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L2(322312), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L2(518664), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(518920), 64u);
     }
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
@@ -1585,107 +2345,247 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.out (L2, read), whole */
+        /* o0: stack3.bn1.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L2, written), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(390984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(469512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(492616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(469512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack3.bn1.relu", DG_L2(469512), 4096u);
+    }
+
+    /* step 22: Conv 'Conv_22' computes in L1, 4 tile(s) of [1, 16, 8, 8], double-buffered */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[4] = {
+            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {36864u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {73728u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {110592u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[4] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {12288u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.bn1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(73728) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv2.weight (L2, read) */
+        void *const o1_l1[2] = { DG_L1(0), DG_L1(36864) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack3.conv2.out (L2, written) */
+        void *const o2_l1[2] = { DG_L1(90112), DG_L1(94208) };
+        void *const o2_l2[2] = { NULL, NULL };
+        dg_dma_q_t o2_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L2(469512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w34, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 4u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 4u) {
+                dg_tile_in((void *)dg_w34, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
+                    .b = NULL,
+                    .y = o2_l1[cur],
+                    .batch = 1u,
+                    .in_c = 64u,
+                    .in_h = 8u,
+                    .in_w = 8u,
+                    .out_c = 16u,
+                    .out_h = 8u,
+                    .out_w = 8u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
+            dg_tile_out(DG_L2(322056), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+        }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack3.bn1.relu", DG_L2(492616), 4096u);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack3.conv2.out", DG_L2(322056), 4096u);
     }
 
-    /* step 22: Conv 'Conv_22' computes in L2 */
+    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        {
-            dg_conv_args_t args = {
-                .x = DG_L2(492616),
-                .w = (void *)dg_w34,
-                .b = NULL,
-                .y = DG_L2(509000),
-                .batch = 1u,
-                .in_c = 64u,
-                .in_h = 8u,
-                .in_w = 8u,
-                .out_c = 64u,
-                .out_h = 8u,
-                .out_w = 8u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn2.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn2.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn2.running_mean (L2, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn2.running_var (L2, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { NULL };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn2.out (L2, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { NULL };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn2.running_mean_out (L2, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { NULL };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn2.running_var_out (L2, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { NULL };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn2.saved_mean (L2, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { NULL };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn2.saved_inv_std (L2, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { NULL };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L2(322056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w35, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w36, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w37, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w38, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        DG_DUMP("stack3.conv2.out", DG_L2(509000), 4096u);
-    }
-
-    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
-    {
-        dg_copy(DG_L1(0), DG_L2(509000), 16384u); /* stack3.conv2.out L2->L1 */
-        dg_copy(DG_L1(32768), (void *)dg_w35, 256u); /* stack3.bn2.weight L2->L1 */
-        dg_copy(DG_L1(33024), (void *)dg_w36, 256u); /* stack3.bn2.bias L2->L1 */
-        dg_copy(DG_L1(33280), (void *)dg_w37, 256u); /* stack3.bn2.running_mean L2->L1 */
-        dg_copy(DG_L1(33536), (void *)dg_w38, 256u); /* stack3.bn2.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L2(390984), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L2 */
-        dg_copy(DG_L2(371272), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L2 */
-        dg_copy(DG_L2(371528), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L2 */
-        dg_copy(DG_L2(374344), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L2 */
-        dg_copy(DG_L2(374088), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L2 */
-        dg_copy((void *)dg_w37, DG_L2(371272), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w38, DG_L2(371528), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn2.out", DG_L2(390984), 4096u);
-        DG_DUMP("stack3.bn2.running_mean_out", DG_L2(371272), 64u);
-        DG_DUMP("stack3.bn2.running_var_out", DG_L2(371528), 64u);
-        DG_DUMP("stack3.bn2.saved_mean", DG_L2(374344), 64u);
-        DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(374088), 64u);
+        dg_tile_out(DG_L2(338440), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L2(355336), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L2(355592), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L2(354824), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L2(355080), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
+        dg_copy((void *)dg_w37, DG_L2(355336), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w38, DG_L2(355592), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L2(338440), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L2(355336), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L2(355592), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L2(354824), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(355080), 64u);
     }
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
@@ -1696,10 +2596,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn2.out (L2, read), whole */
+        /* o0: stack3.bn2.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -1707,16 +2604,11 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(390984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(374600), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(338440), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -1724,18 +2616,17 @@ void RunTrainingNetwork(void *arg)
                 dg_binary_args_t args = {
                     .a = o0_l1[0],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
+                    .y = o0_l1[0],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(525384), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(338440), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        DG_DUMP("stack3.add", DG_L2(525384), 4096u);
+        DG_DUMP("stack3.add", DG_L2(338440), 4096u);
     }
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
@@ -1746,7 +2637,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack3.add (L2, read), whole */
+        /* o0: stack3.bn2.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -1755,9 +2646,9 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(525384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(338440), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1769,10 +2660,10 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(374600), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack3.add.relu", DG_L2(374600), 4096u);
+        DG_DUMP("stack3.add.relu", DG_L2(305672), 4096u);
     }
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1, 1 tile(s) of [1, 64, 1, 1] */
@@ -1792,9 +2683,9 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(374600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1822,10 +2713,10 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(373832), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(355336), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("avgpool.out", DG_L2(373832), 64u);
+        DG_DUMP("avgpool.out", DG_L2(355336), 64u);
     }
 
     /* step 28: Gemm 'Gemm_29' computes in L1, 1 tile(s) of [1, 10] */
@@ -1859,11 +2750,11 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        dg_tile_in(DG_L2(373832), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_tile_in(DG_L2(355336), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w41, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w42, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -1889,17 +2780,17 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(371272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(305672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc.out", DG_L2(371272), 10u);
+        DG_DUMP("fc.out", DG_L2(305672), 10u);
     }
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(371272), 40u); /* fc.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305672), 40u); /* fc.out L2->L1 */
         dg_copy(DG_L1(80), DG_L2(12288), 8u); /* labels L2->L1 */
         {
             dg_sce_args_t args = {
@@ -1917,16 +2808,16 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_f32, &args);
         }
-        dg_copy(DG_L2(615880), DG_L1(88), 4u); /* onnx::loss::23 L1->L2 */
-        dg_copy(DG_L2(371312), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L2 */
-        DG_DUMP("onnx::loss::23", DG_L2(615880), 1u);
-        DG_DUMP("onnx::log_prob::24", DG_L2(371312), 10u);
+        dg_copy(DG_L2(1187120), DG_L1(88), 4u); /* onnx::loss::23 L1->L2 */
+        dg_copy(DG_L2(305712), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L2 */
+        DG_DUMP("onnx::loss::23", DG_L2(1187120), 1u);
+        DG_DUMP("onnx::log_prob::24", DG_L2(305712), 10u);
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
     {
         dg_copy(DG_L1(80), (void *)dg_w71, 4u); /* onnx::loss::23_grad L2->L1 */
-        dg_copy(DG_L1(0), DG_L2(371312), 40u); /* onnx::log_prob::24 L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305712), 40u); /* onnx::log_prob::24 L2->L1 */
         dg_copy(DG_L1(88), DG_L2(12288), 8u); /* labels L2->L1 */
         {
             dg_sce_grad_args_t args = {
@@ -1944,13 +2835,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L2(374600), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
-        DG_DUMP("fc.out_grad", DG_L2(374600), 10u);
+        dg_copy(DG_L2(305672), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
+        DG_DUMP("fc.out_grad", DG_L2(305672), 10u);
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(374600), 40u); /* fc.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305672), 40u); /* fc.out_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -1964,34 +2855,66 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
-        dg_copy(DG_L2(1044816), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
-        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L2(1044816), 10u);
+        dg_copy(DG_L2(1187080), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
+        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L2(1187080), 10u);
     }
 
-    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
+    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 64] */
     {
-        dg_copy(DG_L1(2816), DG_L2(374600), 40u); /* fc.out_grad L2->L1 */
-        dg_copy(DG_L1(2560), DG_L2(373832), 256u); /* avgpool.out L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(2816),
-                .b = DG_L1(2560),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 10u,
-                .n = 64u,
-                .k = 1u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 2560u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(2816) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: avgpool.out (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(2560) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc.weight_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(355336), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 10u,
+                    .n = 64u,
+                    .k = 1u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(371272), DG_L1(0), 2560u); /* fc.weight_grad L1->L2 */
-        DG_DUMP("fc.weight_grad", DG_L2(371272), 640u);
+        dg_tile_out(DG_L2(1180168), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc.weight_grad", DG_L2(1180168), 640u);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
@@ -2018,10 +2941,10 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[1] = { NULL };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(374600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w41, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2045,16 +2968,16 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(373832), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(355336), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("flatten.out_grad", DG_L2(373832), 64u);
+        DG_DUMP("flatten.out_grad", DG_L2(355336), 64u);
     }
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(16384), DG_L2(373832), 256u); /* flatten.out_grad L2->L1 */
+        dg_copy(DG_L1(16384), DG_L2(355336), 256u); /* flatten.out_grad L2->L1 */
         {
             dg_pool_args_t args = {
                 .dy = DG_L1(16384),
@@ -2079,8 +3002,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
-        dg_copy(DG_L2(374600), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
-        DG_DUMP("stack3.add.relu_grad", DG_L2(374600), 4096u);
+        dg_copy(DG_L2(305672), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
+        DG_DUMP("stack3.add.relu_grad", DG_L2(305672), 4096u);
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2091,27 +3014,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.add.relu_grad (L2, read), whole */
+        /* o0: stack3.add.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.add (L2, read), whole */
+        /* o1: stack3.bn2.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add_grad (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(374600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(525384), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(338440), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2119,23 +3034,22 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(681680), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(305672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        DG_DUMP("stack3.add_grad", DG_L2(681680), 4096u);
+        DG_DUMP("stack3.add_grad", DG_L2(305672), 4096u);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(65536), DG_L2(681680), 16384u); /* stack3.add_grad L2->L1 */
-        dg_copy(DG_L1(0), DG_L2(847312), 32768u); /* stack2.add.relu L2->L1 */
+        dg_copy(DG_L1(65536), DG_L2(305672), 16384u); /* stack3.add.relu_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(985608), 32768u); /* stack2.bn2.out L2->L1 */
         dg_copy(DG_L1(81920), (void *)dg_w39, 8192u); /* stack3.shortcut.weight L2->L1 */
         {
             dg_conv_args_t args = {
@@ -2218,21 +3132,21 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        dg_copy(DG_L2(374600), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L2 */
-        dg_copy(DG_L2(1110776), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L2 */
-        dg_copy(DG_L2(912976), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L2 */
-        DG_DUMP("stack2.add.relu_grad_1", DG_L2(374600), 8192u);
-        DG_DUMP("stack3.shortcut.weight_grad", DG_L2(1110776), 2048u);
-        DG_DUMP("stack3.shortcut.bias_grad", DG_L2(912976), 64u);
+        dg_copy(DG_L2(1018376), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L2 */
+        dg_copy(DG_L2(1171976), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L2 */
+        dg_copy(DG_L2(1184776), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L2 */
+        DG_DUMP("stack2.add.relu_grad_1", DG_L2(1018376), 8192u);
+        DG_DUMP("stack3.shortcut.weight_grad", DG_L2(1171976), 2048u);
+        DG_DUMP("stack3.shortcut.bias_grad", DG_L2(1184776), 64u);
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(681680), 16384u); /* stack3.add_grad L2->L1 */
-        dg_copy(DG_L1(16384), DG_L2(509000), 16384u); /* stack3.conv2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(305672), 16384u); /* stack3.add.relu_grad L2->L1 */
+        dg_copy(DG_L1(16384), DG_L2(322056), 16384u); /* stack3.conv2.out L2->L1 */
         dg_copy(DG_L1(49152), (void *)dg_w35, 256u); /* stack3.bn2.weight L2->L1 */
-        dg_copy(DG_L1(49408), DG_L2(374344), 256u); /* stack3.bn2.saved_mean L2->L1 */
-        dg_copy(DG_L1(49664), DG_L2(374088), 256u); /* stack3.bn2.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(49408), DG_L2(354824), 256u); /* stack3.bn2.saved_mean L2->L1 */
+        dg_copy(DG_L1(49664), DG_L2(355080), 256u); /* stack3.bn2.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2249,23 +3163,23 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(525384), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L2 */
-        dg_copy(DG_L2(615560), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L2 */
-        dg_copy(DG_L2(1186872), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L2 */
-        DG_DUMP("stack3.conv2.out_grad", DG_L2(525384), 4096u);
-        DG_DUMP("stack3.bn2.weight_grad", DG_L2(615560), 64u);
-        DG_DUMP("stack3.bn2.bias_grad", DG_L2(1186872), 64u);
+        dg_copy(DG_L2(502280), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L2 */
+        dg_copy(DG_L2(1185288), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L2 */
+        dg_copy(DG_L2(1185032), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L2 */
+        DG_DUMP("stack3.conv2.out_grad", DG_L2(502280), 4096u);
+        DG_DUMP("stack3.bn2.weight_grad", DG_L2(1185288), 64u);
+        DG_DUMP("stack3.bn2.bias_grad", DG_L2(1185032), 64u);
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(492616),
+                .x = DG_L2(469512),
                 .w = (void *)dg_w34,
-                .dy = DG_L2(525384),
-                .dx = DG_L2(509000),
-                .dw = DG_L2(699856),
+                .dy = DG_L2(502280),
+                .dx = DG_L2(485896),
+                .dw = DG_L2(305672),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 64u,
@@ -2288,11 +3202,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(492616),
+                .x = DG_L2(469512),
                 .w = (void *)dg_w34,
-                .dy = DG_L2(525384),
-                .dx = DG_L2(509000),
-                .dw = DG_L2(699856),
+                .dy = DG_L2(502280),
+                .dx = DG_L2(485896),
+                .dw = DG_L2(305672),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 64u,
@@ -2313,8 +3227,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        DG_DUMP("stack3.bn1.relu_grad", DG_L2(509000), 4096u);
-        DG_DUMP("stack3.conv2.weight_grad", DG_L2(699856), 36864u);
+        DG_DUMP("stack3.bn1.relu_grad", DG_L2(485896), 4096u);
+        DG_DUMP("stack3.conv2.weight_grad", DG_L2(305672), 36864u);
     }
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2325,27 +3239,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.relu_grad (L2, read), whole */
+        /* o0: stack3.bn1.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L2, read), whole */
+        /* o1: stack3.bn1.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.bn1.out_grad (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(509000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(492616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(485896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(469512), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2353,26 +3259,25 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(525384), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(485896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        DG_DUMP("stack3.bn1.out_grad", DG_L2(525384), 4096u);
+        DG_DUMP("stack3.bn1.out_grad", DG_L2(485896), 4096u);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(525384), 16384u); /* stack3.bn1.out_grad L2->L1 */
-        dg_copy(DG_L1(16384), DG_L2(476232), 16384u); /* stack3.conv1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(485896), 16384u); /* stack3.bn1.relu_grad L2->L1 */
+        dg_copy(DG_L1(16384), DG_L2(453128), 16384u); /* stack3.conv1.out L2->L1 */
         dg_copy(DG_L1(49152), (void *)dg_w30, 256u); /* stack3.bn1.weight L2->L1 */
-        dg_copy(DG_L1(49408), DG_L2(407368), 256u); /* stack3.bn1.saved_mean L2->L1 */
-        dg_copy(DG_L1(49664), DG_L2(407880), 256u); /* stack3.bn1.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(49408), DG_L2(518664), 256u); /* stack3.bn1.saved_mean L2->L1 */
+        dg_copy(DG_L1(49664), DG_L2(518920), 256u); /* stack3.bn1.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2389,23 +3294,23 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(681680), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L2 */
-        dg_copy(DG_L2(1044856), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L2 */
-        dg_copy(DG_L2(1044560), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L2 */
-        DG_DUMP("stack3.conv1.out_grad", DG_L2(681680), 4096u);
-        DG_DUMP("stack3.bn1.weight_grad", DG_L2(1044856), 64u);
-        DG_DUMP("stack3.bn1.bias_grad", DG_L2(1044560), 64u);
+        dg_copy(DG_L2(1083912), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L2 */
+        dg_copy(DG_L2(1185800), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L2 */
+        dg_copy(DG_L2(1185544), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L2 */
+        DG_DUMP("stack3.conv1.out_grad", DG_L2(1083912), 4096u);
+        DG_DUMP("stack3.bn1.weight_grad", DG_L2(1185800), 64u);
+        DG_DUMP("stack3.bn1.bias_grad", DG_L2(1185544), 64u);
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(847312),
+                .x = DG_L2(985608),
                 .w = (void *)dg_w29,
-                .dy = DG_L2(681680),
-                .dx = DG_L2(913232),
-                .dw = DG_L2(476232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(1116680),
+                .dw = DG_L2(453128),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2428,11 +3333,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(847312),
+                .x = DG_L2(985608),
                 .w = (void *)dg_w29,
-                .dy = DG_L2(681680),
-                .dx = DG_L2(913232),
-                .dw = DG_L2(476232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(1116680),
+                .dw = DG_L2(453128),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2453,14 +3358,14 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        DG_DUMP("stack2.add.relu_grad_0", DG_L2(913232), 8192u);
-        DG_DUMP("stack3.conv1.weight_grad", DG_L2(476232), 18432u);
+        DG_DUMP("stack2.add.relu_grad_0", DG_L2(1116680), 8192u);
+        DG_DUMP("stack3.conv1.weight_grad", DG_L2(453128), 18432u);
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(913232), 32768u); /* stack2.add.relu_grad_0 L2->L1 */
-        dg_copy(DG_L1(32768), DG_L2(374600), 32768u); /* stack2.add.relu_grad_1 L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1116680), 32768u); /* stack2.add.relu_grad_0 L2->L1 */
+        dg_copy(DG_L1(32768), DG_L2(1018376), 32768u); /* stack2.add.relu_grad_1 L2->L1 */
         {
             const float *const xs[] = { DG_L1(0), DG_L1(32768) };
             dg_sum_args_t args = {
@@ -2471,8 +3376,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L2(880080), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
-        DG_DUMP("stack2.add.relu_grad", DG_L2(880080), 8192u);
+        dg_copy(DG_L2(1083912), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
+        DG_DUMP("stack2.add.relu_grad", DG_L2(1083912), 8192u);
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2485,73 +3390,61 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add.relu_grad (L2, read) */
+        /* o0: stack2.add.relu_grad (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L2, read) */
+        /* o1: stack2.bn2.out (L2, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(880080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(847312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(1083912), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(985608), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(880080), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(1083912), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(847312), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(985608), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(373832), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(1083912), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.add_grad", DG_L2(373832), 8192u);
+        DG_DUMP("stack2.add_grad", DG_L2(1083912), 8192u);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w27,
-                .dy = DG_L2(373832),
-                .dx = DG_L2(847440),
-                .dw = DG_L2(1184696),
-                .db = DG_L2(913232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(985608),
+                .dw = DG_L2(1182728),
+                .db = DG_L2(1186056),
                 .batch = 1u,
                 .in_c = 16u,
                 .in_h = 32u,
@@ -2573,12 +3466,12 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w27,
-                .dy = DG_L2(373832),
-                .dx = DG_L2(847440),
-                .dw = DG_L2(1184696),
-                .db = DG_L2(913232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(985608),
+                .dw = DG_L2(1182728),
+                .db = DG_L2(1186056),
                 .batch = 1u,
                 .in_c = 16u,
                 .in_h = 32u,
@@ -2600,12 +3493,12 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w27,
-                .dy = DG_L2(373832),
-                .dx = DG_L2(847440),
-                .dw = DG_L2(1184696),
-                .db = DG_L2(913232),
+                .dy = DG_L2(1083912),
+                .dx = DG_L2(985608),
+                .dw = DG_L2(1182728),
+                .db = DG_L2(1186056),
                 .batch = 1u,
                 .in_c = 16u,
                 .in_h = 32u,
@@ -2625,18 +3518,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        DG_DUMP("stack1.add.relu_grad_1", DG_L2(847440), 16384u);
-        DG_DUMP("stack2.shortcut.weight_grad", DG_L2(1184696), 512u);
-        DG_DUMP("stack2.shortcut.bias_grad", DG_L2(913232), 32u);
+        DG_DUMP("stack1.add.relu_grad_1", DG_L2(985608), 16384u);
+        DG_DUMP("stack2.shortcut.weight_grad", DG_L2(1182728), 512u);
+        DG_DUMP("stack2.shortcut.bias_grad", DG_L2(1186056), 32u);
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(373832), 32768u); /* stack2.add_grad L2->L1 */
-        dg_copy(DG_L1(32768), DG_L2(1011664), 32768u); /* stack2.conv2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1083912), 32768u); /* stack2.add.relu_grad L2->L1 */
+        dg_copy(DG_L1(32768), DG_L2(1051144), 32768u); /* stack2.conv2.out L2->L1 */
         dg_copy(DG_L1(98304), (void *)dg_w23, 128u); /* stack2.bn2.weight L2->L1 */
-        dg_copy(DG_L1(98432), DG_L2(407624), 128u); /* stack2.bn2.saved_mean L2->L1 */
-        dg_copy(DG_L1(98560), DG_L2(407752), 128u); /* stack2.bn2.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(98432), DG_L2(1153800), 128u); /* stack2.bn2.saved_mean L2->L1 */
+        dg_copy(DG_L1(98560), DG_L2(1153928), 128u); /* stack2.bn2.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2653,23 +3546,23 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(913360), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L2 */
-        dg_copy(DG_L2(1186744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L2 */
-        dg_copy(DG_L2(1110648), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L2 */
-        DG_DUMP("stack2.conv2.out_grad", DG_L2(913360), 8192u);
-        DG_DUMP("stack2.bn2.weight_grad", DG_L2(1186744), 32u);
-        DG_DUMP("stack2.bn2.bias_grad", DG_L2(1110648), 32u);
+        dg_copy(DG_L2(1120776), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L2 */
+        dg_copy(DG_L2(1186312), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L2 */
+        dg_copy(DG_L2(1186184), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L2 */
+        DG_DUMP("stack2.conv2.out_grad", DG_L2(1120776), 8192u);
+        DG_DUMP("stack2.bn2.weight_grad", DG_L2(1186312), 32u);
+        DG_DUMP("stack2.bn2.bias_grad", DG_L2(1186184), 32u);
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(978896),
+                .x = DG_L2(952840),
                 .w = (void *)dg_w22,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(1011664),
-                .dw = DG_L2(373832),
+                .dy = DG_L2(1120776),
+                .dx = DG_L2(1088008),
+                .dw = DG_L2(1051144),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2692,11 +3585,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(978896),
+                .x = DG_L2(952840),
                 .w = (void *)dg_w22,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(1011664),
-                .dw = DG_L2(373832),
+                .dy = DG_L2(1120776),
+                .dx = DG_L2(1088008),
+                .dw = DG_L2(1051144),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 32u,
@@ -2717,8 +3610,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        DG_DUMP("stack2.bn1.relu_grad", DG_L2(1011664), 8192u);
-        DG_DUMP("stack2.conv2.weight_grad", DG_L2(373832), 9216u);
+        DG_DUMP("stack2.bn1.relu_grad", DG_L2(1088008), 8192u);
+        DG_DUMP("stack2.conv2.weight_grad", DG_L2(1051144), 9216u);
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2731,70 +3624,58 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn1.relu_grad (L2, read) */
+        /* o0: stack2.bn1.relu_grad (L2, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L2, read) */
+        /* o1: stack2.bn1.out (L2, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.bn1.out_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(1011664), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(978896), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(1088008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(952840), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(1011664), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(1088008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(978896), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(952840), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(913360), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(1088008), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.bn1.out_grad", DG_L2(913360), 8192u);
+        DG_DUMP("stack2.bn1.out_grad", DG_L2(1088008), 8192u);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(913360), 32768u); /* stack2.bn1.out_grad L2->L1 */
-        dg_copy(DG_L1(32768), DG_L2(946128), 32768u); /* stack2.conv1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(1088008), 32768u); /* stack2.bn1.relu_grad L2->L1 */
+        dg_copy(DG_L1(32768), DG_L2(920072), 32768u); /* stack2.conv1.out L2->L1 */
         dg_copy(DG_L1(98304), (void *)dg_w18, 128u); /* stack2.bn1.weight L2->L1 */
-        dg_copy(DG_L1(98432), DG_L2(681424), 128u); /* stack2.bn1.saved_mean L2->L1 */
-        dg_copy(DG_L1(98560), DG_L2(681552), 128u); /* stack2.bn1.saved_inv_std L2->L1 */
+        dg_copy(DG_L1(98432), DG_L2(1153544), 128u); /* stack2.bn1.saved_mean L2->L1 */
+        dg_copy(DG_L1(98560), DG_L2(1153672), 128u); /* stack2.bn1.saved_inv_std L2->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2811,23 +3692,23 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L2(979024), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L2 */
-        dg_copy(DG_L2(847312), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L2 */
-        dg_copy(DG_L2(978896), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L2 */
-        DG_DUMP("stack2.conv1.out_grad", DG_L2(979024), 8192u);
-        DG_DUMP("stack2.bn1.weight_grad", DG_L2(847312), 32u);
-        DG_DUMP("stack2.bn1.bias_grad", DG_L2(978896), 32u);
+        dg_copy(DG_L2(952840), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L2 */
+        dg_copy(DG_L2(1186568), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L2 */
+        dg_copy(DG_L2(1186440), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L2 */
+        DG_DUMP("stack2.conv1.out_grad", DG_L2(952840), 8192u);
+        DG_DUMP("stack2.bn1.weight_grad", DG_L2(1186568), 32u);
+        DG_DUMP("stack2.bn1.bias_grad", DG_L2(1186440), 32u);
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w17,
-                .dy = DG_L2(979024),
-                .dx = DG_L2(913360),
-                .dw = DG_L2(681424),
+                .dy = DG_L2(952840),
+                .dx = DG_L2(1106440),
+                .dw = DG_L2(1088008),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -2850,11 +3731,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(1045112),
+                .x = DG_L2(854536),
                 .w = (void *)dg_w17,
-                .dy = DG_L2(979024),
-                .dx = DG_L2(913360),
-                .dw = DG_L2(681424),
+                .dy = DG_L2(952840),
+                .dx = DG_L2(1106440),
+                .dw = DG_L2(1088008),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -2875,130 +3756,119 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        DG_DUMP("stack1.add.relu_grad_0", DG_L2(913360), 16384u);
-        DG_DUMP("stack2.conv1.weight_grad", DG_L2(681424), 4608u);
+        DG_DUMP("stack1.add.relu_grad_0", DG_L2(1106440), 16384u);
+        DG_DUMP("stack2.conv1.weight_grad", DG_L2(1088008), 4608u);
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
     {
         {
-            const float *const xs[] = { DG_L2(913360), DG_L2(847440) };
+            const float *const xs[] = { DG_L2(1106440), DG_L2(985608) };
             dg_sum_args_t args = {
                 .x = xs,
                 .nin = 2u,
-                .y = DG_L2(979024),
+                .y = DG_L2(920072),
                 .n = 16384u,
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        DG_DUMP("stack1.add.relu_grad", DG_L2(979024), 16384u);
+        DG_DUMP("stack1.add.relu_grad", DG_L2(920072), 16384u);
     }
 
-    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.add.relu_grad (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        /* o0: stack1.add.relu_grad (L2, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: stack1.bn2.out (L2, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.add_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(979024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(920072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(854536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(979024), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(920072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(1045112), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(854536), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(847440), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(920072), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.add_grad", DG_L2(847440), 16384u);
+        DG_DUMP("stack1.add_grad", DG_L2(920072), 16384u);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
         {
             dg_batchnorm_grad_args_t args = {
-                .dy = DG_L2(847440),
-                .x = DG_L2(1119096),
+                .dy = DG_L2(920072),
+                .x = DG_L2(789000),
                 .scale = (void *)dg_w13,
-                .saved_mean = DG_L2(615816),
-                .saved_inv_std = DG_L2(1119032),
-                .dx = DG_L2(913360),
-                .dscale = DG_L2(1045240),
-                .dbias = DG_L2(1045112),
+                .saved_mean = DG_L2(1186952),
+                .saved_inv_std = DG_L2(1187016),
+                .dx = DG_L2(854536),
+                .dscale = DG_L2(994888),
+                .dbias = DG_L2(994824),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        DG_DUMP("stack1.conv2.out_grad", DG_L2(913360), 16384u);
-        DG_DUMP("stack1.bn2.weight_grad", DG_L2(1045240), 16u);
-        DG_DUMP("stack1.bn2.bias_grad", DG_L2(1045112), 16u);
+        DG_DUMP("stack1.conv2.out_grad", DG_L2(854536), 16384u);
+        DG_DUMP("stack1.bn2.weight_grad", DG_L2(994888), 16u);
+        DG_DUMP("stack1.bn2.bias_grad", DG_L2(994824), 16u);
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(615888),
+                .x = DG_L2(723464),
                 .w = (void *)dg_w12,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(979024),
-                .dw = DG_L2(1045304),
+                .dy = DG_L2(854536),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(985608),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -3021,11 +3891,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(615888),
+                .x = DG_L2(723464),
                 .w = (void *)dg_w12,
-                .dy = DG_L2(913360),
-                .dx = DG_L2(979024),
-                .dw = DG_L2(1045304),
+                .dy = DG_L2(854536),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(985608),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -3046,115 +3916,104 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        DG_DUMP("stack1.bn1.relu_grad", DG_L2(979024), 16384u);
-        DG_DUMP("stack1.conv2.weight_grad", DG_L2(1045304), 2304u);
+        DG_DUMP("stack1.bn1.relu_grad", DG_L2(789000), 16384u);
+        DG_DUMP("stack1.conv2.weight_grad", DG_L2(985608), 2304u);
     }
 
-    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.bn1.relu_grad (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        /* o0: stack1.bn1.relu_grad (L2, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: stack1.bn1.out (L2, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.bn1.out_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(979024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(615888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(789000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(723464), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(979024), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(789000), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(615888), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(723464), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(913360), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(789000), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.bn1.out_grad", DG_L2(913360), 16384u);
+        DG_DUMP("stack1.bn1.out_grad", DG_L2(789000), 16384u);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
         {
             dg_batchnorm_grad_args_t args = {
-                .dy = DG_L2(913360),
-                .x = DG_L2(305736),
+                .dy = DG_L2(789000),
+                .x = DG_L2(657928),
                 .scale = (void *)dg_w8,
-                .saved_mean = DG_L2(1184632),
-                .saved_inv_std = DG_L2(549960),
-                .dx = DG_L2(615888),
-                .dscale = DG_L2(615816),
-                .dbias = DG_L2(1045176),
+                .saved_mean = DG_L2(1186824),
+                .saved_inv_std = DG_L2(1186888),
+                .dx = DG_L2(723464),
+                .dscale = DG_L2(863816),
+                .dbias = DG_L2(863752),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        DG_DUMP("stack1.conv1.out_grad", DG_L2(615888), 16384u);
-        DG_DUMP("stack1.bn1.weight_grad", DG_L2(615816), 16u);
-        DG_DUMP("stack1.bn1.bias_grad", DG_L2(1045176), 16u);
+        DG_DUMP("stack1.conv1.out_grad", DG_L2(723464), 16384u);
+        DG_DUMP("stack1.bn1.weight_grad", DG_L2(863816), 16u);
+        DG_DUMP("stack1.bn1.bias_grad", DG_L2(863752), 16u);
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
     {
         {
             dg_conv_args_t args = {
-                .x = DG_L2(410696),
+                .x = DG_L2(592392),
                 .w = (void *)dg_w7,
-                .dy = DG_L2(615888),
-                .dx = DG_L2(305736),
-                .dw = DG_L2(913360),
+                .dy = DG_L2(723464),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(854536),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -3177,11 +4036,11 @@ void RunTrainingNetwork(void *arg)
         }
         {
             dg_conv_args_t args = {
-                .x = DG_L2(410696),
+                .x = DG_L2(592392),
                 .w = (void *)dg_w7,
-                .dy = DG_L2(615888),
-                .dx = DG_L2(305736),
-                .dw = DG_L2(913360),
+                .dy = DG_L2(723464),
+                .dx = DG_L2(789000),
+                .dw = DG_L2(854536),
                 .db = NULL,
                 .batch = 1u,
                 .in_c = 16u,
@@ -3202,124 +4061,113 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        DG_DUMP("bn1.relu_grad_0", DG_L2(305736), 16384u);
-        DG_DUMP("stack1.conv1.weight_grad", DG_L2(913360), 2304u);
+        DG_DUMP("bn1.relu_grad_0", DG_L2(789000), 16384u);
+        DG_DUMP("stack1.conv1.weight_grad", DG_L2(854536), 2304u);
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
     {
         {
-            const float *const xs[] = { DG_L2(305736), DG_L2(847440) };
+            const float *const xs[] = { DG_L2(789000), DG_L2(920072) };
             dg_sum_args_t args = {
                 .x = xs,
                 .nin = 2u,
-                .y = DG_L2(979024),
+                .y = DG_L2(657928),
                 .n = 16384u,
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        DG_DUMP("bn1.relu_grad", DG_L2(979024), 16384u);
+        DG_DUMP("bn1.relu_grad", DG_L2(657928), 16384u);
     }
 
-    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: bn1.relu_grad (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        /* o0: bn1.relu_grad (L2, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L2, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        /* o1: bn1.out (L2, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t o1_q[2];
-        /* o2: bn1.out_grad (L2, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L2(979024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(410696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(657928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(592392), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(979024), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L2(657928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(410696), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L2(592392), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L2(615888), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(657928), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("bn1.out_grad", DG_L2(615888), 16384u);
+        DG_DUMP("bn1.out_grad", DG_L2(657928), 16384u);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
         {
             dg_batchnorm_grad_args_t args = {
-                .dy = DG_L2(615888),
-                .x = DG_L2(550024),
+                .dy = DG_L2(657928),
+                .x = DG_L2(526856),
                 .scale = (void *)dg_w3,
-                .saved_mean = DG_L2(1118968),
-                .saved_inv_std = DG_L2(305672),
-                .dx = DG_L2(305736),
-                .dscale = DG_L2(412424),
-                .dbias = DG_L2(412488),
+                .saved_mean = DG_L2(1186696),
+                .saved_inv_std = DG_L2(1186760),
+                .dx = DG_L2(592392),
+                .dscale = DG_L2(723528),
+                .dbias = DG_L2(723464),
                 .batch = 1u,
                 .channels = 16u,
                 .spatial = 1024u,
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        DG_DUMP("conv1.out_grad", DG_L2(305736), 16384u);
-        DG_DUMP("bn1.weight_grad", DG_L2(412424), 16u);
-        DG_DUMP("bn1.bias_grad", DG_L2(412488), 16u);
+        DG_DUMP("conv1.out_grad", DG_L2(592392), 16384u);
+        DG_DUMP("bn1.weight_grad", DG_L2(723528), 16u);
+        DG_DUMP("bn1.bias_grad", DG_L2(723464), 16u);
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(305736), 65536u); /* conv1.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(592392), 65536u); /* conv1.out_grad L2->L1 */
         dg_copy(DG_L1(65536), DG_L2(0), 12288u); /* input L2->L1 */
         dg_copy(DG_L1(77824), (void *)dg_w2, 1728u); /* conv1.weight L2->L1 */
         {
@@ -3349,8 +4197,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L2(410696), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
-        DG_DUMP("conv1.weight_grad", DG_L2(410696), 432u);
+        dg_copy(DG_L2(526856), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
+        DG_DUMP("conv1.weight_grad", DG_L2(526856), 432u);
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
@@ -3384,12 +4232,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(12296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(410696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(526856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3408,7 +4256,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(12296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(324152), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3446,12 +4294,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(14024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(412424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(723528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3470,7 +4318,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(14024), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305680), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545296), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3508,12 +4356,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(14088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(412488), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(723464), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3532,7 +4380,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(14088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305712), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545304), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3570,12 +4418,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(14152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(913360), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(854536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3594,7 +4442,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(14152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471624), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545312), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3632,12 +4480,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(23368), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(615816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(863816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3656,7 +4504,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(23368), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471616), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545320), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3694,12 +4542,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(23432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045176), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(863752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3718,7 +4566,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(23432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471632), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545328), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3756,12 +4604,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(23496), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(985608), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3780,7 +4628,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(23496), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471640), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545336), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3818,12 +4666,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(32712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(994888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3842,7 +4690,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305704), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545344), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3880,12 +4728,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(32776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1045112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(994824), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3904,7 +4752,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471648), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545352), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3927,7 +4775,7 @@ void RunTrainingNetwork(void *arg)
         };
         /* o0: stack2.conv1.weight_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(305720) };
+        void *const o0_l2[1] = { DG_L2(526856) };
         dg_dma_q_t o0_q[1];
         /* o1: stack2.conv1.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(18432) };
@@ -3942,12 +4790,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(681424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1088008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3966,7 +4814,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(471656), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(545360), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4004,12 +4852,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(32840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(847312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186568), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4028,7 +4876,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32840), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305776), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526856), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4066,12 +4914,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(32968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(978896), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186440), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4090,7 +4938,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(32968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305768), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526864), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4130,14 +4978,14 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(33096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(373832), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1051144), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -4150,7 +4998,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L2(33096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(373832), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(1051144), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4165,7 +5013,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L2(33096), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L2(305696), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526872), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4205,12 +5053,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(69960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1186744), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4229,7 +5077,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(69960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305744), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526880), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4267,12 +5115,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(70088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1110648), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186184), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4291,7 +5139,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(70088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305784), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526888), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4329,12 +5177,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(70216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1184696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1182728), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4353,7 +5201,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(70216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305752), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526896), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4391,12 +5239,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(72264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(913232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1186056), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4415,7 +5263,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(72264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305760), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526904), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4457,14 +5305,14 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(72392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(476232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(453128), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -4477,7 +5325,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L2(72392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(476232), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(453128), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4492,7 +5340,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L2(72392), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L2(305736), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(526912), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4532,12 +5380,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(146120), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1044856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185800), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4556,7 +5404,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(146120), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305688), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453128), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4594,12 +5442,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(146376), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1044560), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4618,7 +5466,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(146376), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305728), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453136), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4671,14 +5519,14 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(146632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(699856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(305672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 5u; t++) {
@@ -4691,7 +5539,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L2(146632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 5u) {
-                dg_tile_in(DG_L2(699856), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(305672), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4706,7 +5554,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L2(146632), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L2(305792), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453144), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4746,12 +5594,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(294088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(615560), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4770,7 +5618,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(294088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305800), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453152), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4808,12 +5656,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(294344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1186872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1185032), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4832,7 +5680,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(294344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453160), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4870,12 +5718,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(294600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1110776), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1171976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4894,7 +5742,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(294600), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305808), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453168), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4932,12 +5780,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(302792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(912976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1184776), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4956,7 +5804,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(302792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453176), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4994,12 +5842,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(303048), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(371272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1180168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5018,7 +5866,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(303048), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453184), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -5056,12 +5904,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(305608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(1044816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1187080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(305648), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5080,7 +5928,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L2(305608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L2(305720), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(453192), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);

@@ -263,34 +263,34 @@ int InitTrainingNetwork(struct pi_device *cluster)
     DeeployNetwork_inputs[68] = DG_L3(635184);
     DeeployNetwork_inputs[69] = DG_L3(637744);
     DeeployNetwork_inputs[70] = DG_L3(637784);
-    DeeployNetwork_outputs[0] = DG_L3(1121656);
-    DeeployNetwork_outputs[1] = DG_L3(859040);
-    DeeployNetwork_outputs[2] = DG_L3(859072);
-    DeeployNetwork_outputs[3] = DG_L3(859032);
-    DeeployNetwork_outputs[4] = DG_L3(859048);
-    DeeployNetwork_outputs[5] = DG_L3(859008);
-    DeeployNetwork_outputs[6] = DG_L3(859064);
-    DeeployNetwork_outputs[7] = DG_L3(859088);
-    DeeployNetwork_outputs[8] = DG_L3(859096);
-    DeeployNetwork_outputs[9] = DG_L3(859056);
-    DeeployNetwork_outputs[10] = DG_L3(859080);
-    DeeployNetwork_outputs[11] = DG_L3(859104);
-    DeeployNetwork_outputs[12] = DG_L3(859112);
-    DeeployNetwork_outputs[13] = DG_L3(859120);
-    DeeployNetwork_outputs[14] = DG_L3(859128);
-    DeeployNetwork_outputs[15] = DG_L3(859016);
-    DeeployNetwork_outputs[16] = DG_L3(859000);
-    DeeployNetwork_outputs[17] = DG_L3(859024);
-    DeeployNetwork_outputs[18] = DG_L3(859136);
-    DeeployNetwork_outputs[19] = DG_L3(785280);
-    DeeployNetwork_outputs[20] = DG_L3(785288);
-    DeeployNetwork_outputs[21] = DG_L3(785272);
-    DeeployNetwork_outputs[22] = DG_L3(637824);
-    DeeployNetwork_outputs[23] = DG_L3(637848);
+    DeeployNetwork_outputs[0] = DG_L3(1365240);
+    DeeployNetwork_outputs[1] = DG_L3(787128);
+    DeeployNetwork_outputs[2] = DG_L3(785416);
+    DeeployNetwork_outputs[3] = DG_L3(785408);
+    DeeployNetwork_outputs[4] = DG_L3(785424);
+    DeeployNetwork_outputs[5] = DG_L3(785432);
+    DeeployNetwork_outputs[6] = DG_L3(785440);
+    DeeployNetwork_outputs[7] = DG_L3(785448);
+    DeeployNetwork_outputs[8] = DG_L3(785456);
+    DeeployNetwork_outputs[9] = DG_L3(785464);
+    DeeployNetwork_outputs[10] = DG_L3(785400);
+    DeeployNetwork_outputs[11] = DG_L3(785472);
+    DeeployNetwork_outputs[12] = DG_L3(785480);
+    DeeployNetwork_outputs[13] = DG_L3(785488);
+    DeeployNetwork_outputs[14] = DG_L3(785496);
+    DeeployNetwork_outputs[15] = DG_L3(785504);
+    DeeployNetwork_outputs[16] = DG_L3(785272);
+    DeeployNetwork_outputs[17] = DG_L3(785280);
+    DeeployNetwork_outputs[18] = DG_L3(785288);
+    DeeployNetwork_outputs[19] = DG_L3(785296);
+    DeeployNetwork_outputs[20] = DG_L3(785304);
+    DeeployNetwork_outputs[21] = DG_L3(785312);
+    DeeployNetwork_outputs[22] = DG_L3(637816);
+    DeeployNetwork_outputs[23] = DG_L3(637824);
     DeeployNetwork_outputs[24] = DG_L3(637832);
     DeeployNetwork_outputs[25] = DG_L3(637840);
-    DeeployNetwork_outputs[26] = DG_L3(637856);
-    DeeployNetwork_outputs[27] = DG_L3(637816);
+    DeeployNetwork_outputs[26] = DG_L3(637848);
+    DeeployNetwork_outputs[27] = DG_L3(637856);
     return 0;
 }
 
@@ -332,11 +332,11 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { DG_L2(0), DG_L2(32768) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(12296), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -373,111 +373,248 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(859000), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(785400), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("conv1.out", DG_L3(859000), 16384u);
+        DG_DUMP("conv1.out", DG_L3(785400), 16384u);
     }
 
-    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L2 */
-    {
-        dg_copy(DG_L2(0), DG_L3(859000), 65536u); /* conv1.out L3->L2 */
-        dg_copy(DG_L2(131072), DG_L3(14024), 64u); /* bn1.weight L3->L2 */
-        dg_copy(DG_L2(131136), DG_L3(14088), 64u); /* bn1.bias L3->L2 */
-        dg_copy(DG_L2(131200), DG_L3(14152), 64u); /* bn1.running_mean L3->L2 */
-        dg_copy(DG_L2(131264), DG_L3(14216), 64u); /* bn1.running_var L3->L2 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(0),
-                .scale = DG_L2(131072),
-                .bias = DG_L2(131136),
-                .mean = DG_L2(131200),
-                .var = DG_L2(131264),
-                .y = DG_L2(65536),
-                .running_mean_out = DG_L2(131328),
-                .running_var_out = DG_L2(131392),
-                .saved_mean = DG_L2(131456),
-                .saved_inv_std = DG_L2(131520),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L3(637816), DG_L2(65536), 65536u); /* bn1.out L2->L3 */
-        dg_copy(DG_L3(703352), DG_L2(131328), 64u); /* bn1.running_mean_out L2->L3 */
-        dg_copy(DG_L3(703416), DG_L2(131392), 64u); /* bn1.running_var_out L2->L3 */
-        dg_copy(DG_L3(1121664), DG_L2(131456), 64u); /* bn1.saved_mean L2->L3 */
-        dg_copy(DG_L3(1500648), DG_L2(131520), 64u); /* bn1.saved_inv_std L2->L3 */
-        dg_copy(DG_L3(14152), DG_L3(703352), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(14216), DG_L3(703416), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
-        DG_DUMP("bn1.out", DG_L3(637816), 16384u);
-        DG_DUMP("bn1.running_mean_out", DG_L3(703352), 16u);
-        DG_DUMP("bn1.running_var_out", DG_L3(703416), 16u);
-        DG_DUMP("bn1.saved_mean", DG_L3(1121664), 16u);
-        DG_DUMP("bn1.saved_inv_std", DG_L3(1500648), 16u);
-    }
-
-    /* step 2: Relu 'Relu_3' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: bn1.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: conv1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(24576) };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
+        /* o1: bn1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { DG_L2(98304), DG_L2(98328) };
         dg_dma_q_t o1_q[2];
+        /* o2: bn1.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { DG_L2(98352), DG_L2(98376) };
+        dg_dma_q_t o2_q[2];
+        /* o3: bn1.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { DG_L2(98400), DG_L2(98424) };
+        dg_dma_q_t o3_q[2];
+        /* o4: bn1.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { DG_L2(98448), DG_L2(98472) };
+        dg_dma_q_t o4_q[2];
+        /* o5: bn1.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { DG_L2(49152), DG_L2(73728) };
+        dg_dma_q_t o5_q[2];
+        /* o6: bn1.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { DG_L2(98496), DG_L2(98520) };
+        dg_dma_q_t o6_q[2];
+        /* o7: bn1.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { DG_L2(98544), DG_L2(98568) };
+        dg_dma_q_t o7_q[2];
+        /* o8: bn1.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { DG_L2(98592), DG_L2(98616) };
+        dg_dma_q_t o8_q[2];
+        /* o9: bn1.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { DG_L2(98640), DG_L2(98664) };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(785400), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(14024), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(14088), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(14152), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(14216), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(637816), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(785400), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14024), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14088), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14152), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(14216), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
+                dg_batchnorm_args_t args = {
                     .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(1432168), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(850936), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(637880), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(637816), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1519104), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1519208), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("bn1.relu", DG_L3(1432168), 16384u);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy(DG_L3(14152), DG_L3(637880), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(14216), DG_L3(637816), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L3(850936), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L3(637880), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L3(637816), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L3(1519104), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L3(1519208), 16u);
+    }
+
+    /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: bn1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(850936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(850936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("bn1.relu", DG_L3(850936), 16384u);
     }
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -510,7 +647,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: bn1.relu (L3, read) */
+        /* o0: bn1.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(26624) };
         dg_dma_q_t o0_q[2];
@@ -523,12 +660,12 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { DG_L2(53248), DG_L2(75776) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1432168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(850936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(14280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -537,7 +674,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(1432168), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(850936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -564,111 +701,248 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(924792), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(916472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv1.out", DG_L3(924792), 16384u);
+        DG_DUMP("stack1.conv1.out", DG_L3(916472), 16384u);
     }
 
-    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L2 */
-    {
-        dg_copy(DG_L2(0), DG_L3(924792), 65536u); /* stack1.conv1.out L3->L2 */
-        dg_copy(DG_L2(131072), DG_L3(23496), 64u); /* stack1.bn1.weight L3->L2 */
-        dg_copy(DG_L2(131136), DG_L3(23560), 64u); /* stack1.bn1.bias L3->L2 */
-        dg_copy(DG_L2(131200), DG_L3(23624), 64u); /* stack1.bn1.running_mean L3->L2 */
-        dg_copy(DG_L2(131264), DG_L3(23688), 64u); /* stack1.bn1.running_var L3->L2 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(0),
-                .scale = DG_L2(131072),
-                .bias = DG_L2(131136),
-                .mean = DG_L2(131200),
-                .var = DG_L2(131264),
-                .y = DG_L2(65536),
-                .running_mean_out = DG_L2(131328),
-                .running_var_out = DG_L2(131392),
-                .saved_mean = DG_L2(131456),
-                .saved_inv_std = DG_L2(131520),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L3(637880), DG_L2(65536), 65536u); /* stack1.bn1.out L2->L3 */
-        dg_copy(DG_L3(637816), DG_L2(131328), 64u); /* stack1.bn1.running_mean_out L2->L3 */
-        dg_copy(DG_L3(703416), DG_L2(131392), 64u); /* stack1.bn1.running_var_out L2->L3 */
-        dg_copy(DG_L3(1263872), DG_L2(131456), 64u); /* stack1.bn1.saved_mean L2->L3 */
-        dg_copy(DG_L3(1197632), DG_L2(131520), 64u); /* stack1.bn1.saved_inv_std L2->L3 */
-        dg_copy(DG_L3(23624), DG_L3(637816), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(23688), DG_L3(703416), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn1.out", DG_L3(637880), 16384u);
-        DG_DUMP("stack1.bn1.running_mean_out", DG_L3(637816), 16u);
-        DG_DUMP("stack1.bn1.running_var_out", DG_L3(703416), 16u);
-        DG_DUMP("stack1.bn1.saved_mean", DG_L3(1263872), 16u);
-        DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1197632), 16u);
-    }
-
-    /* step 5: Relu 'Relu_6' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack1.bn1.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(24576) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
+        /* o1: stack1.bn1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { DG_L2(98304), DG_L2(98328) };
         dg_dma_q_t o1_q[2];
+        /* o2: stack1.bn1.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { DG_L2(98352), DG_L2(98376) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn1.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { DG_L2(98400), DG_L2(98424) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn1.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { DG_L2(98448), DG_L2(98472) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn1.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { DG_L2(49152), DG_L2(73728) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn1.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { DG_L2(98496), DG_L2(98520) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn1.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { DG_L2(98544), DG_L2(98568) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn1.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { DG_L2(98592), DG_L2(98616) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn1.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { DG_L2(98640), DG_L2(98664) };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(637880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(916472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(23496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(23560), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(23624), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(23688), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(637880), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(916472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23496), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23560), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23624), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(23688), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
+                dg_batchnorm_args_t args = {
                     .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(1198208), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(1281208), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(637816), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(637880), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1365176), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1365248), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.bn1.relu", DG_L3(1198208), 16384u);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy(DG_L3(23624), DG_L3(637816), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(23688), DG_L3(637880), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L3(1281208), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L3(637816), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L3(637880), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L3(1365176), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1365248), 16u);
+    }
+
+    /* step 5: Relu 'Relu_6' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack1.bn1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(1281208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(1281208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack1.bn1.relu", DG_L3(1281208), 16384u);
     }
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
@@ -701,7 +975,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.bn1.relu (L3, read) */
+        /* o0: stack1.bn1.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(26624) };
         dg_dma_q_t o0_q[2];
@@ -714,12 +988,12 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { DG_L2(53248), DG_L2(75776) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1198208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(1281208), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(23752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -728,7 +1002,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(1198208), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(1281208), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -755,121 +1029,192 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1366336), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1379456), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv2.out", DG_L3(1366336), 16384u);
+        DG_DUMP("stack1.conv2.out", DG_L3(1379456), 16384u);
     }
 
-    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L2 */
+    /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
     {
-        dg_copy(DG_L2(0), DG_L3(1366336), 65536u); /* stack1.conv2.out L3->L2 */
-        dg_copy(DG_L2(131072), DG_L3(32968), 64u); /* stack1.bn2.weight L3->L2 */
-        dg_copy(DG_L2(131136), DG_L3(33032), 64u); /* stack1.bn2.bias L3->L2 */
-        dg_copy(DG_L2(131200), DG_L3(33096), 64u); /* stack1.bn2.running_mean L3->L2 */
-        dg_copy(DG_L2(131264), DG_L3(33160), 64u); /* stack1.bn2.running_var L3->L2 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L2(0),
-                .scale = DG_L2(131072),
-                .bias = DG_L2(131136),
-                .mean = DG_L2(131200),
-                .var = DG_L2(131264),
-                .y = DG_L2(65536),
-                .running_mean_out = DG_L2(131328),
-                .running_var_out = DG_L2(131392),
-                .saved_mean = DG_L2(131456),
-                .saved_inv_std = DG_L2(131520),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 1024u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L3(637816), DG_L2(65536), 65536u); /* stack1.bn2.out L2->L3 */
-        dg_copy(DG_L3(703416), DG_L2(131328), 64u); /* stack1.bn2.running_mean_out L2->L3 */
-        dg_copy(DG_L3(703352), DG_L2(131392), 64u); /* stack1.bn2.running_var_out L2->L3 */
-        dg_copy(DG_L3(1197952), DG_L2(131456), 64u); /* stack1.bn2.saved_mean L2->L3 */
-        dg_copy(DG_L3(1198016), DG_L2(131520), 64u); /* stack1.bn2.saved_inv_std L2->L3 */
-        dg_copy(DG_L3(33096), DG_L3(703416), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(33160), DG_L3(703352), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn2.out", DG_L3(637816), 16384u);
-        DG_DUMP("stack1.bn2.running_mean_out", DG_L3(703416), 16u);
-        DG_DUMP("stack1.bn2.running_var_out", DG_L3(703352), 16u);
-        DG_DUMP("stack1.bn2.saved_mean", DG_L3(1197952), 16u);
-        DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1198016), 16u);
-    }
-
-    /* step 8: Add 'Add_9' computes in L1, 4 tile(s) of [4096], double-buffered */
-    {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[3] = {
+            {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o6_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack1.bn2.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        static const dg_box_t o7_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[3] = {
+            {0u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24u, 24u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {48u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const uint32_t c0_channels[3] = {
+            6u,
+            6u,
+            4u,
+        };
+        /* o0: stack1.conv2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(24576) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(24576) };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: stack1.bn2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(98304), DG_L1(98328) };
+        void *const o1_l2[2] = { DG_L2(98304), DG_L2(98328) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.add (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
+        /* o2: stack1.bn2.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(98352), DG_L1(98376) };
+        void *const o2_l2[2] = { DG_L2(98352), DG_L2(98376) };
         dg_dma_q_t o2_q[2];
+        /* o3: stack1.bn2.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(98400), DG_L1(98424) };
+        void *const o3_l2[2] = { DG_L2(98400), DG_L2(98424) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack1.bn2.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(98448), DG_L1(98472) };
+        void *const o4_l2[2] = { DG_L2(98448), DG_L2(98472) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack1.bn2.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(49152), DG_L1(73728) };
+        void *const o5_l2[2] = { DG_L2(49152), DG_L2(73728) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack1.bn2.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(98496), DG_L1(98520) };
+        void *const o6_l2[2] = { DG_L2(98496), DG_L2(98520) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack1.bn2.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(98544), DG_L1(98568) };
+        void *const o7_l2[2] = { DG_L2(98544), DG_L2(98568) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack1.bn2.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(98592), DG_L1(98616) };
+        void *const o8_l2[2] = { DG_L2(98592), DG_L2(98616) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack1.bn2.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(98640), DG_L1(98664) };
+        void *const o9_l2[2] = { DG_L2(98640), DG_L2(98664) };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1432168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(1379456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(32968), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(33032), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(33096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(33160), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(637816), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(1379456), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1432168), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(32968), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(33032), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(33096), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(33160), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_binary_args_t args = {
-                    .a = o0_l1[cur],
-                    .b = o1_l1[cur],
-                    .y = o2_l1[cur],
-                    .n = 4096u,
-                    .ndim = 0u,
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = c0_channels[t],
+                    .spatial = 1024u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(703352), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(982008), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(637816), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(637880), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1378368), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1281144), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -877,10 +1222,30 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.add", DG_L3(703352), 16384u);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy(DG_L3(33096), DG_L3(637816), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(33160), DG_L3(637880), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L3(982008), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L3(637816), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L3(637880), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L3(1378368), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1281144), 16u);
     }
 
-    /* step 9: Relu 'Relu_10' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 8: Add 'Add_9' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -897,43 +1262,78 @@ void RunTrainingNetwork(void *arg)
             5462u,
             5460u,
         };
-        /* o0: stack1.add (L3, read) */
+        /* o0: stack1.bn2.out (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L3, written) */
+        /* o1: bn1.out (L3, read) */
         void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
         void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(703352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850936), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(703352), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(850936), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
+                dg_binary_args_t args = {
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o0_l1[cur],
                     .n = c0_n[t],
+                    .ndim = 0u,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(990328), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(982008), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.add.relu", DG_L3(990328), 16384u);
+        DG_DUMP("stack1.add", DG_L3(982008), 16384u);
+    }
+
+    /* step 9: Relu 'Relu_10' computes in L1, 1 tile(s) of [16384] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack1.bn2.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack1.add.relu", DG_L3(982008), 16384u);
     }
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
@@ -952,7 +1352,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
             {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: stack1.add.relu (L3, read) */
+        /* o0: stack1.bn2.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(30720) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(30720) };
         dg_dma_q_t o0_q[2];
@@ -969,13 +1369,13 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[2] = { DG_L2(61440), DG_L2(77824) };
         dg_dma_q_t o3_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        o3_q[1].n = 0u;
-        dg_tile_in(DG_L3(990328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(89544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(91592), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -986,7 +1386,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(990328), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1054,7 +1454,7 @@ void RunTrainingNetwork(void *arg)
             0u,
             0u,
         };
-        /* o0: stack1.add.relu (L3, read) */
+        /* o0: stack1.bn2.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(26624) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(26624) };
         dg_dma_q_t o0_q[2];
@@ -1067,12 +1467,12 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[2] = { DG_L2(71680), DG_L2(83968) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(990328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(33224), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1081,7 +1481,7 @@ void RunTrainingNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(990328), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1108,164 +1508,289 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1132096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1047544), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv1.out", DG_L3(1132096), 8192u);
+        DG_DUMP("stack2.conv1.out", DG_L3(1047544), 8192u);
     }
 
-    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1 */
-    {
-        dg_copy(DG_L1(0), DG_L3(1132096), 32768u); /* stack2.conv1.out L3->L1 */
-        dg_copy(DG_L1(65536), DG_L3(51656), 128u); /* stack2.bn1.weight L3->L1 */
-        dg_copy(DG_L1(65664), DG_L3(51784), 128u); /* stack2.bn1.bias L3->L1 */
-        dg_copy(DG_L1(65792), DG_L3(51912), 128u); /* stack2.bn1.running_mean L3->L1 */
-        dg_copy(DG_L1(65920), DG_L3(52040), 128u); /* stack2.bn1.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L3(670584), DG_L1(32768), 32768u); /* stack2.bn1.out L1->L3 */
-        dg_copy(DG_L3(703352), DG_L1(66048), 128u); /* stack2.bn1.running_mean_out L1->L3 */
-        dg_copy(DG_L3(703480), DG_L1(66176), 128u); /* stack2.bn1.running_var_out L1->L3 */
-        dg_copy(DG_L3(1500712), DG_L1(66304), 128u); /* stack2.bn1.saved_mean L1->L3 */
-        dg_copy(DG_L3(1500840), DG_L1(66432), 128u); /* stack2.bn1.saved_inv_std L1->L3 */
-        dg_copy(DG_L3(51912), DG_L3(703352), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(52040), DG_L3(703480), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn1.out", DG_L3(670584), 8192u);
-        DG_DUMP("stack2.bn1.running_mean_out", DG_L3(703352), 32u);
-        DG_DUMP("stack2.bn1.running_var_out", DG_L3(703480), 32u);
-        DG_DUMP("stack2.bn1.saved_mean", DG_L3(1500712), 32u);
-        DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1500840), 32u);
-    }
-
-    /* step 13: Relu 'Relu_13' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack2.bn1.out (L3, read) */
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv1.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: stack2.bn1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { DG_L2(65536), DG_L2(65600) };
         dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn1.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { DG_L2(65664), DG_L2(65728) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn1.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { DG_L2(65792), DG_L2(65856) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn1.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { DG_L2(65920), DG_L2(65984) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn1.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn1.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { DG_L2(66048), DG_L2(66112) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn1.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { DG_L2(66176), DG_L2(66240) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn1.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { DG_L2(66304), DG_L2(66368) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn1.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { DG_L2(66432), DG_L2(66496) };
+        dg_dma_q_t o9_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(1047544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(51656), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(51784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(51912), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(52040), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(670584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(1047544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(51656), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(51784), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(51912), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(52040), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
             }
             {
-                dg_unary_args_t args = {
+                dg_batchnorm_args_t args = {
                     .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
                 };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(1164864), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(1080312), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(670584), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(670712), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1346744), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1346872), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack2.bn1.relu", DG_L3(1164864), 8192u);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy(DG_L3(51912), DG_L3(670584), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(52040), DG_L3(670712), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L3(1080312), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L3(670584), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L3(670712), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L3(1346744), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1346872), 32u);
     }
 
-    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
+    /* step 13: Relu 'Relu_13' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {448u, 576u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        /* o0: stack2.bn1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(1080312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(1080312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack2.bn1.relu", DG_L3(1080312), 8192u);
+    }
+
+    /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {18432u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[2] = {
-            {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_pad_top[2] = {
-            1u,
-            0u,
-        };
-        /* o0: stack2.bn1.relu (L3, read) */
-        void *const o0_l1[2] = { DG_L1(36864), DG_L1(55296) };
-        void *const o0_l2[2] = { DG_L2(36864), DG_L2(55296) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.conv2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn1.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack2.conv2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(51200) };
+        void *const o1_l2[2] = { DG_L2(32768), DG_L2(51200) };
+        dg_dma_q_t o1_q[2];
         /* o2: stack2.conv2.out (L3, written) */
-        void *const o2_l1[2] = { DG_L1(73728), DG_L1(90112) };
-        void *const o2_l2[2] = { DG_L2(73728), DG_L2(90112) };
+        void *const o2_l1[2] = { DG_L1(69632), DG_L1(86016) };
+        void *const o2_l2[2] = { DG_L2(69632), DG_L2(86016) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1164864), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(1080312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(52168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1164864), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(52168), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = 9u,
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 32u,
-                    .out_h = 8u,
+                    .out_c = 16u,
+                    .out_h = 16u,
                     .out_w = 16u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1273,61 +1798,211 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 1u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1263936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1178616), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack2.conv2.out", DG_L3(1178616), 8192u);
+    }
+
+    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack2.conv2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        dg_dma_q_t o0_q[2];
+        /* o1: stack2.bn2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(65536), DG_L1(65600) };
+        void *const o1_l2[2] = { DG_L2(65536), DG_L2(65600) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack2.bn2.bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(65664), DG_L1(65728) };
+        void *const o2_l2[2] = { DG_L2(65664), DG_L2(65728) };
+        dg_dma_q_t o2_q[2];
+        /* o3: stack2.bn2.running_mean (L3, read) */
+        void *const o3_l1[2] = { DG_L1(65792), DG_L1(65856) };
+        void *const o3_l2[2] = { DG_L2(65792), DG_L2(65856) };
+        dg_dma_q_t o3_q[2];
+        /* o4: stack2.bn2.running_var (L3, read) */
+        void *const o4_l1[2] = { DG_L1(65920), DG_L1(65984) };
+        void *const o4_l2[2] = { DG_L2(65920), DG_L2(65984) };
+        dg_dma_q_t o4_q[2];
+        /* o5: stack2.bn2.out (L3, written) */
+        void *const o5_l1[2] = { DG_L1(32768), DG_L1(49152) };
+        void *const o5_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        dg_dma_q_t o5_q[2];
+        /* o6: stack2.bn2.running_mean_out (L3, written) */
+        void *const o6_l1[2] = { DG_L1(66048), DG_L1(66112) };
+        void *const o6_l2[2] = { DG_L2(66048), DG_L2(66112) };
+        dg_dma_q_t o6_q[2];
+        /* o7: stack2.bn2.running_var_out (L3, written) */
+        void *const o7_l1[2] = { DG_L1(66176), DG_L1(66240) };
+        void *const o7_l2[2] = { DG_L2(66176), DG_L2(66240) };
+        dg_dma_q_t o7_q[2];
+        /* o8: stack2.bn2.saved_mean (L3, written) */
+        void *const o8_l1[2] = { DG_L1(66304), DG_L1(66368) };
+        void *const o8_l2[2] = { DG_L2(66304), DG_L2(66368) };
+        dg_dma_q_t o8_q[2];
+        /* o9: stack2.bn2.saved_inv_std (L3, written) */
+        void *const o9_l1[2] = { DG_L1(66432), DG_L1(66496) };
+        void *const o9_l2[2] = { DG_L2(66432), DG_L2(66496) };
+        dg_dma_q_t o9_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o6_q[1]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o7_q[1]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o8_q[1]);
+        dg_dma_init(&o9_q[0]);
+        dg_dma_init(&o9_q[1]);
+        dg_tile_in(DG_L3(1178616), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(89032), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(89160), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(89288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(89416), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            dg_dma_wait(&o6_q[cur]);
+            dg_dma_wait(&o7_q[cur]);
+            dg_dma_wait(&o8_q[cur]);
+            dg_dma_wait(&o9_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(1178616), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89032), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89160), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89288), o3_l2[nxt], o3_l1[nxt], &o3_box[t + 1u], &o3_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(89416), o4_l2[nxt], o4_l1[nxt], &o4_box[t + 1u], &o4_q[nxt]);
+            }
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[cur],
+                    .scale = o1_l1[cur],
+                    .bias = o2_l1[cur],
+                    .mean = o3_l1[cur],
+                    .var = o4_l1[cur],
+                    .y = o5_l1[cur],
+                    .running_mean_out = o6_l1[cur],
+                    .running_var_out = o7_l1[cur],
+                    .saved_mean = o8_l1[cur],
+                    .saved_inv_std = o9_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 256u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+            dg_tile_out(DG_L3(1113080), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(670584), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(670712), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1277432), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1277560), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv2.out", DG_L3(1263936), 8192u);
-    }
-
-    /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1 */
-    {
-        dg_copy(DG_L1(0), DG_L3(1263936), 32768u); /* stack2.conv2.out L3->L1 */
-        dg_copy(DG_L1(65536), DG_L3(89032), 128u); /* stack2.bn2.weight L3->L1 */
-        dg_copy(DG_L1(65664), DG_L3(89160), 128u); /* stack2.bn2.bias L3->L1 */
-        dg_copy(DG_L1(65792), DG_L3(89288), 128u); /* stack2.bn2.running_mean L3->L1 */
-        dg_copy(DG_L1(65920), DG_L3(89416), 128u); /* stack2.bn2.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(65536),
-                .bias = DG_L1(65664),
-                .mean = DG_L1(65792),
-                .var = DG_L1(65920),
-                .y = DG_L1(32768),
-                .running_mean_out = DG_L1(66048),
-                .running_var_out = DG_L1(66176),
-                .saved_mean = DG_L1(66304),
-                .saved_inv_std = DG_L1(66432),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 256u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L3(670584), DG_L1(32768), 32768u); /* stack2.bn2.out L1->L3 */
-        dg_copy(DG_L3(703352), DG_L1(66048), 128u); /* stack2.bn2.running_mean_out L1->L3 */
-        dg_copy(DG_L3(703480), DG_L1(66176), 128u); /* stack2.bn2.running_var_out L1->L3 */
-        dg_copy(DG_L3(1329472), DG_L1(66304), 128u); /* stack2.bn2.saved_mean L1->L3 */
-        dg_copy(DG_L3(1329600), DG_L1(66432), 128u); /* stack2.bn2.saved_inv_std L1->L3 */
-        dg_copy(DG_L3(89288), DG_L3(703352), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(89416), DG_L3(703480), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn2.out", DG_L3(670584), 8192u);
-        DG_DUMP("stack2.bn2.running_mean_out", DG_L3(703352), 32u);
-        DG_DUMP("stack2.bn2.running_var_out", DG_L3(703480), 32u);
-        DG_DUMP("stack2.bn2.saved_mean", DG_L3(1329472), 32u);
-        DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1329600), 32u);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o6_q[1]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o7_q[1]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o8_q[1]);
+        dg_dma_wait(&o9_q[0]);
+        dg_dma_wait(&o9_q[1]);
+        dg_copy(DG_L3(89288), DG_L3(670584), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(89416), DG_L3(670712), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L3(1113080), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L3(670584), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L3(670712), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L3(1277432), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1277560), 32u);
     }
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -1340,11 +2015,7 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn2.out (L3, read) */
+        /* o0: stack2.bn2.out (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
@@ -1352,27 +2023,21 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(670584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1113080), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(637816), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1381,70 +2046,47 @@ void RunTrainingNetwork(void *arg)
                 dg_binary_args_t args = {
                     .a = o0_l1[cur],
                     .b = o1_l1[cur],
-                    .y = o2_l1[cur],
+                    .y = o0_l1[cur],
                     .n = 4096u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(703352), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1113080), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.add", DG_L3(703352), 8192u);
+        DG_DUMP("stack2.add", DG_L3(1113080), 8192u);
     }
 
-    /* step 17: Relu 'Relu_18' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 17: Relu 'Relu_18' computes in L1, 1 tile(s) of [8192] */
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
-        dg_dma_q_t o1_q[2];
+        /* o0: stack2.bn2.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        dg_tile_in(DG_L3(703352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(703352), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = 4096u,
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(1329728), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack2.add.relu", DG_L3(1329728), 8192u);
+        DG_DUMP("stack2.add.relu", DG_L3(1113080), 8192u);
     }
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
@@ -1461,7 +2103,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: stack2.add.relu (L3, read) */
+        /* o0: stack2.bn2.out (L3, read) */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
@@ -1478,17 +2120,17 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(30720) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(314952), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(323144), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 1u; t++) {
             dg_dma_wait(&o0_q[0]);
-            dg_tile_in(DG_L3(1329728), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
+            dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[t], &o0_q[0]);
             dg_dma_wait(&o0_q[0]);
             {
                 dg_conv_args_t args = {
@@ -1516,85 +2158,75 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(671096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(654456), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("stack3.shortcut.out", DG_L3(671096), 4096u);
+        DG_DUMP("stack3.shortcut.out", DG_L3(654456), 4096u);
     }
 
-    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 64, 3, 8], double-buffered */
+    /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 22, 8, 8], double-buffered */
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 384u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {320u, 448u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
-            {704u, 320u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 73728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {25344u, 25344u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {50688u, 23040u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o2_box[3] = {
-            {0u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {96u, 96u, {64u, 1u, 1u}, {256u, 0u, 0u}},
-            {192u, 64u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {0u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5632u, 5632u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {11264u, 5120u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const uint32_t c0_in_h[3] = {
-            6u,
-            7u,
-            5u,
+        static const uint32_t c0_out_c[3] = {
+            22u,
+            22u,
+            20u,
         };
-        static const uint32_t c0_out_h[3] = {
-            3u,
-            3u,
-            2u,
-        };
-        static const uint32_t c0_pad_top[3] = {
-            1u,
-            0u,
-            0u,
-        };
-        /* o0: stack2.add.relu (L3, read) */
-        void *const o0_l1[2] = { DG_L1(73728), DG_L1(88064) };
-        void *const o0_l2[2] = { DG_L2(73728), DG_L2(88064) };
-        dg_dma_q_t o0_q[2];
-        /* o1: stack3.conv1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        /* o0: stack2.bn2.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv1.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(58112) };
+        void *const o1_l2[2] = { DG_L2(32768), DG_L2(58112) };
+        dg_dma_q_t o1_q[2];
         /* o2: stack3.conv1.out (L3, written) */
-        void *const o2_l1[2] = { DG_L1(102400), DG_L1(108544) };
-        void *const o2_l2[2] = { DG_L2(102400), DG_L2(108544) };
+        void *const o2_l1[2] = { DG_L1(83456), DG_L1(89088) };
+        void *const o2_l2[2] = { DG_L2(83456), DG_L2(89088) };
         dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1329728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(1113080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91720), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(1329728), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(91720), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
-                    .w = o1_l1[0],
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
                     .b = NULL,
                     .y = o2_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = c0_in_h[t],
+                    .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 64u,
-                    .out_h = c0_out_h[t],
+                    .out_c = c0_out_c[t],
+                    .out_h = 8u,
                     .out_w = 8u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -1602,61 +2234,159 @@ void RunTrainingNetwork(void *arg)
                     .stride_w = 2u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = c0_pad_top[t],
+                    .pad_top = 1u,
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(818296), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1211384), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack3.conv1.out", DG_L3(818296), 4096u);
+        DG_DUMP("stack3.conv1.out", DG_L3(1211384), 4096u);
     }
 
-    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1 */
+    /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
     {
-        dg_copy(DG_L1(0), DG_L3(818296), 16384u); /* stack3.conv1.out L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(165448), 256u); /* stack3.bn1.weight L3->L1 */
-        dg_copy(DG_L1(33024), DG_L3(165704), 256u); /* stack3.bn1.bias L3->L1 */
-        dg_copy(DG_L1(33280), DG_L3(165960), 256u); /* stack3.bn1.running_mean L3->L1 */
-        dg_copy(DG_L1(33536), DG_L3(166216), 256u); /* stack3.bn1.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv1.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn1.weight (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { DG_L2(32768) };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn1.bias (L3, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { DG_L2(33024) };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn1.running_mean (L3, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { DG_L2(33280) };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn1.running_var (L3, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { DG_L2(33536) };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn1.out (L3, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn1.running_mean_out (L3, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { DG_L2(33792) };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn1.running_var_out (L3, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { DG_L2(34048) };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn1.saved_mean (L3, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { DG_L2(34304) };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn1.saved_inv_std (L3, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { DG_L2(34560) };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L3(1211384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(165448), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(165704), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(165960), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(166216), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
         }
-        dg_copy(DG_L3(638072), DG_L1(16384), 16384u); /* stack3.bn1.out L1->L3 */
-        dg_copy(DG_L3(637816), DG_L1(33792), 256u); /* stack3.bn1.running_mean_out L1->L3 */
-        dg_copy(DG_L3(654456), DG_L1(34048), 256u); /* stack3.bn1.running_var_out L1->L3 */
-        dg_copy(DG_L3(785272), DG_L1(34304), 256u); /* stack3.bn1.saved_mean L1->L3 */
-        dg_copy(DG_L3(851064), DG_L1(34560), 256u); /* stack3.bn1.saved_inv_std L1->L3 */
+        dg_tile_out(DG_L3(1227768), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L3(637816), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L3(638072), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L3(1277176), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L3(1276920), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
         dg_copy(DG_L3(165960), DG_L3(637816), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(166216), DG_L3(654456), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn1.out", DG_L3(638072), 4096u);
+        dg_copy(DG_L3(166216), DG_L3(638072), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L3(1227768), 4096u);
         DG_DUMP("stack3.bn1.running_mean_out", DG_L3(637816), 64u);
-        DG_DUMP("stack3.bn1.running_var_out", DG_L3(654456), 64u);
-        DG_DUMP("stack3.bn1.saved_mean", DG_L3(785272), 64u);
-        DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(851064), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L3(638072), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L3(1277176), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(1276920), 64u);
     }
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
@@ -1664,20 +2394,309 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.out (L3, read), whole */
+        /* o0: stack3.bn1.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L3, written), whole */
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(1227768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 4096u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(1227768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        DG_DUMP("stack3.bn1.relu", DG_L3(1227768), 4096u);
+    }
+
+    /* step 22: Conv 'Conv_22' computes in L1, 4 tile(s) of [1, 16, 8, 8], double-buffered */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[4] = {
+            {0u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {36864u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {73728u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {110592u, 36864u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[4] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {12288u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.bn1.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(73728) };
+        void *const o0_l2[1] = { DG_L2(73728) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.conv2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(0), DG_L1(36864) };
+        void *const o1_l2[2] = { DG_L2(0), DG_L2(36864) };
+        dg_dma_q_t o1_q[2];
+        /* o2: stack3.conv2.out (L3, written) */
+        void *const o2_l1[2] = { DG_L1(90112), DG_L1(94208) };
+        void *const o2_l2[2] = { DG_L2(90112), DG_L2(94208) };
+        dg_dma_q_t o2_q[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(1227768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(166472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 4u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 4u) {
+                dg_tile_in(DG_L3(166472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[0],
+                    .w = o1_l1[cur],
+                    .b = NULL,
+                    .y = o2_l1[cur],
+                    .batch = 1u,
+                    .in_c = 64u,
+                    .in_h = 8u,
+                    .in_w = 8u,
+                    .out_c = 16u,
+                    .out_h = 8u,
+                    .out_w = 8u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
+            dg_tile_out(DG_L3(671608), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        DG_DUMP("stack3.conv2.out", DG_L3(671608), 4096u);
+    }
+
+    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o6_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o7_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o8_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o9_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.conv2.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.bn2.weight (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { DG_L2(32768) };
+        dg_dma_q_t o1_q[1];
+        /* o2: stack3.bn2.bias (L3, read), whole */
+        void *const o2_l1[1] = { DG_L1(33024) };
+        void *const o2_l2[1] = { DG_L2(33024) };
+        dg_dma_q_t o2_q[1];
+        /* o3: stack3.bn2.running_mean (L3, read), whole */
+        void *const o3_l1[1] = { DG_L1(33280) };
+        void *const o3_l2[1] = { DG_L2(33280) };
+        dg_dma_q_t o3_q[1];
+        /* o4: stack3.bn2.running_var (L3, read), whole */
+        void *const o4_l1[1] = { DG_L1(33536) };
+        void *const o4_l2[1] = { DG_L2(33536) };
+        dg_dma_q_t o4_q[1];
+        /* o5: stack3.bn2.out (L3, written), whole */
+        void *const o5_l1[1] = { DG_L1(16384) };
+        void *const o5_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t o5_q[1];
+        /* o6: stack3.bn2.running_mean_out (L3, written), whole */
+        void *const o6_l1[1] = { DG_L1(33792) };
+        void *const o6_l2[1] = { DG_L2(33792) };
+        dg_dma_q_t o6_q[1];
+        /* o7: stack3.bn2.running_var_out (L3, written), whole */
+        void *const o7_l1[1] = { DG_L1(34048) };
+        void *const o7_l2[1] = { DG_L2(34048) };
+        dg_dma_q_t o7_q[1];
+        /* o8: stack3.bn2.saved_mean (L3, written), whole */
+        void *const o8_l1[1] = { DG_L1(34304) };
+        void *const o8_l2[1] = { DG_L2(34304) };
+        dg_dma_q_t o8_q[1];
+        /* o9: stack3.bn2.saved_inv_std (L3, written), whole */
+        void *const o9_l1[1] = { DG_L1(34560) };
+        void *const o9_l2[1] = { DG_L2(34560) };
+        dg_dma_q_t o9_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o6_q[0]);
+        dg_dma_init(&o7_q[0]);
+        dg_dma_init(&o8_q[0]);
+        dg_dma_init(&o9_q[0]);
+        dg_tile_in(DG_L3(671608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(313928), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(314184), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in(DG_L3(314440), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in(DG_L3(314696), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .running_mean_out = o6_l1[0],
+                    .running_var_out = o7_l1[0],
+                    .saved_mean = o8_l1[0],
+                    .saved_inv_std = o9_l1[0],
+                    .batch = 1u,
+                    .channels = 64u,
+                    .spatial = 64u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(638072), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_tile_out(DG_L3(671352), o6_l2[0], o6_l1[0], &o6_box[0], &o6_q[0]);
+        dg_tile_out(DG_L3(637816), o7_l2[0], o7_l1[0], &o7_box[0], &o7_q[0]);
+        dg_tile_out(DG_L3(670840), o8_l2[0], o8_l1[0], &o8_box[0], &o8_q[0]);
+        dg_tile_out(DG_L3(671096), o9_l2[0], o9_l1[0], &o9_box[0], &o9_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o6_q[0]);
+        dg_dma_wait(&o7_q[0]);
+        dg_dma_wait(&o8_q[0]);
+        dg_dma_wait(&o9_q[0]);
+        dg_copy(DG_L3(314440), DG_L3(671352), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(314696), DG_L3(637816), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L3(638072), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L3(671352), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L3(637816), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L3(670840), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L3(671096), 64u);
+    }
+
+    /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.bn2.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.shortcut.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(654456), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_binary_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .y = o0_l1[0],
+                    .n = 4096u,
+                    .ndim = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
+            }
+        }
+        dg_tile_out(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        DG_DUMP("stack3.add", DG_L3(638072), 4096u);
+    }
+
+    /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
+    {
+        static const dg_box_t o0_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stack3.bn2.out (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o0_q[1];
+        /* o1: stack3.add.relu (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(16384) };
+        void *const o1_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
         dg_tile_in(DG_L3(638072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -1690,171 +2709,10 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(834680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(654456), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack3.bn1.relu", DG_L3(834680), 4096u);
-    }
-
-    /* step 22: Conv 'Conv_22' computes in L2 */
-    {
-        dg_copy(DG_L2(147456), DG_L3(834680), 16384u); /* stack3.bn1.relu L3->L2 */
-        dg_copy(DG_L2(0), DG_L3(166472), 147456u); /* stack3.conv2.weight L3->L2 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L2(147456),
-                .w = DG_L2(0),
-                .b = NULL,
-                .y = DG_L2(163840),
-                .batch = 1u,
-                .in_c = 64u,
-                .in_h = 8u,
-                .in_w = 8u,
-                .out_c = 64u,
-                .out_h = 8u,
-                .out_w = 8u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
-        }
-        dg_copy(DG_L3(687736), DG_L2(163840), 16384u); /* stack3.conv2.out L2->L3 */
-        DG_DUMP("stack3.conv2.out", DG_L3(687736), 4096u);
-    }
-
-    /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1 */
-    {
-        dg_copy(DG_L1(0), DG_L3(687736), 16384u); /* stack3.conv2.out L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(313928), 256u); /* stack3.bn2.weight L3->L1 */
-        dg_copy(DG_L1(33024), DG_L3(314184), 256u); /* stack3.bn2.bias L3->L1 */
-        dg_copy(DG_L1(33280), DG_L3(314440), 256u); /* stack3.bn2.running_mean L3->L1 */
-        dg_copy(DG_L1(33536), DG_L3(314696), 256u); /* stack3.bn2.running_var L3->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(32768),
-                .bias = DG_L1(33024),
-                .mean = DG_L1(33280),
-                .var = DG_L1(33536),
-                .y = DG_L1(16384),
-                .running_mean_out = DG_L1(33792),
-                .running_var_out = DG_L1(34048),
-                .saved_mean = DG_L1(34304),
-                .saved_inv_std = DG_L1(34560),
-                .batch = 1u,
-                .channels = 64u,
-                .spatial = 64u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
-        }
-        dg_copy(DG_L3(638328), DG_L1(16384), 16384u); /* stack3.bn2.out L1->L3 */
-        dg_copy(DG_L3(637816), DG_L1(33792), 256u); /* stack3.bn2.running_mean_out L1->L3 */
-        dg_copy(DG_L3(654712), DG_L1(34048), 256u); /* stack3.bn2.running_var_out L1->L3 */
-        dg_copy(DG_L3(638072), DG_L1(34304), 256u); /* stack3.bn2.saved_mean L1->L3 */
-        dg_copy(DG_L3(687480), DG_L1(34560), 256u); /* stack3.bn2.saved_inv_std L1->L3 */
-        dg_copy(DG_L3(314440), DG_L3(637816), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(314696), DG_L3(654712), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn2.out", DG_L3(638328), 4096u);
-        DG_DUMP("stack3.bn2.running_mean_out", DG_L3(637816), 64u);
-        DG_DUMP("stack3.bn2.running_var_out", DG_L3(654712), 64u);
-        DG_DUMP("stack3.bn2.saved_mean", DG_L3(638072), 64u);
-        DG_DUMP("stack3.bn2.saved_inv_std", DG_L3(687480), 64u);
-    }
-
-    /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
-    {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn2.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
-        /* o1: stack3.shortcut.out (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t o1_q[1];
-        /* o2: stack3.add (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { DG_L2(32768) };
-        dg_dma_q_t o2_q[1];
-        uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(638328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(671096), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
-            {
-                dg_binary_args_t args = {
-                    .a = o0_l1[0],
-                    .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .n = 4096u,
-                    .ndim = 0u,
-                };
-                pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
-            }
-        }
-        dg_tile_out(DG_L3(654712), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        DG_DUMP("stack3.add", DG_L3(654712), 4096u);
-    }
-
-    /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
-    {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.add (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
-        /* o1: stack3.add.relu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t o1_q[1];
-        uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(654712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
-            {
-                dg_unary_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
-                    .n = 4096u,
-                };
-                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
-            }
-        }
-        dg_tile_out(DG_L3(638328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack3.add.relu", DG_L3(638328), 4096u);
+        DG_DUMP("stack3.add.relu", DG_L3(654456), 4096u);
     }
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1, 1 tile(s) of [1, 64, 1, 1] */
@@ -1874,9 +2732,9 @@ void RunTrainingNetwork(void *arg)
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(638328), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1904,10 +2762,10 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(671096), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("avgpool.out", DG_L3(671096), 64u);
+        DG_DUMP("avgpool.out", DG_L3(637816), 64u);
     }
 
     /* step 28: Gemm 'Gemm_29' computes in L1, 1 tile(s) of [1, 10] */
@@ -1941,11 +2799,11 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(2856) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
-        dg_tile_in(DG_L3(671096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(323400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(325960), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -1971,17 +2829,17 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(637816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(654456), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc.out", DG_L3(637816), 10u);
+        DG_DUMP("fc.out", DG_L3(654456), 10u);
     }
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(637816), 40u); /* fc.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654456), 40u); /* fc.out L3->L1 */
         dg_copy(DG_L1(80), DG_L3(12288), 8u); /* labels L3->L1 */
         {
             dg_sce_args_t args = {
@@ -1999,16 +2857,16 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_f32, &args);
         }
-        dg_copy(DG_L3(1121656), DG_L1(88), 4u); /* onnx::loss::23 L1->L3 */
-        dg_copy(DG_L3(637856), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L3 */
-        DG_DUMP("onnx::loss::23", DG_L3(1121656), 1u);
-        DG_DUMP("onnx::log_prob::24", DG_L3(637856), 10u);
+        dg_copy(DG_L3(1365240), DG_L1(88), 4u); /* onnx::loss::23 L1->L3 */
+        dg_copy(DG_L3(654496), DG_L1(40), 40u); /* onnx::log_prob::24 L1->L3 */
+        DG_DUMP("onnx::loss::23", DG_L3(1365240), 1u);
+        DG_DUMP("onnx::log_prob::24", DG_L3(654496), 10u);
     }
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
     {
         dg_copy(DG_L1(80), DG_L3(637792), 4u); /* onnx::loss::23_grad L3->L1 */
-        dg_copy(DG_L1(0), DG_L3(637856), 40u); /* onnx::log_prob::24 L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654496), 40u); /* onnx::log_prob::24 L3->L1 */
         dg_copy(DG_L1(88), DG_L3(12288), 8u); /* labels L3->L1 */
         {
             dg_sce_grad_args_t args = {
@@ -2026,13 +2884,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L3(637816), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
-        DG_DUMP("fc.out_grad", DG_L3(637816), 10u);
+        dg_copy(DG_L3(654456), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
+        DG_DUMP("fc.out_grad", DG_L3(654456), 10u);
     }
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(637816), 40u); /* fc.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654456), 40u); /* fc.out_grad L3->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -2046,34 +2904,66 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
         }
-        dg_copy(DG_L3(1431872), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
-        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L3(1431872), 10u);
+        dg_copy(DG_L3(1519168), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
+        DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L3(1519168), 10u);
     }
 
-    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1 */
+    /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 64] */
     {
-        dg_copy(DG_L1(2816), DG_L3(637816), 40u); /* fc.out_grad L3->L1 */
-        dg_copy(DG_L1(2560), DG_L3(671096), 256u); /* avgpool.out L3->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(2816),
-                .b = DG_L1(2560),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 10u,
-                .n = 64u,
-                .k = 1u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 2560u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(2816) };
+        void *const o0_l2[1] = { DG_L2(2816) };
+        dg_dma_q_t o0_q[1];
+        /* o1: avgpool.out (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(2560) };
+        void *const o1_l2[1] = { DG_L2(2560) };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc.weight_grad (L3, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 10u,
+                    .n = 64u,
+                    .k = 1u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L3(1497704), DG_L1(0), 2560u); /* fc.weight_grad L1->L3 */
-        DG_DUMP("fc.weight_grad", DG_L3(1497704), 640u);
+        dg_tile_out(DG_L3(1373504), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        DG_DUMP("fc.weight_grad", DG_L3(1373504), 640u);
     }
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
@@ -2100,10 +2990,10 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[1] = { DG_L2(2560) };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(637816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(323400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2127,16 +3017,16 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(638328), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(637816), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("flatten.out_grad", DG_L3(638328), 64u);
+        DG_DUMP("flatten.out_grad", DG_L3(637816), 64u);
     }
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(16384), DG_L3(638328), 256u); /* flatten.out_grad L3->L1 */
+        dg_copy(DG_L1(16384), DG_L3(637816), 256u); /* flatten.out_grad L3->L1 */
         {
             dg_pool_args_t args = {
                 .dy = DG_L1(16384),
@@ -2161,8 +3051,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_avgpool_grad_f32, &args);
         }
-        dg_copy(DG_L3(671096), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
-        DG_DUMP("stack3.add.relu_grad", DG_L3(671096), 4096u);
+        dg_copy(DG_L3(654456), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
+        DG_DUMP("stack3.add.relu_grad", DG_L3(654456), 4096u);
     }
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
@@ -2173,27 +3063,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.add.relu_grad (L3, read), whole */
+        /* o0: stack3.add.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.add (L3, read), whole */
+        /* o1: stack3.bn2.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.add_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { DG_L2(32768) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(671096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(654712), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(638072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2201,23 +3083,22 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(638328), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(654456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        DG_DUMP("stack3.add_grad", DG_L3(638328), 4096u);
+        DG_DUMP("stack3.add_grad", DG_L3(654456), 4096u);
     }
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(65536), DG_L3(638328), 16384u); /* stack3.add_grad L3->L1 */
-        dg_copy(DG_L1(0), DG_L3(1329728), 32768u); /* stack2.add.relu L3->L1 */
+        dg_copy(DG_L1(65536), DG_L3(654456), 16384u); /* stack3.add.relu_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1113080), 32768u); /* stack2.bn2.out L3->L1 */
         dg_copy(DG_L1(81920), DG_L3(314952), 8192u); /* stack3.shortcut.weight L3->L1 */
         {
             dg_conv_args_t args = {
@@ -2300,21 +3181,21 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        dg_copy(DG_L3(1088632), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L3 */
-        dg_copy(DG_L3(1121728), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L3 */
-        dg_copy(DG_L3(1121400), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L3 */
-        DG_DUMP("stack2.add.relu_grad_1", DG_L3(1088632), 8192u);
-        DG_DUMP("stack3.shortcut.weight_grad", DG_L3(1121728), 2048u);
-        DG_DUMP("stack3.shortcut.bias_grad", DG_L3(1121400), 64u);
+        dg_copy(DG_L3(1145848), DG_L1(32768), 32768u); /* stack2.add.relu_grad_1 L1->L3 */
+        dg_copy(DG_L3(1365312), DG_L1(90112), 8192u); /* stack3.shortcut.weight_grad L1->L3 */
+        dg_copy(DG_L3(1378112), DG_L1(98304), 256u); /* stack3.shortcut.bias_grad L1->L3 */
+        DG_DUMP("stack2.add.relu_grad_1", DG_L3(1145848), 8192u);
+        DG_DUMP("stack3.shortcut.weight_grad", DG_L3(1365312), 2048u);
+        DG_DUMP("stack3.shortcut.bias_grad", DG_L3(1378112), 64u);
     }
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(638328), 16384u); /* stack3.add_grad L3->L1 */
-        dg_copy(DG_L1(16384), DG_L3(687736), 16384u); /* stack3.conv2.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(654456), 16384u); /* stack3.add.relu_grad L3->L1 */
+        dg_copy(DG_L1(16384), DG_L3(671608), 16384u); /* stack3.conv2.out L3->L1 */
         dg_copy(DG_L1(49152), DG_L3(313928), 256u); /* stack3.bn2.weight L3->L1 */
-        dg_copy(DG_L1(49408), DG_L3(638072), 256u); /* stack3.bn2.saved_mean L3->L1 */
-        dg_copy(DG_L1(49664), DG_L3(687480), 256u); /* stack3.bn2.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(49408), DG_L3(670840), 256u); /* stack3.bn2.saved_mean L3->L1 */
+        dg_copy(DG_L1(49664), DG_L3(671096), 256u); /* stack3.bn2.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2331,18 +3212,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(801912), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L3 */
-        dg_copy(DG_L3(1431912), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L3 */
-        dg_copy(DG_L3(924536), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L3 */
-        DG_DUMP("stack3.conv2.out_grad", DG_L3(801912), 4096u);
-        DG_DUMP("stack3.bn2.weight_grad", DG_L3(1431912), 64u);
-        DG_DUMP("stack3.bn2.bias_grad", DG_L3(924536), 64u);
+        dg_copy(DG_L3(1260536), DG_L1(32768), 16384u); /* stack3.conv2.out_grad L1->L3 */
+        dg_copy(DG_L3(1378688), DG_L1(49920), 256u); /* stack3.bn2.weight_grad L1->L3 */
+        dg_copy(DG_L3(1378432), DG_L1(50176), 256u); /* stack3.bn2.bias_grad L1->L3 */
+        DG_DUMP("stack3.conv2.out_grad", DG_L3(1260536), 4096u);
+        DG_DUMP("stack3.bn2.weight_grad", DG_L3(1378688), 64u);
+        DG_DUMP("stack3.bn2.bias_grad", DG_L3(1378432), 64u);
     }
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(294912), DG_L3(801912), 16384u); /* stack3.conv2.out_grad L3->L2 */
-        dg_copy(DG_L2(311296), DG_L3(834680), 16384u); /* stack3.bn1.relu L3->L2 */
+        dg_copy(DG_L2(294912), DG_L3(1260536), 16384u); /* stack3.conv2.out_grad L3->L2 */
+        dg_copy(DG_L2(311296), DG_L3(1227768), 16384u); /* stack3.bn1.out L3->L2 */
         dg_copy(DG_L2(0), DG_L3(166472), 147456u); /* stack3.conv2.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2398,9 +3279,9 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(785528), DG_L2(327680), 16384u); /* stack3.bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(1244152), DG_L2(327680), 16384u); /* stack3.bn1.relu_grad L2->L3 */
         dg_copy(DG_L3(637816), DG_L2(147456), 147456u); /* stack3.conv2.weight_grad L2->L3 */
-        DG_DUMP("stack3.bn1.relu_grad", DG_L3(785528), 4096u);
+        DG_DUMP("stack3.bn1.relu_grad", DG_L3(1244152), 4096u);
         DG_DUMP("stack3.conv2.weight_grad", DG_L3(637816), 36864u);
     }
 
@@ -2412,27 +3293,19 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack3.bn1.relu_grad (L3, read), whole */
+        /* o0: stack3.bn1.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: stack3.bn1.relu (L3, read), whole */
+        /* o1: stack3.bn1.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
         dg_dma_q_t o1_q[1];
-        /* o2: stack3.bn1.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(32768) };
-        void *const o2_l2[1] = { DG_L2(32768) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(785528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(834680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(1244152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1227768), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2440,26 +3313,25 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(801912), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(1244152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        DG_DUMP("stack3.bn1.out_grad", DG_L3(801912), 4096u);
+        DG_DUMP("stack3.bn1.out_grad", DG_L3(1244152), 4096u);
     }
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(801912), 16384u); /* stack3.bn1.out_grad L3->L1 */
-        dg_copy(DG_L1(16384), DG_L3(818296), 16384u); /* stack3.conv1.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1244152), 16384u); /* stack3.bn1.relu_grad L3->L1 */
+        dg_copy(DG_L1(16384), DG_L3(1211384), 16384u); /* stack3.conv1.out L3->L1 */
         dg_copy(DG_L1(49152), DG_L3(165448), 256u); /* stack3.bn1.weight L3->L1 */
-        dg_copy(DG_L1(49408), DG_L3(785272), 256u); /* stack3.bn1.saved_mean L3->L1 */
-        dg_copy(DG_L1(49664), DG_L3(851064), 256u); /* stack3.bn1.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(49408), DG_L3(1277176), 256u); /* stack3.bn1.saved_mean L3->L1 */
+        dg_copy(DG_L1(49664), DG_L3(1276920), 256u); /* stack3.bn1.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2476,18 +3348,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1055864), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L3 */
-        dg_copy(DG_L3(1500264), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L3 */
-        dg_copy(DG_L3(1197696), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L3 */
-        DG_DUMP("stack3.conv1.out_grad", DG_L3(1055864), 4096u);
-        DG_DUMP("stack3.bn1.weight_grad", DG_L3(1500264), 64u);
-        DG_DUMP("stack3.bn1.bias_grad", DG_L3(1197696), 64u);
+        dg_copy(DG_L3(1260536), DG_L1(32768), 16384u); /* stack3.conv1.out_grad L1->L3 */
+        dg_copy(DG_L3(1379200), DG_L1(49920), 256u); /* stack3.bn1.weight_grad L1->L3 */
+        dg_copy(DG_L3(1378944), DG_L1(50176), 256u); /* stack3.bn1.bias_grad L1->L3 */
+        DG_DUMP("stack3.conv1.out_grad", DG_L3(1260536), 4096u);
+        DG_DUMP("stack3.bn1.weight_grad", DG_L3(1379200), 64u);
+        DG_DUMP("stack3.bn1.bias_grad", DG_L3(1378944), 64u);
     }
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(212992), DG_L3(1055864), 16384u); /* stack3.conv1.out_grad L3->L2 */
-        dg_copy(DG_L2(147456), DG_L3(1329728), 32768u); /* stack2.add.relu L3->L2 */
+        dg_copy(DG_L2(212992), DG_L3(1260536), 16384u); /* stack3.conv1.out_grad L3->L2 */
+        dg_copy(DG_L2(147456), DG_L3(1113080), 32768u); /* stack2.bn2.out L3->L2 */
         dg_copy(DG_L2(0), DG_L3(91720), 73728u); /* stack3.conv1.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2543,16 +3415,16 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1296704), DG_L2(180224), 32768u); /* stack2.add.relu_grad_0 L2->L3 */
-        dg_copy(DG_L3(785272), DG_L2(73728), 73728u); /* stack3.conv1.weight_grad L2->L3 */
-        DG_DUMP("stack2.add.relu_grad_0", DG_L3(1296704), 8192u);
-        DG_DUMP("stack3.conv1.weight_grad", DG_L3(785272), 18432u);
+        dg_copy(DG_L3(1211384), DG_L2(180224), 32768u); /* stack2.add.relu_grad_0 L2->L3 */
+        dg_copy(DG_L3(1445120), DG_L2(73728), 73728u); /* stack3.conv1.weight_grad L2->L3 */
+        DG_DUMP("stack2.add.relu_grad_0", DG_L3(1211384), 8192u);
+        DG_DUMP("stack3.conv1.weight_grad", DG_L3(1445120), 18432u);
     }
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1296704), 32768u); /* stack2.add.relu_grad_0 L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(1088632), 32768u); /* stack2.add.relu_grad_1 L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1211384), 32768u); /* stack2.add.relu_grad_0 L3->L1 */
+        dg_copy(DG_L1(32768), DG_L3(1145848), 32768u); /* stack2.add.relu_grad_1 L3->L1 */
         {
             const float *const xs[] = { DG_L1(0), DG_L1(32768) };
             dg_sum_args_t args = {
@@ -2563,8 +3435,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L3(1055864), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
-        DG_DUMP("stack2.add.relu_grad", DG_L3(1055864), 8192u);
+        dg_copy(DG_L3(1244280), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
+        DG_DUMP("stack2.add.relu_grad", DG_L3(1244280), 8192u);
     }
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2577,67 +3449,55 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.add.relu_grad (L3, read) */
+        /* o0: stack2.add.relu_grad (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.add.relu (L3, read) */
+        /* o1: stack2.bn2.out (L3, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.add_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1055864), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1329728), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(1244280), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1113080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1055864), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1244280), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1329728), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1113080), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1296704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1244280), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.add_grad", DG_L3(1296704), 8192u);
+        DG_DUMP("stack2.add_grad", DG_L3(1244280), 8192u);
     }
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(131072), DG_L3(1296704), 32768u); /* stack2.add_grad L3->L2 */
-        dg_copy(DG_L2(0), DG_L3(990328), 65536u); /* stack1.add.relu L3->L2 */
+        dg_copy(DG_L2(131072), DG_L3(1244280), 32768u); /* stack2.add.relu_grad L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn2.out L3->L2 */
         dg_copy(DG_L2(163840), DG_L3(89544), 2048u); /* stack2.shortcut.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2720,21 +3580,21 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_db_f32, &args);
         }
-        dg_copy(DG_L3(1055864), DG_L2(65536), 65536u); /* stack1.add.relu_grad_1 L2->L3 */
-        dg_copy(DG_L3(1129920), DG_L2(165888), 2048u); /* stack2.shortcut.weight_grad L2->L3 */
-        dg_copy(DG_L3(1198080), DG_L2(167936), 128u); /* stack2.shortcut.bias_grad L2->L3 */
-        DG_DUMP("stack1.add.relu_grad_1", DG_L3(1055864), 16384u);
-        DG_DUMP("stack2.shortcut.weight_grad", DG_L3(1129920), 512u);
-        DG_DUMP("stack2.shortcut.bias_grad", DG_L3(1198080), 32u);
+        dg_copy(DG_L3(1113080), DG_L2(65536), 65536u); /* stack1.add.relu_grad_1 L2->L3 */
+        dg_copy(DG_L3(1376064), DG_L2(165888), 2048u); /* stack2.shortcut.weight_grad L2->L3 */
+        dg_copy(DG_L3(1444992), DG_L2(167936), 128u); /* stack2.shortcut.bias_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad_1", DG_L3(1113080), 16384u);
+        DG_DUMP("stack2.shortcut.weight_grad", DG_L3(1376064), 512u);
+        DG_DUMP("stack2.shortcut.bias_grad", DG_L3(1444992), 32u);
     }
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1296704), 32768u); /* stack2.add_grad L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(1263936), 32768u); /* stack2.conv2.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1244280), 32768u); /* stack2.add.relu_grad L3->L1 */
+        dg_copy(DG_L1(32768), DG_L3(1178616), 32768u); /* stack2.conv2.out L3->L1 */
         dg_copy(DG_L1(98304), DG_L3(89032), 128u); /* stack2.bn2.weight L3->L1 */
-        dg_copy(DG_L1(98432), DG_L3(1329472), 128u); /* stack2.bn2.saved_mean L3->L1 */
-        dg_copy(DG_L1(98560), DG_L3(1329600), 128u); /* stack2.bn2.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(98432), DG_L3(1277432), 128u); /* stack2.bn2.saved_mean L3->L1 */
+        dg_copy(DG_L1(98560), DG_L3(1277560), 128u); /* stack2.bn2.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2751,18 +3611,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1333568), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L3 */
-        dg_copy(DG_L3(1263744), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L3 */
-        dg_copy(DG_L3(1131968), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L3 */
-        DG_DUMP("stack2.conv2.out_grad", DG_L3(1333568), 8192u);
-        DG_DUMP("stack2.bn2.weight_grad", DG_L3(1263744), 32u);
-        DG_DUMP("stack2.bn2.bias_grad", DG_L3(1131968), 32u);
+        dg_copy(DG_L3(1211384), DG_L1(65536), 32768u); /* stack2.conv2.out_grad L1->L3 */
+        dg_copy(DG_L3(1244152), DG_L1(98688), 128u); /* stack2.bn2.weight_grad L1->L3 */
+        dg_copy(DG_L3(785272), DG_L1(98816), 128u); /* stack2.bn2.bias_grad L1->L3 */
+        DG_DUMP("stack2.conv2.out_grad", DG_L3(1211384), 8192u);
+        DG_DUMP("stack2.bn2.weight_grad", DG_L3(1244152), 32u);
+        DG_DUMP("stack2.bn2.bias_grad", DG_L3(785272), 32u);
     }
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(73728), DG_L3(1333568), 32768u); /* stack2.conv2.out_grad L3->L2 */
-        dg_copy(DG_L2(106496), DG_L3(1164864), 32768u); /* stack2.bn1.relu L3->L2 */
+        dg_copy(DG_L2(73728), DG_L3(1211384), 32768u); /* stack2.conv2.out_grad L3->L2 */
+        dg_copy(DG_L2(106496), DG_L3(1080312), 32768u); /* stack2.bn1.out L3->L2 */
         dg_copy(DG_L2(0), DG_L3(52168), 36864u); /* stack2.conv2.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2818,10 +3678,10 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1300800), DG_L2(139264), 32768u); /* stack2.bn1.relu_grad L2->L3 */
-        dg_copy(DG_L3(1263936), DG_L2(36864), 36864u); /* stack2.conv2.weight_grad L2->L3 */
-        DG_DUMP("stack2.bn1.relu_grad", DG_L3(1300800), 8192u);
-        DG_DUMP("stack2.conv2.weight_grad", DG_L3(1263936), 9216u);
+        dg_copy(DG_L3(1178616), DG_L2(139264), 32768u); /* stack2.bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(1244280), DG_L2(36864), 36864u); /* stack2.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack2.bn1.relu_grad", DG_L3(1178616), 8192u);
+        DG_DUMP("stack2.conv2.weight_grad", DG_L3(1244280), 9216u);
     }
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
@@ -2834,70 +3694,58 @@ void RunTrainingNetwork(void *arg)
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: stack2.bn1.relu_grad (L3, read) */
+        /* o0: stack2.bn1.relu_grad (L3, read and written) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack2.bn1.relu (L3, read) */
+        /* o1: stack2.bn1.out (L3, read) */
         void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
         void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack2.bn1.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1300800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1164864), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(1178616), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1080312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1300800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1178616), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1164864), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1080312), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
+                    .dx = o0_l1[cur],
                     .n = 4096u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1333568), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1178616), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.bn1.out_grad", DG_L3(1333568), 8192u);
+        DG_DUMP("stack2.bn1.out_grad", DG_L3(1178616), 8192u);
     }
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(1333568), 32768u); /* stack2.bn1.out_grad L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(1132096), 32768u); /* stack2.conv1.out L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(1178616), 32768u); /* stack2.bn1.relu_grad L3->L1 */
+        dg_copy(DG_L1(32768), DG_L3(1047544), 32768u); /* stack2.conv1.out L3->L1 */
         dg_copy(DG_L1(98304), DG_L3(51656), 128u); /* stack2.bn1.weight L3->L1 */
-        dg_copy(DG_L1(98432), DG_L3(1500712), 128u); /* stack2.bn1.saved_mean L3->L1 */
-        dg_copy(DG_L1(98560), DG_L3(1500840), 128u); /* stack2.bn1.saved_inv_std L3->L1 */
+        dg_copy(DG_L1(98432), DG_L3(1346744), 128u); /* stack2.bn1.saved_mean L3->L1 */
+        dg_copy(DG_L1(98560), DG_L3(1346872), 128u); /* stack2.bn1.saved_inv_std L3->L1 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L1(0),
@@ -2914,18 +3762,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1164864), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L3 */
-        dg_copy(DG_L3(1519144), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L3 */
-        dg_copy(DG_L3(1500520), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L3 */
-        DG_DUMP("stack2.conv1.out_grad", DG_L3(1164864), 8192u);
-        DG_DUMP("stack2.bn1.weight_grad", DG_L3(1519144), 32u);
-        DG_DUMP("stack2.bn1.bias_grad", DG_L3(1500520), 32u);
+        dg_copy(DG_L3(1080312), DG_L1(65536), 32768u); /* stack2.conv1.out_grad L1->L3 */
+        dg_copy(DG_L3(1518976), DG_L1(98688), 128u); /* stack2.bn1.weight_grad L1->L3 */
+        dg_copy(DG_L3(1518848), DG_L1(98816), 128u); /* stack2.bn1.bias_grad L1->L3 */
+        DG_DUMP("stack2.conv1.out_grad", DG_L3(1080312), 8192u);
+        DG_DUMP("stack2.bn1.weight_grad", DG_L3(1518976), 32u);
+        DG_DUMP("stack2.bn1.bias_grad", DG_L3(1518848), 32u);
     }
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(131072), DG_L3(1164864), 32768u); /* stack2.conv1.out_grad L3->L2 */
-        dg_copy(DG_L2(0), DG_L3(990328), 65536u); /* stack1.add.relu L3->L2 */
+        dg_copy(DG_L2(131072), DG_L3(1080312), 32768u); /* stack2.conv1.out_grad L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn2.out L3->L2 */
         dg_copy(DG_L2(163840), DG_L3(33224), 18432u); /* stack2.conv1.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -2981,16 +3829,16 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1300800), DG_L2(65536), 65536u); /* stack1.add.relu_grad_0 L2->L3 */
-        dg_copy(DG_L3(1500712), DG_L2(182272), 18432u); /* stack2.conv1.weight_grad L2->L3 */
-        DG_DUMP("stack1.add.relu_grad_0", DG_L3(1300800), 16384u);
-        DG_DUMP("stack2.conv1.weight_grad", DG_L3(1500712), 4608u);
+        dg_copy(DG_L3(1178616), DG_L2(65536), 65536u); /* stack1.add.relu_grad_0 L2->L3 */
+        dg_copy(DG_L3(1346744), DG_L2(182272), 18432u); /* stack2.conv1.weight_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad_0", DG_L3(1178616), 16384u);
+        DG_DUMP("stack2.conv1.weight_grad", DG_L3(1346744), 4608u);
     }
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1300800), 65536u); /* stack1.add.relu_grad_0 L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1055864), 65536u); /* stack1.add.relu_grad_1 L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1178616), 65536u); /* stack1.add.relu_grad_0 L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1113080), 65536u); /* stack1.add.relu_grad_1 L3->L2 */
         {
             const float *const xs[] = { DG_L2(0), DG_L2(65536) };
             dg_sum_args_t args = {
@@ -3001,90 +3849,79 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
-        DG_DUMP("stack1.add.relu_grad", DG_L3(1132096), 16384u);
+        dg_copy(DG_L3(1047544), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
+        DG_DUMP("stack1.add.relu_grad", DG_L3(1047544), 16384u);
     }
 
-    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.add.relu_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: stack1.add.relu_grad (L3, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.add.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: stack1.bn2.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.add_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1132096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(990328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(1047544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(982008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1132096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(1047544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(990328), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(982008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1300800), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1047544), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.add_grad", DG_L3(1300800), 16384u);
+        DG_DUMP("stack1.add_grad", DG_L3(1047544), 16384u);
     }
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1300800), 65536u); /* stack1.add_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1366336), 65536u); /* stack1.conv2.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1047544), 65536u); /* stack1.add.relu_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1379456), 65536u); /* stack1.conv2.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(32968), 64u); /* stack1.bn2.weight L3->L2 */
-        dg_copy(DG_L2(196672), DG_L3(1197952), 64u); /* stack1.bn2.saved_mean L3->L2 */
-        dg_copy(DG_L2(196736), DG_L3(1198016), 64u); /* stack1.bn2.saved_inv_std L3->L2 */
+        dg_copy(DG_L2(196672), DG_L3(1378368), 64u); /* stack1.bn2.saved_mean L3->L2 */
+        dg_copy(DG_L2(196736), DG_L3(1281144), 64u); /* stack1.bn2.saved_inv_std L3->L2 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L2(0),
@@ -3101,18 +3938,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* stack1.conv2.out_grad L2->L3 */
-        dg_copy(DG_L3(1074360), DG_L2(196800), 64u); /* stack1.bn2.weight_grad L2->L3 */
-        dg_copy(DG_L3(990328), DG_L2(196864), 64u); /* stack1.bn2.bias_grad L2->L3 */
-        DG_DUMP("stack1.conv2.out_grad", DG_L3(990392), 16384u);
-        DG_DUMP("stack1.bn2.weight_grad", DG_L3(1074360), 16u);
-        DG_DUMP("stack1.bn2.bias_grad", DG_L3(990328), 16u);
+        dg_copy(DG_L3(1113080), DG_L2(131072), 65536u); /* stack1.conv2.out_grad L2->L3 */
+        dg_copy(DG_L3(1187896), DG_L2(196800), 64u); /* stack1.bn2.weight_grad L2->L3 */
+        dg_copy(DG_L3(1178616), DG_L2(196864), 64u); /* stack1.bn2.bias_grad L2->L3 */
+        DG_DUMP("stack1.conv2.out_grad", DG_L3(1113080), 16384u);
+        DG_DUMP("stack1.bn2.weight_grad", DG_L3(1187896), 16u);
+        DG_DUMP("stack1.bn2.bias_grad", DG_L3(1178616), 16u);
     }
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(990392), 65536u); /* stack1.conv2.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1198208), 65536u); /* stack1.bn1.relu L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1113080), 65536u); /* stack1.conv2.out_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1281208), 65536u); /* stack1.bn1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(23752), 9216u); /* stack1.conv2.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -3168,92 +4005,81 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.bn1.relu_grad L2->L3 */
-        dg_copy(DG_L3(1055928), DG_L2(205824), 9216u); /* stack1.conv2.weight_grad L2->L3 */
-        DG_DUMP("stack1.bn1.relu_grad", DG_L3(1132096), 16384u);
-        DG_DUMP("stack1.conv2.weight_grad", DG_L3(1055928), 2304u);
+        dg_copy(DG_L3(982008), DG_L2(131072), 65536u); /* stack1.bn1.relu_grad L2->L3 */
+        dg_copy(DG_L3(1178680), DG_L2(205824), 9216u); /* stack1.conv2.weight_grad L2->L3 */
+        DG_DUMP("stack1.bn1.relu_grad", DG_L3(982008), 16384u);
+        DG_DUMP("stack1.conv2.weight_grad", DG_L3(1178680), 2304u);
     }
 
-    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: stack1.bn1.relu_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: stack1.bn1.relu_grad (L3, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: stack1.bn1.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: stack1.bn1.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
-        /* o2: stack1.bn1.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(1132096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1198208), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(982008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1281208), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1132096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(982008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1198208), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(1281208), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(990392), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(982008), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.bn1.out_grad", DG_L3(990392), 16384u);
+        DG_DUMP("stack1.bn1.out_grad", DG_L3(982008), 16384u);
     }
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(990392), 65536u); /* stack1.bn1.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(924792), 65536u); /* stack1.conv1.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn1.relu_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(916472), 65536u); /* stack1.conv1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(23496), 64u); /* stack1.bn1.weight L3->L2 */
-        dg_copy(DG_L2(196672), DG_L3(1263872), 64u); /* stack1.bn1.saved_mean L3->L2 */
-        dg_copy(DG_L2(196736), DG_L3(1197632), 64u); /* stack1.bn1.saved_inv_std L3->L2 */
+        dg_copy(DG_L2(196672), DG_L3(1365176), 64u); /* stack1.bn1.saved_mean L3->L2 */
+        dg_copy(DG_L2(196736), DG_L3(1365248), 64u); /* stack1.bn1.saved_inv_std L3->L2 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L2(0),
@@ -3270,18 +4096,18 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(1132096), DG_L2(131072), 65536u); /* stack1.conv1.out_grad L2->L3 */
-        dg_copy(DG_L3(1074488), DG_L2(196800), 64u); /* stack1.bn1.weight_grad L2->L3 */
-        dg_copy(DG_L3(1074424), DG_L2(196864), 64u); /* stack1.bn1.bias_grad L2->L3 */
-        DG_DUMP("stack1.conv1.out_grad", DG_L3(1132096), 16384u);
-        DG_DUMP("stack1.bn1.weight_grad", DG_L3(1074488), 16u);
-        DG_DUMP("stack1.bn1.bias_grad", DG_L3(1074424), 16u);
+        dg_copy(DG_L3(1281144), DG_L2(131072), 65536u); /* stack1.conv1.out_grad L2->L3 */
+        dg_copy(DG_L3(1122360), DG_L2(196800), 64u); /* stack1.bn1.weight_grad L2->L3 */
+        dg_copy(DG_L3(1122296), DG_L2(196864), 64u); /* stack1.bn1.bias_grad L2->L3 */
+        DG_DUMP("stack1.conv1.out_grad", DG_L3(1281144), 16384u);
+        DG_DUMP("stack1.bn1.weight_grad", DG_L3(1122360), 16u);
+        DG_DUMP("stack1.bn1.bias_grad", DG_L3(1122296), 16u);
     }
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1132096), 65536u); /* stack1.conv1.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1432168), 65536u); /* bn1.relu L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(1281144), 65536u); /* stack1.conv1.out_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(850936), 65536u); /* bn1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(14280), 9216u); /* stack1.conv1.weight L3->L2 */
         {
             dg_conv_args_t args = {
@@ -3337,16 +4163,16 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(924792), DG_L2(131072), 65536u); /* bn1.relu_grad_0 L2->L3 */
-        dg_copy(DG_L3(1065144), DG_L2(205824), 9216u); /* stack1.conv1.weight_grad L2->L3 */
-        DG_DUMP("bn1.relu_grad_0", DG_L3(924792), 16384u);
-        DG_DUMP("stack1.conv1.weight_grad", DG_L3(1065144), 2304u);
+        dg_copy(DG_L3(982008), DG_L2(131072), 65536u); /* bn1.relu_grad_0 L2->L3 */
+        dg_copy(DG_L3(1113080), DG_L2(205824), 9216u); /* stack1.conv1.weight_grad L2->L3 */
+        DG_DUMP("bn1.relu_grad_0", DG_L3(982008), 16384u);
+        DG_DUMP("stack1.conv1.weight_grad", DG_L3(1113080), 2304u);
     }
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(924792), 65536u); /* bn1.relu_grad_0 L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(1300800), 65536u); /* stack1.add_grad L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* bn1.relu_grad_0 L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(1047544), 65536u); /* stack1.add.relu_grad L3->L2 */
         {
             const float *const xs[] = { DG_L2(0), DG_L2(65536) };
             dg_sum_args_t args = {
@@ -3357,90 +4183,79 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
         }
-        dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
-        DG_DUMP("bn1.relu_grad", DG_L3(990392), 16384u);
+        dg_copy(DG_L3(916472), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
+        DG_DUMP("bn1.relu_grad", DG_L3(916472), 16384u);
     }
 
-    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 4 tile(s) of [4096], double-buffered */
+    /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
     {
-        static const dg_box_t o0_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[3] = {
+            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[4] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32768u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {49152u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const uint32_t c0_n[3] = {
+            5462u,
+            5462u,
+            5460u,
         };
-        /* o0: bn1.relu_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: bn1.relu_grad (L3, read and written) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
         dg_dma_q_t o0_q[2];
-        /* o1: bn1.relu (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        /* o1: bn1.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
+        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
         dg_dma_q_t o1_q[2];
-        /* o2: bn1.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
-        dg_dma_q_t o2_q[2];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o2_q[1].n = 0u;
-        dg_tile_in(DG_L3(990392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1432168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 4u; t++) {
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(916472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850936), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(990392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_dma_wait(&o0_q[nxt]);
+                dg_tile_in(DG_L3(916472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1432168), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            if (t + 1u < 3u) {
+                dg_tile_in(DG_L3(850936), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[cur],
                     .x = o1_l1[cur],
-                    .dx = o2_l1[cur],
-                    .n = 4096u,
+                    .dx = o0_l1[cur],
+                    .n = c0_n[t],
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(1132096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(916472), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("bn1.out_grad", DG_L3(1132096), 16384u);
+        DG_DUMP("bn1.out_grad", DG_L3(916472), 16384u);
     }
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
     {
-        dg_copy(DG_L2(0), DG_L3(1132096), 65536u); /* bn1.out_grad L3->L2 */
-        dg_copy(DG_L2(65536), DG_L3(859000), 65536u); /* conv1.out L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(916472), 65536u); /* bn1.relu_grad L3->L2 */
+        dg_copy(DG_L2(65536), DG_L3(785400), 65536u); /* conv1.out L3->L2 */
         dg_copy(DG_L2(196608), DG_L3(14024), 64u); /* bn1.weight L3->L2 */
-        dg_copy(DG_L2(196672), DG_L3(1121664), 64u); /* bn1.saved_mean L3->L2 */
-        dg_copy(DG_L2(196736), DG_L3(1500648), 64u); /* bn1.saved_inv_std L3->L2 */
+        dg_copy(DG_L2(196672), DG_L3(1519104), 64u); /* bn1.saved_mean L3->L2 */
+        dg_copy(DG_L2(196736), DG_L3(1519208), 64u); /* bn1.saved_inv_std L3->L2 */
         {
             dg_batchnorm_grad_args_t args = {
                 .dy = DG_L2(0),
@@ -3457,17 +4272,17 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_batchnorm_grad_f32, &args);
         }
-        dg_copy(DG_L3(990392), DG_L2(131072), 65536u); /* conv1.out_grad L2->L3 */
-        dg_copy(DG_L3(924856), DG_L2(196800), 64u); /* bn1.weight_grad L2->L3 */
-        dg_copy(DG_L3(924792), DG_L2(196864), 64u); /* bn1.bias_grad L2->L3 */
-        DG_DUMP("conv1.out_grad", DG_L3(990392), 16384u);
-        DG_DUMP("bn1.weight_grad", DG_L3(924856), 16u);
-        DG_DUMP("bn1.bias_grad", DG_L3(924792), 16u);
+        dg_copy(DG_L3(850936), DG_L2(131072), 65536u); /* conv1.out_grad L2->L3 */
+        dg_copy(DG_L3(982072), DG_L2(196800), 64u); /* bn1.weight_grad L2->L3 */
+        dg_copy(DG_L3(982008), DG_L2(196864), 64u); /* bn1.bias_grad L2->L3 */
+        DG_DUMP("conv1.out_grad", DG_L3(850936), 16384u);
+        DG_DUMP("bn1.weight_grad", DG_L3(982072), 16u);
+        DG_DUMP("bn1.bias_grad", DG_L3(982008), 16u);
     }
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(990392), 65536u); /* conv1.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(850936), 65536u); /* conv1.out_grad L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(0), 12288u); /* input L3->L1 */
         dg_copy(DG_L1(77824), DG_L3(12296), 1728u); /* conv1.weight L3->L1 */
         {
@@ -3497,8 +4312,8 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
         }
-        dg_copy(DG_L3(859048), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
-        DG_DUMP("conv1.weight_grad", DG_L3(859048), 432u);
+        dg_copy(DG_L3(785400), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
+        DG_DUMP("conv1.weight_grad", DG_L3(785400), 432u);
     }
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
@@ -3532,12 +4347,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(3464) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(326000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(859048), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(785400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3556,7 +4371,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(326000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859040), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(787128), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3594,12 +4409,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(136) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(327728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(924856), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(982072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3618,7 +4433,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(327728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859072), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785416), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3656,12 +4471,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(136) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(327792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(924792), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(982008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3680,7 +4495,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(327792), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859032), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785408), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3718,12 +4533,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(18440) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(327856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1065144), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1113080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3742,7 +4557,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(327856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859048), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785424), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3780,12 +4595,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(136) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(337072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1074488), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1122360), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3804,7 +4619,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(337072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859008), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785432), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3842,12 +4657,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(136) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(337136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1074424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1122296), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3866,7 +4681,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(337136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859064), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785440), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3904,12 +4719,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(18440) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(337200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1055928), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1178680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3928,7 +4743,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(337200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859088), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785448), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -3966,12 +4781,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(136) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(346416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1074360), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1187896), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3990,7 +4805,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(346416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785456), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4028,12 +4843,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(136) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(346480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(990328), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1178616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4052,7 +4867,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(346480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859056), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785464), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4090,12 +4905,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(36872) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(346544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1500712), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1346744), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4114,7 +4929,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(346544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859080), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785400), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4152,12 +4967,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(364976), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1519144), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1518976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4176,7 +4991,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(364976), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859104), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785472), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4214,12 +5029,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(365104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1500520), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1518848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4238,7 +5053,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(365104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859112), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785480), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4278,14 +5093,14 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(73736) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(365232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1263936), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1244280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -4298,7 +5113,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L3(365232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1263936), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1244280), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4313,7 +5128,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L3(365232), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L3(859120), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785488), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4353,12 +5168,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(402096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1263744), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1244152), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4377,7 +5192,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(402096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859128), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785496), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4415,12 +5230,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(402224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1131968), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(785272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4439,7 +5254,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(402224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859016), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785504), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4477,12 +5292,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(4104) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(402352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1129920), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1376064), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4501,7 +5316,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(402352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859000), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4539,12 +5354,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(404400), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1198080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1444992), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4563,7 +5378,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(404400), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(859024), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785280), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4605,14 +5420,14 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(98312) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(404528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(785272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1445120), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o2_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -4625,7 +5440,7 @@ void RunTrainingNetwork(void *arg)
                 dg_tile_in(DG_L3(404528), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(785272), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(1445120), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_accumulate_args_t args = {
@@ -4640,7 +5455,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L3(404528), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L3(859136), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4680,12 +5495,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(520) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(478256), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1500264), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1379200), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4704,7 +5519,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(478256), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(785280), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785296), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4742,12 +5557,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(520) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(478512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1197696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378944), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4766,7 +5581,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(478512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(785288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785304), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4819,12 +5634,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(117992) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o0_q[1].n = 0u;
-        o1_q[0].n = 0u;
-        o1_q[1].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(478768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -4854,7 +5669,7 @@ void RunTrainingNetwork(void *arg)
             }
             dg_tile_out(DG_L3(478768), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
-        dg_tile_out(DG_L3(785272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(785312), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
@@ -4894,12 +5709,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(520) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(626224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1431912), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378688), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4918,7 +5733,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(626224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -4956,12 +5771,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(520) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(626480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(924536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378432), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -4980,7 +5795,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(626480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637848), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -5018,12 +5833,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(16392) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(626736), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1121728), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1365312), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5080,12 +5895,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(520) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(634928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1121400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1378112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5142,12 +5957,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(5128) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(635184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1497704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1373504), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5166,7 +5981,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(635184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637856), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637848), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
@@ -5204,12 +6019,12 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(88) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(637744), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(1431872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(1519168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(637784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -5228,7 +6043,7 @@ void RunTrainingNetwork(void *arg)
             }
         }
         dg_tile_out(DG_L3(637744), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_out(DG_L3(637816), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(637856), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);

@@ -117,28 +117,28 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(14672), DG_L1(8704), 256u); /* fc1.out L1->L2 */
-        DG_DUMP("fc1.out", DG_L2(14672), 64u);
+        dg_copy(DG_L2(14416), DG_L1(8704), 256u); /* fc1.out L1->L2 */
+        DG_DUMP("fc1.out", DG_L2(14416), 64u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(14416), 256u); /* fc1.out L2->L1 */
         {
             dg_unary_args_t args = {
                 .x = DG_L1(0),
-                .y = DG_L1(256),
+                .y = DG_L1(0),
                 .n = 64u,
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
-        dg_copy(DG_L2(14416), DG_L1(256), 256u); /* fc1.relu L1->L2 */
+        dg_copy(DG_L2(14416), DG_L1(0), 256u); /* fc1.out L1->L2 */
         DG_DUMP("fc1.relu", DG_L2(14416), 64u);
     }
 
     /* step 2: Gemm 'Gemm_3' computes in L1 */
     {
-        dg_copy(DG_L1(4096), DG_L2(14416), 256u); /* fc1.relu L2->L1 */
+        dg_copy(DG_L1(4096), DG_L2(14416), 256u); /* fc1.out L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
         dg_copy(DG_L1(4608), (void *)dg_w5, 128u); /* fc2.bias L2->L1 */
         {
@@ -159,28 +159,28 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(14928), DG_L1(4352), 256u); /* fc2.out L1->L2 */
-        DG_DUMP("fc2.out", DG_L2(14928), 64u);
+        dg_copy(DG_L2(14672), DG_L1(4352), 256u); /* fc2.out L1->L2 */
+        DG_DUMP("fc2.out", DG_L2(14672), 64u);
     }
 
     /* step 3: Relu 'Relu_4' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc2.out L2->L1 */
         {
             dg_unary_args_t args = {
                 .x = DG_L1(0),
-                .y = DG_L1(256),
+                .y = DG_L1(0),
                 .n = 64u,
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
-        dg_copy(DG_L2(14672), DG_L1(256), 256u); /* fc2.relu L1->L2 */
+        dg_copy(DG_L2(14672), DG_L1(0), 256u); /* fc2.out L1->L2 */
         DG_DUMP("fc2.relu", DG_L2(14672), 64u);
     }
 
     /* step 4: Gemm 'Gemm_5' computes in L1 */
     {
-        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.relu L2->L1 */
+        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.out L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
         dg_copy(DG_L1(1616), (void *)dg_w7, 40u); /* fc3.bias L2->L1 */
         {
@@ -252,13 +252,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L2(14928), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
-        DG_DUMP("fc3.out_grad", DG_L2(14928), 20u);
+        dg_copy(DG_L2(15184), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
+        DG_DUMP("fc3.out_grad", DG_L2(15184), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 80u); /* fc3.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -278,8 +278,8 @@ void RunTrainingNetwork(void *arg)
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
     {
-        dg_copy(DG_L1(1536), DG_L2(14928), 80u); /* fc3.out_grad L2->L1 */
-        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.relu L2->L1 */
+        dg_copy(DG_L1(1536), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
+        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.out L2->L1 */
         {
             dg_gemm_args_t args = {
                 .a = DG_L1(1536),
@@ -304,7 +304,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1 */
     {
-        dg_copy(DG_L1(1536), DG_L2(14928), 80u); /* fc3.out_grad L2->L1 */
+        dg_copy(DG_L1(1536), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
         {
             dg_gemm_args_t args = {
@@ -324,30 +324,30 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(15184), DG_L1(1280), 256u); /* fc2.relu_grad L1->L2 */
-        DG_DUMP("fc2.relu_grad", DG_L2(15184), 64u);
+        dg_copy(DG_L2(14928), DG_L1(1280), 256u); /* fc2.relu_grad L1->L2 */
+        DG_DUMP("fc2.relu_grad", DG_L2(14928), 64u);
     }
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(15184), 256u); /* fc2.relu_grad L2->L1 */
-        dg_copy(DG_L1(256), DG_L2(14672), 256u); /* fc2.relu L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
+        dg_copy(DG_L1(256), DG_L2(14672), 256u); /* fc2.out L2->L1 */
         {
             dg_act_grad_args_t args = {
                 .dy = DG_L1(0),
                 .x = DG_L1(256),
-                .dx = DG_L1(512),
+                .dx = DG_L1(0),
                 .n = 64u,
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
-        dg_copy(DG_L2(14928), DG_L1(512), 256u); /* fc2.out_grad L1->L2 */
+        dg_copy(DG_L2(14928), DG_L1(0), 256u); /* fc2.relu_grad L1->L2 */
         DG_DUMP("fc2.out_grad", DG_L2(14928), 64u);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -367,8 +367,8 @@ void RunTrainingNetwork(void *arg)
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
     {
-        dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.out_grad L2->L1 */
-        dg_copy(DG_L1(4352), DG_L2(14416), 256u); /* fc1.relu L2->L1 */
+        dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
+        dg_copy(DG_L1(4352), DG_L2(14416), 256u); /* fc1.out L2->L1 */
         {
             dg_gemm_args_t args = {
                 .a = DG_L1(4096),
@@ -393,7 +393,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1 */
     {
-        dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.out_grad L2->L1 */
+        dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
         {
             dg_gemm_args_t args = {
@@ -413,30 +413,30 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(14672), DG_L1(4352), 256u); /* fc1.relu_grad L1->L2 */
-        DG_DUMP("fc1.relu_grad", DG_L2(14672), 64u);
+        dg_copy(DG_L2(27984), DG_L1(4352), 256u); /* fc1.relu_grad L1->L2 */
+        DG_DUMP("fc1.relu_grad", DG_L2(27984), 64u);
     }
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc1.relu_grad L2->L1 */
-        dg_copy(DG_L1(256), DG_L2(14416), 256u); /* fc1.relu L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
+        dg_copy(DG_L1(256), DG_L2(14416), 256u); /* fc1.out L2->L1 */
         {
             dg_act_grad_args_t args = {
                 .dy = DG_L1(0),
                 .x = DG_L1(256),
-                .dx = DG_L1(512),
+                .dx = DG_L1(0),
                 .n = 64u,
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
         }
-        dg_copy(DG_L2(27984), DG_L1(512), 256u); /* fc1.out_grad L1->L2 */
+        dg_copy(DG_L2(27984), DG_L1(0), 256u); /* fc1.relu_grad L1->L2 */
         DG_DUMP("fc1.out_grad", DG_L2(27984), 64u);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -456,7 +456,7 @@ void RunTrainingNetwork(void *arg)
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
     {
-        dg_copy(DG_L1(8704), DG_L2(27984), 256u); /* fc1.out_grad L2->L1 */
+        dg_copy(DG_L1(8704), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         dg_copy(DG_L1(8192), DG_L2(0), 512u); /* input L2->L1 */
         {
             dg_gemm_args_t args = {

@@ -125,10 +125,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w2, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w3, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -155,12 +155,12 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(14416), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc1.out", DG_L2(14672), 64u);
+        DG_DUMP("fc1.out", DG_L2(14416), 64u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
@@ -168,35 +168,26 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc1.out (L2, read), whole */
+        /* o0: fc1.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: fc1.relu (L2, written), whole */
-        void *const o1_l1[1] = { DG_L1(256) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc1.relu", DG_L2(14416), 64u);
     }
 
@@ -214,7 +205,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc1.relu (L2, read), whole */
+        /* o0: fc1.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -231,10 +222,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w4, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w5, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -261,12 +252,12 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14928), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(14672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc2.out", DG_L2(14928), 64u);
+        DG_DUMP("fc2.out", DG_L2(14672), 64u);
     }
 
     /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
@@ -274,35 +265,26 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc2.out (L2, read), whole */
+        /* o0: fc2.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: fc2.relu (L2, written), whole */
-        void *const o1_l1[1] = { DG_L1(256) };
-        void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc2.relu", DG_L2(14672), 64u);
     }
 
@@ -320,7 +302,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc2.relu (L2, read), whole */
+        /* o0: fc2.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(1280) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -337,10 +319,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w7, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -422,13 +404,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L2(14928), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
-        DG_DUMP("fc3.out_grad", DG_L2(14928), 20u);
+        dg_copy(DG_L2(15184), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
+        DG_DUMP("fc3.out_grad", DG_L2(15184), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 80u); /* fc3.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -446,29 +428,61 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(28496), 10u);
     }
 
-    /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
+    /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 32] */
     {
-        dg_copy(DG_L1(1536), DG_L2(14928), 80u); /* fc3.out_grad L2->L1 */
-        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.relu L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(1536),
-                .b = DG_L1(1280),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 10u,
-                .n = 32u,
-                .k = 2u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc3.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(1536) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.out (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(1280) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc3.weight_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L2(15184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(14672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 10u,
+                    .n = 32u,
+                    .k = 2u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(26704), DG_L1(0), 1280u); /* fc3.weight_grad L1->L2 */
+        dg_tile_out(DG_L2(26704), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc3.weight_grad", DG_L2(26704), 320u);
     }
 
@@ -496,10 +510,10 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[1] = { NULL };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L2(15184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -523,11 +537,11 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(15184), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(14928), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("fc2.relu_grad", DG_L2(15184), 64u);
+        DG_DUMP("fc2.relu_grad", DG_L2(14928), 64u);
     }
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -538,26 +552,18 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc2.relu_grad (L2, read), whole */
+        /* o0: fc2.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: fc2.relu (L2, read), whole */
+        /* o1: fc2.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: fc2.out_grad (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(512) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(15184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(14672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -566,22 +572,21 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14928), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.out_grad", DG_L2(14928), 64u);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -599,29 +604,61 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L2(28240), 32u);
     }
 
-    /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
+    /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1, 1 tile(s) of [32, 32] */
     {
-        dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.out_grad L2->L1 */
-        dg_copy(DG_L1(4352), DG_L2(14416), 256u); /* fc1.relu L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(4096),
-                .b = DG_L1(4352),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 32u,
-                .n = 32u,
-                .k = 2u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(4096) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc1.out (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(4352) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc2.weight_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 32u,
+                    .n = 32u,
+                    .k = 2u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(22608), DG_L1(0), 4096u); /* fc2.weight_grad L1->L2 */
+        dg_tile_out(DG_L2(22608), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.weight_grad", DG_L2(22608), 1024u);
     }
 
@@ -636,7 +673,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc2.out_grad (L2, read), whole */
+        /* o0: fc2.relu_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
@@ -649,9 +686,9 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[1] = { NULL };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
         dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w4, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -676,11 +713,11 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14672), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(27984), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("fc1.relu_grad", DG_L2(14672), 64u);
+        DG_DUMP("fc1.relu_grad", DG_L2(27984), 64u);
     }
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -691,26 +728,18 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc1.relu_grad (L2, read), whole */
+        /* o0: fc1.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
         dg_dma_q_t o0_q[1];
-        /* o1: fc1.relu (L2, read), whole */
+        /* o1: fc1.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { NULL };
         dg_dma_q_t o1_q[1];
-        /* o2: fc1.out_grad (L2, written), whole */
-        void *const o2_l1[1] = { DG_L1(512) };
-        void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(27984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -719,22 +748,21 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(27984), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L2(27984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.out_grad", DG_L2(27984), 64u);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.out_grad L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -752,29 +780,61 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L2(28368), 32u);
     }
 
-    /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
+    /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1, 1 tile(s) of [32, 64] */
     {
-        dg_copy(DG_L1(8704), DG_L2(27984), 256u); /* fc1.out_grad L2->L1 */
-        dg_copy(DG_L1(8192), DG_L2(0), 512u); /* input L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(8704),
-                .b = DG_L1(8192),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 32u,
-                .n = 64u,
-                .k = 2u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 512u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(8704) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: input (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc1.weight_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L2(27984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(0), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 32u,
+                    .n = 64u,
+                    .k = 2u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14416), DG_L1(0), 8192u); /* fc1.weight_grad L1->L2 */
+        dg_tile_out(DG_L2(14416), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.weight_grad", DG_L2(14416), 2048u);
     }
 
@@ -809,10 +869,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -871,10 +931,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(8720), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(28368), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -933,10 +993,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(8848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(22608), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -995,10 +1055,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(12944), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(28240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -1057,10 +1117,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(13072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(26704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -1119,10 +1179,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { NULL };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L2(14352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(28496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);

@@ -144,10 +144,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(8704) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(8720), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -174,12 +174,12 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28544), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(28288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc1.out", DG_L3(28544), 64u);
+        DG_DUMP("fc1.out", DG_L3(28288), 64u);
     }
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
@@ -187,35 +187,26 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc1.out (L3, read), whole */
+        /* o0: fc1.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: fc1.relu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(256) };
-        void *const o1_l2[1] = { DG_L2(256) };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc1.relu", DG_L3(28288), 64u);
     }
 
@@ -233,7 +224,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc1.relu (L3, read), whole */
+        /* o0: fc1.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { DG_L2(4096) };
         dg_dma_q_t o0_q[1];
@@ -250,10 +241,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(4352) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(8848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(12944), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -280,12 +271,12 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28800), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(28544), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc2.out", DG_L3(28800), 64u);
+        DG_DUMP("fc2.out", DG_L3(28544), 64u);
     }
 
     /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
@@ -293,35 +284,26 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc2.out (L3, read), whole */
+        /* o0: fc2.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: fc2.relu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(256) };
-        void *const o1_l2[1] = { DG_L2(256) };
-        dg_dma_q_t o1_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        dg_tile_in(DG_L3(28800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
                     .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .y = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc2.relu", DG_L3(28544), 64u);
     }
 
@@ -339,7 +321,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o3_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc2.relu (L3, read), whole */
+        /* o0: fc2.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(1280) };
         void *const o0_l2[1] = { DG_L2(1280) };
         dg_dma_q_t o0_q[1];
@@ -356,10 +338,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(1536) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(13072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(14352), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -441,13 +423,13 @@ void RunTrainingNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_sce_loss_grad_f32, &args);
         }
-        dg_copy(DG_L3(28800), DG_L1(80), 80u); /* fc3.out_grad L1->L3 */
-        DG_DUMP("fc3.out_grad", DG_L3(28800), 20u);
+        dg_copy(DG_L3(29056), DG_L1(80), 80u); /* fc3.out_grad L1->L3 */
+        DG_DUMP("fc3.out_grad", DG_L3(29056), 20u);
     }
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(28800), 80u); /* fc3.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(29056), 80u); /* fc3.out_grad L3->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -465,29 +447,61 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L3(42368), 10u);
     }
 
-    /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
+    /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 32] */
     {
-        dg_copy(DG_L1(1536), DG_L3(28800), 80u); /* fc3.out_grad L3->L1 */
-        dg_copy(DG_L1(1280), DG_L3(28544), 256u); /* fc2.relu L3->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(1536),
-                .b = DG_L1(1280),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 10u,
-                .n = 32u,
-                .k = 2u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc3.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(1536) };
+        void *const o0_l2[1] = { DG_L2(1536) };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.out (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(1280) };
+        void *const o1_l2[1] = { DG_L2(1280) };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc3.weight_grad (L3, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L3(29056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(28544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 10u,
+                    .n = 32u,
+                    .k = 2u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L3(40576), DG_L1(0), 1280u); /* fc3.weight_grad L1->L3 */
+        dg_tile_out(DG_L3(40576), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc3.weight_grad", DG_L3(40576), 320u);
     }
 
@@ -515,10 +529,10 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[1] = { DG_L2(1280) };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(28800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L3(29056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(13072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -542,11 +556,11 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(29056), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(28800), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("fc2.relu_grad", DG_L3(29056), 64u);
+        DG_DUMP("fc2.relu_grad", DG_L3(28800), 64u);
     }
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -557,26 +571,18 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc2.relu_grad (L3, read), whole */
+        /* o0: fc2.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: fc2.relu (L3, read), whole */
+        /* o1: fc2.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { DG_L2(256) };
         dg_dma_q_t o1_q[1];
-        /* o2: fc2.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(512) };
-        void *const o2_l2[1] = { DG_L2(512) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(29056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(28800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(28544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -585,22 +591,21 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28800), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(28800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.out_grad", DG_L3(28800), 64u);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(28800), 256u); /* fc2.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(28800), 256u); /* fc2.relu_grad L3->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -618,29 +623,61 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L3(42112), 32u);
     }
 
-    /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
+    /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1, 1 tile(s) of [32, 32] */
     {
-        dg_copy(DG_L1(4096), DG_L3(28800), 256u); /* fc2.out_grad L3->L1 */
-        dg_copy(DG_L1(4352), DG_L3(28288), 256u); /* fc1.relu L3->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(4096),
-                .b = DG_L1(4352),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 32u,
-                .n = 32u,
-                .k = 2u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.relu_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(4096) };
+        void *const o0_l2[1] = { DG_L2(4096) };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc1.out (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(4352) };
+        void *const o1_l2[1] = { DG_L2(4352) };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc2.weight_grad (L3, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L3(28800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(28288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 32u,
+                    .n = 32u,
+                    .k = 2u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L3(36480), DG_L1(0), 4096u); /* fc2.weight_grad L1->L3 */
+        dg_tile_out(DG_L3(36480), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.weight_grad", DG_L3(36480), 1024u);
     }
 
@@ -655,7 +692,7 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc2.out_grad (L3, read), whole */
+        /* o0: fc2.relu_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { DG_L2(4096) };
         dg_dma_q_t o0_q[1];
@@ -668,9 +705,9 @@ void RunTrainingNetwork(void *arg)
         void *const o2_l2[1] = { DG_L2(4352) };
         dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
         dg_tile_in(DG_L3(28800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(8848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -695,11 +732,11 @@ void RunTrainingNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28544), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(41856), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("fc1.relu_grad", DG_L3(28544), 64u);
+        DG_DUMP("fc1.relu_grad", DG_L3(41856), 64u);
     }
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
@@ -710,26 +747,18 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o1_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: fc1.relu_grad (L3, read), whole */
+        /* o0: fc1.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t o0_q[1];
-        /* o1: fc1.relu (L3, read), whole */
+        /* o1: fc1.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { DG_L2(256) };
         dg_dma_q_t o1_q[1];
-        /* o2: fc1.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(512) };
-        void *const o2_l2[1] = { DG_L2(512) };
-        dg_dma_q_t o2_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(41856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(28288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -738,22 +767,21 @@ void RunTrainingNetwork(void *arg)
                 dg_act_grad_args_t args = {
                     .dy = o0_l1[0],
                     .x = o1_l1[0],
-                    .dx = o2_l1[0],
+                    .dx = o0_l1[0],
                     .n = 64u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(41856), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(41856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.out_grad", DG_L3(41856), 64u);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
     {
-        dg_copy(DG_L1(0), DG_L3(41856), 256u); /* fc1.out_grad L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(41856), 256u); /* fc1.relu_grad L3->L1 */
         {
             dg_reduce_args_t args = {
                 .x = DG_L1(0),
@@ -771,29 +799,61 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L3(42240), 32u);
     }
 
-    /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
+    /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1, 1 tile(s) of [32, 64] */
     {
-        dg_copy(DG_L1(8704), DG_L3(41856), 256u); /* fc1.out_grad L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(0), 512u); /* input L3->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(8704),
-                .b = DG_L1(8192),
-                .c = NULL,
-                .y = DG_L1(0),
-                .m = 32u,
-                .n = 64u,
-                .k = 2u,
-                .trans_a = 1u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 512u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.relu_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(8704) };
+        void *const o0_l2[1] = { DG_L2(8704) };
+        dg_dma_q_t o0_q[1];
+        /* o1: input (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc1.weight_grad (L3, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { DG_L2(0) };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_tile_in(DG_L3(41856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(0), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 32u,
+                    .n = 64u,
+                    .k = 2u,
+                    .trans_a = 1u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L3(28288), DG_L1(0), 8192u); /* fc1.weight_grad L1->L3 */
+        dg_tile_out(DG_L3(28288), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.weight_grad", DG_L3(28288), 2048u);
     }
 
@@ -828,10 +888,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(16392) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(14392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(28288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(28256), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -890,10 +950,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(22584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(42240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(28256), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -952,10 +1012,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(8200) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(22712), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(36480), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(28256), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -1014,10 +1074,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(264) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(26808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(42112), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(28256), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -1076,10 +1136,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(2568) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(26936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40576), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(28256), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
@@ -1138,10 +1198,10 @@ void RunTrainingNetwork(void *arg)
         void *const o3_l2[1] = { DG_L2(88) };
         dg_dma_q_t o3_q[1];
         uint32_t t;
-        o0_q[0].n = 0u;
-        o1_q[0].n = 0u;
-        o2_q[0].n = 0u;
-        o3_q[0].n = 0u;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
         dg_tile_in(DG_L3(28216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(42368), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(28256), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
