@@ -795,6 +795,73 @@ def fused_matmul_ta():
     return _matmul((4, 5), (5, 3), fused=(1, 0, 1.0))
 
 
+# Depthwise 3 x 3 row kernels: stride 1 with pad_left 2 (interior tiles of
+# 8, 4, 2 and 1 columns, border columns with one and two taps), stride 2
+# with asymmetric pads; the dX of stride 1 runs the same kernel on dy.
+@case("ort")
+def conv_depthwise_wide():
+    return _conv_case((1, 3, 5, 16), (3, 1, 3, 3), [1, 1], [0, 2, 2, 1], [1, 1], 3, True, False)
+
+
+@case("ort")
+def conv_depthwise_s2():
+    return _conv_case((2, 3, 9, 25), (3, 1, 3, 3), [2, 2], [1, 1, 0, 1], [1, 1], 3, True, False)
+
+
+@case("ort")
+def convgrad_depthwise_wide():
+    return _conv_case((1, 3, 5, 16), (3, 1, 3, 3), [1, 1], [0, 2, 2, 1], [1, 1], 3, True, True)
+
+
+@case("ort")
+def convgrad_depthwise_s2():
+    return _conv_case((2, 3, 9, 25), (3, 1, 3, 3), [2, 2], [1, 1, 0, 1], [1, 1], 3, True, True)
+
+
+# ConvGrad with stride 1 and input channels in blocks of 4: on the 32-bit
+# cores dX runs as the convolution of dy with the flipped weights
+# (dilation, asymmetric pads, groups).
+@case("ort")
+def convgrad_s1_dilated():
+    return _conv_case((2, 8, 6, 9), (5, 8, 3, 3), [1, 1], [1, 2, 0, 1], [1, 2], 1, True, True)
+
+
+@case("ort")
+def convgrad_s1_grouped():
+    return _conv_case((1, 8, 5, 6), (6, 4, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, True)
+
+
+# Conv / Gemm with the fused activation (act = 1: ReLU of the output, bias
+# included): onnxruntime's Conv / Gemm, then ReLU (exact in float32).
+def _relu_of(d):
+    d["out_y"] = np.maximum(d["out_y"], F32(0))
+    d["p_act"] = I([1])
+    return d
+
+
+@case("ort")
+def conv_regular_relu():
+    return _relu_of(_conv_case((1, 5, 6, 11), (6, 5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1,
+                               True, False))
+
+
+@case("ort")
+def conv_depthwise_relu():
+    return _relu_of(_conv_case((1, 4, 6, 13), (4, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 4,
+                               True, False))
+
+
+@case("ort")
+def conv_pointwise_relu():
+    return _relu_of(_conv_case((1, 6, 3, 5), (5, 6, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1,
+                               True, False))
+
+
+@case("ort")
+def gemm_bias_relu():
+    return _relu_of(_gemm(9, 10, 7, 0, 0, 1.0, 1.0, (10,)))
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

@@ -28,6 +28,8 @@ typedef struct {
     uint32_t acc;          /* continue the sums already in y */
     uint32_t last;         /* (panel path) the last channel chunk: add the bias */
     float bias[DG_TILE_M];
+    const float *wflip; /* (panel path) dX form: the weights of the convolution */
+    int fault;          /* the fault hook of the stored outputs */
 } conv_row_t;
 
 /* 4 channels x NR columns starting at ow0, every tap inside the input; SW
@@ -267,7 +269,7 @@ static void conv_row_taps(const dg_conv_args_t *p, conv_row_t *q, uint32_t oh)
                                     {c20, c21, c22, c23}, {c30, c31, c32, c33}};            \
             for (c = 0; c < 4; c++, y += q->y_hw)                                           \
                 for (t = 0; t < (NC); t++)                                                  \
-                    y[t] = q->last ? DG_FAULT(DG_FAULT_CONV, cs[c][t] + q->bias[c])         \
+                    y[t] = q->last ? DG_FAULT(q->fault, cs[c][t] + q->bias[c])         \
                                    : cs[c][t];                                              \
         }                                                                                   \
     }
@@ -316,7 +318,7 @@ static void conv_row_taps(const dg_conv_args_t *p, conv_row_t *q, uint32_t oh)
                                     {c20, c21, c22, c23}, {c30, c31, c32, c33}};            \
             for (c = 0; c < 4; c++, y += q->y_hw)                                           \
                 for (t = 0; t < (NC); t++)                                                  \
-                    y[t] = q->last ? DG_FAULT(DG_FAULT_CONV, cs[c][t] + q->bias[c])         \
+                    y[t] = q->last ? DG_FAULT(q->fault, cs[c][t] + q->bias[c])         \
                                    : cs[c][t];                                              \
         }                                                                                   \
     }
@@ -368,10 +370,10 @@ static DG_NOINLINE void cp_col(const conv_row_t *q, uint32_t ow)
         }
     }
     if (q->last) {
-        a0 = DG_FAULT(DG_FAULT_CONV, a0 + q->bias[0]);
-        a1 = DG_FAULT(DG_FAULT_CONV, a1 + q->bias[1]);
-        a2 = DG_FAULT(DG_FAULT_CONV, a2 + q->bias[2]);
-        a3 = DG_FAULT(DG_FAULT_CONV, a3 + q->bias[3]);
+        a0 = DG_FAULT(q->fault, a0 + q->bias[0]);
+        a1 = DG_FAULT(q->fault, a1 + q->bias[1]);
+        a2 = DG_FAULT(q->fault, a2 + q->bias[2]);
+        a3 = DG_FAULT(q->fault, a3 + q->bias[3]);
     }
     y[0] = a0, y[q->y_hw] = a1, y[2 * q->y_hw] = a2, y[3 * q->y_hw] = a3;
 }
@@ -398,6 +400,25 @@ static void cp_row(const conv_row_t *q, uint32_t lo, uint32_t hi, uint32_t out_w
         cp_col(q, ow);
 }
 
+/* The dX form (p is the convolution of dy with the flipped weights, see
+ * dg_conv_grad_dx_f32): panel entries of its output channels m0 .. m0 + 3
+ * (dX's input channels) and input channels c0 .. c0 + cb - 1 (dY's
+ * channels) from the weights w[m, c, kh, kw] of the original convolution,
+ * kh and kw reversed. */
+static void cp_pack_flipped(const dg_conv_args_t *p, const conv_row_t *q, float *wp, uint32_t m0,
+                            uint32_t c0, uint32_t cb)
+{
+    const uint32_t kk = p->k_h * p->k_w, mg = p->out_c / p->group, cg = p->in_c / p->group;
+    const uint32_t g = m0 / mg;
+    uint32_t cc, t, r;
+    for (cc = 0; cc < cb; cc++)
+        for (r = 0; r < 4; r++) {
+            const float *w = q->wflip + ((g * cg + c0 + cc) * mg + m0 % mg + r) * kk;
+            for (t = 0; t < kk; t++)
+                wp[(cc * kk + t) * 4 + r] = w[kk - 1 - t];
+        }
+}
+
 /* Output rows [oh0, oh1) of the 4 channels from m0 (one sample, one group):
  * q->x is x[n, first channel of the group], q->y is y[n, m0, 0, 0]. */
 static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0, uint32_t oh0,
@@ -413,9 +434,12 @@ static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0,
         q->bias[r] = p->b ? p->b[m0 + r] : 0.0f;
     for (c0 = 0; c0 < cg; c0 += cb) {
         cb = cg - c0 < cbm ? cg - c0 : cbm;
-        for (i = 0; i < cb * kk; i++)
-            for (r = 0; r < 4; r++)
-                wp[i * 4 + r] = w[r * q->wk + c0 * kk + i];
+        if (q->wflip)
+            cp_pack_flipped(p, q, wp, m0, c0, cb);
+        else
+            for (i = 0; i < cb * kk; i++)
+                for (r = 0; r < 4; r++)
+                    wp[i * 4 + r] = w[r * q->wk + c0 * kk + i];
         q->x = x + c0 * q->x_hw;
         q->w = wp;
         q->cg = cb;
@@ -437,6 +461,286 @@ static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0,
 #define DG_CONV_PANEL_FITS(p) 0
 #define conv_rows_panel(p, q, m0, oh0, oh1, lo, hi) ((void)0)
 #endif
+
+/* ---- depthwise 3 x 3 -------------------------------------------------------
+ * One input channel per output channel (group = in_c = out_c), k 3 x 3,
+ * dilation 1, stride 1 or 2: a row kernel keeps the channel's weights of
+ * the rows inside the input in registers and computes 4 outputs of a row
+ * at a time, reading the inputs at immediate offsets. Each output's sum is
+ * (kh, kw) in order from 0.0f (or y), skipping taps outside the input, then
+ * the bias, as in the general path. The dX of a stride-1 depthwise
+ * convolution is the same kernel run on dy with the weights flipped. */
+typedef struct {
+    const float *x; /* x[n, c, 0, 0] */
+    float *y;       /* y[n, c, 0, 0] */
+    float w[9];     /* the channel's weights, row-major */
+    float bias;
+    uint32_t in_h, in_w, out_h, out_w, stride, pad_top, pad_left;
+    uint32_t lo, hi; /* columns whose three taps are inside the input */
+    uint32_t acc, act;
+    int fault;
+} dw3_t;
+
+/* The stored value of one output: bias added, the fault hook, then the
+ * activation (act 1: ReLU). */
+static DG_INLINE float dw3_out(const dw3_t *q, float v)
+{
+    v = DG_FAULT(q->fault, v + q->bias);
+    return q->act == 1 && v < 0.0f ? 0.0f : v;
+}
+
+/* One output column with any of its taps outside the input: nr rows of
+ * taps from xr (the first row inside) with weights w. */
+static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, uint32_t nr,
+                              float *y, uint32_t ow)
+{
+    const int32_t iw0 = (int32_t)(ow * q->stride) - (int32_t)q->pad_left;
+    const int32_t ka = iw0 < 0 ? -iw0 : 0;
+    const int32_t kb = (int32_t)q->in_w - iw0 < 3 ? (int32_t)q->in_w - iw0 : 3;
+    float a = q->acc ? y[ow] : 0.0f;
+    uint32_t r;
+    if (kb <= ka)
+        nr = 0;
+    xr += iw0 + ka, w += ka;
+    for (r = 0; r < nr; r++, xr += q->in_w, w += 3) {
+        a += w[0] * xr[0]; /* the taps in order, kb - ka of them */
+        if (kb - ka > 1)
+            a += w[1] * xr[1];
+        if (kb - ka > 2)
+            a += w[2] * xr[2];
+    }
+    y[ow] = dw3_out(q, a);
+}
+
+#define DW3_TAP(kw, S, NC)                                                                  \
+    {                                                                                       \
+        const float wv = wp[kw];                                                            \
+        c0 += wv * xp[kw];                                                                  \
+        if ((NC) >= 2)                                                                      \
+            c1 += wv * xp[(kw) + (S)];                                                      \
+        if ((NC) >= 4)                                                                      \
+            c2 += wv * xp[(kw) + 2 * (S)], c3 += wv * xp[(kw) + 3 * (S)];                   \
+        if ((NC) == 8) {                                                                    \
+            c4 += wv * xp[(kw) + 4 * (S)], c5 += wv * xp[(kw) + 5 * (S)];                   \
+            c6 += wv * xp[(kw) + 6 * (S)], c7 += wv * xp[(kw) + 7 * (S)];                   \
+        }                                                                                   \
+    }
+#define DW3_STORE(t) y[t] = DG_FAULT(q->fault, c##t + bias);
+
+/* NC (8, 4, 2 or 1) outputs of a row from y, all taps inside the input: nr
+ * input rows from xp, weights w (of the first of those rows), stride S. */
+#define DW3_TILE(NC, S)                                                                     \
+    {                                                                                       \
+        const float *wp = w, *xp = x;                                                       \
+        float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f, c4 = 0.0f, c5 = 0.0f, c6 = 0.0f;  \
+        float c7 = 0.0f;                                                                    \
+        if (acc) {                                                                          \
+            c0 = y[0];                                                                      \
+            if ((NC) >= 2)                                                                  \
+                c1 = y[1];                                                                  \
+            if ((NC) >= 4)                                                                  \
+                c2 = y[2], c3 = y[3];                                                       \
+            if ((NC) == 8)                                                                  \
+                c4 = y[4], c5 = y[5], c6 = y[6], c7 = y[7];                                 \
+        }                                                                                   \
+        for (; wp != wend; wp += 3, xp += in_w) {                                           \
+            DW3_TAP(0, S, NC)                                                               \
+            DW3_TAP(1, S, NC)                                                               \
+            DW3_TAP(2, S, NC)                                                               \
+        }                                                                                   \
+        DW3_STORE(0)                                                                        \
+        if ((NC) >= 2) {                                                                    \
+            DW3_STORE(1)                                                                    \
+        }                                                                                   \
+        if ((NC) >= 4) {                                                                    \
+            DW3_STORE(2) DW3_STORE(3)                                                       \
+        }                                                                                   \
+        if ((NC) == 8) {                                                                    \
+            DW3_STORE(4) DW3_STORE(5) DW3_STORE(6) DW3_STORE(7)                             \
+        }                                                                                   \
+        if (act)                                                                            \
+            for (t = 0; t < (NC); t++)                                                      \
+                y[t] = y[t] < 0.0f ? 0.0f : y[t];                                           \
+        (void)c1, (void)c2, (void)c3, (void)c4, (void)c5, (void)c6, (void)c7;               \
+        y += (NC), x += (NC) * (S);                                                         \
+    }
+
+/* Output rows [oh0, oh1) of one channel: per row the taps kh inside the
+ * input, the border columns one at a time, the interior columns [lo, hi)
+ * in tiles of 8, 4, 2, 1. One call per run of rows keeps the set-up out of
+ * the rows. */
+#define DG_DW3_ROWS(NAME, S)                                                                \
+    static DG_NOINLINE void NAME(const dw3_t *q, uint32_t oh0, uint32_t oh1)                \
+    {                                                                                       \
+        const uint32_t in_w = q->in_w, acc = q->acc, act = q->act == 1;                     \
+        const float bias = q->bias;                                                         \
+        uint32_t oh, ow, t;                                                                 \
+        for (oh = oh0; oh < oh1; oh++) {                                                    \
+            const int32_t ih0 = (int32_t)(oh * q->stride) - (int32_t)q->pad_top;            \
+            const int32_t lo = ih0 < 0 ? -ih0 : 0;                                          \
+            const int32_t hi = ih0 + 3 > (int32_t)q->in_h ? (int32_t)q->in_h - ih0 : 3;     \
+            const uint32_t nr = hi > lo ? (uint32_t)(hi - lo) : 0;                          \
+            const float *xr = q->x + (nr ? (uint32_t)(ih0 + lo) * in_w : 0);                 \
+            const float *w = q->w + (nr ? 3 * lo : 0), *wend = w + 3 * nr, *x;               \
+            float *y = q->y + oh * q->out_w, *yend;                                         \
+            for (ow = 0; ow < q->lo; ow++)                                                  \
+                dw3_col(q, xr, w, nr, y, ow);                                               \
+            x = xr + (q->lo * (S) - q->pad_left);                                           \
+            yend = y + q->hi;                                                               \
+            y += q->lo;                                                                     \
+            while (yend - y >= 8)                                                           \
+                DW3_TILE(8, S)                                                              \
+            if (yend - y >= 4)                                                              \
+                DW3_TILE(4, S)                                                              \
+            if (yend - y >= 2)                                                              \
+                DW3_TILE(2, S)                                                              \
+            if (y != yend)                                                                  \
+                DW3_TILE(1, S)                                                              \
+            y = q->y + oh * q->out_w;                                                       \
+            for (ow = q->hi; ow < q->out_w; ow++)                                           \
+                dw3_col(q, xr, w, nr, y, ow);                                               \
+        }                                                                                   \
+    }
+
+DG_DW3_ROWS(dw3_rows_s1, 1)
+DG_DW3_ROWS(dw3_rows_s2, 2)
+
+/* Does the depthwise 3 x 3 row kernel apply? */
+static int dw3_applies(const dg_conv_args_t *p)
+{
+    return p->group == p->in_c && p->out_c == p->in_c && p->k_h == 3 && p->k_w == 3 &&
+           p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
+           (p->stride_w == 1 || p->stride_w == 2) && p->pad_top <= 2 && p->pad_left <= 2;
+}
+
+/* Depthwise 3 x 3 over x (c channels of in_h x in_w) into y; flip: the dX
+ * form (weights rotated by 180 degrees). Work items are (n, c, output row),
+ * runs of rows of one channel per core. */
+static void dw3_run(const dg_conv_args_t *p, const float *x, float *y, uint32_t in_h, uint32_t in_w,
+                    uint32_t out_h, uint32_t out_w, uint32_t pad_top, uint32_t pad_left,
+                    int flip, int fault)
+{
+    const uint32_t x_hw = in_h * in_w, y_hw = out_h * out_w, s = p->stride_w;
+    dg_range_t r = dg_split(p->batch * p->in_c * out_h);
+    uint32_t it, it_end, i;
+    dw3_t q;
+    q.in_h = in_h, q.in_w = in_w, q.out_h = out_h, q.out_w = out_w;
+    q.stride = s, q.pad_top = pad_top, q.pad_left = pad_left;
+    q.acc = flip ? 0 : p->accumulate;
+    q.act = flip ? 0 : p->act;
+    q.fault = fault;
+    /* interior columns: 0 <= ow * s - pad_left and ow * s - pad_left + 2 < in_w */
+    q.lo = (pad_left + s - 1) / s;
+    q.hi = in_w + pad_left >= 3 ? (in_w + pad_left - 3) / s + 1 : 0;
+    if (q.hi > out_w)
+        q.hi = out_w;
+    if (q.lo > q.hi)
+        q.lo = q.hi;
+    for (it = r.start; it < r.end; it = it_end) {
+        const uint32_t oh0 = it % out_h, nc = it / out_h, c = nc % p->in_c;
+        it_end = it - oh0 + out_h < r.end ? it - oh0 + out_h : r.end;
+        for (i = 0; i < 9; i++)
+            q.w[i] = p->w[c * 9 + (flip ? 8 - i : i)];
+        q.bias = !flip && p->b ? p->b[c] : 0.0f;
+        q.x = x + nc * x_hw;
+        q.y = y + nc * y_hw;
+        (s == 1 ? dw3_rows_s1 : dw3_rows_s2)(&q, oh0, oh0 + (it_end - it));
+    }
+}
+
+/* dW of the depthwise 3 x 3: per channel the 9 sums over (n, oh, ow) in
+ * this order (the general path's order) stay in registers across a row;
+ * rows with all three kh inside the input take the 9 taps at once, the
+ * others one kernel row at a time, interior columns 4 at a time. */
+typedef struct {
+    uint32_t in_w, stride, pad_left, out_w, lo, hi; /* lo, hi: interior columns */
+} dw3w_t;
+
+/* Adds one output row dyr against one input row xr to the three sums of
+ * a kernel row, a[0 .. 3): interior columns 8 at a time, each sum taking
+ * its terms in ow order. */
+#define DW3W_TAP(kw, S, NC)                                                                 \
+    a##kw += d0 * xp[kw];                                                                   \
+    if ((NC) == 8) {                                                                        \
+        a##kw += d1 * xp[(kw) + (S)], a##kw += d2 * xp[(kw) + 2 * (S)];                     \
+        a##kw += d3 * xp[(kw) + 3 * (S)], a##kw += d4 * xp[(kw) + 4 * (S)];                 \
+        a##kw += d5 * xp[(kw) + 5 * (S)], a##kw += d6 * xp[(kw) + 6 * (S)];                 \
+        a##kw += d7 * xp[(kw) + 7 * (S)];                                                   \
+    }
+#define DW3W_TILE(NC, S)                                                                    \
+    {                                                                                       \
+        const float *xp = xr + (ow * (S) - q->pad_left), *dp = dyr + ow;                    \
+        const float d0 = dp[0], d1 = (NC) == 8 ? dp[1] : 0.0f, d2 = (NC) == 8 ? dp[2] : 0.0f; \
+        const float d3 = (NC) == 8 ? dp[3] : 0.0f, d4 = (NC) == 8 ? dp[4] : 0.0f;           \
+        const float d5 = (NC) == 8 ? dp[5] : 0.0f, d6 = (NC) == 8 ? dp[6] : 0.0f;           \
+        const float d7 = (NC) == 8 ? dp[7] : 0.0f;                                          \
+        DW3W_TAP(0, S, NC)                                                                  \
+        DW3W_TAP(1, S, NC)                                                                  \
+        DW3W_TAP(2, S, NC)                                                                  \
+    }
+#define DW3W_COL(kw)                                                                        \
+    if (iw0 + (kw) >= 0 && iw0 + (kw) < (int32_t)q->in_w)                                   \
+        a##kw += d * xr[iw0 + (kw)];
+#define DW3W_BORDER(from, to, S)                                                            \
+    for (ow = (from); ow < (to); ow++) {                                                    \
+        const float d = dyr[ow];                                                            \
+        const int32_t iw0 = (int32_t)(ow * (S)) - (int32_t)q->pad_left;                     \
+        DW3W_COL(0) DW3W_COL(1) DW3W_COL(2)                                                 \
+    }
+
+#define DG_DW3W_ROW(NAME, S)                                                                \
+    static DG_NOINLINE void NAME(const dw3w_t *q, const float *dyr, const float *xr, float *a) \
+    {                                                                                       \
+        float a0 = a[0], a1 = a[1], a2 = a[2];                                              \
+        uint32_t ow;                                                                        \
+        DW3W_BORDER(0, q->lo, S)                                                            \
+        for (; ow + 8 <= q->hi; ow += 8)                                                    \
+            DW3W_TILE(8, S)                                                                 \
+        for (; ow < q->hi; ow++)                                                            \
+            DW3W_TILE(1, S)                                                                 \
+        DW3W_BORDER(q->hi, q->out_w, S)                                                     \
+        a[0] = a0, a[1] = a1, a[2] = a2;                                                    \
+    }
+
+DG_DW3W_ROW(dw3w_row_s1, 1)
+DG_DW3W_ROW(dw3w_row_s2, 2)
+
+/* dW of the depthwise 3 x 3; work items are channels. */
+static void dw3_grad_w(const dg_conv_args_t *p)
+{
+    const uint32_t x_hw = p->in_h * p->in_w, y_hw = p->out_h * p->out_w, s = p->stride_w;
+    dg_range_t r = dg_split(p->in_c);
+    uint32_t c, n, oh, i;
+    dw3w_t q;
+    q.in_w = p->in_w, q.stride = s, q.pad_left = p->pad_left, q.out_w = p->out_w;
+    q.lo = (p->pad_left + s - 1) / s;
+    q.hi = p->in_w + p->pad_left >= 3 ? (p->in_w + p->pad_left - 3) / s + 1 : 0;
+    if (q.hi > p->out_w)
+        q.hi = p->out_w;
+    if (q.lo > q.hi)
+        q.lo = q.hi;
+    for (c = r.start; c < r.end; c++) {
+        float a[9];
+        float *dw = p->dw + c * 9;
+        for (i = 0; i < 9; i++)
+            a[i] = p->accumulate ? dw[i] : 0.0f;
+        for (n = 0; n < p->batch; n++) {
+            const float *x = p->x + (n * p->in_c + c) * x_hw;
+            const float *dy = p->dy + (n * p->out_c + c) * y_hw;
+            for (oh = 0; oh < p->out_h; oh++) {
+                const int32_t ih0 = (int32_t)(oh * s) - (int32_t)p->pad_top;
+                const float *dyr = dy + oh * p->out_w;
+                int32_t kh;
+                for (kh = 0; kh < 3; kh++)
+                    if (ih0 + kh >= 0 && ih0 + kh < (int32_t)p->in_h)
+                        (s == 1 ? dw3w_row_s1 : dw3w_row_s2)(
+                            &q, dyr, x + (uint32_t)(ih0 + kh) * p->in_w, a + 3 * kh);
+            }
+        }
+        for (i = 0; i < 9; i++)
+            dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, a[i]);
+    }
+}
 
 /* Pointwise (1 x 1, stride 1, no padding): per (n, group) a matrix
  * product W[mg, cg] X[cg, h*w]; work items are blocks of output columns. */
@@ -461,9 +765,23 @@ static void conv_pointwise(const dg_conv_args_t *p)
             float *yr = y + (uint32_t)m * hw;
             for (j = j0; j < j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_CONV, yr[j] + bias);
+            if (p->act == 1)
+                for (j = j0; j < j1; j++)
+                    yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
         }
         it += b1 - b0;
     }
+}
+
+/* ReLU (act 1) over `len` outputs of mr channels from y: a pass over the
+ * rows an item has just finished. */
+static void conv_relu(const dg_conv_args_t *p, float *y, uint32_t mr, uint32_t len)
+{
+    const uint32_t y_hw = p->out_h * p->out_w;
+    uint32_t m, i;
+    for (m = 0; m < mr; m++, y += y_hw)
+        for (i = 0; i < len; i++)
+            y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
 
 /* One output row oh of channels m0 .. m0 + mr - 1 of sample n (q->x is
@@ -488,9 +806,11 @@ static void conv_row_blocks(const dg_conv_args_t *p, conv_row_t *q, uint32_t n, 
     }
 }
 
-void dg_conv_f32(void *args)
+/* The general convolution: work items (n, group, block of 4 output
+ * channels, output row), runs of rows of one block per core. wflip: the
+ * dX form (see dg_conv_grad_dx_f32), with every block on the panel path. */
+static void conv_items(const dg_conv_args_t *p, const float *wflip, int fault)
 {
-    const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
     const uint32_t mblocks = (mg + DG_TILE_M - 1) / DG_TILE_M;
     const uint32_t span_w = (p->k_w - 1) * p->dil_w; /* last tap's offset */
@@ -498,11 +818,6 @@ void dg_conv_f32(void *args)
     dg_range_t r;
     conv_row_t q;
     int panel;
-    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
-        conv_pointwise(p);
-        return;
-    }
     /* interior columns: every kw tap inside [0, in_w) */
     ow_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
     if (p->in_w + p->pad_left >= span_w + 1)
@@ -525,6 +840,8 @@ void dg_conv_f32(void *args)
     q.stride_w = p->stride_w;
     q.pad_left = p->pad_left;
     q.acc = p->accumulate;
+    q.wflip = wflip;
+    q.fault = fault;
     panel = DG_CONV_PANEL_FITS(p);
     r = dg_split(p->batch * p->group * mblocks * p->out_h);
     /* runs of items of one (n, group, channel block): output rows oh0.. */
@@ -540,11 +857,30 @@ void dg_conv_f32(void *args)
         if (mr == DG_TILE_M && panel) {
             q.y = p->y + (n * p->out_c + m0) * q.y_hw;
             conv_rows_panel(p, &q, m0, oh0, oh0 + (it_end - it), ow_lo, ow_hi);
-            continue;
+        } else {
+            for (oh = oh0; oh < oh0 + (it_end - it); oh++)
+                conv_row_blocks(p, &q, n, m0, mr, oh, ow_lo, ow_hi);
         }
-        for (oh = oh0; oh < oh0 + (it_end - it); oh++)
-            conv_row_blocks(p, &q, n, m0, mr, oh, ow_lo, ow_hi);
+        if (p->act == 1)
+            conv_relu(p, p->y + (n * p->out_c + m0) * q.y_hw + oh0 * p->out_w, mr,
+                      (it_end - it) * p->out_w);
     }
+}
+
+void dg_conv_f32(void *args)
+{
+    const dg_conv_args_t *p = (const dg_conv_args_t *)args;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_pointwise(p);
+        return;
+    }
+    if (dw3_applies(p)) {
+        dw3_run(p, p->x, p->y, p->in_h, p->in_w, p->out_h, p->out_w, p->pad_top, p->pad_left, 0,
+                DG_FAULT_CONV);
+        return;
+    }
+    conv_items(p, NULL, DG_FAULT_CONV);
 }
 
 /* ---- dX ---------------------------------------------------------------------
@@ -721,6 +1057,36 @@ static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
     }
 }
 
+/* The 32-bit cores (panel path): with stride 1, dx is the convolution of
+ * dy with the weights transposed (dX's channels as outputs) and rotated by
+ * 180 degrees, padding (k - 1) * dil - pad; it runs in the forward's
+ * panels and tiles when its output channels come in blocks of 4. Each
+ * output's sum runs over m, then kh and kw from the last tap to the first.
+ * Returns 0 when it does not apply. */
+static int conv_grad_dx_as_conv(const dg_conv_args_t *p)
+{
+#if defined(__riscv) || defined(DG_CONV_PANEL)
+    dg_conv_args_t f;
+    const uint32_t span_h = (p->k_h - 1) * p->dil_h, span_w = (p->k_w - 1) * p->dil_w;
+    if (p->stride_h != 1 || p->stride_w != 1 || (p->in_c / p->group) % DG_TILE_M != 0 ||
+        p->pad_top > span_h || p->pad_left > span_w || !DG_CONV_PANEL_FITS(p))
+        return 0;
+    memset(&f, 0, sizeof f);
+    f.x = p->dy, f.y = p->dx;
+    f.batch = p->batch, f.group = p->group;
+    f.in_c = p->out_c, f.in_h = p->out_h, f.in_w = p->out_w;
+    f.out_c = p->in_c, f.out_h = p->in_h, f.out_w = p->in_w;
+    f.k_h = p->k_h, f.k_w = p->k_w, f.dil_h = p->dil_h, f.dil_w = p->dil_w;
+    f.stride_h = f.stride_w = 1;
+    f.pad_top = span_h - p->pad_top, f.pad_left = span_w - p->pad_left;
+    conv_items(&f, p->w, DG_FAULT_CONV_GRAD_DX);
+    return 1;
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
 void dg_conv_grad_dx_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
@@ -734,6 +1100,15 @@ void dg_conv_grad_dx_f32(void *args)
     if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
         p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
         conv_grad_dx_pointwise(p);
+        return;
+    }
+    if (conv_grad_dx_as_conv(p))
+        return;
+    if (dw3_applies(p) && p->stride_w == 1) {
+        /* stride 1: dx is the depthwise convolution of dy with the flipped
+         * weights and padding 2 - pad */
+        dw3_run(p, p->dy, p->dx, p->out_h, p->out_w, p->in_h, p->in_w, 2 - p->pad_top,
+                2 - p->pad_left, 1, DG_FAULT_CONV_GRAD_DX);
         return;
     }
     /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
@@ -956,6 +1331,10 @@ void dg_conv_grad_dw_f32(void *args)
     if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
         p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
         conv_grad_dw_pointwise(p);
+        return;
+    }
+    if (dw3_applies(p)) {
+        dw3_grad_w(p);
         return;
     }
     q.y_hw = (uint32_t)p->out_h * p->out_w;

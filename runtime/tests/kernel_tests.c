@@ -115,6 +115,7 @@ static void c_gemm(tc_t *t)
     a.c_stride_n = P("gemm", 6);
     a.alpha = fv(t, "gemm", 0);
     a.beta = fv(t, "gemm", 1);
+    a.act = find(t, "p_", "act") ? P("act", 0) : 0;
     FORK(dg_gemm_f32, &a);
 }
 
@@ -290,6 +291,7 @@ static void conv_params(tc_t *t, dg_conv_args_t *a)
     a->pad_top = P("conv", 13);
     a->pad_left = P("conv", 14);
     a->group = P("conv", 15);
+    a->act = find(t, "p_", "act") ? P("act", 0) : 0;
 }
 
 static void c_conv(tc_t *t)
@@ -735,6 +737,7 @@ static const case_t CASES[] = {
     {"gemm_bias", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"gemm_trans", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"gemm_noc", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"gemm_bias_relu", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"matmul_batched", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
     {"matmul_bcast", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
     {"fused_matmul_trans", NULL, c_fused_matmul, R, 1e-6f, {DG_FAULT_FUSED_MATMUL}},
@@ -753,6 +756,11 @@ static const case_t CASES[] = {
     {"conv_depthwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_pointwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_grouped", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_wide", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_s2", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_regular_relu", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_relu", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_pointwise_relu", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"convgrad_regular_acc", "convgrad_regular", c_conv_grad_acc, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_depthwise_acc", "convgrad_depthwise", c_conv_grad_acc, R, 1e-6f,
@@ -764,6 +772,14 @@ static const case_t CASES[] = {
     {"convgrad_depthwise", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_grouped", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise_wide", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise_s2", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s1_dilated", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s1_grouped", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_pointwise", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
