@@ -52,7 +52,7 @@ typedef struct {
             const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;                           \
             for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
                 const float *xr =                                                           \
-                    xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                    xc + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
                 const float *wr = wc + kh * q->k_w;                                         \
                 for (kw = 0; kw < q->k_w; kw++) {                                           \
                     const float *xb = xr + kw * q->dil_w;                                   \
@@ -92,7 +92,7 @@ typedef struct {
             const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;                           \
             for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
                 const float *xr =                                                           \
-                    xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                    xc + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
                 const float *wr = wc + kh * q->k_w;                                         \
                 for (kw = 0; kw < q->k_w; kw++) {                                           \
                     const float *xb = xr + kw * q->dil_w;                                   \
@@ -138,7 +138,7 @@ static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
         const float *xc = q->x + c * q->x_hw;
         const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;
         for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
-            const float *xr = xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
+            const float *xr = xc + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
             const float *wr = wc + kh * q->k_w;
             for (kw = kw_lo; kw < kw_hi; kw++) {
                 const float xv = xr[(uint32_t)(iw0 + (int32_t)(kw * q->dil_w))];
@@ -1014,7 +1014,7 @@ static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
             const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w + ow_a;
             const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w + kw_a;
             for (i = 0; i < kw_n; i++) {
-                const float v = dyr[-(ptrdiff_t)(i * ow_step)];
+                const float v = dyr[-(int32_t)(i * ow_step)];
                 const uint32_t o = i * kw_step;
                 a0 += v * wr[o];
                 if (mr == DG_TILE_M) {
@@ -1250,7 +1250,7 @@ typedef struct {
                                 acc[r][t] += dyr[r * q->y_hw + ow] * xr[iw];                \
                         }                                                                   \
                     }                                                                       \
-                xp = xr + (ptrdiff_t)((int32_t)(lo * sw) + off[0]);                         \
+                xp = xr + ((int32_t)(lo * sw) + off[0]);                                   \
                 for (ow = lo; ow < hi; ow++) {                                              \
                     float d[MR];                                                            \
                     DG_UNROLL_TILE                                                          \
