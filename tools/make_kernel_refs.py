@@ -862,6 +862,18 @@ def gemm_bias_relu():
     return _relu_of(_gemm(9, 10, 7, 0, 0, 1.0, 1.0, (10,)))
 
 
+# Strided ConvGrad dX in phases (the columns of one kw progression in
+# tiles): 4 input channels a block, strides 2 and 3, a dilated width.
+@case("ort")
+def convgrad_s2_c4():
+    return _conv_case((1, 4, 9, 11), (6, 4, 3, 3), [2, 2], [1, 1, 1, 0], [1, 1], 1, True, True)
+
+
+@case("ort")
+def convgrad_s3_dil2():
+    return _conv_case((1, 4, 10, 17), (3, 4, 3, 3), [1, 3], [0, 2, 1, 1], [1, 2], 1, True, True)
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

@@ -1033,6 +1033,112 @@ static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
     }
 }
 
+/* Strided dX (stride_w > 1): the columns iw = ph, ph + s, ... of one phase
+ * ph share their kw progression kw_a, kw_a + kw_step, ... (kw_n taps);
+ * where every tap's ow is inside dy (a run of the phase's columns), a tile
+ * of NR such columns reads dy at ow_a + t - i * ow_step, t < NR, like the
+ * stride-1 tiles. */
+typedef struct {
+    uint32_t kw_a, kw_n, kw_step, ow_step;
+} dx_phase_t;
+
+#define DG_DXS_TILE(NAME, MR, NR)                                                           \
+    static void NAME(const dx_row_t *q, const dx_phase_t *f, uint32_t iw0, uint32_t ow_a)    \
+    {                                                                                       \
+        float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
+        const uint32_t kk = q->kk, s = q->stride_w;                                         \
+        uint32_t mm, j, i, t;                                                               \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (mm = 0; mm < q->mg; mm++) {                                                    \
+            const float *dyp = q->dy + mm * q->y_hw + ow_a;                                 \
+            const float *wp = q->w + mm * q->wm + f->kw_a;                                  \
+            for (j = 0; j < q->kh_n; j++) {                                                 \
+                const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w;             \
+                const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w;                 \
+                for (i = 0; i < f->kw_n; i++) {                                             \
+                    const float *db = dyr - i * f->ow_step;                                 \
+                    const uint32_t o = i * f->kw_step;                                      \
+                    const float w0 = wr[o];                                                 \
+                    const float w1 = (MR) == 4 ? wr[kk + o] : 0.0f;                         \
+                    const float w2 = (MR) == 4 ? wr[2 * kk + o] : 0.0f;                     \
+                    const float w3 = (MR) == 4 ? wr[3 * kk + o] : 0.0f;                     \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++) {                                            \
+                        const float v = db[t];                                              \
+                        c0[t] += w0 * v;                                                    \
+                        if ((MR) == 4) {                                                    \
+                            c1[t] += w1 * v;                                                \
+                            c2[t] += w2 * v;                                                \
+                            c3[t] += w3 * v;                                                \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++) {                                                        \
+            q->dx[iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c0[t]);                    \
+            if ((MR) == 4) {                                                                \
+                q->dx[q->x_hw + iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c1[t]);      \
+                q->dx[2 * q->x_hw + iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c2[t]);  \
+                q->dx[3 * q->x_hw + iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c3[t]);  \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+DG_DXS_TILE(dxs_4x4, 4, 4)
+DG_DXS_TILE(dxs_1x4, 1, 4)
+
+/* One dX row of cm (1 or 4) channels, stride_w > 1: per phase, the run of
+ * columns with every tap inside dy in tiles of 4 (the last one shifted
+ * back; it recomputes the same values), the rest one column at a time. */
+static void dx_row_strided(const dx_row_t *q, uint32_t cm, uint32_t in_w)
+{
+    const uint32_t s = q->stride_w, dil = q->dil_w, gw = gcd_u32(s, dil);
+    uint32_t ph, u, n, lo, hi;
+    for (ph = 0; ph < s && ph < in_w; ph++) {
+        dx_phase_t f;
+        n = (in_w - ph + s - 1) / s; /* columns of the phase */
+        f.kw_step = s / gw, f.ow_step = dil / gw, f.kw_n = 0;
+        for (f.kw_a = 0; f.kw_a < q->k_w; f.kw_a++)
+            if (((int32_t)(ph + q->pad_left) - (int32_t)(f.kw_a * dil)) % (int32_t)s == 0)
+                break;
+        lo = hi = 0;
+        if (f.kw_a < q->k_w) {
+            /* full columns: tw0 = iw + pad - kw_a dil >= (kw_n - 1) ow_step s
+             * and tw0 / s < out_w */
+            const int32_t need = (int32_t)(((q->k_w - f.kw_a + f.kw_step - 1) / f.kw_step - 1) *
+                                           f.ow_step * s);
+            f.kw_n = (q->k_w - f.kw_a + f.kw_step - 1) / f.kw_step;
+            for (lo = 0; lo < n; lo++)
+                if ((int32_t)(ph + lo * s + q->pad_left) - (int32_t)(f.kw_a * dil) >= need)
+                    break;
+            for (hi = lo; hi < n; hi++)
+                if ((uint32_t)((int32_t)(ph + hi * s + q->pad_left) - (int32_t)(f.kw_a * dil)) / s >=
+                    q->out_w)
+                    break;
+        }
+        for (u = 0; u < n; u++) {
+            const uint32_t iw = ph + u * s;
+            if (u == lo && hi - lo >= 4) {
+                for (;; u += 4) {
+                    uint32_t ow_a;
+                    if (u + 4 > hi)
+                        u = hi - 4;
+                    ow_a = (ph + u * s + q->pad_left - f.kw_a * dil) / s;
+                    cm == DG_TILE_M ? dxs_4x4(q, &f, ph + u * s, ow_a)
+                                    : dxs_1x4(q, &f, ph + u * s, ow_a);
+                    if (u + 4 == hi)
+                        break;
+                }
+                u = hi - 1;
+                continue;
+            }
+            dx_col(q, cm, iw);
+        }
+    }
+}
+
 /* Pointwise: per (n, group) dX[cg, hw] = W^T[cg, mg] dY[mg, hw]. */
 static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
 {
@@ -1162,6 +1268,10 @@ void dg_conv_grad_dx_f32(void *args)
             const uint32_t nr = cm == DG_TILE_M ? DG_TILE_N : 2 * DG_TILE_N;
             q.w = p->w + ((uint32_t)g * mg * cg + c0 + c) * q.kk;
             q.dx = p->dx + (((uint32_t)n * p->in_c + (uint32_t)g * cg + c0 + c) * p->in_h + ih) * p->in_w;
+            if (p->stride_w > 1) {
+                dx_row_strided(&q, cm, p->in_w);
+                continue;
+            }
             for (iw = 0; iw < iw_lo; iw++)
                 dx_col(&q, cm, iw);
             if (iw_hi - iw_lo >= nr) {
