@@ -874,6 +874,22 @@ def convgrad_s3_dil2():
     return _conv_case((1, 4, 10, 17), (3, 4, 3, 3), [1, 3], [0, 2, 1, 1], [1, 2], 1, True, True)
 
 
+# MaxPool without the Indices output (3-wide windows unrolled), stride 1
+# and 2, rows of several 4-output tiles.
+@case("ort")
+def maxpool_k3s1_values():
+    x, os_, r = _maxpool((1, 2, 6, 13), [3, 3], [1, 1], [1, 1, 1, 1])
+    return {"in_x": x, "out_y": r["Y"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [1, 1], [1, 1, 1, 1])}
+
+
+@case("ort")
+def maxpool_k3s2_values():
+    x, os_, r = _maxpool((2, 2, 9, 21), [3, 3], [2, 2], [1, 0, 0, 1])
+    return {"in_x": x, "out_y": r["Y"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [2, 2], [1, 0, 0, 1])}
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

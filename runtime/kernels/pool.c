@@ -104,6 +104,44 @@ DG_MAXPOOL_TILE(maxpool_tile_s1, 8, 1)
 DG_MAXPOOL_TILE(maxpool_tile_s2, 4, 2)
 DG_MAXPOOL_TILE(maxpool_tile_sx, 4, 0)
 
+/* The same for k_w = 3, dil_w = 1: a row's three taps unrolled (window
+ * order kept: the first row's tap 0 starts each chain). */
+#define DG_MAXPOOL_K3(r0, t)                                                                \
+    {                                                                                       \
+        const float *xb = xr + (t) * sw;                                                    \
+        float m = best[t], v;                                                               \
+        if (!(r0)) {                                                                        \
+            v = xb[0];                                                                      \
+            m = v > m ? v : m;                                                              \
+        }                                                                                   \
+        v = xb[1];                                                                          \
+        m = v > m ? v : m;                                                                  \
+        v = xb[2];                                                                          \
+        best[t] = v > m ? v : m;                                                            \
+    }
+#define DG_MAXPOOL_TILE_K3(NAME, SW)                                                        \
+    static void NAME(const maxpool_row_t *q, uint32_t ow0, float *y)                        \
+    {                                                                                       \
+        float best[4];                                                                      \
+        const uint32_t sw = (SW), row = q->dil_h * q->in_w;                                 \
+        const float *xr = q->x + ow0 * sw - q->pad_left +                                   \
+                          (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w;    \
+        uint32_t kh;                                                                        \
+        best[0] = xr[0], best[1] = xr[sw], best[2] = xr[2 * sw], best[3] = xr[3 * sw];      \
+        DG_MAXPOOL_K3(1, 0) DG_MAXPOOL_K3(1, 1) DG_MAXPOOL_K3(1, 2) DG_MAXPOOL_K3(1, 3)     \
+        for (kh = q->kh_lo + 1; kh < q->kh_hi; kh++) {                                      \
+            xr += row;                                                                      \
+            DG_MAXPOOL_K3(0, 0) DG_MAXPOOL_K3(0, 1) DG_MAXPOOL_K3(0, 2) DG_MAXPOOL_K3(0, 3) \
+        }                                                                                   \
+        y[ow0] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[0]);                                     \
+        y[ow0 + 1] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[1]);                                 \
+        y[ow0 + 2] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[2]);                                 \
+        y[ow0 + 3] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[3]);                                 \
+    }
+
+DG_MAXPOOL_TILE_K3(maxpool_k3_s1, 1)
+DG_MAXPOOL_TILE_K3(maxpool_k3_s2, 2)
+
 /* The same with the flat index of each maximum (first one on ties). */
 static void maxpool_tile_idx(const maxpool_row_t *q, uint32_t ow0, float *y, int64_t *idx,
                              int64_t base)
@@ -197,7 +235,8 @@ void dg_maxpool_f32(void *args)
         /* interior tiles (the last one shifted left to end at ow_hi) */
         ow = 0;
         if (q.kh_lo < q.kh_hi) {
-            const uint32_t np = p->indices ? 4 : p->stride_w == 1 ? 8 : 4;
+            const int k3 = p->k_w == 3 && p->dil_w == 1 && p->stride_w <= 2;
+            const uint32_t np = p->indices || k3 ? 4 : p->stride_w == 1 ? 8 : 4;
             int64_t *ip = p->indices ? p->indices + (uint32_t)row * p->out_w : NULL;
             uint32_t o;
             if (ow_hi - ow_lo >= np) {
@@ -206,6 +245,8 @@ void dg_maxpool_f32(void *args)
                         o = ow_hi - np;
                     if (ip)
                         maxpool_tile_idx(&q, o, y, ip, (int64_t)pl * (int64_t)in_hw);
+                    else if (k3)
+                        p->stride_w == 1 ? maxpool_k3_s1(&q, o, y) : maxpool_k3_s2(&q, o, y);
                     else if (p->stride_w == 1)
                         maxpool_tile_s1(&q, o, y);
                     else if (p->stride_w == 2)

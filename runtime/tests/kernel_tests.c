@@ -399,7 +399,7 @@ static void c_maxpool(tc_t *t)
     pool_params(t, &a);
     a.x = IN("x");
     a.y = OUT("y");
-    a.indices = (int64_t *)out_(t, "indices", NULL);
+    a.indices = find(t, "out_", "indices") ? (int64_t *)out_(t, "indices", NULL) : NULL;
     FORK(dg_maxpool_f32, &a);
 }
 
@@ -790,6 +790,8 @@ static const case_t CASES[] = {
     {"maxpool", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"maxpool_ceil_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"maxpool_grad", NULL, c_maxpool_grad, R, 1e-6f, {DG_FAULT_MAXPOOL_GRAD}},
+    {"maxpool_k3s1_values", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_k3s2_values", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y}},
     {"avgpool_excl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_incl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_ceil", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
