@@ -605,6 +605,53 @@ static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, u
 DG_DW3_ROWS(dw3_rows_s1, 1)
 DG_DW3_ROWS(dw3_rows_s2, 2)
 
+/* dX of the depthwise 3 x 3 with stride 2: each dy element scatters its
+ * nine products into its channel's dx plane (one core per plane), rows of
+ * dy in order, kh, then the columns in order; a dx element's sum takes its
+ * terms in (oh, ow) order from 0.0f. */
+static void dw3_grad_x_s2(const dg_conv_args_t *p)
+{
+    const uint32_t x_hw = p->in_h * p->in_w, y_hw = p->out_h * p->out_w, in_w = p->in_w;
+    const uint32_t lo = (p->pad_left + 1) / 2;
+    uint32_t hi = in_w + p->pad_left >= 3 ? (in_w + p->pad_left - 3) / 2 + 1 : 0;
+    dg_range_t r = dg_split(p->batch * p->in_c);
+    uint32_t pl, i, oh, ow, kh;
+    if (hi > p->out_w)
+        hi = p->out_w;
+    for (pl = r.start; pl < r.end; pl++) {
+        const float *w = p->w + (pl % p->in_c) * 9, *dy = p->dy + pl * y_hw;
+        float *dx = p->dx + pl * x_hw;
+        for (i = 0; i < x_hw; i++)
+            dx[i] = 0.0f;
+        for (oh = 0; oh < p->out_h; oh++, dy += p->out_w)
+            for (kh = 0; kh < 3; kh++) {
+                const int32_t ih = (int32_t)(oh * 2 + kh) - (int32_t)p->pad_top;
+                const float w0 = w[3 * kh], w1 = w[3 * kh + 1], w2 = w[3 * kh + 2];
+                float *dxr;
+                if (ih < 0 || ih >= (int32_t)p->in_h)
+                    continue;
+                dxr = dx + (uint32_t)ih * in_w;
+                for (ow = 0; ow < p->out_w; ow++) {
+                    const int32_t iw = (int32_t)(ow * 2) - (int32_t)p->pad_left;
+                    const float d = dy[ow];
+                    if (ow >= lo && ow < hi) {
+                        float *o = dxr + iw;
+                        o[0] += d * w0, o[1] += d * w1, o[2] += d * w2;
+                        continue;
+                    }
+                    if (iw >= 0 && iw < (int32_t)in_w)
+                        dxr[iw] += d * w0;
+                    if (iw + 1 >= 0 && iw + 1 < (int32_t)in_w)
+                        dxr[iw + 1] += d * w1;
+                    if (iw + 2 >= 0 && iw + 2 < (int32_t)in_w)
+                        dxr[iw + 2] += d * w2;
+                }
+            }
+        for (i = 0; i < x_hw; i++)
+            dx[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[i]);
+    }
+}
+
 /* Does the depthwise 3 x 3 row kernel apply? */
 static int dw3_applies(const dg_conv_args_t *p)
 {
@@ -1215,6 +1262,10 @@ void dg_conv_grad_dx_f32(void *args)
          * weights and padding 2 - pad */
         dw3_run(p, p->dy, p->dx, p->out_h, p->out_w, p->in_h, p->in_w, 2 - p->pad_top,
                 2 - p->pad_left, 1, DG_FAULT_CONV_GRAD_DX);
+        return;
+    }
+    if (dw3_applies(p)) {
+        dw3_grad_x_s2(p);
         return;
     }
     /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
