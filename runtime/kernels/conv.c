@@ -789,34 +789,82 @@ static void dw3_grad_w(const dg_conv_args_t *p)
     }
 }
 
+/* Work items of ng independent matrix products of rows x cols outputs
+ * (the pointwise convolution and its gradients): blocks of 4 rows, and the
+ * columns cut into as many chunks (whole tiles wide) as it takes to give
+ * every core an item; one chunk when there are rows enough. An item is
+ * (product, row block, column chunk); the outputs' sums do not depend on
+ * the split. */
+typedef struct {
+    uint32_t rb, cb, cw, rows, cols;
+    dg_range_t r;
+} pw_split_t;
+
+typedef struct {
+    uint32_t k, i0, i1, j0, j1; /* product k, rows [i0, i1), columns [j0, j1) */
+} pw_item_t;
+
+static pw_split_t pw_split(uint32_t ng, uint32_t rows, uint32_t cols)
+{
+    const uint32_t nc = (uint32_t)pi_cl_team_nb_cores();
+    pw_split_t s;
+    uint32_t chunks;
+    s.rows = rows, s.cols = cols;
+    s.rb = (rows + 3) / 4;
+    chunks = ng * s.rb >= nc || s.rb == 0 ? 1 : (nc + ng * s.rb - 1) / (ng * s.rb);
+    s.cw = ((cols + chunks - 1) / chunks + DG_TILE_N - 1) / DG_TILE_N * DG_TILE_N;
+    if (s.cw == 0)
+        s.cw = DG_TILE_N;
+    s.cb = (cols + s.cw - 1) / s.cw;
+    s.r = dg_split(ng * s.rb * s.cb);
+    return s;
+}
+
+/* The item at *it of this core's range, merged with the items after it
+ * that continue its rows (one column chunk: a run of row blocks of one
+ * product becomes one call); advances *it past them. */
+static pw_item_t pw_next(const pw_split_t *s, uint32_t *it)
+{
+    pw_item_t t;
+    const uint32_t per = s->rb * s->cb, rem = *it % per;
+    uint32_t last = *it;
+    if (s->cb == 1)
+        while (last + 1 < s->r.end && (last + 1) % per != 0)
+            last++;
+    t.k = *it / per;
+    t.i0 = rem / s->cb * 4;
+    t.i1 = (last % per) / s->cb * 4 + 4 < s->rows ? (last % per) / s->cb * 4 + 4 : s->rows;
+    t.j0 = rem % s->cb * s->cw;
+    t.j1 = t.j0 + s->cw < s->cols ? t.j0 + s->cw : s->cols;
+    *it = last + 1;
+    return t;
+}
+
 /* Pointwise (1 x 1, stride 1, no padding): per (n, group) a matrix
- * product W[mg, cg] X[cg, h*w]; work items are blocks of output columns. */
+ * product W[mg, cg] X[cg, h*w], then the bias and the activation. */
 static void conv_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t hw = p->out_h * p->out_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
-    dg_range_t r = dg_split(p->batch * p->group * nb);
-    uint32_t it = r.start;
-    while (it < r.end) {
-        const uint32_t ng = it / nb, b0 = it % nb;
-        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
-        const uint32_t n = ng / p->group, g = ng % p->group;
-        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
-        float *y = p->y + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * hw;
+    const uint32_t hw = p->out_h * p->out_w;
+    const pw_split_t sp = pw_split(p->batch * p->group, mg, hw);
+    uint32_t it = sp.r.start;
+    while (it < sp.r.end) {
+        const pw_item_t t = pw_next(&sp, &it);
+        const uint32_t n = t.k / p->group, g = t.k % p->group;
+        float *y = p->y + (n * p->out_c + g * mg) * hw;
         uint32_t m, j;
-        dg_mm_block_f32(p->w + (uint32_t)g * mg * cg, cg, 1,
-                        p->x + ((uint32_t)n * p->in_c + (uint32_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
-                        mg, j1 - j0, cg, p->accumulate != 0);
-        for (m = 0; m < mg; m++) {
+        dg_mm_block_f32(p->w + (g * mg + t.i0) * cg, cg, 1,
+                        p->x + (n * p->in_c + g * cg) * hw + t.j0, hw, 1, y + t.i0 * hw + t.j0,
+                        hw, t.i1 - t.i0, t.j1 - t.j0, cg, p->accumulate != 0);
+        for (m = t.i0; m < t.i1; m++) {
             const float bias = p->b ? p->b[g * mg + m] : 0.0f;
-            float *yr = y + (uint32_t)m * hw;
-            for (j = j0; j < j1; j++)
+            float *yr = y + m * hw;
+            for (j = t.j0; j < t.j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_CONV, yr[j] + bias);
             if (p->act == 1)
-                for (j = j0; j < j1; j++)
+                for (j = t.j0; j < t.j1; j++)
                     yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
         }
-        it += b1 - b0;
     }
 }
 
@@ -1190,23 +1238,20 @@ static void dx_row_strided(const dx_row_t *q, uint32_t cm, uint32_t in_w)
 static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t hw = p->in_h * p->in_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
-    dg_range_t r = dg_split(p->batch * p->group * nb);
-    uint32_t it = r.start;
-    while (it < r.end) {
-        const uint32_t ng = it / nb, b0 = it % nb;
-        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
-        const uint32_t n = ng / p->group, g = ng % p->group;
-        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
-        float *dx = p->dx + ((uint32_t)n * p->in_c + (uint32_t)g * cg) * hw;
+    const uint32_t hw = p->in_h * p->in_w;
+    const pw_split_t sp = pw_split(p->batch * p->group, cg, hw);
+    uint32_t it = sp.r.start;
+    while (it < sp.r.end) {
+        const pw_item_t t = pw_next(&sp, &it);
+        const uint32_t n = t.k / p->group, g = t.k % p->group;
+        float *dx = p->dx + (n * p->in_c + g * cg) * hw;
         uint32_t c, j;
-        dg_mm_block_f32(p->w + (uint32_t)g * mg * cg, 1, cg,
-                        p->dy + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * hw + j0, hw, 1,
-                        dx + j0, hw, cg, j1 - j0, mg, 0);
-        for (c = 0; c < cg; c++)
-            for (j = j0; j < j1; j++)
-                dx[(uint32_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(uint32_t)c * hw + j]);
-        it += b1 - b0;
+        dg_mm_block_f32(p->w + g * mg * cg + t.i0, 1, cg,
+                        p->dy + (n * p->out_c + g * mg) * hw + t.j0, hw, 1,
+                        dx + t.i0 * hw + t.j0, hw, t.i1 - t.i0, t.j1 - t.j0, mg, 0);
+        for (c = t.i0; c < t.i1; c++)
+            for (j = t.j0; j < t.j1; j++)
+                dx[c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[c * hw + j]);
     }
 }
 
@@ -1456,28 +1501,29 @@ DG_DW_TILE(dw_1x4, 1, 4)
 
 /* Pointwise dW: per group dW[mg, cg] = sum over n of dY_n[mg, hw] X_n[cg, hw]^T,
  * through the Gemm tiles with the sum continued from one sample to the
- * next (k = (n, p) in order). The output channels are split. */
+ * next (k = (n, p) in order); the items of pw_split over (group, mg, cg). */
 static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group, hw = p->in_h * p->in_w;
-    const uint32_t dy_n = (uint32_t)p->out_c * hw, x_n = (uint32_t)p->in_c * hw;
-    dg_range_t r = dg_split(p->out_c);
-    uint32_t m = r.start;
-    while (m < r.end) {
-        const uint32_t g = m / mg, m1 = (g + 1) * mg < r.end ? (g + 1) * mg : r.end;
-        float *dw = p->dw + (uint32_t)m * cg;
-        uint32_t n;
-        uint32_t i;
+    const uint32_t dy_n = p->out_c * hw, x_n = p->in_c * hw;
+    const pw_split_t sp = pw_split(p->group, mg, cg);
+    uint32_t it = sp.r.start;
+    while (it < sp.r.end) {
+        const pw_item_t t = pw_next(&sp, &it);
+        const uint32_t g = t.k, m0 = g * mg + t.i0;
+        float *dw = p->dw + m0 * cg;
+        uint32_t n, i, j;
         if (p->batch == 0 && !p->accumulate)
-            for (i = 0; i < (uint32_t)(m1 - m) * cg; i++)
-                dw[i] = 0.0f;
+            for (i = 0; i < t.i1 - t.i0; i++)
+                for (j = t.j0; j < t.j1; j++)
+                    dw[i * cg + j] = 0.0f;
         for (n = 0; n < p->batch; n++)
-            dg_mm_block_f32(p->dy + n * dy_n + (uint32_t)m * hw, hw, 1,
-                            p->x + n * x_n + (uint32_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
-                            n > 0 || p->accumulate);
-        for (i = 0; i < (uint32_t)(m1 - m) * cg; i++)
-            dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i]);
-        m = m1;
+            dg_mm_block_f32(p->dy + n * dy_n + m0 * hw, hw, 1,
+                            p->x + n * x_n + (g * cg + t.j0) * hw, 1, hw, dw + t.j0, cg,
+                            t.i1 - t.i0, t.j1 - t.j0, hw, n > 0 || p->accumulate);
+        for (i = 0; i < t.i1 - t.i0; i++)
+            for (j = t.j0; j < t.j1; j++)
+                dw[i * cg + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i * cg + j]);
     }
 }
 
