@@ -890,6 +890,18 @@ def maxpool_k3s2_values():
             "p_pool": _pool_params(x.shape, os_, [3, 3], [2, 2], [1, 0, 0, 1])}
 
 
+# Depthwise rows of 17 with pad 1: the 8-wide edge tiles that leave out the
+# border columns' missing taps, and one interior column between them.
+@case("ort")
+def conv_depthwise_edges():
+    return _conv_case((1, 2, 4, 17), (2, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, False)
+
+
+@case("ort")
+def convgrad_depthwise_edges():
+    return _conv_case((2, 2, 4, 17), (2, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, True)
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

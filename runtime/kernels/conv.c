@@ -512,24 +512,31 @@ static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, u
     y[ow] = dw3_out(q, a);
 }
 
-#define DW3_TAP(kw, S, NC)                                                                  \
+/* One tap kw of every output of a tile; EL: output 0 has no tap 0 (the
+ * left border column of pad 1), ER: output 7 has no tap 2 (the right
+ * border column). */
+#define DW3_TAP(kw, S, NC, EL, ER)                                                          \
     {                                                                                       \
         const float wv = wp[kw];                                                            \
-        c0 += wv * xp[kw];                                                                  \
+        if (!((EL) && (kw) == 0))                                                           \
+            c0 += wv * xp[kw];                                                              \
         if ((NC) >= 2)                                                                      \
             c1 += wv * xp[(kw) + (S)];                                                      \
         if ((NC) >= 4)                                                                      \
             c2 += wv * xp[(kw) + 2 * (S)], c3 += wv * xp[(kw) + 3 * (S)];                   \
         if ((NC) == 8) {                                                                    \
             c4 += wv * xp[(kw) + 4 * (S)], c5 += wv * xp[(kw) + 5 * (S)];                   \
-            c6 += wv * xp[(kw) + 6 * (S)], c7 += wv * xp[(kw) + 7 * (S)];                   \
+            c6 += wv * xp[(kw) + 6 * (S)];                                                  \
+            if (!((ER) && (kw) == 2))                                                       \
+                c7 += wv * xp[(kw) + 7 * (S)];                                              \
         }                                                                                   \
     }
 #define DW3_STORE(t) y[t] = DG_FAULT(q->fault, c##t + bias);
 
-/* NC (8, 4, 2 or 1) outputs of a row from y, all taps inside the input: nr
- * input rows from xp, weights w (of the first of those rows), stride S. */
-#define DW3_TILE(NC, S)                                                                     \
+/* NC (8, 4, 2 or 1) outputs of a row from y, every tap inside the input
+ * (but those EL / ER leave out): nr input rows from x - ..., weights w (of
+ * the first of those rows), stride S. */
+#define DW3_TILE(NC, S, EL, ER)                                                             \
     {                                                                                       \
         const float *wp = w, *xp = x;                                                       \
         float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f, c4 = 0.0f, c5 = 0.0f, c6 = 0.0f;  \
@@ -544,9 +551,9 @@ static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, u
                 c4 = y[4], c5 = y[5], c6 = y[6], c7 = y[7];                                 \
         }                                                                                   \
         for (; wp != wend; wp += 3, xp += in_w) {                                           \
-            DW3_TAP(0, S, NC)                                                               \
-            DW3_TAP(1, S, NC)                                                               \
-            DW3_TAP(2, S, NC)                                                               \
+            DW3_TAP(0, S, NC, EL, ER)                                                       \
+            DW3_TAP(1, S, NC, EL, ER)                                                       \
+            DW3_TAP(2, S, NC, EL, ER)                                                       \
         }                                                                                   \
         DW3_STORE(0)                                                                        \
         if ((NC) >= 2) {                                                                    \
@@ -566,13 +573,20 @@ static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, u
     }
 
 /* Output rows [oh0, oh1) of one channel: per row the taps kh inside the
- * input, the border columns one at a time, the interior columns [lo, hi)
- * in tiles of 8, 4, 2, 1. One call per run of rows keeps the set-up out of
- * the rows. */
+ * input, the border columns one at a time, the interior columns in tiles
+ * of 8, 4, 2, 1. With pad 1 the first 8 outputs (and, when the row ends
+ * one column into the padding, the last 8) are an 8-wide tile that leaves
+ * out the border column's missing tap. One call per run of rows keeps the
+ * set-up out of the rows. */
 #define DG_DW3_ROWS(NAME, S)                                                                \
     static DG_NOINLINE void NAME(const dw3_t *q, uint32_t oh0, uint32_t oh1)                \
     {                                                                                       \
         const uint32_t in_w = q->in_w, acc = q->acc, act = q->act == 1;                     \
+        const uint32_t el = q->lo == 1 && q->pad_left == 1 && q->hi >= 8;                   \
+        const uint32_t start = el ? 8 : q->lo;                                              \
+        const uint32_t er = q->hi + 1 == q->out_w && q->out_w >= start + 8 &&               \
+                            (q->out_w - 1) * (S) + 2 == in_w + q->pad_left;                 \
+        const uint32_t end = er ? q->out_w - 8 : q->hi;                                     \
         const float bias = q->bias;                                                         \
         uint32_t oh, ow, t;                                                                 \
         for (oh = oh0; oh < oh1; oh++) {                                                    \
@@ -583,19 +597,28 @@ static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, u
             const float *xr = q->x + (nr ? (uint32_t)(ih0 + lo) * in_w : 0);                 \
             const float *w = q->w + (nr ? 3 * lo : 0), *wend = w + 3 * nr, *x;               \
             float *y = q->y + oh * q->out_w, *yend;                                         \
-            for (ow = 0; ow < q->lo; ow++)                                                  \
-                dw3_col(q, xr, w, nr, y, ow);                                               \
-            x = xr + (q->lo * (S) - q->pad_left);                                           \
-            yend = y + q->hi;                                                               \
-            y += q->lo;                                                                     \
+            if (el) {                                                                       \
+                x = xr - 1;                                                                 \
+                DW3_TILE(8, S, 1, 0)                                                        \
+            } else {                                                                        \
+                for (ow = 0; ow < q->lo; ow++)                                              \
+                    dw3_col(q, xr, w, nr, y, ow);                                           \
+                x = xr + (q->lo * (S) - q->pad_left);                                       \
+                y += q->lo;                                                                 \
+            }                                                                               \
+            yend = q->y + oh * q->out_w + end;                                              \
             while (yend - y >= 8)                                                           \
-                DW3_TILE(8, S)                                                              \
+                DW3_TILE(8, S, 0, 0)                                                        \
             if (yend - y >= 4)                                                              \
-                DW3_TILE(4, S)                                                              \
+                DW3_TILE(4, S, 0, 0)                                                        \
             if (yend - y >= 2)                                                              \
-                DW3_TILE(2, S)                                                              \
+                DW3_TILE(2, S, 0, 0)                                                        \
             if (y != yend)                                                                  \
-                DW3_TILE(1, S)                                                              \
+                DW3_TILE(1, S, 0, 0)                                                        \
+            if (er) {                                                                       \
+                DW3_TILE(8, S, 0, 1)                                                        \
+                continue;                                                                   \
+            }                                                                               \
             y = q->y + oh * q->out_w;                                                       \
             for (ow = q->hi; ow < q->out_w; ow++)                                           \
                 dw3_col(q, xr, w, nr, y, ow);                                               \
@@ -696,34 +719,42 @@ static void dw3_run(const dg_conv_args_t *p, const float *x, float *y, uint32_t 
 }
 
 /* dW of the depthwise 3 x 3: per channel the 9 sums over (n, oh, ow) in
- * this order (the general path's order) stay in registers across a row;
- * rows with all three kh inside the input take the 9 taps at once, the
- * others one kernel row at a time, interior columns 4 at a time. */
+ * this order (the general path's order); one call per (n, oh, kh) keeps a
+ * kernel row's three sums in registers across the row, columns in tiles of
+ * 8, 4, 2, 1 (edge tiles with pad 1, as the forward's). */
 typedef struct {
     uint32_t in_w, stride, pad_left, out_w, lo, hi; /* lo, hi: interior columns */
+    uint32_t el, er, start, end; /* edge tiles and the tiled columns between, as dw3 */
 } dw3w_t;
 
-/* Adds one output row dyr against one input row xr to the three sums of
- * a kernel row, a[0 .. 3): interior columns 8 at a time, each sum taking
- * its terms in ow order. */
-#define DW3W_TAP(kw, S, NC)                                                                 \
-    a##kw += d0 * xp[kw];                                                                   \
+/* The terms of tap kw over the NC (8, 4, 2, 1) columns of a tile, in
+ * column order; EL / ER leave out column 0's tap 0 / column 7's tap 2 (the
+ * border columns of pad 1, as in the forward's edge tiles). */
+#define DW3W_TAP(kw, S, NC, EL, ER)                                                         \
+    if (!((EL) && (kw) == 0))                                                               \
+        a##kw += d0 * xp[kw];                                                               \
+    if ((NC) >= 2)                                                                          \
+        a##kw += d1 * xp[(kw) + (S)];                                                       \
+    if ((NC) >= 4)                                                                          \
+        a##kw += d2 * xp[(kw) + 2 * (S)], a##kw += d3 * xp[(kw) + 3 * (S)];                 \
     if ((NC) == 8) {                                                                        \
-        a##kw += d1 * xp[(kw) + (S)], a##kw += d2 * xp[(kw) + 2 * (S)];                     \
-        a##kw += d3 * xp[(kw) + 3 * (S)], a##kw += d4 * xp[(kw) + 4 * (S)];                 \
-        a##kw += d5 * xp[(kw) + 5 * (S)], a##kw += d6 * xp[(kw) + 6 * (S)];                 \
-        a##kw += d7 * xp[(kw) + 7 * (S)];                                                   \
+        a##kw += d4 * xp[(kw) + 4 * (S)], a##kw += d5 * xp[(kw) + 5 * (S)];                 \
+        a##kw += d6 * xp[(kw) + 6 * (S)];                                                   \
+        if (!((ER) && (kw) == 2))                                                           \
+            a##kw += d7 * xp[(kw) + 7 * (S)];                                               \
     }
-#define DW3W_TILE(NC, S)                                                                    \
+#define DW3W_TILE(NC, S, EL, ER)                                                            \
     {                                                                                       \
-        const float *xp = xr + (ow * (S) - q->pad_left), *dp = dyr + ow;                    \
-        const float d0 = dp[0], d1 = (NC) == 8 ? dp[1] : 0.0f, d2 = (NC) == 8 ? dp[2] : 0.0f; \
-        const float d3 = (NC) == 8 ? dp[3] : 0.0f, d4 = (NC) == 8 ? dp[4] : 0.0f;           \
-        const float d5 = (NC) == 8 ? dp[5] : 0.0f, d6 = (NC) == 8 ? dp[6] : 0.0f;           \
-        const float d7 = (NC) == 8 ? dp[7] : 0.0f;                                          \
-        DW3W_TAP(0, S, NC)                                                                  \
-        DW3W_TAP(1, S, NC)                                                                  \
-        DW3W_TAP(2, S, NC)                                                                  \
+        const float *xp = xr + ((int32_t)(ow * (S)) - (int32_t)q->pad_left), *dp = dyr + ow; \
+        const float d0 = dp[0], d1 = (NC) >= 2 ? dp[1] : 0.0f;                              \
+        const float d2 = (NC) >= 4 ? dp[2] : 0.0f, d3 = (NC) >= 4 ? dp[3] : 0.0f;           \
+        const float d4 = (NC) == 8 ? dp[4] : 0.0f, d5 = (NC) == 8 ? dp[5] : 0.0f;           \
+        const float d6 = (NC) == 8 ? dp[6] : 0.0f, d7 = (NC) == 8 ? dp[7] : 0.0f;           \
+        DW3W_TAP(0, S, NC, EL, ER)                                                          \
+        DW3W_TAP(1, S, NC, EL, ER)                                                          \
+        DW3W_TAP(2, S, NC, EL, ER)                                                          \
+        (void)d1, (void)d2, (void)d3, (void)d4, (void)d5, (void)d6, (void)d7;               \
+        ow += (NC);                                                                         \
     }
 #define DW3W_COL(kw)                                                                        \
     if (iw0 + (kw) >= 0 && iw0 + (kw) < (int32_t)q->in_w)                                   \
@@ -735,17 +766,29 @@ typedef struct {
         DW3W_COL(0) DW3W_COL(1) DW3W_COL(2)                                                 \
     }
 
+/* Adds one output row dyr against one input row xr to the three sums of
+ * a kernel row, a[0 .. 3): each sum takes its terms in ow order. */
 #define DG_DW3W_ROW(NAME, S)                                                                \
     static DG_NOINLINE void NAME(const dw3w_t *q, const float *dyr, const float *xr, float *a) \
     {                                                                                       \
         float a0 = a[0], a1 = a[1], a2 = a[2];                                              \
-        uint32_t ow;                                                                        \
-        DW3W_BORDER(0, q->lo, S)                                                            \
-        for (; ow + 8 <= q->hi; ow += 8)                                                    \
-            DW3W_TILE(8, S)                                                                 \
-        for (; ow < q->hi; ow++)                                                            \
-            DW3W_TILE(1, S)                                                                 \
-        DW3W_BORDER(q->hi, q->out_w, S)                                                     \
+        uint32_t ow = 0;                                                                    \
+        if (q->el)                                                                          \
+            DW3W_TILE(8, S, 1, 0)                                                           \
+        else                                                                                \
+            DW3W_BORDER(0, q->lo, S)                                                        \
+        while (ow + 8 <= q->end)                                                            \
+            DW3W_TILE(8, S, 0, 0)                                                           \
+        if (ow + 4 <= q->end)                                                               \
+            DW3W_TILE(4, S, 0, 0)                                                           \
+        if (ow + 2 <= q->end)                                                               \
+            DW3W_TILE(2, S, 0, 0)                                                           \
+        if (ow < q->end)                                                                    \
+            DW3W_TILE(1, S, 0, 0)                                                           \
+        if (q->er)                                                                          \
+            DW3W_TILE(8, S, 0, 1)                                                           \
+        else                                                                                \
+            DW3W_BORDER(q->hi, q->out_w, S)                                                 \
         a[0] = a0, a[1] = a1, a[2] = a2;                                                    \
     }
 
@@ -766,6 +809,11 @@ static void dw3_grad_w(const dg_conv_args_t *p)
         q.hi = p->out_w;
     if (q.lo > q.hi)
         q.lo = q.hi;
+    q.el = q.lo == 1 && p->pad_left == 1 && q.hi >= 8;
+    q.start = q.el ? 8 : q.lo;
+    q.er = q.hi + 1 == p->out_w && p->out_w >= q.start + 8 &&
+           (p->out_w - 1) * s + 2 == p->in_w + p->pad_left;
+    q.end = q.er ? p->out_w - 8 : q.hi;
     for (c = r.start; c < r.end; c++) {
         float a[9];
         float *dw = p->dw + c * 9;
