@@ -902,6 +902,24 @@ def convgrad_depthwise_edges():
     return _conv_case((2, 2, 4, 17), (2, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, True)
 
 
+# MaxPool with Indices through the 3-wide tiles: ties (values on a grid of
+# halves), so the first maximum in window order must win; strides 2 and 1.
+@case("ort")
+def maxpool_k3s2_idx_ties():
+    x = (np.round(rnd(2, 2, 7, 19) * 2) / 2).astype(F32)
+    x, os_, r = _maxpool((2, 2, 7, 19), [3, 3], [2, 2], [1, 1, 1, 1], x=x)
+    return {"in_x": x, "out_y": r["Y"], "out_indices": r["I"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [2, 2], [1, 1, 1, 1])}
+
+
+@case("ort")
+def maxpool_k3s1_idx_ties():
+    x = (np.round(rnd(1, 2, 5, 14) * 2) / 2).astype(F32)
+    x, os_, r = _maxpool((1, 2, 5, 14), [3, 3], [1, 1], [0, 1, 1, 0], x=x)
+    return {"in_x": x, "out_y": r["Y"], "out_indices": r["I"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [1, 1], [0, 1, 1, 0])}
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

@@ -196,6 +196,54 @@ static void maxpool_tile_idx(const maxpool_row_t *q, uint32_t ow0, float *y, int
     idx[ow0 + 3] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i3);
 }
 
+/* The same with the flat index of each maximum, k_w = 3, dil_w = 1: o is
+ * the plane offset of the row's first tap of output 0. */
+#define DG_MAXPOOL_IDX_K3(r0, t)                                                            \
+    {                                                                                       \
+        const float *xb = xr + (t) * sw;                                                    \
+        const int32_t ot = o + (int32_t)((t) * sw);                                         \
+        float v;                                                                            \
+        if (!(r0)) {                                                                        \
+            v = xb[0];                                                                      \
+            if (v > b##t)                                                                   \
+                b##t = v, i##t = ot;                                                        \
+        }                                                                                   \
+        v = xb[1];                                                                          \
+        if (v > b##t)                                                                       \
+            b##t = v, i##t = ot + 1;                                                        \
+        v = xb[2];                                                                          \
+        if (v > b##t)                                                                       \
+            b##t = v, i##t = ot + 2;                                                        \
+    }
+
+static void maxpool_tile_idx_k3(const maxpool_row_t *q, uint32_t ow0, float *y, int64_t *idx,
+                                int64_t base)
+{
+    const uint32_t sw = q->stride_w, row = q->dil_h * q->in_w;
+    int32_t o = (q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * (int32_t)q->in_w +
+                (int32_t)(ow0 * sw) - (int32_t)q->pad_left;
+    const float *xr = q->x + o;
+    float b0 = xr[0], b1 = xr[sw], b2 = xr[2 * sw], b3 = xr[3 * sw];
+    int32_t i0 = o, i1 = o + (int32_t)sw, i2 = o + 2 * (int32_t)sw, i3 = o + 3 * (int32_t)sw;
+    uint32_t kh;
+    DG_MAXPOOL_IDX_K3(1, 0) DG_MAXPOOL_IDX_K3(1, 1) DG_MAXPOOL_IDX_K3(1, 2) DG_MAXPOOL_IDX_K3(1, 3)
+    for (kh = q->kh_lo + 1; kh < q->kh_hi; kh++) {
+        xr += row, o += (int32_t)row;
+        DG_MAXPOOL_IDX_K3(0, 0)
+        DG_MAXPOOL_IDX_K3(0, 1)
+        DG_MAXPOOL_IDX_K3(0, 2)
+        DG_MAXPOOL_IDX_K3(0, 3)
+    }
+    y[ow0] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b0);
+    y[ow0 + 1] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b1);
+    y[ow0 + 2] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b2);
+    y[ow0 + 3] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b3);
+    idx[ow0] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i0);
+    idx[ow0 + 1] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i1);
+    idx[ow0 + 2] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i2);
+    idx[ow0 + 3] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i3);
+}
+
 void dg_maxpool_f32(void *args)
 {
     const dg_pool_args_t *p = (const dg_pool_args_t *)args;
@@ -243,7 +291,9 @@ void dg_maxpool_f32(void *args)
                 for (o = ow_lo;; o += np) {
                     if (o + np > ow_hi)
                         o = ow_hi - np;
-                    if (ip)
+                    if (ip && k3)
+                        maxpool_tile_idx_k3(&q, o, y, ip, (int64_t)pl * (int64_t)in_hw);
+                    else if (ip)
                         maxpool_tile_idx(&q, o, y, ip, (int64_t)pl * (int64_t)in_hw);
                     else if (k3)
                         p->stride_w == 1 ? maxpool_k3_s1(&q, o, y) : maxpool_k3_s2(&q, o, y);

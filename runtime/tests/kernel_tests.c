@@ -795,6 +795,8 @@ static const case_t CASES[] = {
     {"maxpool_grad", NULL, c_maxpool_grad, R, 1e-6f, {DG_FAULT_MAXPOOL_GRAD}},
     {"maxpool_k3s1_values", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y}},
     {"maxpool_k3s2_values", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_k3s2_idx_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
+    {"maxpool_k3s1_idx_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"avgpool_excl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_incl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_ceil", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
