@@ -920,6 +920,13 @@ def maxpool_k3s1_idx_ties():
             "p_pool": _pool_params(x.shape, os_, [3, 3], [1, 1], [0, 1, 1, 0])}
 
 
+# Strided ConvGrad dX with more output channels than one weight panel holds
+# (12 x 4 taps x 4 channels): the partial sums wait in dx between chunks.
+@case("ort")
+def convgrad_s2_m12():
+    return _conv_case((1, 4, 7, 13), (12, 4, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, True, True)
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

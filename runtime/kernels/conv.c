@@ -1232,13 +1232,100 @@ typedef struct {
 DG_DXS_TILE(dxs_4x4, 4, 4)
 DG_DXS_TILE(dxs_1x4, 1, 4)
 
+#define DXS_FMA4(r, wv, xa, xb, xc, xd)                                                     \
+    c##r##0 += wv * xa, c##r##1 += wv * xb, c##r##2 += wv * xc, c##r##3 += wv * xd;
+
+/* The 4-channel columns of a phase on the 32-bit cores' footing: the
+ * weights of the phase's taps (kh, then kw, in the order of dxs_1x4) for
+ * the 4 channels are packed, a few output channels m at a time, into a
+ * panel read at immediate offsets, and the taps' dY offsets listed once;
+ * the 16 sums stay in scalars. Between chunks of m the partial sums wait
+ * in dx (the order of each sum is unchanged). */
+#define DG_DXS_PANEL 128
+
+static DG_NOINLINE void dxs_panel_tile(const dx_row_t *q, const float *w, const int32_t *doff,
+                                       uint32_t nt, uint32_t mb, const float *dyp, uint32_t iw0,
+                                       uint32_t acc, uint32_t last)
+{
+    const uint32_t s = q->stride_w;
+    float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f, c12 = 0.0f;
+    float c13 = 0.0f, c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f, c30 = 0.0f, c31 = 0.0f;
+    float c32 = 0.0f, c33 = 0.0f;
+    float *dx = q->dx + iw0;
+    uint32_t mm, t, i;
+    if (acc) {
+        const float *d1 = dx + q->x_hw, *d2 = d1 + q->x_hw, *d3 = d2 + q->x_hw;
+        c00 = dx[0], c01 = dx[s], c02 = dx[2 * s], c03 = dx[3 * s];
+        c10 = d1[0], c11 = d1[s], c12 = d1[2 * s], c13 = d1[3 * s];
+        c20 = d2[0], c21 = d2[s], c22 = d2[2 * s], c23 = d2[3 * s];
+        c30 = d3[0], c31 = d3[s], c32 = d3[2 * s], c33 = d3[3 * s];
+    }
+    for (mm = 0; mm < mb; mm++, dyp += q->y_hw)
+        for (t = 0; t < nt; t++, w += 4) {
+            const float *db = dyp + doff[t];
+            const float v0 = db[0], v1 = db[1], v2 = db[2], v3 = db[3];
+            const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+            DXS_FMA4(0, w0, v0, v1, v2, v3)
+            DXS_FMA4(1, w1, v0, v1, v2, v3)
+            DXS_FMA4(2, w2, v0, v1, v2, v3)
+            DXS_FMA4(3, w3, v0, v1, v2, v3)
+        }
+    {
+        const float cs[4][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},
+                                {c20, c21, c22, c23}, {c30, c31, c32, c33}};
+        for (i = 0; i < 4; i++, dx += q->x_hw)
+            for (t = 0; t < 4; t++)
+                dx[t * s] = last ? DG_FAULT(DG_FAULT_CONV_GRAD_DX, cs[i][t]) : cs[i][t];
+    }
+}
+
+/* Columns [u0, u1) (at least 4) of phase ph, 4 channels, every tap inside
+ * dY, in 4-column tiles. With every m in one panel chunk the last tile is
+ * shifted back to end at u1 (it recomputes the same values); otherwise the
+ * columns past the last whole tile are left. Returns how many columns from
+ * u0 it computed, 0 when the taps do not fit the panel. */
+static uint32_t dxs_run_panel(const dx_row_t *q, const dx_phase_t *f, uint32_t ph, uint32_t u0,
+                              uint32_t u1)
+{
+    float wp[DG_DXS_PANEL];
+    int32_t doff[DG_DXS_PANEL / 4];
+    uint32_t woff[DG_DXS_PANEL / 4];
+    const uint32_t nt = q->kh_n * f->kw_n, s = q->stride_w, kk = q->kk;
+    uint32_t m0, mb, mm, t, r, j, i, u, end = u1;
+    if (nt == 0 || 4 * nt > DG_DXS_PANEL)
+        return 0;
+    if (q->mg > DG_DXS_PANEL / (4 * nt))
+        end = u0 + (u1 - u0) / 4 * 4;
+    for (j = 0, t = 0; j < q->kh_n; j++)
+        for (i = 0; i < f->kw_n; i++, t++) {
+            doff[t] = (int32_t)((q->oh_a - j * q->oh_step) * q->out_w) - (int32_t)(i * f->ow_step);
+            woff[t] = (q->kh_a + j * q->kh_step) * q->k_w + f->kw_a + i * f->kw_step;
+        }
+    for (m0 = 0; m0 < q->mg; m0 += mb) {
+        mb = q->mg - m0 < DG_DXS_PANEL / (4 * nt) ? q->mg - m0 : DG_DXS_PANEL / (4 * nt);
+        for (mm = 0; mm < mb; mm++)
+            for (t = 0; t < nt; t++)
+                for (r = 0; r < 4; r++)
+                    wp[(mm * nt + t) * 4 + r] = q->w[(m0 + mm) * q->wm + r * kk + woff[t]];
+        for (u = u0; u < end; u += 4) {
+            uint32_t ow_a;
+            if (u + 4 > end)
+                u = end - 4;
+            ow_a = (ph + u * s + q->pad_left - f->kw_a * q->dil_w) / s;
+            dxs_panel_tile(q, wp, doff, nt, mb, q->dy + m0 * q->y_hw + ow_a, ph + u * s, m0 > 0,
+                           m0 + mb == q->mg);
+        }
+    }
+    return end - u0;
+}
+
 /* One dX row of cm (1 or 4) channels, stride_w > 1: per phase, the run of
  * columns with every tap inside dy in tiles of 4 (the last one shifted
  * back; it recomputes the same values), the rest one column at a time. */
 static void dx_row_strided(const dx_row_t *q, uint32_t cm, uint32_t in_w)
 {
     const uint32_t s = q->stride_w, dil = q->dil_w, gw = gcd_u32(s, dil);
-    uint32_t ph, u, n, lo, hi;
+    uint32_t ph, u, n, lo, hi, done;
     for (ph = 0; ph < s && ph < in_w; ph++) {
         dx_phase_t f;
         n = (in_w - ph + s - 1) / s; /* columns of the phase */
@@ -1261,8 +1348,19 @@ static void dx_row_strided(const dx_row_t *q, uint32_t cm, uint32_t in_w)
                     q->out_w)
                     break;
         }
+        /* columns [lo, lo + done) computed in panels; the rest of the run
+         * by one array tile ending at hi (it recomputes the same values) */
+        done = cm == DG_TILE_M && hi - lo >= 4 ? dxs_run_panel(q, &f, ph, lo, hi) : 0;
+        if (done && done < hi - lo) {
+            dxs_4x4(q, &f, ph + (hi - 4) * s, (ph + (hi - 4) * s + q->pad_left - f.kw_a * dil) / s);
+            done = hi - lo;
+        }
         for (u = 0; u < n; u++) {
             const uint32_t iw = ph + u * s;
+            if (u == lo && done) {
+                u += done - 1;
+                continue;
+            }
             if (u == lo && hi - lo >= 4) {
                 for (;; u += 4) {
                     uint32_t ow_a;

@@ -788,6 +788,8 @@ static const case_t CASES[] = {
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_s3_dil2", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s2_m12", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_pointwise", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"maxpool", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
