@@ -464,12 +464,12 @@ static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0,
 
 /* ---- depthwise 3 x 3 -------------------------------------------------------
  * One input channel per output channel (group = in_c = out_c), k 3 x 3,
- * dilation 1, stride 1 or 2: a row kernel keeps the channel's weights of
- * the rows inside the input in registers and computes 4 outputs of a row
- * at a time, reading the inputs at immediate offsets. Each output's sum is
- * (kh, kw) in order from 0.0f (or y), skipping taps outside the input, then
- * the bias, as in the general path. The dX of a stride-1 depthwise
- * convolution is the same kernel run on dy with the weights flipped. */
+ * dilation 1, stride 1 or 2: one call per run of output rows of a channel
+ * computes each row in tiles of up to 8 outputs, reading inputs and
+ * weights at immediate offsets. Each output's sum is (kh, kw) in order
+ * from 0.0f (or y), skipping taps outside the input, then the bias, as in
+ * the general path. The dX of a stride-1 depthwise convolution is the same
+ * kernel run on dy with the weights rotated by 180 degrees. */
 typedef struct {
     const float *x; /* x[n, c, 0, 0] */
     float *y;       /* y[n, c, 0, 0] */
@@ -534,8 +534,9 @@ static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, u
 #define DW3_STORE(t) y[t] = DG_FAULT(q->fault, c##t + bias);
 
 /* NC (8, 4, 2 or 1) outputs of a row from y, every tap inside the input
- * (but those EL / ER leave out): nr input rows from x - ..., weights w (of
- * the first of those rows), stride S. */
+ * but those EL / ER leave out: the input rows from x (the first row inside,
+ * at the column of output 0's tap 0), weights w .. wend (of those rows),
+ * stride S. */
 #define DW3_TILE(NC, S, EL, ER)                                                             \
     {                                                                                       \
         const float *wp = w, *xp = x;                                                       \
@@ -1431,6 +1432,31 @@ static int conv_grad_dx_as_conv(const dg_conv_args_t *p)
 #endif
 }
 
+/* The dX forms with kernels of their own (pointwise, stride 1 as a
+ * convolution on the panel path, depthwise 3 x 3); 0 for the general path. */
+static int conv_grad_dx_special(const dg_conv_args_t *p)
+{
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_grad_dx_pointwise(p);
+        return 1;
+    }
+    if (conv_grad_dx_as_conv(p))
+        return 1;
+    if (dw3_applies(p) && p->stride_w == 1) {
+        /* stride 1: dx is the depthwise convolution of dy with the flipped
+         * weights and padding 2 - pad */
+        dw3_run(p, p->dy, p->dx, p->out_h, p->out_w, p->in_h, p->in_w, 2 - p->pad_top,
+                2 - p->pad_left, 1, DG_FAULT_CONV_GRAD_DX);
+        return 1;
+    }
+    if (dw3_applies(p)) {
+        dw3_grad_x_s2(p);
+        return 1;
+    }
+    return 0;
+}
+
 void dg_conv_grad_dx_f32(void *args)
 {
     const dg_conv_args_t *p = (const dg_conv_args_t *)args;
@@ -1441,24 +1467,8 @@ void dg_conv_grad_dx_f32(void *args)
     uint32_t iw_lo = 0, iw_hi = 0, it;
     dg_range_t r;
     dx_row_t q;
-    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
-        conv_grad_dx_pointwise(p);
+    if (conv_grad_dx_special(p))
         return;
-    }
-    if (conv_grad_dx_as_conv(p))
-        return;
-    if (dw3_applies(p) && p->stride_w == 1) {
-        /* stride 1: dx is the depthwise convolution of dy with the flipped
-         * weights and padding 2 - pad */
-        dw3_run(p, p->dy, p->dx, p->out_h, p->out_w, p->in_h, p->in_w, 2 - p->pad_top,
-                2 - p->pad_left, 1, DG_FAULT_CONV_GRAD_DX);
-        return;
-    }
-    if (dw3_applies(p)) {
-        dw3_grad_x_s2(p);
-        return;
-    }
     /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
     if (p->stride_w == 1 && p->out_w > p->pad_left) {
         iw_lo = span_w > p->pad_left ? span_w - p->pad_left : 0;
