@@ -32,6 +32,8 @@ pub struct Report {
     pub loss: Option<String>,
     pub params: Vec<crate::ir::roles::ParamRoles>,
     pub optimizer: Option<GraphReport>,
+    /// The training step deploygen derived from `train.toml`, when it did.
+    pub derived: Option<crate::ir::train::Derived>,
     /// Import and lowering warnings (both graphs), one line each.
     pub warnings: Vec<String>,
 }
@@ -138,6 +140,7 @@ pub fn report(model: &Model) -> Report {
             inputs: values(og, &og.inputs, |n| r.optimizer.get(n).copied(), true),
             outputs: values(og, &og.outputs, |n| r.optimizer.get(n).copied(), true),
         }),
+        derived: model.derived.clone(),
         warnings: g.warnings.iter().chain(model.optimizer.iter().flat_map(|og| &og.warnings)).cloned().collect(),
     }
 }
@@ -258,6 +261,9 @@ pub fn text(model: &Model) -> String {
             let _ = writeln!(o, "  {}  ->  {}", p.name, parts.join(", "));
         }
     }
+    if let Some(d) = &r.derived {
+        derived_text(&mut o, d);
+    }
     if let Some(opt) = &r.optimizer {
         let ops: Vec<String> = opt.ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
         let _ =
@@ -272,6 +278,39 @@ pub fn text(model: &Model) -> String {
         }
     }
     o
+}
+
+/// The derived training step: what was added, what trains, what it costs.
+fn derived_text(o: &mut String, d: &crate::ir::train::Derived) {
+    let Some(spec) = &d.spec else { return };
+    let _ = writeln!(o, "\nderived training step (from {})", spec.source);
+    let _ = writeln!(
+        o,
+        "  loss {} on '{}', labels '{}'; optimizer {} (lr {}), accumulation {}",
+        spec.loss.name(),
+        spec.logits.as_deref().unwrap_or("the only float output"),
+        spec.labels,
+        spec.optimizer.name(),
+        spec.learning_rate,
+        spec.accumulation_steps
+    );
+    let _ = writeln!(
+        o,
+        "  nodes: {} forward, {} added (loss, backward, accumulation), {} optimizer",
+        d.forward_nodes, d.nodes_added, d.optimizer_nodes
+    );
+    let _ = writeln!(o, "  trainable ({}): {}", d.trainable.len(), d.trainable.join(", "));
+    let frozen = if d.frozen.is_empty() { "none".to_string() } else { d.frozen.join(", ") };
+    let _ = writeln!(o, "  frozen ({}): {frozen}  (no gradient, no buffer)", d.frozen.len());
+    if !d.state_inputs.is_empty() {
+        let _ = writeln!(o, "  updated as training state: {}", d.state_inputs.join(", "));
+    }
+    let _ = writeln!(
+        o,
+        "  gradient buffers {}, optimizer state {}",
+        human_bytes(d.gradient_buffer_bytes as usize),
+        human_bytes(d.optimizer_state_bytes as usize)
+    );
 }
 
 fn dot_escape(s: &str) -> String {

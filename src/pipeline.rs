@@ -143,11 +143,19 @@ pub struct Options {
     pub bind: BindOptions,
     pub emit: EmitOptions,
     pub data: Data,
+    /// Training flags over the model's `train.toml`.
+    pub train: import::TrainRequest,
 }
 
 impl Options {
     pub fn new(plan: PlanOptions) -> Options {
-        Options { plan, bind: BindOptions::default(), emit: EmitOptions::default(), data: Data::Optional }
+        Options {
+            plan,
+            bind: BindOptions::default(),
+            emit: EmitOptions::default(),
+            data: Data::Optional,
+            train: import::TrainRequest::default(),
+        }
     }
 }
 
@@ -191,7 +199,7 @@ pub struct Planned {
 /// import → lower → bind → check → plan, without emission.
 pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
     let mut t = vec![];
-    let raw = timed(&mut t, "import", Stage::Import, || import::load(path))?;
+    let raw = timed(&mut t, "import", Stage::Import, || import::load_with(path, &o.train))?;
     let model = timed(&mut t, "lower", Stage::Import, || lower::lower(raw))?;
     let binding = timed(&mut t, "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {

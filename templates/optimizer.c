@@ -25,6 +25,21 @@ const uint32_t DeeployOptNetwork_num_inputs = {{ f.opt_inputs.len() }}u;
 void *DeeployOptNetwork_outputs[{{ f.opt_outputs.len().max(1) }}];
 const uint32_t DeeployOptNetwork_num_outputs = {{ f.opt_outputs.len() }}u;
 void *DeeployOptNetwork_learning_rate;
+{%- if !f.opt_state.is_empty() %}
+
+/* Optimizer state starts at zero, in whichever memory level it lives. */
+static void zero_fill(void *dst, uint32_t n)
+{
+    static const uint8_t zeros[64];
+    uint8_t *d = (uint8_t *)dst;
+    while (n > 0) {
+        const uint32_t k = n < (uint32_t)sizeof zeros ? n : (uint32_t)sizeof zeros;
+        dg_copy(d, zeros, k);
+        d += k;
+        n -= k;
+    }
+}
+{%- endif %}
 
 int InitOptimizerNetwork(void)
 {
@@ -33,6 +48,9 @@ int InitOptimizerNetwork(void)
 {%- endfor %}
 {%- for e in f.opt_outputs %}
     DeeployOptNetwork_outputs[{{ loop.index0 }}] = {{ e.expr }};
+{%- endfor %}
+{%- for e in f.opt_state %}
+    zero_fill({{ e.expr }}, {{ e.bytes }}u); /* {{ e.name }} */
 {%- endfor %}
 {%- match f.lr_expr %}
 {%- when Some with (e) %}

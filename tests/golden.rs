@@ -23,27 +23,31 @@ struct Case {
     level: &'static str,
     /// `--l2-image` (the ResNet-8 case stages its weights through L3).
     l2_image: Option<u64>,
+    /// `--no-tiling`: the untiled plan, kept for comparison.
+    untiled: bool,
 }
 
 const CASES: &[Case] = &[
-    Case { model: "simple_mlp", platform: "GAP9", level: "L2", l2_image: None },
-    Case { model: "simple_mlp", platform: "GAP9", level: "L3", l2_image: None },
-    Case { model: "simple_mlp", platform: "Siracusa", level: "L2", l2_image: None },
-    Case { model: "simple_mlp", platform: "Siracusa", level: "L3", l2_image: None },
-    Case { model: "simple_mlp", platform: "host", level: "L2", l2_image: None },
+    Case { model: "simple_mlp", platform: "GAP9", level: "L2", l2_image: None, untiled: false },
+    Case { model: "simple_mlp", platform: "GAP9", level: "L3", l2_image: None, untiled: false },
+    Case { model: "simple_mlp", platform: "GAP9", level: "L2", l2_image: None, untiled: true },
+    Case { model: "simple_mlp", platform: "Siracusa", level: "L2", l2_image: None, untiled: false },
+    Case { model: "simple_mlp", platform: "Siracusa", level: "L3", l2_image: None, untiled: false },
+    Case { model: "simple_mlp", platform: "host", level: "L2", l2_image: None, untiled: false },
     // The L2 image holds 362,904 B of test data; 420,000 B leaves room for
     // all but one weight: baked, l3-staged and (evicted) l3-hex together.
-    Case { model: "resnet8", platform: "GAP9", level: "L2", l2_image: Some(420_000) },
-    Case { model: "resnet8", platform: "GAP9", level: "L3", l2_image: None },
-    Case { model: "cct", platform: "GAP9", level: "L3", l2_image: None },
-    Case { model: "kws_cnn", platform: "GAP9", level: "L2", l2_image: None },
-    Case { model: "kws_cnn", platform: "host", level: "L3", l2_image: None },
-    Case { model: "cnn_inline_sgd", platform: "GAP9", level: "L2", l2_image: None },
-    Case { model: "cnn_inline_sgd", platform: "Siracusa", level: "L3", l2_image: None },
+    Case { model: "resnet8", platform: "GAP9", level: "L2", l2_image: Some(420_000), untiled: false },
+    Case { model: "resnet8", platform: "GAP9", level: "L3", l2_image: None, untiled: false },
+    Case { model: "cct", platform: "GAP9", level: "L3", l2_image: None, untiled: false },
+    Case { model: "kws_cnn", platform: "GAP9", level: "L2", l2_image: None, untiled: false },
+    Case { model: "kws_cnn", platform: "host", level: "L3", l2_image: None, untiled: false },
+    Case { model: "cnn_inline_sgd", platform: "GAP9", level: "L2", l2_image: None, untiled: false },
+    Case { model: "cnn_inline_sgd", platform: "Siracusa", level: "L3", l2_image: None, untiled: false },
 ];
 
 fn golden_dir(c: &Case) -> PathBuf {
-    common::root().join("golden").join(c.model).join(format!("{}-{}", c.platform, c.level))
+    let tag = if c.untiled { "-untiled" } else { "" };
+    common::root().join("golden").join(c.model).join(format!("{}-{}{tag}", c.platform, c.level))
 }
 
 fn args(c: &Case) -> BuildArgs {
@@ -52,6 +56,7 @@ fn args(c: &Case) -> BuildArgs {
         platform: c.platform.into(),
         default_mem: Some(c.level.into()),
         l2_image: c.l2_image,
+        no_tiling: c.untiled,
         ..Default::default()
     }
 }

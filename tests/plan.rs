@@ -446,6 +446,18 @@ fn l3_operands_are_staged_per_node() {
     for platform in ["GAP9", "Siracusa"] {
         let p = plan_of(&m, platform, Level::L3);
         for n in p.nodes.iter().filter(|n| n.exec.is_some()) {
+            if let Some(t) = &n.tiling {
+                // Tiled: every L3 operand passes through its own L2 stages.
+                for o in &t.operands {
+                    assert_eq!(o.home, Level::L3);
+                    assert_eq!(o.l2_stage.len(), o.l1.len(), "node '{}'", n.name);
+                    for &s in &o.l2_stage {
+                        let sb = &p.buffers[s];
+                        assert_eq!((sb.level, sb.kind, sb.start, sb.end), (Level::L2, Kind::Staging, n.step, n.step));
+                    }
+                }
+                continue;
+            }
             for o in &n.operands {
                 assert_eq!(o.home, Level::L3);
                 match n.exec {

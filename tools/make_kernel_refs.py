@@ -795,6 +795,50 @@ def fused_matmul_ta():
     return _matmul((4, 5), (5, 3), fused=(1, 0, 1.0))
 
 
+# The optimizer steps of derived training (src/ops/training.rs).
+@case("numpy")
+def momentum_sgd():
+    # PyTorch's SGD with momentum, in float32 (the references of derived
+    # training run the same formula as an ONNX graph on onnxruntime)
+    w, g, v = rnd(33), rnd(33), rnd(33)
+    lr, mu, wd = F32(0.05), F32(0.9), F32(0.01)
+    v_out = (mu * v + (g + wd * w)).astype(F32)
+    return {"in_w": w, "in_g": g, "in_velocity": v, "out_w": (w - lr * v_out).astype(F32),
+            "out_velocity": v_out, "f_hyper": Fv([lr, mu, wd])}
+
+
+def _adamw_ort(w, g, m, v, lr, step, b1, b2, eps, wd):
+    """com.microsoft AdamWOptimizer (adam_mode 1, correct_bias 1) over
+    one-member sequences: (w, m, v) after the step numbered `step`."""
+    ins = [helper.make_tensor_value_info(n, F, list(w.shape)) for n in "wgmv"]
+    ins += [helper.make_tensor_value_info("lr", F, []), helper.make_tensor_value_info("step", L, [])]
+    nodes = [helper.make_node("SequenceConstruct", [n], [n + "s"]) for n in "wgmv"]
+    nodes.append(helper.make_node("AdamWOptimizer", ["lr", "step", "ws", "gs", "ms", "vs"], ["flag", "wo", "mo", "vo"],
+                                  domain="com.microsoft", alpha=b1, beta=b2, epsilon=eps, weight_decay=wd,
+                                  adam_mode=1, correct_bias=1))
+    nodes.append(helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("z", L, [], [0])))
+    outs = []
+    for n in ("wo", "mo", "vo"):
+        nodes.append(helper.make_node("SequenceAt", [n, "zero"], [n + "_t"]))
+        outs.append(helper.make_tensor_value_info(n + "_t", F, list(w.shape)))
+    m_ = helper.make_model(helper.make_graph(nodes, "adamw", ins, outs),
+                           opset_imports=[helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)])
+    m_.ir_version = 9
+    sess = ort.InferenceSession(m_.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, {"w": w, "g": g, "m": m, "v": v, "lr": np.array(lr, F32), "step": np.array(step, np.int64)})
+
+
+@case("ort")
+def adamw_step3():
+    # onnxruntime numbers the steps from 1; the kernel keeps the count of
+    # steps done (2 here) and advances it
+    w, g, m, v = rnd(40), rnd(40), rnd(40), rnd(40, lo=0.0, hi=0.5)
+    hyper = (F32(0.01), F32(0.9), F32(0.999), F32(1e-6), F32(0.01))
+    wo, mo, vo = _adamw_ort(w, g, m, v, hyper[0], 3, *hyper[1:])
+    return {"in_w": w, "in_g": g, "in_m": m, "in_v": v, "in_step": I([2]), "out_w": wo, "out_m": mo,
+            "out_v": vo, "out_step": I([3]), "f_hyper": Fv(hyper)}
+
+
 # Depthwise 3 x 3 row kernels: stride 1 with pad_left 2 (interior tiles of
 # 8, 4, 2 and 1 columns, border columns with one and two taps), stride 2
 # with asymmetric pads; the dX of stride 1 runs the same kernel on dy.

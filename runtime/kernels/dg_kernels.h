@@ -65,6 +65,8 @@ enum dg_fault_id {
     DG_FAULT_REDUCE_SUM, DG_FAULT_REDUCE_MEAN,
     DG_FAULT_COPY, DG_FAULT_STRIDED_COPY, DG_FAULT_CONCAT,
     DG_FAULT_ACCUMULATE, DG_FAULT_SGD,
+    DG_FAULT_MOMENTUM_W, DG_FAULT_MOMENTUM_V,
+    DG_FAULT_ADAMW_W, DG_FAULT_ADAMW_M, DG_FAULT_ADAMW_V,
     DG_FAULT_COUNT
 };
 
@@ -531,6 +533,42 @@ typedef struct {
     const float *lr_ptr;
 } dg_sgd_args_t;
 void dg_sgd_f32(void *args);
+
+/* SGD with momentum (PyTorch's, dampening 0): g' = g + weight_decay * w;
+ * velocity = momentum * velocity + g' (in place, starts at 0);
+ * w_out = w - lr * velocity (w_out may alias w). */
+typedef struct {
+    const float *w;
+    const float *g;
+    float *velocity;
+    float *w_out;
+    uint32_t n;
+    float lr;
+    float momentum;
+    float weight_decay;
+} dg_momentum_sgd_args_t;
+void dg_momentum_sgd_f32(void *args);
+
+/* AdamW as onnxruntime's AdamWOptimizer (adam_mode 1, correct_bias 1):
+ * t = ++*step (in place, starts at 0); m = beta1 m + (1 - beta1) g;
+ * v = beta2 v + (1 - beta2) g^2 (m, v in place, start at 0);
+ * w -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon);
+ * then w -= lr * weight_decay * w. w_out may alias w. */
+typedef struct {
+    const float *w;
+    const float *g;
+    float *m;
+    float *v;
+    int64_t *step;
+    float *w_out;
+    uint32_t n;
+    float lr;
+    float beta1;
+    float beta2;
+    float epsilon;
+    float weight_decay;
+} dg_adamw_args_t;
+void dg_adamw_f32(void *args);
 
 /* ######################################################################
  * Second-wave operators (fp32). Same calling convention as above.

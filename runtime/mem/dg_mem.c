@@ -166,6 +166,118 @@ void dg_copy(void *dst, const void *src, size_t n)
     }
 }
 
+/* ---- tiles ------------------------------------------------------------- */
+static pi_cl_dma_cmd_t *dg_dma_slot(dg_dma_q_t *q)
+{
+    if (q->n == DG_DMA_CMDS)
+        dg_dma_wait(q);
+    return &q->cmd[q->n++];
+}
+
+void dg_dma_wait(dg_dma_q_t *q)
+{
+    uint32_t i;
+    for (i = 0; i < q->n; i++)
+        pi_cl_dma_cmd_wait(&q->cmd[i]);
+    q->n = 0;
+}
+
+/* `lines` lines of `run` bytes, `stride` apart in L2, packed in L1: 2-D
+ * commands below 64 KiB each, 1-D chunks where the lines are contiguous
+ * or too long. */
+static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t lines, uint32_t stride,
+                         int to_l1, dg_dma_q_t *q)
+{
+    pi_cl_dma_dir_e dir = to_l1 ? PI_CL_DMA_DIR_EXT2LOC : PI_CL_DMA_DIR_LOC2EXT;
+    uint32_t i, k, done;
+    if (lines == 1 || stride == run) {
+        uint32_t total = run * lines;
+        for (done = 0; done < total; done += k) {
+            k = total - done < DG_DMA_CHUNK ? total - done : DG_DMA_CHUNK;
+            pi_cl_dma_cmd((uintptr_t)(ext + done), (uintptr_t)(loc + done), k, dir, dg_dma_slot(q));
+        }
+    } else if (run <= 0xFFFFu) {
+        uint32_t per = 0xFFFFu / run;
+        for (i = 0; i < lines; i += k) {
+            k = lines - i < per ? lines - i : per;
+            pi_cl_dma_cmd_2d((uintptr_t)(ext + (size_t)i * stride), (uintptr_t)(loc + (size_t)i * run),
+                             k * run, stride, run, dir, dg_dma_slot(q));
+        }
+    } else {
+        for (i = 0; i < lines; i++)
+            dg_dma_lines(ext + (size_t)i * stride, loc + (size_t)i * run, run, 1, run, to_l1, q);
+    }
+}
+
+/* Offsets of group (i1, i2) of n[0] lines: in the tensor and packed. */
+static uint32_t dg_box_ext(const dg_box_t *b, uint32_t i1, uint32_t i2)
+{
+    return b->off + i1 * b->s[1] + i2 * b->s[2];
+}
+
+static uint32_t dg_box_loc(const dg_box_t *b, uint32_t i1, uint32_t i2)
+{
+    return (i2 * b->n[1] + i1) * b->n[0] * b->run;
+}
+
+/* The RAM side of an L3 part, waited: L3 <-> the packed L2 stage. */
+static void dg_ram_box(uint32_t l3, uint8_t *stage, const dg_box_t *b, int read)
+{
+    pi_cl_ram_req_t req;
+    uint32_t bytes = b->run * b->n[0], i1, i2;
+    for (i2 = 0; i2 < b->n[2]; i2++)
+        for (i1 = 0; i1 < b->n[1]; i1++) {
+        uint32_t eo = dg_box_ext(b, i1, i2), lo = dg_box_loc(b, i1, i2);
+        if (b->n[0] == 1 || b->s[0] == b->run) {
+            if (read)
+                pi_cl_ram_read(&dg_ram_dev, l3 + eo, stage + lo, bytes, &req);
+            else
+                pi_cl_ram_write(&dg_ram_dev, l3 + eo, stage + lo, bytes, &req);
+        } else if (read) {
+            pi_cl_ram_read_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, &req);
+        } else {
+            pi_cl_ram_write_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, &req);
+        }
+        if (read)
+            pi_cl_ram_read_wait(&req);
+        else
+            pi_cl_ram_write_wait(&req);
+        }
+}
+
+static uint32_t dg_box_bytes(const dg_box_t *b) { return b->run * b->n[0] * b->n[1] * b->n[2]; }
+
+void dg_tile_in(const void *home, void *stage, void *l1, const dg_box_t *b, dg_dma_q_t *q)
+{
+    uint8_t *h, *s = (uint8_t *)stage, *l = (uint8_t *)l1;
+    uint32_t i1, i2;
+    memcpy(&h, &home, sizeof h); /* the DMA takes a non-const address */
+    if (stage != NULL) {
+        dg_ram_box((uint32_t)(uintptr_t)home, s, b, 1);
+        dg_dma_lines(s, l, dg_box_bytes(b), 1, 0, 1, q);
+        return;
+    }
+    for (i2 = 0; i2 < b->n[2]; i2++)
+        for (i1 = 0; i1 < b->n[1]; i1++)
+            dg_dma_lines(h + dg_box_ext(b, i1, i2), l + dg_box_loc(b, i1, i2), b->run, b->n[0], b->s[0], 1, q);
+}
+
+void dg_tile_out(void *home, void *stage, const void *l1, const dg_box_t *b, dg_dma_q_t *q)
+{
+    uint8_t *h = (uint8_t *)home, *s = (uint8_t *)stage, *l;
+    uint32_t i1, i2;
+    memcpy(&l, &l1, sizeof l);
+    if (stage != NULL) {
+        dg_dma_lines(s, l, dg_box_bytes(b), 1, 0, 0, q);
+        dg_dma_wait(q);
+        dg_ram_box((uint32_t)(uintptr_t)home, s, b, 0);
+        return;
+    }
+    for (i2 = 0; i2 < b->n[2]; i2++)
+        for (i1 = 0; i1 < b->n[1]; i1++)
+            dg_dma_lines(h + dg_box_ext(b, i1, i2), l + dg_box_loc(b, i1, i2), b->run, b->n[0], b->s[0], 0, q);
+}
+
 /* ---- files: the readfs flash image (a folder on the host emulation) ---- */
 typedef pi_fs_file_t dg_file_t;
 

@@ -67,6 +67,42 @@ int dg_mem_level(const void *ptr);
  * buffer for L3 -> L3 and L1 <-> L3. Not reentrant (one static stage). */
 void dg_copy(void *dst, const void *src, size_t n);
 
+/* ---- tiles: operand parts through the cluster DMA ----------------------
+ * Called from the cluster controller, outside any team fork.
+ *
+ * One operand part as byte runs (deploygen's plan/tile.rs writes them):
+ * `run` contiguous bytes at byte offset `off` of the tensor, repeated n[0]
+ * times s[0] bytes apart, that n[1] times s[1] apart, that n[2] times s[2]
+ * apart. In L1 the part is packed. */
+typedef struct {
+    uint32_t off, run;
+    uint32_t n[3];
+    uint32_t s[3];
+} dg_box_t;
+
+/* Commands in flight per queue; a full queue is waited for first. */
+#ifndef DG_DMA_CMDS
+#define DG_DMA_CMDS 8
+#endif
+/* Largest 1-D command: the SDK truncates 1-D copies of 64 KiB or more. */
+#define DG_DMA_CHUNK 32768u
+typedef struct {
+    pi_cl_dma_cmd_t cmd[DG_DMA_CMDS];
+    uint32_t n;
+} dg_dma_q_t;
+
+/* Starts fetching a part of `home` into the L1 buffer `l1` on queue q.
+ * `home` in L2: DMA straight from it. `home` in L3: the part is first read
+ * into the L2 buffer `stage` (packed; the RAM read is waited here), then
+ * DMA'd from there. The data is in L1 only after dg_dma_wait(q). */
+void dg_tile_in(const void *home, void *stage, void *l1, const dg_box_t *b, dg_dma_q_t *q);
+/* Starts writing the L1 buffer `l1` back to its part of `home` on queue q
+ * (through `stage` when `home` is in L3; that path completes here). The
+ * buffer may be refilled only after dg_dma_wait(q). */
+void dg_tile_out(void *home, void *stage, const void *l1, const dg_box_t *b, dg_dma_q_t *q);
+/* Waits for every command of q. */
+void dg_dma_wait(dg_dma_q_t *q);
+
 #ifdef __cplusplus
 }
 #endif

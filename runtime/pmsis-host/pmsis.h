@@ -171,6 +171,18 @@ struct pi_hyperram_conf {
 void pi_default_ram_conf_init(struct pi_default_ram_conf *conf);
 void pi_hyperram_conf_init(struct pi_hyperram_conf *conf);
 
+/* A transfer the emulation defers until it is waited for (cluster DMA and
+ * cluster RAM requests; see "cluster DMA" below). */
+typedef struct dg_host_xfer_s {
+    struct dg_host_xfer_s *next;
+    int pending;
+    int ram; /* 0: cluster DMA (ext L2, loc L1); 1: RAM (ext L3, loc L1/L2) */
+    int to_loc;
+    uintptr_t ext;
+    uintptr_t loc;
+    uint32_t size, stride, length;
+} dg_host_xfer_t;
+
 typedef struct pi_cl_ram_req_s {
     struct pi_device *device;
     void *addr;
@@ -178,6 +190,7 @@ typedef struct pi_cl_ram_req_s {
     uint32_t size;
     uint8_t done;
     unsigned char ext2loc;
+    dg_host_xfer_t xfer;
 } pi_cl_ram_req_t;
 
 typedef struct pi_cl_ram_alloc_req_s {
@@ -227,6 +240,47 @@ static inline void pi_cl_ram_write(struct pi_device *device, uint32_t pi_ram_add
 }
 static inline void pi_cl_ram_read_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
 static inline void pi_cl_ram_write_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
+/* 2-D: `size` bytes in lines of `length` bytes, `stride` bytes apart in
+ * L3; the local buffer is contiguous. */
+void pi_cl_ram_copy_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
+                       uint32_t stride, uint32_t length, int ext2loc, pi_cl_ram_req_t *req);
+static inline void pi_cl_ram_read_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
+                                     uint32_t size, uint32_t stride, uint32_t length,
+                                     pi_cl_ram_req_t *req)
+{
+    pi_cl_ram_copy_2d(device, pi_ram_addr, addr, size, stride, length, 1, req);
+}
+static inline void pi_cl_ram_write_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
+                                      uint32_t size, uint32_t stride, uint32_t length,
+                                      pi_cl_ram_req_t *req)
+{
+    pi_cl_ram_copy_2d(device, pi_ram_addr, addr, size, stride, length, 0, req);
+}
+
+/* ---- cluster DMA: pmsis/cluster/dma/cl_dma.h ------------------------------
+ * Between L2 (`ext`) and L1 (`loc`). The chips take uint32_t addresses;
+ * the emulation takes uintptr_t so host pointers fit (callers cast with
+ * (uintptr_t), as wide as uint32_t on the chips). As on the chips, a 1-D
+ * copy's size and a 2-D line's length are 16-bit: larger ones are
+ * truncated.
+ *
+ * Mistakes are made visible: a copy (DMA or cluster RAM request) moves its
+ * bytes only when it is waited for (pi_cl_dma_cmd_wait, pi_cl_dma_flush,
+ * pi_cl_ram_*_wait), so reading before the wait reads stale data; with
+ * DG_HOST_DMA=random in the environment each pending copy moves at a
+ * random point between its issue and its wait (at a later transfer call,
+ * DG_HOST_DMA_SEED seeding the choice), so refilling a buffer that is
+ * still read gives wrong results. */
+typedef enum { PI_CL_DMA_DIR_LOC2EXT = 0, PI_CL_DMA_DIR_EXT2LOC = 1 } pi_cl_dma_dir_e;
+typedef struct pi_cl_dma_cmd_s {
+    dg_host_xfer_t xfer;
+} pi_cl_dma_cmd_t;
+void pi_cl_dma_cmd(uintptr_t ext, uintptr_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                   pi_cl_dma_cmd_t *cmd);
+void pi_cl_dma_cmd_2d(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                      pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd);
+void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd);
+void pi_cl_dma_flush(void);
 
 /* ---- flash and the read-only file system: bsp/flash, bsp/fs/readfs ------
  * The emulated readfs image is a folder: the directory named by the

@@ -1020,21 +1020,202 @@ void pi_cl_ram_free(struct pi_device *device, uint32_t chunk, uint32_t size,
 
 int32_t pi_cl_ram_free_wait(pi_cl_ram_free_req_t *req) { return req->error ? -1 : 0; }
 
+/* ---- deferred transfers: cluster RAM requests and cluster DMA ------------ */
+static pthread_mutex_t g_xfer_lock = PTHREAD_MUTEX_INITIALIZER;
+static dg_host_xfer_t *g_pending;
+static int g_xfer_mode = -1; /* 0: at the wait; 1: at a random point */
+static unsigned long g_xfer_rand = 1;
+
+static int xfer_random(void)
+{
+    if (g_xfer_mode < 0) {
+        const char *m = getenv("DG_HOST_DMA");
+        const char *seed = getenv("DG_HOST_DMA_SEED");
+        g_xfer_mode = (m != NULL && strcmp(m, "random") == 0);
+        if (seed != NULL)
+            g_xfer_rand = strtoul(seed, NULL, 10) | 1u;
+    }
+    return g_xfer_mode;
+}
+
+static unsigned xfer_coin(void)
+{
+    g_xfer_rand = g_xfer_rand * 1103515245ul + 12345ul;
+    return (unsigned)(g_xfer_rand >> 16) & 3u;
+}
+
+/* Moves one transfer's bytes, line by line. */
+static void xfer_move(dg_host_xfer_t *x)
+{
+    uint32_t done, k;
+    for (done = 0; done < x->size; done += k) {
+        uint32_t line = done / x->length;
+        k = x->size - done < x->length ? x->size - done : x->length;
+        uintptr_t ext = x->ext + (uintptr_t)line * x->stride;
+        void *loc = (void *)(x->loc + done);
+        if (x->ram)
+            l3_copy((uint32_t)ext, loc, k, x->to_loc);
+        else if (x->to_loc)
+            memcpy(loc, (const void *)ext, k);
+        else
+            memcpy((void *)ext, loc, k);
+    }
+    x->pending = 0;
+}
+
+static void xfer_unlink(dg_host_xfer_t *x)
+{
+    dg_host_xfer_t **p = &g_pending;
+    while (*p != NULL && *p != x)
+        p = &(*p)->next;
+    if (*p == x)
+        *p = x->next;
+    x->next = NULL;
+}
+
+/* Under DG_HOST_DMA=random, some pending transfers complete now. */
+static void xfer_progress(void)
+{
+    dg_host_xfer_t **p = &g_pending;
+    if (!xfer_random())
+        return;
+    while (*p != NULL) {
+        dg_host_xfer_t *x = *p;
+        if (xfer_coin() == 0) {
+            *p = x->next;
+            x->next = NULL;
+            xfer_move(x);
+        } else {
+            p = &x->next;
+        }
+    }
+}
+
+static void xfer_issue(dg_host_xfer_t *x)
+{
+    pthread_mutex_lock(&g_xfer_lock);
+    if (x->pending)
+        xfer_unlink(x); /* a command struct reused before its wait */
+    xfer_progress();
+    x->pending = 1;
+    x->next = g_pending;
+    g_pending = x;
+    pthread_mutex_unlock(&g_xfer_lock);
+}
+
+static void xfer_wait(dg_host_xfer_t *x)
+{
+    pthread_mutex_lock(&g_xfer_lock);
+    xfer_progress();
+    if (x->pending) {
+        xfer_unlink(x);
+        xfer_move(x);
+    }
+    pthread_mutex_unlock(&g_xfer_lock);
+}
+
+static void xfer_ram(pi_cl_ram_req_t *req, uint32_t addr, void *loc, uint32_t size, uint32_t stride,
+                     uint32_t length, int ext2loc)
+{
+    dg_host_xfer_t *x = &req->xfer;
+    ensure_init();
+    require_cluster(ext2loc ? "pi_cl_ram_read" : "pi_cl_ram_write");
+    req->addr = loc;
+    req->pi_ram_addr = addr;
+    req->size = size;
+    req->ext2loc = (unsigned char)ext2loc;
+    req->done = 0;
+    if (size == 0)
+        return;
+    if (loc == NULL || length == 0)
+        dg_host_fatal("cluster RAM transfer with a NULL local buffer or a zero line length");
+    x->ram = 1;
+    x->to_loc = ext2loc;
+    x->ext = addr;
+    x->loc = (uintptr_t)loc;
+    x->size = size;
+    x->stride = stride;
+    x->length = length;
+    xfer_issue(x);
+}
+
 void pi_cl_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
                     int ext2loc, pi_cl_ram_req_t *req)
 {
-    ensure_init();
-    require_cluster(ext2loc ? "pi_cl_ram_read" : "pi_cl_ram_write");
     req->device = device;
-    req->addr = addr;
-    req->pi_ram_addr = pi_ram_addr;
-    req->size = size;
-    req->ext2loc = (unsigned char)ext2loc;
-    l3_copy(pi_ram_addr, addr, size, ext2loc);
+    xfer_ram(req, pi_ram_addr, addr, size, size, size ? size : 1, ext2loc);
+}
+
+void pi_cl_ram_copy_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
+                       uint32_t stride, uint32_t length, int ext2loc, pi_cl_ram_req_t *req)
+{
+    req->device = device;
+    xfer_ram(req, pi_ram_addr, addr, size, stride, length, ext2loc);
+}
+
+void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req)
+{
+    xfer_wait(&req->xfer);
     req->done = 1;
 }
 
-void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req) { (void)req; }
+static void dma_issue(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stride,
+                      uint32_t length, pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd)
+{
+    dg_host_xfer_t *x = &cmd->xfer;
+    ensure_init();
+    require_cluster("pi_cl_dma_cmd");
+    if (dg_host_mem_level((const void *)loc) != DG_MEM_L1)
+        dg_host_fatal("cluster DMA whose local (loc) address is not in L1");
+    if (dg_host_mem_level((const void *)ext) != DG_MEM_L2)
+        dg_host_fatal("cluster DMA whose external (ext) address is not in L2");
+    x->ram = 0;
+    x->to_loc = (dir == PI_CL_DMA_DIR_EXT2LOC);
+    x->ext = ext;
+    x->loc = loc;
+    x->size = size;
+    x->stride = stride;
+    x->length = length ? length : 1;
+    if (size == 0) {
+        x->pending = 0;
+        return;
+    }
+    xfer_issue(x);
+}
+
+void pi_cl_dma_cmd(uintptr_t ext, uintptr_t loc, uint32_t size, pi_cl_dma_dir_e dir,
+                   pi_cl_dma_cmd_t *cmd)
+{
+    /* The SDK passes a 1-D size as unsigned short. */
+    size &= 0xFFFFu;
+    dma_issue(ext, loc, size, size, size, dir, cmd);
+}
+
+void pi_cl_dma_cmd_2d(uintptr_t ext, uintptr_t loc, uint32_t size, uint32_t stride, uint32_t length,
+                      pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd)
+{
+    length &= 0xFFFFu;
+    dma_issue(ext, loc, size, stride, length, dir, cmd);
+}
+
+void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd) { xfer_wait(&cmd->xfer); }
+
+void pi_cl_dma_flush(void)
+{
+    pthread_mutex_lock(&g_xfer_lock);
+    dg_host_xfer_t **p = &g_pending;
+    while (*p != NULL) {
+        dg_host_xfer_t *x = *p;
+        if (!x->ram) {
+            *p = x->next;
+            x->next = NULL;
+            xfer_move(x);
+        } else {
+            p = &x->next;
+        }
+    }
+    pthread_mutex_unlock(&g_xfer_lock);
+}
 
 /* ---- levels and report -------------------------------------------------------- */
 int dg_host_mem_level(const void *ptr)

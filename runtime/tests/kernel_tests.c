@@ -718,6 +718,38 @@ static void c_sgd(tc_t *t)
     FORK(dg_sgd_f32, &a);
 }
 
+static void c_momentum_sgd(tc_t *t)
+{
+    dg_momentum_sgd_args_t a;
+    a.w_out = (float *)out_(t, "w", "w"); /* in place: w_out aliases w */
+    a.w = a.w_out;
+    a.g = IN("g");
+    a.velocity = (float *)out_(t, "velocity", "velocity");
+    a.n = N("in_w");
+    a.lr = fv(t, "hyper", 0);
+    a.momentum = fv(t, "hyper", 1);
+    a.weight_decay = fv(t, "hyper", 2);
+    FORK(dg_momentum_sgd_f32, &a);
+}
+
+static void c_adamw(tc_t *t)
+{
+    dg_adamw_args_t a;
+    a.w_out = (float *)out_(t, "w", "w"); /* in place: w_out aliases w */
+    a.w = a.w_out;
+    a.g = IN("g");
+    a.m = (float *)out_(t, "m", "m");
+    a.v = (float *)out_(t, "v", "v");
+    a.step = (int64_t *)out_(t, "step", "step");
+    a.n = N("in_w");
+    a.lr = fv(t, "hyper", 0);
+    a.beta1 = fv(t, "hyper", 1);
+    a.beta2 = fv(t, "hyper", 2);
+    a.epsilon = fv(t, "hyper", 3);
+    a.weight_decay = fv(t, "hyper", 4);
+    FORK(dg_adamw_f32, &a);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 #define R 1e-5f
 static const case_t CASES[] = {
@@ -842,6 +874,8 @@ static const case_t CASES[] = {
     {"accumulate_add", NULL, c_accumulate, 0.0f, 0.0f, {DG_FAULT_ACCUMULATE}},
     {"accumulate_reset", NULL, c_accumulate, 0.0f, 0.0f, {DG_FAULT_ACCUMULATE}},
     {"sgd", NULL, c_sgd, 0.0f, 0.0f, {DG_FAULT_SGD}},
+    {"momentum_sgd", NULL, c_momentum_sgd, R, 1e-6f, {DG_FAULT_MOMENTUM_W, DG_FAULT_MOMENTUM_V}},
+    {"adamw_step3", NULL, c_adamw, R, 1e-6f, {DG_FAULT_ADAMW_W, DG_FAULT_ADAMW_M, DG_FAULT_ADAMW_V}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 

@@ -57,6 +57,11 @@ pub struct Args {
     /// Print each stage's wall time (import, lower, bind, check, plan, emit, write).
     #[arg(long)]
     pub timings: bool,
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    pub no_tiling: bool,
 }
 
 /// What a build produced.
@@ -74,8 +79,10 @@ fn options(a: &Args) -> Result<pipeline::Options> {
         .expect("a platform is given");
     plan.l2_image_limit = a.l2_image;
     plan.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
+    plan.tiling = !a.no_tiling;
     let mut o = pipeline::Options::new(plan);
     o.bind.num_data_inputs = a.num_data_inputs;
+    o.train = a.train.request();
     o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
     Ok(o)
 }

@@ -48,6 +48,11 @@ pub struct Args {
     /// Also draw the memory plan as SVG to this file.
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    #[command(flatten)]
+    train: super::train::TrainArgs,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    no_tiling: bool,
 }
 
 /// Bind the model's test data when its folder has an `inputs.npz`, then run
@@ -82,11 +87,14 @@ pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<
 /// (binding or training check) still prints the report, which shows it,
 /// then exits 2 with the message.
 pub fn run(a: Args) -> Result<()> {
-    let opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
+    let mut opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
+    if let Some(o) = opts.as_mut() {
+        o.tiling = !a.no_tiling;
+    }
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }
-    let m = crate::load(&a.model)?;
+    let m = crate::lower::lower(crate::import::load_with(&a.model, &a.train.request())?)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
     let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
     if let Some(path) = &a.dot {

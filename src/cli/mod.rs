@@ -7,6 +7,7 @@ pub mod inspect;
 mod output;
 pub mod report;
 pub mod test;
+pub mod train;
 pub mod triage;
 
 use std::process::ExitCode;

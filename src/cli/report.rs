@@ -37,6 +37,9 @@ pub struct Args {
     /// onnxruntime step times (tools/ort_step_time.py's JSON).
     #[arg(long, value_name = "FILE", default_value = "models/ort_step_times.json")]
     ort: PathBuf,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    no_tiling: bool,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -61,7 +64,8 @@ pub fn run(a: Args) -> Result<()> {
     for (name, path) in &models {
         for p in &platforms {
             for l in &levels {
-                let plan_opts = super::plan_options(Some(p), Some(l), [None; 3])?.expect("a platform is named");
+                let mut plan_opts = super::plan_options(Some(p), Some(l), [None; 3])?.expect("a platform is named");
+                plan_opts.tiling = !a.no_tiling;
                 if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
                     eprint!("\r\x1b[Kreport: {name} {p} {l}");
                 }

@@ -62,6 +62,11 @@ pub struct TestArgs {
     /// Keep each generated project folder and print where it is.
     #[arg(long)]
     pub keep: bool,
+    #[command(flatten)]
+    pub train: super::train::TrainArgs,
+    /// Keep today's untiled plan: whole-operand copies around each kernel.
+    #[arg(long)]
+    pub no_tiling: bool,
 }
 
 /// A model folder's name in keys: the folder's name (for a `.onnx` file
@@ -153,6 +158,8 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.sanitize = args.sanitize;
             c.timeout = Duration::from_secs_f64(args.timeout);
             c.keep = args.keep;
+            c.train = args.train.request();
+            c.tiling = !args.no_tiling;
             out.push(c);
         }
     }

@@ -21,6 +21,7 @@
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
 mod render;
+mod tiled;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -329,6 +330,9 @@ pub struct NodeCode {
     pub pre: Vec<Copy>,
     pub calls: Vec<CallCode>,
     pub post: Vec<Copy>,
+    /// The loop over tiles of a tiled node (then `pre`, `calls`, `post`
+    /// are empty).
+    pub tiled: Option<tiled::TiledCode>,
 }
 
 #[derive(Clone, Debug)]
@@ -448,6 +452,9 @@ pub struct Facts {
     pub opt_inputs: Vec<TableEntry>,
     pub opt_outputs: Vec<TableEntry>,
     pub lr_expr: Option<String>,
+    /// Optimizer state (momentum, AdamW's moments and step count), zeroed
+    /// at Init: the first step starts from zero.
+    pub opt_state: Vec<TableEntry>,
     pub main_nodes: Vec<NodeCode>,
     pub opt_nodes: Vec<NodeCode>,
     /// Copies that carry a run's updates into the buffers the next run
@@ -730,7 +737,7 @@ pub fn generate(
     let inputs: Vec<TableEntry> = input_names.iter().map(|n| entry(GraphSel::Main, n)).collect::<Result<_>>()?;
     let output_names: Vec<String> = g.outputs.iter().map(|&t| g.name_of(t).to_string()).collect();
     let outputs: Vec<TableEntry> = output_names.iter().map(|n| entry(GraphSel::Main, n)).collect::<Result<_>>()?;
-    let (mut opt_inputs, mut opt_outputs, mut lr_expr) = (vec![], vec![], None);
+    let (mut opt_inputs, mut opt_outputs, mut lr_expr, mut opt_state) = (vec![], vec![], None, vec![]);
     if let Some(og) = &model.optimizer {
         for &t in &og.inputs {
             if og.tensor(t).sequence {
@@ -741,6 +748,13 @@ pub fn generate(
                 opt_inputs.push(TableEntry { expr: ctx.expr(id), bytes: plan.buffers[id].bytes, name: c::comment(n) });
                 if model.roles.optimizer.get(n) == Some(&Role::LearningRate) {
                     lr_expr = Some(ctx.expr(id));
+                }
+                if model.roles.optimizer.get(n) == Some(&Role::OptimizerState) {
+                    opt_state.push(TableEntry {
+                        expr: ctx.expr(id),
+                        bytes: plan.buffers[id].bytes,
+                        name: c::comment(n),
+                    });
                 }
             }
         }
@@ -986,6 +1000,7 @@ pub fn generate(
         opt_inputs,
         opt_outputs,
         lr_expr,
+        opt_state,
         main_nodes,
         opt_nodes,
         commits,
@@ -1099,6 +1114,19 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             ),
         }
     })?;
+    if let Some(t) = &n.tiling {
+        let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
+        let comment = format!(
+            "step {}: {} '{}' computes in L1, {} tile(s) of {:?}{}",
+            n.step,
+            node.op,
+            c::comment(&node.name),
+            t.count,
+            t.tile,
+            if t.double_buffered { ", double-buffered" } else { "" }
+        );
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post: vec![], tiled: Some(code) });
+    }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
             Some(o) => match (o.l1_copy, o.l2_staging) {
@@ -1141,7 +1169,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
             });
         }
     }
-    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members };
+    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members, tile: None };
     let kc = binding(&kctx)?;
 
     let copies = |ids: &dyn Fn(BufId) -> bool| -> (Vec<Copy>, Vec<Copy>) {
@@ -1210,6 +1238,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         pre,
         calls,
         post,
+        tiled: None,
     })
 }
 

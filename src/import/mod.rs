@@ -4,6 +4,7 @@
 
 mod onnx;
 mod tensor;
+pub mod train;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,7 @@ pub mod pb {
 }
 
 pub use onnx::read_graph;
+pub use train::{TrainRequest, TRAIN_FILE};
 
 /// Main-graph file names, in the order they are looked for.
 const MAIN_NAMES: &[&str] = &["network.onnx", "training_model.onnx"];
@@ -134,7 +136,14 @@ pub fn locate(arg: &Path) -> Result<ModelFiles> {
 /// Import a model: main graph and optional optimizer graph, decoded and
 /// scheduled. `lower::lower` types them and finds the training roles.
 pub fn load(arg: &Path) -> Result<Model> {
+    load_with(arg, &TrainRequest::default())
+}
+
+/// [`load`], with the command line's training request: an inference model
+/// with a training spec (`train.toml` or flags) carries it for `lower`.
+pub fn load_with(arg: &Path, train: &TrainRequest) -> Result<Model> {
     let files = locate(arg)?;
+    let train = train::spec(&files.dir, arg.is_dir(), train)?;
     let graph = read_graph(&files.main)?;
     let optimizer = files.optimizer.as_deref().map(read_graph).transpose()?;
     Ok(Model {
@@ -144,5 +153,7 @@ pub fn load(arg: &Path) -> Result<Model> {
         optimizer,
         optimizer_path: files.optimizer,
         roles: Roles::none(),
+        train,
+        derived: None,
     })
 }

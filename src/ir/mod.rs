@@ -4,10 +4,12 @@
 
 mod graph;
 pub mod roles;
+pub mod train;
 mod types;
 
 pub use graph::{Attr, Graph, Node, OpId, Origin, Tensor, TensorId};
 pub use roles::{Flavor, Role, Roles};
+pub use train::TrainSpec;
 pub use types::{DType, Dim, TensorData, TensorType};
 
 use std::path::PathBuf;
@@ -25,4 +27,9 @@ pub struct Model {
     pub optimizer: Option<Graph>,
     pub optimizer_path: Option<PathBuf>,
     pub roles: Roles,
+    /// The training spec of an inference model (`train.toml` and flags):
+    /// `lower` derives the training step from it.
+    pub train: Option<TrainSpec>,
+    /// Set when `lower` derived the training step from `train`.
+    pub derived: Option<train::Derived>,
 }

@@ -26,6 +26,8 @@ pub fn in_place(g: &Graph) -> InPlace {
     let pos: HashMap<NodeIndex, usize> = g.schedule.iter().enumerate().map(|(i, &n)| (n, i)).collect();
     let mut r = InPlace::default();
     for (i, (ni, n)) in g.nodes().enumerate() {
+        let state = (0..n.inputs.len()).filter(|&s| ops::of(n).updates_state(s));
+        r.writes.extend(state.filter_map(|s| n.input(s)).map(|t| (t, i)));
         match ops::of(n).update {
             Update::Always { input, .. } => r.writes.extend(n.input(input).map(|t| (t, i))),
             Update::WhenLastReader { input, output } => {

@@ -5,6 +5,7 @@
 //! roles    training roles (data, labels, params, buffers, loss, updates)
 //! alias    in-place updates and their hazards, from the schedule
 //! training structure of a training step: accumulators, optimizer updates
+//! derive   the training step of an inference model with a training spec
 //! forward  the forward part of a training graph (what an inference
 //!          variant keeps); on request, not part of `lower`
 //! ```
@@ -12,6 +13,7 @@
 //! Every pass asks the operator registry (`ops`) for the facts it needs.
 
 pub mod alias;
+pub mod derive;
 pub mod forward;
 mod infer;
 pub mod roles;
@@ -26,6 +28,9 @@ use crate::ir::Model;
 /// training roles.
 pub fn lower(mut model: Model) -> Result<Model> {
     infer(&mut model.graph)?;
+    if let Some(spec) = model.train.clone() {
+        derive_step(&mut model, &spec)?;
+    }
     if let Some(og) = model.optimizer.as_mut() {
         infer(og)?;
     }
@@ -33,6 +38,23 @@ pub fn lower(mut model: Model) -> Result<Model> {
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
     Ok(model)
+}
+
+/// An inference model with a training spec becomes its training step.
+fn derive_step(model: &mut Model, spec: &crate::ir::TrainSpec) -> Result<()> {
+    if roles::detect(model).is_training() {
+        return Err(Error::model(format!(
+            "{}: a training spec applies to inference graphs, but {} is a training graph already",
+            spec.source,
+            model.path.display()
+        )));
+    }
+    model.derived = Some(derive::derive(model, spec)?);
+    infer(&mut model.graph)?;
+    if let Some(og) = model.optimizer.as_mut() {
+        infer(og)?;
+    }
+    Ok(())
 }
 
 /// Declared types of the training inputs: a gradient-accumulation buffer

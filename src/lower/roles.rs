@@ -91,6 +91,11 @@ pub fn detect(model: &Model) -> Roles {
                     if let Some(p) = params.iter_mut().find(|p| p.name == w) {
                         p.updated = updated;
                     }
+                    for s in (2..n.inputs.len()).filter(|&s| ops::of(n).updates_state(s)) {
+                        if let Some(t) = n.input(s) {
+                            optimizer.insert(og.name_of(t).to_string(), Role::OptimizerState);
+                        }
+                    }
                 }
                 Train::SgdSequence => {
                     let slots = [Role::LearningRate, Role::ParamSequence, Role::GradSequence];

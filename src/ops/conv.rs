@@ -1,6 +1,8 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -12,6 +14,8 @@ pub const OPS: &[OpDef] = &[
         infer: conv,
         required: &[0, 1],
         kernel: Some(bind_conv),
+        grad: Some(conv_grad_rule),
+        tile: Some(CONV_TILES),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
@@ -323,4 +327,36 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         }
     }
     Ok(KernelCall { calls, ..Default::default() })
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// ConvGrad(dY, X, W) -> dX, dW, dB with the forward attributes; only the
+/// outputs needed are computed.
+fn conv_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, w) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let outs = ctx.dx_names(&[0, 1, 2]);
+    let attrs = ctx.same_attrs();
+    let g = ctx.emit("ConvGrad", grad::MS, &[Some(dy), Some(x), Some(w)], &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Conv tiles over batch and output rows (the first spatial axis, L for
+/// 1-D); the input rows carry the halo, the weights and bias stay whole.
+pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: conv_tile_map };
+
+fn conv_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::window_space(ctx, false)
+}
+
+fn conv_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let w = ctx.graph_in_shape(1)?;
+    tile::window_map(ctx, &w[2..], false, start, len)
 }

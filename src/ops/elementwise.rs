@@ -1,6 +1,8 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
+use super::grad::GradCtx;
 use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
+use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -12,6 +14,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(add_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -20,6 +24,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(sub_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -28,6 +34,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(mul_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
     OpDef {
@@ -36,9 +44,18 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         fold: Some(fold_arith),
         kernel: Some(bind_binary),
+        grad: Some(div_grad),
+        tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
-    OpDef { name: "Pow", infer: pow, required: &[0, 1], kernel: Some(bind_binary), ..OpDef::BASE },
+    OpDef {
+        name: "Pow",
+        infer: pow,
+        required: &[0, 1],
+        kernel: Some(bind_binary),
+        tile: Some(tile::BROADCAST),
+        ..OpDef::BASE
+    },
     OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
     OpDef {
         name: "Cast",
@@ -46,6 +63,7 @@ pub const OPS: &[OpDef] = &[
         infer: cast,
         fold: Some(fold_cast),
         kernel: Some(bind_cast),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
@@ -55,6 +73,7 @@ pub const OPS: &[OpDef] = &[
         infer: scale,
         required: &[0, 1],
         kernel: Some(bind_scale),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];
@@ -257,4 +276,73 @@ pub(super) fn bind_cast(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_cast_args_t",
         vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("from", from.into()), ("to", to.into())],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Add / Sub: dA = dY, dB = ±dY, each summed back over what broadcast.
+fn add_grad(ctx: &mut GradCtx) -> Result<()> {
+    add_sub_grad(ctx, false)
+}
+
+fn sub_grad(ctx: &mut GradCtx) -> Result<()> {
+    add_sub_grad(ctx, true)
+}
+
+fn add_sub_grad(ctx: &mut GradCtx, negate_b: bool) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    for i in 0..2 {
+        if !ctx.needs(i) {
+            continue;
+        }
+        let shape = ctx.shape(ctx.x(i)?)?;
+        let name = ctx.dx_name(i);
+        let mut g = dy;
+        if i == 1 && negate_b {
+            g = ctx.emit1("Neg", "", &[dy], &ctx.name("neg"), vec![])?;
+        }
+        let g = ctx.b.unbroadcast(g, &shape, &name)?;
+        ctx.set(i, g);
+    }
+    Ok(())
+}
+
+/// Mul: dA = dY * B, dB = dY * A, each summed back over what broadcast.
+fn mul_grad(ctx: &mut GradCtx) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    for i in 0..2 {
+        if !ctx.needs(i) {
+            continue;
+        }
+        let (x, other) = (ctx.x(i)?, ctx.x(1 - i)?);
+        let shape = ctx.shape(x)?;
+        let name = ctx.dx_name(i);
+        let prod = ctx.emit1("Mul", "", &[dy, other], &ctx.name(&format!("mul{i}")), vec![])?;
+        let g = ctx.b.unbroadcast(prod, &shape, &name)?;
+        ctx.set(i, g);
+    }
+    Ok(())
+}
+
+/// Div: dA = dY / B, dB = -(dY / B) * Y, each summed back over what
+/// broadcast.
+fn div_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, b) = (ctx.dy(0)?, ctx.x(1)?);
+    let q = ctx.emit1("Div", "", &[dy, b], &ctx.name("dy_over_b"), vec![])?;
+    if ctx.needs(0) {
+        let shape = ctx.shape(ctx.x(0)?)?;
+        let name = ctx.dx_name(0);
+        let g = ctx.b.unbroadcast(q, &shape, &name)?;
+        ctx.set(0, g);
+    }
+    if ctx.needs(1) {
+        let y = ctx.y(0)?;
+        let shape = ctx.shape(b)?;
+        let name = ctx.dx_name(1);
+        let p = ctx.emit1("Mul", "", &[q, y], &ctx.name("q_times_y"), vec![])?;
+        let n = ctx.emit1("Neg", "", &[p], &ctx.name("neg"), vec![])?;
+        let g = ctx.b.unbroadcast(n, &shape, &name)?;
+        ctx.set(1, g);
+    }
+    Ok(())
 }

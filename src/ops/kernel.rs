@@ -41,6 +41,9 @@ pub struct KernelCtx<'a> {
     pub scratch: Option<String>,
     /// Sequence members (SGDOptimizerV2), in parameter order.
     pub members: Vec<Member>,
+    /// One tile's shapes and attributes, overriding the graph's: the
+    /// binding then describes the call on that tile (see [`super::tile`]).
+    pub tile: Option<super::tile::TileView>,
 }
 
 /// A local array a call needs (pointer lists, sizes).
@@ -117,13 +120,34 @@ impl KernelCtx<'_> {
     }
 
     pub fn in_shape(&self, i: usize) -> Result<Vec<usize>> {
+        if let Some(s) = self.tile.as_ref().and_then(|v| v.in_shapes.get(i).cloned().flatten()) {
+            return Ok(s);
+        }
+        self.graph_in_shape(i)
+    }
+
+    pub fn out_shape(&self, i: usize) -> Result<Vec<usize>> {
+        if let Some(s) = self.tile.as_ref().and_then(|v| v.out_shapes.get(i).cloned().flatten()) {
+            return Ok(s);
+        }
+        self.graph_out_shape(i)
+    }
+
+    /// Input `i`'s whole shape in the graph, whatever the tile.
+    pub fn graph_in_shape(&self, i: usize) -> Result<Vec<usize>> {
         let t = self.node.input(i).ok_or_else(|| self.err(format!("input {i} is missing")))?;
         self.graph.tensor(t).ty.shape().ok_or_else(|| self.err(format!("input {i} has no static shape")))
     }
 
-    pub fn out_shape(&self, i: usize) -> Result<Vec<usize>> {
+    pub fn graph_out_shape(&self, i: usize) -> Result<Vec<usize>> {
         let t = self.node.output(i).ok_or_else(|| self.err(format!("output {i} is missing")))?;
         self.graph.tensor(t).ty.shape().ok_or_else(|| self.err(format!("output {i} has no static shape")))
+    }
+
+    /// An attribute, the tile's value first.
+    fn attr(&self, name: &str) -> Option<&Attr> {
+        let tiled = self.tile.as_ref().and_then(|v| v.attrs.iter().find(|(k, _)| k == name)).map(|(_, a)| a);
+        tiled.or_else(|| self.node.attrs.get(name))
     }
 
     pub fn in_dtype(&self, i: usize) -> Result<DType> {
@@ -149,7 +173,7 @@ impl KernelCtx<'_> {
     }
 
     pub fn attr_int(&self, name: &str, default: i64) -> Result<i64> {
-        match self.node.attrs.get(name) {
+        match self.attr(name) {
             None => Ok(default),
             Some(Attr::Int(v)) => Ok(*v),
             Some(other) => Err(self.err(format!("attribute '{name}' must be an int, found {other:?}"))),
@@ -157,7 +181,7 @@ impl KernelCtx<'_> {
     }
 
     pub fn attr_float(&self, name: &str, default: f32) -> Result<f32> {
-        match self.node.attrs.get(name) {
+        match self.attr(name) {
             None => Ok(default),
             Some(Attr::Float(v)) => Ok(*v),
             Some(Attr::Int(v)) => Ok(*v as f32),
@@ -166,7 +190,7 @@ impl KernelCtx<'_> {
     }
 
     pub fn attr_ints(&self, name: &str) -> Result<Option<Vec<i64>>> {
-        match self.node.attrs.get(name) {
+        match self.attr(name) {
             None => Ok(None),
             Some(Attr::Ints(v)) => Ok(Some(v.clone())),
             Some(other) => Err(self.err(format!("attribute '{name}' must be a list of ints, found {other:?}"))),
@@ -174,7 +198,7 @@ impl KernelCtx<'_> {
     }
 
     pub fn attr_str(&self, name: &str) -> Result<Option<String>> {
-        match self.node.attrs.get(name) {
+        match self.attr(name) {
             None => Ok(None),
             Some(Attr::String(v)) => Ok(Some(v.clone())),
             Some(other) => Err(self.err(format!("attribute '{name}' must be a string, found {other:?}"))),
@@ -203,7 +227,7 @@ pub(super) fn to_u32(ctx: &KernelCtx, what: &str, v: i64) -> Result<usize> {
     usize::try_from(v).map_err(|_| ctx.err(format!("{what} is {v}; it must not be negative")))
 }
 
-pub(super) fn numel(s: &[usize]) -> usize {
+pub fn numel(s: &[usize]) -> usize {
     s.iter().product()
 }
 

@@ -1,10 +1,12 @@
 //! Gemm and MatMul. Their gradients are Gemm/MatMul/ReduceSum nodes in the
 //! backward graph; there is no GemmGrad operator.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Attr, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -13,9 +15,19 @@ pub const OPS: &[OpDef] = &[
         infer: gemm,
         required: &[0, 1],
         kernel: Some(bind_gemm),
+        grad: Some(gemm_grad),
+        tile: Some(GEMM_TILES),
         ..OpDef::BASE
     },
-    OpDef { name: "MatMul", infer: matmul, required: &[0, 1], kernel: Some(bind_matmul), ..OpDef::BASE },
+    OpDef {
+        name: "MatMul",
+        infer: matmul,
+        required: &[0, 1],
+        kernel: Some(bind_matmul),
+        grad: Some(matmul_grad),
+        tile: Some(MATMUL_TILES),
+        ..OpDef::BASE
+    },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
     // op(A) @ op(B) on the last two dims; onnxruntime's MatMul gradients.
     OpDef {
@@ -24,6 +36,7 @@ pub const OPS: &[OpDef] = &[
         infer: fused_matmul,
         required: &[0, 1],
         kernel: Some(bind_matmul),
+        tile: Some(MATMUL_TILES),
         ..OpDef::BASE
     },
 ];
@@ -262,4 +275,173 @@ pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused
         "dg_matmul_f32"
     };
     one(call(func, "dg_matmul_args_t", fields))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Gemm `Y = alpha op(A) op(B) + C`: the operand gradients are Gemms with
+/// transposes, C's is dY summed back over what broadcast (beta = 1 only).
+fn gemm_grad(ctx: &mut GradCtx) -> Result<()> {
+    let dy = ctx.dy(0)?;
+    let (ta, tb) = (ctx.node.flag("transA", false)?, ctx.node.flag("transB", false)?);
+    let alpha = ctx.node.float("alpha")?.unwrap_or(1.0);
+    let gemm = |ctx: &mut GradCtx, slot: usize, p: TensorId, q: TensorId, tp: bool, tq: bool| -> Result<()> {
+        let attrs = vec![
+            ("transA".to_string(), Attr::Int(tp as i64)),
+            ("transB".to_string(), Attr::Int(tq as i64)),
+            ("alpha".to_string(), Attr::Float(alpha)),
+        ];
+        let out = ctx.dx_name(slot);
+        let g = ctx.emit1("Gemm", "", &[p, q], &out, attrs)?;
+        ctx.set(slot, g);
+        Ok(())
+    };
+    if ctx.needs(0) {
+        let b = ctx.x(1)?;
+        // dA = dY op(B)^T, or op(B) dY^T when A was transposed.
+        match ta {
+            false => gemm(ctx, 0, dy, b, false, !tb)?,
+            true => gemm(ctx, 0, b, dy, tb, true)?,
+        }
+    }
+    if ctx.needs(1) {
+        let a = ctx.x(0)?;
+        // dB = op(A)^T dY, or dY^T op(A) when B was transposed.
+        match tb {
+            false => gemm(ctx, 1, a, dy, !ta, false)?,
+            true => gemm(ctx, 1, dy, a, true, ta)?,
+        }
+    }
+    if ctx.needs(2) {
+        let beta = ctx.node.float("beta")?.unwrap_or(1.0);
+        if beta != 1.0 {
+            return Err(ctx.err(format!("beta = {beta}: the bias gradient is derived for beta = 1 only")));
+        }
+        let shape = ctx.shape(ctx.x(2)?)?;
+        let name = ctx.dx_name(2);
+        let g = ctx.b.unbroadcast(dy, &shape, &name)?;
+        ctx.set(2, g);
+    }
+    Ok(())
+}
+
+/// MatMul `Y = A B` (batched, broadcast): dA = dY B^T, dB = A^T dY, each
+/// summed back over broadcast batch dims; a 2-D B shared by a batched A
+/// gets the rows of every batch at once.
+fn matmul_grad(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, a, b) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (sa, sb, sy) = (ctx.shape(a)?, ctx.shape(b)?, ctx.shape(dy)?);
+    if sa.len() < 2 || sb.len() < 2 {
+        return Err(ctx.err("the gradient is derived for operands of rank 2 or more only"));
+    }
+    let fused = |ctx: &mut GradCtx, p: TensorId, q: TensorId, tp: bool, tq: bool, out: &str| {
+        let attrs = vec![("transA".to_string(), Attr::Int(tp as i64)), ("transB".to_string(), Attr::Int(tq as i64))];
+        ctx.emit1("FusedMatMul", grad::MS, &[p, q], out, attrs)
+    };
+    if ctx.needs(0) {
+        let name = ctx.dx_name(0);
+        let full = fused(ctx, dy, b, false, true, &ctx.name("dA"))?;
+        let g = ctx.b.unbroadcast(full, &sa, &name)?;
+        ctx.set(0, g);
+    }
+    if ctx.needs(1) {
+        let name = ctx.dx_name(1);
+        let g = if sb.len() == 2 && sa.len() > 2 {
+            let k = sa[sa.len() - 1];
+            let n = sy[sy.len() - 1];
+            let rows = sa[..sa.len() - 1].iter().product::<usize>();
+            let a2 = ctx.b.reshape(a, &[rows, k], &ctx.name("a_rows"))?;
+            let d2 = ctx.b.reshape(dy, &[rows, n], &ctx.name("dy_rows"))?;
+            fused(ctx, a2, d2, true, false, &name)?
+        } else {
+            let full = fused(ctx, a, dy, true, false, &ctx.name("dB"))?;
+            ctx.b.unbroadcast(full, &sb, &name)?
+        };
+        ctx.set(1, g);
+    }
+    Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Gemm tiles over the rows of A and Y (K and N whole: B stays whole, C
+/// takes the rows it broadcasts over).
+pub(super) const GEMM_TILES: TileRule = TileRule { space: gemm_tile_space, map: gemm_tile_map };
+/// MatMul tiles over the batch dims and the rows of A; B stays whole per
+/// batch.
+pub(super) const MATMUL_TILES: TileRule = TileRule { space: matmul_tile_space, map: matmul_tile_map };
+
+fn gemm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
+    if a.len() != 2 || b.len() != 2 || y.len() != 2 {
+        return Ok(Err(format!("A {a:?}, B {b:?}, Y {y:?} are not all 2-D")));
+    }
+    if ctx.attr_int("transA", 0)? != 0 {
+        return Ok(Err("transA: the rows of A are its columns".into()));
+    }
+    Ok(Ok(Space { dims: y, split: vec![true, false] }))
+}
+
+fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let a = ctx.graph_in_shape(0)?;
+    let rows = tile::broadcast_part(&[a[0], 1], &start[..1], &len[..1]);
+    let a_part = match rows {
+        Part::Box { start: s, len: l } => Part::Box { start: vec![s[0], 0], len: vec![l[0], a[1]] },
+        other => other,
+    };
+    let mut m = TileMap { inputs: vec![Some(a_part), Some(Part::Whole)], ..Default::default() };
+    m.inputs.push(match ctx.node.input(2) {
+        Some(_) => Some(tile::broadcast_part(&ctx.graph_in_shape(2)?, start, len)),
+        None => None,
+    });
+    m.outputs.push(Some(tile::broadcast_part(&ctx.graph_out_shape(0)?, start, len)));
+    Ok(m)
+}
+
+fn matmul_trans(ctx: &KernelCtx) -> Result<(bool, bool)> {
+    if ctx.node.op != "FusedMatMul" {
+        return Ok((false, false));
+    }
+    Ok((ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0))
+}
+
+fn matmul_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
+    if a.len() < 2 || b.len() < 2 || y.len() < 2 {
+        return Ok(Err(format!("A {a:?} or B {b:?} is 1-D")));
+    }
+    let r = y.len();
+    Ok(Ok(Space { split: (0..r).map(|d| d + 1 < r).collect(), dims: y }))
+}
+
+/// The part of a MatMul operand: batch dims broadcast against the tile,
+/// the matrix dims whole except A's rows (`rows_axis`).
+fn matmul_part(shape: &[usize], rows_axis: Option<usize>, start: &[usize], len: &[usize]) -> Part {
+    let (n, r) = (shape.len(), start.len());
+    let mut s = vec![0; n];
+    let mut l = shape.to_vec();
+    for k in 0..n - 2 {
+        if shape[k] != 1 && k + r >= n {
+            s[k] = start[k + r - n];
+            l[k] = len[k + r - n];
+        }
+    }
+    if let Some(ax) = rows_axis {
+        s[ax] = start[r - 2];
+        l[ax] = len[r - 2];
+    }
+    if l == shape {
+        Part::Whole
+    } else {
+        Part::Box { start: s, len: l }
+    }
+}
+
+fn matmul_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
+    let (ta, _) = matmul_trans(ctx)?;
+    let rows = if ta { a.len() - 1 } else { a.len() - 2 };
+    let inputs = vec![Some(matmul_part(&a, Some(rows), start, len)), Some(matmul_part(&b, None, start, len))];
+    let y = ctx.graph_out_shape(0)?;
+    Ok(TileMap { inputs, outputs: vec![Some(tile::broadcast_part(&y, start, len))], attrs: vec![] })
 }

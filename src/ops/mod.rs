@@ -18,6 +18,7 @@
 pub mod conv;
 mod conv_transpose;
 mod elementwise;
+pub mod grad;
 pub mod kernel;
 mod linear;
 pub mod loss;
@@ -32,6 +33,7 @@ mod softmax;
 mod split;
 #[cfg(test)]
 mod testing;
+pub mod tile;
 mod training;
 mod unary;
 
@@ -91,7 +93,9 @@ pub enum Train {
     Loss,
     /// Gradient accumulation: (buffer, gradient, reset flag).
     Accumulator,
-    /// Per-parameter optimizer step: (weight, gradient){lr} -> updated.
+    /// Per-parameter optimizer step: (weight, gradient[, state…]){lr} ->
+    /// updated; state inputs (momentum, AdamW's moments and step count)
+    /// are updated in place on every step.
     Sgd,
     /// Optimizer over sequences: (learning_rate, params, gradients, …).
     SgdSequence,
@@ -131,6 +135,12 @@ pub struct OpDef {
     /// How a node becomes a call of a `runtime/kernels` function; `None`:
     /// no kernel (the emitter refuses the node, naming it).
     pub kernel: Option<kernel::KernelFn>,
+    /// How the backward pass of a node is built (`grad.rs`); `None`: no
+    /// gradient, so a derived training step refuses the node when a
+    /// trainable weight lies behind it.
+    pub grad: Option<grad::GradFn>,
+    /// How the node's work splits into L1 tiles; `None`: it runs untiled.
+    pub tile: Option<tile::TileRule>,
 }
 
 impl OpDef {
@@ -153,7 +163,14 @@ impl OpDef {
         batch_stats: None,
         fixed_1x1: None,
         kernel: None,
+        grad: None,
+        tile: None,
     };
+
+    /// Whether the node writes input `slot` in place as optimizer state.
+    pub fn updates_state(&self, slot: usize) -> bool {
+        self.train == Train::Sgd && slot >= 2
+    }
 
     /// Whether input `slot` is read at generation time (when constant).
     pub fn compile_time_input(&self, slot: usize) -> bool {

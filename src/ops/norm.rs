@@ -1,11 +1,13 @@
 //! BatchNormalization (inference and training mode), onnxruntime's
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::linear::finite;
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, Graph, Node, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // (X, scale, B, mean, var) -> Y [, running_mean, running_var] (opset 14+).
@@ -16,6 +18,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
         kernel: Some(bind_batchnorm),
+        grad: Some(batch_norm_grad_rule),
+        tile: Some(BATCHNORM_TILES),
         ..OpDef::BASE
     },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
@@ -26,6 +30,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(ort_training_mode),
         kernel: Some(bind_batchnorm),
+        tile: Some(BATCHNORM_TILES),
         ..OpDef::BASE
     },
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
@@ -45,6 +50,8 @@ pub const OPS: &[OpDef] = &[
         infer: layer_norm,
         required: &[0, 1],
         kernel: Some(bind_layernorm),
+        grad: Some(layer_norm_grad_rule),
+        tile: Some(LAYERNORM_TILES),
         ..OpDef::BASE
     },
     // com.microsoft (dY, X, scale, mean, inv_std_var) -> dX, dScale, dBias.
@@ -56,6 +63,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         scratch: Some(layer_norm_grad_scratch),
         kernel: Some(bind_layernorm_grad),
+        tile: Some(LAYERNORM_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
@@ -291,4 +299,101 @@ pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// BatchNormalization trains as onnxruntime's BatchNormInternal with batch
+/// statistics (running mean and variance updated as in training mode);
+/// its gradient is BatchNormalizationGrad from the saved statistics.
+fn batch_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    ctx.retarget("BatchNormInternal", grad::MS, vec![("training_mode", Attr::Int(1))])?;
+    for slot in 1..=4 {
+        ctx.y(slot)?;
+    }
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (mean, inv_std) = (ctx.y(3)?, ctx.y(4)?);
+    let outs = ctx.dx_names(&[0, 1, 2]);
+    let attrs = ctx.attr("epsilon").into_iter().collect();
+    let ins = [Some(dy), Some(x), Some(scale), Some(mean), Some(inv_std)];
+    let g = ctx.emit("BatchNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
+}
+
+/// LayerNormalizationGrad from the forward pass's mean and inverse
+/// standard deviation (outputs 1 and 2, added when the graph left them out).
+fn layer_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    let (dy, x, scale) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (mean, inv_std) = (ctx.y(1)?, ctx.y(2)?);
+    let mut outs = ctx.dx_names(&[0, 1, 2]);
+    // The kernel always writes dX.
+    if outs[0].is_empty() {
+        outs[0] = ctx.name("dx");
+    }
+    let attrs = ["axis", "epsilon"].iter().filter_map(|a| ctx.attr(a)).collect();
+    let ins = [Some(dy), Some(x), Some(scale), Some(mean), Some(inv_std)];
+    let g = ctx.emit("LayerNormalizationGrad", grad::MS, &ins, &outs, attrs)?;
+    for (slot, t) in g.into_iter().enumerate() {
+        if let Some(t) = t {
+            ctx.set(slot, t);
+        }
+    }
+    Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Inference BatchNorm tiles over the batch (per-channel parameters stay
+/// whole); with batch statistics every tile would need the whole batch, so
+/// training-mode BatchNorm runs untiled.
+pub(super) const BATCHNORM_TILES: TileRule = TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map };
+/// LayerNorm tiles over rows; the normalised axes are whole in every tile.
+pub(super) const LAYERNORM_TILES: TileRule = TileRule { space: layernorm_tile_space, map: layernorm_tile_map };
+/// LayerNormGrad tiles over rows when it computes dX only: dScale and dBias
+/// sum over every row.
+pub(super) const LAYERNORM_GRAD_TILES: TileRule =
+    TileRule { space: layernorm_grad_tile_space, map: layernorm_grad_tile_map };
+
+fn batchnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0 {
+        return Ok(Err("batch statistics need the whole batch".into()));
+    }
+    if (1..ctx.node.outputs.len()).any(|i| ctx.node.output(i).is_some()) {
+        return Ok(Err("it outputs running statistics".into()));
+    }
+    let x = ctx.graph_in_shape(0)?;
+    Ok(Ok(Space { split: (0..x.len()).map(|d| d == 0).collect(), dims: x }))
+}
+
+fn batchnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 0, 1, start, len)
+}
+
+fn norm_axis(ctx: &KernelCtx, x_slot: usize) -> Result<usize> {
+    let r = ctx.graph_in_shape(x_slot)?.len();
+    ctx.axis(ctx.attr_int("axis", -1)?, r)
+}
+
+fn layernorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 0, norm_axis(ctx, 0)?)
+}
+
+fn layernorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 0, norm_axis(ctx, 0)?, start, len)
+}
+
+fn layernorm_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if ctx.has_out(1) || ctx.has_out(2) || ctx.node.output(1).is_some() || ctx.node.output(2).is_some() {
+        return Ok(Err("dScale and dBias sum over every row".into()));
+    }
+    tile::rows_space(ctx, 1, norm_axis(ctx, 1)?)
+}
+
+fn layernorm_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 1, norm_axis(ctx, 1)?, start, len)
 }

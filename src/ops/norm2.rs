@@ -4,6 +4,7 @@ use super::kernel::{
     broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
 };
 use super::norm::bn_dims;
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
@@ -32,6 +33,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
         kernel: Some(bind_rmsnorm),
+        tile: Some(RMSNORM_TILES),
         ..OpDef::BASE
     },
     // The default-domain single-op form Deeploy-style exporters write (no
@@ -41,6 +43,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
         kernel: Some(bind_rmsnorm),
+        tile: Some(RMSNORM_TILES),
         ..OpDef::BASE
     },
 ];
@@ -243,6 +246,24 @@ pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     );
     inv.locals = locals;
     one(inv)
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// RMSNorm tiles over rows; the normalised axes are whole in every tile.
+pub(super) const RMSNORM_TILES: TileRule = TileRule { space: rmsnorm_tile_space, map: rmsnorm_tile_map };
+
+fn rms_axis(ctx: &KernelCtx) -> Result<usize> {
+    let r = ctx.graph_in_shape(0)?.len();
+    ctx.axis(ctx.node.int("axis")?.unwrap_or(-1), r)
+}
+
+fn rmsnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 0, rms_axis(ctx)?)
+}
+
+fn rmsnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 0, rms_axis(ctx)?, start, len)
 }
 
 #[cfg(test)]

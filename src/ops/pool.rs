@@ -1,7 +1,9 @@
 //! Pooling and its gradients.
 
 use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
+use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, to_u32, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -13,6 +15,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
         kernel: Some(bind_pool),
+        grad: Some(max_pool_grad_rule),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
@@ -30,6 +34,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
         kernel: Some(bind_pool),
+        grad: Some(avg_pool_grad_rule),
+        tile: Some(POOL_TILES),
         ..OpDef::BASE
     },
     // AveragePoolGrad(dY) -> dX; the input shape is not local, see below.
@@ -46,6 +52,7 @@ pub const OPS: &[OpDef] = &[
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
         kernel: Some(bind_global_pool),
+        grad: Some(global_avg_pool_grad_rule),
         ..OpDef::BASE
     },
     OpDef {
@@ -335,4 +342,62 @@ pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
         _ => "dg_global_avgpool_f32",
     };
     one(call(func, "dg_pool_args_t", fields))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// MaxPoolGrad(dY, Indices): the forward pool's indices output is added
+/// when the graph left it out.
+fn max_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let dy = ctx.dy(0)?;
+    let indices = ctx.y(1)?;
+    let (out, attrs) = (ctx.dx_name(0), ctx.same_attrs());
+    let dx = ctx.emit1("MaxPoolGrad", "", &[dy, indices], &out, attrs)?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// AveragePoolGrad(dY) with the forward attributes.
+fn avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let dy = ctx.dy(0)?;
+    let (out, attrs) = (ctx.dx_name(0), ctx.same_attrs());
+    let dx = ctx.emit1("AveragePoolGrad", "", &[dy], &out, attrs)?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+/// GlobalAveragePoolGrad(dY, X).
+fn global_avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("GlobalAveragePoolGrad", grad::MS, &[dy, x], &out, vec![])?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Pools tile over batch, channels and output rows, the input rows with
+/// their halo. MaxPool's indices are flat positions in the whole input,
+/// so a MaxPool that outputs them runs untiled.
+pub(super) const POOL_TILES: TileRule = TileRule { space: pool_tile_space, map: pool_tile_map };
+
+fn pool_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    if ctx.has_out(1) || ctx.node.output(1).is_some() {
+        return Ok(Err("its indices output counts positions in the whole input".into()));
+    }
+    tile::window_space(ctx, true)
+}
+
+fn pool_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::window_map(ctx, &kernel_dims(ctx)?, true, start, len)
 }

@@ -1,6 +1,7 @@
 //! ReduceSum / ReduceMean / ReduceMax (axes as attribute before opset 13/18, as an
 //! input after).
 
+use super::grad::GradCtx;
 use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -14,6 +15,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
         kernel: Some(bind_reduce),
+        grad: Some(reduce_sum_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -23,6 +25,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
         kernel: Some(bind_reduce),
+        grad: Some(reduce_mean_grad),
         ..OpDef::BASE
     },
     OpDef {
@@ -141,4 +144,44 @@ pub(super) fn bind_reduce(ctx: &KernelCtx) -> Result<KernelCall> {
             ("red_strides", dims_list(&rst)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+fn reduce_sum_grad(ctx: &mut GradCtx) -> Result<()> {
+    spread_back(ctx, false)
+}
+
+fn reduce_mean_grad(ctx: &mut GradCtx) -> Result<()> {
+    spread_back(ctx, true)
+}
+
+/// ReduceSum / ReduceMean: dY back to X's shape (reshaped to keep the
+/// reduced axes, then Expand), divided by the count for the mean.
+fn spread_back(ctx: &mut GradCtx, mean: bool) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let sx = ctx.shape(x)?;
+    let axes = reduce_axes(&Ctx { graph: ctx.b.graph, node: &ctx.node }, sx.len())?;
+    let Some(axes) = axes else {
+        // No axes and noop_with_empty_axes: the identity.
+        ctx.set(0, dy);
+        return Ok(());
+    };
+    let kept: Vec<usize> = sx.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+    let r = ctx.b.reshape(dy, &kept, &ctx.name("keepdims"))?;
+    let dims: Vec<i64> = sx.iter().map(|&d| d as i64).collect();
+    let shape = ctx.b.ints(&ctx.name("shape"), &dims);
+    let out = ctx.dx_name(0);
+    let spread = if mean { ctx.name("spread") } else { out.clone() };
+    let mut dx = ctx.emit1("Expand", "", &[r, shape], &spread, vec![])?;
+    if mean {
+        let count = sx.iter().product::<usize>() / kept.iter().product::<usize>().max(1);
+        let k = ctx.b.scalar(&ctx.name("inv_count"), 1.0 / count.max(1) as f32);
+        dx = ctx.emit1("Mul", "", &[dx, k], &out, vec![])?;
+    }
+    ctx.set(0, dx);
+    Ok(())
 }

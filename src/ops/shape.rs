@@ -2,6 +2,7 @@
 //! are constant, which is how static shape subgraphs (Shape → Gather →
 //! Concat → Reshape) disappear at import.
 
+use super::grad;
 use super::kernel::{
     broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, KernelCall, KernelCtx,
     Local,
@@ -17,9 +18,17 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_identity),
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
-    OpDef { name: "Transpose", attrs: &["perm"], infer: transpose, kernel: Some(bind_transpose), ..OpDef::BASE },
+    OpDef {
+        name: "Transpose",
+        attrs: &["perm"],
+        infer: transpose,
+        kernel: Some(bind_transpose),
+        grad: Some(transpose_grad),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Reshape",
         attrs: &["allowzero"],
@@ -28,6 +37,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -38,6 +48,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -48,6 +59,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -57,6 +69,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_view),
         view: true,
         kernel: Some(bind_copy),
+        grad: Some(grad::reshape_back),
         ..OpDef::BASE
     },
     OpDef {
@@ -668,4 +681,29 @@ pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
     );
     inv.locals.push(idx);
     one(inv)
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// Transpose: dX = Transpose(dY) by the inverse permutation.
+fn transpose_grad(ctx: &mut super::grad::GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+    let rank = ctx.shape(x)?.len();
+    let perm: Vec<i64> = match ctx.node.ints("perm")? {
+        Some(p) => p.to_vec(),
+        None => (0..rank as i64).rev().collect(),
+    };
+    let mut inverse = vec![0i64; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        let slot = usize::try_from(p).ok().filter(|&p| p < perm.len());
+        let slot = slot.ok_or_else(|| ctx.err(format!("perm {perm:?} is not a permutation")))?;
+        inverse[slot] = i as i64;
+    }
+    let out = ctx.dx_name(0);
+    let dx = ctx.emit1("Transpose", "", &[dy], &out, vec![("perm".into(), crate::ir::Attr::Ints(inverse))])?;
+    ctx.set(0, dx);
+    Ok(())
 }

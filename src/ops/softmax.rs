@@ -1,13 +1,23 @@
 //! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
 //! opset-13 axis semantics).
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Softmax", attrs: &["axis"], infer: same, kernel: Some(bind_softmax), ..OpDef::BASE },
+    OpDef {
+        name: "Softmax",
+        attrs: &["axis"],
+        infer: same,
+        kernel: Some(bind_softmax),
+        grad: Some(softmax_grad_rule),
+        tile: Some(SOFTMAX_TILES),
+        ..OpDef::BASE
+    },
     // (dY, Y) -> dX.
     OpDef {
         name: "SoftmaxGrad",
@@ -16,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_softmax_grad),
+        tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
     OpDef {
@@ -25,6 +36,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_softmax_grad),
+        tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
@@ -81,4 +93,46 @@ pub(super) fn bind_softmax_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inner", u(i)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+/// SoftmaxGrad_13(dY, Y) over the forward axis.
+fn softmax_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) {
+        return Ok(());
+    }
+    let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
+    let (out, attrs) = (ctx.dx_name(0), ctx.attr("axis").into_iter().collect());
+    let dx = ctx.emit1("SoftmaxGrad_13", grad::MS, &[dy, y], &out, attrs)?;
+    ctx.set(0, dx);
+    Ok(())
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Softmax tiles over the axes before its axis; the axis and those after
+/// it are whole in every tile.
+pub(super) const SOFTMAX_TILES: TileRule = TileRule { space: softmax_tile_space, map: softmax_tile_map };
+pub(super) const SOFTMAX_GRAD_TILES: TileRule = TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map };
+
+fn softmax_axis(ctx: &KernelCtx, x_slot: usize, old: bool) -> Result<usize> {
+    let r = ctx.graph_in_shape(x_slot)?.len();
+    ctx.axis(ctx.attr_int("axis", if old { 1 } else { -1 })?, r)
+}
+
+fn softmax_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?)
+}
+
+fn softmax_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?, start, len)
+}
+
+fn softmax_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 1, softmax_axis(ctx, 1, ctx.node.op == "SoftmaxGrad")?)
+}
+
+fn softmax_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 1, softmax_axis(ctx, 1, ctx.node.op == "SoftmaxGrad")?, start, len)
 }

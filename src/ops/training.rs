@@ -1,6 +1,7 @@
 //! Gradient accumulation and optimizer operators.
 
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
+use super::tile;
 use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
@@ -16,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
         kernel: Some(bind_accumulate),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // SGD(w, g){lr} -> w_updated (default domain as written by Deeploy's
@@ -28,6 +30,7 @@ pub const OPS: &[OpDef] = &[
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
         kernel: Some(bind_sgd),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft SGDOptimizerV2(learning_rate, params: seq, gradients: seq
@@ -39,6 +42,32 @@ pub const OPS: &[OpDef] = &[
         update: Update::Sequence,
         train: Train::SgdSequence,
         kernel: Some(bind_sgd_optimizer_v2),
+        ..OpDef::BASE
+    },
+    // deploygen's own optimizer steps of a derived training step, one per
+    // weight (default domain, like SGD): MomentumSGD(w, g, velocity)
+    // {lr, momentum, weight_decay} -> w_updated, the velocity updated in
+    // place; AdamW(w, g, exp_avg, exp_avg_sq, step){lr, beta1, beta2,
+    // epsilon, weight_decay} -> w_updated, onnxruntime's AdamW (adam_mode 1,
+    // bias correction), its moments and step count updated in place.
+    OpDef {
+        name: "MomentumSGD",
+        attrs: &["lr", "momentum", "weight_decay"],
+        infer: momentum,
+        required: &[0, 1, 2],
+        update: Update::WhenLastReader { input: 0, output: 0 },
+        train: Train::Sgd,
+        kernel: Some(bind_momentum_sgd),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "AdamW",
+        attrs: &["lr", "beta1", "beta2", "epsilon", "weight_decay"],
+        infer: adamw,
+        required: &[0, 1, 2, 3, 4],
+        update: Update::WhenLastReader { input: 0, output: 0 },
+        train: Train::Sgd,
+        kernel: Some(bind_adamw),
         ..OpDef::BASE
     },
 ];
@@ -152,4 +181,87 @@ pub(super) fn bind_sgd_optimizer_v2(ctx: &KernelCtx) -> Result<KernelCall> {
         })
         .collect();
     Ok(KernelCall { calls, ..Default::default() })
+}
+
+/// Weight, gradient and every full-size state input share one shape.
+fn same_shapes(ctx: &Ctx, slots: &[usize]) -> Result<()> {
+    let w = ctx.shape(0)?;
+    for &i in slots {
+        if let (Some(w), Some(s)) = (&w, ctx.shape(i)?) {
+            if *w != s {
+                return Err(ctx.err(format!("input {i} is {s:?} but the weight is {w:?}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A required float attribute in `lo..hi` (`hi` excluded unless `closed`).
+fn hyper(ctx: &Ctx, name: &str, lo: f32, hi: f32) -> Result<f32> {
+    let v = ctx.node.float(name)?.ok_or_else(|| ctx.err(format!("attribute '{name}' is required")))?;
+    if !(v.is_finite() && v >= lo && v < hi) {
+        return Err(ctx.err(format!("attribute '{name}' = {v} is out of range [{lo}, {hi})")));
+    }
+    Ok(v)
+}
+
+fn momentum(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    same_shapes(ctx, &[1, 2])?;
+    hyper(ctx, "lr", f32::MIN_POSITIVE, f32::INFINITY)?;
+    hyper(ctx, "momentum", 0.0, 1.0)?;
+    hyper(ctx, "weight_decay", 0.0, f32::INFINITY)?;
+    Ok(vec![ctx.same_as(0)?])
+}
+
+fn adamw(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    same_shapes(ctx, &[1, 2, 3])?;
+    hyper(ctx, "lr", f32::MIN_POSITIVE, f32::INFINITY)?;
+    hyper(ctx, "beta1", 0.0, 1.0)?;
+    hyper(ctx, "beta2", 0.0, 1.0)?;
+    hyper(ctx, "epsilon", f32::MIN_POSITIVE, f32::INFINITY)?;
+    hyper(ctx, "weight_decay", 0.0, f32::INFINITY)?;
+    if ctx.dtype(4)? != DType::I64 || ctx.shape(4)?.is_some_and(|s| s.iter().product::<usize>() != 1) {
+        return Err(ctx.err(format!("the step count (input 4) must be one i64, found {}", ctx.ty(4)?)));
+    }
+    Ok(vec![ctx.same_as(0)?])
+}
+
+fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2])?;
+    one(call(
+        "dg_momentum_sgd_f32",
+        "dg_momentum_sgd_args_t",
+        vec![
+            ("w", ctx.inp(0)?),
+            ("g", ctx.inp(1)?),
+            ("velocity", ctx.inp(2)?),
+            ("w_out", ctx.out(0)?),
+            ("n", u(numel(&ctx.in_shape(0)?))),
+            ("lr", f(ctx.attr_float("lr", 0.0)?)),
+            ("momentum", f(ctx.attr_float("momentum", 0.0)?)),
+            ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
+        ],
+    ))
+}
+
+fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0, 1, 2, 3])?;
+    one(call(
+        "dg_adamw_f32",
+        "dg_adamw_args_t",
+        vec![
+            ("w", ctx.inp(0)?),
+            ("g", ctx.inp(1)?),
+            ("m", ctx.inp(2)?),
+            ("v", ctx.inp(3)?),
+            ("step", ctx.inp(4)?),
+            ("w_out", ctx.out(0)?),
+            ("n", u(numel(&ctx.in_shape(0)?))),
+            ("lr", f(ctx.attr_float("lr", 0.0)?)),
+            ("beta1", f(ctx.attr_float("beta1", 0.0)?)),
+            ("beta2", f(ctx.attr_float("beta2", 0.0)?)),
+            ("epsilon", f(ctx.attr_float("epsilon", 0.0)?)),
+            ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
+        ],
+    ))
 }

@@ -3,39 +3,78 @@
 //! emits for them (SigmoidGrad, TanhGrad, QuickGeluGrad; Sign as part of
 //! Abs's gradient).
 
+use super::grad::{self, GradCtx};
 use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, KernelCall, KernelCtx};
+use super::tile;
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Relu", infer: unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Gelu", attrs: &["approximate"], infer: gelu, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Floor", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Exp", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Log", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef {
+        name: "Relu",
+        infer: unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(relu_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Gelu",
+        attrs: &["approximate"],
+        infer: gelu,
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        grad: Some(gelu_grad_rule),
+        ..OpDef::BASE
+    },
+    OpDef { name: "Ceil", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Floor", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Exp", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Log", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Sqrt", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
     // Folds on integers: Pad's gradient negates the constant pads.
-    OpDef { name: "Neg", infer: unary, fold: Some(fold_neg), kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Abs", infer: unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Tanh", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
-    OpDef { name: "Erf", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef {
+        name: "Neg",
+        infer: unary,
+        fold: Some(fold_neg),
+        kernel: Some(bind_unary),
+        tile: Some(tile::FLAT),
+        ..OpDef::BASE
+    },
+    OpDef { name: "Abs", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Tanh", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Sigmoid", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Erf", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
     OpDef {
         name: "HardSigmoid",
         attrs: &["alpha", "beta"],
         infer: alpha_beta,
         kernel: Some(bind_unary_param),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
-    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(bind_unary), ..OpDef::BASE },
+    OpDef { name: "HardSwish", infer: float_unary, kernel: Some(bind_unary), tile: Some(tile::FLAT), ..OpDef::BASE },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
     // QuickGelu{alpha=1.702} is the same function.
-    OpDef { name: "Swish", attrs: &["alpha"], infer: alpha_beta, kernel: Some(bind_unary_param), ..OpDef::BASE },
-    OpDef { name: "QuickGelu", attrs: &["alpha"], infer: alpha_beta, kernel: Some(bind_unary_param), ..OpDef::BASE },
+    OpDef {
+        name: "Swish",
+        attrs: &["alpha"],
+        infer: alpha_beta,
+        kernel: Some(bind_unary_param),
+        tile: Some(tile::FLAT),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "QuickGelu",
+        attrs: &["alpha"],
+        infer: alpha_beta,
+        kernel: Some(bind_unary_param),
+        tile: Some(tile::FLAT),
+        ..OpDef::BASE
+    },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
     // read when generating code.
     OpDef {
@@ -44,17 +83,33 @@ pub const OPS: &[OpDef] = &[
         infer: clip,
         compile_time: &[1, 2],
         kernel: Some(bind_clip),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
-    OpDef { name: "SigmoidGrad", infer: grad, gradient: true, kernel: Some(bind_act_grad_y), ..OpDef::BASE },
-    OpDef { name: "TanhGrad", infer: grad, gradient: true, kernel: Some(bind_act_grad_y), ..OpDef::BASE },
+    OpDef {
+        name: "SigmoidGrad",
+        infer: grad,
+        gradient: true,
+        kernel: Some(bind_act_grad_y),
+        tile: Some(tile::FLAT),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "TanhGrad",
+        infer: grad,
+        gradient: true,
+        kernel: Some(bind_act_grad_y),
+        tile: Some(tile::FLAT),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "QuickGeluGrad",
         attrs: &["alpha"],
         infer: grad,
         gradient: true,
         kernel: Some(bind_swish_grad),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
@@ -64,6 +119,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_act_grad),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     OpDef {
@@ -73,6 +129,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         kernel: Some(bind_act_grad),
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];
@@ -301,6 +358,16 @@ pub(super) fn bind_swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("alpha", f(float_attr(ctx, "alpha", 1.702)?)),
         ],
     ))
+}
+
+// ---- gradient rules ------------------------------------------------------------------------
+
+fn relu_grad(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "ReluGrad", grad::MS)
+}
+
+fn gelu_grad_rule(ctx: &mut GradCtx) -> Result<()> {
+    grad::act_grad(ctx, "GeluGrad", grad::MS)
 }
 
 #[cfg(test)]

@@ -519,6 +519,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                 // or not the output that names the update is present.
                 let acc = match ops::of(n).update {
                     Update::Always { input, .. } if input == slot => Access::ReadWrite,
+                    _ if ops::of(n).updates_state(slot) => Access::ReadWrite,
                     _ => Access::Read,
                 };
                 add(&mut operands, id, acc);

@@ -17,6 +17,7 @@ pub(super) fn fit(
     base: &mut [crate::plan::Buffer],
     disc: &Discovery,
     opts: &PlanOptions,
+    tiler: &[super::levels::Tiler],
     decisions: &mut Vec<String>,
 ) -> Result<Attempt> {
     let p = &opts.platform;
@@ -25,7 +26,7 @@ pub(super) fn fit(
     let access_count = |id: BufId| disc.steps.iter().filter(|s| s.operands.iter().any(|(b, _)| *b == id)).count();
 
     loop {
-        let a = attempt(base, disc, opts);
+        let a = attempt(base, disc, opts, tiler);
         if a.fits() {
             return Ok(a);
         }
@@ -130,7 +131,9 @@ pub(super) fn fit(
         if opts.default_mem == Level::L2 {
             hints.push(Hint::DefaultMem { level: Level::L3 });
         }
-        let needed = shown.levels[&Level::L2].needed_bytes;
+        // The least L2 that works: what this plan needs after every move
+        // (the first attempt's figure keeps everything in L2).
+        let needed = l2.needed_bytes;
         if needed <= chip_capacity(p, Level::L2) {
             hints.push(Hint::Capacity { level: Level::L2, bytes: needed });
         }

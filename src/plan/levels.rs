@@ -19,6 +19,7 @@
 use serde::Serialize;
 
 use super::buffers::{Access, BufId, Buffer, GraphSel, Kind, Step, Value};
+use super::tile::{Choice, OperandIn, Slot, Tile};
 use crate::ir::OpId;
 use crate::ops::{self, Update};
 use crate::target::{Level, Platform};
@@ -79,6 +80,59 @@ pub struct NodePlan {
     pub operands: Vec<Operand>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub scratch: Option<BufId>,
+    /// How the node runs in L1 tiles, when it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tiling: Option<Tiling>,
+    /// Why a node that runs code is not tiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untiled: Option<String>,
+}
+
+/// Bytes a node moves between levels, per direction.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Moved {
+    pub l3_to_l2: u64,
+    pub l2_to_l1: u64,
+    pub l1_to_l2: u64,
+    pub l2_to_l3: u64,
+}
+
+/// One distinct buffer of a tiled node.
+#[derive(Clone, Debug, Serialize)]
+pub struct TiledOperand {
+    pub buffer: BufId,
+    pub access: Access,
+    pub home: Level,
+    pub slots: Vec<Slot>,
+    /// The same part in every tile: loaded once (and written back once).
+    pub whole: bool,
+    /// L1 buffers: two when double-buffered, the tiles alternating.
+    pub l1: Vec<BufId>,
+    /// L2 buffers an L3 operand's tiles pass through, one per L1 buffer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub l2_stage: Vec<BufId>,
+    /// Bytes of the largest tile.
+    pub tile_bytes: u64,
+}
+
+/// A tiled node: the loop over tiles the emitter writes.
+#[derive(Clone, Debug, Serialize)]
+pub struct Tiling {
+    pub space: Vec<usize>,
+    /// Shape of the first tile (edge tiles may be shorter).
+    pub tile: Vec<usize>,
+    pub count: u32,
+    pub double_buffered: bool,
+    pub operands: Vec<TiledOperand>,
+    pub moved: Moved,
+    pub dma_commands: u64,
+    /// L1 bytes the node's tile buffers and scratch take.
+    pub l1_bytes: u64,
+    pub cost: u64,
+    pub why: String,
+    /// Every tile's box of the space and its operands' runs.
+    #[serde(skip)]
+    pub tiles: Vec<Tile>,
 }
 
 fn per_node(
@@ -116,12 +170,12 @@ fn per_node(
 
 /// Add the per-node buffers (staging, L1 copies, scratch) to `buffers`,
 /// which must hold only the discovered ones, and say how each node runs.
-pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform) -> Vec<NodePlan> {
+pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform, choices: &[Tiler]) -> Vec<NodePlan> {
     let align = platform.alignment.max(1);
     let l1_budget = platform.budget(Level::L1);
     let aligned = |b: u64| b.div_ceil(align) * align;
     let mut nodes = Vec::with_capacity(steps.len());
-    for step in steps {
+    for (step_no, step) in steps.iter().enumerate() {
         if step.alias_only {
             nodes.push(NodePlan {
                 step: step.index,
@@ -132,7 +186,14 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform) ->
                 exec: None,
                 operands: vec![],
                 scratch: None,
+                tiling: None,
+                untiled: None,
             });
+            continue;
+        }
+        let (choice, operands_in) = &choices[step_no];
+        if let Some(Ok(c)) = choice {
+            nodes.push(tiled(buffers, step, c, operands_in, align));
             continue;
         }
         // SGDOptimizerV2 walks its parameters one at a time: one shared
@@ -206,7 +267,124 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform) ->
             exec: Some(if in_l1 { Level::L1 } else { Level::L2 }),
             operands,
             scratch,
+            tiling: None,
+            untiled: choices[step_no].0.as_ref().and_then(|c| c.as_ref().err().cloned()),
         });
     }
     nodes
+}
+
+/// The tiler's answer for a step (`None`: tiling off) and its operands.
+pub type Tiler = (Option<Result<Choice, String>>, Vec<OperandIn>);
+
+/// A tile buffer of a node: L1 (or an L2 stage) for one operand.
+fn tile_buffer(
+    buffers: &mut Vec<Buffer>,
+    step: &Step,
+    of: BufId,
+    kind: Kind,
+    bytes: u64,
+    k: usize,
+    align: u64,
+) -> BufId {
+    let level = if kind == Kind::Staging { Level::L2 } else { Level::L1 };
+    let id = per_node(buffers, step, kind, level, bytes, align, Some(of));
+    let src = buffers[of].name.clone();
+    let tag = if kind == Kind::Staging { "s" } else { "t" };
+    let what = if kind == Kind::Staging { "L2 stage of L1 tile buffer" } else { "L1 tile buffer" };
+    let b = &mut buffers[id];
+    b.name = format!("{src}@{}.{tag}{k}", step.index);
+    b.shape = vec![bytes as usize];
+    b.dtype = "u8".into();
+    b.level_reason = format!("{what} {k} of '{src}' for node '{}' ({})", step.name, step.op);
+    id
+}
+
+/// The per-node buffers and the record of a tiled node.
+fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], align: u64) -> NodePlan {
+    let count = c.tiles.len();
+    let mut operands = vec![];
+    let mut tiled_ops = vec![];
+    let mut moved = Moved::default();
+    let mut l1_bytes = 0;
+    for (j, o) in ops.iter().enumerate() {
+        let home = buffers[o.buffer].level;
+        let whole = c.whole[j];
+        let n = if c.double && !whole { 2 } else { 1 };
+        let bytes = c.tile_bytes[j].max(1);
+        let l1: Vec<BufId> =
+            (0..n).map(|k| tile_buffer(buffers, step, o.buffer, Kind::L1Operand, bytes, k, align)).collect();
+        l1_bytes += l1.iter().map(|&b| buffers[b].size).sum::<u64>();
+        let l2_stage: Vec<BufId> = if home == Level::L3 {
+            (0..n).map(|k| tile_buffer(buffers, step, o.buffer, Kind::Staging, bytes, k, align)).collect()
+        } else {
+            vec![]
+        };
+        let (mut rd, mut wr) = (0u64, 0u64);
+        for (t, tile) in c.tiles.iter().enumerate() {
+            if whole && t > 0 {
+                break;
+            }
+            let b = tile.boxes[j].bytes();
+            if matches!(o.access, Access::Read | Access::ReadWrite) {
+                rd += b;
+            }
+            if matches!(o.access, Access::Write | Access::ReadWrite) {
+                wr += b;
+            }
+        }
+        moved.l2_to_l1 += rd;
+        moved.l1_to_l2 += wr;
+        if home == Level::L3 {
+            moved.l3_to_l2 += rd;
+            moved.l2_to_l3 += wr;
+        }
+        operands.push(Operand {
+            buffer: o.buffer,
+            access: o.access,
+            home,
+            at: Level::L1,
+            l2_staging: None,
+            l1_copy: None,
+        });
+        tiled_ops.push(TiledOperand {
+            buffer: o.buffer,
+            access: o.access,
+            home,
+            slots: o.slots.iter().map(|(s, _)| *s).collect(),
+            whole,
+            l1,
+            l2_stage,
+            tile_bytes: c.tile_bytes[j],
+        });
+    }
+    let scratch = (step.scratch_bytes > 0)
+        .then(|| per_node(buffers, step, Kind::Scratch, Level::L1, step.scratch_bytes, align, None));
+    l1_bytes += scratch.map_or(0, |s| buffers[s].size);
+    let access: Vec<Access> = ops.iter().map(|o| o.access).collect();
+    let (_, dma_commands) = super::tile::traffic(&c.tiles, &c.whole, &access);
+    NodePlan {
+        step: step.index,
+        graph: step.graph,
+        name: step.name.clone(),
+        op: step.op.clone(),
+        op_id: step.op_id,
+        exec: Some(Level::L1),
+        operands,
+        scratch,
+        tiling: Some(Tiling {
+            space: c.space.clone(),
+            tile: c.tile.clone(),
+            count: count as u32,
+            double_buffered: c.double,
+            operands: tiled_ops,
+            moved,
+            dma_commands,
+            l1_bytes,
+            cost: c.cost,
+            why: c.why.clone(),
+            tiles: c.tiles.clone(),
+        }),
+        untiled: None,
+    }
 }

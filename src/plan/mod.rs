@@ -24,6 +24,7 @@ pub mod offsets;
 pub mod report;
 pub mod supply;
 pub mod svg;
+pub mod tile;
 
 use std::collections::BTreeMap;
 
@@ -31,7 +32,7 @@ use serde::Serialize;
 
 pub use crate::target::{Level, Platform};
 pub use buffers::{Access, BufId, Buffer, GraphSel, Kind, Placement, StaticRequest};
-pub use levels::{NodePlan, Operand};
+pub use levels::{Moved, NodePlan, Operand, TiledOperand, Tiling};
 pub use supply::{SkipCopy, Supply, WeightPlan};
 
 use crate::diag::Hint;
@@ -60,11 +61,14 @@ pub struct PlanOptions {
     /// Where the test harness keeps its test data and references: `None`
     /// in L2, moved to L3 when L2 is short; `Some(level)` there.
     pub test_data: Option<Level>,
+    /// Run the nodes that have a tile rule in L1 tiles (`--no-tiling`:
+    /// whole-operand copies as before).
+    pub tiling: bool,
 }
 
 impl PlanOptions {
     pub fn new(platform: Platform, default_mem: Level) -> PlanOptions {
-        PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None, test_data: None }
+        PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None, test_data: None, tiling: true }
     }
 
     /// Options by name: a platform (name or alias), a default level (L2 or
@@ -186,8 +190,16 @@ impl Plan {
         }
         // Every buffer a node touches is live at that node's step.
         for n in &self.nodes {
+            let tile_bufs: Vec<BufId> = n
+                .tiling
+                .iter()
+                .flat_map(|t| t.operands.iter().flat_map(|o| o.l1.iter().chain(&o.l2_stage).copied()))
+                .collect();
+            if let Some(t) = &n.tiling {
+                tile::verify(&n.name, t, &self.buffers)?;
+            }
             let touched = n.operands.iter().flat_map(|o| [Some(o.buffer), o.l2_staging, o.l1_copy]).chain([n.scratch]);
-            for b in touched.flatten() {
+            for b in touched.flatten().chain(tile_bufs) {
                 let buf = self
                     .buffers
                     .get(b)
@@ -262,14 +274,14 @@ fn pack(buffers: &mut [Buffer], l: Level, last: u32, align: u64) -> (u64, u64, u
     (band, a.arena, a.lower_bound, a.greedy_arena, band + a.arena, a.strategy)
 }
 
-fn attempt(base: &[Buffer], disc: &buffers::Discovery, opts: &PlanOptions) -> Attempt {
+fn attempt(base: &[Buffer], disc: &buffers::Discovery, opts: &PlanOptions, tiler: &[levels::Tiler]) -> Attempt {
     let p = &opts.platform;
     let align = p.alignment.max(1);
     let last = disc.steps.len().max(1) as u32 - 1;
     let mut bufs = base.to_vec();
     let image_limit = opts.l2_image_limit.or(p.level(Level::L2).image_limit);
     let (weights, skip) = supply::decide(&mut bufs, image_limit);
-    let nodes = levels::derive(&mut bufs, &disc.steps, p);
+    let nodes = levels::derive(&mut bufs, &disc.steps, p, tiler);
     let mut levels = BTreeMap::new();
     for l in Level::ALL {
         let (band, t_arena, t_lb, greedy, arena, strategy) = pack(&mut bufs, l, last, align);
@@ -424,6 +436,65 @@ fn largest_staging(a: &Attempt) -> Option<(String, u64)> {
         .filter(|(_, b)| *b > 0)
 }
 
+/// The tiler's choice for every step, made once (it does not depend on
+/// the levels eviction changes).
+fn tile_choices(model: &Model, disc: &buffers::Discovery, opts: &PlanOptions) -> Vec<levels::Tiler> {
+    disc.steps
+        .iter()
+        .map(|step| {
+            if !opts.tiling || step.alias_only {
+                return (None, vec![]);
+            }
+            match tile_operands(model, disc, step) {
+                Err(why) => (Some(Err(why)), vec![]),
+                Ok((graph, operands)) => {
+                    let n = tile::NodeIn {
+                        model,
+                        graph,
+                        node: graph.node(step.node),
+                        operands: operands.clone(),
+                        budget: opts.platform.budget(Level::L1),
+                        align: opts.platform.alignment.max(1),
+                        scratch: step.scratch_bytes,
+                    };
+                    (Some(tile::choose(&n)), operands)
+                }
+            }
+        })
+        .collect()
+}
+
+/// A step's distinct buffers with the slots that name them, in the step's
+/// operand order.
+fn tile_operands<'m>(
+    model: &'m Model,
+    disc: &buffers::Discovery,
+    step: &buffers::Step,
+) -> std::result::Result<(&'m crate::ir::Graph, Vec<tile::OperandIn>), String> {
+    let (graph, map) = match step.graph {
+        GraphSel::Main => (&model.graph, &disc.main),
+        GraphSel::Optimizer => (model.optimizer.as_ref().ok_or("no optimizer graph")?, &disc.optimizer),
+    };
+    let node = graph.node(step.node);
+    let mut ops: Vec<tile::OperandIn> =
+        step.operands.iter().map(|&(buffer, access)| tile::OperandIn { buffer, access, slots: vec![] }).collect();
+    let slots = node.inputs.iter().enumerate().map(|(i, t)| (false, i, *t));
+    let slots = slots.chain(node.outputs.iter().enumerate().map(|(i, t)| (true, i, *t)));
+    for (output, index, t) in slots {
+        let Some(t) = t else { continue };
+        if graph.tensor(t).sequence {
+            return Err("it takes a sequence operand".into());
+        }
+        let Some(&b) = map.get(&t) else { continue };
+        let o = ops.iter_mut().find(|o| o.buffer == b).ok_or("a slot's buffer is not among its operands")?;
+        o.slots.push((tile::Slot { output, index }, t));
+    }
+    if ops.iter().any(|o| o.slots.is_empty()) {
+        return Err("an operand is named by no slot".into());
+    }
+    Ok((graph, ops))
+}
+
 /// Plan a model's memory for a platform.
 pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     let p = &opts.platform;
@@ -459,7 +530,8 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     let mut base = disc.buffers.clone();
     levels::initial(&mut base, opts.default_mem);
     let mut decisions = disc.notes.clone();
-    let done = evict::fit(&mut base, &disc, opts, &mut decisions)?;
+    let tiler = tile_choices(model, &disc, opts);
+    let done = evict::fit(&mut base, &disc, opts, &tiler, &mut decisions)?;
 
     let plan = Plan {
         platform: p.clone(),
@@ -475,4 +547,49 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     };
     plan.verify().map_err(|e| Error::plan(format!("internal error: the memory plan failed its own check: {e}")))?;
     Ok(plan)
+}
+
+impl Plan {
+    /// Bytes moved between levels in one run of every node: tiled nodes'
+    /// DMA and RAM transfers, untiled nodes' whole-operand copies.
+    pub fn traffic(&self) -> Moved {
+        let mut m = Moved::default();
+        for n in &self.nodes {
+            if let Some(t) = &n.tiling {
+                m.l3_to_l2 += t.moved.l3_to_l2;
+                m.l2_to_l1 += t.moved.l2_to_l1;
+                m.l1_to_l2 += t.moved.l1_to_l2;
+                m.l2_to_l3 += t.moved.l2_to_l3;
+                continue;
+            }
+            for o in &n.operands {
+                let b = self.buffers[o.buffer].bytes;
+                let (rd, wr) = (o.access != Access::Write, o.access != Access::Read);
+                if o.home == Level::L3 && (o.l2_staging.is_some() || o.l1_copy.is_some()) {
+                    m.l3_to_l2 += if rd { b } else { 0 };
+                    m.l2_to_l3 += if wr { b } else { 0 };
+                }
+                if o.l1_copy.is_some() {
+                    m.l2_to_l1 += if rd { b } else { 0 };
+                    m.l1_to_l2 += if wr { b } else { 0 };
+                }
+            }
+        }
+        m
+    }
+
+    /// The largest L2 buffer an L3 operand passes through (a whole-operand
+    /// staging of an untiled node, or a tile's stage).
+    pub fn largest_l2_staging(&self) -> u64 {
+        self.buffers.iter().filter(|b| b.kind == Kind::Staging).map(|b| b.size).max().unwrap_or(0)
+    }
+
+    /// Bytes the deployment occupies in L1, L2 and L3 (arenas and static
+    /// data), less the static buffers asked for by later stages (the
+    /// harness's test data).
+    pub fn footprint(&self) -> u64 {
+        let statics: u64 = self.buffers.iter().filter(|b| b.kind == Kind::Static).map(|b| b.size).sum();
+        let total: u64 = self.levels.values().map(|l| l.arena_bytes + l.static_bytes).sum();
+        total.saturating_sub(statics)
+    }
 }

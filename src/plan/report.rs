@@ -199,6 +199,8 @@ pub fn text(plan: &Plan) -> String {
         table(&mut o, &["  name", "kind", "bytes", "offset", "live"], &rows);
     }
 
+    tiling_text(&mut o, plan);
+
     if !plan.decisions.is_empty() {
         let _ = writeln!(o, "\ndecisions");
         for d in &plan.decisions {
@@ -210,4 +212,42 @@ pub fn text(plan: &Plan) -> String {
         let _ = writeln!(o, "  - {staged} weight(s) l3-staged");
     }
     o
+}
+
+/// The tiling section: each tiled node's tiles, buffering and traffic,
+/// and why the others run untiled.
+fn tiling_text(o: &mut String, plan: &Plan) {
+    let tiled: Vec<_> = plan.nodes.iter().filter_map(|n| Some((n, n.tiling.as_ref()?))).collect();
+    let untiled: Vec<_> = plan.nodes.iter().filter_map(|n| Some((n, n.untiled.as_ref()?))).collect();
+    if tiled.is_empty() && untiled.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\ntiling ({} node(s) tiled through L1, {} untiled)", tiled.len(), untiled.len());
+    let rows: Vec<Vec<String>> = tiled
+        .iter()
+        .map(|(n, t)| {
+            vec![
+                n.step.to_string(),
+                n.name.clone(),
+                n.op.clone(),
+                t.count.to_string(),
+                format!("{:?}", t.tile),
+                if t.double_buffered { "double" } else { "single" }.to_string(),
+                thousands(t.moved.l2_to_l1 + t.moved.l1_to_l2),
+                thousands(t.moved.l3_to_l2 + t.moved.l2_to_l3),
+                t.dma_commands.to_string(),
+                thousands(t.l1_bytes),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        table(o, &["step", "node", "op", "tiles", "tile", "buffers", "L2<->L1 B", "L3<->L2 B", "DMA", "L1 B"], &rows);
+        let _ = writeln!(o, "  why:");
+        for (n, t) in &tiled {
+            let _ = writeln!(o, "    step {} '{}': {}", n.step, n.name, t.why);
+        }
+    }
+    for (n, why) in untiled {
+        let _ = writeln!(o, "  untiled: step {} '{}' ({}): {why}", n.step, n.name, n.op);
+    }
 }

@@ -162,8 +162,15 @@ pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
     }
     let mut input = Vec::with_capacity(f.inputs.len());
     let mut inputs = Arrays::new();
+    let mut from_file = vec![];
     for &t in &f.inputs {
         let name = g.name_of(t);
+        // A weight of a step derived from train.toml is an initializer in
+        // the file: it stays one.
+        if let Some(init) = gp.initializer.iter().find(|i| i.name() == name).filter(|_| model.derived.is_some()) {
+            from_file.push(init.clone());
+            continue;
+        }
         let vi = gp
             .input
             .iter()
@@ -178,7 +185,7 @@ pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
         })?;
         inputs.push((name.to_string(), value.clone()));
     }
-    let mut initializer = Vec::with_capacity(f.constants.len());
+    let mut initializer = from_file;
     for &t in &f.constants {
         let tensor = g.tensor(t);
         let data = tensor

@@ -101,6 +101,10 @@ pub struct Case {
     pub timeout: Duration,
     /// Keep the generated project folder (its path is in the outcome).
     pub keep: bool,
+    /// Training flags over the model's `train.toml`.
+    pub train: crate::import::TrainRequest,
+    /// Plan with tiling (`--no-tiling` turns it off).
+    pub tiling: bool,
 }
 
 impl Case {
@@ -116,6 +120,8 @@ impl Case {
             sanitize: false,
             timeout: Duration::from_secs(300),
             keep: false,
+            train: crate::import::TrainRequest::default(),
+            tiling: true,
         }
     }
 
@@ -209,11 +215,13 @@ fn tail(text: &str, n: usize) -> Vec<String> {
 /// The generation step of a case: the pipeline, then the project written
 /// into `out`.
 pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
-    let plan =
+    let mut plan =
         PlanOptions::named(&case.platform, &case.default_mem, case.capacities).map_err(StageError::at(Stage::Plan))?;
+    plan.tiling = case.tiling;
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
+    o.train = case.train.clone();
     let g = pipeline::generate(&case.model, &o)?;
     g.project.write(out, true).map_err(StageError::at(Stage::Emit))
 }

@@ -44,6 +44,16 @@ pub struct Row {
     pub step_ms: Option<f64>,
     pub ort_step_ms: Option<f64>,
     pub ratio_to_ort: Option<f64>,
+    /// L1 + L2 + L3 bytes of the deployment (test data excluded), the ONNX
+    /// file's bytes, and their ratio.
+    pub footprint_bytes: u64,
+    pub onnx_bytes: u64,
+    pub footprint_ratio: Option<f64>,
+    /// The largest L2 buffer an L3 operand passes through.
+    pub largest_l2_staging: u64,
+    /// Bytes moved per step: L3<->L2 and L2<->L1 (both directions).
+    pub moved_l3_l2: u64,
+    pub moved_l2_l1: u64,
 }
 
 /// What to measure.
@@ -135,6 +145,12 @@ pub fn measure(name: &str, path: &Path, opts: &PlanOptions, o: &Options) -> Row 
         step_ms: None,
         ort_step_ms: o.ort.get(name).map(|s| s * 1e3),
         ratio_to_ort: None,
+        footprint_bytes: 0,
+        onnx_bytes: 0,
+        footprint_ratio: None,
+        largest_l2_staging: 0,
+        moved_l3_l2: 0,
+        moved_l2_l1: 0,
     };
     let mut times = vec![];
     let mut last = None;
@@ -162,6 +178,13 @@ pub fn measure(name: &str, path: &Path, opts: &PlanOptions, o: &Options) -> Row 
         *row.supply.entry(w.supply.name().to_string()).or_insert(0) += w.bytes;
     }
     row.deployed_constant_bytes = g.plan.weights.iter().map(|w| w.bytes).sum();
+    row.footprint_bytes = g.plan.footprint();
+    row.onnx_bytes = std::fs::metadata(&g.model.path).map_or(0, |m| m.len());
+    row.footprint_ratio = (row.onnx_bytes > 0).then(|| row.footprint_bytes as f64 / row.onnx_bytes as f64);
+    row.largest_l2_staging = g.plan.largest_l2_staging();
+    let m = g.plan.traffic();
+    row.moved_l3_l2 = m.l3_to_l2 + m.l2_to_l3;
+    row.moved_l2_l1 = m.l2_to_l1 + m.l1_to_l2;
     row.model_weight_bytes = weight_bytes(&g.model);
     row.constants_ratio =
         (row.model_weight_bytes > 0).then(|| row.deployed_constant_bytes as f64 / row.model_weight_bytes as f64);
@@ -213,6 +236,9 @@ pub fn markdown(rows: &[Row]) -> String {
         "L3 arena/lb/eff",
         "weights baked/l3-hex/l3-staged kB",
         "constants ÷ model weights",
+        "footprint kB ÷ ONNX",
+        "largest L2 staging kB",
+        "moved/step L3↔L2 / L2↔L1 kB",
         "sources kB",
         "host step ms",
         "ORT step ms",
@@ -245,6 +271,9 @@ pub fn markdown(rows: &[Row]) -> String {
             lvl("L3"),
             format!("{} / {} / {}", s("baked"), s("l3-hex"), s("l3-staged")),
             f(r.constants_ratio, 2),
+            format!("{} ÷ {} = {}", kb(r.footprint_bytes), kb(r.onnx_bytes), f(r.footprint_ratio, 2)),
+            kb(r.largest_l2_staging),
+            format!("{} / {}", kb(r.moved_l3_l2), kb(r.moved_l2_l1)),
             kb(r.source_bytes),
             f(r.step_ms, 3),
             f(r.ort_step_ms, 3),

@@ -64,51 +64,127 @@ void RunTrainingNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Conv 'Conv_1' computes in L1 */
+    /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 4, 12, 12], double-buffered */
     {
-        dg_copy(DG_L1(4608), DG_L2(0), 1152u); /* input L2->L1 */
-        dg_copy(DG_L1(5760), (void *)dg_w3, 144u); /* conv.weight L2->L1 */
-        dg_copy(DG_L1(5904), (void *)dg_w4, 16u); /* conv.bias L2->L1 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(4608),
-                .w = DG_L1(5760),
-                .b = DG_L1(5904),
-                .y = DG_L1(0),
-                .batch = 2u,
-                .in_c = 1u,
-                .in_h = 12u,
-                .in_w = 12u,
-                .out_c = 4u,
-                .out_h = 12u,
-                .out_w = 12u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {576u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 2304u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {2304u, 2304u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: input (L2, read) */
+        void *const o0_l1[2] = { DG_L1(4608), DG_L1(5184) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: conv.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(5760) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: conv.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(5904) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: conv.out (L2, written) */
+        void *const o3_l1[2] = { DG_L1(0), DG_L1(2304) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t o3_q[2];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o0_q[1].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        o3_q[1].n = 0u;
+        dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w3, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w4, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(0), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[cur],
+                    .w = o1_l1[0],
+                    .b = o2_l1[0],
+                    .y = o3_l1[cur],
+                    .batch = 1u,
+                    .in_c = 1u,
+                    .in_h = 12u,
+                    .in_w = 12u,
+                    .out_c = 4u,
+                    .out_h = 12u,
+                    .out_w = 12u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
+            dg_tile_out(DG_L2(6928), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_copy(DG_L2(6928), DG_L1(0), 4608u); /* conv.out L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
     }
 
-    /* step 1: Relu 'Relu_2' computes in L1 */
+    /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [1152] */
     {
-        dg_copy(DG_L1(0), DG_L2(6928), 4608u); /* conv.out L2->L1 */
-        {
-            dg_unary_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(4608),
-                .n = 1152u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: conv.relu (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(4608) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in(DG_L2(6928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .n = 1152u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
         }
-        dg_copy(DG_L2(1168), DG_L1(4608), 4608u); /* conv.relu L1->L2 */
+        dg_tile_out(DG_L2(1168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
@@ -142,30 +218,72 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(16144), DG_L1(4608), 2304u); /* pool.indices L1->L2 */
     }
 
-    /* step 4: Gemm 'Gemm_5' computes in L1 */
+    /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
     {
-        dg_copy(DG_L1(5760), DG_L2(11536), 1152u); /* pool.out L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w5, 5760u); /* fc.weight L2->L1 */
-        dg_copy(DG_L1(6992), (void *)dg_w6, 40u); /* fc.bias L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(5760),
-                .b = DG_L1(0),
-                .c = DG_L1(6992),
-                .y = DG_L1(6912),
-                .m = 2u,
-                .n = 10u,
-                .k = 144u,
-                .trans_a = 0u,
-                .trans_b = 1u,
-                .alpha = 1.0f,
-                .beta = 1.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: pool.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(5760) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(6992) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(6912) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(11536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w5, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w6, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = o2_l1[0],
+                    .y = o3_l1[0],
+                    .m = 2u,
+                    .n = 10u,
+                    .k = 144u,
+                    .trans_a = 0u,
+                    .trans_b = 1u,
+                    .alpha = 1.0f,
+                    .beta = 1.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(1168), DG_L1(6912), 80u); /* fc.out L1->L2 */
+        dg_tile_out(DG_L2(1168), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::43' computes in L1 */
@@ -260,29 +378,61 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1168), DG_L1(0), 5760u); /* fc.weight_grad L1->L2 */
     }
 
-    /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1 */
+    /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 144] */
     {
-        dg_copy(DG_L1(6912), DG_L2(12688), 80u); /* fc.out_grad L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w5, 5760u); /* fc.weight L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(6912),
-                .b = DG_L1(0),
-                .c = NULL,
-                .y = DG_L1(5760),
-                .m = 2u,
-                .n = 144u,
-                .k = 10u,
-                .trans_a = 0u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(6912) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: flatten.out_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(5760) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(12688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w5, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 2u,
+                    .n = 144u,
+                    .k = 10u,
+                    .trans_a = 0u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(18448), DG_L1(5760), 1152u); /* flatten.out_grad L1->L2 */
+        dg_tile_out(DG_L2(18448), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 12: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
@@ -316,20 +466,52 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(11536), DG_L1(0), 4608u); /* conv.relu_grad L1->L2 */
     }
 
-    /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1 */
+    /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [1152] */
     {
-        dg_copy(DG_L1(0), DG_L2(11536), 4608u); /* conv.relu_grad L2->L1 */
-        dg_copy(DG_L1(4608), DG_L2(6928), 4608u); /* conv.out L2->L1 */
-        {
-            dg_act_grad_args_t args = {
-                .dy = DG_L1(0),
-                .x = DG_L1(4608),
-                .dx = DG_L1(9216),
-                .n = 1152u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: conv.out (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(4608) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: conv.out_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(9216) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(11536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(6928), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_act_grad_args_t args = {
+                    .dy = o0_l1[0],
+                    .x = o1_l1[0],
+                    .dx = o2_l1[0],
+                    .n = 1152u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
+            }
         }
-        dg_copy(DG_L2(16144), DG_L1(9216), 4608u); /* conv.out_grad L1->L2 */
+        dg_tile_out(DG_L2(16144), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
@@ -395,75 +577,167 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(7072), DG_L1(6048), 16u); /* conv.bias_grad L1->L2 */
     }
 
-    /* step 15: SGD 'conv.weight_sgd' computes in L1 */
+    /* step 15: SGD 'conv.weight_sgd' computes in L1, 1 tile(s) of [36] */
     {
-        dg_copy(DG_L1(0), (void *)dg_w3, 144u); /* conv.weight L2->L1 */
-        dg_copy(DG_L1(144), DG_L2(6928), 144u); /* conv.weight_grad L2->L1 */
-        {
-            dg_sgd_args_t args = {
-                .w = DG_L1(0),
-                .g = DG_L1(144),
-                .w_out = DG_L1(0),
-                .n = 36u,
-                .lr = 0.01f,
-                .lr_ptr = NULL,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv.weight (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: conv.weight_grad (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(144) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in((void *)dg_w3, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(6928), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_sgd_args_t args = {
+                    .w = o0_l1[0],
+                    .g = o1_l1[0],
+                    .w_out = o0_l1[0],
+                    .n = 36u,
+                    .lr = 0.01f,
+                    .lr_ptr = NULL,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+            }
         }
-        dg_copy((void *)dg_w3, DG_L1(0), 144u); /* conv.weight L1->L2 */
+        dg_tile_out((void *)dg_w3, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 16: SGD 'conv.bias_sgd' computes in L1 */
+    /* step 16: SGD 'conv.bias_sgd' computes in L1, 1 tile(s) of [4] */
     {
-        dg_copy(DG_L1(0), (void *)dg_w4, 16u); /* conv.bias L2->L1 */
-        dg_copy(DG_L1(16), DG_L2(7072), 16u); /* conv.bias_grad L2->L1 */
-        {
-            dg_sgd_args_t args = {
-                .w = DG_L1(0),
-                .g = DG_L1(16),
-                .w_out = DG_L1(0),
-                .n = 4u,
-                .lr = 0.01f,
-                .lr_ptr = NULL,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv.bias (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: conv.bias_grad (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(16) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in((void *)dg_w4, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(7072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_sgd_args_t args = {
+                    .w = o0_l1[0],
+                    .g = o1_l1[0],
+                    .w_out = o0_l1[0],
+                    .n = 4u,
+                    .lr = 0.01f,
+                    .lr_ptr = NULL,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+            }
         }
-        dg_copy((void *)dg_w4, DG_L1(0), 16u); /* conv.bias L1->L2 */
+        dg_tile_out((void *)dg_w4, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 17: SGD 'fc.weight_sgd' computes in L1 */
+    /* step 17: SGD 'fc.weight_sgd' computes in L1, 1 tile(s) of [1440] */
     {
-        dg_copy(DG_L1(0), (void *)dg_w5, 5760u); /* fc.weight L2->L1 */
-        dg_copy(DG_L1(5760), DG_L2(1168), 5760u); /* fc.weight_grad L2->L1 */
-        {
-            dg_sgd_args_t args = {
-                .w = DG_L1(0),
-                .g = DG_L1(5760),
-                .w_out = DG_L1(0),
-                .n = 1440u,
-                .lr = 0.01f,
-                .lr_ptr = NULL,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.weight (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc.weight_grad (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(5760) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in((void *)dg_w5, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(1168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_sgd_args_t args = {
+                    .w = o0_l1[0],
+                    .g = o1_l1[0],
+                    .w_out = o0_l1[0],
+                    .n = 1440u,
+                    .lr = 0.01f,
+                    .lr_ptr = NULL,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+            }
         }
-        dg_copy((void *)dg_w5, DG_L1(0), 5760u); /* fc.weight L1->L2 */
+        dg_tile_out((void *)dg_w5, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 18: SGD 'fc.bias_sgd' computes in L1 */
+    /* step 18: SGD 'fc.bias_sgd' computes in L1, 1 tile(s) of [10] */
     {
-        dg_copy(DG_L1(0), (void *)dg_w6, 40u); /* fc.bias L2->L1 */
-        dg_copy(DG_L1(40), DG_L2(20752), 40u); /* Gemm_5_Grad/dC_reduced L2->L1 */
-        {
-            dg_sgd_args_t args = {
-                .w = DG_L1(0),
-                .g = DG_L1(40),
-                .w_out = DG_L1(0),
-                .n = 10u,
-                .lr = 0.01f,
-                .lr_ptr = NULL,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.bias (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: Gemm_5_Grad/dC_reduced (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(40) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in((void *)dg_w6, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(20752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_sgd_args_t args = {
+                    .w = o0_l1[0],
+                    .g = o1_l1[0],
+                    .w_out = o0_l1[0],
+                    .n = 10u,
+                    .lr = 0.01f,
+                    .lr_ptr = NULL,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
+            }
         }
-        dg_copy((void *)dg_w6, DG_L1(0), 40u); /* fc.bias L1->L2 */
+        dg_tile_out((void *)dg_w6, o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 }

@@ -54,178 +54,484 @@ void RunNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Conv 'Conv_1' computes in L1 */
+    /* step 0: Conv 'Conv_1' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
     {
-        dg_copy(DG_L1(31360), DG_L2(0), 1960u); /* input L2->L1 */
-        dg_copy(DG_L1(33320), (void *)dg_w1, 576u); /* conv1.weight L2->L1 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(31360),
-                .w = DG_L1(33320),
-                .b = NULL,
-                .y = DG_L1(0),
-                .batch = 1u,
-                .in_c = 1u,
-                .in_h = 49u,
-                .in_w = 10u,
-                .out_c = 16u,
-                .out_h = 49u,
-                .out_w = 10u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: input (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(31360) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: conv1.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(33320) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: conv1.out (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(0) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w1, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[0],
+                    .w = o1_l1[0],
+                    .b = NULL,
+                    .y = o2_l1[0],
+                    .batch = 1u,
+                    .in_c = 1u,
+                    .in_h = 49u,
+                    .in_w = 10u,
+                    .out_c = 16u,
+                    .out_h = 49u,
+                    .out_w = 10u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
         }
-        dg_copy(DG_L2(1960), DG_L1(0), 31360u); /* conv1.out L1->L2 */
+        dg_tile_out(DG_L2(1960), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
-    /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1 */
+    /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
     {
-        dg_copy(DG_L1(0), DG_L2(1960), 31360u); /* conv1.out L2->L1 */
-        dg_copy(DG_L1(62720), (void *)dg_w2, 64u); /* bn1.weight L2->L1 */
-        dg_copy(DG_L1(62784), (void *)dg_w3, 64u); /* bn1.bias L2->L1 */
-        dg_copy(DG_L1(62848), (void *)dg_w4, 64u); /* bn1.running_mean L2->L1 */
-        dg_copy(DG_L1(62912), (void *)dg_w5, 64u); /* bn1.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(62720),
-                .bias = DG_L1(62784),
-                .mean = DG_L1(62848),
-                .var = DG_L1(62912),
-                .y = DG_L1(31360),
-                .batch = 1u,
-                .channels = 16u,
-                .spatial = 490u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: bn1.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(62720) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: bn1.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(62784) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: bn1.running_mean (L2, read), whole */
+        void *const o3_l1[1] = { DG_L1(62848) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        /* o4: bn1.running_var (L2, read), whole */
+        void *const o4_l1[1] = { DG_L1(62912) };
+        void *const o4_l2[1] = { NULL };
+        dg_dma_q_t o4_q[1];
+        /* o5: bn1.out (L2, written), whole */
+        void *const o5_l1[1] = { DG_L1(31360) };
+        void *const o5_l2[1] = { NULL };
+        dg_dma_q_t o5_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        o4_q[0].n = 0u;
+        o5_q[0].n = 0u;
+        dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w2, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w3, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w4, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w5, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .spatial = 490u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(33320), DG_L1(31360), 31360u); /* bn1.out L1->L2 */
+        dg_tile_out(DG_L2(33320), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
     }
 
-    /* step 2: Relu 'Relu_3' computes in L1 */
+    /* step 2: Relu 'Relu_3' computes in L1, 2 tile(s) of [3920], double-buffered */
     {
-        dg_copy(DG_L1(0), DG_L2(33320), 31360u); /* bn1.out L2->L1 */
-        {
-            dg_unary_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(31360),
-                .n = 7840u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 15680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {15680u, 15680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 15680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {15680u, 15680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: bn1.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(15680) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: bn1.relu (L2, written) */
+        void *const o1_l1[2] = { DG_L1(31360), DG_L1(47040) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o0_q[1].n = 0u;
+        o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
+        dg_tile_in(DG_L2(33320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(33320), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .n = 3920u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
+            dg_tile_out(DG_L2(1960), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L2(1960), DG_L1(31360), 31360u); /* bn1.relu L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
     }
 
-    /* step 3: MaxPool 'MaxPool_4' computes in L1 */
+    /* step 3: MaxPool 'MaxPool_4' computes in L1, 16 tile(s) of [1, 1, 24, 5], double-buffered */
     {
-        dg_copy(DG_L1(0), DG_L2(1960), 31360u); /* bn1.relu L2->L1 */
-        {
-            dg_pool_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(31360),
-                .indices = NULL,
-                .batch = 1u,
-                .channels = 16u,
-                .in_h = 49u,
-                .in_w = 10u,
-                .out_h = 24u,
-                .out_w = 5u,
-                .k_h = 2u,
-                .k_w = 2u,
-                .stride_h = 2u,
-                .stride_w = 2u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 0u,
-                .pad_left = 0u,
-                .pad_bottom = 0u,
-                .pad_right = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
+        static const dg_box_t o0_box[16] = {
+            {0u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {1960u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {3920u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5880u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {7840u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {9800u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {11760u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {13720u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {15680u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {17640u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {19600u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {21560u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {23520u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {25480u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {27440u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {29400u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[16] = {
+            {0u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {480u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {960u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {1440u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {1920u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {2400u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {2880u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {3360u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {3840u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4320u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4800u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5280u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {5760u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {6240u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {6720u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {7200u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: bn1.relu (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(1920) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t o0_q[2];
+        /* o1: pool1.out (L2, written) */
+        void *const o1_l1[2] = { DG_L1(3840), DG_L1(4320) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t o1_q[2];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o0_q[1].n = 0u;
+        o1_q[0].n = 0u;
+        o1_q[1].n = 0u;
+        dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 16u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 16u) {
+                dg_tile_in(DG_L2(1960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_pool_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .indices = NULL,
+                    .batch = 1u,
+                    .channels = 1u,
+                    .in_h = 48u,
+                    .in_w = 10u,
+                    .out_h = 24u,
+                    .out_w = 5u,
+                    .k_h = 2u,
+                    .k_w = 2u,
+                    .stride_h = 2u,
+                    .stride_w = 2u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 0u,
+                    .pad_left = 0u,
+                    .pad_bottom = 0u,
+                    .pad_right = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
+            }
+            dg_tile_out(DG_L2(33320), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L2(33320), DG_L1(31360), 7680u); /* pool1.out L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
     }
 
-    /* step 4: Conv 'Conv_5' computes in L1 */
+    /* step 4: Conv 'Conv_5' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
     {
-        dg_copy(DG_L1(33792), DG_L2(33320), 7680u); /* pool1.out L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w6, 18432u); /* conv2.weight L2->L1 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(33792),
-                .w = DG_L1(0),
-                .b = NULL,
-                .y = DG_L1(18432),
-                .batch = 1u,
-                .in_c = 16u,
-                .in_h = 24u,
-                .in_w = 5u,
-                .out_c = 32u,
-                .out_h = 24u,
-                .out_w = 5u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: pool1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(33792) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: conv2.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: conv2.out (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(18432) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(33320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_conv_args_t args = {
+                    .x = o0_l1[0],
+                    .w = o1_l1[0],
+                    .b = NULL,
+                    .y = o2_l1[0],
+                    .batch = 1u,
+                    .in_c = 16u,
+                    .in_h = 24u,
+                    .in_w = 5u,
+                    .out_c = 32u,
+                    .out_h = 24u,
+                    .out_w = 5u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
+            }
         }
-        dg_copy(DG_L2(1960), DG_L1(18432), 15360u); /* conv2.out L1->L2 */
+        dg_tile_out(DG_L2(1960), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
-    /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1 */
+    /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
     {
-        dg_copy(DG_L1(0), DG_L2(1960), 15360u); /* conv2.out L2->L1 */
-        dg_copy(DG_L1(30720), (void *)dg_w7, 128u); /* bn2.weight L2->L1 */
-        dg_copy(DG_L1(30848), (void *)dg_w8, 128u); /* bn2.bias L2->L1 */
-        dg_copy(DG_L1(30976), (void *)dg_w9, 128u); /* bn2.running_mean L2->L1 */
-        dg_copy(DG_L1(31104), (void *)dg_w10, 128u); /* bn2.running_var L2->L1 */
-        {
-            dg_batchnorm_args_t args = {
-                .x = DG_L1(0),
-                .scale = DG_L1(30720),
-                .bias = DG_L1(30848),
-                .mean = DG_L1(30976),
-                .var = DG_L1(31104),
-                .y = DG_L1(15360),
-                .batch = 1u,
-                .channels = 32u,
-                .spatial = 120u,
-                .epsilon = 1e-5f,
-                .momentum = 0.9f,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o5_box[1] = {
+            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: conv2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: bn2.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(30720) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: bn2.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(30848) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: bn2.running_mean (L2, read), whole */
+        void *const o3_l1[1] = { DG_L1(30976) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        /* o4: bn2.running_var (L2, read), whole */
+        void *const o4_l1[1] = { DG_L1(31104) };
+        void *const o4_l2[1] = { NULL };
+        dg_dma_q_t o4_q[1];
+        /* o5: bn2.out (L2, written), whole */
+        void *const o5_l1[1] = { DG_L1(15360) };
+        void *const o5_l2[1] = { NULL };
+        dg_dma_q_t o5_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        o4_q[0].n = 0u;
+        o5_q[0].n = 0u;
+        dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w7, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w8, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_in((void *)dg_w9, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_in((void *)dg_w10, o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_batchnorm_args_t args = {
+                    .x = o0_l1[0],
+                    .scale = o1_l1[0],
+                    .bias = o2_l1[0],
+                    .mean = o3_l1[0],
+                    .var = o4_l1[0],
+                    .y = o5_l1[0],
+                    .batch = 1u,
+                    .channels = 32u,
+                    .spatial = 120u,
+                    .epsilon = 1e-5f,
+                    .momentum = 0.9f,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_batchnorm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(17320), DG_L1(15360), 15360u); /* bn2.out L1->L2 */
+        dg_tile_out(DG_L2(17320), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o5_q[0]);
     }
 
-    /* step 6: Relu 'Relu_7' computes in L1 */
+    /* step 6: Relu 'Relu_7' computes in L1, 1 tile(s) of [3840] */
     {
-        dg_copy(DG_L1(0), DG_L2(17320), 15360u); /* bn2.out L2->L1 */
-        {
-            dg_unary_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(15360),
-                .n = 3840u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: bn2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: bn2.relu (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(15360) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in(DG_L2(17320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .n = 3840u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
         }
-        dg_copy(DG_L2(1960), DG_L1(15360), 15360u); /* bn2.relu L1->L2 */
+        dg_tile_out(DG_L2(1960), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
@@ -253,45 +559,109 @@ void RunNetwork(void *arg)
         dg_copy(DG_L2(17320), DG_L1(15360), 128u); /* gap.out L1->L2 */
     }
 
-    /* step 9: Gemm 'Gemm_10' computes in L1 */
+    /* step 9: Gemm 'Gemm_10' computes in L1, 1 tile(s) of [1, 12] */
     {
-        dg_copy(DG_L1(1536), DG_L2(17320), 128u); /* gap.out L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w11, 1536u); /* fc.weight L2->L1 */
-        dg_copy(DG_L1(1664), (void *)dg_w12, 48u); /* fc.bias L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(1536),
-                .b = DG_L1(0),
-                .c = DG_L1(1664),
-                .y = DG_L1(1712),
-                .m = 1u,
-                .n = 12u,
-                .k = 32u,
-                .trans_a = 0u,
-                .trans_b = 1u,
-                .alpha = 1.0f,
-                .beta = 1.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 1536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 48u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 48u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: gap.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(1536) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(1664) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(1712) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(17320), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w11, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w12, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = o2_l1[0],
+                    .y = o3_l1[0],
+                    .m = 1u,
+                    .n = 12u,
+                    .k = 32u,
+                    .trans_a = 0u,
+                    .trans_b = 1u,
+                    .alpha = 1.0f,
+                    .beta = 1.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(1960), DG_L1(1712), 48u); /* fc.out L1->L2 */
+        dg_tile_out(DG_L2(1960), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 10: Softmax 'Softmax_11' computes in L1 */
+    /* step 10: Softmax 'Softmax_11' computes in L1, 1 tile(s) of [1, 12] */
     {
-        dg_copy(DG_L1(0), DG_L2(1960), 48u); /* fc.out L2->L1 */
-        {
-            dg_softmax_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(48),
-                .outer = 1u,
-                .dim = 12u,
-                .inner = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 48u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 48u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: probs (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(48) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in(DG_L2(1960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_softmax_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .outer = 1u,
+                    .dim = 12u,
+                    .inner = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
+            }
         }
-        dg_copy(DG_L2(2008), DG_L1(48), 48u); /* probs L1->L2 */
+        dg_tile_out(DG_L2(2008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 }

@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L2(305656);
     DeeployOptNetwork_inputs[1] = DG_L2(305664);
-    DeeployOptNetwork_outputs[0] = DG_L2(453200);
+    DeeployOptNetwork_outputs[0] = DG_L2(305832);
     DeeployOptNetwork_learning_rate = DG_L2(305656);
     return 0;
 }
@@ -142,10 +142,10 @@ void RunOptimizerNetwork(void *arg)
         }
         {
             /* stack2.conv1.weight */
-            dg_copy(DG_L2(305672), DG_L3(0), 18432u); /* stack2.conv1.weight_grad.accumulation.buffer L3->L2 */
+            dg_copy(DG_L2(324160), DG_L3(0), 18432u); /* stack2.conv1.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w17,
-                .g = DG_L2(305672),
+                .g = DG_L2(324160),
                 .w_out = (void *)dg_w17,
                 .n = 4608u,
                 .lr = 0.0f,

@@ -94,110 +94,280 @@ void RunTrainingNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Gemm 'Gemm_1' computes in L1 */
+    /* step 0: Gemm 'Gemm_1' computes in L1, 1 tile(s) of [2, 32] */
     {
-        dg_copy(DG_L1(8192), DG_L2(0), 512u); /* input L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w2, 8192u); /* fc1.weight L2->L1 */
-        dg_copy(DG_L1(8960), (void *)dg_w3, 128u); /* fc1.bias L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(8192),
-                .b = DG_L1(0),
-                .c = DG_L1(8960),
-                .y = DG_L1(8704),
-                .m = 2u,
-                .n = 32u,
-                .k = 64u,
-                .trans_a = 0u,
-                .trans_b = 1u,
-                .alpha = 1.0f,
-                .beta = 1.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 512u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: input (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(8192) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc1.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc1.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(8960) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc1.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(8704) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w2, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w3, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = o2_l1[0],
+                    .y = o3_l1[0],
+                    .m = 2u,
+                    .n = 32u,
+                    .k = 64u,
+                    .trans_a = 0u,
+                    .trans_b = 1u,
+                    .alpha = 1.0f,
+                    .beta = 1.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14672), DG_L1(8704), 256u); /* fc1.out L1->L2 */
+        dg_tile_out(DG_L2(14672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 1: Relu 'Relu_2' computes in L1 */
+    /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
     {
-        dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc1.out L2->L1 */
-        {
-            dg_unary_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(256),
-                .n = 64u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc1.relu (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .n = 64u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14416), DG_L1(256), 256u); /* fc1.relu L1->L2 */
+        dg_tile_out(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 2: Gemm 'Gemm_3' computes in L1 */
+    /* step 2: Gemm 'Gemm_3' computes in L1, 1 tile(s) of [2, 32] */
     {
-        dg_copy(DG_L1(4096), DG_L2(14416), 256u); /* fc1.relu L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
-        dg_copy(DG_L1(4608), (void *)dg_w5, 128u); /* fc2.bias L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(4096),
-                .b = DG_L1(0),
-                .c = DG_L1(4608),
-                .y = DG_L1(4352),
-                .m = 2u,
-                .n = 32u,
-                .k = 32u,
-                .trans_a = 0u,
-                .trans_b = 1u,
-                .alpha = 1.0f,
-                .beta = 1.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.relu (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(4096) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc2.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(4608) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc2.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(4352) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w4, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w5, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = o2_l1[0],
+                    .y = o3_l1[0],
+                    .m = 2u,
+                    .n = 32u,
+                    .k = 32u,
+                    .trans_a = 0u,
+                    .trans_b = 1u,
+                    .alpha = 1.0f,
+                    .beta = 1.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14928), DG_L1(4352), 256u); /* fc2.out L1->L2 */
+        dg_tile_out(DG_L2(14928), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 3: Relu 'Relu_4' computes in L1 */
+    /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.out L2->L1 */
-        {
-            dg_unary_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(256),
-                .n = 64u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.out (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.relu (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_unary_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .n = 64u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14672), DG_L1(256), 256u); /* fc2.relu L1->L2 */
+        dg_tile_out(DG_L2(14672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
     }
 
-    /* step 4: Gemm 'Gemm_5' computes in L1 */
+    /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
     {
-        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.relu L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
-        dg_copy(DG_L1(1616), (void *)dg_w7, 40u); /* fc3.bias L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(1280),
-                .b = DG_L1(0),
-                .c = DG_L1(1616),
-                .y = DG_L1(1536),
-                .m = 2u,
-                .n = 10u,
-                .k = 32u,
-                .trans_a = 0u,
-                .trans_b = 1u,
-                .alpha = 1.0f,
-                .beta = 1.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.relu (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(1280) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc3.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc3.bias (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(1616) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc3.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(1536) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in((void *)dg_w7, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = o2_l1[0],
+                    .y = o3_l1[0],
+                    .m = 2u,
+                    .n = 10u,
+                    .k = 32u,
+                    .trans_a = 0u,
+                    .trans_b = 1u,
+                    .alpha = 1.0f,
+                    .beta = 1.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14928), DG_L1(1536), 80u); /* fc3.out L1->L2 */
+        dg_tile_out(DG_L2(14928), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
@@ -292,45 +462,109 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(26704), DG_L1(0), 1280u); /* fc3.weight_grad L1->L2 */
     }
 
-    /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1 */
+    /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
     {
-        dg_copy(DG_L1(1536), DG_L2(14928), 80u); /* fc3.out_grad L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(1536),
-                .b = DG_L1(0),
-                .c = NULL,
-                .y = DG_L1(1280),
-                .m = 2u,
-                .n = 32u,
-                .k = 10u,
-                .trans_a = 0u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc3.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(1536) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc3.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc2.relu_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(1280) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 2u,
+                    .n = 32u,
+                    .k = 10u,
+                    .trans_a = 0u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(15184), DG_L1(1280), 256u); /* fc2.relu_grad L1->L2 */
+        dg_tile_out(DG_L2(15184), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
-    /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1 */
+    /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
     {
-        dg_copy(DG_L1(0), DG_L2(15184), 256u); /* fc2.relu_grad L2->L1 */
-        dg_copy(DG_L1(256), DG_L2(14672), 256u); /* fc2.relu L2->L1 */
-        {
-            dg_act_grad_args_t args = {
-                .dy = DG_L1(0),
-                .x = DG_L1(256),
-                .dx = DG_L1(512),
-                .n = 64u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.relu (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc2.out_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(512) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(15184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(14672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_act_grad_args_t args = {
+                    .dy = o0_l1[0],
+                    .x = o1_l1[0],
+                    .dx = o2_l1[0],
+                    .n = 64u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14928), DG_L1(512), 256u); /* fc2.out_grad L1->L2 */
+        dg_tile_out(DG_L2(14928), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
@@ -377,45 +611,109 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(22608), DG_L1(0), 4096u); /* fc2.weight_grad L1->L2 */
     }
 
-    /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1 */
+    /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
     {
-        dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.out_grad L2->L1 */
-        dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
-        {
-            dg_gemm_args_t args = {
-                .a = DG_L1(4096),
-                .b = DG_L1(0),
-                .c = NULL,
-                .y = DG_L1(4352),
-                .m = 2u,
-                .n = 32u,
-                .k = 32u,
-                .trans_a = 0u,
-                .trans_b = 0u,
-                .alpha = 1.0f,
-                .beta = 0.0f,
-                .c_stride_m = 0u,
-                .c_stride_n = 0u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(4096) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.weight (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc1.relu_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(4352) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in((void *)dg_w4, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_gemm_args_t args = {
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .c = NULL,
+                    .y = o2_l1[0],
+                    .m = 2u,
+                    .n = 32u,
+                    .k = 32u,
+                    .trans_a = 0u,
+                    .trans_b = 0u,
+                    .alpha = 1.0f,
+                    .beta = 0.0f,
+                    .c_stride_m = 0u,
+                    .c_stride_n = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14672), DG_L1(4352), 256u); /* fc1.relu_grad L1->L2 */
+        dg_tile_out(DG_L2(14672), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
-    /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1 */
+    /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
     {
-        dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc1.relu_grad L2->L1 */
-        dg_copy(DG_L1(256), DG_L2(14416), 256u); /* fc1.relu L2->L1 */
-        {
-            dg_act_grad_args_t args = {
-                .dy = DG_L1(0),
-                .x = DG_L1(256),
-                .dx = DG_L1(512),
-                .n = 64u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc1.relu (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: fc1.out_grad (L2, written), whole */
+        void *const o2_l1[1] = { DG_L1(512) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_act_grad_args_t args = {
+                    .dy = o0_l1[0],
+                    .x = o1_l1[0],
+                    .dx = o2_l1[0],
+                    .n = 64u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
+            }
         }
-        dg_copy(DG_L2(27984), DG_L1(512), 256u); /* fc1.out_grad L1->L2 */
+        dg_tile_out(DG_L2(27984), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
     }
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
@@ -462,123 +760,375 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14416), DG_L1(0), 8192u); /* fc1.weight_grad L1->L2 */
     }
 
-    /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1 */
+    /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [2048] */
     {
-        dg_copy(DG_L1(0), DG_L2(528), 8192u); /* fc1.weight_grad.accumulation.buffer L2->L1 */
-        dg_copy(DG_L1(8192), DG_L2(14416), 8192u); /* fc1.weight_grad L2->L1 */
-        dg_copy(DG_L1(16384), DG_L2(14392), 1u); /* lazy_reset_grad L2->L1 */
-        {
-            dg_accumulate_args_t args = {
-                .buffer = DG_L1(0),
-                .grad = DG_L1(8192),
-                .lazy_reset = DG_L1(16384),
-                .out = NULL,
-                .updated = DG_L1(16392),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.weight_grad.accumulation.buffer (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc1.weight_grad (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: lazy_reset_grad (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(16384) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc1.weight_grad.accumulation.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(16392) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(14416), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_accumulate_args_t args = {
+                    .buffer = o0_l1[0],
+                    .grad = o1_l1[0],
+                    .lazy_reset = o2_l1[0],
+                    .out = NULL,
+                    .updated = o3_l1[0],
+                    .n = 2048u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+            }
         }
-        dg_copy(DG_L2(528), DG_L1(0), 8192u); /* fc1.weight_grad.accumulation.buffer L1->L2 */
-        dg_copy(DG_L2(27984), DG_L1(16392), 1u); /* fc1.weight_grad.accumulation.out L1->L2 */
+        dg_tile_out(DG_L2(528), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(27984), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 21: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1 */
+    /* step 21: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1, 1 tile(s) of [32] */
     {
-        dg_copy(DG_L1(0), DG_L2(8720), 128u); /* fc1.bias_grad.accumulation.buffer L2->L1 */
-        dg_copy(DG_L1(128), DG_L2(28368), 128u); /* Gemm_1_Grad/dC_reduced L2->L1 */
-        dg_copy(DG_L1(256), DG_L2(14392), 1u); /* lazy_reset_grad L2->L1 */
-        {
-            dg_accumulate_args_t args = {
-                .buffer = DG_L1(0),
-                .grad = DG_L1(128),
-                .lazy_reset = DG_L1(256),
-                .out = NULL,
-                .updated = DG_L1(264),
-                .n = 32u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.bias_grad.accumulation.buffer (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: Gemm_1_Grad/dC_reduced (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(128) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: lazy_reset_grad (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(256) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc1.bias_grad.accumulation.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(264) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(8720), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(28368), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_accumulate_args_t args = {
+                    .buffer = o0_l1[0],
+                    .grad = o1_l1[0],
+                    .lazy_reset = o2_l1[0],
+                    .out = NULL,
+                    .updated = o3_l1[0],
+                    .n = 32u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+            }
         }
-        dg_copy(DG_L2(8720), DG_L1(0), 128u); /* fc1.bias_grad.accumulation.buffer L1->L2 */
-        dg_copy(DG_L2(14416), DG_L1(264), 1u); /* fc1.bias_grad.accumulation.out L1->L2 */
+        dg_tile_out(DG_L2(8720), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(14416), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 22: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1 */
+    /* step 22: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1, 1 tile(s) of [1024] */
     {
-        dg_copy(DG_L1(0), DG_L2(8848), 4096u); /* fc2.weight_grad.accumulation.buffer L2->L1 */
-        dg_copy(DG_L1(4096), DG_L2(22608), 4096u); /* fc2.weight_grad L2->L1 */
-        dg_copy(DG_L1(8192), DG_L2(14392), 1u); /* lazy_reset_grad L2->L1 */
-        {
-            dg_accumulate_args_t args = {
-                .buffer = DG_L1(0),
-                .grad = DG_L1(4096),
-                .lazy_reset = DG_L1(8192),
-                .out = NULL,
-                .updated = DG_L1(8200),
-                .n = 1024u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.weight_grad.accumulation.buffer (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc2.weight_grad (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(4096) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: lazy_reset_grad (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(8192) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc2.weight_grad.accumulation.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(8200) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(8848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(22608), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_accumulate_args_t args = {
+                    .buffer = o0_l1[0],
+                    .grad = o1_l1[0],
+                    .lazy_reset = o2_l1[0],
+                    .out = NULL,
+                    .updated = o3_l1[0],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+            }
         }
-        dg_copy(DG_L2(8848), DG_L1(0), 4096u); /* fc2.weight_grad.accumulation.buffer L1->L2 */
-        dg_copy(DG_L2(14424), DG_L1(8200), 1u); /* fc2.weight_grad.accumulation.out L1->L2 */
+        dg_tile_out(DG_L2(8848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(14424), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 23: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1 */
+    /* step 23: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1, 1 tile(s) of [32] */
     {
-        dg_copy(DG_L1(0), DG_L2(12944), 128u); /* fc2.bias_grad.accumulation.buffer L2->L1 */
-        dg_copy(DG_L1(128), DG_L2(28240), 128u); /* Gemm_3_Grad/dC_reduced L2->L1 */
-        dg_copy(DG_L1(256), DG_L2(14392), 1u); /* lazy_reset_grad L2->L1 */
-        {
-            dg_accumulate_args_t args = {
-                .buffer = DG_L1(0),
-                .grad = DG_L1(128),
-                .lazy_reset = DG_L1(256),
-                .out = NULL,
-                .updated = DG_L1(264),
-                .n = 32u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.bias_grad.accumulation.buffer (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: Gemm_3_Grad/dC_reduced (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(128) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: lazy_reset_grad (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(256) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc2.bias_grad.accumulation.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(264) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(12944), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(28240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_accumulate_args_t args = {
+                    .buffer = o0_l1[0],
+                    .grad = o1_l1[0],
+                    .lazy_reset = o2_l1[0],
+                    .out = NULL,
+                    .updated = o3_l1[0],
+                    .n = 32u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+            }
         }
-        dg_copy(DG_L2(12944), DG_L1(0), 128u); /* fc2.bias_grad.accumulation.buffer L1->L2 */
-        dg_copy(DG_L2(14432), DG_L1(264), 1u); /* fc2.bias_grad.accumulation.out L1->L2 */
+        dg_tile_out(DG_L2(12944), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(14432), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 24: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1 */
+    /* step 24: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1, 1 tile(s) of [320] */
     {
-        dg_copy(DG_L1(0), DG_L2(13072), 1280u); /* fc3.weight_grad.accumulation.buffer L2->L1 */
-        dg_copy(DG_L1(1280), DG_L2(26704), 1280u); /* fc3.weight_grad L2->L1 */
-        dg_copy(DG_L1(2560), DG_L2(14392), 1u); /* lazy_reset_grad L2->L1 */
-        {
-            dg_accumulate_args_t args = {
-                .buffer = DG_L1(0),
-                .grad = DG_L1(1280),
-                .lazy_reset = DG_L1(2560),
-                .out = NULL,
-                .updated = DG_L1(2568),
-                .n = 320u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc3.weight_grad.accumulation.buffer (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: fc3.weight_grad (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(1280) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: lazy_reset_grad (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(2560) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc3.weight_grad.accumulation.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(2568) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(13072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(26704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_accumulate_args_t args = {
+                    .buffer = o0_l1[0],
+                    .grad = o1_l1[0],
+                    .lazy_reset = o2_l1[0],
+                    .out = NULL,
+                    .updated = o3_l1[0],
+                    .n = 320u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+            }
         }
-        dg_copy(DG_L2(13072), DG_L1(0), 1280u); /* fc3.weight_grad.accumulation.buffer L1->L2 */
-        dg_copy(DG_L2(14440), DG_L1(2568), 1u); /* fc3.weight_grad.accumulation.out L1->L2 */
+        dg_tile_out(DG_L2(13072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(14440), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 
-    /* step 25: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1 */
+    /* step 25: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1, 1 tile(s) of [10] */
     {
-        dg_copy(DG_L1(0), DG_L2(14352), 40u); /* fc3.bias_grad.accumulation.buffer L2->L1 */
-        dg_copy(DG_L1(40), DG_L2(28496), 40u); /* Gemm_5_Grad/dC_reduced L2->L1 */
-        dg_copy(DG_L1(80), DG_L2(14392), 1u); /* lazy_reset_grad L2->L1 */
-        {
-            dg_accumulate_args_t args = {
-                .buffer = DG_L1(0),
-                .grad = DG_L1(40),
-                .lazy_reset = DG_L1(80),
-                .out = NULL,
-                .updated = DG_L1(88),
-                .n = 10u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc3.bias_grad.accumulation.buffer (L2, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t o0_q[1];
+        /* o1: Gemm_5_Grad/dC_reduced (L2, read), whole */
+        void *const o1_l1[1] = { DG_L1(40) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t o1_q[1];
+        /* o2: lazy_reset_grad (L2, read), whole */
+        void *const o2_l1[1] = { DG_L1(80) };
+        void *const o2_l2[1] = { NULL };
+        dg_dma_q_t o2_q[1];
+        /* o3: fc3.bias_grad.accumulation.out (L2, written), whole */
+        void *const o3_l1[1] = { DG_L1(88) };
+        void *const o3_l2[1] = { NULL };
+        dg_dma_q_t o3_q[1];
+        uint32_t t;
+        o0_q[0].n = 0u;
+        o1_q[0].n = 0u;
+        o2_q[0].n = 0u;
+        o3_q[0].n = 0u;
+        dg_tile_in(DG_L2(14352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(28496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(14392), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_accumulate_args_t args = {
+                    .buffer = o0_l1[0],
+                    .grad = o1_l1[0],
+                    .lazy_reset = o2_l1[0],
+                    .out = NULL,
+                    .updated = o3_l1[0],
+                    .n = 10u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_inplace_accumulate_f32, &args);
+            }
         }
-        dg_copy(DG_L2(14352), DG_L1(0), 40u); /* fc3.bias_grad.accumulation.buffer L1->L2 */
-        dg_copy(DG_L2(14448), DG_L1(88), 1u); /* fc3.bias_grad.accumulation.out L1->L2 */
+        dg_tile_out(DG_L2(14352), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(14448), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
     }
 }

@@ -1,0 +1,89 @@
+//! The training flags shared by `build`, `test` and `inspect`: the keys of
+//! `train.toml` (SPEC §2.5), each over the file's value.
+
+use std::path::PathBuf;
+
+use crate::import::TrainRequest;
+use crate::ir::train::{Loss, Optimizer, TrainKeys};
+
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct TrainArgs {
+    /// Training spec to use instead of the model folder's train.toml.
+    #[arg(long = "train", value_name = "FILE", help_heading = "Training (train.toml keys)")]
+    pub file: Option<PathBuf>,
+    /// Loss: cross-entropy or mse.
+    #[arg(long, value_parser = parse_loss, help_heading = "Training (train.toml keys)")]
+    pub loss: Option<Loss>,
+    /// The graph output the loss reads (default: the only float output).
+    #[arg(long, value_name = "OUTPUT", help_heading = "Training (train.toml keys)")]
+    pub logits: Option<String>,
+    /// npz key and graph input of the targets (default: labels).
+    #[arg(long, value_name = "NAME", help_heading = "Training (train.toml keys)")]
+    pub labels: Option<String>,
+    /// Optimizer: sgd, momentum or adamw.
+    #[arg(long, value_parser = parse_optimizer, help_heading = "Training (train.toml keys)")]
+    pub optimizer: Option<Optimizer>,
+    /// Learning rate.
+    #[arg(long = "lr", value_name = "RATE", help_heading = "Training (train.toml keys)")]
+    pub learning_rate: Option<f32>,
+    #[arg(long, value_name = "M", help_heading = "Training (train.toml keys)")]
+    pub momentum: Option<f32>,
+    #[arg(long, value_name = "W", help_heading = "Training (train.toml keys)")]
+    pub weight_decay: Option<f32>,
+    #[arg(long, value_name = "B", help_heading = "Training (train.toml keys)")]
+    pub beta1: Option<f32>,
+    #[arg(long, value_name = "B", help_heading = "Training (train.toml keys)")]
+    pub beta2: Option<f32>,
+    #[arg(long, value_name = "E", help_heading = "Training (train.toml keys)")]
+    pub epsilon: Option<f32>,
+    /// Initializers that train (glob; repeat); the others are frozen.
+    #[arg(long, value_name = "GLOB", help_heading = "Training (train.toml keys)")]
+    pub trainable: Vec<String>,
+    /// Initializers that stay frozen (glob; repeat); the others train.
+    #[arg(long, value_name = "GLOB", help_heading = "Training (train.toml keys)")]
+    pub frozen: Vec<String>,
+    /// Forward passes whose gradients are summed before each optimizer step.
+    #[arg(long, value_name = "N", help_heading = "Training (train.toml keys)")]
+    pub accumulation_steps: Option<u32>,
+}
+
+impl TrainArgs {
+    pub fn request(&self) -> TrainRequest {
+        let some = |v: &Vec<String>| (!v.is_empty()).then(|| v.clone());
+        TrainRequest {
+            file: self.file.clone(),
+            keys: TrainKeys {
+                loss: self.loss,
+                logits: self.logits.clone(),
+                labels: self.labels.clone(),
+                optimizer: self.optimizer,
+                learning_rate: self.learning_rate,
+                momentum: self.momentum,
+                weight_decay: self.weight_decay,
+                beta1: self.beta1,
+                beta2: self.beta2,
+                epsilon: self.epsilon,
+                trainable: some(&self.trainable),
+                frozen: some(&self.frozen),
+                accumulation_steps: self.accumulation_steps,
+            },
+        }
+    }
+}
+
+fn parse_loss(s: &str) -> Result<Loss, String> {
+    match s {
+        "cross-entropy" => Ok(Loss::CrossEntropy),
+        "mse" => Ok(Loss::Mse),
+        _ => Err(format!("'{s}' is not a loss: cross-entropy or mse")),
+    }
+}
+
+fn parse_optimizer(s: &str) -> Result<Optimizer, String> {
+    match s {
+        "sgd" => Ok(Optimizer::Sgd),
+        "momentum" => Ok(Optimizer::Momentum),
+        "adamw" => Ok(Optimizer::Adamw),
+        _ => Err(format!("'{s}' is not an optimizer: sgd, momentum or adamw")),
+    }
+}

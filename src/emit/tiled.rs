@@ -1,0 +1,233 @@
+//! A tiled node's code: a loop over the plan's tiles. Each streamed
+//! operand has one or two L1 tile buffers (double buffering: tile `t` in
+//! buffer `t & 1`, the next tile's fetch issued before the kernel runs on
+//! this one), its parts as byte-run tables (`dg_box_t`, one per tile) and
+//! one DMA queue per buffer; whole operands are fetched once before the
+//! loop and written back once after it. The kernel binding is called once
+//! per tile on the tile's shapes and attributes (`ops::tile::TileView`);
+//! fields that differ between tiles become `static const` tables indexed
+//! by the tile.
+
+use super::{CallCode, Ctx};
+use crate::c;
+use crate::error::{Error, Result};
+use crate::ir::{Graph, Node};
+use crate::ops::{self, kernel};
+use crate::plan::{self, Access, Tiling};
+
+/// A `static const` table of one value per tile (or one, for a whole part).
+#[derive(Clone, Debug)]
+pub struct Table {
+    pub ctype: String,
+    pub name: String,
+    pub values: Vec<String>,
+}
+
+/// One operand of the loop.
+#[derive(Clone, Debug)]
+pub struct TileOperand {
+    /// C identifier prefix (`o0`, `o1`, …).
+    pub id: String,
+    pub what: String,
+    pub home: String,
+    pub l1: Vec<String>,
+    /// L2 stages of an L3 operand, else `NULL` per buffer.
+    pub stage: Vec<String>,
+    pub read: bool,
+    pub write: bool,
+    pub whole: bool,
+    pub double: bool,
+}
+
+impl TileOperand {
+    /// Buffer index of the current tile.
+    pub fn cur(&self) -> &'static str {
+        if self.double {
+            "cur"
+        } else {
+            "0"
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TiledCode {
+    pub count: u32,
+    pub any_double: bool,
+    pub tables: Vec<Table>,
+    pub operands: Vec<TileOperand>,
+    pub calls: Vec<CallCode>,
+}
+
+/// Box table entries of one operand.
+fn box_values(t: &Tiling, j: usize, whole: bool) -> Vec<String> {
+    let tiles: Vec<&plan::tile::Tile> = if whole { t.tiles.iter().take(1).collect() } else { t.tiles.iter().collect() };
+    tiles
+        .iter()
+        .map(|tile| {
+            let b = &tile.boxes[j];
+            format!(
+                "{{{}u, {}u, {{{}u, {}u, {}u}}, {{{}u, {}u, {}u}}}}",
+                b.off, b.run, b.n[0], b.n[1], b.n[2], b.s[0], b.s[1], b.s[2]
+            )
+        })
+        .collect()
+}
+
+/// The C type of a table of these literals, when they are numbers.
+fn literal_type(values: &[String]) -> Option<&'static str> {
+    let int = |v: &str| v.trim_end_matches('u').parse::<i64>().is_ok();
+    if values.iter().all(|v| v.ends_with('u') && int(v)) {
+        Some("uint32_t")
+    } else if values.iter().all(|v| int(v)) {
+        Some("int64_t")
+    } else if values.iter().all(|v| v.ends_with('f') || v.contains("INFINITY")) {
+        Some("float")
+    } else {
+        None
+    }
+}
+
+/// `{a, b, c}` → its elements; `None` for a plain value.
+fn list(v: &str) -> Option<Vec<String>> {
+    let inner = v.strip_prefix('{')?.strip_suffix('}')?;
+    Some(inner.split(',').map(|x| x.trim().to_string()).collect())
+}
+
+/// One value per tile → a constant, or a reference to a new table.
+fn varying(node: &Node, tables: &mut Vec<Table>, name: String, per_tile: Vec<String>) -> Result<String> {
+    if per_tile.iter().all(|v| *v == per_tile[0]) {
+        return Ok(per_tile[0].clone());
+    }
+    if let Some(first) = list(&per_tile[0]) {
+        let lists: Vec<Vec<String>> = per_tile.iter().filter_map(|v| list(v)).collect();
+        if lists.len() == per_tile.len() && lists.iter().all(|l| l.len() == first.len()) {
+            let mut parts = vec![];
+            for e in 0..first.len() {
+                let col: Vec<String> = lists.iter().map(|l| l[e].clone()).collect();
+                parts.push(varying(node, tables, format!("{name}_{e}"), col)?);
+            }
+            return Ok(format!("{{{}}}", parts.join(", ")));
+        }
+    }
+    let ctype = literal_type(&per_tile).ok_or_else(|| {
+        Error::node(node, format!("kernel field '{name}' differs between tiles and is not a number: {}", per_tile[0]))
+    })?;
+    tables.push(Table { ctype: ctype.into(), name: name.clone(), values: per_tile });
+    Ok(format!("{name}[t]"))
+}
+
+/// The loop of a tiled node.
+pub fn tiled_code(
+    ctx: &Ctx,
+    n: &plan::NodePlan,
+    t: &Tiling,
+    g: &Graph,
+    node: &Node,
+    binding: kernel::KernelFn,
+) -> Result<TiledCode> {
+    let rule =
+        ops::of(node).tile.ok_or_else(|| Error::node(node, "the plan tiles a node whose operator has no tile rule"))?;
+    let mut tables = vec![];
+    let mut operands = vec![];
+    for (j, o) in t.operands.iter().enumerate() {
+        let id = format!("o{j}");
+        let double = o.l1.len() == 2;
+        tables.push(Table { ctype: "dg_box_t".into(), name: format!("{id}_box"), values: box_values(t, j, o.whole) });
+        let stage: Vec<String> = if o.l2_stage.is_empty() {
+            o.l1.iter().map(|_| "NULL".to_string()).collect()
+        } else {
+            o.l2_stage.iter().map(|&b| ctx.expr(b)).collect()
+        };
+        operands.push(TileOperand {
+            id,
+            what: format!("{} ({}, {})", c::comment(&ctx.plan.buffers[o.buffer].name), o.home, access_name(o.access)),
+            home: ctx.expr(o.buffer),
+            l1: o.l1.iter().map(|&b| ctx.expr(b)).collect(),
+            stage,
+            read: matches!(o.access, Access::Read | Access::ReadWrite),
+            write: matches!(o.access, Access::Write | Access::ReadWrite),
+            whole: o.whole,
+            double,
+        });
+    }
+    // Pointers: each slot's operand's current L1 buffer.
+    let ptr = |output: bool, i: usize| -> Option<String> {
+        let j = t.operands.iter().position(|o| o.slots.iter().any(|s| s.output == output && s.index == i))?;
+        Some(format!("{}_l1[{}]", operands[j].id, operands[j].cur()))
+    };
+    let inputs: Vec<Option<String>> = (0..node.inputs.len()).map(|i| ptr(false, i)).collect();
+    let outputs: Vec<Option<String>> = (0..node.outputs.len()).map(|i| ptr(true, i)).collect();
+    let scratch = n.scratch.map(|s| ctx.expr(s));
+    let mut per_tile: Vec<kernel::KernelCall> = Vec::with_capacity(t.tiles.len());
+    for tile in &t.tiles {
+        let mut kctx = kernel::KernelCtx {
+            model: ctx.model,
+            graph: g,
+            node,
+            inputs: inputs.clone(),
+            outputs: outputs.clone(),
+            scratch: scratch.clone(),
+            members: vec![],
+            tile: None,
+        };
+        let map = (rule.map)(&kctx, &tile.start, &tile.len)?;
+        kctx.tile = Some(map.view(&kctx));
+        per_tile.push(binding(&kctx)?);
+    }
+    let calls = merge_calls(node, &per_tile, &mut tables)?;
+    Ok(TiledCode { count: t.count, any_double: operands.iter().any(|o| o.double), tables, operands, calls })
+}
+
+fn access_name(a: Access) -> &'static str {
+    match a {
+        Access::Read => "read",
+        Access::Write => "written",
+        Access::ReadWrite => "read and written",
+    }
+}
+
+/// The calls of every tile as one call whose varying fields index tables.
+fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Table>) -> Result<Vec<CallCode>> {
+    let first = &per_tile[0];
+    let same_shape = per_tile.iter().all(|k| {
+        k.calls.len() == first.calls.len()
+            && k.calls
+                .iter()
+                .zip(&first.calls)
+                .all(|(a, b)| a.func == b.func && a.fields.len() == b.fields.len() && a.locals.len() == b.locals.len())
+    });
+    if !same_shape || !first.state_updates.is_empty() {
+        return Err(Error::node(node, "its kernel calls differ in form between tiles"));
+    }
+    let mut out = vec![];
+    for (ci, inv) in first.calls.iter().enumerate() {
+        let mut fields = vec![];
+        for (fi, (name, _)) in inv.fields.iter().enumerate() {
+            let vals = per_tile.iter().map(|k| k.calls[ci].fields[fi].1.clone()).collect();
+            fields.push((name.clone(), varying(node, tables, format!("c{ci}_{name}"), vals)?));
+        }
+        let mut locals = vec![];
+        for (li, l) in inv.locals.iter().enumerate() {
+            let vals: Vec<String> =
+                per_tile.iter().map(|k| format!("{{{}}}", k.calls[ci].locals[li].values.join(", "))).collect();
+            let v = varying(node, tables, format!("c{ci}_{}", l.name), vals)?;
+            let inner = v.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(&v).to_string();
+            // A per-tile value cannot initialise a static.
+            let ctype =
+                if v.contains("[t]") { l.ctype.trim_start_matches("static ").to_string() } else { l.ctype.clone() };
+            locals.push((ctype, l.name.clone(), inner));
+        }
+        out.push(CallCode {
+            comment: inv.comment.as_deref().map(c::comment).unwrap_or_default(),
+            func: inv.func.clone(),
+            args_type: inv.args_type.clone(),
+            fields,
+            forked: inv.forked,
+            locals,
+            pre: vec![],
+            post: vec![],
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,273 @@
+//! The training spec of an inference model (`train.toml`, SPEC §2.5):
+//! which loss reads which output against which labels, the optimizer and
+//! its hyperparameters, which weights train, and gradient accumulation.
+//! Plain data: `import` reads it, `lower` derives the training step from it.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Loss {
+    #[serde(rename = "cross-entropy")]
+    CrossEntropy,
+    #[serde(rename = "mse")]
+    Mse,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    Sgd,
+    Momentum,
+    Adamw,
+}
+
+impl Loss {
+    pub fn name(self) -> &'static str {
+        match self {
+            Loss::CrossEntropy => "cross-entropy",
+            Loss::Mse => "mse",
+        }
+    }
+}
+
+impl Optimizer {
+    pub fn name(self) -> &'static str {
+        match self {
+            Optimizer::Sgd => "sgd",
+            Optimizer::Momentum => "momentum",
+            Optimizer::Adamw => "adamw",
+        }
+    }
+}
+
+/// Every key of `train.toml`, each optional: the file, then the command
+/// line's flags over it, then the defaults of [`TrainSpec::resolve`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainKeys {
+    pub loss: Option<Loss>,
+    pub logits: Option<String>,
+    pub labels: Option<String>,
+    pub optimizer: Option<Optimizer>,
+    pub learning_rate: Option<f32>,
+    pub momentum: Option<f32>,
+    pub weight_decay: Option<f32>,
+    pub beta1: Option<f32>,
+    pub beta2: Option<f32>,
+    pub epsilon: Option<f32>,
+    pub trainable: Option<Vec<String>>,
+    pub frozen: Option<Vec<String>>,
+    pub accumulation_steps: Option<u32>,
+}
+
+impl TrainKeys {
+    /// `over`'s keys where it has them, else these.
+    pub fn overlay(self, over: &TrainKeys) -> TrainKeys {
+        let o = over.clone();
+        TrainKeys {
+            loss: o.loss.or(self.loss),
+            logits: o.logits.or(self.logits),
+            labels: o.labels.or(self.labels),
+            optimizer: o.optimizer.or(self.optimizer),
+            learning_rate: o.learning_rate.or(self.learning_rate),
+            momentum: o.momentum.or(self.momentum),
+            weight_decay: o.weight_decay.or(self.weight_decay),
+            beta1: o.beta1.or(self.beta1),
+            beta2: o.beta2.or(self.beta2),
+            epsilon: o.epsilon.or(self.epsilon),
+            trainable: o.trainable.or(self.trainable),
+            frozen: o.frozen.or(self.frozen),
+            accumulation_steps: o.accumulation_steps.or(self.accumulation_steps),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == TrainKeys::default()
+    }
+}
+
+/// Which initializers train: globs over their names.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Select {
+    /// Every float initializer.
+    All,
+    Trainable(Vec<String>),
+    Frozen(Vec<String>),
+}
+
+/// A resolved training spec: every value known.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrainSpec {
+    pub loss: Loss,
+    /// The graph output the loss reads; `None`: the only float output.
+    pub logits: Option<String>,
+    /// The npz key (and graph input) of the targets.
+    pub labels: String,
+    pub optimizer: Optimizer,
+    pub learning_rate: f32,
+    pub momentum: f32,
+    pub weight_decay: f32,
+    pub beta1: f32,
+    pub beta2: f32,
+    pub epsilon: f32,
+    pub select: Select,
+    pub accumulation_steps: u32,
+    /// Where the keys came from (`train.toml`, flags), for messages.
+    pub source: String,
+}
+
+/// onnxruntime's AdamW defaults (`onnxblock.optim.AdamW`).
+pub const ADAMW_BETA1: f32 = 0.9;
+pub const ADAMW_BETA2: f32 = 0.999;
+pub const ADAMW_EPSILON: f32 = 1e-6;
+
+impl TrainSpec {
+    /// Fill in the defaults and check the values; an error says which key
+    /// is wrong and why.
+    pub fn resolve(k: TrainKeys, source: &str) -> Result<TrainSpec, String> {
+        let select = match (k.trainable, k.frozen) {
+            (Some(_), Some(_)) => return Err("give either 'trainable' or 'frozen', not both".into()),
+            (Some(t), None) => Select::Trainable(t),
+            (None, Some(f)) => Select::Frozen(f),
+            (None, None) => Select::All,
+        };
+        let optimizer = k.optimizer.unwrap_or(Optimizer::Sgd);
+        let momentum = k.momentum.unwrap_or(if optimizer == Optimizer::Momentum { 0.9 } else { 0.0 });
+        let spec = TrainSpec {
+            loss: k.loss.ok_or("'loss' is required (\"cross-entropy\" or \"mse\")")?,
+            logits: k.logits,
+            labels: k.labels.unwrap_or_else(|| "labels".into()),
+            optimizer,
+            learning_rate: k.learning_rate.ok_or("'learning_rate' is required")?,
+            momentum,
+            weight_decay: k.weight_decay.unwrap_or(0.0),
+            beta1: k.beta1.unwrap_or(ADAMW_BETA1),
+            beta2: k.beta2.unwrap_or(ADAMW_BETA2),
+            epsilon: k.epsilon.unwrap_or(ADAMW_EPSILON),
+            select,
+            accumulation_steps: k.accumulation_steps.unwrap_or(1),
+            source: source.to_string(),
+        };
+        spec.check()?;
+        Ok(spec)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let positive = |name: &str, v: f32| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(format!("'{name}' = {v} must be a finite number above 0"))
+            }
+        };
+        let fraction = |name: &str, v: f32| {
+            if (0.0..1.0).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("'{name}' = {v} must be in [0, 1)"))
+            }
+        };
+        positive("learning_rate", self.learning_rate)?;
+        fraction("momentum", self.momentum)?;
+        fraction("beta1", self.beta1)?;
+        fraction("beta2", self.beta2)?;
+        positive("epsilon", self.epsilon)?;
+        if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
+            return Err(format!("'weight_decay' = {} must be a finite number, 0 or more", self.weight_decay));
+        }
+        if self.optimizer == Optimizer::Momentum && self.momentum == 0.0 {
+            return Err("optimizer \"momentum\" needs 'momentum' above 0".into());
+        }
+        if self.accumulation_steps == 0 {
+            return Err("'accumulation_steps' must be 1 or more".into());
+        }
+        Ok(())
+    }
+
+    /// Whether initializer `name` trains (float initializers only).
+    pub fn trains(&self, name: &str) -> bool {
+        match &self.select {
+            Select::All => true,
+            Select::Trainable(globs) => globs.iter().any(|g| glob(g, name)),
+            Select::Frozen(globs) => !globs.iter().any(|g| glob(g, name)),
+        }
+    }
+
+    /// The globs given, for checking that each one matches something.
+    pub fn globs(&self) -> &[String] {
+        match &self.select {
+            Select::All => &[],
+            Select::Trainable(g) | Select::Frozen(g) => g,
+        }
+    }
+}
+
+/// What deriving the training step added (`lower::derive`), for `inspect`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Derived {
+    pub spec: Option<TrainSpec>,
+    pub forward_nodes: usize,
+    /// Loss and backward nodes, accumulators included.
+    pub nodes_added: usize,
+    pub optimizer_nodes: usize,
+    pub trainable: Vec<String>,
+    pub frozen: Vec<String>,
+    /// Initializers the step updates as state (BatchNorm running mean and
+    /// variance), made graph inputs.
+    pub state_inputs: Vec<String>,
+    pub optimizer_state_bytes: u64,
+    pub gradient_buffer_bytes: u64,
+}
+
+/// Shell-style glob: `*` any run of characters, `?` one character.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
+    // Classic two-pointer match with backtracking to the last `*`.
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < n.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == n[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|&c| c == '*')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_like_a_shell() {
+        assert!(glob("fc*", "fc.weight"));
+        assert!(glob("*.bias", "conv1.bias"));
+        assert!(!glob("*.bias", "conv1.weight"));
+        assert!(glob("conv?.weight", "conv1.weight"));
+        assert!(!glob("conv?.weight", "conv12.weight"));
+        assert!(glob("*", ""));
+        assert!(glob("a*b*c", "axxbyyc"));
+        assert!(!glob("a*b*c", "axxbyy"));
+    }
+
+    #[test]
+    fn resolve_fills_defaults_and_refuses_bad_values() {
+        let k = TrainKeys { loss: Some(Loss::Mse), learning_rate: Some(0.1), ..Default::default() };
+        let s = TrainSpec::resolve(k.clone(), "t").unwrap();
+        assert_eq!((s.optimizer, s.accumulation_steps, s.labels.as_str()), (Optimizer::Sgd, 1, "labels"));
+        let bad = TrainKeys { learning_rate: Some(-1.0), ..k.clone() };
+        assert!(TrainSpec::resolve(bad, "t").unwrap_err().contains("learning_rate"));
+        let both = TrainKeys { trainable: Some(vec![]), frozen: Some(vec![]), ..k };
+        assert!(TrainSpec::resolve(both, "t").unwrap_err().contains("not both"));
+    }
+}

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""References for training an inference model from its train.toml (SPEC §2.5).
+
+    python tools/make_train_refs.py MODEL_DIR...     # rewrite MODEL_DIR/outputs.npz
+    python tools/make_train_refs.py --zoo            # (re)make the models/*_derived* folders
+
+`--zoo` also writes models/simple_mlp_derived: simple_mlp's inference graph
+with a train.toml of its schedule, and simple_mlp's own inputs.npz and
+outputs.npz (references of its onnxruntime-training artifacts), so a test
+shows that the derived step reproduces the imported artifacts.
+
+MODEL_DIR holds an inference `network.onnx`, its `train.toml` and
+`inputs.npz` (named layout: the data input and `labels` per mini-batch as
+`mb<i>_<name>`, every parameter's initial value by name, `lazy_reset_grad`,
+`meta_data_size`, `meta_n_batches`, `meta_n_accum`). The references come
+from onnxruntime-training 1.19.2 alone, never from deploygen:
+
+- `generate_artifacts` turns the inference graph into its training graph
+  (requires_grad = the trainable weights of train.toml, frozen_params = the
+  BatchNorm running statistics, which onnxruntime updates in place), with
+  the loss of train.toml and its SGD or AdamW optimizer graph (AdamW with
+  train.toml's betas, epsilon and weight decay);
+- `onnxruntime.training.api` runs the schedule: pass mb reads mini-batch
+  `mb % meta_data_size`; after every `meta_n_accum` passes one optimizer
+  step on the summed gradients, then `lazy_reset_grad`;
+- SGD with momentum, which onnxruntime's artifacts lack, is one optimizer
+  graph of standard ONNX ops (Mul, Add, Sub) run by onnxruntime on the
+  gradients the training API accumulated:
+  `v = momentum * v + (g + weight_decay * w)`, `w = w - lr * v`.
+
+outputs.npz: `loss` (one per pass) and `<p>_updated` for every trainable
+weight and every BatchNorm running statistic after the last step.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import tomllib
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import onnx  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from zoo.npz import npz_bytes  # noqa: E402
+from zoo.ort import api, artifacts, onnxruntime  # noqa: E402
+
+from onnxruntime.training import onnxblock  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def glob_match(pattern, name):
+    import fnmatch
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+class Spec:
+    """train.toml with deploygen's defaults (src/ir/train.rs)."""
+
+    def __init__(self, path, model):
+        with open(path, "rb") as f:
+            k = tomllib.load(f)
+        self.loss = k["loss"]
+        self.labels = k.get("labels", "labels")
+        self.optimizer = k.get("optimizer", "sgd")
+        self.lr = float(k["learning_rate"])
+        self.momentum = float(k.get("momentum", 0.9 if self.optimizer == "momentum" else 0.0))
+        self.weight_decay = float(k.get("weight_decay", 0.0))
+        self.beta1 = float(k.get("beta1", 0.9))
+        self.beta2 = float(k.get("beta2", 0.999))
+        self.epsilon = float(k.get("epsilon", 1e-6))
+        self.n_accum_key = int(k.get("accumulation_steps", 1))
+        floats = [i.name for i in model.graph.initializer if i.data_type == TensorProto.FLOAT]
+        bn_stats = {n.input[i] for n in model.graph.node if n.op_type == "BatchNormalization" for i in (3, 4)}
+        if "trainable" in k:
+            chosen = [n for n in floats if any(glob_match(g, n) for g in k["trainable"])]
+        elif "frozen" in k:
+            chosen = [n for n in floats if not any(glob_match(g, n) for g in k["frozen"])]
+        else:
+            chosen = floats
+        # BatchNorm statistics have no gradient: onnxruntime keeps them as
+        # frozen parameters it updates in place.
+        self.trainable = [n for n in chosen if n not in bn_stats]
+        self.frozen = [n for n in floats if n in bn_stats]
+
+
+def ort_loss(spec):
+    return artifacts.LossType.MSELoss if spec.loss == "mse" else artifacts.LossType.CrossEntropyLoss
+
+
+def ort_optimizer(spec):
+    if spec.optimizer == "adamw":
+        return onnxblock.optim.AdamW(betas=(spec.beta1, spec.beta2), eps=spec.epsilon,
+                                     weight_decay=spec.weight_decay)
+    return artifacts.OptimType.SGD
+
+
+def generate(model, spec, workdir):
+    quiet = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            artifacts.generate_artifacts(model, requires_grad=spec.trainable, frozen_params=spec.frozen,
+                                         loss=ort_loss(spec), optimizer=ort_optimizer(spec),
+                                         artifact_directory=workdir)
+        finally:
+            os.dup2(quiet, 2)
+            os.close(quiet)
+
+
+def momentum_graph(names, shapes):
+    """v' = momentum * v + (g + wd * w); w' = w - lr * v' per weight, as ONNX ops."""
+    nodes, inputs, outputs = [], [], []
+    scal = [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in ("lr", "mu", "wd")]
+    for k, (n, s) in enumerate(zip(names, shapes)):
+        for p in ("w", "g", "v"):
+            inputs.append(helper.make_tensor_value_info(f"{p}{k}", TensorProto.FLOAT, s))
+        nodes += [
+            helper.make_node("Mul", ["wd", f"w{k}"], [f"dw{k}"]),
+            helper.make_node("Add", [f"g{k}", f"dw{k}"], [f"gr{k}"]),
+            helper.make_node("Mul", ["mu", f"v{k}"], [f"mv{k}"]),
+            helper.make_node("Add", [f"mv{k}", f"gr{k}"], [f"vo{k}"]),
+            helper.make_node("Mul", ["lr", f"vo{k}"], [f"st{k}"]),
+            helper.make_node("Sub", [f"w{k}", f"st{k}"], [f"wo{k}"]),
+        ]
+        outputs += [helper.make_tensor_value_info(f"wo{k}", TensorProto.FLOAT, s),
+                    helper.make_tensor_value_info(f"vo{k}", TensorProto.FLOAT, s)]
+    g = helper.make_graph(nodes, "momentum_sgd", inputs + scal, outputs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = 1
+    return onnxruntime.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def load_inputs(model_dir):
+    with np.load(os.path.join(model_dir, "inputs.npz")) as z:
+        return {k: z[k] for k in z.files}
+
+
+def batches_of(inputs, data_names, data_size):
+    key = lambda n, mb: n if mb == 0 else f"mb{mb}_{n}"  # noqa: E731
+    return [[inputs[key(n, mb)] for n in data_names] for mb in range(data_size)]
+
+
+def references(model_dir):
+    """(losses, {param: final value}) for one model folder."""
+    model = onnx.load(os.path.join(model_dir, "network.onnx"))
+    spec = Spec(os.path.join(model_dir, "train.toml"), model)
+    inputs = load_inputs(model_dir)
+    data_size, n_batches, n_accum = (int(inputs[k]) for k in ("meta_data_size", "meta_n_batches", "meta_n_accum"))
+    assert n_accum == spec.n_accum_key, "meta_n_accum must equal train.toml's accumulation_steps"
+    inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    for n in spec.trainable + spec.frozen:
+        assert np.array_equal(inputs[n], inits[n]), f"inputs.npz '{n}' differs from the model's initializer"
+    with tempfile.TemporaryDirectory() as art:
+        generate(model, spec, art)
+        state = api.CheckpointState.load_checkpoint(os.path.join(art, "checkpoint"))
+        so = onnxruntime.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        module = api.Module(os.path.join(art, "training_model.onnx"), state,
+                            os.path.join(art, "eval_model.onnx"), session_options=so)
+        # onnxruntime's training graph takes the model's inputs, then the
+        # loss target (which it names itself): npz keys in that order.
+        data_keys = [i.name for i in model.graph.input if i.name not in inits] + [spec.labels]
+        batches = batches_of(inputs, data_keys, data_size)
+        opt = None
+        if spec.optimizer != "momentum":
+            opt = api.Optimizer(os.path.join(art, "optimizer_model.onnx"), module)
+            opt.set_learning_rate(spec.lr)
+        else:
+            shapes = [list(inits[n].shape) for n in spec.trainable]
+            mom = momentum_graph(spec.trainable, shapes)
+            velocity = [np.zeros_like(inits[n]) for n in spec.trainable]
+        module.train()
+        losses = []
+        for mb in range(n_batches):
+            losses.append(float(module(*batches[mb % data_size])))
+            if mb % n_accum != n_accum - 1:
+                continue
+            if opt is not None:
+                opt.step()
+            else:
+                feeds = {"lr": np.array(spec.lr, np.float32), "mu": np.array(spec.momentum, np.float32),
+                         "wd": np.array(spec.weight_decay, np.float32)}
+                for k, n in enumerate(spec.trainable):
+                    feeds[f"w{k}"] = state.parameters[n].data
+                    feeds[f"g{k}"] = state.parameters[n].grad
+                    feeds[f"v{k}"] = velocity[k]
+                outs = mom.run(None, feeds)
+                for k, n in enumerate(spec.trainable):
+                    state.parameters[n].data = outs[2 * k]
+                    velocity[k] = outs[2 * k + 1]
+            module.lazy_reset_grad()
+        params = {n: state.parameters[n].data.copy() for n in spec.trainable + spec.frozen}
+    return np.array(losses, dtype=np.float32), params
+
+
+def write_refs(model_dir):
+    losses, params = references(model_dir)
+    arrays = {"loss": losses}
+    arrays.update({f"{n}_updated": v.astype(np.float32) for n, v in params.items()})
+    with open(os.path.join(model_dir, "outputs.npz"), "wb") as f:
+        f.write(npz_bytes(arrays))
+    print(f"{model_dir}: losses {np.array2string(losses, precision=5)}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("dirs", nargs="*")
+    ap.add_argument("--zoo", action="store_true", help="(re)make the models/*_derived_* folders first")
+    a = ap.parse_args()
+    dirs = list(a.dirs)
+    if a.zoo:
+        from zoo import derived
+        dirs += derived.write_all(os.path.join(ROOT, "models"))
+        # references copied from simple_mlp's artifacts, not recomputed
+        derived.imported_twin(os.path.join(ROOT, "models"))
+    for d in dirs:
+        write_refs(d)
+
+
+if __name__ == "__main__":
+    main()
