@@ -839,6 +839,138 @@ def adamw_step3():
             "out_v": vo, "out_step": I([3]), "f_hyper": Fv(hyper)}
 
 
+# Depthwise 3 x 3 row kernels: stride 1 with pad_left 2 (interior tiles of
+# 8, 4, 2 and 1 columns, border columns with one and two taps), stride 2
+# with asymmetric pads; the dX of stride 1 runs the same kernel on dy.
+@case("ort")
+def conv_depthwise_wide():
+    return _conv_case((1, 3, 5, 16), (3, 1, 3, 3), [1, 1], [0, 2, 2, 1], [1, 1], 3, True, False)
+
+
+@case("ort")
+def conv_depthwise_s2():
+    return _conv_case((2, 3, 9, 25), (3, 1, 3, 3), [2, 2], [1, 1, 0, 1], [1, 1], 3, True, False)
+
+
+@case("ort")
+def convgrad_depthwise_wide():
+    return _conv_case((1, 3, 5, 16), (3, 1, 3, 3), [1, 1], [0, 2, 2, 1], [1, 1], 3, True, True)
+
+
+@case("ort")
+def convgrad_depthwise_s2():
+    return _conv_case((2, 3, 9, 25), (3, 1, 3, 3), [2, 2], [1, 1, 0, 1], [1, 1], 3, True, True)
+
+
+# ConvGrad with stride 1 and input channels in blocks of 4: on the 32-bit
+# cores dX runs as the convolution of dy with the flipped weights
+# (dilation, asymmetric pads, groups).
+@case("ort")
+def convgrad_s1_dilated():
+    return _conv_case((2, 8, 6, 9), (5, 8, 3, 3), [1, 1], [1, 2, 0, 1], [1, 2], 1, True, True)
+
+
+@case("ort")
+def convgrad_s1_grouped():
+    return _conv_case((1, 8, 5, 6), (6, 4, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, True)
+
+
+# Conv / Gemm with the fused activation (act = 1: ReLU of the output, bias
+# included): onnxruntime's Conv / Gemm, then ReLU (exact in float32).
+def _relu_of(d):
+    d["out_y"] = np.maximum(d["out_y"], F32(0))
+    d["p_act"] = I([1])
+    return d
+
+
+@case("ort")
+def conv_regular_relu():
+    return _relu_of(_conv_case((1, 5, 6, 11), (6, 5, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1,
+                               True, False))
+
+
+@case("ort")
+def conv_depthwise_relu():
+    return _relu_of(_conv_case((1, 4, 6, 13), (4, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 4,
+                               True, False))
+
+
+@case("ort")
+def conv_pointwise_relu():
+    return _relu_of(_conv_case((1, 6, 3, 5), (5, 6, 1, 1), [1, 1], [0, 0, 0, 0], [1, 1], 1,
+                               True, False))
+
+
+@case("ort")
+def gemm_bias_relu():
+    return _relu_of(_gemm(9, 10, 7, 0, 0, 1.0, 1.0, (10,)))
+
+
+# Strided ConvGrad dX in phases (the columns of one kw progression in
+# tiles): 4 input channels a block, strides 2 and 3, a dilated width.
+@case("ort")
+def convgrad_s2_c4():
+    return _conv_case((1, 4, 9, 11), (6, 4, 3, 3), [2, 2], [1, 1, 1, 0], [1, 1], 1, True, True)
+
+
+@case("ort")
+def convgrad_s3_dil2():
+    return _conv_case((1, 4, 10, 17), (3, 4, 3, 3), [1, 3], [0, 2, 1, 1], [1, 2], 1, True, True)
+
+
+# MaxPool without the Indices output (3-wide windows unrolled), stride 1
+# and 2, rows of several 4-output tiles.
+@case("ort")
+def maxpool_k3s1_values():
+    x, os_, r = _maxpool((1, 2, 6, 13), [3, 3], [1, 1], [1, 1, 1, 1])
+    return {"in_x": x, "out_y": r["Y"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [1, 1], [1, 1, 1, 1])}
+
+
+@case("ort")
+def maxpool_k3s2_values():
+    x, os_, r = _maxpool((2, 2, 9, 21), [3, 3], [2, 2], [1, 0, 0, 1])
+    return {"in_x": x, "out_y": r["Y"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [2, 2], [1, 0, 0, 1])}
+
+
+# Depthwise rows of 17 with pad 1: the 8-wide edge tiles that leave out the
+# border columns' missing taps, and one interior column between them.
+@case("ort")
+def conv_depthwise_edges():
+    return _conv_case((1, 2, 4, 17), (2, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, False)
+
+
+@case("ort")
+def convgrad_depthwise_edges():
+    return _conv_case((2, 2, 4, 17), (2, 1, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 2, True, True)
+
+
+# MaxPool with Indices through the 3-wide tiles: ties (values on a grid of
+# halves), so the first maximum in window order must win; strides 2 and 1.
+@case("ort")
+def maxpool_k3s2_idx_ties():
+    x = (np.round(rnd(2, 2, 7, 19) * 2) / 2).astype(F32)
+    x, os_, r = _maxpool((2, 2, 7, 19), [3, 3], [2, 2], [1, 1, 1, 1], x=x)
+    return {"in_x": x, "out_y": r["Y"], "out_indices": r["I"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [2, 2], [1, 1, 1, 1])}
+
+
+@case("ort")
+def maxpool_k3s1_idx_ties():
+    x = (np.round(rnd(1, 2, 5, 14) * 2) / 2).astype(F32)
+    x, os_, r = _maxpool((1, 2, 5, 14), [3, 3], [1, 1], [0, 1, 1, 0], x=x)
+    return {"in_x": x, "out_y": r["Y"], "out_indices": r["I"],
+            "p_pool": _pool_params(x.shape, os_, [3, 3], [1, 1], [0, 1, 1, 0])}
+
+
+# Strided ConvGrad dX with more output channels than one weight panel holds
+# (12 x 4 taps x 4 channels): the partial sums wait in dx between chunks.
+@case("ort")
+def convgrad_s2_m12():
+    return _conv_case((1, 4, 7, 13), (12, 4, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, True, True)
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

@@ -362,6 +362,7 @@ int main(void)
     gemm_case("m32n32k32", 32, 32, 32, 0, 0, 0);
     gemm_case("m32n32k32_tb_bias", 32, 32, 32, 0, 1, 1);
     gemm_case("m16n20k24", 16, 20, 24, 0, 0, 0);
+    gemm_case("m8n64k32", 8, 64, 32, 0, 0, 0);
     matmul_case("matmul", "b4m16n16k16", dg_matmul_f32, 4, 16, 16, 16, 0, 0);
     matmul_case("fused_matmul", "m32n32k32_ta", dg_fused_matmul_f32, 1, 32, 32, 32, 1, 0);
     matmul_case("fused_matmul", "m32n32k32_tb", dg_fused_matmul_f32, 1, 32, 32, 32, 0, 1);
@@ -369,6 +370,8 @@ int main(void)
     conv_cases("c8h16m16k3s2p1", 8, 16, 16, 3, 2, 1, 1);
     conv_cases("c16h8m16k1", 16, 8, 16, 1, 1, 0, 1);
     conv_cases("c16h16k3s1p1g16", 16, 16, 16, 3, 1, 1, 16);
+    conv_cases("c8h32k3s1p1g8", 8, 32, 8, 3, 1, 1, 8);
+    conv_cases("c16h16k3s2p1g16", 16, 16, 16, 3, 2, 1, 16);
     conv_transpose_case();
     pool_cases();
     norm_cases();

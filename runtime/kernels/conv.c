@@ -28,6 +28,8 @@ typedef struct {
     uint32_t acc;          /* continue the sums already in y */
     uint32_t last;         /* (panel path) the last channel chunk: add the bias */
     float bias[DG_TILE_M];
+    const float *wflip; /* (panel path) dX form: the weights of the convolution */
+    int fault;          /* the fault hook of the stored outputs */
 } conv_row_t;
 
 /* 4 channels x NR columns starting at ow0, every tap inside the input; SW
@@ -50,7 +52,7 @@ typedef struct {
             const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;                           \
             for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
                 const float *xr =                                                           \
-                    xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                    xc + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
                 const float *wr = wc + kh * q->k_w;                                         \
                 for (kw = 0; kw < q->k_w; kw++) {                                           \
                     const float *xb = xr + kw * q->dil_w;                                   \
@@ -90,7 +92,7 @@ typedef struct {
             const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;                           \
             for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                      \
                 const float *xr =                                                           \
-                    xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
+                    xc + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;   \
                 const float *wr = wc + kh * q->k_w;                                         \
                 for (kw = 0; kw < q->k_w; kw++) {                                           \
                     const float *xb = xr + kw * q->dil_w;                                   \
@@ -136,7 +138,7 @@ static void conv_col_border(const conv_row_t *q, uint32_t mr, uint32_t ow)
         const float *xc = q->x + c * q->x_hw;
         const float *wc = q->w + (uint32_t)c * q->k_h * q->k_w;
         for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
-            const float *xr = xc + (uint32_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
+            const float *xr = xc + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;
             const float *wr = wc + kh * q->k_w;
             for (kw = kw_lo; kw < kw_hi; kw++) {
                 const float xv = xr[(uint32_t)(iw0 + (int32_t)(kw * q->dil_w))];
@@ -267,7 +269,7 @@ static void conv_row_taps(const dg_conv_args_t *p, conv_row_t *q, uint32_t oh)
                                     {c20, c21, c22, c23}, {c30, c31, c32, c33}};            \
             for (c = 0; c < 4; c++, y += q->y_hw)                                           \
                 for (t = 0; t < (NC); t++)                                                  \
-                    y[t] = q->last ? DG_FAULT(DG_FAULT_CONV, cs[c][t] + q->bias[c])         \
+                    y[t] = q->last ? DG_FAULT(q->fault, cs[c][t] + q->bias[c])         \
                                    : cs[c][t];                                              \
         }                                                                                   \
     }
@@ -316,7 +318,7 @@ static void conv_row_taps(const dg_conv_args_t *p, conv_row_t *q, uint32_t oh)
                                     {c20, c21, c22, c23}, {c30, c31, c32, c33}};            \
             for (c = 0; c < 4; c++, y += q->y_hw)                                           \
                 for (t = 0; t < (NC); t++)                                                  \
-                    y[t] = q->last ? DG_FAULT(DG_FAULT_CONV, cs[c][t] + q->bias[c])         \
+                    y[t] = q->last ? DG_FAULT(q->fault, cs[c][t] + q->bias[c])         \
                                    : cs[c][t];                                              \
         }                                                                                   \
     }
@@ -368,10 +370,10 @@ static DG_NOINLINE void cp_col(const conv_row_t *q, uint32_t ow)
         }
     }
     if (q->last) {
-        a0 = DG_FAULT(DG_FAULT_CONV, a0 + q->bias[0]);
-        a1 = DG_FAULT(DG_FAULT_CONV, a1 + q->bias[1]);
-        a2 = DG_FAULT(DG_FAULT_CONV, a2 + q->bias[2]);
-        a3 = DG_FAULT(DG_FAULT_CONV, a3 + q->bias[3]);
+        a0 = DG_FAULT(q->fault, a0 + q->bias[0]);
+        a1 = DG_FAULT(q->fault, a1 + q->bias[1]);
+        a2 = DG_FAULT(q->fault, a2 + q->bias[2]);
+        a3 = DG_FAULT(q->fault, a3 + q->bias[3]);
     }
     y[0] = a0, y[q->y_hw] = a1, y[2 * q->y_hw] = a2, y[3 * q->y_hw] = a3;
 }
@@ -398,6 +400,25 @@ static void cp_row(const conv_row_t *q, uint32_t lo, uint32_t hi, uint32_t out_w
         cp_col(q, ow);
 }
 
+/* The dX form (p is the convolution of dy with the flipped weights, see
+ * dg_conv_grad_dx_f32): panel entries of its output channels m0 .. m0 + 3
+ * (dX's input channels) and input channels c0 .. c0 + cb - 1 (dY's
+ * channels) from the weights w[m, c, kh, kw] of the original convolution,
+ * kh and kw reversed. */
+static void cp_pack_flipped(const dg_conv_args_t *p, const conv_row_t *q, float *wp, uint32_t m0,
+                            uint32_t c0, uint32_t cb)
+{
+    const uint32_t kk = p->k_h * p->k_w, mg = p->out_c / p->group, cg = p->in_c / p->group;
+    const uint32_t g = m0 / mg;
+    uint32_t cc, t, r;
+    for (cc = 0; cc < cb; cc++)
+        for (r = 0; r < 4; r++) {
+            const float *w = q->wflip + ((g * cg + c0 + cc) * mg + m0 % mg + r) * kk;
+            for (t = 0; t < kk; t++)
+                wp[(cc * kk + t) * 4 + r] = w[kk - 1 - t];
+        }
+}
+
 /* Output rows [oh0, oh1) of the 4 channels from m0 (one sample, one group):
  * q->x is x[n, first channel of the group], q->y is y[n, m0, 0, 0]. */
 static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0, uint32_t oh0,
@@ -413,9 +434,12 @@ static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0,
         q->bias[r] = p->b ? p->b[m0 + r] : 0.0f;
     for (c0 = 0; c0 < cg; c0 += cb) {
         cb = cg - c0 < cbm ? cg - c0 : cbm;
-        for (i = 0; i < cb * kk; i++)
-            for (r = 0; r < 4; r++)
-                wp[i * 4 + r] = w[r * q->wk + c0 * kk + i];
+        if (q->wflip)
+            cp_pack_flipped(p, q, wp, m0, c0, cb);
+        else
+            for (i = 0; i < cb * kk; i++)
+                for (r = 0; r < 4; r++)
+                    wp[i * 4 + r] = w[r * q->wk + c0 * kk + i];
         q->x = x + c0 * q->x_hw;
         q->w = wp;
         q->cg = cb;
@@ -438,32 +462,470 @@ static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0,
 #define conv_rows_panel(p, q, m0, oh0, oh1, lo, hi) ((void)0)
 #endif
 
+/* ---- depthwise 3 x 3 -------------------------------------------------------
+ * One input channel per output channel (group = in_c = out_c), k 3 x 3,
+ * dilation 1, stride 1 or 2: one call per run of output rows of a channel
+ * computes each row in tiles of up to 8 outputs, reading inputs and
+ * weights at immediate offsets. Each output's sum is (kh, kw) in order
+ * from 0.0f (or y), skipping taps outside the input, then the bias, as in
+ * the general path. The dX of a stride-1 depthwise convolution is the same
+ * kernel run on dy with the weights rotated by 180 degrees. */
+typedef struct {
+    const float *x; /* x[n, c, 0, 0] */
+    float *y;       /* y[n, c, 0, 0] */
+    float w[9];     /* the channel's weights, row-major */
+    float bias;
+    uint32_t in_h, in_w, out_h, out_w, stride, pad_top, pad_left;
+    uint32_t lo, hi; /* columns whose three taps are inside the input */
+    uint32_t acc, act;
+    int fault;
+} dw3_t;
+
+/* The stored value of one output: bias added, the fault hook, then the
+ * activation (act 1: ReLU). */
+static DG_INLINE float dw3_out(const dw3_t *q, float v)
+{
+    v = DG_FAULT(q->fault, v + q->bias);
+    return q->act == 1 && v < 0.0f ? 0.0f : v;
+}
+
+/* One output column with any of its taps outside the input: nr rows of
+ * taps from xr (the first row inside) with weights w. */
+static DG_INLINE void dw3_col(const dw3_t *q, const float *xr, const float *w, uint32_t nr,
+                              float *y, uint32_t ow)
+{
+    const int32_t iw0 = (int32_t)(ow * q->stride) - (int32_t)q->pad_left;
+    const int32_t ka = iw0 < 0 ? -iw0 : 0;
+    const int32_t kb = (int32_t)q->in_w - iw0 < 3 ? (int32_t)q->in_w - iw0 : 3;
+    float a = q->acc ? y[ow] : 0.0f;
+    uint32_t r;
+    if (kb <= ka)
+        nr = 0;
+    xr += iw0 + ka, w += ka;
+    for (r = 0; r < nr; r++, xr += q->in_w, w += 3) {
+        a += w[0] * xr[0]; /* the taps in order, kb - ka of them */
+        if (kb - ka > 1)
+            a += w[1] * xr[1];
+        if (kb - ka > 2)
+            a += w[2] * xr[2];
+    }
+    y[ow] = dw3_out(q, a);
+}
+
+/* One tap kw of every output of a tile; EL: output 0 has no tap 0 (the
+ * left border column of pad 1), ER: output 7 has no tap 2 (the right
+ * border column). */
+#define DW3_TAP(kw, S, NC, EL, ER)                                                          \
+    {                                                                                       \
+        const float wv = wp[kw];                                                            \
+        if (!((EL) && (kw) == 0))                                                           \
+            c0 += wv * xp[kw];                                                              \
+        if ((NC) >= 2)                                                                      \
+            c1 += wv * xp[(kw) + (S)];                                                      \
+        if ((NC) >= 4)                                                                      \
+            c2 += wv * xp[(kw) + 2 * (S)], c3 += wv * xp[(kw) + 3 * (S)];                   \
+        if ((NC) == 8) {                                                                    \
+            c4 += wv * xp[(kw) + 4 * (S)], c5 += wv * xp[(kw) + 5 * (S)];                   \
+            c6 += wv * xp[(kw) + 6 * (S)];                                                  \
+            if (!((ER) && (kw) == 2))                                                       \
+                c7 += wv * xp[(kw) + 7 * (S)];                                              \
+        }                                                                                   \
+    }
+#define DW3_STORE(t) y[t] = DG_FAULT(q->fault, c##t + bias);
+
+/* NC (8, 4, 2 or 1) outputs of a row from y, every tap inside the input
+ * but those EL / ER leave out: the input rows from x (the first row inside,
+ * at the column of output 0's tap 0), weights w .. wend (of those rows),
+ * stride S. */
+#define DW3_TILE(NC, S, EL, ER)                                                             \
+    {                                                                                       \
+        const float *wp = w, *xp = x;                                                       \
+        float c0 = 0.0f, c1 = 0.0f, c2 = 0.0f, c3 = 0.0f, c4 = 0.0f, c5 = 0.0f, c6 = 0.0f;  \
+        float c7 = 0.0f;                                                                    \
+        if (acc) {                                                                          \
+            c0 = y[0];                                                                      \
+            if ((NC) >= 2)                                                                  \
+                c1 = y[1];                                                                  \
+            if ((NC) >= 4)                                                                  \
+                c2 = y[2], c3 = y[3];                                                       \
+            if ((NC) == 8)                                                                  \
+                c4 = y[4], c5 = y[5], c6 = y[6], c7 = y[7];                                 \
+        }                                                                                   \
+        for (; wp != wend; wp += 3, xp += in_w) {                                           \
+            DW3_TAP(0, S, NC, EL, ER)                                                       \
+            DW3_TAP(1, S, NC, EL, ER)                                                       \
+            DW3_TAP(2, S, NC, EL, ER)                                                       \
+        }                                                                                   \
+        DW3_STORE(0)                                                                        \
+        if ((NC) >= 2) {                                                                    \
+            DW3_STORE(1)                                                                    \
+        }                                                                                   \
+        if ((NC) >= 4) {                                                                    \
+            DW3_STORE(2) DW3_STORE(3)                                                       \
+        }                                                                                   \
+        if ((NC) == 8) {                                                                    \
+            DW3_STORE(4) DW3_STORE(5) DW3_STORE(6) DW3_STORE(7)                             \
+        }                                                                                   \
+        if (act)                                                                            \
+            for (t = 0; t < (NC); t++)                                                      \
+                y[t] = y[t] < 0.0f ? 0.0f : y[t];                                           \
+        (void)c1, (void)c2, (void)c3, (void)c4, (void)c5, (void)c6, (void)c7;               \
+        y += (NC), x += (NC) * (S);                                                         \
+    }
+
+/* Output rows [oh0, oh1) of one channel: per row the taps kh inside the
+ * input, the border columns one at a time, the interior columns in tiles
+ * of 8, 4, 2, 1. With pad 1 the first 8 outputs (and, when the row ends
+ * one column into the padding, the last 8) are an 8-wide tile that leaves
+ * out the border column's missing tap. One call per run of rows keeps the
+ * set-up out of the rows. */
+#define DG_DW3_ROWS(NAME, S)                                                                \
+    static DG_NOINLINE void NAME(const dw3_t *q, uint32_t oh0, uint32_t oh1)                \
+    {                                                                                       \
+        const uint32_t in_w = q->in_w, acc = q->acc, act = q->act == 1;                     \
+        const uint32_t el = q->lo == 1 && q->pad_left == 1 && q->hi >= 8;                   \
+        const uint32_t start = el ? 8 : q->lo;                                              \
+        const uint32_t er = q->hi + 1 == q->out_w && q->out_w >= start + 8 &&               \
+                            (q->out_w - 1) * (S) + 2 == in_w + q->pad_left;                 \
+        const uint32_t end = er ? q->out_w - 8 : q->hi;                                     \
+        const float bias = q->bias;                                                         \
+        uint32_t oh, ow, t;                                                                 \
+        for (oh = oh0; oh < oh1; oh++) {                                                    \
+            const int32_t ih0 = (int32_t)(oh * q->stride) - (int32_t)q->pad_top;            \
+            const int32_t lo = ih0 < 0 ? -ih0 : 0;                                          \
+            const int32_t hi = ih0 + 3 > (int32_t)q->in_h ? (int32_t)q->in_h - ih0 : 3;     \
+            const uint32_t nr = hi > lo ? (uint32_t)(hi - lo) : 0;                          \
+            const float *xr = q->x + (nr ? (uint32_t)(ih0 + lo) * in_w : 0);                 \
+            const float *w = q->w + (nr ? 3 * lo : 0), *wend = w + 3 * nr, *x;               \
+            float *y = q->y + oh * q->out_w, *yend;                                         \
+            if (el) {                                                                       \
+                x = xr - 1;                                                                 \
+                DW3_TILE(8, S, 1, 0)                                                        \
+            } else {                                                                        \
+                for (ow = 0; ow < q->lo; ow++)                                              \
+                    dw3_col(q, xr, w, nr, y, ow);                                           \
+                x = xr + (q->lo * (S) - q->pad_left);                                       \
+                y += q->lo;                                                                 \
+            }                                                                               \
+            yend = q->y + oh * q->out_w + end;                                              \
+            while (yend - y >= 8)                                                           \
+                DW3_TILE(8, S, 0, 0)                                                        \
+            if (yend - y >= 4)                                                              \
+                DW3_TILE(4, S, 0, 0)                                                        \
+            if (yend - y >= 2)                                                              \
+                DW3_TILE(2, S, 0, 0)                                                        \
+            if (y != yend)                                                                  \
+                DW3_TILE(1, S, 0, 0)                                                        \
+            if (er) {                                                                       \
+                DW3_TILE(8, S, 0, 1)                                                        \
+                continue;                                                                   \
+            }                                                                               \
+            y = q->y + oh * q->out_w;                                                       \
+            for (ow = q->hi; ow < q->out_w; ow++)                                           \
+                dw3_col(q, xr, w, nr, y, ow);                                               \
+        }                                                                                   \
+    }
+
+DG_DW3_ROWS(dw3_rows_s1, 1)
+DG_DW3_ROWS(dw3_rows_s2, 2)
+
+/* dX of the depthwise 3 x 3 with stride 2: each dy element scatters its
+ * nine products into its channel's dx plane (one core per plane), rows of
+ * dy in order, kh, then the columns in order; a dx element's sum takes its
+ * terms in (oh, ow) order from 0.0f. */
+static void dw3_grad_x_s2(const dg_conv_args_t *p)
+{
+    const uint32_t x_hw = p->in_h * p->in_w, y_hw = p->out_h * p->out_w, in_w = p->in_w;
+    const uint32_t lo = (p->pad_left + 1) / 2;
+    uint32_t hi = in_w + p->pad_left >= 3 ? (in_w + p->pad_left - 3) / 2 + 1 : 0;
+    dg_range_t r = dg_split(p->batch * p->in_c);
+    uint32_t pl, i, oh, ow, kh;
+    if (hi > p->out_w)
+        hi = p->out_w;
+    for (pl = r.start; pl < r.end; pl++) {
+        const float *w = p->w + (pl % p->in_c) * 9, *dy = p->dy + pl * y_hw;
+        float *dx = p->dx + pl * x_hw;
+        for (i = 0; i < x_hw; i++)
+            dx[i] = 0.0f;
+        for (oh = 0; oh < p->out_h; oh++, dy += p->out_w)
+            for (kh = 0; kh < 3; kh++) {
+                const int32_t ih = (int32_t)(oh * 2 + kh) - (int32_t)p->pad_top;
+                const float w0 = w[3 * kh], w1 = w[3 * kh + 1], w2 = w[3 * kh + 2];
+                float *dxr;
+                if (ih < 0 || ih >= (int32_t)p->in_h)
+                    continue;
+                dxr = dx + (uint32_t)ih * in_w;
+                for (ow = 0; ow < p->out_w; ow++) {
+                    const int32_t iw = (int32_t)(ow * 2) - (int32_t)p->pad_left;
+                    const float d = dy[ow];
+                    if (ow >= lo && ow < hi) {
+                        float *o = dxr + iw;
+                        o[0] += d * w0, o[1] += d * w1, o[2] += d * w2;
+                        continue;
+                    }
+                    if (iw >= 0 && iw < (int32_t)in_w)
+                        dxr[iw] += d * w0;
+                    if (iw + 1 >= 0 && iw + 1 < (int32_t)in_w)
+                        dxr[iw + 1] += d * w1;
+                    if (iw + 2 >= 0 && iw + 2 < (int32_t)in_w)
+                        dxr[iw + 2] += d * w2;
+                }
+            }
+        for (i = 0; i < x_hw; i++)
+            dx[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[i]);
+    }
+}
+
+/* Does the depthwise 3 x 3 row kernel apply? */
+static int dw3_applies(const dg_conv_args_t *p)
+{
+    return p->group == p->in_c && p->out_c == p->in_c && p->k_h == 3 && p->k_w == 3 &&
+           p->dil_h == 1 && p->dil_w == 1 && p->stride_h == p->stride_w &&
+           (p->stride_w == 1 || p->stride_w == 2) && p->pad_top <= 2 && p->pad_left <= 2;
+}
+
+/* Depthwise 3 x 3 over x (c channels of in_h x in_w) into y; flip: the dX
+ * form (weights rotated by 180 degrees). Work items are (n, c, output row),
+ * runs of rows of one channel per core. */
+static void dw3_run(const dg_conv_args_t *p, const float *x, float *y, uint32_t in_h, uint32_t in_w,
+                    uint32_t out_h, uint32_t out_w, uint32_t pad_top, uint32_t pad_left,
+                    int flip, int fault)
+{
+    const uint32_t x_hw = in_h * in_w, y_hw = out_h * out_w, s = p->stride_w;
+    dg_range_t r = dg_split(p->batch * p->in_c * out_h);
+    uint32_t it, it_end, i;
+    dw3_t q;
+    q.in_h = in_h, q.in_w = in_w, q.out_h = out_h, q.out_w = out_w;
+    q.stride = s, q.pad_top = pad_top, q.pad_left = pad_left;
+    q.acc = flip ? 0 : p->accumulate;
+    q.act = flip ? 0 : p->act;
+    q.fault = fault;
+    /* interior columns: 0 <= ow * s - pad_left and ow * s - pad_left + 2 < in_w */
+    q.lo = (pad_left + s - 1) / s;
+    q.hi = in_w + pad_left >= 3 ? (in_w + pad_left - 3) / s + 1 : 0;
+    if (q.hi > out_w)
+        q.hi = out_w;
+    if (q.lo > q.hi)
+        q.lo = q.hi;
+    for (it = r.start; it < r.end; it = it_end) {
+        const uint32_t oh0 = it % out_h, nc = it / out_h, c = nc % p->in_c;
+        it_end = it - oh0 + out_h < r.end ? it - oh0 + out_h : r.end;
+        for (i = 0; i < 9; i++)
+            q.w[i] = p->w[c * 9 + (flip ? 8 - i : i)];
+        q.bias = !flip && p->b ? p->b[c] : 0.0f;
+        q.x = x + nc * x_hw;
+        q.y = y + nc * y_hw;
+        (s == 1 ? dw3_rows_s1 : dw3_rows_s2)(&q, oh0, oh0 + (it_end - it));
+    }
+}
+
+/* dW of the depthwise 3 x 3: per channel the 9 sums over (n, oh, ow) in
+ * this order (the general path's order); one call per (n, oh, kh) keeps a
+ * kernel row's three sums in registers across the row, columns in tiles of
+ * 8, 4, 2, 1 (edge tiles with pad 1, as the forward's). */
+typedef struct {
+    uint32_t in_w, stride, pad_left, out_w, lo, hi; /* lo, hi: interior columns */
+    uint32_t el, er, start, end; /* edge tiles and the tiled columns between, as dw3 */
+} dw3w_t;
+
+/* The terms of tap kw over the NC (8, 4, 2, 1) columns of a tile, in
+ * column order; EL / ER leave out column 0's tap 0 / column 7's tap 2 (the
+ * border columns of pad 1, as in the forward's edge tiles). */
+#define DW3W_TAP(kw, S, NC, EL, ER)                                                         \
+    if (!((EL) && (kw) == 0))                                                               \
+        a##kw += d0 * xp[kw];                                                               \
+    if ((NC) >= 2)                                                                          \
+        a##kw += d1 * xp[(kw) + (S)];                                                       \
+    if ((NC) >= 4)                                                                          \
+        a##kw += d2 * xp[(kw) + 2 * (S)], a##kw += d3 * xp[(kw) + 3 * (S)];                 \
+    if ((NC) == 8) {                                                                        \
+        a##kw += d4 * xp[(kw) + 4 * (S)], a##kw += d5 * xp[(kw) + 5 * (S)];                 \
+        a##kw += d6 * xp[(kw) + 6 * (S)];                                                   \
+        if (!((ER) && (kw) == 2))                                                           \
+            a##kw += d7 * xp[(kw) + 7 * (S)];                                               \
+    }
+#define DW3W_TILE(NC, S, EL, ER)                                                            \
+    {                                                                                       \
+        const float *xp = xr + ((int32_t)(ow * (S)) - (int32_t)q->pad_left), *dp = dyr + ow; \
+        const float d0 = dp[0], d1 = (NC) >= 2 ? dp[1] : 0.0f;                              \
+        const float d2 = (NC) >= 4 ? dp[2] : 0.0f, d3 = (NC) >= 4 ? dp[3] : 0.0f;           \
+        const float d4 = (NC) == 8 ? dp[4] : 0.0f, d5 = (NC) == 8 ? dp[5] : 0.0f;           \
+        const float d6 = (NC) == 8 ? dp[6] : 0.0f, d7 = (NC) == 8 ? dp[7] : 0.0f;           \
+        DW3W_TAP(0, S, NC, EL, ER)                                                          \
+        DW3W_TAP(1, S, NC, EL, ER)                                                          \
+        DW3W_TAP(2, S, NC, EL, ER)                                                          \
+        (void)d1, (void)d2, (void)d3, (void)d4, (void)d5, (void)d6, (void)d7;               \
+        ow += (NC);                                                                         \
+    }
+#define DW3W_COL(kw)                                                                        \
+    if (iw0 + (kw) >= 0 && iw0 + (kw) < (int32_t)q->in_w)                                   \
+        a##kw += d * xr[iw0 + (kw)];
+#define DW3W_BORDER(from, to, S)                                                            \
+    for (ow = (from); ow < (to); ow++) {                                                    \
+        const float d = dyr[ow];                                                            \
+        const int32_t iw0 = (int32_t)(ow * (S)) - (int32_t)q->pad_left;                     \
+        DW3W_COL(0) DW3W_COL(1) DW3W_COL(2)                                                 \
+    }
+
+/* Adds one output row dyr against one input row xr to the three sums of
+ * a kernel row, a[0 .. 3): each sum takes its terms in ow order. */
+#define DG_DW3W_ROW(NAME, S)                                                                \
+    static DG_NOINLINE void NAME(const dw3w_t *q, const float *dyr, const float *xr, float *a) \
+    {                                                                                       \
+        float a0 = a[0], a1 = a[1], a2 = a[2];                                              \
+        uint32_t ow = 0;                                                                    \
+        if (q->el)                                                                          \
+            DW3W_TILE(8, S, 1, 0)                                                           \
+        else                                                                                \
+            DW3W_BORDER(0, q->lo, S)                                                        \
+        while (ow + 8 <= q->end)                                                            \
+            DW3W_TILE(8, S, 0, 0)                                                           \
+        if (ow + 4 <= q->end)                                                               \
+            DW3W_TILE(4, S, 0, 0)                                                           \
+        if (ow + 2 <= q->end)                                                               \
+            DW3W_TILE(2, S, 0, 0)                                                           \
+        if (ow < q->end)                                                                    \
+            DW3W_TILE(1, S, 0, 0)                                                           \
+        if (q->er)                                                                          \
+            DW3W_TILE(8, S, 0, 1)                                                           \
+        else                                                                                \
+            DW3W_BORDER(q->hi, q->out_w, S)                                                 \
+        a[0] = a0, a[1] = a1, a[2] = a2;                                                    \
+    }
+
+DG_DW3W_ROW(dw3w_row_s1, 1)
+DG_DW3W_ROW(dw3w_row_s2, 2)
+
+/* dW of the depthwise 3 x 3; work items are channels. */
+static void dw3_grad_w(const dg_conv_args_t *p)
+{
+    const uint32_t x_hw = p->in_h * p->in_w, y_hw = p->out_h * p->out_w, s = p->stride_w;
+    dg_range_t r = dg_split(p->in_c);
+    uint32_t c, n, oh, i;
+    dw3w_t q;
+    q.in_w = p->in_w, q.stride = s, q.pad_left = p->pad_left, q.out_w = p->out_w;
+    q.lo = (p->pad_left + s - 1) / s;
+    q.hi = p->in_w + p->pad_left >= 3 ? (p->in_w + p->pad_left - 3) / s + 1 : 0;
+    if (q.hi > p->out_w)
+        q.hi = p->out_w;
+    if (q.lo > q.hi)
+        q.lo = q.hi;
+    q.el = q.lo == 1 && p->pad_left == 1 && q.hi >= 8;
+    q.start = q.el ? 8 : q.lo;
+    q.er = q.hi + 1 == p->out_w && p->out_w >= q.start + 8 &&
+           (p->out_w - 1) * s + 2 == p->in_w + p->pad_left;
+    q.end = q.er ? p->out_w - 8 : q.hi;
+    for (c = r.start; c < r.end; c++) {
+        float a[9];
+        float *dw = p->dw + c * 9;
+        for (i = 0; i < 9; i++)
+            a[i] = p->accumulate ? dw[i] : 0.0f;
+        for (n = 0; n < p->batch; n++) {
+            const float *x = p->x + (n * p->in_c + c) * x_hw;
+            const float *dy = p->dy + (n * p->out_c + c) * y_hw;
+            for (oh = 0; oh < p->out_h; oh++) {
+                const int32_t ih0 = (int32_t)(oh * s) - (int32_t)p->pad_top;
+                const float *dyr = dy + oh * p->out_w;
+                int32_t kh;
+                for (kh = 0; kh < 3; kh++)
+                    if (ih0 + kh >= 0 && ih0 + kh < (int32_t)p->in_h)
+                        (s == 1 ? dw3w_row_s1 : dw3w_row_s2)(
+                            &q, dyr, x + (uint32_t)(ih0 + kh) * p->in_w, a + 3 * kh);
+            }
+        }
+        for (i = 0; i < 9; i++)
+            dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, a[i]);
+    }
+}
+
+/* Work items of ng independent matrix products of rows x cols outputs
+ * (the pointwise convolution and its gradients): blocks of 4 rows, and the
+ * columns cut into as many chunks (whole tiles wide) as it takes to give
+ * every core an item; one chunk when there are rows enough. An item is
+ * (product, row block, column chunk); the outputs' sums do not depend on
+ * the split. */
+typedef struct {
+    uint32_t rb, cb, cw, rows, cols;
+    dg_range_t r;
+} pw_split_t;
+
+typedef struct {
+    uint32_t k, i0, i1, j0, j1; /* product k, rows [i0, i1), columns [j0, j1) */
+} pw_item_t;
+
+static pw_split_t pw_split(uint32_t ng, uint32_t rows, uint32_t cols)
+{
+    const uint32_t nc = (uint32_t)pi_cl_team_nb_cores();
+    pw_split_t s;
+    uint32_t chunks;
+    s.rows = rows, s.cols = cols;
+    s.rb = (rows + 3) / 4;
+    chunks = ng * s.rb >= nc || s.rb == 0 ? 1 : (nc + ng * s.rb - 1) / (ng * s.rb);
+    s.cw = ((cols + chunks - 1) / chunks + DG_TILE_N - 1) / DG_TILE_N * DG_TILE_N;
+    if (s.cw == 0)
+        s.cw = DG_TILE_N;
+    s.cb = (cols + s.cw - 1) / s.cw;
+    s.r = dg_split(ng * s.rb * s.cb);
+    return s;
+}
+
+/* The item at *it of this core's range, merged with the items after it
+ * that continue its rows (one column chunk: a run of row blocks of one
+ * product becomes one call); advances *it past them. */
+static pw_item_t pw_next(const pw_split_t *s, uint32_t *it)
+{
+    pw_item_t t;
+    const uint32_t per = s->rb * s->cb, rem = *it % per;
+    uint32_t last = *it;
+    if (s->cb == 1)
+        while (last + 1 < s->r.end && (last + 1) % per != 0)
+            last++;
+    t.k = *it / per;
+    t.i0 = rem / s->cb * 4;
+    t.i1 = (last % per) / s->cb * 4 + 4 < s->rows ? (last % per) / s->cb * 4 + 4 : s->rows;
+    t.j0 = rem % s->cb * s->cw;
+    t.j1 = t.j0 + s->cw < s->cols ? t.j0 + s->cw : s->cols;
+    *it = last + 1;
+    return t;
+}
+
 /* Pointwise (1 x 1, stride 1, no padding): per (n, group) a matrix
- * product W[mg, cg] X[cg, h*w]; work items are blocks of output columns. */
+ * product W[mg, cg] X[cg, h*w], then the bias and the activation. */
 static void conv_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t hw = p->out_h * p->out_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
-    dg_range_t r = dg_split(p->batch * p->group * nb);
-    uint32_t it = r.start;
-    while (it < r.end) {
-        const uint32_t ng = it / nb, b0 = it % nb;
-        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
-        const uint32_t n = ng / p->group, g = ng % p->group;
-        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
-        float *y = p->y + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * hw;
+    const uint32_t hw = p->out_h * p->out_w;
+    const pw_split_t sp = pw_split(p->batch * p->group, mg, hw);
+    uint32_t it = sp.r.start;
+    while (it < sp.r.end) {
+        const pw_item_t t = pw_next(&sp, &it);
+        const uint32_t n = t.k / p->group, g = t.k % p->group;
+        float *y = p->y + (n * p->out_c + g * mg) * hw;
         uint32_t m, j;
-        dg_mm_block_f32(p->w + (uint32_t)g * mg * cg, cg, 1,
-                        p->x + ((uint32_t)n * p->in_c + (uint32_t)g * cg) * hw + j0, hw, 1, y + j0, hw,
-                        mg, j1 - j0, cg, p->accumulate != 0);
-        for (m = 0; m < mg; m++) {
+        dg_mm_block_f32(p->w + (g * mg + t.i0) * cg, cg, 1,
+                        p->x + (n * p->in_c + g * cg) * hw + t.j0, hw, 1, y + t.i0 * hw + t.j0,
+                        hw, t.i1 - t.i0, t.j1 - t.j0, cg, p->accumulate != 0);
+        for (m = t.i0; m < t.i1; m++) {
             const float bias = p->b ? p->b[g * mg + m] : 0.0f;
-            float *yr = y + (uint32_t)m * hw;
-            for (j = j0; j < j1; j++)
+            float *yr = y + m * hw;
+            for (j = t.j0; j < t.j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_CONV, yr[j] + bias);
+            if (p->act == 1)
+                for (j = t.j0; j < t.j1; j++)
+                    yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
         }
-        it += b1 - b0;
     }
+}
+
+/* ReLU (act 1) over `len` outputs of mr channels from y: a pass over the
+ * rows an item has just finished. */
+static void conv_relu(const dg_conv_args_t *p, float *y, uint32_t mr, uint32_t len)
+{
+    const uint32_t y_hw = p->out_h * p->out_w;
+    uint32_t m, i;
+    for (m = 0; m < mr; m++, y += y_hw)
+        for (i = 0; i < len; i++)
+            y[i] = y[i] < 0.0f ? 0.0f : y[i];
 }
 
 /* One output row oh of channels m0 .. m0 + mr - 1 of sample n (q->x is
@@ -488,9 +950,11 @@ static void conv_row_blocks(const dg_conv_args_t *p, conv_row_t *q, uint32_t n, 
     }
 }
 
-void dg_conv_f32(void *args)
+/* The general convolution: work items (n, group, block of 4 output
+ * channels, output row), runs of rows of one block per core. wflip: the
+ * dX form (see dg_conv_grad_dx_f32), with every block on the panel path. */
+static void conv_items(const dg_conv_args_t *p, const float *wflip, int fault)
 {
-    const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
     const uint32_t mblocks = (mg + DG_TILE_M - 1) / DG_TILE_M;
     const uint32_t span_w = (p->k_w - 1) * p->dil_w; /* last tap's offset */
@@ -498,11 +962,6 @@ void dg_conv_f32(void *args)
     dg_range_t r;
     conv_row_t q;
     int panel;
-    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
-        conv_pointwise(p);
-        return;
-    }
     /* interior columns: every kw tap inside [0, in_w) */
     ow_lo = (p->pad_left + p->stride_w - 1) / p->stride_w;
     if (p->in_w + p->pad_left >= span_w + 1)
@@ -525,6 +984,8 @@ void dg_conv_f32(void *args)
     q.stride_w = p->stride_w;
     q.pad_left = p->pad_left;
     q.acc = p->accumulate;
+    q.wflip = wflip;
+    q.fault = fault;
     panel = DG_CONV_PANEL_FITS(p);
     r = dg_split(p->batch * p->group * mblocks * p->out_h);
     /* runs of items of one (n, group, channel block): output rows oh0.. */
@@ -540,11 +1001,30 @@ void dg_conv_f32(void *args)
         if (mr == DG_TILE_M && panel) {
             q.y = p->y + (n * p->out_c + m0) * q.y_hw;
             conv_rows_panel(p, &q, m0, oh0, oh0 + (it_end - it), ow_lo, ow_hi);
-            continue;
+        } else {
+            for (oh = oh0; oh < oh0 + (it_end - it); oh++)
+                conv_row_blocks(p, &q, n, m0, mr, oh, ow_lo, ow_hi);
         }
-        for (oh = oh0; oh < oh0 + (it_end - it); oh++)
-            conv_row_blocks(p, &q, n, m0, mr, oh, ow_lo, ow_hi);
+        if (p->act == 1)
+            conv_relu(p, p->y + (n * p->out_c + m0) * q.y_hw + oh0 * p->out_w, mr,
+                      (it_end - it) * p->out_w);
     }
+}
+
+void dg_conv_f32(void *args)
+{
+    const dg_conv_args_t *p = (const dg_conv_args_t *)args;
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_pointwise(p);
+        return;
+    }
+    if (dw3_applies(p)) {
+        dw3_run(p, p->x, p->y, p->in_h, p->in_w, p->out_h, p->out_w, p->pad_top, p->pad_left, 0,
+                DG_FAULT_CONV);
+        return;
+    }
+    conv_items(p, NULL, DG_FAULT_CONV);
 }
 
 /* ---- dX ---------------------------------------------------------------------
@@ -678,7 +1158,7 @@ static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
             const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w + ow_a;
             const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w + kw_a;
             for (i = 0; i < kw_n; i++) {
-                const float v = dyr[-(ptrdiff_t)(i * ow_step)];
+                const float v = dyr[-(int32_t)(i * ow_step)];
                 const uint32_t o = i * kw_step;
                 a0 += v * wr[o];
                 if (mr == DG_TILE_M) {
@@ -697,28 +1177,284 @@ static void dx_col(const dx_row_t *q, uint32_t mr, uint32_t iw)
     }
 }
 
+/* Strided dX (stride_w > 1): the columns iw = ph, ph + s, ... of one phase
+ * ph share their kw progression kw_a, kw_a + kw_step, ... (kw_n taps);
+ * where every tap's ow is inside dy (a run of the phase's columns), a tile
+ * of NR such columns reads dy at ow_a + t - i * ow_step, t < NR, like the
+ * stride-1 tiles. */
+typedef struct {
+    uint32_t kw_a, kw_n, kw_step, ow_step;
+} dx_phase_t;
+
+#define DG_DXS_TILE(NAME, MR, NR)                                                           \
+    static void NAME(const dx_row_t *q, const dx_phase_t *f, uint32_t iw0, uint32_t ow_a)    \
+    {                                                                                       \
+        float c0[NR], c1[NR], c2[NR], c3[NR];                                               \
+        const uint32_t kk = q->kk, s = q->stride_w;                                         \
+        uint32_t mm, j, i, t;                                                               \
+        for (t = 0; t < (NR); t++)                                                          \
+            c0[t] = c1[t] = c2[t] = c3[t] = 0.0f;                                           \
+        for (mm = 0; mm < q->mg; mm++) {                                                    \
+            const float *dyp = q->dy + mm * q->y_hw + ow_a;                                 \
+            const float *wp = q->w + mm * q->wm + f->kw_a;                                  \
+            for (j = 0; j < q->kh_n; j++) {                                                 \
+                const float *dyr = dyp + (q->oh_a - j * q->oh_step) * q->out_w;             \
+                const float *wr = wp + (q->kh_a + j * q->kh_step) * q->k_w;                 \
+                for (i = 0; i < f->kw_n; i++) {                                             \
+                    const float *db = dyr - i * f->ow_step;                                 \
+                    const uint32_t o = i * f->kw_step;                                      \
+                    const float w0 = wr[o];                                                 \
+                    const float w1 = (MR) == 4 ? wr[kk + o] : 0.0f;                         \
+                    const float w2 = (MR) == 4 ? wr[2 * kk + o] : 0.0f;                     \
+                    const float w3 = (MR) == 4 ? wr[3 * kk + o] : 0.0f;                     \
+                    DG_UNROLL_TILE                                                          \
+                    for (t = 0; t < (NR); t++) {                                            \
+                        const float v = db[t];                                              \
+                        c0[t] += w0 * v;                                                    \
+                        if ((MR) == 4) {                                                    \
+                            c1[t] += w1 * v;                                                \
+                            c2[t] += w2 * v;                                                \
+                            c3[t] += w3 * v;                                                \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
+        for (t = 0; t < (NR); t++) {                                                        \
+            q->dx[iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c0[t]);                    \
+            if ((MR) == 4) {                                                                \
+                q->dx[q->x_hw + iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c1[t]);      \
+                q->dx[2 * q->x_hw + iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c2[t]);  \
+                q->dx[3 * q->x_hw + iw0 + t * s] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, c3[t]);  \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+DG_DXS_TILE(dxs_4x4, 4, 4)
+DG_DXS_TILE(dxs_1x4, 1, 4)
+
+#define DXS_FMA4(r, wv, xa, xb, xc, xd)                                                     \
+    c##r##0 += wv * xa, c##r##1 += wv * xb, c##r##2 += wv * xc, c##r##3 += wv * xd;
+
+/* The 4-channel columns of a phase on the 32-bit cores' footing: the
+ * weights of the phase's taps (kh, then kw, in the order of dxs_1x4) for
+ * the 4 channels are packed, a few output channels m at a time, into a
+ * panel read at immediate offsets, and the taps' dY offsets listed once;
+ * the 16 sums stay in scalars. Between chunks of m the partial sums wait
+ * in dx (the order of each sum is unchanged). */
+#define DG_DXS_PANEL 128
+
+static DG_NOINLINE void dxs_panel_tile(const dx_row_t *q, const float *w, const int32_t *doff,
+                                       uint32_t nt, uint32_t mb, const float *dyp, uint32_t iw0,
+                                       uint32_t acc, uint32_t last)
+{
+    const uint32_t s = q->stride_w;
+    float c00 = 0.0f, c01 = 0.0f, c02 = 0.0f, c03 = 0.0f, c10 = 0.0f, c11 = 0.0f, c12 = 0.0f;
+    float c13 = 0.0f, c20 = 0.0f, c21 = 0.0f, c22 = 0.0f, c23 = 0.0f, c30 = 0.0f, c31 = 0.0f;
+    float c32 = 0.0f, c33 = 0.0f;
+    float *dx = q->dx + iw0;
+    uint32_t mm, t, i;
+    if (acc) {
+        const float *d1 = dx + q->x_hw, *d2 = d1 + q->x_hw, *d3 = d2 + q->x_hw;
+        c00 = dx[0], c01 = dx[s], c02 = dx[2 * s], c03 = dx[3 * s];
+        c10 = d1[0], c11 = d1[s], c12 = d1[2 * s], c13 = d1[3 * s];
+        c20 = d2[0], c21 = d2[s], c22 = d2[2 * s], c23 = d2[3 * s];
+        c30 = d3[0], c31 = d3[s], c32 = d3[2 * s], c33 = d3[3 * s];
+    }
+    for (mm = 0; mm < mb; mm++, dyp += q->y_hw)
+        for (t = 0; t < nt; t++, w += 4) {
+            const float *db = dyp + doff[t];
+            const float v0 = db[0], v1 = db[1], v2 = db[2], v3 = db[3];
+            const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+            DXS_FMA4(0, w0, v0, v1, v2, v3)
+            DXS_FMA4(1, w1, v0, v1, v2, v3)
+            DXS_FMA4(2, w2, v0, v1, v2, v3)
+            DXS_FMA4(3, w3, v0, v1, v2, v3)
+        }
+    {
+        const float cs[4][4] = {{c00, c01, c02, c03}, {c10, c11, c12, c13},
+                                {c20, c21, c22, c23}, {c30, c31, c32, c33}};
+        for (i = 0; i < 4; i++, dx += q->x_hw)
+            for (t = 0; t < 4; t++)
+                dx[t * s] = last ? DG_FAULT(DG_FAULT_CONV_GRAD_DX, cs[i][t]) : cs[i][t];
+    }
+}
+
+/* Columns [u0, u1) (at least 4) of phase ph, 4 channels, every tap inside
+ * dY, in 4-column tiles. With every m in one panel chunk the last tile is
+ * shifted back to end at u1 (it recomputes the same values); otherwise the
+ * columns past the last whole tile are left. Returns how many columns from
+ * u0 it computed, 0 when the taps do not fit the panel. */
+static uint32_t dxs_run_panel(const dx_row_t *q, const dx_phase_t *f, uint32_t ph, uint32_t u0,
+                              uint32_t u1)
+{
+    float wp[DG_DXS_PANEL];
+    int32_t doff[DG_DXS_PANEL / 4];
+    uint32_t woff[DG_DXS_PANEL / 4];
+    const uint32_t nt = q->kh_n * f->kw_n, s = q->stride_w, kk = q->kk;
+    uint32_t m0, mb, mm, t, r, j, i, u, end = u1;
+    if (nt == 0 || 4 * nt > DG_DXS_PANEL)
+        return 0;
+    if (q->mg > DG_DXS_PANEL / (4 * nt))
+        end = u0 + (u1 - u0) / 4 * 4;
+    for (j = 0, t = 0; j < q->kh_n; j++)
+        for (i = 0; i < f->kw_n; i++, t++) {
+            doff[t] = (int32_t)((q->oh_a - j * q->oh_step) * q->out_w) - (int32_t)(i * f->ow_step);
+            woff[t] = (q->kh_a + j * q->kh_step) * q->k_w + f->kw_a + i * f->kw_step;
+        }
+    for (m0 = 0; m0 < q->mg; m0 += mb) {
+        mb = q->mg - m0 < DG_DXS_PANEL / (4 * nt) ? q->mg - m0 : DG_DXS_PANEL / (4 * nt);
+        for (mm = 0; mm < mb; mm++)
+            for (t = 0; t < nt; t++)
+                for (r = 0; r < 4; r++)
+                    wp[(mm * nt + t) * 4 + r] = q->w[(m0 + mm) * q->wm + r * kk + woff[t]];
+        for (u = u0; u < end; u += 4) {
+            uint32_t ow_a;
+            if (u + 4 > end)
+                u = end - 4;
+            ow_a = (ph + u * s + q->pad_left - f->kw_a * q->dil_w) / s;
+            dxs_panel_tile(q, wp, doff, nt, mb, q->dy + m0 * q->y_hw + ow_a, ph + u * s, m0 > 0,
+                           m0 + mb == q->mg);
+        }
+    }
+    return end - u0;
+}
+
+/* One dX row of cm (1 or 4) channels, stride_w > 1: per phase, the run of
+ * columns with every tap inside dy in tiles of 4 (the last one shifted
+ * back; it recomputes the same values), the rest one column at a time. */
+static void dx_row_strided(const dx_row_t *q, uint32_t cm, uint32_t in_w)
+{
+    const uint32_t s = q->stride_w, dil = q->dil_w, gw = gcd_u32(s, dil);
+    uint32_t ph, u, n, lo, hi, done;
+    for (ph = 0; ph < s && ph < in_w; ph++) {
+        dx_phase_t f;
+        n = (in_w - ph + s - 1) / s; /* columns of the phase */
+        f.kw_step = s / gw, f.ow_step = dil / gw, f.kw_n = 0;
+        for (f.kw_a = 0; f.kw_a < q->k_w; f.kw_a++)
+            if (((int32_t)(ph + q->pad_left) - (int32_t)(f.kw_a * dil)) % (int32_t)s == 0)
+                break;
+        lo = hi = 0;
+        if (f.kw_a < q->k_w) {
+            /* full columns: tw0 = iw + pad - kw_a dil >= (kw_n - 1) ow_step s
+             * and tw0 / s < out_w */
+            const int32_t need = (int32_t)(((q->k_w - f.kw_a + f.kw_step - 1) / f.kw_step - 1) *
+                                           f.ow_step * s);
+            f.kw_n = (q->k_w - f.kw_a + f.kw_step - 1) / f.kw_step;
+            for (lo = 0; lo < n; lo++)
+                if ((int32_t)(ph + lo * s + q->pad_left) - (int32_t)(f.kw_a * dil) >= need)
+                    break;
+            for (hi = lo; hi < n; hi++)
+                if ((uint32_t)((int32_t)(ph + hi * s + q->pad_left) - (int32_t)(f.kw_a * dil)) / s >=
+                    q->out_w)
+                    break;
+        }
+        /* columns [lo, lo + done) computed in panels; the rest of the run
+         * by one array tile ending at hi (it recomputes the same values) */
+        done = cm == DG_TILE_M && hi - lo >= 4 ? dxs_run_panel(q, &f, ph, lo, hi) : 0;
+        if (done && done < hi - lo) {
+            dxs_4x4(q, &f, ph + (hi - 4) * s, (ph + (hi - 4) * s + q->pad_left - f.kw_a * dil) / s);
+            done = hi - lo;
+        }
+        for (u = 0; u < n; u++) {
+            const uint32_t iw = ph + u * s;
+            if (u == lo && done) {
+                u += done - 1;
+                continue;
+            }
+            if (u == lo && hi - lo >= 4) {
+                for (;; u += 4) {
+                    uint32_t ow_a;
+                    if (u + 4 > hi)
+                        u = hi - 4;
+                    ow_a = (ph + u * s + q->pad_left - f.kw_a * dil) / s;
+                    cm == DG_TILE_M ? dxs_4x4(q, &f, ph + u * s, ow_a)
+                                    : dxs_1x4(q, &f, ph + u * s, ow_a);
+                    if (u + 4 == hi)
+                        break;
+                }
+                u = hi - 1;
+                continue;
+            }
+            dx_col(q, cm, iw);
+        }
+    }
+}
+
 /* Pointwise: per (n, group) dX[cg, hw] = W^T[cg, mg] dY[mg, hw]. */
 static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
-    const uint32_t hw = p->in_h * p->in_w, nb = (hw + DG_TILE_N - 1) / DG_TILE_N;
-    dg_range_t r = dg_split(p->batch * p->group * nb);
-    uint32_t it = r.start;
-    while (it < r.end) {
-        const uint32_t ng = it / nb, b0 = it % nb;
-        const uint32_t b1 = (nb < b0 + (r.end - it)) ? nb : b0 + (r.end - it);
-        const uint32_t n = ng / p->group, g = ng % p->group;
-        const uint32_t j0 = b0 * DG_TILE_N, j1 = b1 * DG_TILE_N < hw ? b1 * DG_TILE_N : hw;
-        float *dx = p->dx + ((uint32_t)n * p->in_c + (uint32_t)g * cg) * hw;
+    const uint32_t hw = p->in_h * p->in_w;
+    const pw_split_t sp = pw_split(p->batch * p->group, cg, hw);
+    uint32_t it = sp.r.start;
+    while (it < sp.r.end) {
+        const pw_item_t t = pw_next(&sp, &it);
+        const uint32_t n = t.k / p->group, g = t.k % p->group;
+        float *dx = p->dx + (n * p->in_c + g * cg) * hw;
         uint32_t c, j;
-        dg_mm_block_f32(p->w + (uint32_t)g * mg * cg, 1, cg,
-                        p->dy + ((uint32_t)n * p->out_c + (uint32_t)g * mg) * hw + j0, hw, 1,
-                        dx + j0, hw, cg, j1 - j0, mg, 0);
-        for (c = 0; c < cg; c++)
-            for (j = j0; j < j1; j++)
-                dx[(uint32_t)c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[(uint32_t)c * hw + j]);
-        it += b1 - b0;
+        dg_mm_block_f32(p->w + g * mg * cg + t.i0, 1, cg,
+                        p->dy + (n * p->out_c + g * mg) * hw + t.j0, hw, 1,
+                        dx + t.i0 * hw + t.j0, hw, t.i1 - t.i0, t.j1 - t.j0, mg, 0);
+        for (c = t.i0; c < t.i1; c++)
+            for (j = t.j0; j < t.j1; j++)
+                dx[c * hw + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DX, dx[c * hw + j]);
     }
+}
+
+/* The 32-bit cores (panel path): with stride 1, dx is the convolution of
+ * dy with the weights transposed (dX's channels as outputs) and rotated by
+ * 180 degrees, padding (k - 1) * dil - pad; it runs in the forward's
+ * panels and tiles when its output channels come in blocks of 4. Each
+ * output's sum runs over m, then kh and kw from the last tap to the first.
+ * Returns 0 when it does not apply. */
+static int conv_grad_dx_as_conv(const dg_conv_args_t *p)
+{
+#if defined(__riscv) || defined(DG_CONV_PANEL)
+    dg_conv_args_t f;
+    const uint32_t span_h = (p->k_h - 1) * p->dil_h, span_w = (p->k_w - 1) * p->dil_w;
+    if (p->stride_h != 1 || p->stride_w != 1 || (p->in_c / p->group) % DG_TILE_M != 0 ||
+        p->pad_top > span_h || p->pad_left > span_w || !DG_CONV_PANEL_FITS(p))
+        return 0;
+    memset(&f, 0, sizeof f);
+    f.x = p->dy, f.y = p->dx;
+    f.batch = p->batch, f.group = p->group;
+    f.in_c = p->out_c, f.in_h = p->out_h, f.in_w = p->out_w;
+    f.out_c = p->in_c, f.out_h = p->in_h, f.out_w = p->in_w;
+    f.k_h = p->k_h, f.k_w = p->k_w, f.dil_h = p->dil_h, f.dil_w = p->dil_w;
+    f.stride_h = f.stride_w = 1;
+    f.pad_top = span_h - p->pad_top, f.pad_left = span_w - p->pad_left;
+    conv_items(&f, p->w, DG_FAULT_CONV_GRAD_DX);
+    return 1;
+#else
+    (void)p;
+    return 0;
+#endif
+}
+
+/* The dX forms with kernels of their own (pointwise, stride 1 as a
+ * convolution on the panel path, depthwise 3 x 3); 0 for the general path. */
+static int conv_grad_dx_special(const dg_conv_args_t *p)
+{
+    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
+        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
+        conv_grad_dx_pointwise(p);
+        return 1;
+    }
+    if (conv_grad_dx_as_conv(p))
+        return 1;
+    if (dw3_applies(p) && p->stride_w == 1) {
+        /* stride 1: dx is the depthwise convolution of dy with the flipped
+         * weights and padding 2 - pad */
+        dw3_run(p, p->dy, p->dx, p->out_h, p->out_w, p->in_h, p->in_w, 2 - p->pad_top,
+                2 - p->pad_left, 1, DG_FAULT_CONV_GRAD_DX);
+        return 1;
+    }
+    if (dw3_applies(p)) {
+        dw3_grad_x_s2(p);
+        return 1;
+    }
+    return 0;
 }
 
 void dg_conv_grad_dx_f32(void *args)
@@ -731,11 +1467,8 @@ void dg_conv_grad_dx_f32(void *args)
     uint32_t iw_lo = 0, iw_hi = 0, it;
     dg_range_t r;
     dx_row_t q;
-    if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
-        p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
-        conv_grad_dx_pointwise(p);
+    if (conv_grad_dx_special(p))
         return;
-    }
     /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
     if (p->stride_w == 1 && p->out_w > p->pad_left) {
         iw_lo = span_w > p->pad_left ? span_w - p->pad_left : 0;
@@ -787,6 +1520,10 @@ void dg_conv_grad_dx_f32(void *args)
             const uint32_t nr = cm == DG_TILE_M ? DG_TILE_N : 2 * DG_TILE_N;
             q.w = p->w + ((uint32_t)g * mg * cg + c0 + c) * q.kk;
             q.dx = p->dx + (((uint32_t)n * p->in_c + (uint32_t)g * cg + c0 + c) * p->in_h + ih) * p->in_w;
+            if (p->stride_w > 1) {
+                dx_row_strided(&q, cm, p->in_w);
+                continue;
+            }
             for (iw = 0; iw < iw_lo; iw++)
                 dx_col(&q, cm, iw);
             if (iw_hi - iw_lo >= nr) {
@@ -875,7 +1612,7 @@ typedef struct {
                                 acc[r][t] += dyr[r * q->y_hw + ow] * xr[iw];                \
                         }                                                                   \
                     }                                                                       \
-                xp = xr + (ptrdiff_t)((int32_t)(lo * sw) + off[0]);                         \
+                xp = xr + ((int32_t)(lo * sw) + off[0]);                                   \
                 for (ow = lo; ow < hi; ow++) {                                              \
                     float d[MR];                                                            \
                     DG_UNROLL_TILE                                                          \
@@ -920,28 +1657,29 @@ DG_DW_TILE(dw_1x4, 1, 4)
 
 /* Pointwise dW: per group dW[mg, cg] = sum over n of dY_n[mg, hw] X_n[cg, hw]^T,
  * through the Gemm tiles with the sum continued from one sample to the
- * next (k = (n, p) in order). The output channels are split. */
+ * next (k = (n, p) in order); the items of pw_split over (group, mg, cg). */
 static void conv_grad_dw_pointwise(const dg_conv_args_t *p)
 {
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group, hw = p->in_h * p->in_w;
-    const uint32_t dy_n = (uint32_t)p->out_c * hw, x_n = (uint32_t)p->in_c * hw;
-    dg_range_t r = dg_split(p->out_c);
-    uint32_t m = r.start;
-    while (m < r.end) {
-        const uint32_t g = m / mg, m1 = (g + 1) * mg < r.end ? (g + 1) * mg : r.end;
-        float *dw = p->dw + (uint32_t)m * cg;
-        uint32_t n;
-        uint32_t i;
+    const uint32_t dy_n = p->out_c * hw, x_n = p->in_c * hw;
+    const pw_split_t sp = pw_split(p->group, mg, cg);
+    uint32_t it = sp.r.start;
+    while (it < sp.r.end) {
+        const pw_item_t t = pw_next(&sp, &it);
+        const uint32_t g = t.k, m0 = g * mg + t.i0;
+        float *dw = p->dw + m0 * cg;
+        uint32_t n, i, j;
         if (p->batch == 0 && !p->accumulate)
-            for (i = 0; i < (uint32_t)(m1 - m) * cg; i++)
-                dw[i] = 0.0f;
+            for (i = 0; i < t.i1 - t.i0; i++)
+                for (j = t.j0; j < t.j1; j++)
+                    dw[i * cg + j] = 0.0f;
         for (n = 0; n < p->batch; n++)
-            dg_mm_block_f32(p->dy + n * dy_n + (uint32_t)m * hw, hw, 1,
-                            p->x + n * x_n + (uint32_t)g * cg * hw, 1, hw, dw, cg, m1 - m, cg, hw,
-                            n > 0 || p->accumulate);
-        for (i = 0; i < (uint32_t)(m1 - m) * cg; i++)
-            dw[i] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i]);
-        m = m1;
+            dg_mm_block_f32(p->dy + n * dy_n + m0 * hw, hw, 1,
+                            p->x + n * x_n + (g * cg + t.j0) * hw, 1, hw, dw + t.j0, cg,
+                            t.i1 - t.i0, t.j1 - t.j0, hw, n > 0 || p->accumulate);
+        for (i = 0; i < t.i1 - t.i0; i++)
+            for (j = t.j0; j < t.j1; j++)
+                dw[i * cg + j] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, dw[i * cg + j]);
     }
 }
 
@@ -956,6 +1694,10 @@ void dg_conv_grad_dw_f32(void *args)
     if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
         p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
         conv_grad_dw_pointwise(p);
+        return;
+    }
+    if (dw3_applies(p)) {
+        dw3_grad_w(p);
         return;
     }
     q.y_hw = (uint32_t)p->out_h * p->out_w;

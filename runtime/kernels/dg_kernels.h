@@ -154,7 +154,10 @@ void dg_gelu_grad_f32(void *args);
  * beta ignored, for K split into tiles (each call one K tile with its own
  * A / B views). With alpha = 1 each output's sum continues from the value in
  * y, so the tiles give exactly the bits of one call over the whole K; with
- * another alpha a tile's product is scaled, then added. */
+ * another alpha a tile's product is scaled, then added.
+ * act (added field; 0 = none): 1 applies ReLU to every output this call
+ * stores, after alpha, beta * C and the accumulation (a fused Gemm + Relu;
+ * with K tiles set it on the last tile's call only). */
 typedef struct {
     const float *a;
     const float *b;
@@ -165,6 +168,7 @@ typedef struct {
     float alpha, beta;
     uint32_t c_stride_m, c_stride_n;
     uint32_t accumulate;
+    uint32_t act;
 } dg_gemm_args_t;
 void dg_gemm_f32(void *args);
 
@@ -210,6 +214,10 @@ void dg_fused_matmul_f32(void *args);
  *   over input-channel tiles: x, w and in_c describe the tile; the sum
  *   continues from y and the bias is added only when b is non-NULL, so pass
  *   it with the last tile).
+ * act (added field; 0 = none): dg_conv_f32 applies ReLU (act 1) to every
+ *   output it stores, after the bias (a fused Conv + Relu; with input-channel
+ *   tiles set it on the last tile's call only). The gradient kernels ignore
+ *   it.
  * ====================================================================== */
 typedef struct {
     const float *x;
@@ -228,6 +236,7 @@ typedef struct {
     uint32_t pad_top, pad_left;
     uint32_t group;
     uint32_t accumulate;
+    uint32_t act;
 } dg_conv_args_t;
 void dg_conv_f32(void *args);
 void dg_conv_grad_dx_f32(void *args);

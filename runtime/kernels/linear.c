@@ -434,35 +434,62 @@ static int mm_alpha(const float *a, uint32_t a_si, uint32_t a_sk, const float *b
     return 0;
 }
 
-void dg_gemm_f32(void *args)
+/* Rows [i0, i1) x columns [j0, j1) of the Gemm: the product, then the
+ * epilogue y = alpha * sum (+ beta * C), then the activation. */
+static void gemm_block(const dg_gemm_args_t *p, uint32_t i0, uint32_t i1, uint32_t j0, uint32_t j1)
 {
-    const dg_gemm_args_t *p = (const dg_gemm_args_t *)args;
-    dg_range_t r = dg_split(p->m);
     const uint32_t a_si = p->trans_a ? 1 : p->k, a_sk = p->trans_a ? p->m : 1;
     const uint32_t b_sk = p->trans_b ? 1 : p->n, b_sj = p->trans_b ? p->k : 1;
     const int use_c = !p->accumulate && p->c != NULL && p->beta != 0.0f;
     uint32_t i, j;
-    if (r.start >= r.end)
+    if (!mm_alpha(p->a + i0 * a_si, a_si, a_sk, p->b + j0 * b_sj, b_sk, b_sj, p->y + i0 * p->n + j0,
+                  p->n, i1 - i0, j1 - j0, p->k, p->alpha, p->accumulate) &&
+        !use_c && !DG_EPILOGUE_ALWAYS && p->act != 1)
         return;
-    if (!mm_alpha(p->a + r.start * a_si, a_si, a_sk, p->b, b_sk, b_sj, p->y + r.start * p->n,
-                  p->n, r.end - r.start, p->n, p->k, p->alpha, p->accumulate) &&
-        !use_c && !DG_EPILOGUE_ALWAYS)
-        return;
-    /* epilogue: y = alpha * sum (+ beta * C) */
-    for (i = r.start; i < r.end; i++) {
+    for (i = i0; i < i1; i++) {
         float *yr = p->y + i * p->n;
         if (use_c) {
             const float *cr = p->c + i * p->c_stride_m;
             const uint32_t cs = p->c_stride_n;
-            for (j = 0; j < p->n; j++)
+            for (j = j0; j < j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_GEMM, p->alpha * yr[j] + p->beta * cr[j * cs]);
-        } else if (p->accumulate) {
-            for (j = 0; j < p->n; j++)
+        } else if (p->accumulate || p->alpha == 1.0f) {
+            for (j = j0; j < j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_GEMM, yr[j]);
         } else {
-            for (j = 0; j < p->n; j++)
+            for (j = j0; j < j1; j++)
                 yr[j] = DG_FAULT(DG_FAULT_GEMM, p->alpha * yr[j]);
         }
+        if (p->act == 1)
+            for (j = j0; j < j1; j++)
+                yr[j] = yr[j] < 0.0f ? 0.0f : yr[j];
+    }
+}
+
+/* Work split: runs of whole rows while there are at least as many 4-row
+ * panels as cores; with fewer rows, the columns are cut into as many
+ * chunks (whole tiles wide) as it takes to give every core a (panel,
+ * chunk) item. Each output's sum is the same either way (dg_mm_block_f32),
+ * so the split does not change the results. */
+void dg_gemm_f32(void *args)
+{
+    const dg_gemm_args_t *p = (const dg_gemm_args_t *)args;
+    const uint32_t nc = (uint32_t)pi_cl_team_nb_cores(), rb = (p->m + 3) / 4;
+    const uint32_t chunks = rb ? (nc + rb - 1) / rb : 1;
+    const uint32_t cw = ((p->n + chunks - 1) / chunks + DG_TILE_N - 1) / DG_TILE_N * DG_TILE_N;
+    const uint32_t cb = cw ? (p->n + cw - 1) / cw : 0;
+    dg_range_t r;
+    uint32_t it;
+    if (rb >= nc || cb < 2) {
+        r = dg_split(p->m);
+        if (r.start < r.end)
+            gemm_block(p, r.start, r.end, 0, p->n);
+        return;
+    }
+    r = dg_split(rb * cb);
+    for (it = r.start; it < r.end; it++) {
+        const uint32_t i0 = it / cb * 4, j0 = it % cb * cw;
+        gemm_block(p, i0, i0 + 4 < p->m ? i0 + 4 : p->m, j0, j0 + cw < p->n ? j0 + cw : p->n);
     }
 }
 

@@ -3,7 +3,7 @@
  * the final sum is done in a fixed order after a barrier. */
 #include "dg_internal.h"
 
-static int64_t label_at(const void *labels, uint32_t is_i32, size_t i)
+static int64_t label_at(const void *labels, uint32_t is_i32, uint32_t i)
 {
     return is_i32 ? (int64_t)((const int32_t *)labels)[i] : ((const int64_t *)labels)[i];
 }
@@ -16,19 +16,19 @@ void dg_sce_loss_f32(void *args)
     uint32_t s, j;
     /* phase 1: log_softmax over classes, per sample */
     for (s = r.start; s < r.end; s++) {
-        const size_t base = (size_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+        const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
         const float *x = p->scores + base;
         float *lp = p->log_prob + base;
         float mx = x[0], sum = 0.0f, lse;
         for (j = 1; j < p->classes; j++)
-            if (x[(size_t)j * p->inner] > mx)
-                mx = x[(size_t)j * p->inner];
+            if (x[(uint32_t)j * p->inner] > mx)
+                mx = x[(uint32_t)j * p->inner];
         for (j = 0; j < p->classes; j++)
-            sum += expf(x[(size_t)j * p->inner] - mx);
+            sum += expf(x[(uint32_t)j * p->inner] - mx);
         lse = logf(sum);
         for (j = 0; j < p->classes; j++)
-            lp[(size_t)j * p->inner] =
-                DG_FAULT(DG_FAULT_SCE_LOGPROB, x[(size_t)j * p->inner] - mx - lse);
+            lp[(uint32_t)j * p->inner] =
+                DG_FAULT(DG_FAULT_SCE_LOGPROB, x[(uint32_t)j * p->inner] - mx - lse);
     }
     if (p->loss == NULL)
         return;
@@ -39,14 +39,14 @@ void dg_sce_loss_f32(void *args)
         uint32_t count = 0;
         for (s = 0; s < samples; s++) {
             const int64_t l = label_at(p->labels, p->labels_i32, s);
-            const size_t base = (size_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+            const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
             if (p->has_ignore && l == p->ignore_index)
                 continue;
             DG_CHECK(l >= 0 && l < (int64_t)p->classes,
                      "SoftmaxCrossEntropyLoss: label out of range");
             if (l < 0 || l >= (int64_t)p->classes)
                 continue;
-            acc -= p->log_prob[base + (size_t)l * p->inner];
+            acc -= p->log_prob[base + (uint32_t)l * p->inner];
             count++;
         }
         if (p->reduction == DG_REDUCTION_MEAN)
@@ -73,12 +73,12 @@ void dg_sce_loss_grad_f32(void *args)
     }
     for (s = r.start; s < r.end; s++) {
         const int64_t l = label_at(p->labels, p->labels_i32, s);
-        const size_t base = (size_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+        const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
         const int ignored = p->has_ignore && l == p->ignore_index;
         DG_CHECK(ignored || (l >= 0 && l < (int64_t)p->classes),
                  "SoftmaxCrossEntropyLossGrad: label out of range");
         for (j = 0; j < p->classes; j++) {
-            const size_t o = base + (size_t)j * p->inner;
+            const uint32_t o = base + (uint32_t)j * p->inner;
             float g = 0.0f;
             if (!ignored)
                 g = (expf(p->log_prob[o]) - ((int64_t)j == l ? 1.0f : 0.0f)) * scale;

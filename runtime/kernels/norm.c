@@ -13,7 +13,7 @@ void dg_batchnorm_f32(void *args)
         const float inv = 1.0f / sqrtf(p->var[c] + p->epsilon);
         const float sc = p->scale[c] * inv, mu = p->mean[c], b = p->bias[c];
         for (n = 0; n < p->batch; n++) {
-            const size_t base = ((size_t)n * p->channels + c) * p->spatial;
+            const uint32_t base = ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++)
                 p->y[base + i] = DG_FAULT(DG_FAULT_BN, (p->x[base + i] - mu) * sc + b);
         }
@@ -29,13 +29,13 @@ void dg_batchnorm_train_f32(void *args)
     for (c = r.start; c < r.end; c++) {
         float sum = 0.0f, sq = 0.0f, mean, var, inv, sc, b;
         for (n = 0; n < p->batch; n++) {
-            const float *xp = p->x + ((size_t)n * p->channels + c) * p->spatial;
+            const float *xp = p->x + ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++)
                 sum += xp[i];
         }
         mean = sum / count;
         for (n = 0; n < p->batch; n++) {
-            const float *xp = p->x + ((size_t)n * p->channels + c) * p->spatial;
+            const float *xp = p->x + ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++) {
                 const float d = xp[i] - mean;
                 sq += d * d;
@@ -46,7 +46,7 @@ void dg_batchnorm_train_f32(void *args)
         sc = p->scale[c] * inv;
         b = p->bias[c];
         for (n = 0; n < p->batch; n++) {
-            const size_t base = ((size_t)n * p->channels + c) * p->spatial;
+            const uint32_t base = ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++)
                 p->y[base + i] = DG_FAULT(DG_FAULT_BN_TRAIN_Y, (p->x[base + i] - mean) * sc + b);
         }
@@ -73,7 +73,7 @@ void dg_batchnorm_grad_f32(void *args)
         const float mean = p->saved_mean[c], inv = p->saved_inv_std[c];
         float dbias = 0.0f, dscale = 0.0f, k;
         for (n = 0; n < p->batch; n++) {
-            const size_t base = ((size_t)n * p->channels + c) * p->spatial;
+            const uint32_t base = ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++) {
                 dbias += p->dy[base + i];
                 dscale += p->dy[base + i] * (p->x[base + i] - mean) * inv;
@@ -81,7 +81,7 @@ void dg_batchnorm_grad_f32(void *args)
         }
         k = p->scale[c] * inv;
         for (n = 0; n < p->batch; n++) {
-            const size_t base = ((size_t)n * p->channels + c) * p->spatial;
+            const uint32_t base = ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++) {
                 const float xhat = (p->x[base + i] - mean) * inv;
                 p->dx[base + i] = DG_FAULT(
@@ -117,8 +117,8 @@ void dg_layernorm_f32(void *args)
     dg_range_t r = dg_split(p->rows);
     uint32_t i, j;
     for (i = r.start; i < r.end; i++) {
-        const float *xr = p->x + (size_t)i * p->cols;
-        float *yr = p->y + (size_t)i * p->cols;
+        const float *xr = p->x + (uint32_t)i * p->cols;
+        float *yr = p->y + (uint32_t)i * p->cols;
         float mean, inv;
         row_stats(xr, p->cols, p->epsilon, &mean, &inv);
         for (j = 0; j < p->cols; j++) {
@@ -143,7 +143,7 @@ void dg_layernorm_grad_f32(void *args)
     if (mean == NULL || inv == NULL) {
         /* (dY, X, scale, bias) form: recompute the row statistics. */
         for (i = r.start; i < r.end; i++)
-            row_stats(p->x + (size_t)i * p->cols, p->cols, p->epsilon, &p->scratch[i],
+            row_stats(p->x + (uint32_t)i * p->cols, p->cols, p->epsilon, &p->scratch[i],
                       &p->scratch[p->rows + i]);
         pi_cl_team_barrier();
         mean = p->scratch;
@@ -151,8 +151,8 @@ void dg_layernorm_grad_f32(void *args)
     }
     /* dx, by rows */
     for (i = r.start; i < r.end; i++) {
-        const float *xr = p->x + (size_t)i * p->cols, *dyr = p->dy + (size_t)i * p->cols;
-        float *dxr = p->dx + (size_t)i * p->cols;
+        const float *xr = p->x + (uint32_t)i * p->cols, *dyr = p->dy + (uint32_t)i * p->cols;
+        float *dxr = p->dx + (uint32_t)i * p->cols;
         const float mu = mean[i], iv = inv[i];
         float s1 = 0.0f, s2 = 0.0f, m1, m2;
         for (j = 0; j < p->cols; j++) {
@@ -174,9 +174,9 @@ void dg_layernorm_grad_f32(void *args)
         for (j = rc.start; j < rc.end; j++) {
             float ds = 0.0f, db = 0.0f;
             for (i = 0; i < p->rows; i++) {
-                const float dyv = p->dy[(size_t)i * p->cols + j];
+                const float dyv = p->dy[(uint32_t)i * p->cols + j];
                 db += dyv;
-                ds += dyv * (p->x[(size_t)i * p->cols + j] - mean[i]) * inv[i];
+                ds += dyv * (p->x[(uint32_t)i * p->cols + j] - mean[i]) * inv[i];
             }
             if (p->dscale)
                 p->dscale[j] = DG_FAULT(DG_FAULT_LN_GRAD_DSCALE, ds);

@@ -27,8 +27,8 @@ static float maxpool_value(const maxpool_row_t *q, uint32_t ow, uint32_t kw_lo, 
     if (kw_lo >= kw_hi)
         return best;
     for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
-        const float *xr = q->x + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w +
-                          (ptrdiff_t)(iw0 + (int32_t)(kw_lo * q->dil_w));
+        const float *xr = q->x + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w +
+                          (int32_t)(iw0 + (int32_t)(kw_lo * q->dil_w));
         kw = kw_lo;
         if (first) {
             best = xr[0];
@@ -57,7 +57,7 @@ static float maxpool_index(const maxpool_row_t *q, uint32_t ow, uint32_t kw_lo, 
     }
     for (kh = q->kh_lo; kh < q->kh_hi; kh++) {
         const uint32_t ih = (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h));
-        const float *xr = q->x + (size_t)ih * q->in_w;
+        const float *xr = q->x + (uint32_t)ih * q->in_w;
         for (kw = kw_lo; kw < kw_hi; kw++) {
             const int32_t iw = iw0 + (int32_t)(kw * q->dil_w);
             const float v = xr[iw];
@@ -77,15 +77,15 @@ static float maxpool_index(const maxpool_row_t *q, uint32_t ow, uint32_t kw_lo, 
     static void NAME(const maxpool_row_t *q, uint32_t ow0, float *y)                        \
     {                                                                                       \
         float best[NP];                                                                     \
-        const size_t sw = (SW) ? (SW) : q->stride_w;                                        \
+        const uint32_t sw = (SW) ? (SW) : q->stride_w;                                        \
         const float *x0 = q->x + ow0 * sw - q->pad_left;                                    \
         uint32_t kh, kw, t;                                                                 \
-        const float *xr = x0 + (size_t)(uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w; \
+        const float *xr = x0 + (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w; \
         DG_UNROLL_TILE                                                                      \
         for (t = 0; t < (NP); t++)                                                          \
             best[t] = xr[t * sw];                                                           \
         for (kh = q->kh_lo; kh < q->kh_hi; kh++) {                                          \
-            xr = x0 + (size_t)(uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;      \
+            xr = x0 + (uint32_t)(q->ih0 + (int32_t)(kh * q->dil_h)) * q->in_w;      \
             for (kw = kh == q->kh_lo ? 1 : 0; kw < q->k_w; kw++) {                          \
                 const float *xb = xr + kw * q->dil_w;                                       \
                 DG_UNROLL_TILE                                                              \
@@ -103,6 +103,44 @@ static float maxpool_index(const maxpool_row_t *q, uint32_t ow, uint32_t kw_lo, 
 DG_MAXPOOL_TILE(maxpool_tile_s1, 8, 1)
 DG_MAXPOOL_TILE(maxpool_tile_s2, 4, 2)
 DG_MAXPOOL_TILE(maxpool_tile_sx, 4, 0)
+
+/* The same for k_w = 3, dil_w = 1: a row's three taps unrolled (window
+ * order kept: the first row's tap 0 starts each chain). */
+#define DG_MAXPOOL_K3(r0, t)                                                                \
+    {                                                                                       \
+        const float *xb = xr + (t) * sw;                                                    \
+        float m = best[t], v;                                                               \
+        if (!(r0)) {                                                                        \
+            v = xb[0];                                                                      \
+            m = v > m ? v : m;                                                              \
+        }                                                                                   \
+        v = xb[1];                                                                          \
+        m = v > m ? v : m;                                                                  \
+        v = xb[2];                                                                          \
+        best[t] = v > m ? v : m;                                                            \
+    }
+#define DG_MAXPOOL_TILE_K3(NAME, SW)                                                        \
+    static void NAME(const maxpool_row_t *q, uint32_t ow0, float *y)                        \
+    {                                                                                       \
+        float best[4];                                                                      \
+        const uint32_t sw = (SW), row = q->dil_h * q->in_w;                                 \
+        const float *xr = q->x + ow0 * sw - q->pad_left +                                   \
+                          (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w;    \
+        uint32_t kh;                                                                        \
+        best[0] = xr[0], best[1] = xr[sw], best[2] = xr[2 * sw], best[3] = xr[3 * sw];      \
+        DG_MAXPOOL_K3(1, 0) DG_MAXPOOL_K3(1, 1) DG_MAXPOOL_K3(1, 2) DG_MAXPOOL_K3(1, 3)     \
+        for (kh = q->kh_lo + 1; kh < q->kh_hi; kh++) {                                      \
+            xr += row;                                                                      \
+            DG_MAXPOOL_K3(0, 0) DG_MAXPOOL_K3(0, 1) DG_MAXPOOL_K3(0, 2) DG_MAXPOOL_K3(0, 3) \
+        }                                                                                   \
+        y[ow0] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[0]);                                     \
+        y[ow0 + 1] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[1]);                                 \
+        y[ow0 + 2] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[2]);                                 \
+        y[ow0 + 3] = DG_FAULT(DG_FAULT_MAXPOOL_Y, best[3]);                                 \
+    }
+
+DG_MAXPOOL_TILE_K3(maxpool_k3_s1, 1)
+DG_MAXPOOL_TILE_K3(maxpool_k3_s2, 2)
 
 /* The same with the flat index of each maximum (first one on ties). */
 static void maxpool_tile_idx(const maxpool_row_t *q, uint32_t ow0, float *y, int64_t *idx,
@@ -158,12 +196,60 @@ static void maxpool_tile_idx(const maxpool_row_t *q, uint32_t ow0, float *y, int
     idx[ow0 + 3] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i3);
 }
 
+/* The same with the flat index of each maximum, k_w = 3, dil_w = 1: o is
+ * the plane offset of the row's first tap of output 0. */
+#define DG_MAXPOOL_IDX_K3(r0, t)                                                            \
+    {                                                                                       \
+        const float *xb = xr + (t) * sw;                                                    \
+        const int32_t ot = o + (int32_t)((t) * sw);                                         \
+        float v;                                                                            \
+        if (!(r0)) {                                                                        \
+            v = xb[0];                                                                      \
+            if (v > b##t)                                                                   \
+                b##t = v, i##t = ot;                                                        \
+        }                                                                                   \
+        v = xb[1];                                                                          \
+        if (v > b##t)                                                                       \
+            b##t = v, i##t = ot + 1;                                                        \
+        v = xb[2];                                                                          \
+        if (v > b##t)                                                                       \
+            b##t = v, i##t = ot + 2;                                                        \
+    }
+
+static void maxpool_tile_idx_k3(const maxpool_row_t *q, uint32_t ow0, float *y, int64_t *idx,
+                                int64_t base)
+{
+    const uint32_t sw = q->stride_w, row = q->dil_h * q->in_w;
+    int32_t o = (q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * (int32_t)q->in_w +
+                (int32_t)(ow0 * sw) - (int32_t)q->pad_left;
+    const float *xr = q->x + o;
+    float b0 = xr[0], b1 = xr[sw], b2 = xr[2 * sw], b3 = xr[3 * sw];
+    int32_t i0 = o, i1 = o + (int32_t)sw, i2 = o + 2 * (int32_t)sw, i3 = o + 3 * (int32_t)sw;
+    uint32_t kh;
+    DG_MAXPOOL_IDX_K3(1, 0) DG_MAXPOOL_IDX_K3(1, 1) DG_MAXPOOL_IDX_K3(1, 2) DG_MAXPOOL_IDX_K3(1, 3)
+    for (kh = q->kh_lo + 1; kh < q->kh_hi; kh++) {
+        xr += row, o += (int32_t)row;
+        DG_MAXPOOL_IDX_K3(0, 0)
+        DG_MAXPOOL_IDX_K3(0, 1)
+        DG_MAXPOOL_IDX_K3(0, 2)
+        DG_MAXPOOL_IDX_K3(0, 3)
+    }
+    y[ow0] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b0);
+    y[ow0 + 1] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b1);
+    y[ow0 + 2] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b2);
+    y[ow0 + 3] = DG_FAULT(DG_FAULT_MAXPOOL_Y, b3);
+    idx[ow0] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i0);
+    idx[ow0 + 1] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i1);
+    idx[ow0 + 2] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i2);
+    idx[ow0 + 3] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + i3);
+}
+
 void dg_maxpool_f32(void *args)
 {
     const dg_pool_args_t *p = (const dg_pool_args_t *)args;
     const uint32_t planes = p->batch * p->channels;
     const uint32_t span_w = (p->k_w - 1) * p->dil_w;
-    const size_t in_hw = (size_t)p->in_h * p->in_w;
+    const uint32_t in_hw = (uint32_t)p->in_h * p->in_w;
     dg_range_t r = dg_split(planes * p->out_h);
     uint32_t row, ow_lo, ow_hi;
     maxpool_row_t q;
@@ -184,9 +270,9 @@ void dg_maxpool_f32(void *args)
     q.pad_left = p->pad_left;
     for (row = r.start; row < r.end; row++) {
         const uint32_t oh = row % p->out_h, pl = row / p->out_h;
-        float *y = p->y + (size_t)row * p->out_w;
+        float *y = p->y + (uint32_t)row * p->out_w;
         uint32_t kh, ow, tiled_lo = 0, tiled_hi = 0;
-        q.x = p->x + (size_t)pl * in_hw;
+        q.x = p->x + (uint32_t)pl * in_hw;
         q.ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
         for (kh = 0; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
             ;
@@ -197,15 +283,20 @@ void dg_maxpool_f32(void *args)
         /* interior tiles (the last one shifted left to end at ow_hi) */
         ow = 0;
         if (q.kh_lo < q.kh_hi) {
-            const uint32_t np = p->indices ? 4 : p->stride_w == 1 ? 8 : 4;
-            int64_t *ip = p->indices ? p->indices + (size_t)row * p->out_w : NULL;
+            const int k3 = p->k_w == 3 && p->dil_w == 1 && p->stride_w <= 2;
+            const uint32_t np = p->indices || k3 ? 4 : p->stride_w == 1 ? 8 : 4;
+            int64_t *ip = p->indices ? p->indices + (uint32_t)row * p->out_w : NULL;
             uint32_t o;
             if (ow_hi - ow_lo >= np) {
                 for (o = ow_lo;; o += np) {
                     if (o + np > ow_hi)
                         o = ow_hi - np;
-                    if (ip)
+                    if (ip && k3)
+                        maxpool_tile_idx_k3(&q, o, y, ip, (int64_t)pl * (int64_t)in_hw);
+                    else if (ip)
                         maxpool_tile_idx(&q, o, y, ip, (int64_t)pl * (int64_t)in_hw);
+                    else if (k3)
+                        p->stride_w == 1 ? maxpool_k3_s1(&q, o, y) : maxpool_k3_s2(&q, o, y);
                     else if (p->stride_w == 1)
                         maxpool_tile_s1(&q, o, y);
                     else if (p->stride_w == 2)
@@ -239,7 +330,7 @@ void dg_maxpool_f32(void *args)
             if (p->indices) {
                 int64_t bi;
                 y[ow] = DG_FAULT(DG_FAULT_MAXPOOL_Y, maxpool_index(&q, ow, kw_lo, kw_hi, &bi));
-                p->indices[(size_t)row * p->out_w + ow] =
+                p->indices[(uint32_t)row * p->out_w + ow] =
                     DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, (int64_t)pl * (int64_t)in_hw + bi);
             } else {
                 y[ow] = DG_FAULT(DG_FAULT_MAXPOOL_Y, maxpool_value(&q, ow, kw_lo, kw_hi));
@@ -255,70 +346,99 @@ void dg_maxpool_grad_f32(void *args)
     dg_range_t r = dg_split(p->batch * p->channels);
     uint32_t pl, i;
     for (pl = r.start; pl < r.end; pl++) {
-        float *dxp = p->dx + (size_t)pl * in_sz;
+        float *dxp = p->dx + (uint32_t)pl * in_sz;
         const int64_t base = (int64_t)pl * in_sz;
         for (i = 0; i < in_sz; i++)
             dxp[i] = 0.0f;
         for (i = 0; i < out_sz; i++) {
-            const int64_t idx = p->indices_in[(size_t)pl * out_sz + i] - base;
+            const int64_t idx = p->indices_in[(uint32_t)pl * out_sz + i] - base;
             DG_CHECK(idx >= 0 && idx < (int64_t)in_sz,
                      "MaxPoolGrad: an index points outside its (n, c) plane");
             if (idx < 0 || idx >= (int64_t)in_sz)
                 continue;
-            dxp[idx] += p->dy[(size_t)pl * out_sz + i];
+            dxp[idx] += p->dy[(uint32_t)pl * out_sz + i];
         }
         for (i = 0; i < in_sz; i++)
             dxp[i] = DG_FAULT(DG_FAULT_MAXPOOL_GRAD, dxp[i]);
     }
 }
 
-/* Window of output (oh, ow): [hs, he) x [ws, we) clipped to the input, and
- * the divisor onnxruntime uses. */
-static void avg_window(const dg_pool_args_t *p, uint32_t oh, uint32_t ow, int64_t *hs,
-                       int64_t *he, int64_t *ws, int64_t *we, float *div)
+/* One dimension of the window of output o: [*s, *e) clipped to the input,
+ * and *len, its length for onnxruntime's divisor (with count_include_pad
+ * clipped to the padded input only). The divisor of a window is
+ * len_h * len_w. */
+typedef struct {
+    int32_t s, e, len;
+} avg_span_t;
+
+static avg_span_t avg_span(uint32_t o, uint32_t stride, uint32_t pad0, uint32_t k, uint32_t in,
+                           uint32_t pad1, uint32_t include_pad)
 {
-    int64_t h0 = (int64_t)oh * p->stride_h - (int64_t)p->pad_top;
-    int64_t w0 = (int64_t)ow * p->stride_w - (int64_t)p->pad_left;
-    int64_t h1 = h0 + p->k_h, w1 = w0 + p->k_w;
+    avg_span_t r;
+    r.s = (int32_t)(o * stride) - (int32_t)pad0;
+    r.e = r.s + (int32_t)k;
+    if (r.e > (int32_t)(in + pad1))
+        r.e = (int32_t)(in + pad1);
+    r.len = r.e - r.s;
+    if (r.s < 0)
+        r.s = 0;
+    if (r.e > (int32_t)in)
+        r.e = (int32_t)in;
+    if (!include_pad)
+        r.len = r.e - r.s;
+    return r;
+}
+
+/* The window spans of the columns: computed once per call into a stack
+ * table when out_w is small, else per column. */
+#define DG_AVG_COLS 64
+
+static void avg_cols(const dg_pool_args_t *p, avg_span_t *cols)
+{
+    uint32_t ow;
     DG_CHECK(p->dil_h <= 1 && p->dil_w <= 1, "AveragePool: dilations are not supported");
-    if (h1 > (int64_t)p->in_h + p->pad_bottom)
-        h1 = (int64_t)p->in_h + p->pad_bottom;
-    if (w1 > (int64_t)p->in_w + p->pad_right)
-        w1 = (int64_t)p->in_w + p->pad_right;
-    if (p->count_include_pad)
-        *div = (float)((h1 - h0) * (w1 - w0));
-    if (h0 < 0)
-        h0 = 0;
-    if (w0 < 0)
-        w0 = 0;
-    if (h1 > (int64_t)p->in_h)
-        h1 = p->in_h;
-    if (w1 > (int64_t)p->in_w)
-        w1 = p->in_w;
-    if (!p->count_include_pad)
-        *div = (float)((h1 - h0) * (w1 - w0));
-    *hs = h0;
-    *he = h1;
-    *ws = w0;
-    *we = w1;
+    for (ow = 0; ow < p->out_w && ow < DG_AVG_COLS; ow++)
+        cols[ow] = avg_span(ow, p->stride_w, p->pad_left, p->k_w, p->in_w, p->pad_right,
+                            p->count_include_pad);
+}
+
+static DG_INLINE avg_span_t avg_col(const dg_pool_args_t *p, const avg_span_t *cols, uint32_t ow)
+{
+    return ow < DG_AVG_COLS ? cols[ow]
+                            : avg_span(ow, p->stride_w, p->pad_left, p->k_w, p->in_w, p->pad_right,
+                                       p->count_include_pad);
 }
 
 void dg_avgpool_f32(void *args)
 {
     const dg_pool_args_t *p = (const dg_pool_args_t *)args;
+    const uint32_t in_w = p->in_w;
     dg_range_t r = dg_split(p->batch * p->channels * p->out_h);
+    avg_span_t cols[DG_AVG_COLS];
     uint32_t row, ow;
+    avg_cols(p, cols);
     for (row = r.start; row < r.end; row++) {
         const uint32_t oh = row % p->out_h, pl = row / p->out_h;
-        const float *xp = p->x + (size_t)pl * p->in_h * p->in_w;
+        const avg_span_t h = avg_span(oh, p->stride_h, p->pad_top, p->k_h, p->in_h, p->pad_bottom,
+                                      p->count_include_pad);
+        const float *xp = p->x + pl * p->in_h * in_w;
+        float *y = p->y + row * p->out_w;
         for (ow = 0; ow < p->out_w; ow++) {
-            int64_t hs, he, ws, we, ih, iw;
-            float div = 1.0f, acc = 0.0f;
-            avg_window(p, oh, ow, &hs, &he, &ws, &we, &div);
-            for (ih = hs; ih < he; ih++)
-                for (iw = ws; iw < we; iw++)
-                    acc += xp[ih * p->in_w + iw];
-            p->y[(size_t)row * p->out_w + ow] = DG_FAULT(DG_FAULT_AVGPOOL, acc / div);
+            const avg_span_t w = avg_col(p, cols, ow);
+            const float *xr = xp + (uint32_t)h.s * in_w + w.s;
+            float acc = 0.0f;
+            int32_t ih, iw;
+            if (w.e - w.s == 3) /* the common widths unrolled, same order */
+                for (ih = h.s; ih < h.e; ih++, xr += in_w)
+                    acc += xr[0], acc += xr[1], acc += xr[2];
+            else if (w.e - w.s == 2)
+                for (ih = h.s; ih < h.e; ih++, xr += in_w)
+                    acc += xr[0], acc += xr[1];
+            else
+                for (ih = h.s; ih < h.e; ih++, xr += in_w)
+                    for (iw = 0; iw < w.e - w.s; iw++)
+                        acc += xr[iw];
+            y[ow] = DG_FAULT(DG_FAULT_AVGPOOL, acc / (float)(h.len * w.len));
         }
     }
 }
@@ -326,23 +446,34 @@ void dg_avgpool_f32(void *args)
 void dg_avgpool_grad_f32(void *args)
 {
     const dg_pool_args_t *p = (const dg_pool_args_t *)args;
-    const uint32_t in_sz = p->in_h * p->in_w;
+    const uint32_t in_w = p->in_w, in_sz = p->in_h * in_w;
     dg_range_t r = dg_split(p->batch * p->channels);
+    avg_span_t cols[DG_AVG_COLS];
     uint32_t pl, i, oh, ow;
+    avg_cols(p, cols);
     for (pl = r.start; pl < r.end; pl++) {
-        float *dxp = p->dx + (size_t)pl * in_sz;
-        const float *dyp = p->dy + (size_t)pl * p->out_h * p->out_w;
+        float *dxp = p->dx + pl * in_sz;
+        const float *dyp = p->dy + pl * p->out_h * p->out_w;
         for (i = 0; i < in_sz; i++)
             dxp[i] = 0.0f;
-        for (oh = 0; oh < p->out_h; oh++) {
+        for (oh = 0; oh < p->out_h; oh++, dyp += p->out_w) {
+            const avg_span_t h = avg_span(oh, p->stride_h, p->pad_top, p->k_h, p->in_h,
+                                          p->pad_bottom, p->count_include_pad);
             for (ow = 0; ow < p->out_w; ow++) {
-                int64_t hs, he, ws, we, ih, iw;
-                float div = 1.0f, g;
-                avg_window(p, oh, ow, &hs, &he, &ws, &we, &div);
-                g = dyp[oh * p->out_w + ow] / div;
-                for (ih = hs; ih < he; ih++)
-                    for (iw = ws; iw < we; iw++)
-                        dxp[ih * p->in_w + iw] += g;
+                const avg_span_t w = avg_col(p, cols, ow);
+                const float g = dyp[ow] / (float)(h.len * w.len);
+                float *xr = dxp + (uint32_t)h.s * in_w + w.s;
+                int32_t ih, iw;
+                if (w.e - w.s == 3)
+                    for (ih = h.s; ih < h.e; ih++, xr += in_w)
+                        xr[0] += g, xr[1] += g, xr[2] += g;
+                else if (w.e - w.s == 2)
+                    for (ih = h.s; ih < h.e; ih++, xr += in_w)
+                        xr[0] += g, xr[1] += g;
+                else
+                    for (ih = h.s; ih < h.e; ih++, xr += in_w)
+                        for (iw = 0; iw < w.e - w.s; iw++)
+                            xr[iw] += g;
             }
         }
         for (i = 0; i < in_sz; i++)
@@ -357,7 +488,7 @@ void dg_global_avgpool_f32(void *args)
     dg_range_t r = dg_split(p->batch * p->channels);
     uint32_t pl, i;
     for (pl = r.start; pl < r.end; pl++) {
-        const float *xp = p->x + (size_t)pl * hw;
+        const float *xp = p->x + (uint32_t)pl * hw;
         float acc = 0.0f;
         for (i = 0; i < hw; i++)
             acc += xp[i];
@@ -374,6 +505,6 @@ void dg_global_avgpool_grad_f32(void *args)
     for (pl = r.start; pl < r.end; pl++) {
         const float g = p->dy[pl] / (float)hw;
         for (i = 0; i < hw; i++)
-            p->dx[(size_t)pl * hw + i] = DG_FAULT(DG_FAULT_GAP_GRAD, g);
+            p->dx[(uint32_t)pl * hw + i] = DG_FAULT(DG_FAULT_GAP_GRAD, g);
     }
 }

@@ -13,12 +13,12 @@ static void reduce(const dg_reduce_args_t *p, int mean, int fault)
     (void)fault;
     r = dg_split(n_out);
     for (o = r.start; o < r.end; o++) {
-        size_t base = 0;
+        uint32_t base = 0;
         uint32_t rem = o, idx[DG_MAX_DIMS];
-        size_t off;
+        uint32_t off;
         float acc = 0.0f;
         for (d = p->nkeep; d-- > 0;) {
-            base += (size_t)(rem % p->keep_shape[d]) * p->keep_strides[d];
+            base += (uint32_t)(rem % p->keep_shape[d]) * p->keep_strides[d];
             rem /= p->keep_shape[d];
         }
         for (d = 0; d < p->nred; d++)
@@ -30,7 +30,7 @@ static void reduce(const dg_reduce_args_t *p, int mean, int fault)
                 off += p->red_strides[d];
                 if (++idx[d] < p->red_shape[d])
                     break;
-                off -= (size_t)p->red_strides[d] * p->red_shape[d];
+                off -= (uint32_t)p->red_strides[d] * p->red_shape[d];
                 idx[d] = 0;
             }
         }

@@ -46,7 +46,7 @@ void dg_strided_copy(void *args)
 {
     const dg_strided_copy_args_t *p = (const dg_strided_copy_args_t *)args;
     uint32_t n = 1, d, i, idx[DG_MAX_DIMS], rem;
-    int64_t off;
+    int32_t off;
     dg_range_t r;
     for (d = 0; d < p->ndim; d++)
         n *= p->shape[d];
@@ -58,16 +58,16 @@ void dg_strided_copy(void *args)
     for (d = p->ndim; d-- > 0;) {
         idx[d] = rem % p->shape[d];
         rem /= p->shape[d];
-        off += (int64_t)idx[d] * p->strides[d];
+        off += (int32_t)idx[d] * p->strides[d];
     }
     for (i = r.start; i < r.end; i++) {
-        copy_elem((uint8_t *)p->y + (size_t)i * p->elem_size,
-                  (const uint8_t *)p->x + off * (int64_t)p->elem_size, p->elem_size);
+        copy_elem((uint8_t *)p->y + (uint32_t)i * p->elem_size,
+                  (const uint8_t *)p->x + off * (int32_t)p->elem_size, p->elem_size);
         for (d = p->ndim; d-- > 0;) {
             off += p->strides[d];
             if (++idx[d] < p->shape[d])
                 break;
-            off -= (int64_t)p->strides[d] * p->shape[d];
+            off -= p->strides[d] * (int32_t)p->shape[d];
             idx[d] = 0;
         }
     }
@@ -90,9 +90,9 @@ void dg_concat(void *args)
     for (o = r.start; o < r.end; o++) {
         pos = 0;
         for (i = 0; i < p->nin; i++) {
-            const size_t len = (size_t)p->sizes[i] * p->inner * p->elem_size;
-            memcpy((uint8_t *)p->y + ((size_t)o * total + pos) * p->inner * p->elem_size,
-                   (const uint8_t *)p->x[i] + (size_t)o * len, len);
+            const uint32_t len = (uint32_t)p->sizes[i] * p->inner * p->elem_size;
+            memcpy((uint8_t *)p->y + ((uint32_t)o * total + pos) * p->inner * p->elem_size,
+                   (const uint8_t *)p->x[i] + (uint32_t)o * len, len);
             pos += p->sizes[i];
         }
     }

@@ -8,20 +8,20 @@ void dg_softmax_f32(void *args)
     dg_range_t r = dg_split(p->outer * p->inner);
     uint32_t row, j;
     for (row = r.start; row < r.end; row++) {
-        const size_t base = (size_t)(row / p->inner) * p->dim * p->inner + row % p->inner;
+        const uint32_t base = (uint32_t)(row / p->inner) * p->dim * p->inner + row % p->inner;
         const float *x = p->x + base;
         float *y = p->y + base;
         float mx = x[0], sum = 0.0f;
         for (j = 1; j < p->dim; j++)
-            if (x[(size_t)j * p->inner] > mx)
-                mx = x[(size_t)j * p->inner];
+            if (x[(uint32_t)j * p->inner] > mx)
+                mx = x[(uint32_t)j * p->inner];
         for (j = 0; j < p->dim; j++) {
-            const float e = expf(x[(size_t)j * p->inner] - mx);
-            y[(size_t)j * p->inner] = e;
+            const float e = expf(x[(uint32_t)j * p->inner] - mx);
+            y[(uint32_t)j * p->inner] = e;
             sum += e;
         }
         for (j = 0; j < p->dim; j++)
-            y[(size_t)j * p->inner] = DG_FAULT(DG_FAULT_SOFTMAX, y[(size_t)j * p->inner] / sum);
+            y[(uint32_t)j * p->inner] = DG_FAULT(DG_FAULT_SOFTMAX, y[(uint32_t)j * p->inner] / sum);
     }
 }
 
@@ -31,14 +31,14 @@ void dg_softmax_grad_f32(void *args)
     dg_range_t r = dg_split(p->outer * p->inner);
     uint32_t row, j;
     for (row = r.start; row < r.end; row++) {
-        const size_t base = (size_t)(row / p->inner) * p->dim * p->inner + row % p->inner;
+        const uint32_t base = (uint32_t)(row / p->inner) * p->dim * p->inner + row % p->inner;
         const float *dy = p->dy + base, *y = p->y + base;
         float *dx = p->dx + base;
         float dot = 0.0f;
         for (j = 0; j < p->dim; j++)
-            dot += dy[(size_t)j * p->inner] * y[(size_t)j * p->inner];
+            dot += dy[(uint32_t)j * p->inner] * y[(uint32_t)j * p->inner];
         for (j = 0; j < p->dim; j++) {
-            const size_t o = (size_t)j * p->inner;
+            const uint32_t o = (uint32_t)j * p->inner;
             dx[o] = DG_FAULT(DG_FAULT_SOFTMAX_GRAD, y[o] * (dy[o] - dot));
         }
     }

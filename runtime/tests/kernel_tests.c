@@ -115,6 +115,7 @@ static void c_gemm(tc_t *t)
     a.c_stride_n = P("gemm", 6);
     a.alpha = fv(t, "gemm", 0);
     a.beta = fv(t, "gemm", 1);
+    a.act = find(t, "p_", "act") ? P("act", 0) : 0;
     FORK(dg_gemm_f32, &a);
 }
 
@@ -290,6 +291,7 @@ static void conv_params(tc_t *t, dg_conv_args_t *a)
     a->pad_top = P("conv", 13);
     a->pad_left = P("conv", 14);
     a->group = P("conv", 15);
+    a->act = find(t, "p_", "act") ? P("act", 0) : 0;
 }
 
 static void c_conv(tc_t *t)
@@ -397,7 +399,7 @@ static void c_maxpool(tc_t *t)
     pool_params(t, &a);
     a.x = IN("x");
     a.y = OUT("y");
-    a.indices = (int64_t *)out_(t, "indices", NULL);
+    a.indices = find(t, "out_", "indices") ? (int64_t *)out_(t, "indices", NULL) : NULL;
     FORK(dg_maxpool_f32, &a);
 }
 
@@ -767,6 +769,7 @@ static const case_t CASES[] = {
     {"gemm_bias", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"gemm_trans", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"gemm_noc", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
+    {"gemm_bias_relu", NULL, c_gemm, R, 1e-6f, {DG_FAULT_GEMM}},
     {"matmul_batched", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
     {"matmul_bcast", NULL, c_matmul, R, 1e-6f, {DG_FAULT_MATMUL}},
     {"fused_matmul_trans", NULL, c_fused_matmul, R, 1e-6f, {DG_FAULT_FUSED_MATMUL}},
@@ -785,6 +788,12 @@ static const case_t CASES[] = {
     {"conv_depthwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_pointwise", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"conv_grouped", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_wide", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_s2", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_edges", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_regular_relu", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_depthwise_relu", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
+    {"conv_pointwise_relu", NULL, c_conv, R, 1e-6f, {DG_FAULT_CONV}},
     {"convgrad_regular_acc", "convgrad_regular", c_conv_grad_acc, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_depthwise_acc", "convgrad_depthwise", c_conv_grad_acc, R, 1e-6f,
@@ -797,11 +806,31 @@ static const case_t CASES[] = {
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_grouped", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise_wide", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise_s2", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_depthwise_edges", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s1_dilated", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s1_grouped", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s2_c4", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s3_dil2", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
+    {"convgrad_s2_m12", NULL, c_conv_grad, R, 1e-6f,
+     {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"convgrad_pointwise", NULL, c_conv_grad, R, 1e-6f,
      {DG_FAULT_CONV_GRAD_DX, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"maxpool", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"maxpool_ceil_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"maxpool_grad", NULL, c_maxpool_grad, R, 1e-6f, {DG_FAULT_MAXPOOL_GRAD}},
+    {"maxpool_k3s1_values", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_k3s2_values", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_k3s2_idx_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
+    {"maxpool_k3s1_idx_ties", NULL, c_maxpool, R, 1e-6f, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"avgpool_excl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_incl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_ceil", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
