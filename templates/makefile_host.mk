@@ -36,6 +36,12 @@ RUNTIME_SRCS = \
 {%- endfor %}
 	runtime/pmsis-host/pmsis_host.c
 
+# make -f Makefile.host DG_PROFILE=1: every node prints its time (BENCH
+# node lines, for `deploygen report --profile`).
+ifdef DG_PROFILE
+CFLAGS += -DDG_PROFILE
+endif
+
 HDRS = $(wildcard *.h runtime/*/*.h runtime/pmsis-host/bsp/*.h runtime/pmsis-host/bsp/*/*.h)
 
 # One object per source: `make -j` builds them in parallel.

@@ -14,6 +14,11 @@ APP_SRCS = \
 APP_CFLAGS = -std=gnu99 -O2 -D{{ f.platform_define }} -DNUM_CORES={{ f.cores }} \
 	-I$(CURDIR) -I$(CURDIR)/runtime/kernels -I$(CURDIR)/runtime/mem -I$(CURDIR)/runtime/harness
 APP_LDFLAGS = -lm
+# make ... DG_PROFILE=1: every node prints its cycles (BENCH node lines,
+# for `deploygen report --profile`).
+ifdef DG_PROFILE
+APP_CFLAGS += -DDG_PROFILE
+endif
 {%- if !f.readfs.is_empty() %}
 
 # L3 initial values, put into the read-only flash file system.

@@ -65,3 +65,78 @@ fn the_peak_memory_is_the_builds_own() {
     assert_eq!(rows[1]["model"], "simple_mlp");
     assert!(rss * 2 > own && rss < own * 3 / 2, "report says {rss} kB, build itself {own} kB");
 }
+
+/// Build simple_mlp for GAP9 (host emulation) into `dir`, compile it with
+/// `make_args` and run it; the app's stdout.
+fn profiled_run(dir: &std::path::Path, make_args: &[&str]) -> String {
+    let o = deploygen()
+        .args(["build", "models/simple_mlp", "--platform", "GAP9", "--out"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = Command::new("make").args(["-f", "Makefile.host", "-j2"]).args(make_args).current_dir(dir).output().unwrap();
+    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
+    let app = Command::new(dir.join("app")).current_dir(dir).output().unwrap();
+    assert!(app.status.success(), "{}", String::from_utf8_lossy(&app.stdout));
+    String::from_utf8(app.stdout).unwrap()
+}
+
+/// The nodes that DG_PROFILE_END names in a generated project: (step, op).
+fn profiled_nodes(dir: &std::path::Path) -> Vec<(u64, String)> {
+    let mut out = vec![];
+    for f in ["TrainingNetwork.c", "OptimizerNetwork.c"] {
+        for l in std::fs::read_to_string(dir.join(f)).unwrap().lines() {
+            if let Some(args) = l.trim().strip_prefix("DG_PROFILE_END(") {
+                let mut it = args.split(", ");
+                let step = it.next().unwrap().trim_end_matches('u').parse().unwrap();
+                out.push((step, it.next().unwrap().trim_matches('"').to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_profiled_run_gives_each_node_its_cycles() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("p");
+    let out = profiled_run(&dir, &["DG_PROFILE=1"]);
+    std::fs::write(tmp.path().join("run.txt"), &out).unwrap();
+    let svg = tmp.path().join("chart.svg");
+    let o = deploygen()
+        .args(["report", "--format", "json", "--profile"])
+        .arg(tmp.path().join("run.txt"))
+        .arg("--svg")
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let layers: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    // Every node of both networks, each once per run of its network (the
+    // training network runs once per pass, the optimizer once per step).
+    let nodes = profiled_nodes(&dir);
+    assert!(nodes.len() > 10, "{nodes:?}");
+    let got: Vec<(u64, String)> =
+        layers.iter().map(|l| (l["step"].as_u64().unwrap(), l["op"].as_str().unwrap().to_string())).collect();
+    assert_eq!(got, nodes);
+    for l in &layers {
+        assert!(l["runs"].as_u64().unwrap() >= 1, "{l}");
+    }
+    let gemm = layers.iter().find(|l| l["op"] == "Gemm").unwrap();
+    assert!(gemm["cycles"].as_u64().unwrap() > 0, "a Gemm takes time: {gemm}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(chart.matches("<rect x=").count(), nodes.len(), "one bar per node");
+}
+
+#[test]
+fn without_dg_profile_nothing_is_printed_and_the_report_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = profiled_run(&tmp.path().join("p"), &[]);
+    assert!(!out.contains("BENCH node"), "{out}");
+    std::fs::write(tmp.path().join("run.txt"), &out).unwrap();
+    let o = deploygen().args(["report", "--profile"]).arg(tmp.path().join("run.txt")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("run.txt") && err.contains("no `BENCH node` lines"), "{err}");
+}

@@ -424,6 +424,21 @@ short_read:
     return -1;
 }
 
+/* ---- per-node cycles (DG_PROFILE) ----------------------------------------- */
+static uint32_t dg_profile_t0;
+
+void dg_profile_begin(void)
+{
+    dg_profile_t0 = pi_perf_read(PI_PERF_CYCLES);
+}
+
+void dg_profile_end(uint32_t step, const char *op, const char *name)
+{
+    /* Unsigned difference: right across one wrap of the 32-bit counter. */
+    uint32_t cycles = (uint32_t)pi_perf_read(PI_PERF_CYCLES) - dg_profile_t0;
+    printf("BENCH node %u %s %s cycles=%u\r\n", (unsigned)step, op, name, (unsigned)cycles);
+}
+
 /* ---- tensor dumps (DG_DUMP) ----------------------------------------------- */
 #ifdef DG_PMSIS_HOST
 #include <stdlib.h>

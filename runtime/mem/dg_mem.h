@@ -78,6 +78,23 @@ void dg_copy(void *dst, const void *src, size_t n);
 #define DG_DUMP(name, ptr, n) ((void)0)
 #endif
 void dg_dump_tensor(const char *name, const void *src, uint32_t n);
+
+/* DG_PROFILE_BEGIN() and DG_PROFILE_END(step, op, name) around every node
+ * of a generated network: with -DDG_PROFILE each node prints
+ *   BENCH node <step> <op> <name> cycles=<n>
+ * (the cycle counter that the harness's run task started; nanoseconds on
+ * the host emulation), which `deploygen report --profile` tabulates; without,
+ * they are nothing. The printing itself falls between nodes, so a run's
+ * total cycles include it and the per-node figures do not. */
+#ifdef DG_PROFILE
+#define DG_PROFILE_BEGIN() dg_profile_begin()
+#define DG_PROFILE_END(step, op, name) dg_profile_end((step), (op), (name))
+#else
+#define DG_PROFILE_BEGIN() ((void)0)
+#define DG_PROFILE_END(step, op, name) ((void)0)
+#endif
+void dg_profile_begin(void);
+void dg_profile_end(uint32_t step, const char *op, const char *name);
 /* ---- tiles: operand parts through the cluster DMA ----------------------
  * Called from the cluster controller, outside any team fork.
  *

@@ -1,15 +1,16 @@
 //! `deploygen report`: generation speed, memory packing and the generated
 //! step's speed per model × platform × level, as Markdown or JSON.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::ValueEnum;
 
-use super::output::write_stdout;
-use crate::error::Result;
+use super::output::{write_file, write_stdout};
+use crate::error::{Error, Result};
 use crate::verify::cache;
 use crate::verify::progress::Progress;
+use crate::verify::profile;
 use crate::verify::report::{self, Options};
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -21,8 +22,16 @@ pub enum Format {
 #[derive(clap::Args)]
 pub struct Args {
     /// Model folders, `.onnx` files, or folders of model folders.
-    #[arg(required = true, value_name = "MODEL")]
+    #[arg(required_unless_present = "profile", value_name = "MODEL")]
     models: Vec<PathBuf>,
+    /// Instead of measuring models: tabulate the per-node cycles in a saved
+    /// run output of a project built with DG_PROFILE (its `BENCH node`
+    /// lines).
+    #[arg(long, value_name = "RUN_OUTPUT", conflicts_with = "models")]
+    profile: Option<PathBuf>,
+    /// With --profile: also write a bar chart of the nodes' cycles (SVG).
+    #[arg(long, value_name = "FILE", requires = "profile")]
+    svg: Option<PathBuf>,
     /// Platforms (repeat; default: GAP9, Siracusa and host).
     #[arg(long, value_name = "P")]
     platform: Vec<String>,
@@ -50,6 +59,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    if let Some(run_output) = &a.profile {
+        return profile(run_output, a.svg.as_deref(), a.format);
+    }
     let mut notes = vec![];
     let models = super::test::expand_models(&a.models, &mut notes)?;
     if models.is_empty() {
@@ -90,4 +102,18 @@ pub fn run(a: Args) -> Result<()> {
         Format::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
     };
     write_stdout(&out)
+}
+
+/// `report --profile`: the per-node table (and chart) of one run's output.
+fn profile(run_output: &Path, svg: Option<&Path>, format: Format) -> Result<()> {
+    let bytes = std::fs::read(run_output).map_err(|e| Error::Io { path: run_output.to_path_buf(), source: e })?;
+    let layers = profile::parse(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| Error::Usage(format!("{}: {e}", run_output.display())))?;
+    if let Some(svg) = svg {
+        write_file(svg, &profile::svg(&layers, &format!("cycles per node: {}", run_output.display())))?;
+    }
+    match format {
+        Format::Md => write_stdout(&profile::markdown(&layers)),
+        Format::Json => write_stdout(&(serde_json::to_string_pretty(&layers).expect("layers serialize") + "\n")),
+    }
 }

@@ -395,6 +395,8 @@ pub struct NodeCode {
     pub tiled: Option<tiled::TiledCode>,
     /// The node's f32 outputs, for `DG_DUMP` (`deploygen test --bisect`).
     pub dumps: Vec<Dump>,
+    /// `DG_PROFILE_END`'s arguments: step, op and name as C literals.
+    pub profile: String,
 }
 
 /// `DG_DUMP("tensor", home pointer, elements)` after a node.
@@ -1254,7 +1256,8 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         );
         let post = state_copies(ctx, n, g, node, &code.state_updates);
         let dumps = dumps(ctx, n, g, node);
-        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post, tiled: Some(code), dumps });
+        let profile = profile_args(n, node);
+        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post, tiled: Some(code), dumps, profile });
     }
     let at = |id: BufId| -> String {
         match n.operands.iter().find(|o| o.buffer == id) {
@@ -1352,7 +1355,14 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         post,
         tiled: None,
         dumps,
+        profile: profile_args(n, node),
     })
+}
+
+/// `step, "op", "name"` for `DG_PROFILE_END`: the harness prints them back
+/// in its `BENCH node` line (`deploygen report --profile`).
+fn profile_args(n: &plan::NodePlan, node: &ir::Node) -> String {
+    format!("{}u, \"{}\", \"{}\"", n.step, c_string(&node.op), c_string(&node.name))
 }
 
 #[cfg(test)]

@@ -27,6 +27,7 @@ pub mod exec;
 pub mod harness;
 pub mod junit;
 pub mod manifest;
+pub mod profile;
 pub mod progress;
 pub mod report;
 pub mod runner;
