@@ -82,15 +82,15 @@ fn profiled_run(dir: &std::path::Path, make_args: &[&str]) -> String {
     String::from_utf8(app.stdout).unwrap()
 }
 
-/// The nodes that DG_PROFILE_END names in a generated project: (step, op).
-fn profiled_nodes(dir: &std::path::Path) -> Vec<(u64, String)> {
+/// The nodes of a generated project, from each node block's comment
+/// `/* step N: Op '…' …`: (step, op).
+fn generated_nodes(dir: &std::path::Path) -> Vec<(u64, String)> {
     let mut out = vec![];
     for f in ["TrainingNetwork.c", "OptimizerNetwork.c"] {
         for l in std::fs::read_to_string(dir.join(f)).unwrap().lines() {
-            if let Some(args) = l.trim().strip_prefix("DG_PROFILE_END(") {
-                let mut it = args.split(", ");
-                let step = it.next().unwrap().trim_end_matches('u').parse().unwrap();
-                out.push((step, it.next().unwrap().trim_matches('"').to_string()));
+            if let Some(rest) = l.trim().strip_prefix("/* step ") {
+                let (step, rest) = rest.split_once(": ").unwrap();
+                out.push((step.parse().unwrap(), rest.split(' ').next().unwrap().to_string()));
             }
         }
     }
@@ -115,7 +115,7 @@ fn a_profiled_run_gives_each_node_its_cycles() {
     let layers: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
     // Every node of both networks, each once per run of its network (the
     // training network runs once per pass, the optimizer once per step).
-    let nodes = profiled_nodes(&dir);
+    let nodes = generated_nodes(&dir);
     assert!(nodes.len() > 10, "{nodes:?}");
     let got: Vec<(u64, String)> =
         layers.iter().map(|l| (l["step"].as_u64().unwrap(), l["op"].as_str().unwrap().to_string())).collect();
