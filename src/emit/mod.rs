@@ -236,7 +236,9 @@ impl Project {
 fn replaceable(out: &Path, force: bool) -> Result<bool> {
     let meta = match std::fs::symlink_metadata(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(Error::io(out, e)),
+        // Looking for `out` is the first step of writing it (a path below a
+        // file fails here): a write failure, named as the user gave it.
+        Err(e) => return Err(Error::write(out, e)),
         Ok(m) => m,
     };
     if !force {
