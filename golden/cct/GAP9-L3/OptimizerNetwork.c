@@ -31,6 +31,7 @@ void RunOptimizerNetwork(void *arg)
     (void)arg;
 
     /* step 267: SGDOptimizerV2 'onnx::SGDOptimizerV2::39' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(36864), DG_L3(209152), 4u); /* learning_rate L3->L1 */
         {
@@ -650,4 +651,5 @@ void RunOptimizerNetwork(void *arg)
         }
         dg_copy(DG_L3(209488), DG_L1(36872), 1u); /* onnx::update_completed::38 L1->L3 */
     }
+    DG_PROFILE_END(267u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::39");
 }

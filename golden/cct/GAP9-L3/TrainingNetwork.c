@@ -360,6 +360,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 16, 16, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 2176u, {3u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -439,8 +440,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("tok.conv1.out", DG_L3(209168), 16384u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: Relu 'Relu_2' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -495,8 +498,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.conv1.relu", DG_L3(274704), 16384u);
     }
+    DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(274704), 65536u); /* tok.conv1.relu L3->L1 */
         {
@@ -527,8 +532,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(340240), DG_L1(65536), 32768u); /* tok.pool1.indices L1->L3 */
         DG_DUMP("tok.pool1.out", DG_L3(439192), 4096u);
     }
+    DG_PROFILE_END(2u, "MaxPool", "MaxPool_3");
 
     /* step 3: Conv 'Conv_4' computes in L1, 32 tile(s) of [1, 1, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -664,8 +671,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("tok.conv2.out", DG_L3(274704), 8192u);
     }
+    DG_PROFILE_END(3u, "Conv", "Conv_4");
 
     /* step 4: Relu 'Relu_5' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -713,8 +722,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.conv2.relu", DG_L3(307472), 8192u);
     }
+    DG_PROFILE_END(4u, "Relu", "Relu_5");
 
     /* step 5: MaxPool 'MaxPool_6' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(307472), 32768u); /* tok.conv2.relu L3->L1 */
         {
@@ -745,8 +756,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(455576), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
         DG_DUMP("tok.pool2.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(5u, "MaxPool", "MaxPool_6");
 
     /* step 7: Transpose 'Transpose_8' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -786,8 +799,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("tok.tokens.out", DG_L3(660800), 2048u);
     }
+    DG_PROFILE_END(7u, "Transpose", "Transpose_8");
 
     /* step 8: Add 'Add_9' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -827,8 +842,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("pos.out", DG_L3(660800), 2048u);
     }
+    DG_PROFILE_END(8u, "Add", "Add_9");
 
     /* step 9: LayerNormalization 'LayerNormalization_10' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -914,8 +931,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk0.ln1.mean", DG_L3(680008), 64u);
         DG_DUMP("blk0.ln1.inv_std", DG_L3(586648), 64u);
     }
+    DG_PROFILE_END(9u, "LayerNormalization", "LayerNormalization_10");
 
     /* step 10: MatMul 'MatMul_19' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -970,8 +989,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.v.mm", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(10u, "MatMul", "MatMul_19");
 
     /* step 11: Add 'Add_20' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1014,8 +1035,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.v.out", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(11u, "Add", "Add_20");
 
     /* step 13: Transpose 'Transpose_22' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -1067,8 +1090,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.v_t.out", DG_L3(488344), 2048u);
     }
+    DG_PROFILE_END(13u, "Transpose", "Transpose_22");
 
     /* step 14: MatMul 'MatMul_11' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1123,8 +1148,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.q.mm", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(14u, "MatMul", "MatMul_11");
 
     /* step 15: Add 'Add_12' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1167,8 +1194,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.q.out", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(15u, "Add", "Add_12");
 
     /* step 17: Transpose 'Transpose_14' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -1220,8 +1249,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.q_t.out", DG_L3(480152), 2048u);
     }
+    DG_PROFILE_END(17u, "Transpose", "Transpose_14");
 
     /* step 18: MatMul 'MatMul_15' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1276,8 +1307,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.k.mm", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(18u, "MatMul", "MatMul_15");
 
     /* step 19: Add 'Add_16' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1320,8 +1353,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.k.out", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(19u, "Add", "Add_16");
 
     /* step 21: Transpose 'Transpose_18' computes in L1, 2 tile(s) of [1, 1, 16, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -1373,8 +1408,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.k_t.out", DG_L3(512920), 2048u);
     }
+    DG_PROFILE_END(21u, "Transpose", "Transpose_18");
 
     /* step 22: MatMul 'MatMul_23' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1447,8 +1484,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.qk", DG_L3(373008), 8192u);
     }
+    DG_PROFILE_END(22u, "MatMul", "MatMul_23");
 
     /* step 23: Mul 'Mul_24' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1491,8 +1530,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.scores", DG_L3(373008), 8192u);
     }
+    DG_PROFILE_END(23u, "Mul", "Mul_24");
 
     /* step 24: Softmax 'Softmax_25' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1542,8 +1583,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.attn", DG_L3(307472), 8192u);
     }
+    DG_PROFILE_END(24u, "Softmax", "Softmax_25");
 
     /* step 25: MatMul 'MatMul_26' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1616,8 +1659,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.av", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(25u, "MatMul", "MatMul_26");
 
     /* step 26: Transpose 'Transpose_27' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1657,8 +1702,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.av_t.out", DG_L3(529304), 2048u);
     }
+    DG_PROFILE_END(26u, "Transpose", "Transpose_27");
 
     /* step 28: MatMul 'MatMul_29' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1713,8 +1760,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.proj.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(28u, "MatMul", "MatMul_29");
 
     /* step 29: Add 'Add_30' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1757,8 +1806,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.proj.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(29u, "Add", "Add_30");
 
     /* step 30: Add 'Add_31' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1807,8 +1858,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.res1", DG_L3(545688), 2048u);
     }
+    DG_PROFILE_END(30u, "Add", "Add_31");
 
     /* step 31: LayerNormalization 'LayerNormalization_32' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1894,8 +1947,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk0.ln2.mean", DG_L3(669256), 64u);
         DG_DUMP("blk0.ln2.inv_std", DG_L3(669000), 64u);
     }
+    DG_PROFILE_END(31u, "LayerNormalization", "LayerNormalization_32");
 
     /* step 32: MatMul 'MatMul_33' computes in L1, 1 tile(s) of [1, 64, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1950,8 +2005,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.fc1.mm", DG_L3(496536), 4096u);
     }
+    DG_PROFILE_END(32u, "MatMul", "MatMul_33");
 
     /* step 33: Add 'Add_34' computes in L1, 1 tile(s) of [1, 64, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1994,8 +2051,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.fc1.out", DG_L3(496536), 4096u);
     }
+    DG_PROFILE_END(33u, "Add", "Add_34");
 
     /* step 34: Gelu 'Gelu_35' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2031,8 +2090,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.fc1.gelu", DG_L3(406296), 4096u);
     }
+    DG_PROFILE_END(34u, "Gelu", "Gelu_35");
 
     /* step 35: MatMul 'MatMul_36' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2087,8 +2148,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.fc2.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(35u, "MatMul", "MatMul_36");
 
     /* step 36: Add 'Add_37' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2131,8 +2194,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.fc2.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(36u, "Add", "Add_37");
 
     /* step 37: Add 'Add_38' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2181,8 +2246,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.res2", DG_L3(562072), 2048u);
     }
+    DG_PROFILE_END(37u, "Add", "Add_38");
 
     /* step 38: LayerNormalization 'LayerNormalization_39' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2268,8 +2335,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk1.ln1.mean", DG_L3(670024), 64u);
         DG_DUMP("blk1.ln1.inv_std", DG_L3(669768), 64u);
     }
+    DG_PROFILE_END(38u, "LayerNormalization", "LayerNormalization_39");
 
     /* step 39: MatMul 'MatMul_48' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2324,8 +2393,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.v.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(39u, "MatMul", "MatMul_48");
 
     /* step 40: Add 'Add_49' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2368,8 +2439,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.v.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(40u, "Add", "Add_49");
 
     /* step 42: Transpose 'Transpose_51' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -2421,8 +2494,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.v_t.out", DG_L3(397848), 2048u);
     }
+    DG_PROFILE_END(42u, "Transpose", "Transpose_51");
 
     /* step 43: MatMul 'MatMul_40' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2477,8 +2552,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.q.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(43u, "MatMul", "MatMul_40");
 
     /* step 44: Add 'Add_41' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2521,8 +2598,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.q.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(44u, "Add", "Add_41");
 
     /* step 46: Transpose 'Transpose_43' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -2574,8 +2653,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.q_t.out", DG_L3(578456), 2048u);
     }
+    DG_PROFILE_END(46u, "Transpose", "Transpose_43");
 
     /* step 47: MatMul 'MatMul_44' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2630,8 +2711,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.k.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(47u, "MatMul", "MatMul_44");
 
     /* step 48: Add 'Add_45' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2674,8 +2757,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.k.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(48u, "Add", "Add_45");
 
     /* step 50: Transpose 'Transpose_47' computes in L1, 2 tile(s) of [1, 1, 16, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -2727,8 +2812,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.k_t.out", DG_L3(586904), 2048u);
     }
+    DG_PROFILE_END(50u, "Transpose", "Transpose_47");
 
     /* step 51: MatMul 'MatMul_52' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2801,8 +2888,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.qk", DG_L3(595096), 8192u);
     }
+    DG_PROFILE_END(51u, "MatMul", "MatMul_52");
 
     /* step 52: Mul 'Mul_53' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2845,8 +2934,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.scores", DG_L3(595096), 8192u);
     }
+    DG_PROFILE_END(52u, "Mul", "Mul_53");
 
     /* step 53: Softmax 'Softmax_54' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2896,8 +2987,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.attn", DG_L3(628032), 8192u);
     }
+    DG_PROFILE_END(53u, "Softmax", "Softmax_54");
 
     /* step 54: MatMul 'MatMul_55' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2970,8 +3063,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.av", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(54u, "MatMul", "MatMul_55");
 
     /* step 55: Transpose 'Transpose_56' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3011,8 +3106,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.av_t.out", DG_L3(595096), 2048u);
     }
+    DG_PROFILE_END(55u, "Transpose", "Transpose_56");
 
     /* step 57: MatMul 'MatMul_58' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3067,8 +3164,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.proj.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(57u, "MatMul", "MatMul_58");
 
     /* step 58: Add 'Add_59' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3111,8 +3210,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.proj.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(58u, "Add", "Add_59");
 
     /* step 59: Add 'Add_60' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3161,8 +3262,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.res1", DG_L3(603288), 2048u);
     }
+    DG_PROFILE_END(59u, "Add", "Add_60");
 
     /* step 60: LayerNormalization 'LayerNormalization_61' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3248,8 +3351,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk1.ln2.mean", DG_L3(619672), 64u);
         DG_DUMP("blk1.ln2.inv_std", DG_L3(619928), 64u);
     }
+    DG_PROFILE_END(60u, "LayerNormalization", "LayerNormalization_61");
 
     /* step 61: MatMul 'MatMul_62' computes in L1, 1 tile(s) of [1, 64, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3304,8 +3409,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.fc1.mm", DG_L3(381464), 4096u);
     }
+    DG_PROFILE_END(61u, "MatMul", "MatMul_62");
 
     /* step 62: Add 'Add_63' computes in L1, 1 tile(s) of [1, 64, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3348,8 +3455,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.fc1.out", DG_L3(381464), 4096u);
     }
+    DG_PROFILE_END(62u, "Add", "Add_63");
 
     /* step 63: Gelu 'Gelu_64' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3385,8 +3494,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.fc1.gelu", DG_L3(422680), 4096u);
     }
+    DG_PROFILE_END(63u, "Gelu", "Gelu_64");
 
     /* step 64: MatMul 'MatMul_65' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3441,8 +3552,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.fc2.mm", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(64u, "MatMul", "MatMul_65");
 
     /* step 65: Add 'Add_66' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3485,8 +3598,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.fc2.out", DG_L3(373008), 2048u);
     }
+    DG_PROFILE_END(65u, "Add", "Add_66");
 
     /* step 66: Add 'Add_67' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3535,8 +3650,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.res2", DG_L3(521112), 2048u);
     }
+    DG_PROFILE_END(66u, "Add", "Add_67");
 
     /* step 67: LayerNormalization 'LayerNormalization_68' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3622,8 +3739,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("norm.mean", DG_L3(620184), 64u);
         DG_DUMP("norm.inv_std", DG_L3(406040), 64u);
     }
+    DG_PROFILE_END(67u, "LayerNormalization", "LayerNormalization_68");
 
     /* step 68: MatMul 'MatMul_69' computes in L1, 1 tile(s) of [1, 64, 1] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3678,8 +3797,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("seqpool.mm", DG_L3(373008), 64u);
     }
+    DG_PROFILE_END(68u, "MatMul", "MatMul_69");
 
     /* step 69: Add 'Add_70' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3722,8 +3843,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("seqpool.out", DG_L3(373008), 64u);
     }
+    DG_PROFILE_END(69u, "Add", "Add_70");
 
     /* step 71: Softmax 'Softmax_72' computes in L1, 1 tile(s) of [1, 1, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3761,8 +3884,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("seqpool.attn", DG_L3(537496), 64u);
     }
+    DG_PROFILE_END(71u, "Softmax", "Softmax_72");
 
     /* step 72: MatMul 'MatMul_73' computes in L1, 1 tile(s) of [1, 1, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3817,8 +3942,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("seqpool.out_1", DG_L3(373088), 32u);
     }
+    DG_PROFILE_END(72u, "MatMul", "MatMul_73");
 
     /* step 74: Gemm 'Gemm_75' computes in L1, 1 tile(s) of [1, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3886,8 +4013,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L3(373048), 10u);
     }
+    DG_PROFILE_END(74u, "Gemm", "Gemm_75");
 
     /* step 75: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::37' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373048), 40u); /* fc.out L3->L1 */
         dg_copy(DG_L1(80), DG_L3(12288), 8u); /* labels L3->L1 */
@@ -3912,8 +4041,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::35", DG_L3(373264), 1u);
         DG_DUMP("onnx::log_prob::36", DG_L3(373008), 10u);
     }
+    DG_PROFILE_END(75u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::37");
 
     /* step 76: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::37_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(80), DG_L3(209144), 4u); /* onnx::loss::35_grad L3->L1 */
         dg_copy(DG_L1(0), DG_L3(373008), 40u); /* onnx::log_prob::36 L3->L1 */
@@ -3937,8 +4068,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(373048), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
         DG_DUMP("fc.out_grad", DG_L3(373048), 10u);
     }
+    DG_PROFILE_END(76u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::37_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 77: ReduceSum 'Gemm_75_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373048), 40u); /* fc.out_grad L3->L1 */
         {
@@ -3957,8 +4090,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(627992), DG_L1(40), 40u); /* Gemm_75_Grad/dC_reduced L1->L3 */
         DG_DUMP("Gemm_75_Grad/dC_reduced", DG_L3(627992), 10u);
     }
+    DG_PROFILE_END(77u, "ReduceSum", "Gemm_75_Grad/ReduceSum_3");
 
     /* step 79: Gemm 'Gemm_75_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4015,8 +4150,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc.weight_grad", DG_L3(678728), 320u);
     }
+    DG_PROFILE_END(79u, "Gemm", "Gemm_75_Grad/Gemm_1");
 
     /* step 80: Gemm 'Gemm_75_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4073,8 +4210,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("seqpool.flat.out_grad", DG_L3(439064), 32u);
     }
+    DG_PROFILE_END(80u, "Gemm", "Gemm_75_Grad/Gemm_0");
 
     /* step 82: FusedMatMul 'MatMul_73_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 1, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4132,8 +4271,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("seqpool.attn_grad", DG_L3(537752), 64u);
     }
+    DG_PROFILE_END(82u, "FusedMatMul", "MatMul_73_Grad/FusedMatMul_0");
 
     /* step 83: SoftmaxGrad_13 'Softmax_72_Grad/SoftmaxGrad_13_0' computes in L1, 1 tile(s) of [1, 1, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4183,8 +4324,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("seqpool.t.out_grad", DG_L3(373008), 64u);
     }
+    DG_PROFILE_END(83u, "SoftmaxGrad_13", "Softmax_72_Grad/SoftmaxGrad_13_0");
 
     /* step 85: ReduceSum 'Add_70_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373008), 256u); /* seqpool.t.out_grad L3->L1 */
         {
@@ -4203,8 +4346,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(668992), DG_L1(256), 4u); /* seqpool.bias_grad L1->L3 */
         DG_DUMP("seqpool.bias_grad", DG_L3(668992), 1u);
     }
+    DG_PROFILE_END(85u, "ReduceSum", "Add_70_Grad/ReduceSum_2");
 
     /* step 89: Gemm 'MatMul_69_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 1] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4261,8 +4406,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("seqpool.weight_grad", DG_L3(678600), 32u);
     }
+    DG_PROFILE_END(89u, "Gemm", "MatMul_69_Grad/Gemm_5");
 
     /* step 90: FusedMatMul 'MatMul_73_Grad/FusedMatMul_1' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4320,8 +4467,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("norm.out_grad_1", DG_L3(670280), 2048u);
     }
+    DG_PROFILE_END(90u, "FusedMatMul", "MatMul_73_Grad/FusedMatMul_1");
 
     /* step 91: FusedMatMul 'MatMul_69_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4379,8 +4528,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("norm.out_grad_0", DG_L3(373272), 2048u);
     }
+    DG_PROFILE_END(91u, "FusedMatMul", "MatMul_69_Grad/FusedMatMul_0");
 
     /* step 92: Sum 'AccumulateGrad_norm.out_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* norm.out_grad_0 L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(670280), 8192u); /* norm.out_grad_1 L3->L1 */
@@ -4397,8 +4548,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(537496), DG_L1(16384), 8192u); /* norm.out_grad L1->L3 */
         DG_DUMP("norm.out_grad", DG_L3(537496), 2048u);
     }
+    DG_PROFILE_END(92u, "Sum", "AccumulateGrad_norm.out_grad");
 
     /* step 93: LayerNormalizationGrad 'LayerNormalization_68_Grad/LayerNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(537496), 8192u); /* norm.out_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(521112), 8192u); /* blk1.res2 L3->L1 */
@@ -4429,8 +4582,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("norm.weight_grad", DG_L3(373136), 32u);
         DG_DUMP("norm.bias_grad", DG_L3(670280), 32u);
     }
+    DG_PROFILE_END(93u, "LayerNormalizationGrad", "LayerNormalization_68_Grad/LayerNormalizationGrad_0");
 
     /* step 95: ReduceSum 'Add_66_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* blk1.res2_grad L3->L1 */
         {
@@ -4449,8 +4604,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(439064), DG_L1(8192), 128u); /* blk1.fc2.bias_grad L1->L3 */
         DG_DUMP("blk1.fc2.bias_grad", DG_L3(439064), 32u);
     }
+    DG_PROFILE_END(95u, "ReduceSum", "Add_66_Grad/ReduceSum_2");
 
     /* step 99: Gemm 'MatMul_65_Grad/Gemm_5' computes in L1, 1 tile(s) of [64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4507,8 +4664,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.fc2.weight_grad", DG_L3(521112), 2048u);
     }
+    DG_PROFILE_END(99u, "Gemm", "MatMul_65_Grad/Gemm_5");
 
     /* step 100: FusedMatMul 'MatMul_65_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4566,8 +4725,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.fc1.gelu_grad", DG_L3(422680), 4096u);
     }
+    DG_PROFILE_END(100u, "FusedMatMul", "MatMul_65_Grad/FusedMatMul_0");
 
     /* step 101: GeluGrad 'Gelu_64_Grad/GeluGrad_0' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4606,8 +4767,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.fc1.out_grad", DG_L3(422680), 4096u);
     }
+    DG_PROFILE_END(101u, "GeluGrad", "Gelu_64_Grad/GeluGrad_0");
 
     /* step 102: ReduceSum 'Add_63_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(422680), 16384u); /* blk1.fc1.gelu_grad L3->L1 */
         {
@@ -4626,8 +4789,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(406040), DG_L1(16384), 256u); /* blk1.fc1.bias_grad L1->L3 */
         DG_DUMP("blk1.fc1.bias_grad", DG_L3(406040), 64u);
     }
+    DG_PROFILE_END(102u, "ReduceSum", "Add_63_Grad/ReduceSum_2");
 
     /* step 106: Gemm 'MatMul_62_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4684,8 +4849,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.fc1.weight_grad", DG_L3(537496), 2048u);
     }
+    DG_PROFILE_END(106u, "Gemm", "MatMul_62_Grad/Gemm_5");
 
     /* step 107: FusedMatMul 'MatMul_62_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4743,8 +4910,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.ln2.out_grad", DG_L3(389656), 2048u);
     }
+    DG_PROFILE_END(107u, "FusedMatMul", "MatMul_62_Grad/FusedMatMul_0");
 
     /* step 108: LayerNormalizationGrad 'LayerNormalization_61_Grad/LayerNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(389656), 8192u); /* blk1.ln2.out_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(603288), 8192u); /* blk1.res1 L3->L1 */
@@ -4775,8 +4944,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk1.ln2.weight_grad", DG_L3(669640), 32u);
         DG_DUMP("blk1.ln2.bias_grad", DG_L3(627864), 32u);
     }
+    DG_PROFILE_END(108u, "LayerNormalizationGrad", "LayerNormalization_61_Grad/LayerNormalizationGrad_0");
 
     /* step 110: Sum 'AccumulateGrad_blk1.res1_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* blk1.res2_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(381464), 8192u); /* blk1.res1_grad_1 L3->L1 */
@@ -4793,8 +4964,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(422680), DG_L1(16384), 8192u); /* blk1.res1_grad L1->L3 */
         DG_DUMP("blk1.res1_grad", DG_L3(422680), 2048u);
     }
+    DG_PROFILE_END(110u, "Sum", "AccumulateGrad_blk1.res1_grad");
 
     /* step 112: ReduceSum 'Add_59_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(422680), 8192u); /* blk1.res1_grad L3->L1 */
         {
@@ -4813,8 +4986,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(669512), DG_L1(8192), 128u); /* blk1.proj.bias_grad L1->L3 */
         DG_DUMP("blk1.proj.bias_grad", DG_L3(669512), 32u);
     }
+    DG_PROFILE_END(112u, "ReduceSum", "Add_59_Grad/ReduceSum_2");
 
     /* step 116: Gemm 'MatMul_58_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4871,8 +5046,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.proj.weight_grad", DG_L3(670408), 1024u);
     }
+    DG_PROFILE_END(116u, "Gemm", "MatMul_58_Grad/Gemm_5");
 
     /* step 117: FusedMatMul 'MatMul_58_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4930,8 +5107,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.merge.out_grad", DG_L3(381464), 2048u);
     }
+    DG_PROFILE_END(117u, "FusedMatMul", "MatMul_58_Grad/FusedMatMul_0");
 
     /* step 119: Transpose 'Transpose_56_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -4983,8 +5162,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.av_grad", DG_L3(373272), 2048u);
     }
+    DG_PROFILE_END(119u, "Transpose", "Transpose_56_Grad/Transpose_0");
 
     /* step 120: FusedMatMul 'MatMul_55_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5060,8 +5241,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.v_t.out_grad", DG_L3(381464), 2048u);
     }
+    DG_PROFILE_END(120u, "FusedMatMul", "MatMul_55_Grad/FusedMatMul_1");
 
     /* step 121: Transpose 'Transpose_51_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5101,8 +5284,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.v_heads.out_grad", DG_L3(430872), 2048u);
     }
+    DG_PROFILE_END(121u, "Transpose", "Transpose_51_Grad/Transpose_0");
 
     /* step 123: ReduceSum 'Add_49_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(430872), 8192u); /* blk1.v_heads.out_grad L3->L1 */
         {
@@ -5121,8 +5306,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(373008), DG_L1(8192), 128u); /* blk1.v.bias_grad L1->L3 */
         DG_DUMP("blk1.v.bias_grad", DG_L3(373008), 32u);
     }
+    DG_PROFILE_END(123u, "ReduceSum", "Add_49_Grad/ReduceSum_2");
 
     /* step 127: Gemm 'MatMul_48_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5179,8 +5366,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.v.weight_grad", DG_L3(674504), 1024u);
     }
+    DG_PROFILE_END(127u, "Gemm", "MatMul_48_Grad/Gemm_5");
 
     /* step 128: FusedMatMul 'MatMul_55_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5256,8 +5445,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.attn_grad", DG_L3(595096), 8192u);
     }
+    DG_PROFILE_END(128u, "FusedMatMul", "MatMul_55_Grad/FusedMatMul_0");
 
     /* step 129: SoftmaxGrad_13 'Softmax_54_Grad/SoftmaxGrad_13_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5325,8 +5516,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.scores_grad", DG_L3(373272), 8192u);
     }
+    DG_PROFILE_END(129u, "SoftmaxGrad_13", "Softmax_54_Grad/SoftmaxGrad_13_0");
 
     /* step 130: Mul 'Mul_53_Grad/Mul_0' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5369,8 +5562,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("Mul_53_Grad/PreReduceGrad0", DG_L3(373272), 8192u);
     }
+    DG_PROFILE_END(130u, "Mul", "Mul_53_Grad/Mul_0");
 
     /* step 132: FusedMatMul 'MatMul_52_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5446,8 +5641,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.q_t.out_grad", DG_L3(595096), 2048u);
     }
+    DG_PROFILE_END(132u, "FusedMatMul", "MatMul_52_Grad/FusedMatMul_0");
 
     /* step 133: Transpose 'Transpose_43_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5487,8 +5684,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.q_heads.out_grad", DG_L3(586904), 2048u);
     }
+    DG_PROFILE_END(133u, "Transpose", "Transpose_43_Grad/Transpose_0");
 
     /* step 135: ReduceSum 'Add_41_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(586904), 8192u); /* blk1.q_heads.out_grad L3->L1 */
         {
@@ -5507,8 +5706,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(603288), DG_L1(8192), 128u); /* blk1.q.bias_grad L1->L3 */
         DG_DUMP("blk1.q.bias_grad", DG_L3(603288), 32u);
     }
+    DG_PROFILE_END(135u, "ReduceSum", "Add_41_Grad/ReduceSum_2");
 
     /* step 139: Gemm 'MatMul_40_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5565,8 +5766,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.q.weight_grad", DG_L3(603416), 1024u);
     }
+    DG_PROFILE_END(139u, "Gemm", "MatMul_40_Grad/Gemm_5");
 
     /* step 140: FusedMatMul 'MatMul_52_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 16, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5642,8 +5845,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.k_t.out_grad", DG_L3(595096), 2048u);
     }
+    DG_PROFILE_END(140u, "FusedMatMul", "MatMul_52_Grad/FusedMatMul_1");
 
     /* step 141: Transpose 'Transpose_47_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5683,8 +5888,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.k_heads.out_grad", DG_L3(373272), 2048u);
     }
+    DG_PROFILE_END(141u, "Transpose", "Transpose_47_Grad/Transpose_0");
 
     /* step 143: ReduceSum 'Add_45_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* blk1.k_heads.out_grad L3->L1 */
         {
@@ -5703,8 +5910,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(582552), DG_L1(8192), 128u); /* blk1.k.bias_grad L1->L3 */
         DG_DUMP("blk1.k.bias_grad", DG_L3(582552), 32u);
     }
+    DG_PROFILE_END(143u, "ReduceSum", "Add_45_Grad/ReduceSum_2");
 
     /* step 147: Gemm 'MatMul_44_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5761,8 +5970,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.k.weight_grad", DG_L3(578456), 1024u);
     }
+    DG_PROFILE_END(147u, "Gemm", "MatMul_44_Grad/Gemm_5");
 
     /* step 148: FusedMatMul 'MatMul_48_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5820,8 +6031,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.ln1.out_grad_2", DG_L3(381464), 2048u);
     }
+    DG_PROFILE_END(148u, "FusedMatMul", "MatMul_48_Grad/FusedMatMul_0");
 
     /* step 149: FusedMatMul 'MatMul_40_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5879,8 +6092,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.ln1.out_grad_1", DG_L3(389656), 2048u);
     }
+    DG_PROFILE_END(149u, "FusedMatMul", "MatMul_40_Grad/FusedMatMul_0");
 
     /* step 150: FusedMatMul 'MatMul_44_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5938,8 +6153,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk1.ln1.out_grad_0", DG_L3(397848), 2048u);
     }
+    DG_PROFILE_END(150u, "FusedMatMul", "MatMul_44_Grad/FusedMatMul_0");
 
     /* step 151: Sum 'AccumulateGrad_blk1.ln1.out_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(397848), 8192u); /* blk1.ln1.out_grad_0 L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(389656), 8192u); /* blk1.ln1.out_grad_1 L3->L1 */
@@ -5957,8 +6174,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(430872), DG_L1(24576), 8192u); /* blk1.ln1.out_grad L1->L3 */
         DG_DUMP("blk1.ln1.out_grad", DG_L3(430872), 2048u);
     }
+    DG_PROFILE_END(151u, "Sum", "AccumulateGrad_blk1.ln1.out_grad");
 
     /* step 152: LayerNormalizationGrad 'LayerNormalization_39_Grad/LayerNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(430872), 8192u); /* blk1.ln1.out_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(562072), 8192u); /* blk0.res2 L3->L1 */
@@ -5989,8 +6208,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk1.ln1.weight_grad", DG_L3(570648), 32u);
         DG_DUMP("blk1.ln1.bias_grad", DG_L3(570520), 32u);
     }
+    DG_PROFILE_END(152u, "LayerNormalizationGrad", "LayerNormalization_39_Grad/LayerNormalizationGrad_0");
 
     /* step 154: Sum 'AccumulateGrad_blk0.res2_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(422680), 8192u); /* blk1.res1_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(373272), 8192u); /* blk0.res2_grad_1 L3->L1 */
@@ -6007,8 +6228,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(389656), DG_L1(16384), 8192u); /* blk0.res2_grad L1->L3 */
         DG_DUMP("blk0.res2_grad", DG_L3(389656), 2048u);
     }
+    DG_PROFILE_END(154u, "Sum", "AccumulateGrad_blk0.res2_grad");
 
     /* step 156: ReduceSum 'Add_37_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(389656), 8192u); /* blk0.res2_grad L3->L1 */
         {
@@ -6027,8 +6250,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(570776), DG_L1(8192), 128u); /* blk0.fc2.bias_grad L1->L3 */
         DG_DUMP("blk0.fc2.bias_grad", DG_L3(570776), 32u);
     }
+    DG_PROFILE_END(156u, "ReduceSum", "Add_37_Grad/ReduceSum_2");
 
     /* step 160: Gemm 'MatMul_36_Grad/Gemm_5' computes in L1, 1 tile(s) of [64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6085,8 +6310,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.fc2.weight_grad", DG_L3(562072), 2048u);
     }
+    DG_PROFILE_END(160u, "Gemm", "MatMul_36_Grad/Gemm_5");
 
     /* step 161: FusedMatMul 'MatMul_36_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6144,8 +6371,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.fc1.gelu_grad", DG_L3(373272), 4096u);
     }
+    DG_PROFILE_END(161u, "FusedMatMul", "MatMul_36_Grad/FusedMatMul_0");
 
     /* step 162: GeluGrad 'Gelu_35_Grad/GeluGrad_0' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6184,8 +6413,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.fc1.out_grad", DG_L3(373272), 4096u);
     }
+    DG_PROFILE_END(162u, "GeluGrad", "Gelu_35_Grad/GeluGrad_0");
 
     /* step 163: ReduceSum 'Add_34_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(373272), 16384u); /* blk0.fc1.gelu_grad L3->L1 */
         {
@@ -6204,8 +6435,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(570264), DG_L1(16384), 256u); /* blk0.fc1.bias_grad L1->L3 */
         DG_DUMP("blk0.fc1.bias_grad", DG_L3(570264), 64u);
     }
+    DG_PROFILE_END(163u, "ReduceSum", "Add_34_Grad/ReduceSum_2");
 
     /* step 167: Gemm 'MatMul_33_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6262,8 +6495,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.fc1.weight_grad", DG_L3(496536), 2048u);
     }
+    DG_PROFILE_END(167u, "Gemm", "MatMul_33_Grad/Gemm_5");
 
     /* step 168: FusedMatMul 'MatMul_33_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6321,8 +6556,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.ln2.out_grad", DG_L3(397848), 2048u);
     }
+    DG_PROFILE_END(168u, "FusedMatMul", "MatMul_33_Grad/FusedMatMul_0");
 
     /* step 169: LayerNormalizationGrad 'LayerNormalization_32_Grad/LayerNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(397848), 8192u); /* blk0.ln2.out_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(545688), 8192u); /* blk0.res1 L3->L1 */
@@ -6353,8 +6590,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk0.ln2.weight_grad", DG_L3(554008), 32u);
         DG_DUMP("blk0.ln2.bias_grad", DG_L3(553880), 32u);
     }
+    DG_PROFILE_END(169u, "LayerNormalizationGrad", "LayerNormalization_32_Grad/LayerNormalizationGrad_0");
 
     /* step 171: Sum 'AccumulateGrad_blk0.res1_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(389656), 8192u); /* blk0.res2_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(373272), 8192u); /* blk0.res1_grad_1 L3->L1 */
@@ -6371,8 +6610,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(504728), DG_L1(16384), 8192u); /* blk0.res1_grad L1->L3 */
         DG_DUMP("blk0.res1_grad", DG_L3(504728), 2048u);
     }
+    DG_PROFILE_END(171u, "Sum", "AccumulateGrad_blk0.res1_grad");
 
     /* step 173: ReduceSum 'Add_30_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(504728), 8192u); /* blk0.res1_grad L3->L1 */
         {
@@ -6391,8 +6632,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(549784), DG_L1(8192), 128u); /* blk0.proj.bias_grad L1->L3 */
         DG_DUMP("blk0.proj.bias_grad", DG_L3(549784), 32u);
     }
+    DG_PROFILE_END(173u, "ReduceSum", "Add_30_Grad/ReduceSum_2");
 
     /* step 177: Gemm 'MatMul_29_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6449,8 +6692,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.proj.weight_grad", DG_L3(545688), 1024u);
     }
+    DG_PROFILE_END(177u, "Gemm", "MatMul_29_Grad/Gemm_5");
 
     /* step 178: FusedMatMul 'MatMul_29_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6508,8 +6753,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.merge.out_grad", DG_L3(381464), 2048u);
     }
+    DG_PROFILE_END(178u, "FusedMatMul", "MatMul_29_Grad/FusedMatMul_0");
 
     /* step 180: Transpose 'Transpose_27_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
@@ -6561,8 +6808,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.av_grad", DG_L3(373272), 2048u);
     }
+    DG_PROFILE_END(180u, "Transpose", "Transpose_27_Grad/Transpose_0");
 
     /* step 181: FusedMatMul 'MatMul_26_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6638,8 +6887,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.v_t.out_grad", DG_L3(381464), 2048u);
     }
+    DG_PROFILE_END(181u, "FusedMatMul", "MatMul_26_Grad/FusedMatMul_1");
 
     /* step 182: Transpose 'Transpose_22_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6679,8 +6930,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.v_heads.out_grad", DG_L3(586904), 2048u);
     }
+    DG_PROFILE_END(182u, "Transpose", "Transpose_22_Grad/Transpose_0");
 
     /* step 184: ReduceSum 'Add_20_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(586904), 8192u); /* blk0.v_heads.out_grad L3->L1 */
         {
@@ -6699,8 +6952,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(533400), DG_L1(8192), 128u); /* blk0.v.bias_grad L1->L3 */
         DG_DUMP("blk0.v.bias_grad", DG_L3(533400), 32u);
     }
+    DG_PROFILE_END(184u, "ReduceSum", "Add_20_Grad/ReduceSum_2");
 
     /* step 188: Gemm 'MatMul_19_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6757,8 +7012,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.v.weight_grad", DG_L3(529304), 1024u);
     }
+    DG_PROFILE_END(188u, "Gemm", "MatMul_19_Grad/Gemm_5");
 
     /* step 189: FusedMatMul 'MatMul_26_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6834,8 +7091,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.attn_grad", DG_L3(406296), 8192u);
     }
+    DG_PROFILE_END(189u, "FusedMatMul", "MatMul_26_Grad/FusedMatMul_0");
 
     /* step 190: SoftmaxGrad_13 'Softmax_25_Grad/SoftmaxGrad_13_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6903,8 +7162,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.scores_grad", DG_L3(373272), 8192u);
     }
+    DG_PROFILE_END(190u, "SoftmaxGrad_13", "Softmax_25_Grad/SoftmaxGrad_13_0");
 
     /* step 191: Mul 'Mul_24_Grad/Mul_0' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6947,8 +7208,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("Mul_24_Grad/PreReduceGrad0", DG_L3(373272), 8192u);
     }
+    DG_PROFILE_END(191u, "Mul", "Mul_24_Grad/Mul_0");
 
     /* step 193: FusedMatMul 'MatMul_23_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 1, 64, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7024,8 +7287,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.q_t.out_grad", DG_L3(315664), 2048u);
     }
+    DG_PROFILE_END(193u, "FusedMatMul", "MatMul_23_Grad/FusedMatMul_0");
 
     /* step 194: Transpose 'Transpose_14_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7065,8 +7330,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.q_heads.out_grad", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(194u, "Transpose", "Transpose_14_Grad/Transpose_0");
 
     /* step 196: ReduceSum 'Add_12_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(307472), 8192u); /* blk0.q_heads.out_grad L3->L1 */
         {
@@ -7085,8 +7352,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(426776), DG_L1(8192), 128u); /* blk0.q.bias_grad L1->L3 */
         DG_DUMP("blk0.q.bias_grad", DG_L3(426776), 32u);
     }
+    DG_PROFILE_END(196u, "ReduceSum", "Add_12_Grad/ReduceSum_2");
 
     /* step 200: Gemm 'MatMul_11_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7143,8 +7412,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.q.weight_grad", DG_L3(422680), 1024u);
     }
+    DG_PROFILE_END(200u, "Gemm", "MatMul_11_Grad/Gemm_5");
 
     /* step 201: FusedMatMul 'MatMul_23_Grad/FusedMatMul_1' computes in L1, 2 tile(s) of [1, 1, 16, 64], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7220,8 +7491,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.k_t.out_grad", DG_L3(323856), 2048u);
     }
+    DG_PROFILE_END(201u, "FusedMatMul", "MatMul_23_Grad/FusedMatMul_1");
 
     /* step 202: Transpose 'Transpose_18_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7261,8 +7534,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.k_heads.out_grad", DG_L3(315664), 2048u);
     }
+    DG_PROFILE_END(202u, "Transpose", "Transpose_18_Grad/Transpose_0");
 
     /* step 204: ReduceSum 'Add_16_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(315664), 8192u); /* blk0.k_heads.out_grad L3->L1 */
         {
@@ -7281,8 +7556,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(404120), DG_L1(8192), 128u); /* blk0.k.bias_grad L1->L3 */
         DG_DUMP("blk0.k.bias_grad", DG_L3(404120), 32u);
     }
+    DG_PROFILE_END(204u, "ReduceSum", "Add_16_Grad/ReduceSum_2");
 
     /* step 208: Gemm 'MatMul_15_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7339,8 +7616,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.k.weight_grad", DG_L3(400024), 1024u);
     }
+    DG_PROFILE_END(208u, "Gemm", "MatMul_15_Grad/Gemm_5");
 
     /* step 209: FusedMatMul 'MatMul_19_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7398,8 +7677,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.ln1.out_grad_2", DG_L3(323856), 2048u);
     }
+    DG_PROFILE_END(209u, "FusedMatMul", "MatMul_19_Grad/FusedMatMul_0");
 
     /* step 210: FusedMatMul 'MatMul_11_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7457,8 +7738,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.ln1.out_grad_1", DG_L3(332048), 2048u);
     }
+    DG_PROFILE_END(210u, "FusedMatMul", "MatMul_11_Grad/FusedMatMul_0");
 
     /* step 211: FusedMatMul 'MatMul_15_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7516,8 +7799,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("blk0.ln1.out_grad_0", DG_L3(307472), 2048u);
     }
+    DG_PROFILE_END(211u, "FusedMatMul", "MatMul_15_Grad/FusedMatMul_0");
 
     /* step 212: Sum 'AccumulateGrad_blk0.ln1.out_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(307472), 8192u); /* blk0.ln1.out_grad_0 L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(332048), 8192u); /* blk0.ln1.out_grad_1 L3->L1 */
@@ -7535,8 +7820,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(315664), DG_L1(24576), 8192u); /* blk0.ln1.out_grad L1->L3 */
         DG_DUMP("blk0.ln1.out_grad", DG_L3(315664), 2048u);
     }
+    DG_PROFILE_END(212u, "Sum", "AccumulateGrad_blk0.ln1.out_grad");
 
     /* step 213: LayerNormalizationGrad 'LayerNormalization_10_Grad/LayerNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(315664), 8192u); /* blk0.ln1.out_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(660800), 8192u); /* tok.tokens.out L3->L1 */
@@ -7567,8 +7854,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("blk0.ln1.weight_grad", DG_L3(399896), 32u);
         DG_DUMP("blk0.ln1.bias_grad", DG_L3(404248), 32u);
     }
+    DG_PROFILE_END(213u, "LayerNormalizationGrad", "LayerNormalization_10_Grad/LayerNormalizationGrad_0");
 
     /* step 215: Sum 'AccumulateGrad_pos.out_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(504728), 8192u); /* blk0.res1_grad L3->L1 */
         dg_copy(DG_L1(8192), DG_L3(307472), 8192u); /* pos.out_grad_1 L3->L1 */
@@ -7585,8 +7874,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(391704), DG_L1(16384), 8192u); /* pos.out_grad L1->L3 */
         DG_DUMP("pos.out_grad", DG_L3(391704), 2048u);
     }
+    DG_PROFILE_END(215u, "Sum", "AccumulateGrad_pos.out_grad");
 
     /* step 218: Transpose 'Transpose_8_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 32, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7626,8 +7917,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("tok.flatten.out_grad", DG_L3(373272), 2048u);
     }
+    DG_PROFILE_END(218u, "Transpose", "Transpose_8_Grad/Transpose_0");
 
     /* step 220: MaxPoolGrad 'MaxPool_6_Grad/MaxPoolGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(49152), DG_L3(373272), 8192u); /* tok.flatten.out_grad L3->L1 */
         dg_copy(DG_L1(32768), DG_L3(455576), 16384u); /* tok.pool2.indices L3->L1 */
@@ -7658,8 +7951,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(307472), DG_L1(0), 32768u); /* tok.conv2.relu_grad L1->L3 */
         DG_DUMP("tok.conv2.relu_grad", DG_L3(307472), 8192u);
     }
+    DG_PROFILE_END(220u, "MaxPoolGrad", "MaxPool_6_Grad/MaxPoolGrad_0");
 
     /* step 221: ReluGrad 'Relu_5_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7713,8 +8008,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.conv2.out_grad", DG_L3(307472), 8192u);
     }
+    DG_PROFILE_END(221u, "ReluGrad", "Relu_5_Grad/ReluGrad_0");
 
     /* step 222: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(307472), 32768u); /* tok.conv2.relu_grad L3->L1 */
         dg_copy(DG_L1(69632), DG_L3(439192), 16384u); /* tok.pool1.out L3->L1 */
@@ -7778,8 +8075,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("tok.pool1.out_grad", DG_L3(406296), 4096u);
         DG_DUMP("tok.conv2.weight_grad", DG_L3(373272), 4608u);
     }
+    DG_PROFILE_END(222u, "ConvGrad", "Conv_4_Grad/ConvGrad_0");
 
     /* step 223: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(98304), DG_L3(406296), 16384u); /* tok.pool1.out_grad L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(340240), 32768u); /* tok.pool1.indices L3->L1 */
@@ -7810,8 +8109,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(274704), DG_L1(0), 65536u); /* tok.conv1.relu_grad L1->L3 */
         DG_DUMP("tok.conv1.relu_grad", DG_L3(274704), 16384u);
     }
+    DG_PROFILE_END(223u, "MaxPoolGrad", "MaxPool_3_Grad/MaxPoolGrad_0");
 
     /* step 224: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7872,8 +8173,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.conv1.out_grad", DG_L3(274704), 16384u);
     }
+    DG_PROFILE_END(224u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
     /* step 225: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(274704), 65536u); /* tok.conv1.relu_grad L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(0), 12288u); /* input L3->L1 */
@@ -7908,8 +8211,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(209168), DG_L1(79552), 1728u); /* tok.conv1.weight_grad L1->L3 */
         DG_DUMP("tok.conv1.weight_grad", DG_L3(209168), 432u);
     }
+    DG_PROFILE_END(225u, "ConvGrad", "Conv_1_Grad/ConvGrad_0");
 
     /* step 226: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -7970,8 +8275,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(226u, "InPlaceAccumulatorV2", "GradientAccumulator1");
 
     /* step 227: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1, 1 tile(s) of [4608] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8032,8 +8339,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(227u, "InPlaceAccumulatorV2", "GradientAccumulator2");
 
     /* step 228: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8094,8 +8403,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(228u, "InPlaceAccumulatorV2", "GradientAccumulator3");
 
     /* step 229: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8156,8 +8467,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(229u, "InPlaceAccumulatorV2", "GradientAccumulator4");
 
     /* step 230: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8218,8 +8531,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(230u, "InPlaceAccumulatorV2", "GradientAccumulator5");
 
     /* step 231: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8280,8 +8595,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(231u, "InPlaceAccumulatorV2", "GradientAccumulator6");
 
     /* step 232: InPlaceAccumulatorV2 'GradientAccumulator7' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8342,8 +8659,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(232u, "InPlaceAccumulatorV2", "GradientAccumulator7");
 
     /* step 233: InPlaceAccumulatorV2 'GradientAccumulator8' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8404,8 +8723,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(233u, "InPlaceAccumulatorV2", "GradientAccumulator8");
 
     /* step 234: InPlaceAccumulatorV2 'GradientAccumulator9' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8466,8 +8787,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(234u, "InPlaceAccumulatorV2", "GradientAccumulator9");
 
     /* step 235: InPlaceAccumulatorV2 'GradientAccumulator10' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8528,8 +8851,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(235u, "InPlaceAccumulatorV2", "GradientAccumulator10");
 
     /* step 236: InPlaceAccumulatorV2 'GradientAccumulator11' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8590,8 +8915,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(236u, "InPlaceAccumulatorV2", "GradientAccumulator11");
 
     /* step 237: InPlaceAccumulatorV2 'GradientAccumulator12' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8652,8 +8979,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(237u, "InPlaceAccumulatorV2", "GradientAccumulator12");
 
     /* step 238: InPlaceAccumulatorV2 'GradientAccumulator13' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8714,8 +9043,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(238u, "InPlaceAccumulatorV2", "GradientAccumulator13");
 
     /* step 239: InPlaceAccumulatorV2 'GradientAccumulator14' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8776,8 +9107,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(239u, "InPlaceAccumulatorV2", "GradientAccumulator14");
 
     /* step 240: InPlaceAccumulatorV2 'GradientAccumulator15' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8838,8 +9171,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(240u, "InPlaceAccumulatorV2", "GradientAccumulator15");
 
     /* step 241: InPlaceAccumulatorV2 'GradientAccumulator16' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8900,8 +9235,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(241u, "InPlaceAccumulatorV2", "GradientAccumulator16");
 
     /* step 242: InPlaceAccumulatorV2 'GradientAccumulator17' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -8962,8 +9299,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(242u, "InPlaceAccumulatorV2", "GradientAccumulator17");
 
     /* step 243: InPlaceAccumulatorV2 'GradientAccumulator18' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9024,8 +9363,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(243u, "InPlaceAccumulatorV2", "GradientAccumulator18");
 
     /* step 244: InPlaceAccumulatorV2 'GradientAccumulator19' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9086,8 +9427,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(244u, "InPlaceAccumulatorV2", "GradientAccumulator19");
 
     /* step 245: InPlaceAccumulatorV2 'GradientAccumulator20' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9148,8 +9491,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(245u, "InPlaceAccumulatorV2", "GradientAccumulator20");
 
     /* step 246: InPlaceAccumulatorV2 'GradientAccumulator21' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9210,8 +9555,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(246u, "InPlaceAccumulatorV2", "GradientAccumulator21");
 
     /* step 247: InPlaceAccumulatorV2 'GradientAccumulator22' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9272,8 +9619,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(247u, "InPlaceAccumulatorV2", "GradientAccumulator22");
 
     /* step 248: InPlaceAccumulatorV2 'GradientAccumulator23' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9334,8 +9683,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(248u, "InPlaceAccumulatorV2", "GradientAccumulator23");
 
     /* step 249: InPlaceAccumulatorV2 'GradientAccumulator24' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9396,8 +9747,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(249u, "InPlaceAccumulatorV2", "GradientAccumulator24");
 
     /* step 250: InPlaceAccumulatorV2 'GradientAccumulator25' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9458,8 +9811,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(250u, "InPlaceAccumulatorV2", "GradientAccumulator25");
 
     /* step 251: InPlaceAccumulatorV2 'GradientAccumulator26' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9520,8 +9875,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(251u, "InPlaceAccumulatorV2", "GradientAccumulator26");
 
     /* step 252: InPlaceAccumulatorV2 'GradientAccumulator27' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9582,8 +9939,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(252u, "InPlaceAccumulatorV2", "GradientAccumulator27");
 
     /* step 253: InPlaceAccumulatorV2 'GradientAccumulator28' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9644,8 +10003,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(253u, "InPlaceAccumulatorV2", "GradientAccumulator28");
 
     /* step 254: InPlaceAccumulatorV2 'GradientAccumulator29' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9706,8 +10067,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(254u, "InPlaceAccumulatorV2", "GradientAccumulator29");
 
     /* step 255: InPlaceAccumulatorV2 'GradientAccumulator30' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9768,8 +10131,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(255u, "InPlaceAccumulatorV2", "GradientAccumulator30");
 
     /* step 256: InPlaceAccumulatorV2 'GradientAccumulator31' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9830,8 +10195,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(256u, "InPlaceAccumulatorV2", "GradientAccumulator31");
 
     /* step 257: InPlaceAccumulatorV2 'GradientAccumulator32' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9892,8 +10259,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(257u, "InPlaceAccumulatorV2", "GradientAccumulator32");
 
     /* step 258: InPlaceAccumulatorV2 'GradientAccumulator33' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -9954,8 +10323,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(258u, "InPlaceAccumulatorV2", "GradientAccumulator33");
 
     /* step 259: InPlaceAccumulatorV2 'GradientAccumulator34' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10016,8 +10387,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(259u, "InPlaceAccumulatorV2", "GradientAccumulator34");
 
     /* step 260: InPlaceAccumulatorV2 'GradientAccumulator35' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10078,8 +10451,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(260u, "InPlaceAccumulatorV2", "GradientAccumulator35");
 
     /* step 261: InPlaceAccumulatorV2 'GradientAccumulator36' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10140,8 +10515,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(261u, "InPlaceAccumulatorV2", "GradientAccumulator36");
 
     /* step 262: InPlaceAccumulatorV2 'GradientAccumulator37' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10202,8 +10579,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(262u, "InPlaceAccumulatorV2", "GradientAccumulator37");
 
     /* step 263: InPlaceAccumulatorV2 'GradientAccumulator38' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10264,8 +10643,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(263u, "InPlaceAccumulatorV2", "GradientAccumulator38");
 
     /* step 264: InPlaceAccumulatorV2 'GradientAccumulator39' computes in L1, 1 tile(s) of [1] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10326,8 +10707,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(264u, "InPlaceAccumulatorV2", "GradientAccumulator39");
 
     /* step 265: InPlaceAccumulatorV2 'GradientAccumulator40' computes in L1, 1 tile(s) of [320] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10388,8 +10771,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(265u, "InPlaceAccumulatorV2", "GradientAccumulator40");
 
     /* step 266: InPlaceAccumulatorV2 'GradientAccumulator41' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -10450,4 +10835,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(266u, "InPlaceAccumulatorV2", "GradientAccumulator41");
 }

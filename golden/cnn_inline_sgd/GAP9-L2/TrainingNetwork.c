@@ -65,6 +65,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 4, 12, 12], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -151,8 +152,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[1]);
         DG_DUMP("conv.out", DG_L2(6928), 1152u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [1152] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -188,8 +191,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.relu", DG_L2(1168), 1152u);
     }
+    DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(1168), 4608u); /* conv.relu L2->L1 */
         {
@@ -220,8 +225,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(16144), DG_L1(4608), 2304u); /* pool.indices L1->L2 */
         DG_DUMP("pool.out", DG_L2(11536), 288u);
     }
+    DG_PROFILE_END(2u, "MaxPool", "MaxPool_3");
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -289,8 +296,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L2(1168), 20u);
     }
+    DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::43' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(1168), 80u); /* fc.out L2->L1 */
         dg_copy(DG_L1(160), DG_L2(1152), 16u); /* labels L2->L1 */
@@ -315,8 +324,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::41", DG_L2(19640), 1u);
         DG_DUMP("onnx::log_prob::42", DG_L2(1248), 20u);
     }
+    DG_PROFILE_END(5u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::43");
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(176), (void *)dg_w2, 4u); /* onnx::loss::41_grad L2->L1 */
         dg_copy(DG_L1(0), DG_L2(1248), 80u); /* onnx::log_prob::42 L2->L1 */
@@ -340,8 +351,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(12688), DG_L1(80), 80u); /* fc.out_grad L1->L2 */
         DG_DUMP("fc.out_grad", DG_L2(12688), 20u);
     }
+    DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(12688), 80u); /* fc.out_grad L2->L1 */
         {
@@ -360,8 +373,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(19600), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(19600), 10u);
     }
+    DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 144] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -418,8 +433,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc.weight_grad", DG_L2(1168), 1440u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_5_Grad/Gemm_1");
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 2 tile(s) of [1, 144], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -488,8 +505,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("flatten.out_grad", DG_L2(18448), 288u);
     }
+    DG_PROFILE_END(10u, "Gemm", "Gemm_5_Grad/Gemm_0");
 
     /* step 12: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(6912), DG_L2(18448), 1152u); /* flatten.out_grad L2->L1 */
         dg_copy(DG_L1(4608), DG_L2(16144), 2304u); /* pool.indices L2->L1 */
@@ -520,8 +539,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(11536), DG_L1(0), 4608u); /* conv.relu_grad L1->L2 */
         DG_DUMP("conv.relu_grad", DG_L2(11536), 1152u);
     }
+    DG_PROFILE_END(12u, "MaxPoolGrad", "MaxPool_3_Grad/MaxPoolGrad_0");
 
     /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [1152] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -560,8 +581,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.out_grad", DG_L2(11536), 1152u);
     }
+    DG_PROFILE_END(13u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
     /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1, 1 tile(s) of [2, 4, 12, 12] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -678,8 +701,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("conv.weight_grad", DG_L2(6928), 36u);
         DG_DUMP("conv.bias_grad", DG_L2(7072), 4u);
     }
+    DG_PROFILE_END(14u, "ConvGrad", "Conv_1_Grad/ConvGrad_0");
 
     /* step 15: SGD 'conv.weight_sgd' computes in L1, 1 tile(s) of [36] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -720,8 +745,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.weight_updated", (void *)dg_w3, 36u);
     }
+    DG_PROFILE_END(15u, "SGD", "conv.weight_sgd");
 
     /* step 16: SGD 'conv.bias_sgd' computes in L1, 1 tile(s) of [4] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -762,8 +789,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.bias_updated", (void *)dg_w4, 4u);
     }
+    DG_PROFILE_END(16u, "SGD", "conv.bias_sgd");
 
     /* step 17: SGD 'fc.weight_sgd' computes in L1, 1 tile(s) of [1440] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -804,8 +833,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc.weight_updated", (void *)dg_w5, 1440u);
     }
+    DG_PROFILE_END(17u, "SGD", "fc.weight_sgd");
 
     /* step 18: SGD 'fc.bias_sgd' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -846,4 +877,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc.bias_updated", (void *)dg_w6, 10u);
     }
+    DG_PROFILE_END(18u, "SGD", "fc.bias_sgd");
 }

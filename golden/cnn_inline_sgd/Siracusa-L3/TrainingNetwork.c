@@ -82,6 +82,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 4, 12, 12], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -168,8 +169,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[1]);
         DG_DUMP("conv.out", DG_L3(12896), 1152u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [1152] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -205,8 +208,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.relu", DG_L3(7136), 1152u);
     }
+    DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: MaxPool 'MaxPool_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(7136), 4608u); /* conv.relu L3->L1 */
         {
@@ -237,8 +242,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(22112), DG_L1(4608), 2304u); /* pool.indices L1->L3 */
         DG_DUMP("pool.out", DG_L3(17504), 288u);
     }
+    DG_PROFILE_END(2u, "MaxPool", "MaxPool_3");
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -306,8 +313,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L3(7136), 20u);
     }
+    DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::43' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(7136), 80u); /* fc.out L3->L1 */
         dg_copy(DG_L1(160), DG_L3(1152), 16u); /* labels L3->L1 */
@@ -332,8 +341,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::41", DG_L3(25608), 1u);
         DG_DUMP("onnx::log_prob::42", DG_L3(7216), 20u);
     }
+    DG_PROFILE_END(5u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::43");
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(176), DG_L3(1168), 4u); /* onnx::loss::41_grad L3->L1 */
         dg_copy(DG_L1(0), DG_L3(7216), 80u); /* onnx::log_prob::42 L3->L1 */
@@ -357,8 +368,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(18656), DG_L1(80), 80u); /* fc.out_grad L1->L3 */
         DG_DUMP("fc.out_grad", DG_L3(18656), 20u);
     }
+    DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(18656), 80u); /* fc.out_grad L3->L1 */
         {
@@ -377,8 +390,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(25568), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L3 */
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L3(25568), 10u);
     }
+    DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 144] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -435,8 +450,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc.weight_grad", DG_L3(7136), 1440u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_5_Grad/Gemm_1");
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 2 tile(s) of [1, 144], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -505,8 +522,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("flatten.out_grad", DG_L3(24416), 288u);
     }
+    DG_PROFILE_END(10u, "Gemm", "Gemm_5_Grad/Gemm_0");
 
     /* step 12: MaxPoolGrad 'MaxPool_3_Grad/MaxPoolGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(6912), DG_L3(24416), 1152u); /* flatten.out_grad L3->L1 */
         dg_copy(DG_L1(4608), DG_L3(22112), 2304u); /* pool.indices L3->L1 */
@@ -537,8 +556,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(17504), DG_L1(0), 4608u); /* conv.relu_grad L1->L3 */
         DG_DUMP("conv.relu_grad", DG_L3(17504), 1152u);
     }
+    DG_PROFILE_END(12u, "MaxPoolGrad", "MaxPool_3_Grad/MaxPoolGrad_0");
 
     /* step 13: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [1152] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -577,8 +598,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.out_grad", DG_L3(17504), 1152u);
     }
+    DG_PROFILE_END(13u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
     /* step 14: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1, 1 tile(s) of [2, 4, 12, 12] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -695,8 +718,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("conv.weight_grad", DG_L3(12896), 36u);
         DG_DUMP("conv.bias_grad", DG_L3(13040), 4u);
     }
+    DG_PROFILE_END(14u, "ConvGrad", "Conv_1_Grad/ConvGrad_0");
 
     /* step 15: SGD 'conv.weight_sgd' computes in L1, 1 tile(s) of [36] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -737,8 +762,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.weight_updated", DG_L3(1176), 36u);
     }
+    DG_PROFILE_END(15u, "SGD", "conv.weight_sgd");
 
     /* step 16: SGD 'conv.bias_sgd' computes in L1, 1 tile(s) of [4] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -779,8 +806,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("conv.bias_updated", DG_L3(1320), 4u);
     }
+    DG_PROFILE_END(16u, "SGD", "conv.bias_sgd");
 
     /* step 17: SGD 'fc.weight_sgd' computes in L1, 1 tile(s) of [1440] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -821,8 +850,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc.weight_updated", DG_L3(1336), 1440u);
     }
+    DG_PROFILE_END(17u, "SGD", "fc.weight_sgd");
 
     /* step 18: SGD 'fc.bias_sgd' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -863,4 +894,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc.bias_updated", DG_L3(7096), 10u);
     }
+    DG_PROFILE_END(18u, "SGD", "fc.bias_sgd");
 }

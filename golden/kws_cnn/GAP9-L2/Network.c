@@ -55,6 +55,7 @@ void RunNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 16 tile(s) of [1, 1, 49, 10], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -158,8 +159,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("conv1.out", DG_L2(33320), 7840u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -247,8 +250,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o5_q[0]);
         DG_DUMP("bn1.out", DG_L2(1960), 7840u);
     }
+    DG_PROFILE_END(1u, "BatchNormalization", "BatchNormalization_2");
 
     /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [7840] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -275,8 +280,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("bn1.relu", DG_L2(1960), 7840u);
     }
+    DG_PROFILE_END(2u, "Relu", "Relu_3");
 
     /* step 3: MaxPool 'MaxPool_4' computes in L1, 16 tile(s) of [1, 1, 24, 5], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[16] = {
             {0u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -368,8 +375,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("pool1.out", DG_L2(33320), 1920u);
     }
+    DG_PROFILE_END(3u, "MaxPool", "MaxPool_4");
 
     /* step 4: Conv 'Conv_5' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -433,8 +442,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("conv2.out", DG_L2(17320), 3840u);
     }
+    DG_PROFILE_END(4u, "Conv", "Conv_5");
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -522,8 +533,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o5_q[0]);
         DG_DUMP("bn2.out", DG_L2(1960), 3840u);
     }
+    DG_PROFILE_END(5u, "BatchNormalization", "BatchNormalization_6");
 
     /* step 6: Relu 'Relu_7' computes in L1, 1 tile(s) of [3840] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -550,8 +563,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("bn2.relu", DG_L2(1960), 3840u);
     }
+    DG_PROFILE_END(6u, "Relu", "Relu_7");
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(1960), 15360u); /* bn2.out L2->L1 */
         {
@@ -576,8 +591,10 @@ void RunNetwork(void *arg)
         dg_copy(DG_L2(17320), DG_L1(15360), 128u); /* gap.out L1->L2 */
         DG_DUMP("gap.out", DG_L2(17320), 32u);
     }
+    DG_PROFILE_END(7u, "GlobalAveragePool", "GlobalAveragePool_8");
 
     /* step 9: Gemm 'Gemm_10' computes in L1, 1 tile(s) of [1, 12] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -645,8 +662,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L2(1960), 12u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_10");
 
     /* step 10: Softmax 'Softmax_11' computes in L1, 1 tile(s) of [1, 12] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 48u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -684,4 +703,5 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("probs", DG_L2(2008), 12u);
     }
+    DG_PROFILE_END(10u, "Softmax", "Softmax_11");
 }

@@ -79,6 +79,7 @@ void RunNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 16 tile(s) of [1, 1, 49, 10], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -182,8 +183,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("conv1.out", DG_L3(54680), 7840u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: BatchNormalization 'BatchNormalization_2' computes in L1, 1 tile(s) of [1, 16, 49, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -271,8 +274,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o5_q[0]);
         DG_DUMP("bn1.out", DG_L3(23320), 7840u);
     }
+    DG_PROFILE_END(1u, "BatchNormalization", "BatchNormalization_2");
 
     /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [7840] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 31360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -299,8 +304,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("bn1.relu", DG_L3(23320), 7840u);
     }
+    DG_PROFILE_END(2u, "Relu", "Relu_3");
 
     /* step 3: MaxPool 'MaxPool_4' computes in L1, 16 tile(s) of [1, 1, 24, 5], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[16] = {
             {0u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -392,8 +399,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("pool1.out", DG_L3(54680), 1920u);
     }
+    DG_PROFILE_END(3u, "MaxPool", "MaxPool_4");
 
     /* step 4: Conv 'Conv_5' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -457,8 +466,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("conv2.out", DG_L3(38680), 3840u);
     }
+    DG_PROFILE_END(4u, "Conv", "Conv_5");
 
     /* step 5: BatchNormalization 'BatchNormalization_6' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -546,8 +557,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o5_q[0]);
         DG_DUMP("bn2.out", DG_L3(23320), 3840u);
     }
+    DG_PROFILE_END(5u, "BatchNormalization", "BatchNormalization_6");
 
     /* step 6: Relu 'Relu_7' computes in L1, 1 tile(s) of [3840] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -574,8 +587,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("bn2.relu", DG_L3(23320), 3840u);
     }
+    DG_PROFILE_END(6u, "Relu", "Relu_7");
 
     /* step 7: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(23320), 15360u); /* bn2.out L3->L1 */
         {
@@ -600,8 +615,10 @@ void RunNetwork(void *arg)
         dg_copy(DG_L3(38680), DG_L1(15360), 128u); /* gap.out L1->L3 */
         DG_DUMP("gap.out", DG_L3(38680), 32u);
     }
+    DG_PROFILE_END(7u, "GlobalAveragePool", "GlobalAveragePool_8");
 
     /* step 9: Gemm 'Gemm_10' computes in L1, 1 tile(s) of [1, 12] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -669,8 +686,10 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L3(23320), 12u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_10");
 
     /* step 10: Softmax 'Softmax_11' computes in L1, 1 tile(s) of [1, 12] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 48u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -708,4 +727,5 @@ void RunNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("probs", DG_L3(23368), 12u);
     }
+    DG_PROFILE_END(10u, "Softmax", "Softmax_11");
 }

@@ -31,6 +31,7 @@ void RunOptimizerNetwork(void *arg)
     (void)arg;
 
     /* step 96: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             /* conv1.weight */
@@ -358,4 +359,5 @@ void RunOptimizerNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
     }
+    DG_PROFILE_END(96u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

@@ -254,6 +254,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 16, 16, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 2176u, {3u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -333,8 +334,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("conv1.out", DG_L2(526856), 16384u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -539,8 +542,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("bn1.saved_mean", DG_L2(1186696), 16u);
         DG_DUMP("bn1.saved_inv_std", DG_L2(1186760), 16u);
     }
+    DG_PROFILE_END(1u, "BatchNormInternal", "BatchNormInternal_2");
 
     /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [16384] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -567,8 +572,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("bn1.relu", DG_L2(592392), 16384u);
     }
+    DG_PROFILE_END(2u, "Relu", "Relu_3");
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 1536u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -661,8 +668,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack1.conv1.out", DG_L2(657928), 16384u);
     }
+    DG_PROFILE_END(3u, "Conv", "Conv_4");
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -867,8 +876,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn1.saved_mean", DG_L2(1186824), 16u);
         DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(1186888), 16u);
     }
+    DG_PROFILE_END(4u, "BatchNormInternal", "BatchNormInternal_5");
 
     /* step 5: Relu 'Relu_6' computes in L1, 1 tile(s) of [16384] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -895,8 +906,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack1.bn1.relu", DG_L2(723464), 16384u);
     }
+    DG_PROFILE_END(5u, "Relu", "Relu_6");
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 1536u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -989,8 +1002,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack1.conv2.out", DG_L2(789000), 16384u);
     }
+    DG_PROFILE_END(6u, "Conv", "Conv_7");
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1195,8 +1210,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn2.saved_mean", DG_L2(1186952), 16u);
         DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1187016), 16u);
     }
+    DG_PROFILE_END(7u, "BatchNormInternal", "BatchNormInternal_8");
 
     /* step 8: Add 'Add_9' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1258,8 +1275,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack1.add", DG_L2(854536), 16384u);
     }
+    DG_PROFILE_END(8u, "Add", "Add_9");
 
     /* step 9: Relu 'Relu_10' computes in L1, 1 tile(s) of [16384] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1286,8 +1305,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack1.add.relu", DG_L2(854536), 16384u);
     }
+    DG_PROFILE_END(9u, "Relu", "Relu_10");
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 1920u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -1374,8 +1395,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[1]);
         DG_DUMP("stack2.shortcut.out", DG_L2(305672), 8192u);
     }
+    DG_PROFILE_END(10u, "Conv", "Conv_16");
 
     /* step 11: Conv 'Conv_11' computes in L1, 3 tile(s) of [1, 32, 6, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 1536u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -1468,8 +1491,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack2.conv1.out", DG_L2(920072), 8192u);
     }
+    DG_PROFILE_END(11u, "Conv", "Conv_11");
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1659,8 +1684,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn1.saved_mean", DG_L2(1153544), 32u);
         DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(1153672), 32u);
     }
+    DG_PROFILE_END(12u, "BatchNormInternal", "BatchNormInternal_12");
 
     /* step 13: Relu 'Relu_13' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1687,8 +1714,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack2.bn1.relu", DG_L2(952840), 8192u);
     }
+    DG_PROFILE_END(13u, "Relu", "Relu_13");
 
     /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1764,8 +1793,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack2.conv2.out", DG_L2(1051144), 8192u);
     }
+    DG_PROFILE_END(14u, "Conv", "Conv_14");
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1955,8 +1986,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn2.saved_mean", DG_L2(1153800), 32u);
         DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(1153928), 32u);
     }
+    DG_PROFILE_END(15u, "BatchNormInternal", "BatchNormInternal_15");
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2011,8 +2044,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack2.add", DG_L2(985608), 8192u);
     }
+    DG_PROFILE_END(16u, "Add", "Add_17");
 
     /* step 17: Relu 'Relu_18' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2039,8 +2074,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack2.add.relu", DG_L2(985608), 8192u);
     }
+    DG_PROFILE_END(17u, "Relu", "Relu_18");
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 960u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
@@ -2116,8 +2153,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("stack3.shortcut.out", DG_L2(305672), 4096u);
     }
+    DG_PROFILE_END(18u, "Conv", "Conv_24");
 
     /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 22, 8, 8], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2200,8 +2239,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack3.conv1.out", DG_L2(453128), 4096u);
     }
+    DG_PROFILE_END(19u, "Conv", "Conv_19");
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2339,8 +2380,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn1.saved_mean", DG_L2(518664), 64u);
         DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(518920), 64u);
     }
+    DG_PROFILE_END(20u, "BatchNormInternal", "BatchNormInternal_20");
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2367,8 +2410,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack3.bn1.relu", DG_L2(469512), 4096u);
     }
+    DG_PROFILE_END(21u, "Relu", "Relu_21");
 
     /* step 22: Conv 'Conv_22' computes in L1, 4 tile(s) of [1, 16, 8, 8], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2448,8 +2493,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack3.conv2.out", DG_L2(322056), 4096u);
     }
+    DG_PROFILE_END(22u, "Conv", "Conv_22");
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2587,8 +2634,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn2.saved_mean", DG_L2(354824), 64u);
         DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(355080), 64u);
     }
+    DG_PROFILE_END(23u, "BatchNormInternal", "BatchNormInternal_23");
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2628,8 +2677,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.add", DG_L2(338440), 4096u);
     }
+    DG_PROFILE_END(24u, "Add", "Add_25");
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2665,8 +2716,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.add.relu", DG_L2(305672), 4096u);
     }
+    DG_PROFILE_END(25u, "Relu", "Relu_26");
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1, 1 tile(s) of [1, 64, 1, 1] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2718,8 +2771,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("avgpool.out", DG_L2(355336), 64u);
     }
+    DG_PROFILE_END(26u, "AveragePool", "AveragePool_27");
 
     /* step 28: Gemm 'Gemm_29' computes in L1, 1 tile(s) of [1, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2787,8 +2842,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L2(305672), 10u);
     }
+    DG_PROFILE_END(28u, "Gemm", "Gemm_29");
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(305672), 40u); /* fc.out L2->L1 */
         dg_copy(DG_L1(80), DG_L2(12288), 8u); /* labels L2->L1 */
@@ -2813,8 +2870,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::23", DG_L2(1187120), 1u);
         DG_DUMP("onnx::log_prob::24", DG_L2(305712), 10u);
     }
+    DG_PROFILE_END(29u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::25");
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(80), (void *)dg_w71, 4u); /* onnx::loss::23_grad L2->L1 */
         dg_copy(DG_L1(0), DG_L2(305712), 40u); /* onnx::log_prob::24 L2->L1 */
@@ -2838,8 +2897,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(305672), DG_L1(40), 40u); /* fc.out_grad L1->L2 */
         DG_DUMP("fc.out_grad", DG_L2(305672), 10u);
     }
+    DG_PROFILE_END(30u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(305672), 40u); /* fc.out_grad L2->L1 */
         {
@@ -2858,8 +2919,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1187080), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L2(1187080), 10u);
     }
+    DG_PROFILE_END(31u, "ReduceSum", "Gemm_29_Grad/ReduceSum_3");
 
     /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2916,8 +2979,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc.weight_grad", DG_L2(1180168), 640u);
     }
+    DG_PROFILE_END(33u, "Gemm", "Gemm_29_Grad/Gemm_1");
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2974,8 +3039,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("flatten.out_grad", DG_L2(355336), 64u);
     }
+    DG_PROFILE_END(34u, "Gemm", "Gemm_29_Grad/Gemm_0");
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(16384), DG_L2(355336), 256u); /* flatten.out_grad L2->L1 */
         {
@@ -3005,8 +3072,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(305672), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L2 */
         DG_DUMP("stack3.add.relu_grad", DG_L2(305672), 4096u);
     }
+    DG_PROFILE_END(36u, "AveragePoolGrad", "AveragePool_27_Grad/AveragePoolGrad_0");
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3045,8 +3114,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.add_grad", DG_L2(305672), 4096u);
     }
+    DG_PROFILE_END(37u, "ReluGrad", "Relu_26_Grad/ReluGrad_0");
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(65536), DG_L2(305672), 16384u); /* stack3.add.relu_grad L2->L1 */
         dg_copy(DG_L1(0), DG_L2(985608), 32768u); /* stack2.bn2.out L2->L1 */
@@ -3139,8 +3210,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.shortcut.weight_grad", DG_L2(1171976), 2048u);
         DG_DUMP("stack3.shortcut.bias_grad", DG_L2(1184776), 64u);
     }
+    DG_PROFILE_END(39u, "ConvGrad", "Conv_24_Grad/ConvGrad_0");
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(305672), 16384u); /* stack3.add.relu_grad L2->L1 */
         dg_copy(DG_L1(16384), DG_L2(322056), 16384u); /* stack3.conv2.out L2->L1 */
@@ -3170,8 +3243,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn2.weight_grad", DG_L2(1185288), 64u);
         DG_DUMP("stack3.bn2.bias_grad", DG_L2(1185032), 64u);
     }
+    DG_PROFILE_END(41u, "BatchNormalizationGrad", "BatchNormInternal_23_Grad/BatchNormalizationGrad_0");
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -3230,8 +3305,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn1.relu_grad", DG_L2(485896), 4096u);
         DG_DUMP("stack3.conv2.weight_grad", DG_L2(305672), 36864u);
     }
+    DG_PROFILE_END(42u, "ConvGrad", "Conv_22_Grad/ConvGrad_0");
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3270,8 +3347,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.bn1.out_grad", DG_L2(485896), 4096u);
     }
+    DG_PROFILE_END(43u, "ReluGrad", "Relu_21_Grad/ReluGrad_0");
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(485896), 16384u); /* stack3.bn1.relu_grad L2->L1 */
         dg_copy(DG_L1(16384), DG_L2(453128), 16384u); /* stack3.conv1.out L2->L1 */
@@ -3301,8 +3380,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn1.weight_grad", DG_L2(1185800), 64u);
         DG_DUMP("stack3.bn1.bias_grad", DG_L2(1185544), 64u);
     }
+    DG_PROFILE_END(44u, "BatchNormalizationGrad", "BatchNormInternal_20_Grad/BatchNormalizationGrad_0");
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -3361,8 +3442,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.add.relu_grad_0", DG_L2(1116680), 8192u);
         DG_DUMP("stack3.conv1.weight_grad", DG_L2(453128), 18432u);
     }
+    DG_PROFILE_END(45u, "ConvGrad", "Conv_19_Grad/ConvGrad_0");
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(1116680), 32768u); /* stack2.add.relu_grad_0 L2->L1 */
         dg_copy(DG_L1(32768), DG_L2(1018376), 32768u); /* stack2.add.relu_grad_1 L2->L1 */
@@ -3379,8 +3462,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(1083912), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L2 */
         DG_DUMP("stack2.add.relu_grad", DG_L2(1083912), 8192u);
     }
+    DG_PROFILE_END(46u, "Sum", "AccumulateGrad_stack2.add.relu_grad");
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3434,8 +3519,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack2.add_grad", DG_L2(1083912), 8192u);
     }
+    DG_PROFILE_END(47u, "ReluGrad", "Relu_18_Grad/ReluGrad_0");
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -3522,8 +3609,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.shortcut.weight_grad", DG_L2(1182728), 512u);
         DG_DUMP("stack2.shortcut.bias_grad", DG_L2(1186056), 32u);
     }
+    DG_PROFILE_END(49u, "ConvGrad", "Conv_16_Grad/ConvGrad_0");
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(1083912), 32768u); /* stack2.add.relu_grad L2->L1 */
         dg_copy(DG_L1(32768), DG_L2(1051144), 32768u); /* stack2.conv2.out L2->L1 */
@@ -3553,8 +3642,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn2.weight_grad", DG_L2(1186312), 32u);
         DG_DUMP("stack2.bn2.bias_grad", DG_L2(1186184), 32u);
     }
+    DG_PROFILE_END(51u, "BatchNormalizationGrad", "BatchNormInternal_15_Grad/BatchNormalizationGrad_0");
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -3613,8 +3704,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn1.relu_grad", DG_L2(1088008), 8192u);
         DG_DUMP("stack2.conv2.weight_grad", DG_L2(1051144), 9216u);
     }
+    DG_PROFILE_END(52u, "ConvGrad", "Conv_14_Grad/ConvGrad_0");
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3668,8 +3761,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack2.bn1.out_grad", DG_L2(1088008), 8192u);
     }
+    DG_PROFILE_END(53u, "ReluGrad", "Relu_13_Grad/ReluGrad_0");
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(1088008), 32768u); /* stack2.bn1.relu_grad L2->L1 */
         dg_copy(DG_L1(32768), DG_L2(920072), 32768u); /* stack2.conv1.out L2->L1 */
@@ -3699,8 +3794,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn1.weight_grad", DG_L2(1186568), 32u);
         DG_DUMP("stack2.bn1.bias_grad", DG_L2(1186440), 32u);
     }
+    DG_PROFILE_END(54u, "BatchNormalizationGrad", "BatchNormInternal_12_Grad/BatchNormalizationGrad_0");
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -3759,8 +3856,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.add.relu_grad_0", DG_L2(1106440), 16384u);
         DG_DUMP("stack2.conv1.weight_grad", DG_L2(1088008), 4608u);
     }
+    DG_PROFILE_END(55u, "ConvGrad", "Conv_11_Grad/ConvGrad_0");
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             const float *const xs[] = { DG_L2(1106440), DG_L2(985608) };
@@ -3774,8 +3873,10 @@ void RunTrainingNetwork(void *arg)
         }
         DG_DUMP("stack1.add.relu_grad", DG_L2(920072), 16384u);
     }
+    DG_PROFILE_END(56u, "Sum", "AccumulateGrad_stack1.add.relu_grad");
 
     /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3836,8 +3937,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack1.add_grad", DG_L2(920072), 16384u);
     }
+    DG_PROFILE_END(57u, "ReluGrad", "Relu_10_Grad/ReluGrad_0");
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_batchnorm_grad_args_t args = {
@@ -3859,8 +3962,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn2.weight_grad", DG_L2(994888), 16u);
         DG_DUMP("stack1.bn2.bias_grad", DG_L2(994824), 16u);
     }
+    DG_PROFILE_END(60u, "BatchNormalizationGrad", "BatchNormInternal_8_Grad/BatchNormalizationGrad_0");
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -3919,8 +4024,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn1.relu_grad", DG_L2(789000), 16384u);
         DG_DUMP("stack1.conv2.weight_grad", DG_L2(985608), 2304u);
     }
+    DG_PROFILE_END(61u, "ConvGrad", "Conv_7_Grad/ConvGrad_0");
 
     /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3981,8 +4088,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack1.bn1.out_grad", DG_L2(789000), 16384u);
     }
+    DG_PROFILE_END(62u, "ReluGrad", "Relu_6_Grad/ReluGrad_0");
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_batchnorm_grad_args_t args = {
@@ -4004,8 +4113,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn1.weight_grad", DG_L2(863816), 16u);
         DG_DUMP("stack1.bn1.bias_grad", DG_L2(863752), 16u);
     }
+    DG_PROFILE_END(63u, "BatchNormalizationGrad", "BatchNormInternal_5_Grad/BatchNormalizationGrad_0");
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_conv_args_t args = {
@@ -4064,8 +4175,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("bn1.relu_grad_0", DG_L2(789000), 16384u);
         DG_DUMP("stack1.conv1.weight_grad", DG_L2(854536), 2304u);
     }
+    DG_PROFILE_END(64u, "ConvGrad", "Conv_4_Grad/ConvGrad_0");
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             const float *const xs[] = { DG_L2(789000), DG_L2(920072) };
@@ -4079,8 +4192,10 @@ void RunTrainingNetwork(void *arg)
         }
         DG_DUMP("bn1.relu_grad", DG_L2(657928), 16384u);
     }
+    DG_PROFILE_END(65u, "Sum", "AccumulateGrad_bn1.relu_grad");
 
     /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4141,8 +4256,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("bn1.out_grad", DG_L2(657928), 16384u);
     }
+    DG_PROFILE_END(66u, "ReluGrad", "Relu_3_Grad/ReluGrad_0");
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         {
             dg_batchnorm_grad_args_t args = {
@@ -4164,8 +4281,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("bn1.weight_grad", DG_L2(723528), 16u);
         DG_DUMP("bn1.bias_grad", DG_L2(723464), 16u);
     }
+    DG_PROFILE_END(67u, "BatchNormalizationGrad", "BatchNormInternal_2_Grad/BatchNormalizationGrad_0");
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(592392), 65536u); /* conv1.out_grad L2->L1 */
         dg_copy(DG_L1(65536), DG_L2(0), 12288u); /* input L2->L1 */
@@ -4200,8 +4319,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(526856), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L2 */
         DG_DUMP("conv1.weight_grad", DG_L2(526856), 432u);
     }
+    DG_PROFILE_END(68u, "ConvGrad", "Conv_1_Grad/ConvGrad_0");
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4262,8 +4383,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(69u, "InPlaceAccumulatorV2", "GradientAccumulator1");
 
     /* step 70: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4324,8 +4447,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(70u, "InPlaceAccumulatorV2", "GradientAccumulator2");
 
     /* step 71: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4386,8 +4511,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(71u, "InPlaceAccumulatorV2", "GradientAccumulator3");
 
     /* step 72: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1, 1 tile(s) of [2304] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 9216u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4448,8 +4575,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(72u, "InPlaceAccumulatorV2", "GradientAccumulator4");
 
     /* step 73: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4510,8 +4639,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(73u, "InPlaceAccumulatorV2", "GradientAccumulator5");
 
     /* step 74: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4572,8 +4703,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(74u, "InPlaceAccumulatorV2", "GradientAccumulator6");
 
     /* step 75: InPlaceAccumulatorV2 'GradientAccumulator7' computes in L1, 1 tile(s) of [2304] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 9216u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4634,8 +4767,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(75u, "InPlaceAccumulatorV2", "GradientAccumulator7");
 
     /* step 76: InPlaceAccumulatorV2 'GradientAccumulator8' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4696,8 +4831,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(76u, "InPlaceAccumulatorV2", "GradientAccumulator8");
 
     /* step 77: InPlaceAccumulatorV2 'GradientAccumulator9' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4758,8 +4895,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(77u, "InPlaceAccumulatorV2", "GradientAccumulator9");
 
     /* step 78: InPlaceAccumulatorV2 'GradientAccumulator10' computes in L1, 1 tile(s) of [4608] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4820,8 +4959,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(78u, "InPlaceAccumulatorV2", "GradientAccumulator10");
 
     /* step 79: InPlaceAccumulatorV2 'GradientAccumulator11' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4882,8 +5023,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(79u, "InPlaceAccumulatorV2", "GradientAccumulator11");
 
     /* step 80: InPlaceAccumulatorV2 'GradientAccumulator12' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4944,8 +5087,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(80u, "InPlaceAccumulatorV2", "GradientAccumulator12");
 
     /* step 81: InPlaceAccumulatorV2 'GradientAccumulator13' computes in L1, 2 tile(s) of [4608], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5021,8 +5166,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(81u, "InPlaceAccumulatorV2", "GradientAccumulator13");
 
     /* step 82: InPlaceAccumulatorV2 'GradientAccumulator14' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5083,8 +5230,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(82u, "InPlaceAccumulatorV2", "GradientAccumulator14");
 
     /* step 83: InPlaceAccumulatorV2 'GradientAccumulator15' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5145,8 +5294,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(83u, "InPlaceAccumulatorV2", "GradientAccumulator15");
 
     /* step 84: InPlaceAccumulatorV2 'GradientAccumulator16' computes in L1, 1 tile(s) of [512] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 2048u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5207,8 +5358,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(84u, "InPlaceAccumulatorV2", "GradientAccumulator16");
 
     /* step 85: InPlaceAccumulatorV2 'GradientAccumulator17' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5269,8 +5422,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(85u, "InPlaceAccumulatorV2", "GradientAccumulator17");
 
     /* step 86: InPlaceAccumulatorV2 'GradientAccumulator18' computes in L1, 3 tile(s) of [6144], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5348,8 +5503,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(86u, "InPlaceAccumulatorV2", "GradientAccumulator18");
 
     /* step 87: InPlaceAccumulatorV2 'GradientAccumulator19' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5410,8 +5567,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(87u, "InPlaceAccumulatorV2", "GradientAccumulator19");
 
     /* step 88: InPlaceAccumulatorV2 'GradientAccumulator20' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5472,8 +5631,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(88u, "InPlaceAccumulatorV2", "GradientAccumulator20");
 
     /* step 89: InPlaceAccumulatorV2 'GradientAccumulator21' computes in L1, 5 tile(s) of [7373], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[5] = {
             {0u, 29492u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5562,8 +5723,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(89u, "InPlaceAccumulatorV2", "GradientAccumulator21");
 
     /* step 90: InPlaceAccumulatorV2 'GradientAccumulator22' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5624,8 +5787,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(90u, "InPlaceAccumulatorV2", "GradientAccumulator22");
 
     /* step 91: InPlaceAccumulatorV2 'GradientAccumulator23' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5686,8 +5851,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(91u, "InPlaceAccumulatorV2", "GradientAccumulator23");
 
     /* step 92: InPlaceAccumulatorV2 'GradientAccumulator24' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5748,8 +5915,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(92u, "InPlaceAccumulatorV2", "GradientAccumulator24");
 
     /* step 93: InPlaceAccumulatorV2 'GradientAccumulator25' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5810,8 +5979,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(93u, "InPlaceAccumulatorV2", "GradientAccumulator25");
 
     /* step 94: InPlaceAccumulatorV2 'GradientAccumulator26' computes in L1, 1 tile(s) of [640] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 2560u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5872,8 +6043,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(94u, "InPlaceAccumulatorV2", "GradientAccumulator26");
 
     /* step 95: InPlaceAccumulatorV2 'GradientAccumulator27' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5934,4 +6107,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(95u, "InPlaceAccumulatorV2", "GradientAccumulator27");
 }

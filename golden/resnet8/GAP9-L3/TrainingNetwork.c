@@ -303,6 +303,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 16, 16, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 2176u, {3u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -382,8 +383,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("conv1.out", DG_L3(785400), 16384u);
     }
+    DG_PROFILE_END(0u, "Conv", "Conv_1");
 
     /* step 1: BatchNormInternal 'BatchNormInternal_2' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -588,8 +591,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("bn1.saved_mean", DG_L3(1519104), 16u);
         DG_DUMP("bn1.saved_inv_std", DG_L3(1519208), 16u);
     }
+    DG_PROFILE_END(1u, "BatchNormInternal", "BatchNormInternal_2");
 
     /* step 2: Relu 'Relu_3' computes in L1, 1 tile(s) of [16384] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -616,8 +621,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("bn1.relu", DG_L3(850936), 16384u);
     }
+    DG_PROFILE_END(2u, "Relu", "Relu_3");
 
     /* step 3: Conv 'Conv_4' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 1536u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -710,8 +717,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack1.conv1.out", DG_L3(916472), 16384u);
     }
+    DG_PROFILE_END(3u, "Conv", "Conv_4");
 
     /* step 4: BatchNormInternal 'BatchNormInternal_5' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -916,8 +925,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn1.saved_mean", DG_L3(1365176), 16u);
         DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1365248), 16u);
     }
+    DG_PROFILE_END(4u, "BatchNormInternal", "BatchNormInternal_5");
 
     /* step 5: Relu 'Relu_6' computes in L1, 1 tile(s) of [16384] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -944,8 +955,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack1.bn1.relu", DG_L3(1281208), 16384u);
     }
+    DG_PROFILE_END(5u, "Relu", "Relu_6");
 
     /* step 6: Conv 'Conv_7' computes in L1, 3 tile(s) of [1, 16, 11, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 1536u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -1038,8 +1051,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack1.conv2.out", DG_L3(1379456), 16384u);
     }
+    DG_PROFILE_END(6u, "Conv", "Conv_7");
 
     /* step 7: BatchNormInternal 'BatchNormInternal_8' computes in L1, 3 tile(s) of [1, 6, 32, 32], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1244,8 +1259,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn2.saved_mean", DG_L3(1378368), 16u);
         DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1281144), 16u);
     }
+    DG_PROFILE_END(7u, "BatchNormInternal", "BatchNormInternal_8");
 
     /* step 8: Add 'Add_9' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1307,8 +1324,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack1.add", DG_L3(982008), 16384u);
     }
+    DG_PROFILE_END(8u, "Add", "Add_9");
 
     /* step 9: Relu 'Relu_10' computes in L1, 1 tile(s) of [16384] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1335,8 +1354,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack1.add.relu", DG_L3(982008), 16384u);
     }
+    DG_PROFILE_END(9u, "Relu", "Relu_10");
 
     /* step 10: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 1920u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -1423,8 +1444,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[1]);
         DG_DUMP("stack2.shortcut.out", DG_L3(637816), 8192u);
     }
+    DG_PROFILE_END(10u, "Conv", "Conv_16");
 
     /* step 11: Conv 'Conv_11' computes in L1, 3 tile(s) of [1, 32, 6, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 1536u, {16u, 1u, 1u}, {4096u, 0u, 0u}},
@@ -1517,8 +1540,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack2.conv1.out", DG_L3(1047544), 8192u);
     }
+    DG_PROFILE_END(11u, "Conv", "Conv_11");
 
     /* step 12: BatchNormInternal 'BatchNormInternal_12' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1708,8 +1733,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn1.saved_mean", DG_L3(1346744), 32u);
         DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1346872), 32u);
     }
+    DG_PROFILE_END(12u, "BatchNormInternal", "BatchNormInternal_12");
 
     /* step 13: Relu 'Relu_13' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1736,8 +1763,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack2.bn1.relu", DG_L3(1080312), 8192u);
     }
+    DG_PROFILE_END(13u, "Relu", "Relu_13");
 
     /* step 14: Conv 'Conv_14' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1813,8 +1842,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack2.conv2.out", DG_L3(1178616), 8192u);
     }
+    DG_PROFILE_END(14u, "Conv", "Conv_14");
 
     /* step 15: BatchNormInternal 'BatchNormInternal_15' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2004,8 +2035,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn2.saved_mean", DG_L3(1277432), 32u);
         DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1277560), 32u);
     }
+    DG_PROFILE_END(15u, "BatchNormInternal", "BatchNormInternal_15");
 
     /* step 16: Add 'Add_17' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2060,8 +2093,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack2.add", DG_L3(1113080), 8192u);
     }
+    DG_PROFILE_END(16u, "Add", "Add_17");
 
     /* step 17: Relu 'Relu_18' computes in L1, 1 tile(s) of [8192] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2088,8 +2123,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack2.add.relu", DG_L3(1113080), 8192u);
     }
+    DG_PROFILE_END(17u, "Relu", "Relu_18");
 
     /* step 18: Conv 'Conv_24' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 960u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
@@ -2165,8 +2202,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("stack3.shortcut.out", DG_L3(654456), 4096u);
     }
+    DG_PROFILE_END(18u, "Conv", "Conv_24");
 
     /* step 19: Conv 'Conv_19' computes in L1, 3 tile(s) of [1, 22, 8, 8], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2249,8 +2288,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack3.conv1.out", DG_L3(1211384), 4096u);
     }
+    DG_PROFILE_END(19u, "Conv", "Conv_19");
 
     /* step 20: BatchNormInternal 'BatchNormInternal_20' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2388,8 +2429,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn1.saved_mean", DG_L3(1277176), 64u);
         DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(1276920), 64u);
     }
+    DG_PROFILE_END(20u, "BatchNormInternal", "BatchNormInternal_20");
 
     /* step 21: Relu 'Relu_21' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2416,8 +2459,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("stack3.bn1.relu", DG_L3(1227768), 4096u);
     }
+    DG_PROFILE_END(21u, "Relu", "Relu_21");
 
     /* step 22: Conv 'Conv_22' computes in L1, 4 tile(s) of [1, 16, 8, 8], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2497,8 +2542,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[1]);
         DG_DUMP("stack3.conv2.out", DG_L3(671608), 4096u);
     }
+    DG_PROFILE_END(22u, "Conv", "Conv_22");
 
     /* step 23: BatchNormInternal 'BatchNormInternal_23' computes in L1, 1 tile(s) of [1, 64, 8, 8] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2636,8 +2683,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn2.saved_mean", DG_L3(670840), 64u);
         DG_DUMP("stack3.bn2.saved_inv_std", DG_L3(671096), 64u);
     }
+    DG_PROFILE_END(23u, "BatchNormInternal", "BatchNormInternal_23");
 
     /* step 24: Add 'Add_25' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2677,8 +2726,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.add", DG_L3(638072), 4096u);
     }
+    DG_PROFILE_END(24u, "Add", "Add_25");
 
     /* step 25: Relu 'Relu_26' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2714,8 +2765,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.add.relu", DG_L3(654456), 4096u);
     }
+    DG_PROFILE_END(25u, "Relu", "Relu_26");
 
     /* step 26: AveragePool 'AveragePool_27' computes in L1, 1 tile(s) of [1, 64, 1, 1] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2767,8 +2820,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("avgpool.out", DG_L3(637816), 64u);
     }
+    DG_PROFILE_END(26u, "AveragePool", "AveragePool_27");
 
     /* step 28: Gemm 'Gemm_29' computes in L1, 1 tile(s) of [1, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2836,8 +2891,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc.out", DG_L3(654456), 10u);
     }
+    DG_PROFILE_END(28u, "Gemm", "Gemm_29");
 
     /* step 29: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::25' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(654456), 40u); /* fc.out L3->L1 */
         dg_copy(DG_L1(80), DG_L3(12288), 8u); /* labels L3->L1 */
@@ -2862,8 +2919,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::23", DG_L3(1365240), 1u);
         DG_DUMP("onnx::log_prob::24", DG_L3(654496), 10u);
     }
+    DG_PROFILE_END(29u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::25");
 
     /* step 30: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(80), DG_L3(637792), 4u); /* onnx::loss::23_grad L3->L1 */
         dg_copy(DG_L1(0), DG_L3(654496), 40u); /* onnx::log_prob::24 L3->L1 */
@@ -2887,8 +2946,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(654456), DG_L1(40), 40u); /* fc.out_grad L1->L3 */
         DG_DUMP("fc.out_grad", DG_L3(654456), 10u);
     }
+    DG_PROFILE_END(30u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::25_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 31: ReduceSum 'Gemm_29_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(654456), 40u); /* fc.out_grad L3->L1 */
         {
@@ -2907,8 +2968,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1519168), DG_L1(40), 40u); /* Gemm_29_Grad/dC_reduced L1->L3 */
         DG_DUMP("Gemm_29_Grad/dC_reduced", DG_L3(1519168), 10u);
     }
+    DG_PROFILE_END(31u, "ReduceSum", "Gemm_29_Grad/ReduceSum_3");
 
     /* step 33: Gemm 'Gemm_29_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2965,8 +3028,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc.weight_grad", DG_L3(1373504), 640u);
     }
+    DG_PROFILE_END(33u, "Gemm", "Gemm_29_Grad/Gemm_1");
 
     /* step 34: Gemm 'Gemm_29_Grad/Gemm_0' computes in L1, 1 tile(s) of [1, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3023,8 +3088,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("flatten.out_grad", DG_L3(637816), 64u);
     }
+    DG_PROFILE_END(34u, "Gemm", "Gemm_29_Grad/Gemm_0");
 
     /* step 36: AveragePoolGrad 'AveragePool_27_Grad/AveragePoolGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(16384), DG_L3(637816), 256u); /* flatten.out_grad L3->L1 */
         {
@@ -3054,8 +3121,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(654456), DG_L1(0), 16384u); /* stack3.add.relu_grad L1->L3 */
         DG_DUMP("stack3.add.relu_grad", DG_L3(654456), 4096u);
     }
+    DG_PROFILE_END(36u, "AveragePoolGrad", "AveragePool_27_Grad/AveragePoolGrad_0");
 
     /* step 37: ReluGrad 'Relu_26_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3094,8 +3163,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.add_grad", DG_L3(654456), 4096u);
     }
+    DG_PROFILE_END(37u, "ReluGrad", "Relu_26_Grad/ReluGrad_0");
 
     /* step 39: ConvGrad 'Conv_24_Grad/ConvGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(65536), DG_L3(654456), 16384u); /* stack3.add.relu_grad L3->L1 */
         dg_copy(DG_L1(0), DG_L3(1113080), 32768u); /* stack2.bn2.out L3->L1 */
@@ -3188,8 +3259,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.shortcut.weight_grad", DG_L3(1365312), 2048u);
         DG_DUMP("stack3.shortcut.bias_grad", DG_L3(1378112), 64u);
     }
+    DG_PROFILE_END(39u, "ConvGrad", "Conv_24_Grad/ConvGrad_0");
 
     /* step 41: BatchNormalizationGrad 'BatchNormInternal_23_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(654456), 16384u); /* stack3.add.relu_grad L3->L1 */
         dg_copy(DG_L1(16384), DG_L3(671608), 16384u); /* stack3.conv2.out L3->L1 */
@@ -3219,8 +3292,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn2.weight_grad", DG_L3(1378688), 64u);
         DG_DUMP("stack3.bn2.bias_grad", DG_L3(1378432), 64u);
     }
+    DG_PROFILE_END(41u, "BatchNormalizationGrad", "BatchNormInternal_23_Grad/BatchNormalizationGrad_0");
 
     /* step 42: ConvGrad 'Conv_22_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(294912), DG_L3(1260536), 16384u); /* stack3.conv2.out_grad L3->L2 */
         dg_copy(DG_L2(311296), DG_L3(1227768), 16384u); /* stack3.bn1.out L3->L2 */
@@ -3284,8 +3359,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn1.relu_grad", DG_L3(1244152), 4096u);
         DG_DUMP("stack3.conv2.weight_grad", DG_L3(637816), 36864u);
     }
+    DG_PROFILE_END(42u, "ConvGrad", "Conv_22_Grad/ConvGrad_0");
 
     /* step 43: ReluGrad 'Relu_21_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [4096] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3324,8 +3401,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("stack3.bn1.out_grad", DG_L3(1244152), 4096u);
     }
+    DG_PROFILE_END(43u, "ReluGrad", "Relu_21_Grad/ReluGrad_0");
 
     /* step 44: BatchNormalizationGrad 'BatchNormInternal_20_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(1244152), 16384u); /* stack3.bn1.relu_grad L3->L1 */
         dg_copy(DG_L1(16384), DG_L3(1211384), 16384u); /* stack3.conv1.out L3->L1 */
@@ -3355,8 +3434,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack3.bn1.weight_grad", DG_L3(1379200), 64u);
         DG_DUMP("stack3.bn1.bias_grad", DG_L3(1378944), 64u);
     }
+    DG_PROFILE_END(44u, "BatchNormalizationGrad", "BatchNormInternal_20_Grad/BatchNormalizationGrad_0");
 
     /* step 45: ConvGrad 'Conv_19_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(212992), DG_L3(1260536), 16384u); /* stack3.conv1.out_grad L3->L2 */
         dg_copy(DG_L2(147456), DG_L3(1113080), 32768u); /* stack2.bn2.out L3->L2 */
@@ -3420,8 +3501,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.add.relu_grad_0", DG_L3(1211384), 8192u);
         DG_DUMP("stack3.conv1.weight_grad", DG_L3(1445120), 18432u);
     }
+    DG_PROFILE_END(45u, "ConvGrad", "Conv_19_Grad/ConvGrad_0");
 
     /* step 46: Sum 'AccumulateGrad_stack2.add.relu_grad' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(1211384), 32768u); /* stack2.add.relu_grad_0 L3->L1 */
         dg_copy(DG_L1(32768), DG_L3(1145848), 32768u); /* stack2.add.relu_grad_1 L3->L1 */
@@ -3438,8 +3521,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1244280), DG_L1(65536), 32768u); /* stack2.add.relu_grad L1->L3 */
         DG_DUMP("stack2.add.relu_grad", DG_L3(1244280), 8192u);
     }
+    DG_PROFILE_END(46u, "Sum", "AccumulateGrad_stack2.add.relu_grad");
 
     /* step 47: ReluGrad 'Relu_18_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3493,8 +3578,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack2.add_grad", DG_L3(1244280), 8192u);
     }
+    DG_PROFILE_END(47u, "ReluGrad", "Relu_18_Grad/ReluGrad_0");
 
     /* step 49: ConvGrad 'Conv_16_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(131072), DG_L3(1244280), 32768u); /* stack2.add.relu_grad L3->L2 */
         dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn2.out L3->L2 */
@@ -3587,8 +3674,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.shortcut.weight_grad", DG_L3(1376064), 512u);
         DG_DUMP("stack2.shortcut.bias_grad", DG_L3(1444992), 32u);
     }
+    DG_PROFILE_END(49u, "ConvGrad", "Conv_16_Grad/ConvGrad_0");
 
     /* step 51: BatchNormalizationGrad 'BatchNormInternal_15_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(1244280), 32768u); /* stack2.add.relu_grad L3->L1 */
         dg_copy(DG_L1(32768), DG_L3(1178616), 32768u); /* stack2.conv2.out L3->L1 */
@@ -3618,8 +3707,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn2.weight_grad", DG_L3(1244152), 32u);
         DG_DUMP("stack2.bn2.bias_grad", DG_L3(785272), 32u);
     }
+    DG_PROFILE_END(51u, "BatchNormalizationGrad", "BatchNormInternal_15_Grad/BatchNormalizationGrad_0");
 
     /* step 52: ConvGrad 'Conv_14_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(73728), DG_L3(1211384), 32768u); /* stack2.conv2.out_grad L3->L2 */
         dg_copy(DG_L2(106496), DG_L3(1080312), 32768u); /* stack2.bn1.out L3->L2 */
@@ -3683,8 +3774,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn1.relu_grad", DG_L3(1178616), 8192u);
         DG_DUMP("stack2.conv2.weight_grad", DG_L3(1244280), 9216u);
     }
+    DG_PROFILE_END(52u, "ConvGrad", "Conv_14_Grad/ConvGrad_0");
 
     /* step 53: ReluGrad 'Relu_13_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3738,8 +3831,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack2.bn1.out_grad", DG_L3(1178616), 8192u);
     }
+    DG_PROFILE_END(53u, "ReluGrad", "Relu_13_Grad/ReluGrad_0");
 
     /* step 54: BatchNormalizationGrad 'BatchNormInternal_12_Grad/BatchNormalizationGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(1178616), 32768u); /* stack2.bn1.relu_grad L3->L1 */
         dg_copy(DG_L1(32768), DG_L3(1047544), 32768u); /* stack2.conv1.out L3->L1 */
@@ -3769,8 +3864,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack2.bn1.weight_grad", DG_L3(1518976), 32u);
         DG_DUMP("stack2.bn1.bias_grad", DG_L3(1518848), 32u);
     }
+    DG_PROFILE_END(54u, "BatchNormalizationGrad", "BatchNormInternal_12_Grad/BatchNormalizationGrad_0");
 
     /* step 55: ConvGrad 'Conv_11_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(131072), DG_L3(1080312), 32768u); /* stack2.conv1.out_grad L3->L2 */
         dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn2.out L3->L2 */
@@ -3834,8 +3931,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.add.relu_grad_0", DG_L3(1178616), 16384u);
         DG_DUMP("stack2.conv1.weight_grad", DG_L3(1346744), 4608u);
     }
+    DG_PROFILE_END(55u, "ConvGrad", "Conv_11_Grad/ConvGrad_0");
 
     /* step 56: Sum 'AccumulateGrad_stack1.add.relu_grad' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(1178616), 65536u); /* stack1.add.relu_grad_0 L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(1113080), 65536u); /* stack1.add.relu_grad_1 L3->L2 */
@@ -3852,8 +3951,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(1047544), DG_L2(131072), 65536u); /* stack1.add.relu_grad L2->L3 */
         DG_DUMP("stack1.add.relu_grad", DG_L3(1047544), 16384u);
     }
+    DG_PROFILE_END(56u, "Sum", "AccumulateGrad_stack1.add.relu_grad");
 
     /* step 57: ReluGrad 'Relu_10_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3914,8 +4015,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack1.add_grad", DG_L3(1047544), 16384u);
     }
+    DG_PROFILE_END(57u, "ReluGrad", "Relu_10_Grad/ReluGrad_0");
 
     /* step 60: BatchNormalizationGrad 'BatchNormInternal_8_Grad/BatchNormalizationGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(1047544), 65536u); /* stack1.add.relu_grad L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(1379456), 65536u); /* stack1.conv2.out L3->L2 */
@@ -3945,8 +4048,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn2.weight_grad", DG_L3(1187896), 16u);
         DG_DUMP("stack1.bn2.bias_grad", DG_L3(1178616), 16u);
     }
+    DG_PROFILE_END(60u, "BatchNormalizationGrad", "BatchNormInternal_8_Grad/BatchNormalizationGrad_0");
 
     /* step 61: ConvGrad 'Conv_7_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(1113080), 65536u); /* stack1.conv2.out_grad L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(1281208), 65536u); /* stack1.bn1.out L3->L2 */
@@ -4010,8 +4115,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn1.relu_grad", DG_L3(982008), 16384u);
         DG_DUMP("stack1.conv2.weight_grad", DG_L3(1178680), 2304u);
     }
+    DG_PROFILE_END(61u, "ConvGrad", "Conv_7_Grad/ConvGrad_0");
 
     /* step 62: ReluGrad 'Relu_6_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4072,8 +4179,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("stack1.bn1.out_grad", DG_L3(982008), 16384u);
     }
+    DG_PROFILE_END(62u, "ReluGrad", "Relu_6_Grad/ReluGrad_0");
 
     /* step 63: BatchNormalizationGrad 'BatchNormInternal_5_Grad/BatchNormalizationGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* stack1.bn1.relu_grad L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(916472), 65536u); /* stack1.conv1.out L3->L2 */
@@ -4103,8 +4212,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("stack1.bn1.weight_grad", DG_L3(1122360), 16u);
         DG_DUMP("stack1.bn1.bias_grad", DG_L3(1122296), 16u);
     }
+    DG_PROFILE_END(63u, "BatchNormalizationGrad", "BatchNormInternal_5_Grad/BatchNormalizationGrad_0");
 
     /* step 64: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(1281144), 65536u); /* stack1.conv1.out_grad L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(850936), 65536u); /* bn1.out L3->L2 */
@@ -4168,8 +4279,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("bn1.relu_grad_0", DG_L3(982008), 16384u);
         DG_DUMP("stack1.conv1.weight_grad", DG_L3(1113080), 2304u);
     }
+    DG_PROFILE_END(64u, "ConvGrad", "Conv_4_Grad/ConvGrad_0");
 
     /* step 65: Sum 'AccumulateGrad_bn1.relu_grad' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(982008), 65536u); /* bn1.relu_grad_0 L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(1047544), 65536u); /* stack1.add.relu_grad L3->L2 */
@@ -4186,8 +4299,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(916472), DG_L2(131072), 65536u); /* bn1.relu_grad L2->L3 */
         DG_DUMP("bn1.relu_grad", DG_L3(916472), 16384u);
     }
+    DG_PROFILE_END(65u, "Sum", "AccumulateGrad_bn1.relu_grad");
 
     /* step 66: ReluGrad 'Relu_3_Grad/ReluGrad_0' computes in L1, 3 tile(s) of [5462], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4248,8 +4363,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         DG_DUMP("bn1.out_grad", DG_L3(916472), 16384u);
     }
+    DG_PROFILE_END(66u, "ReluGrad", "Relu_3_Grad/ReluGrad_0");
 
     /* step 67: BatchNormalizationGrad 'BatchNormInternal_2_Grad/BatchNormalizationGrad_0' computes in L2 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(0), DG_L3(916472), 65536u); /* bn1.relu_grad L3->L2 */
         dg_copy(DG_L2(65536), DG_L3(785400), 65536u); /* conv1.out L3->L2 */
@@ -4279,8 +4396,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("bn1.weight_grad", DG_L3(982072), 16u);
         DG_DUMP("bn1.bias_grad", DG_L3(982008), 16u);
     }
+    DG_PROFILE_END(67u, "BatchNormalizationGrad", "BatchNormInternal_2_Grad/BatchNormalizationGrad_0");
 
     /* step 68: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(850936), 65536u); /* conv1.out_grad L3->L1 */
         dg_copy(DG_L1(65536), DG_L3(0), 12288u); /* input L3->L1 */
@@ -4315,8 +4434,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(785400), DG_L1(79552), 1728u); /* conv1.weight_grad L1->L3 */
         DG_DUMP("conv1.weight_grad", DG_L3(785400), 432u);
     }
+    DG_PROFILE_END(68u, "ConvGrad", "Conv_1_Grad/ConvGrad_0");
 
     /* step 69: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [432] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4377,8 +4498,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(69u, "InPlaceAccumulatorV2", "GradientAccumulator1");
 
     /* step 70: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4439,8 +4562,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(70u, "InPlaceAccumulatorV2", "GradientAccumulator2");
 
     /* step 71: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4501,8 +4626,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(71u, "InPlaceAccumulatorV2", "GradientAccumulator3");
 
     /* step 72: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1, 1 tile(s) of [2304] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 9216u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4563,8 +4690,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(72u, "InPlaceAccumulatorV2", "GradientAccumulator4");
 
     /* step 73: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4625,8 +4754,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(73u, "InPlaceAccumulatorV2", "GradientAccumulator5");
 
     /* step 74: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4687,8 +4818,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(74u, "InPlaceAccumulatorV2", "GradientAccumulator6");
 
     /* step 75: InPlaceAccumulatorV2 'GradientAccumulator7' computes in L1, 1 tile(s) of [2304] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 9216u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4749,8 +4882,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(75u, "InPlaceAccumulatorV2", "GradientAccumulator7");
 
     /* step 76: InPlaceAccumulatorV2 'GradientAccumulator8' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4811,8 +4946,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(76u, "InPlaceAccumulatorV2", "GradientAccumulator8");
 
     /* step 77: InPlaceAccumulatorV2 'GradientAccumulator9' computes in L1, 1 tile(s) of [16] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4873,8 +5010,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(77u, "InPlaceAccumulatorV2", "GradientAccumulator9");
 
     /* step 78: InPlaceAccumulatorV2 'GradientAccumulator10' computes in L1, 1 tile(s) of [4608] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4935,8 +5074,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(78u, "InPlaceAccumulatorV2", "GradientAccumulator10");
 
     /* step 79: InPlaceAccumulatorV2 'GradientAccumulator11' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -4997,8 +5138,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(79u, "InPlaceAccumulatorV2", "GradientAccumulator11");
 
     /* step 80: InPlaceAccumulatorV2 'GradientAccumulator12' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5059,8 +5202,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(80u, "InPlaceAccumulatorV2", "GradientAccumulator12");
 
     /* step 81: InPlaceAccumulatorV2 'GradientAccumulator13' computes in L1, 2 tile(s) of [4608], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[2] = {
             {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5136,8 +5281,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(81u, "InPlaceAccumulatorV2", "GradientAccumulator13");
 
     /* step 82: InPlaceAccumulatorV2 'GradientAccumulator14' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5198,8 +5345,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(82u, "InPlaceAccumulatorV2", "GradientAccumulator14");
 
     /* step 83: InPlaceAccumulatorV2 'GradientAccumulator15' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5260,8 +5409,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(83u, "InPlaceAccumulatorV2", "GradientAccumulator15");
 
     /* step 84: InPlaceAccumulatorV2 'GradientAccumulator16' computes in L1, 1 tile(s) of [512] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 2048u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5322,8 +5473,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(84u, "InPlaceAccumulatorV2", "GradientAccumulator16");
 
     /* step 85: InPlaceAccumulatorV2 'GradientAccumulator17' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5384,8 +5537,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(85u, "InPlaceAccumulatorV2", "GradientAccumulator17");
 
     /* step 86: InPlaceAccumulatorV2 'GradientAccumulator18' computes in L1, 3 tile(s) of [6144], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[3] = {
             {0u, 24576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5463,8 +5618,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(86u, "InPlaceAccumulatorV2", "GradientAccumulator18");
 
     /* step 87: InPlaceAccumulatorV2 'GradientAccumulator19' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5525,8 +5682,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(87u, "InPlaceAccumulatorV2", "GradientAccumulator19");
 
     /* step 88: InPlaceAccumulatorV2 'GradientAccumulator20' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5587,8 +5746,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(88u, "InPlaceAccumulatorV2", "GradientAccumulator20");
 
     /* step 89: InPlaceAccumulatorV2 'GradientAccumulator21' computes in L1, 5 tile(s) of [7373], double-buffered */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[5] = {
             {0u, 29492u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5677,8 +5838,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(89u, "InPlaceAccumulatorV2", "GradientAccumulator21");
 
     /* step 90: InPlaceAccumulatorV2 'GradientAccumulator22' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5739,8 +5902,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(90u, "InPlaceAccumulatorV2", "GradientAccumulator22");
 
     /* step 91: InPlaceAccumulatorV2 'GradientAccumulator23' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5801,8 +5966,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(91u, "InPlaceAccumulatorV2", "GradientAccumulator23");
 
     /* step 92: InPlaceAccumulatorV2 'GradientAccumulator24' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5863,8 +6030,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(92u, "InPlaceAccumulatorV2", "GradientAccumulator24");
 
     /* step 93: InPlaceAccumulatorV2 'GradientAccumulator25' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5925,8 +6094,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(93u, "InPlaceAccumulatorV2", "GradientAccumulator25");
 
     /* step 94: InPlaceAccumulatorV2 'GradientAccumulator26' computes in L1, 1 tile(s) of [640] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 2560u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -5987,8 +6158,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(94u, "InPlaceAccumulatorV2", "GradientAccumulator26");
 
     /* step 95: InPlaceAccumulatorV2 'GradientAccumulator27' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -6049,4 +6222,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(95u, "InPlaceAccumulatorV2", "GradientAccumulator27");
 }

@@ -95,6 +95,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Gemm 'Gemm_1' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(8192), DG_L2(0), 512u); /* input L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w2, 8192u); /* fc1.weight L2->L1 */
@@ -120,8 +121,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14416), DG_L1(8704), 256u); /* fc1.out L1->L2 */
         DG_DUMP("fc1.out", DG_L2(14416), 64u);
     }
+    DG_PROFILE_END(0u, "Gemm", "Gemm_1");
 
     /* step 1: Relu 'Relu_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14416), 256u); /* fc1.out L2->L1 */
         {
@@ -135,8 +138,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14416), DG_L1(0), 256u); /* fc1.out L1->L2 */
         DG_DUMP("fc1.relu", DG_L2(14416), 64u);
     }
+    DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: Gemm 'Gemm_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(4096), DG_L2(14416), 256u); /* fc1.out L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
@@ -162,8 +167,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14672), DG_L1(4352), 256u); /* fc2.out L1->L2 */
         DG_DUMP("fc2.out", DG_L2(14672), 64u);
     }
+    DG_PROFILE_END(2u, "Gemm", "Gemm_3");
 
     /* step 3: Relu 'Relu_4' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc2.out L2->L1 */
         {
@@ -177,8 +184,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14672), DG_L1(0), 256u); /* fc2.out L1->L2 */
         DG_DUMP("fc2.relu", DG_L2(14672), 64u);
     }
+    DG_PROFILE_END(3u, "Relu", "Relu_4");
 
     /* step 4: Gemm 'Gemm_5' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.out L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
@@ -204,8 +213,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14928), DG_L1(1536), 80u); /* fc3.out L1->L2 */
         DG_DUMP("fc3.out", DG_L2(14928), 20u);
     }
+    DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14928), 80u); /* fc3.out L2->L1 */
         dg_copy(DG_L1(160), DG_L2(512), 16u); /* labels L2->L1 */
@@ -230,8 +241,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::2", DG_L2(28536), 1u);
         DG_DUMP("onnx::log_prob::3", DG_L2(15008), 20u);
     }
+    DG_PROFILE_END(5u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::4");
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(176), (void *)dg_w15, 4u); /* onnx::loss::2_grad L2->L1 */
         dg_copy(DG_L1(0), DG_L2(15008), 80u); /* onnx::log_prob::3 L2->L1 */
@@ -255,8 +268,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(15184), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
         DG_DUMP("fc3.out_grad", DG_L2(15184), 20u);
     }
+    DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         {
@@ -275,8 +290,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(28496), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(28496), 10u);
     }
+    DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(1536), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.out L2->L1 */
@@ -301,8 +318,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(26704), DG_L1(0), 1280u); /* fc3.weight_grad L1->L2 */
         DG_DUMP("fc3.weight_grad", DG_L2(26704), 320u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_5_Grad/Gemm_1");
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(1536), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
@@ -327,8 +346,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14928), DG_L1(1280), 256u); /* fc2.relu_grad L1->L2 */
         DG_DUMP("fc2.relu_grad", DG_L2(14928), 64u);
     }
+    DG_PROFILE_END(10u, "Gemm", "Gemm_5_Grad/Gemm_0");
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         dg_copy(DG_L1(256), DG_L2(14672), 256u); /* fc2.out L2->L1 */
@@ -344,8 +365,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14928), DG_L1(0), 256u); /* fc2.relu_grad L1->L2 */
         DG_DUMP("fc2.out_grad", DG_L2(14928), 64u);
     }
+    DG_PROFILE_END(11u, "ReluGrad", "Relu_4_Grad/ReluGrad_0");
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         {
@@ -364,8 +387,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(28240), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L2(28240), 32u);
     }
+    DG_PROFILE_END(12u, "ReduceSum", "Gemm_3_Grad/ReduceSum_3");
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         dg_copy(DG_L1(4352), DG_L2(14416), 256u); /* fc1.out L2->L1 */
@@ -390,8 +415,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(22608), DG_L1(0), 4096u); /* fc2.weight_grad L1->L2 */
         DG_DUMP("fc2.weight_grad", DG_L2(22608), 1024u);
     }
+    DG_PROFILE_END(14u, "Gemm", "Gemm_3_Grad/Gemm_1");
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(4096), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
@@ -416,8 +443,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(27984), DG_L1(4352), 256u); /* fc1.relu_grad L1->L2 */
         DG_DUMP("fc1.relu_grad", DG_L2(27984), 64u);
     }
+    DG_PROFILE_END(15u, "Gemm", "Gemm_3_Grad/Gemm_0");
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         dg_copy(DG_L1(256), DG_L2(14416), 256u); /* fc1.out L2->L1 */
@@ -433,8 +462,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(27984), DG_L1(0), 256u); /* fc1.relu_grad L1->L2 */
         DG_DUMP("fc1.out_grad", DG_L2(27984), 64u);
     }
+    DG_PROFILE_END(16u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         {
@@ -453,8 +484,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(28368), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L2(28368), 32u);
     }
+    DG_PROFILE_END(17u, "ReduceSum", "Gemm_1_Grad/ReduceSum_2");
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(8704), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         dg_copy(DG_L1(8192), DG_L2(0), 512u); /* input L2->L1 */
@@ -479,8 +512,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14416), DG_L1(0), 8192u); /* fc1.weight_grad L1->L2 */
         DG_DUMP("fc1.weight_grad", DG_L2(14416), 2048u);
     }
+    DG_PROFILE_END(19u, "Gemm", "Gemm_1_Grad/Gemm_0");
 
     /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(528), 8192u); /* fc1.weight_grad.accumulation.buffer L2->L1 */
         dg_copy(DG_L1(8192), DG_L2(14416), 8192u); /* fc1.weight_grad L2->L1 */
@@ -499,8 +534,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(528), DG_L1(0), 8192u); /* fc1.weight_grad.accumulation.buffer L1->L2 */
         dg_copy(DG_L2(27984), DG_L1(16392), 1u); /* fc1.weight_grad.accumulation.out L1->L2 */
     }
+    DG_PROFILE_END(20u, "InPlaceAccumulatorV2", "GradientAccumulator1");
 
     /* step 21: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(8720), 128u); /* fc1.bias_grad.accumulation.buffer L2->L1 */
         dg_copy(DG_L1(128), DG_L2(28368), 128u); /* Gemm_1_Grad/dC_reduced L2->L1 */
@@ -519,8 +556,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(8720), DG_L1(0), 128u); /* fc1.bias_grad.accumulation.buffer L1->L2 */
         dg_copy(DG_L2(14416), DG_L1(264), 1u); /* fc1.bias_grad.accumulation.out L1->L2 */
     }
+    DG_PROFILE_END(21u, "InPlaceAccumulatorV2", "GradientAccumulator2");
 
     /* step 22: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(8848), 4096u); /* fc2.weight_grad.accumulation.buffer L2->L1 */
         dg_copy(DG_L1(4096), DG_L2(22608), 4096u); /* fc2.weight_grad L2->L1 */
@@ -539,8 +578,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(8848), DG_L1(0), 4096u); /* fc2.weight_grad.accumulation.buffer L1->L2 */
         dg_copy(DG_L2(14424), DG_L1(8200), 1u); /* fc2.weight_grad.accumulation.out L1->L2 */
     }
+    DG_PROFILE_END(22u, "InPlaceAccumulatorV2", "GradientAccumulator3");
 
     /* step 23: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(12944), 128u); /* fc2.bias_grad.accumulation.buffer L2->L1 */
         dg_copy(DG_L1(128), DG_L2(28240), 128u); /* Gemm_3_Grad/dC_reduced L2->L1 */
@@ -559,8 +600,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(12944), DG_L1(0), 128u); /* fc2.bias_grad.accumulation.buffer L1->L2 */
         dg_copy(DG_L2(14432), DG_L1(264), 1u); /* fc2.bias_grad.accumulation.out L1->L2 */
     }
+    DG_PROFILE_END(23u, "InPlaceAccumulatorV2", "GradientAccumulator4");
 
     /* step 24: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(13072), 1280u); /* fc3.weight_grad.accumulation.buffer L2->L1 */
         dg_copy(DG_L1(1280), DG_L2(26704), 1280u); /* fc3.weight_grad L2->L1 */
@@ -579,8 +622,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(13072), DG_L1(0), 1280u); /* fc3.weight_grad.accumulation.buffer L1->L2 */
         dg_copy(DG_L2(14440), DG_L1(2568), 1u); /* fc3.weight_grad.accumulation.out L1->L2 */
     }
+    DG_PROFILE_END(24u, "InPlaceAccumulatorV2", "GradientAccumulator5");
 
     /* step 25: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14352), 40u); /* fc3.bias_grad.accumulation.buffer L2->L1 */
         dg_copy(DG_L1(40), DG_L2(28496), 40u); /* Gemm_5_Grad/dC_reduced L2->L1 */
@@ -599,4 +644,5 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(14352), DG_L1(0), 40u); /* fc3.bias_grad.accumulation.buffer L1->L2 */
         dg_copy(DG_L2(14448), DG_L1(88), 1u); /* fc3.bias_grad.accumulation.out L1->L2 */
     }
+    DG_PROFILE_END(25u, "InPlaceAccumulatorV2", "GradientAccumulator6");
 }

@@ -95,6 +95,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Gemm 'Gemm_1' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 512u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -162,8 +163,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc1.out", DG_L2(14416), 64u);
     }
+    DG_PROFILE_END(0u, "Gemm", "Gemm_1");
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -190,8 +193,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("fc1.relu", DG_L2(14416), 64u);
     }
+    DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: Gemm 'Gemm_3' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -259,8 +264,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc2.out", DG_L2(14672), 64u);
     }
+    DG_PROFILE_END(2u, "Gemm", "Gemm_3");
 
     /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -287,8 +294,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("fc2.relu", DG_L2(14672), 64u);
     }
+    DG_PROFILE_END(3u, "Relu", "Relu_4");
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -356,8 +365,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc3.out", DG_L2(14928), 20u);
     }
+    DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14928), 80u); /* fc3.out L2->L1 */
         dg_copy(DG_L1(160), DG_L2(512), 16u); /* labels L2->L1 */
@@ -382,8 +393,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::2", DG_L2(28536), 1u);
         DG_DUMP("onnx::log_prob::3", DG_L2(15008), 20u);
     }
+    DG_PROFILE_END(5u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::4");
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(176), (void *)dg_w15, 4u); /* onnx::loss::2_grad L2->L1 */
         dg_copy(DG_L1(0), DG_L2(15008), 80u); /* onnx::log_prob::3 L2->L1 */
@@ -407,8 +420,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(15184), DG_L1(80), 80u); /* fc3.out_grad L1->L2 */
         DG_DUMP("fc3.out_grad", DG_L2(15184), 20u);
     }
+    DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
         {
@@ -427,8 +442,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(28496), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(28496), 10u);
     }
+    DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -485,8 +502,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc3.weight_grad", DG_L2(26704), 320u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_5_Grad/Gemm_1");
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -543,8 +562,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.relu_grad", DG_L2(14928), 64u);
     }
+    DG_PROFILE_END(10u, "Gemm", "Gemm_5_Grad/Gemm_0");
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -583,8 +604,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc2.out_grad", DG_L2(14928), 64u);
     }
+    DG_PROFILE_END(11u, "ReluGrad", "Relu_4_Grad/ReluGrad_0");
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
         {
@@ -603,8 +626,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(28240), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L2(28240), 32u);
     }
+    DG_PROFILE_END(12u, "ReduceSum", "Gemm_3_Grad/ReduceSum_3");
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -661,8 +686,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.weight_grad", DG_L2(22608), 1024u);
     }
+    DG_PROFILE_END(14u, "Gemm", "Gemm_3_Grad/Gemm_1");
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -719,8 +746,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.relu_grad", DG_L2(27984), 64u);
     }
+    DG_PROFILE_END(15u, "Gemm", "Gemm_3_Grad/Gemm_0");
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -759,8 +788,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc1.out_grad", DG_L2(27984), 64u);
     }
+    DG_PROFILE_END(16u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
         {
@@ -779,8 +810,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L2(28368), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L2 */
         DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L2(28368), 32u);
     }
+    DG_PROFILE_END(17u, "ReduceSum", "Gemm_1_Grad/ReduceSum_2");
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1, 1 tile(s) of [32, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -837,8 +870,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.weight_grad", DG_L2(14416), 2048u);
     }
+    DG_PROFILE_END(19u, "Gemm", "Gemm_1_Grad/Gemm_0");
 
     /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -899,8 +934,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(20u, "InPlaceAccumulatorV2", "GradientAccumulator1");
 
     /* step 21: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -961,8 +998,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(21u, "InPlaceAccumulatorV2", "GradientAccumulator2");
 
     /* step 22: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1023,8 +1062,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(22u, "InPlaceAccumulatorV2", "GradientAccumulator3");
 
     /* step 23: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1085,8 +1126,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(23u, "InPlaceAccumulatorV2", "GradientAccumulator4");
 
     /* step 24: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1, 1 tile(s) of [320] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1147,8 +1190,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(24u, "InPlaceAccumulatorV2", "GradientAccumulator5");
 
     /* step 25: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1209,4 +1254,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(25u, "InPlaceAccumulatorV2", "GradientAccumulator6");
 }

@@ -31,6 +31,7 @@ void RunOptimizerNetwork(void *arg)
     (void)arg;
 
     /* step 26: SGDOptimizerV2 'onnx::SGDOptimizerV2::6' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(16384), DG_L3(28272), 4u); /* learning_rate L3->L1 */
         {
@@ -125,4 +126,5 @@ void RunOptimizerNetwork(void *arg)
         }
         dg_copy(DG_L3(28328), DG_L1(16392), 1u); /* onnx::update_completed::5 L1->L3 */
     }
+    DG_PROFILE_END(26u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::6");
 }

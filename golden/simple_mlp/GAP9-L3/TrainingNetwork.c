@@ -114,6 +114,7 @@ void RunTrainingNetwork(void *arg)
     (void)arg;
 
     /* step 0: Gemm 'Gemm_1' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 512u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -181,8 +182,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc1.out", DG_L3(28288), 64u);
     }
+    DG_PROFILE_END(0u, "Gemm", "Gemm_1");
 
     /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -209,8 +212,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("fc1.relu", DG_L3(28288), 64u);
     }
+    DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: Gemm 'Gemm_3' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -278,8 +283,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc2.out", DG_L3(28544), 64u);
     }
+    DG_PROFILE_END(2u, "Gemm", "Gemm_3");
 
     /* step 3: Relu 'Relu_4' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -306,8 +313,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o0_q[0]);
         DG_DUMP("fc2.relu", DG_L3(28544), 64u);
     }
+    DG_PROFILE_END(3u, "Relu", "Relu_4");
 
     /* step 4: Gemm 'Gemm_5' computes in L1, 1 tile(s) of [2, 10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -375,8 +384,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o3_q[0]);
         DG_DUMP("fc3.out", DG_L3(28800), 20u);
     }
+    DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 
     /* step 5: SoftmaxCrossEntropyLoss 'onnx::SoftmaxCrossEntropyLoss::4' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(28800), 80u); /* fc3.out L3->L1 */
         dg_copy(DG_L1(160), DG_L3(512), 16u); /* labels L3->L1 */
@@ -401,8 +412,10 @@ void RunTrainingNetwork(void *arg)
         DG_DUMP("onnx::loss::2", DG_L3(42408), 1u);
         DG_DUMP("onnx::log_prob::3", DG_L3(28880), 20u);
     }
+    DG_PROFILE_END(5u, "SoftmaxCrossEntropyLoss", "onnx::SoftmaxCrossEntropyLoss::4");
 
     /* step 6: SoftmaxCrossEntropyLossGrad 'onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(176), DG_L3(28264), 4u); /* onnx::loss::2_grad L3->L1 */
         dg_copy(DG_L1(0), DG_L3(28880), 80u); /* onnx::log_prob::3 L3->L1 */
@@ -426,8 +439,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(29056), DG_L1(80), 80u); /* fc3.out_grad L1->L3 */
         DG_DUMP("fc3.out_grad", DG_L3(29056), 20u);
     }
+    DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0");
 
     /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(29056), 80u); /* fc3.out_grad L3->L1 */
         {
@@ -446,8 +461,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(42368), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L3 */
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L3(42368), 10u);
     }
+    DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
 
     /* step 9: Gemm 'Gemm_5_Grad/Gemm_1' computes in L1, 1 tile(s) of [10, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -504,8 +521,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc3.weight_grad", DG_L3(40576), 320u);
     }
+    DG_PROFILE_END(9u, "Gemm", "Gemm_5_Grad/Gemm_1");
 
     /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -562,8 +581,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.relu_grad", DG_L3(28800), 64u);
     }
+    DG_PROFILE_END(10u, "Gemm", "Gemm_5_Grad/Gemm_0");
 
     /* step 11: ReluGrad 'Relu_4_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -602,8 +623,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc2.out_grad", DG_L3(28800), 64u);
     }
+    DG_PROFILE_END(11u, "ReluGrad", "Relu_4_Grad/ReluGrad_0");
 
     /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(28800), 256u); /* fc2.relu_grad L3->L1 */
         {
@@ -622,8 +645,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(42112), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L3 */
         DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L3(42112), 32u);
     }
+    DG_PROFILE_END(12u, "ReduceSum", "Gemm_3_Grad/ReduceSum_3");
 
     /* step 14: Gemm 'Gemm_3_Grad/Gemm_1' computes in L1, 1 tile(s) of [32, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -680,8 +705,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc2.weight_grad", DG_L3(36480), 1024u);
     }
+    DG_PROFILE_END(14u, "Gemm", "Gemm_3_Grad/Gemm_1");
 
     /* step 15: Gemm 'Gemm_3_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -738,8 +765,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.relu_grad", DG_L3(41856), 64u);
     }
+    DG_PROFILE_END(15u, "Gemm", "Gemm_3_Grad/Gemm_0");
 
     /* step 16: ReluGrad 'Relu_2_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -778,8 +807,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o1_q[0]);
         DG_DUMP("fc1.out_grad", DG_L3(41856), 64u);
     }
+    DG_PROFILE_END(16u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
     /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
+    DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L1(0), DG_L3(41856), 256u); /* fc1.relu_grad L3->L1 */
         {
@@ -798,8 +829,10 @@ void RunTrainingNetwork(void *arg)
         dg_copy(DG_L3(42240), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L3 */
         DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L3(42240), 32u);
     }
+    DG_PROFILE_END(17u, "ReduceSum", "Gemm_1_Grad/ReduceSum_2");
 
     /* step 19: Gemm 'Gemm_1_Grad/Gemm_0' computes in L1, 1 tile(s) of [32, 64] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -856,8 +889,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         DG_DUMP("fc1.weight_grad", DG_L3(28288), 2048u);
     }
+    DG_PROFILE_END(19u, "Gemm", "Gemm_1_Grad/Gemm_0");
 
     /* step 20: InPlaceAccumulatorV2 'GradientAccumulator1' computes in L1, 1 tile(s) of [2048] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -918,8 +953,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(20u, "InPlaceAccumulatorV2", "GradientAccumulator1");
 
     /* step 21: InPlaceAccumulatorV2 'GradientAccumulator2' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -980,8 +1017,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(21u, "InPlaceAccumulatorV2", "GradientAccumulator2");
 
     /* step 22: InPlaceAccumulatorV2 'GradientAccumulator3' computes in L1, 1 tile(s) of [1024] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1042,8 +1081,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(22u, "InPlaceAccumulatorV2", "GradientAccumulator3");
 
     /* step 23: InPlaceAccumulatorV2 'GradientAccumulator4' computes in L1, 1 tile(s) of [32] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1104,8 +1145,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(23u, "InPlaceAccumulatorV2", "GradientAccumulator4");
 
     /* step 24: InPlaceAccumulatorV2 'GradientAccumulator5' computes in L1, 1 tile(s) of [320] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1280u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1166,8 +1209,10 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(24u, "InPlaceAccumulatorV2", "GradientAccumulator5");
 
     /* step 25: InPlaceAccumulatorV2 'GradientAccumulator6' computes in L1, 1 tile(s) of [10] */
+    DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1228,4 +1273,5 @@ void RunTrainingNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
     }
+    DG_PROFILE_END(25u, "InPlaceAccumulatorV2", "GradientAccumulator6");
 }
