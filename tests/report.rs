@@ -69,13 +69,10 @@ fn the_peak_memory_is_the_builds_own() {
 /// Build simple_mlp for GAP9 (host emulation) into `dir`, compile it with
 /// `make_args` and run it; the app's stdout.
 fn profiled_run(dir: &std::path::Path, make_args: &[&str]) -> String {
-    let o = deploygen()
-        .args(["build", "models/simple_mlp", "--platform", "GAP9", "--out"])
-        .arg(dir)
-        .output()
-        .unwrap();
+    let o = deploygen().args(["build", "models/simple_mlp", "--platform", "GAP9", "--out"]).arg(dir).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let m = Command::new("make").args(["-f", "Makefile.host", "-j2"]).args(make_args).current_dir(dir).output().unwrap();
+    let m =
+        Command::new("make").args(["-f", "Makefile.host", "-j2"]).args(make_args).current_dir(dir).output().unwrap();
     assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
     let app = Command::new(dir.join("app")).current_dir(dir).output().unwrap();
     assert!(app.status.success(), "{}", String::from_utf8_lossy(&app.stdout));

@@ -9,8 +9,8 @@ use clap::ValueEnum;
 use super::output::{write_file, write_stdout};
 use crate::error::{Error, Result};
 use crate::verify::cache;
-use crate::verify::progress::Progress;
 use crate::verify::profile;
+use crate::verify::progress::Progress;
 use crate::verify::report::{self, Options};
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -75,7 +75,9 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
         l.cycles += cycles;
     }
     if by_step.is_empty() {
-        return Err("no `BENCH node` lines: was the project built with DG_PROFILE (README, \"Per-layer cycles\")?".into());
+        return Err(
+            "no `BENCH node` lines: was the project built with DG_PROFILE (README, \"Per-layer cycles\")?".into()
+        );
     }
     Ok(by_step.into_values().collect())
 }
