@@ -3,7 +3,6 @@
 
     python tools/make_train_refs.py MODEL_DIR...     # rewrite MODEL_DIR/outputs.npz
     python tools/make_train_refs.py --zoo            # (re)make the models/*_derived* folders
-    python tools/make_train_refs.py --held DIR       # kws_cnn's, kept out of the zoo, into DIR
 
 `--zoo` also writes models/simple_mlp_derived: simple_mlp's inference graph
 with a train.toml of its schedule, and simple_mlp's own inputs.npz and
@@ -233,13 +232,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dirs", nargs="*")
     ap.add_argument("--zoo", action="store_true", help="(re)make the models/*_derived_* folders first")
-    ap.add_argument("--held", metavar="DIR", help="make the derived folders kept out of the zoo (kws_cnn) in DIR")
     a = ap.parse_args()
     dirs = list(a.dirs)
-    if a.held:
-        from zoo import derived
-        os.makedirs(a.held, exist_ok=True)
-        dirs += derived.zoo_inference(os.path.join(ROOT, "models"), derived.ZOO_HELD, a.held)
     if a.zoo:
         from zoo import derived
         dirs += derived.write_all(os.path.join(ROOT, "models"))

@@ -213,9 +213,6 @@ def write_all(root):
     probe = SGD.format(loss="cross-entropy", lr=0.1) + '# conv1 and bn1 frozen\ntrainable = ["conv2.*", "fc.*"]\n'
     out.append(write_folder(root, "cnn_derived_probe", cnn()[0], [2, 3, 8, 8], ("classes", 5), probe))
     # Inference models of the zoo, trained as they are.
-    # kws_cnn derives and trains as well, but its step's L2 arena packs at
-    # 0.976 on GAP9, under the 0.98 every zoo model must reach
-    # (tests/plan.rs): not in the zoo until the planner does better.
     for base, opt, lr in (("tiny_transformer", ADAMW, 0.01), ("tiny_transformer", SGD, 0.05)):
         model = onnx.load(os.path.join(root, base, "network.onnx"))
         for node in model.graph.node:
@@ -240,14 +237,8 @@ def write_all(root):
 # AdamW: (model, loss, target, SGD learning rate, extra train.toml lines).
 # The references come from onnxruntime-training on the same graph, or on
 # the equivalent one zoo/ref_forms.py writes where it cannot take it.
-# kws_cnn derives and trains too (SGD and AdamW pass deploygen test on
-# GAP9, Siracusa and host at L2 and L3), but on GAP9 and Siracusa at L2
-# its step's transient L2 region packs at 153,528 B against a lower bound
-# of 149,304 B (0.9725), under the 0.98 tests/plan.rs asserts for every
-# zoo model: not in the zoo until the planner does better. ZOO_HELD
-# writes it on request (`make_train_refs.py --held DIR`).
-ZOO_HELD = [("kws_cnn", "cross-entropy", ("classes", 12), 0.1, "")]
 ZOO_INFERENCE = [
+    ("kws_cnn", "cross-entropy", ("classes", 12), 0.1, ""),
     ("mobilenet_v3_block", "cross-entropy", ("classes", 10), 0.05, ""),
     # the attention scale is a constant of the architecture, not a weight
     ("rmsnorm_transformer", "cross-entropy", ("classes", 4), 0.05, 'frozen = ["*.scale"]\n'),

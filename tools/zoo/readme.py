@@ -337,8 +337,7 @@ Each folder holds an inference `network.onnx`, a `train.toml` and
 with onnxruntime-training 1.19.2 from the same graph and spec (its
 offline artifacts and training API), or from an equivalent graph where
 onnxruntime-training cannot differentiate an operator of it. Every zoo
-inference model trains this way except `kws_cnn` (held out by its L2
-packing, see `tools/zoo/derived.py`) and `ops_second_wave`, whose
+inference model trains this way except `ops_second_wave`, whose
 derived step does not yet match onnxruntime-training's references for
 the equivalent graph to 1e-3 (see `tools/zoo/derived.py`): its folders
 hold the closest graph that does, the forward graph of
