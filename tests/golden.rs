@@ -41,6 +41,7 @@ const CASES: &[Case] = &[
     Case { model: "cct", platform: "GAP9", level: "L3", l2_image: None, untiled: false },
     Case { model: "kws_cnn", platform: "GAP9", level: "L2", l2_image: None, untiled: false },
     Case { model: "kws_cnn", platform: "host", level: "L3", l2_image: None, untiled: false },
+    Case { model: "mobilenet_v3_block", platform: "Siracusa", level: "L2", l2_image: None, untiled: false },
     Case { model: "cnn_inline_sgd", platform: "GAP9", level: "L2", l2_image: None, untiled: false },
     Case { model: "cnn_inline_sgd", platform: "Siracusa", level: "L3", l2_image: None, untiled: false },
 ];

@@ -30,6 +30,35 @@ fn mlp_imports_with_shapes_and_roles() {
     assert_eq!(m.graph.initializer_bytes(), 15 * 4);
 }
 
+/// The ops and fused-activation codes of a loaded graph's nodes, in schedule order.
+fn ops_and_acts(g: &deploygen::ir::Graph) -> Vec<(String, Option<i64>)> {
+    g.nodes().map(|(_, n)| (n.op.clone(), n.attr_int(deploygen::ops::FUSED_ACT))).collect()
+}
+
+/// Gemm -> Relu in an inference graph: the Gemm writes the Relu's output
+/// and applies it (`act` 1); the Relu node goes. Not when the Gemm's own
+/// output is needed too: a graph output, or a second reader.
+#[test]
+fn an_activation_fuses_into_its_only_producer() {
+    let dir = tempfile::tempdir().unwrap();
+    mlp().write(dir.path(), "network.onnx");
+    let m = deploygen::load(dir.path()).unwrap();
+    assert_eq!(ops_and_acts(&m.graph), [("Gemm".to_string(), Some(1))]);
+    let gemm = m.graph.nodes().next().unwrap().1;
+    assert_eq!(gemm.output(0).map(|t| m.graph.name_of(t)), Some("y"));
+
+    let kept = |b: &mut common::ModelBuilder, dir: &std::path::Path| {
+        b.write(dir, "network.onnx");
+        let m = deploygen::load(dir).unwrap();
+        let got = ops_and_acts(&m.graph);
+        assert_eq!(got[..2], [("Gemm".to_string(), None), ("Relu".to_string(), None)], "{got:?}");
+    };
+    let d = tempfile::tempdir().unwrap();
+    kept(mlp().output("h", F32, &[2, 3]), d.path());
+    let d = tempfile::tempdir().unwrap();
+    kept(mlp().node("Neg", &["h"], &["n"], vec![]).output("n", F32, &[2, 3]), d.path());
+}
+
 #[test]
 fn schedule_is_topological_with_file_order_ties() {
     // Nodes written out of order: the consumer first.

@@ -1244,9 +1244,10 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     if let Some(t) = &n.tiling {
         let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
         let comment = format!(
-            "step {}: {} '{}' computes in L1, {} tile(s) of {:?}{}",
+            "step {}: {}{} '{}' computes in L1, {} tile(s) of {:?}{}",
             n.step,
             node.op,
+            fused_note(node),
             c_comment(&node.name),
             t.count,
             t.tile,
@@ -1351,7 +1352,14 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     let dumps = dumps(ctx, n, g, node);
     Ok(NodeCode {
-        comment: c_comment(&format!("step {}: {} '{}' computes in {}", n.step, node.op, node.name, exec)),
+        comment: c_comment(&format!(
+            "step {}: {}{} '{}' computes in {}",
+            n.step,
+            node.op,
+            fused_note(node),
+            node.name,
+            exec
+        )),
         pre,
         calls,
         post,
@@ -1359,6 +1367,11 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         dumps,
         profile: profile_args(n, node),
     })
+}
+
+/// ` + Relu` after the op of a node that applies a fused activation.
+fn fused_note(node: &ir::Node) -> String {
+    ops::fused_activation(node).map(|a| format!(" + {a}")).unwrap_or_default()
 }
 
 /// `step, "op", "name"` for `DG_PROFILE_END`: the harness prints them back

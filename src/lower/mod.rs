@@ -6,6 +6,7 @@
 //! alias    in-place updates and their hazards, from the schedule
 //! training structure of a training step: accumulators, optimizer updates
 //! derive   the training step of an inference model with a training spec
+//! fuse     an activation into the Conv / Gemm before it (inference)
 //! forward  the forward part of a training graph (what an inference
 //!          variant keeps); on request, not part of `lower`
 //! ```
@@ -15,6 +16,7 @@
 pub mod alias;
 pub mod derive;
 pub mod forward;
+pub mod fuse;
 mod infer;
 pub mod roles;
 pub mod training;
@@ -35,6 +37,9 @@ pub fn lower(mut model: Model) -> Result<Model> {
         infer(og)?;
     }
     model.roles = roles::detect(&model);
+    if !model.roles.is_training() {
+        fuse::fuse_activations(&mut model.graph);
+    }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
     Ok(model)

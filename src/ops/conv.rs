@@ -16,6 +16,9 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_conv),
         grad: Some(conv_grad_rule),
         tile: Some(CONV_TILES),
+        // dg_conv_f32 applies `act` in every path; its tiles split output
+        // channels, never the input channels it sums over.
+        fuses_act: Some(|_, _| true),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
@@ -300,6 +303,10 @@ pub(super) fn bind_conv(ctx: &KernelCtx) -> Result<KernelCall> {
     let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
     let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
     fields.extend(conv_fields(&g, group));
+    let act = ctx.attr_int(super::FUSED_ACT, 0)?;
+    if act != 0 {
+        fields.push(("act", u(act as usize)));
+    }
     one(call("dg_conv_f32", "dg_conv_args_t", fields))
 }
 

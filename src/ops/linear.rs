@@ -6,7 +6,7 @@ use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, TensorId, TensorType};
+use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -17,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_gemm),
         grad: Some(gemm_grad),
         tile: Some(GEMM_TILES),
+        fuses_act: Some(gemm_fuses_act),
         ..OpDef::BASE
     },
     OpDef {
@@ -158,9 +159,13 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     // of A, unless transposed): the rows flatten into M.
     let lead1 = |s: &[usize]| s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1);
     let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !y.is_empty();
+    let act = ctx.attr_int(super::FUSED_ACT, 0)?;
     if batched_gemm(ctx)? {
         // A batched Gemm (some exporters write MatMul gradients so): a
         // batched matmul with transposes and a scale.
+        if act != 0 {
+            return Err(ctx.err("a batched Gemm cannot apply a fused activation (the matmul kernel has no act)"));
+        }
         return matmul_with(ctx, ta, tb, ctx.attr_float("alpha", 1.0)?, true);
     }
     if !ok {
@@ -197,8 +202,22 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("beta", f(ctx.attr_float("beta", 1.0)?)),
             ("c_stride_m", u(csm)),
             ("c_stride_n", u(csn)),
-        ],
+        ]
+        .into_iter()
+        .chain((act != 0).then(|| ("act", u(act as usize))))
+        .collect(),
     ))
+}
+
+/// dg_gemm_f32 applies `act` (the batched form runs as a matmul, which
+/// has none); the Gemm tiles split rows and columns, never K.
+fn gemm_fuses_act(g: &Graph, node: &Node) -> bool {
+    let shape = |i: usize| node.input(i).and_then(|t| g.tensor(t).ty.shape());
+    let trans_a = node.attr_int("transA").unwrap_or(0) != 0;
+    match (shape(0), shape(1)) {
+        (Some(a), Some(b)) => a.len() >= 2 && (!trans_a || lead1(&a)) && lead1(&b),
+        _ => false,
+    }
 }
 
 pub(super) fn bind_matmul(ctx: &KernelCtx) -> Result<KernelCall> {

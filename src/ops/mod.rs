@@ -141,6 +141,13 @@ pub struct OpDef {
     pub grad: Option<grad::GradFn>,
     /// How the node's work splits into L1 tiles; `None`: it runs untiled.
     pub tile: Option<tile::TileRule>,
+    /// An activation that a producing kernel can apply as it stores its
+    /// outputs: the kernels' `act` code (1: ReLU).
+    pub act: Option<i64>,
+    /// Whether this node's kernel can apply an activation (`act`) to its
+    /// output 0, so that an activation node reading only that output fuses
+    /// into it (`lower::fuse`).
+    pub fuses_act: Option<fn(&Graph, &Node) -> bool>,
 }
 
 impl OpDef {
@@ -165,6 +172,8 @@ impl OpDef {
         kernel: None,
         grad: None,
         tile: None,
+        act: None,
+        fuses_act: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.
@@ -177,6 +186,12 @@ impl OpDef {
         self.compile_time.contains(&slot)
     }
 }
+
+/// The attribute `lower::fuse` sets on a node that applies a fused
+/// activation (the `act` code of the activation's [`OpDef::act`]); the
+/// bindings read it. Never read from a file (import refuses unknown
+/// attributes).
+pub const FUSED_ACT: &str = "deploygen.act";
 
 /// Attributes any operator may carry: onnxruntime-training writes a
 /// `description` on the nodes its gradient builder makes.
@@ -231,6 +246,13 @@ pub fn of(node: &Node) -> &'static OpDef {
 
 pub fn lookup(op: &str) -> Option<&'static OpDef> {
     resolve(op).map(def)
+}
+
+/// The activation a node applies fused (its [`FUSED_ACT`] code, named by
+/// the operator whose [`OpDef::act`] it is), for comments.
+pub fn fused_activation(node: &Node) -> Option<&'static str> {
+    let code = node.attr_int(FUSED_ACT)?;
+    FAMILIES.iter().flat_map(|f| f.iter()).find(|d| d.act == Some(code)).map(|d| d.name)
 }
 
 /// The operator types that have a kernel binding, sorted.

@@ -17,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(relu_grad),
+        act: Some(1),
         ..OpDef::BASE
     },
     OpDef {
