@@ -11,8 +11,8 @@
 //!   ([`ProjectName`]).
 //!
 //! The other outputs that show names: XML text and attributes (the SVG
-//! memory map, [`xml_text`]) and Graphviz strings (`inspect --dot`,
-//! [`dot_string`]).
+//! memory map, [`xml_text`]), Graphviz strings (`inspect --dot`,
+//! [`dot_string`]) and the terminal (messages, reports, [`terminal`]).
 
 use std::fmt;
 
@@ -105,6 +105,21 @@ pub fn dot_string(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
+/// Text for a terminal: control characters other than line feed and tab
+/// (ESC starts a terminal command, CR overwrites the line) and the Unicode
+/// bidirectional controls, which reorder what is shown, as `\u{..}`
+/// escapes. Messages and reports carry names from the model; a name must
+/// not drive the user's terminal.
+pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
+    let hostile = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !s.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    s.chars().map(|c| if hostile(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+}
+
 fn fnv1a32(data: &[u8]) -> u32 {
     data.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193))
 }
@@ -112,6 +127,12 @@ fn fnv1a32(data: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_text_keeps_lines_and_shows_controls() {
+        assert!(matches!(terminal("a b\n\tc"), std::borrow::Cow::Borrowed("a b\n\tc")));
+        assert_eq!(terminal("x\u{1b}[1m\r\u{9b}\u{2067}y"), "x\\u{1b}[1m\\u{d}\\u{9b}\\u{2067}y");
+    }
 
     #[test]
     fn strings_escape_quotes_backslashes_question_marks_and_other_bytes() {

@@ -187,3 +187,24 @@ fn the_commit_comment_of_an_sgd_holds_the_names_escaped() {
         panic!("{e}");
     }
 }
+
+/// A name in a message reaches the terminal as text: ESC (a terminal
+/// command), CR (overwrites the line) and the bidirectional overrides
+/// are shown escaped, never sent raw.
+#[test]
+fn names_in_messages_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let ghost = "\x1b[2Jghost\r\u{202e}";
+    mlp().node("Relu", &[ghost], &["z"], vec![]).output("z", F32, &[2, 3]).write(dir.path(), "network.onnx");
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .args(["build", "--platform", "host", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("\\u{1b}[2Jghost\\u{d}\\u{202e}"), "{err}");
+    assert!(!o.stderr.iter().any(|&b| b == 0x1b || b == b'\r'), "{err:?}");
+    assert!(!err.contains('\u{202e}'), "{err:?}");
+}

@@ -308,7 +308,7 @@ pub fn run(a: Args) -> Result<bool> {
     let watch = Watch::start(&a.model);
     let mut b = generate(&a)?;
     for w in &b.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", crate::escape::terminal(w));
     }
     if let Some(dir) = &a.check {
         let diff = b.project.check(dir)?;
@@ -325,7 +325,7 @@ pub fn run(a: Args) -> Result<bool> {
     b.project.write(&b.out, a.force)?;
     b.timings.push(Timing { stage: "write", time: t.elapsed() });
     drop(watch);
-    print!("{}", summary(&b, &b.out));
+    print!("{}", crate::escape::terminal(&summary(&b, &b.out)));
     if a.timings {
         print!("{}", timings(&b.timings));
     }

@@ -66,7 +66,7 @@ pub fn main() -> ExitCode {
         // 1: wrong results, or differences found by `build --check`.
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
-            eprintln!("error: {}", describe(&e));
+            eprintln!("error: {}", crate::escape::terminal(&describe(&e)));
             ExitCode::from(e.exit_code() as u8)
         }
     }

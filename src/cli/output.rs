@@ -29,8 +29,25 @@ pub fn write_file(path: &Path, contents: &str) -> Result<()> {
 pub fn write_stdout(text: &str) -> Result<()> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+    match out.write_all(crate::escape::terminal(text).as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         r => r.map_err(|e| Error::io("<stdout>", e)),
+    }
+}
+
+/// Standard output for a command that writes as it goes (`test`): what
+/// passes through is [`crate::escape::terminal`]ed, as [`write_stdout`]
+/// does for a whole report.
+pub struct Terminal<W: std::io::Write>(pub W);
+
+impl<W: std::io::Write> std::io::Write for Terminal<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(crate::escape::terminal(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
     }
 }

@@ -324,7 +324,7 @@ fn finish(summary: &Summary, args: &TestArgs, out: &mut (dyn Write + Send)) -> R
 
 /// `deploygen test`.
 pub fn run(args: &TestArgs) -> Result<i32> {
-    let mut stdout = std::io::stdout();
+    let mut stdout = super::output::Terminal(std::io::stdout());
     run_with(args, &crate::verify::generate_case, &mut stdout)
 }
 

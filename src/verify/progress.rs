@@ -62,6 +62,7 @@ impl Progress {
         if self.quiet {
             return;
         }
+        let text = &*crate::escape::terminal(text);
         match &self.bar {
             Some(b) => b.println(text),
             None => eprintln!("{text}"),
