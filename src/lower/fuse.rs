@@ -57,8 +57,9 @@ fn fusable(
     let act = g.dag.node_weight(*r)?;
     let code = ops::of(act).act?;
     let z = act.output(0)?;
-    let reads_y_once = act.inputs.iter().flatten().filter(|&&t| t == y).count() == 1 && act.input(0) == Some(y);
+    // The activation reads y alone (one input), with y's type.
+    let reads_only_y = act.inputs.len() == 1 && act.input(0) == Some(y);
     let same_type = g.tensor(y).ty == g.tensor(z).ty;
-    let ok = !outputs.contains(&y) && reads_y_once && act.inputs.len() == 1 && same_type && can(g, node);
+    let ok = !outputs.contains(&y) && reads_only_y && same_type && can(g, node);
     ok.then_some((*r, code, z))
 }

@@ -157,8 +157,7 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     let tb = ctx.attr_int("transB", 0)? != 0;
     // Exporters feed Gemm [.., M, K] with leading 1s or batch dims (rows
     // of A, unless transposed): the rows flatten into M.
-    let lead1 = |s: &[usize]| s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1);
-    let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !y.is_empty();
+    let ok = plain_gemm_operands(&a, &b, ta) && !y.is_empty();
     let act = ctx.attr_int(super::FUSED_ACT, 0)?;
     if batched_gemm(ctx)? {
         // A batched Gemm (some exporters write MatMul gradients so): a
@@ -215,7 +214,7 @@ fn gemm_fuses_act(g: &Graph, node: &Node) -> bool {
     let shape = |i: usize| node.input(i).and_then(|t| g.tensor(t).ty.shape());
     let trans_a = node.attr_int("transA").unwrap_or(0) != 0;
     match (shape(0), shape(1)) {
-        (Some(a), Some(b)) => a.len() >= 2 && (!trans_a || lead1(&a)) && lead1(&b),
+        (Some(a), Some(b)) => plain_gemm_operands(&a, &b, trans_a),
         _ => false,
     }
 }
@@ -397,6 +396,13 @@ fn lead1(s: &[usize]) -> bool {
     s.len() >= 2 && s[..s.len() - 2].iter().all(|&d| d == 1)
 }
 
+/// Gemm operands that dg_gemm_f32 takes as they are: A [.., M, K] with its
+/// leading dims flattened into M (only 1s when transposed), B a matrix
+/// with leading 1s.
+fn plain_gemm_operands(a: &[usize], b: &[usize], trans_a: bool) -> bool {
+    a.len() >= 2 && (!trans_a || lead1(a)) && lead1(b)
+}
+
 fn gemm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
     if batched_gemm(ctx)? {
         return matmul_tile_space(ctx);
@@ -461,7 +467,7 @@ fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<Tile
 fn batched_gemm(ctx: &KernelCtx) -> Result<bool> {
     let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
     let ta = ctx.attr_int("transA", 0)? != 0;
-    let ok = a.len() >= 2 && (!ta || lead1(&a)) && lead1(&b) && !ctx.graph_out_shape(0)?.is_empty();
+    let ok = plain_gemm_operands(&a, &b, ta) && !ctx.graph_out_shape(0)?.is_empty();
     Ok(!ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none())
 }
 
