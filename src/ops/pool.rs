@@ -386,15 +386,14 @@ fn global_avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 }
 
 /// GlobalMaxPool: dY goes to the elements equal to their channel's
-/// maximum (to each of them on a tie).
+/// maximum, shared equally among them on a tie.
 fn global_max_pool_grad(ctx: &mut GradCtx) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
     }
     let (dy, x, y) = (ctx.dy(0)?, ctx.x(0)?, ctx.y(0)?);
-    let hit = ctx.op("Equal", &[x, y], "is_max")?;
-    let mask = ctx.as_float(hit, "is_max_f")?;
-    ctx.set_product(0, dy, mask)
+    let spatial: Vec<usize> = (2..ctx.shape(x)?.len()).collect();
+    super::reduce::max_grad(ctx, dy, y, &spatial)
 }
 
 // ---- tile rules ---------------------------------------------------------------

@@ -5,7 +5,7 @@ use super::grad::GradCtx;
 use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Graph, Node, TensorType};
+use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -187,23 +187,38 @@ fn spread_back(ctx: &mut GradCtx, mean: bool) -> Result<()> {
     Ok(())
 }
 
-/// ReduceMax: dY goes to the elements equal to the maximum (to each of
-/// them on a tie).
+/// ReduceMax: dY goes to the elements equal to the maximum, shared
+/// equally among them on a tie.
 fn reduce_max_grad(ctx: &mut GradCtx) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
     }
     let (dy, x, y) = (ctx.dy(0)?, ctx.x(0)?, ctx.y(0)?);
-    let sx = ctx.shape(x)?;
-    let axes = reduce_axes(&Ctx { graph: ctx.b.graph, node: &ctx.node }, sx.len())?;
+    let rank = ctx.shape(x)?.len();
+    let axes = reduce_axes(&Ctx { graph: ctx.b.graph, node: &ctx.node }, rank)?;
     let Some(axes) = axes else {
         ctx.set(0, dy);
         return Ok(());
     };
+    max_grad(ctx, dy, y, &axes)
+}
+
+/// The gradient of a maximum over `axes` of input 0 (ReduceMax,
+/// GlobalMaxPool): dY / k to each of the k elements equal to the maximum
+/// Y. Sharing keeps a tie's gradient the size of dY, as TensorFlow, JAX
+/// and PyTorch's amax do; dY to each of them would count it k times.
+pub(super) fn max_grad(ctx: &mut GradCtx, dy: TensorId, y: TensorId, axes: &[usize]) -> Result<()> {
+    let x = ctx.x(0)?;
+    let sx = ctx.shape(x)?;
     let kept: Vec<usize> = sx.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
     let yk = ctx.b.reshape(y, &kept, &ctx.name("max_keepdims"))?;
     let dyk = ctx.b.reshape(dy, &kept, &ctx.name("keepdims"))?;
     let hit = ctx.op("Equal", &[x, yk], "is_max")?;
     let mask = ctx.as_float(hit, "is_max_f")?;
-    ctx.set_product(0, dyk, mask)
+    let dims: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+    let ax = ctx.b.ints(&ctx.name("axes"), &dims);
+    let out = ctx.name("ties");
+    let ties = ctx.emit1("ReduceSum", "", &[mask, ax], &out, vec![("keepdims".into(), Attr::Int(1))])?;
+    let share = ctx.op("Div", &[dyk, ties], "share")?;
+    ctx.set_product(0, share, mask)
 }

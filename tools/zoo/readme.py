@@ -337,11 +337,10 @@ Each folder holds an inference `network.onnx`, a `train.toml` and
 with onnxruntime-training 1.19.2 from the same graph and spec (its
 offline artifacts and training API), or from an equivalent graph where
 onnxruntime-training cannot differentiate an operator of it. Every zoo
-inference model trains this way except `ops_second_wave`, whose
-derived step does not yet match onnxruntime-training's references for
-the equivalent graph to 1e-3 (see `tools/zoo/derived.py`): its folders
-hold the closest graph that does, the forward graph of
-`ops_second_wave_train`.
+inference model trains this way. `max_ties_derived_sgd` holds maxima that
+tie in every pass (an edge-padded 2×2 map under GlobalMaxPool and
+ReduceMax): the gradient of a maximum is shared equally among its tied
+elements, in deploygen's rule and in the reference graph's form.
 
 {derived}
 

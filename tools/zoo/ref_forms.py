@@ -15,7 +15,9 @@ references (losses, `<w>_updated`) are those of the deployed graph:
 
 - HardSigmoid{a, b}(x) = Clip(a x + b, 0, 1); HardSwish(x) = x HardSigmoid(x){1/6, 1/2};
 - RMSNormalization / RMSNorm(x, s){axis, eps} = x / Sqrt(ReduceMean(x x) + eps) * s;
-- ReduceMax and GlobalMaxPool = TopK(k = 1) (trailing axes merged by a Reshape);
+- ReduceMax and GlobalMaxPool = the mean of the elements equal to TopK(k = 1)'s
+  value (trailing axes merged by a Reshape): the same value, and dY / k to
+  each of k tied maxima, deploygen's rule;
 - Floor / Ceil = an integer Cast corrected by one where it truncated the
   other way (the same values; the gradient stops, as their zero one);
 - GroupNormalization / InstanceNormalization = LayerNormalization of the
@@ -123,7 +125,7 @@ def rewrite(r, n, shapes):
 
 
 def max_over(r, x, y, shape, axes, keepdims):
-    """ReduceMax / GlobalMaxPool as TopK(k = 1); several trailing axes are
+    """ReduceMax / GlobalMaxPool by TopK(k = 1) and the mean of its ties; several trailing axes are
     merged into one first (`shape` is then the input's)."""
     nodes = []
     if shape is not None:
@@ -134,8 +136,17 @@ def max_over(r, x, y, shape, axes, keepdims):
         m, o = r.node("Reshape", [x, r.const("shape", merged, np.int64)], [""])
         nodes.append(m)
         x, axes = o[0], [axes[0]]
-    k, o = r.node("TopK", [x, r.const("k", [1], np.int64)], ["", ""], axis=int(axes[0]))
-    nodes.append(k)
+    # The maximum's value by TopK; the gradient through the mask's mean,
+    # dY / k to each of k tied maxima (TopK's gives it all to the first).
+    k, top = r.node("TopK", [x, r.const("k", [1], np.int64)], ["", ""], axis=int(axes[0]))
+    eq, hit = r.node("Equal", [x, top[0]], [""])
+    c, mask = r.node("Cast", [hit[0]], [""], to=onnx.TensorProto.FLOAT)
+    m, picked = r.node("Mul", [x, mask[0]], [""])
+    ax = r.const("axes", [int(axes[0])], np.int64)
+    s, total = r.node("ReduceSum", [picked[0], ax], [""], keepdims=1)
+    n, ties = r.node("ReduceSum", [mask[0], ax], [""], keepdims=1)
+    d, o = r.node("Div", [total[0], ties[0]], [""])
+    nodes += [k, eq, c, m, s, n, d]
     if shape is not None:
         kept = shape[:axes[0]] + ([1] * (len(shape) - axes[0]) if keepdims else [])
         nodes.append(r.node("Reshape", [o[0], r.const("shape", kept, np.int64)], [y])[0])
