@@ -285,11 +285,12 @@ pub fn text(model: &Model) -> String {
 fn derived_text(o: &mut String, d: &crate::ir::train::Derived) {
     let Some(spec) = &d.spec else { return };
     let _ = writeln!(o, "\nderived training step (from {})", spec.source);
+    let chosen = if spec.logits.is_some() { "" } else { " (the only float output)" };
     let _ = writeln!(
         o,
-        "  loss {} on '{}', labels '{}'; optimizer {} (lr {}), accumulation {}",
+        "  loss {} on '{}'{chosen}, labels '{}'; optimizer {} (lr {}), accumulation {}",
         spec.loss.name(),
-        spec.logits.as_deref().unwrap_or("the only float output"),
+        d.logits,
         spec.labels,
         spec.optimizer.name(),
         spec.learning_rate,

@@ -44,6 +44,8 @@ fn the_derived_step_is_a_training_model_like_imported_artifacts() {
     assert_eq!(r["flavor"], "training_artifacts");
     let d = &r["derived"];
     assert_eq!(names(&d["trainable"]).len(), 8, "{d}");
+    // The loss reads the only float output, and inspect names it.
+    assert_eq!(d["logits"], "logits", "{d}");
     // BatchNorm's running statistics get no gradient: frozen, updated as state.
     assert_eq!(names(&d["state_inputs"]), ["bn1.running_mean", "bn1.running_var"]);
     let ops = r["ops"].as_object().unwrap();

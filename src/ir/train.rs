@@ -207,6 +207,8 @@ impl TrainSpec {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Derived {
     pub spec: Option<TrainSpec>,
+    /// The graph output the loss reads (the spec's, or the only float one).
+    pub logits: String,
     pub forward_nodes: usize,
     /// Loss and backward nodes, accumulators included.
     pub nodes_added: usize,

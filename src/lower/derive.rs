@@ -31,7 +31,8 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
     let scores = logits(&model.graph, spec).map_err(err)?;
     let forward_nodes = model.graph.node_count();
     let (floats, weights) = candidates(&model.graph, spec).map_err(err)?;
-    let mut d = Derived { spec: Some(spec.clone()), forward_nodes, ..Derived::default() };
+    let logits = model.graph.name_of(scores).to_string();
+    let mut d = Derived { spec: Some(spec.clone()), logits, forward_nodes, ..Derived::default() };
 
     let mut b = Builder::new(&mut model.graph);
     computed_type(&mut b, scores)?;

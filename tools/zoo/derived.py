@@ -243,6 +243,14 @@ def write_all(root):
         out.append(write_folder(root, f"{base}_derived_{kind}", model, x_shape, ("classes", classes),
                                 opt.format(loss="cross-entropy", lr=lr)))
     out += zoo_inference(root)
+    # The CCT conformance models' fine-tuning on the zoo's CCT: a linear
+    # probe (only the classifier trains) and the last block with it.
+    from .models import make_cct
+
+    cct = make_cct()
+    for name, globs in (("cct_derived_probe", '["fc.*"]'), ("cct_derived_ft1", '["blk1.*", "fc.*"]')):
+        toml = SGD.format(loss="cross-entropy", lr=0.05) + f"trainable = {globs}\n"
+        out.append(write_folder(root, name, cct.model, list(cct.data_shape), ("classes", cct.num_classes), toml))
     momentum = ('loss = "cross-entropy"\noptimizer = "momentum"\nlearning_rate = 0.05\nmomentum = 0.9\n'
                 'weight_decay = 0.001\naccumulation_steps = 2\n')
     out.append(write_folder(root, "cnn_derived_momentum", cnn()[0], [2, 3, 8, 8], ("classes", 5), momentum,
