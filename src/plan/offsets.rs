@@ -210,8 +210,14 @@ impl Rng {
 
 /// Instances up to this many buffers try every order.
 pub const EXHAUSTIVE_MAX: usize = 7;
-/// Steps of the seeded local search over orders on larger instances.
+/// The seeded local search over orders on larger instances stops after
+/// this many steps without a smaller arena: a search that still finds
+/// better orders goes on,
 pub const LOCAL_SEARCH_STEPS: usize = 300;
+/// up to this many buffer placements in all (each step places every
+/// buffer once), so a long search costs about the same whatever the
+/// instance's size.
+pub const LOCAL_SEARCH_PLACEMENTS: usize = 400_000;
 
 fn sorted(items: &[Item], key: impl Fn(&Item) -> (u64, u64, u64)) -> Vec<usize> {
     let mut v: Vec<usize> = (0..items.len()).collect();
@@ -274,10 +280,13 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
         // remember the best. Seeded, so the result is deterministic.
         let mut rng = Rng(0x5EED_0FDE_9106);
         let (mut cur_order, mut cur_offs, mut cur_arena) = (best_order.clone(), best.1.clone(), best.0);
-        for _ in 0..LOCAL_SEARCH_STEPS {
-            if best.0 == lb {
+        let max_steps = (LOCAL_SEARCH_PLACEMENTS / n).max(LOCAL_SEARCH_STEPS);
+        let mut since_best = 0;
+        for _ in 0..max_steps {
+            if best.0 == lb || since_best == LOCAL_SEARCH_STEPS {
                 break;
             }
+            since_best += 1;
             let mut order = cur_order.clone();
             if rng.below(2) == 0 {
                 let top: Vec<usize> = order
@@ -298,7 +307,9 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
             let a = arena_of(items, &offs);
             if a <= cur_arena {
                 (cur_order, cur_offs, cur_arena) = (order, offs.clone(), a);
-                consider(offs, "greedy + local search over orders", &mut best);
+                if consider(offs, "greedy + local search over orders", &mut best) {
+                    since_best = 0;
+                }
             }
         }
     }
