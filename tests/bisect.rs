@@ -62,8 +62,9 @@ fn python_with_onnxruntime() -> Option<PathBuf> {
         .find(|p| Command::new(p).args(["-c", "import onnxruntime, onnx"]).output().is_ok_and(|o| o.status.success()))
 }
 
-/// kws_cnn with a Relu kernel that leaks negative values: the case fails,
-/// and bisecting names the first Relu, with every output before it
+/// conv1d_autoencoder with a Relu kernel that leaks negative values: the
+/// case fails, and bisecting names its one Relu node (the others fuse into
+/// their Conv, after its BatchNorm folds), with every output before it
 /// matching onnxruntime.
 #[test]
 fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
@@ -84,12 +85,12 @@ fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
         std::fs::write(&f, broken).unwrap();
         Ok(())
     };
-    let mut case = Case::new(common::zoo("kws_cnn"), "kws_cnn", "host", "L2", Kind::Inference);
+    let mut case = Case::new(common::zoo("conv1d_autoencoder"), "conv1d_autoencoder", "host", "L2", Kind::Inference);
     case.cache = Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache"));
     let o = deploygen::verify::run_case(&case, &leaky);
     assert!(!o.passed(), "the leaky Relu must fail the case");
     let report = deploygen::verify::bisect::bisect(&case, &leaky).unwrap();
     assert!(report.starts_with("first differing node: node '"), "{report}");
-    assert!(report.contains("(Relu) writes 'bn1.relu'"), "{report}");
-    assert!(report.contains("the 2 output(s) before it match"), "{report}");
+    assert!(report.contains("(Relu) writes 'dec1.relu'"), "{report}");
+    assert!(report.contains("the 4 output(s) before it match"), "{report}");
 }

@@ -59,6 +59,55 @@ fn an_activation_fuses_into_its_only_producer() {
     kept(mlp().node("Neg", &["h"], &["n"], vec![]).output("n", F32, &[2, 3]), d.path());
 }
 
+/// Conv -> BatchNormalization -> Relu, inference: x [1, 2, 3, 3], W [2, 2, 1, 1], no bias.
+fn conv_bn_relu() -> ModelBuilder {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 2, 3, 3])
+        .init("w", &[2, 2, 1, 1], &[1.0, 2.0, 3.0, 4.0])
+        .init("gamma", &[2], &[2.0, 3.0])
+        .init("beta", &[2], &[0.5, -1.0])
+        .init("mean", &[2], &[1.0, 2.0])
+        .init("var", &[2], &[4.0, 1.0])
+        .node("Conv", &["x", "w"], &["c"], vec![])
+        .node("BatchNormalization", &["c", "gamma", "beta", "mean", "var"], &["n"], vec![attr_float("epsilon", 0.0)])
+        .node("Relu", &["n"], &["y"], vec![])
+        .output("y", F32, &[1, 2, 3, 3]);
+    b
+}
+
+fn f32_values(g: &deploygen::ir::Graph, t: deploygen::ir::TensorId) -> Vec<f32> {
+    g.tensor(t).data.as_ref().and_then(|d| d.to_f32()).expect("a constant")
+}
+
+/// The BatchNorm folds into the Conv's weight and a new bias (scale
+/// gamma / sqrt(var) = [1, 3], shift beta - mean * scale = [-0.5, -7]),
+/// then the Relu fuses: one Conv is left. Not when the Conv's output is
+/// needed too, nor when its weight is another node's as well.
+#[test]
+fn a_batchnorm_folds_into_the_conv_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    conv_bn_relu().write(dir.path(), "network.onnx");
+    let m = deploygen::load(dir.path()).unwrap();
+    let g = &m.graph;
+    assert_eq!(ops_and_acts(g), [("Conv".to_string(), Some(1))]);
+    let conv = g.nodes().next().unwrap().1;
+    assert_eq!(conv.output(0).map(|t| g.name_of(t)), Some("y"));
+    assert_eq!(f32_values(g, conv.input(1).unwrap()), [1.0, 2.0, 9.0, 12.0]);
+    assert_eq!(f32_values(g, conv.input(2).expect("a folded bias")), [-0.5, -7.0]);
+
+    let kept = |b: &mut ModelBuilder| {
+        let d = tempfile::tempdir().unwrap();
+        b.write(d.path(), "network.onnx");
+        let m = deploygen::load(d.path()).unwrap();
+        let ops: Vec<String> = m.graph.nodes().map(|(_, n)| n.op.clone()).collect();
+        assert!(ops.contains(&"BatchNormalization".to_string()), "{ops:?}");
+        let w = m.graph.id("w").unwrap();
+        assert_eq!(f32_values(&m.graph, w), [1.0, 2.0, 3.0, 4.0], "the weight changed");
+    };
+    kept(conv_bn_relu().output("c", F32, &[1, 2, 3, 3]));
+    kept(conv_bn_relu().node("Conv", &["x", "w"], &["c2"], vec![]).output("c2", F32, &[1, 2, 3, 3]));
+}
+
 #[test]
 fn schedule_is_topological_with_file_order_ties() {
     // Nodes written out of order: the consumer first.

@@ -6,7 +6,8 @@
 //! alias    in-place updates and their hazards, from the schedule
 //! training structure of a training step: accumulators, optimizer updates
 //! derive   the training step of an inference model with a training spec
-//! fuse     an activation into the Conv / Gemm before it (inference)
+//! fuse     a BatchNorm into the Conv weights before it, an activation
+//!          into the Conv / Gemm before it (inference)
 //! forward  the forward part of a training graph (what an inference
 //!          variant keeps); on request, not part of `lower`
 //! ```
@@ -38,6 +39,7 @@ pub fn lower(mut model: Model) -> Result<Model> {
     }
     model.roles = roles::detect(&model);
     if !model.roles.is_training() {
+        fuse::fold_channel_affines(&mut model.graph);
         fuse::fuse_activations(&mut model.graph);
     }
     training::check_pairing(&model)?;

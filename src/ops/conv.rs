@@ -3,7 +3,7 @@
 use super::grad::{self, GradCtx};
 use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
-use super::{Ctx, OpDef};
+use super::{ChannelWeights, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, TensorType};
 
@@ -19,6 +19,8 @@ pub const OPS: &[OpDef] = &[
         // dg_conv_f32 applies `act` in every path; its tiles split output
         // channels, never the input channels it sums over.
         fuses_act: Some(|_, _| true),
+        // Output channel m is W[m] convolved with its group's inputs, plus B[m].
+        channel_weights: Some(ChannelWeights { weight: 1, bias: 2 }),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].

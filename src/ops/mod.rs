@@ -148,6 +148,28 @@ pub struct OpDef {
     /// output 0, so that an activation node reading only that output fuses
     /// into it (`lower::fuse`).
     pub fuses_act: Option<fn(&Graph, &Node) -> bool>,
+    /// The node is `y = x * scale[c] + shift[c]` over channel axis 1 with
+    /// constant factors (BatchNormalization in inference form): `None`
+    /// from the function when this node is not.
+    pub channel_affine: Option<fn(&Graph, &Node) -> Option<ChannelAffine>>,
+    /// Output channel c (axis 1) of this node is linear in slice c (axis 0)
+    /// of one weight input plus entry c of an optional bias input, so a
+    /// channel affine that alone reads it folds into them (`lower::fuse`).
+    pub channel_weights: Option<ChannelWeights>,
+}
+
+/// Per-channel factors of a [`OpDef::channel_affine`] node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelAffine {
+    pub scale: Vec<f32>,
+    pub shift: Vec<f32>,
+}
+
+/// Input slots of a [`OpDef::channel_weights`] node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelWeights {
+    pub weight: usize,
+    pub bias: usize,
 }
 
 impl OpDef {
@@ -174,6 +196,8 @@ impl OpDef {
         tile: None,
         act: None,
         fuses_act: None,
+        channel_affine: None,
+        channel_weights: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.

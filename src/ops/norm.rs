@@ -5,7 +5,7 @@ use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::linear::finite;
 use super::tile::{self, Part, Space, TileMap, TileRule};
-use super::{Ctx, OpDef};
+use super::{ChannelAffine, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
@@ -20,6 +20,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_batchnorm),
         grad: Some(batch_norm_grad_rule),
         tile: Some(BATCHNORM_TILES),
+        channel_affine: Some(batch_norm_affine),
         ..OpDef::BASE
     },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
@@ -78,6 +79,28 @@ fn ort_training_mode(n: &Node) -> bool {
 /// statistics outputs only exist in training mode.
 fn onnx_training_mode(n: &Node) -> bool {
     n.attr_int("training_mode").map_or(n.outputs.iter().flatten().count() > 1, |m| m != 0)
+}
+
+/// Inference BatchNormalization with constant statistics as the channel
+/// affine `x * s + (B - mean * s)`, `s = scale / sqrt(var + epsilon)`
+/// (computed in f64, as the kernel's result is within rounding of it).
+fn batch_norm_affine(g: &Graph, n: &Node) -> Option<ChannelAffine> {
+    if onnx_training_mode(n) || n.outputs.iter().flatten().count() != 1 {
+        return None;
+    }
+    let eps = f64::from(n.attr_float("epsilon").unwrap_or(1e-5));
+    let param = |slot: usize| -> Option<Vec<f32>> {
+        let d = g.tensor(n.input(slot)?).data.as_ref()?;
+        (d.dtype == DType::F32 && d.shape.len() == 1).then(|| d.to_f32()).flatten()
+    };
+    let (scale, bias, mean, var) = (param(1)?, param(2)?, param(3)?, param(4)?);
+    let c = scale.len();
+    if [bias.len(), mean.len(), var.len()].iter().any(|&l| l != c) {
+        return None;
+    }
+    let s: Vec<f64> = (0..c).map(|i| f64::from(scale[i]) / (f64::from(var[i]) + eps).sqrt()).collect();
+    let shift = (0..c).map(|i| (f64::from(bias[i]) - f64::from(mean[i]) * s[i]) as f32).collect();
+    Some(ChannelAffine { scale: s.iter().map(|&v| v as f32).collect(), shift })
 }
 
 /// (dY, X, scale, bias) without saved statistics: the kernel recomputes

@@ -34,12 +34,6 @@ extern float dg_w3[];
 extern float dg_w4[];
 extern float dg_w5[];
 extern float dg_w6[];
-extern float dg_w7[];
-extern float dg_w8[];
-extern float dg_w9[];
-extern float dg_w10[];
-extern float dg_w11[];
-extern float dg_w12[];
 
 #define DEEPLOYNETWORK_NUM_INPUTS 1
 #define DEEPLOYNETWORK_NUM_OUTPUTS 1

@@ -53,7 +53,7 @@ static void compare_task(void *arg)
     (void)arg;
     check_errors = 0;
     check_compared = 0;
-    check_errors += dg_check_tensor("probs", DG_L3(23368), testRef_0, 12u,
+    check_errors += dg_check_tensor("probs", DG_L3(22792), testRef_0, 12u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
 }
 

@@ -42,18 +42,6 @@ extern float dg_w11[];
 extern float dg_w12[];
 extern float dg_w13[];
 extern float dg_w14[];
-extern float dg_w15[];
-extern float dg_w16[];
-extern float dg_w17[];
-extern float dg_w18[];
-extern float dg_w19[];
-extern float dg_w20[];
-extern float dg_w21[];
-extern float dg_w22[];
-extern float dg_w23[];
-extern float dg_w24[];
-extern float dg_w25[];
-extern float dg_w26[];
 
 #define DEEPLOYNETWORK_NUM_INPUTS 1
 #define DEEPLOYNETWORK_NUM_OUTPUTS 1
