@@ -55,7 +55,7 @@ pub fn fuse_activations(g: &mut Graph) -> usize {
 fn fusable(
     g: &Graph,
     n: NodeIndex,
-    readers: &std::collections::HashMap<TensorId, Vec<NodeIndex>>,
+    readers: &Readers,
     outputs: &HashSet<TensorId>,
 ) -> Option<(NodeIndex, i64, TensorId)> {
     let node = g.dag.node_weight(n)?;
@@ -108,32 +108,29 @@ fn foldable(g: &Graph, n: NodeIndex, readers: &Readers) -> Option<(NodeIndex, Ch
     let next = g.dag.node_weight(*r)?;
     let affine = (ops::of(next).channel_affine?)(g, next)?;
     let z = next.output(0)?;
+    let c = affine.scale.len();
     let channels = g.tensor(y).ty.shape().and_then(|s| s.get(1).copied());
+    let weight = own_constant(g, n, node.input(slots.weight)?, readers)?;
+    let bias_ok = node.input(slots.bias).is_none_or(|b| own_constant(g, n, b, readers).is_some_and(|d| d.shape == [c]));
     let ok = next.input(0) == Some(y)
         && g.tensor(y).ty == g.tensor(z).ty
-        && channels == Some(affine.scale.len())
+        && channels == Some(c)
         && !g.outputs.contains(&y)
-        && own_constant(g, n, node.input(slots.weight), readers, Some(affine.scale.len()))
-        && node.input(slots.bias).is_none_or(|b| own_constant(g, n, Some(b), readers, None));
+        && weight.shape.first() == Some(&c)
+        && bias_ok;
     ok.then_some((*r, affine, slots))
 }
 
-/// An f32 initializer that only node `n` reads and the graph does not
-/// output, with `rows` slices along axis 0 (any first dim when `None`,
-/// then a vector).
-fn own_constant(g: &Graph, n: NodeIndex, t: Option<TensorId>, readers: &Readers, rows: Option<usize>) -> bool {
-    let Some(t) = t else { return false };
+/// The value of an f32 initializer that only node `n` reads and the graph
+/// does not output (so that changing it changes nothing else).
+fn own_constant<'g>(g: &'g Graph, n: NodeIndex, t: TensorId, readers: &Readers) -> Option<&'g TensorData> {
     let tensor = g.tensor(t);
-    let Some(d) = tensor.data.as_ref() else { return false };
-    let shape_ok = match rows {
-        Some(r) => d.shape.first() == Some(&r),
-        None => d.shape.len() == 1,
-    };
-    tensor.origin == Origin::Initializer
+    let d = tensor.data.as_ref()?;
+    let own = tensor.origin == Origin::Initializer
         && d.dtype == DType::F32
-        && shape_ok
         && readers.get(&t).is_some_and(|r| r.as_slice() == [n])
-        && !g.outputs.contains(&t)
+        && !g.outputs.contains(&t);
+    own.then_some(d)
 }
 
 /// Scale the weight's channel slices and the bias, add the shift (a bias
