@@ -147,3 +147,28 @@ fn the_conformance_models_pass_or_are_recorded() {
     let v = run_matrix(&refs, &["GAP9", "Siracusa"], LEVELS);
     assert!(v.iter().any(|(verdict, _, _)| verdict == "PASSED"), "no conformance case passed: {v:#?}");
 }
+
+/// Optimizer state through L1 tiles: cnn_derived_momentum on GAP9 with an
+/// L1 so small that its MomentumSGD steps take several tiles (see
+/// plan_tiling.rs), DMA completing in random order, against onnxruntime's
+/// references. A velocity tile not written back fails it.
+#[test]
+fn momentum_state_tiles_and_trains() {
+    if !have_gcc() {
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("test")
+        .arg(common::zoo("cnn_derived_momentum"))
+        .args(["--platform", "GAP9", "--l1", "16000", "--status"])
+        .arg(common::root().join("status.toml"))
+        .env("DG_HOST_DMA", "random")
+        .current_dir(common::root())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let v = verdicts(&stdout);
+    assert_eq!(v.len(), 1, "{stdout}");
+    assert_eq!(v[0].0, "PASSED", "{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(v[0].2.starts_with("Errors: 0 out of 1013"), "{}", v[0].2);
+}

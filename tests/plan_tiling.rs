@@ -263,6 +263,22 @@ fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
     );
 }
 
+/// MomentumSGD tiles pointwise: its velocity is read and written back
+/// tile by tile, with the weight's. (e2e runs such a plan against the
+/// references: `momentum_state_tiles_and_trains`.)
+#[test]
+fn momentum_velocity_is_read_and_written_per_tile() {
+    let m = load("cnn_derived_momentum");
+    let p = plan_with(&m, "GAP9", Level::L2, Some(16000), true);
+    p.verify().unwrap();
+    let node = p.nodes.iter().find(|n| n.op == "MomentumSGD" && n.tiling.as_ref().is_some_and(|t| t.count > 1));
+    let t = node.expect("a MomentumSGD in two or more tiles").tiling.as_ref().unwrap();
+    let velocity = t.operands.iter().find(|o| o.slots.iter().any(|s| !s.output && s.index == 2));
+    let velocity = velocity.expect("the velocity operand");
+    assert_eq!(velocity.access, plan::Access::ReadWrite, "{velocity:?}");
+    assert!(!velocity.whole, "streamed, not whole: {velocity:?}");
+}
+
 /// Training-mode BatchNorm (batch statistics) tiles over channels only: a
 /// tile holds its channels' whole batch and map.
 #[test]

@@ -58,6 +58,8 @@ pub const OPS: &[OpDef] = &[
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
         kernel: Some(bind_momentum_sgd),
+        // Pointwise: the velocity tile is read and written back with the weight's.
+        tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
     OpDef {
