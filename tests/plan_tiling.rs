@@ -265,7 +265,7 @@ fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
 
 /// MomentumSGD tiles pointwise: its velocity is read and written back
 /// tile by tile, with the weight's. (e2e runs such a plan against the
-/// references: `momentum_state_tiles_and_trains`.)
+/// references: `optimizer_state_tiles_and_trains`.)
 #[test]
 fn momentum_velocity_is_read_and_written_per_tile() {
     let m = load("cnn_derived_momentum");
@@ -277,6 +277,28 @@ fn momentum_velocity_is_read_and_written_per_tile() {
     let velocity = velocity.expect("the velocity operand");
     assert_eq!(velocity.access, plan::Access::ReadWrite, "{velocity:?}");
     assert!(!velocity.whole, "streamed, not whole: {velocity:?}");
+}
+
+/// AdamW tiles pointwise; every tile but the last holds the step count
+/// (the last advances it), so all of them use the same bias correction.
+#[test]
+fn adamw_tiles_hold_the_step_count_but_the_last() {
+    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, 16000);
+    let g = deploygen::pipeline::generate(
+        &zoo("mlp_derived_adamw"),
+        &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)),
+    )
+    .unwrap_or_else(|e| panic!("{}: {}", e.stage, e.error));
+    let node = g.plan.nodes.iter().find(|n| n.op == "AdamW" && n.tiling.as_ref().is_some_and(|t| t.count == 5));
+    let t = node.expect("an AdamW in five tiles").tiling.as_ref().unwrap();
+    let step = t.operands.iter().find(|o| o.slots.iter().any(|s| !s.output && s.index == 4)).expect("the step");
+    assert_eq!(step.access, plan::Access::ReadWrite, "{step:?}");
+    let opt = g.project.files.iter().find(|(p, _)| p.ends_with("OptimizerNetwork.c")).unwrap();
+    let text = String::from_utf8_lossy(&opt.1);
+    assert!(
+        text.contains("_hold_step[5] = {\n            1u,\n            1u,\n            1u,\n            1u,\n            0u,\n        };"),
+        "no 1, 1, 1, 1, 0 hold_step table"
+    );
 }
 
 /// Training-mode BatchNorm (batch statistics) tiles over channels only: a

@@ -553,7 +553,10 @@ void dg_momentum_sgd_f32(void *args);
  * t = ++*step (in place, starts at 0); m = beta1 m + (1 - beta1) g;
  * v = beta2 v + (1 - beta2) g^2 (m, v in place, start at 0);
  * w -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon);
- * then w -= lr * weight_decay * w. w_out may alias w. */
+ * then w -= lr * weight_decay * w. w_out may alias w.
+ * hold_step (added field; 0 = advance): a call on one tile of the weight
+ * other than the last computes with t = *step + 1 but leaves *step for the
+ * last tile's call to advance, so every tile uses the same t. */
 typedef struct {
     const float *w;
     const float *g;
@@ -567,6 +570,7 @@ typedef struct {
     float beta2;
     float epsilon;
     float weight_decay;
+    uint32_t hold_step;
 } dg_adamw_args_t;
 void dg_adamw_f32(void *args);
 

@@ -63,6 +63,6 @@ void dg_adamw_f32(void *args)
         p->w_out[i] = DG_FAULT(DG_FAULT_ADAMW_W, w);
     }
     pi_cl_team_barrier();
-    if (pi_core_id() == 0)
+    if (pi_core_id() == 0 && !p->hold_step)
         p->step[0] = t;
 }

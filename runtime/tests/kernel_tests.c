@@ -747,6 +747,7 @@ static void c_adamw(tc_t *t)
     a.beta2 = fv(t, "hyper", 2);
     a.epsilon = fv(t, "hyper", 3);
     a.weight_decay = fv(t, "hyper", 4);
+    a.hold_step = 0;
     FORK(dg_adamw_f32, &a);
 }
 

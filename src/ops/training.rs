@@ -4,7 +4,7 @@ use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
-use crate::ir::{DType, TensorType};
+use crate::ir::{Attr, DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // com.microsoft (buffer, gradient, overwrite: bool) -> (updated: bool [1]
@@ -70,9 +70,25 @@ pub const OPS: &[OpDef] = &[
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
         kernel: Some(bind_adamw),
+        tile: Some(ADAMW_TILES),
         ..OpDef::BASE
     },
 ];
+
+/// A tile attribute (never an ONNX one): 1 on every AdamW tile but the
+/// last, whose call alone advances the step count.
+pub const HOLD_STEP: &str = "deploygen.hold_step";
+
+/// AdamW tiles pointwise like SGD (the moments streamed both ways); the
+/// step count is one value every tile reads, advanced by the last tile.
+const ADAMW_TILES: tile::TileRule = tile::TileRule { space: tile::flat_space, map: adamw_tile_map, in_place: false };
+
+fn adamw_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<tile::TileMap> {
+    let mut m = tile::flat_map(ctx, start, len)?;
+    let last = start[0] + len[0] >= numel(&ctx.graph_in_shape(0)?);
+    m.attrs.push((HOLD_STEP.into(), Attr::Int(i64::from(!last))));
+    Ok(m)
+}
 
 fn accumulate(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if let (Some(b), Some(g)) = (ctx.shape(0)?, ctx.shape(1)?) {
@@ -248,22 +264,22 @@ fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
 
 fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3])?;
-    one(call(
-        "dg_adamw_f32",
-        "dg_adamw_args_t",
-        vec![
-            ("w", ctx.inp(0)?),
-            ("g", ctx.inp(1)?),
-            ("m", ctx.inp(2)?),
-            ("v", ctx.inp(3)?),
-            ("step", ctx.inp(4)?),
-            ("w_out", ctx.out(0)?),
-            ("n", u(numel(&ctx.in_shape(0)?))),
-            ("lr", f(ctx.attr_float("lr", 0.0)?)),
-            ("beta1", f(ctx.attr_float("beta1", 0.0)?)),
-            ("beta2", f(ctx.attr_float("beta2", 0.0)?)),
-            ("epsilon", f(ctx.attr_float("epsilon", 0.0)?)),
-            ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
-        ],
-    ))
+    let mut fields = vec![
+        ("w", ctx.inp(0)?),
+        ("g", ctx.inp(1)?),
+        ("m", ctx.inp(2)?),
+        ("v", ctx.inp(3)?),
+        ("step", ctx.inp(4)?),
+        ("w_out", ctx.out(0)?),
+        ("n", u(numel(&ctx.in_shape(0)?))),
+        ("lr", f(ctx.attr_float("lr", 0.0)?)),
+        ("beta1", f(ctx.attr_float("beta1", 0.0)?)),
+        ("beta2", f(ctx.attr_float("beta2", 0.0)?)),
+        ("epsilon", f(ctx.attr_float("epsilon", 0.0)?)),
+        ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
+    ];
+    if ctx.tile.is_some() {
+        fields.push(("hold_step", u(ctx.attr_int(HOLD_STEP, 0)? as usize)));
+    }
+    one(call("dg_adamw_f32", "dg_adamw_args_t", fields))
 }
