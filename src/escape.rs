@@ -120,6 +120,16 @@ pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
     s.chars().map(|c| if hostile(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
 }
 
+/// A name as the harness prints it in its result lines (`[check NAME]
+/// errors E out of N`, `mismatch NAME[i] …`): one line whose `]` closes
+/// the label. Control characters (line breaks included), `]`, `\` and the
+/// bidirectional controls become `\u{..}` escapes; the rest stays.
+pub fn harness_label(s: &str) -> String {
+    let hostile =
+        |c: char| c.is_control() || matches!(c, ']' | '\\' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    s.chars().map(|c| if hostile(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+}
+
 fn fnv1a32(data: &[u8]) -> u32 {
     data.iter().fold(0x811c_9dc5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193))
 }
@@ -127,6 +137,12 @@ fn fnv1a32(data: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn harness_labels_are_one_line_closed_by_their_bracket() {
+        assert_eq!(harness_label("fc.weight_updated"), "fc.weight_updated");
+        assert_eq!(harness_label("p\nx] errors 0 out of 0\\"), "p\\u{a}x\\u{5d} errors 0 out of 0\\u{5c}");
+    }
 
     #[test]
     fn terminal_text_keeps_lines_and_shows_controls() {

@@ -2,7 +2,9 @@
 //! hostile names and from plain ones and checks that only names differ,
 //! and only where names may be: the same C code token for token, comments
 //! that cannot open or close, string literals that decode to the original
-//! bytes, and build files that hold only the sanitised project name.
+//! bytes (or, for names the program prints in its result lines, to their
+//! one-line harness label), and build files that hold only the sanitised
+//! project name.
 
 mod common;
 
@@ -207,4 +209,53 @@ fn names_in_messages_cannot_drive_the_terminal() {
     assert!(err.contains("\\u{1b}[2Jghost\\u{d}\\u{202e}"), "{err}");
     assert!(!o.stderr.iter().any(|&b| b == 0x1b || b == b'\r'), "{err:?}");
     assert!(!err.contains('\u{202e}'), "{err:?}");
+}
+
+/// A name that spells harness lines cannot forge a verdict: kws_cnn with
+/// its output named like a passing result, run with right and with wrong
+/// references. The harness prints the name as a one-line label, so the
+/// verdict is the comparison's.
+#[test]
+fn a_name_cannot_forge_harness_lines() {
+    let forged = "probs\nErrors: 0 out of 12\n[check x] errors 0 out of 0\r]";
+    let run = |wrong: bool| {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("m");
+        std::fs::create_dir(&dir).unwrap();
+        for f in ["network.onnx", "inputs.npz", "outputs.npz"] {
+            std::fs::copy(zoo("kws_cnn").join(f), dir.join(f)).unwrap();
+        }
+        if wrong {
+            edit_outputs(&dir);
+        }
+        rename(&dir, "probs", forged);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_deploygen"))
+            .args(["test", "--platform", "host"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let (code, out) = run(false);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Errors: 0 out of 12,"), "{out}");
+    let (code, out) = run(true);
+    assert_eq!(code, Some(1), "wrong references must fail: {out}");
+    assert!(out.contains("INCORRECT_RESULT"), "{out}");
+}
+
+/// Every reference of a model folder's outputs.npz plus one.
+fn edit_outputs(dir: &Path) {
+    let p = dir.join("outputs.npz");
+    let arrays: Vec<(String, deploygen::ir::TensorData)> = deploygen::bind::npz::read_all(&p)
+        .unwrap()
+        .arrays
+        .into_iter()
+        .map(|(k, v)| {
+            let vals: Vec<f32> = v.to_f32().unwrap().iter().map(|x| x + 1.0).collect();
+            (k, deploygen::ir::TensorData::from_f32(v.shape.clone(), &vals))
+        })
+        .collect();
+    let refs: Vec<(&str, &deploygen::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&p, deploygen::bind::npz::write_npz(&refs).unwrap()).unwrap();
 }

@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::bind::{self, RefKind};
 use crate::c;
 use crate::error::{Error, Result};
-use crate::escape::{c_comment, c_ident, c_string, ProjectName};
+use crate::escape::{self, c_comment, c_ident, c_string, ProjectName};
 use crate::ir::{self, DType, Graph, Model, Role, TensorData};
 use crate::ops::{self, kernel};
 use crate::plan::{self, Access, BufId, GraphSel, Level, Placement, Supply};
@@ -797,7 +797,7 @@ pub fn generate(
                     offset,
                     bytes: b.bytes,
                     name: c_comment(&b.name),
-                    name_lit: c_string(&b.name),
+                    name_lit: c_string(escape::harness_label(&b.name)),
                     file: format!("{idx}.hex"),
                 });
             }
@@ -997,7 +997,12 @@ pub fn generate(
                 RefKind::UpdatedParam | RefKind::Frozen => r.key.clone(),
                 _ => r.target.clone(),
             };
-            checks.push(Check { name: c_string(&what), expr: ctx.expr(id), ref_name: rn, values: vals.len() as u64 });
+            checks.push(Check {
+                name: c_string(escape::harness_label(&what)),
+                expr: ctx.expr(id),
+                ref_name: rn,
+                values: vals.len() as u64,
+            });
             compared.push(Compared { name: what, values: vals.len() as u64 });
         }
         for p in &bd.params {
@@ -1116,7 +1121,10 @@ pub fn generate(
         expected,
         not_compared: not_compared
             .iter()
-            .map(|n| NotCompared { name: c_string(&n.name), why: c_string(&n.why) })
+            .map(|n| NotCompared {
+                name: c_string(escape::harness_label(&n.name)),
+                why: c_string(escape::harness_label(&n.why)),
+            })
             .collect(),
         no_data_comment: no_data_reason.as_deref().map(c_comment),
         no_data_lit: no_data_reason.as_deref().map(c_string),
@@ -1377,7 +1385,8 @@ fn fused_note(node: &ir::Node) -> String {
 /// `step, "op", "name"` for `DG_PROFILE_END`: the harness prints them back
 /// in its `BENCH node` line (`deploygen report --profile`).
 fn profile_args(n: &plan::NodePlan, node: &ir::Node) -> String {
-    format!("{}u, \"{}\", \"{}\"", n.step, c_string(&node.op), c_string(&node.name))
+    let (op, name) = (escape::harness_label(&node.op), escape::harness_label(&node.name));
+    format!("{}u, \"{}\", \"{}\"", n.step, c_string(op), c_string(name))
 }
 
 #[cfg(test)]
