@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::bind::{self, BindOptions, Binding};
 use crate::emit::{self, EmitOptions, Project};
 use crate::error::Error;
-use crate::ir::Model;
+use crate::ir::{Model, Role};
 use crate::plan::{self, Level, Plan, PlanOptions, StaticRequest};
 use crate::{check, import, lower};
 
@@ -220,10 +220,11 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
         Ok(m)
     };
     let raw = timed((&mut t, o.on_stage), "import", Stage::Import, load)?;
-    let model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
+    let mut model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
     let binding = timed((&mut t, o.on_stage), "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {
         timed((&mut t, o.on_stage), "check", Stage::Bind, || check::training(&model, b))?;
+        held_constant(&mut model, b);
     }
     let opts = plan_options(&model, binding.as_ref(), &o.plan);
     let plan = timed((&mut t, o.on_stage), "plan", Stage::Plan, || plan::plan(&model, &opts))?;
@@ -255,6 +256,21 @@ pub fn plan_options(model: &Model, binding: Option<&Binding>, base: &PlanOptions
         }
     }
     o
+}
+
+/// A data or label input that the binding holds constant for the whole
+/// run (`--num-data-inputs` below the data inputs, with one mini-batch:
+/// its one value serves every pass) is planned as a frozen input, whose
+/// value is supplied from inputs.npz like a weight's, not as a
+/// per-mini-batch slot the harness fills.
+fn held_constant(model: &mut Model, b: &Binding) {
+    for name in &b.held_constant {
+        if let Some(r) = model.roles.main.get_mut(name) {
+            if matches!(*r, Role::Data | Role::Labels) {
+                *r = Role::Frozen;
+            }
+        }
+    }
 }
 
 /// The binding of the model's test data; `None` when it has none and

@@ -391,6 +391,21 @@ fn forced_num_data_inputs_on_one_mini_batch_is_accepted() {
         detected.params.iter().map(|p| &p.name).collect::<Vec<_>>()
     );
     deploygen().args(["inspect", "--num-data-inputs", "1"]).arg(dir.path()).assert().success();
+    // The run reads the held input's one value: the pass computes the
+    // reference loss, with the labels (1) and with the image too (0) held.
+    for n in ["1", "0"] {
+        let out = tempfile::tempdir().unwrap();
+        let p = out.path().join("p");
+        deploygen()
+            .args(["build", "--platform", "host", "--num-data-inputs", n, "--out"])
+            .arg(&p)
+            .arg(dir.path())
+            .assert()
+            .success();
+        let loss = first_loss_line(&p);
+        let (computed, reference) = (field(&loss, "computed="), field(&loss, "ref="));
+        assert!((computed - reference).abs() <= 1e-3, "--num-data-inputs {n}: {loss}");
+    }
     // Making a weight into data is refused even here.
     let e = bind_dir(dir.path(), Some(3)).unwrap_err().to_string();
     assert!(e.contains("would make param 'fc1.weight' a per-mini-batch data input"), "{e}");
@@ -583,4 +598,20 @@ fn positional_data_without_a_weight_is_classified_not_misbound() {
     assert_eq!(b.missing[0].input, "fc1.bias");
     assert!(b.missing[0].misplaced.as_deref().unwrap().contains("'arr_0003' holds 'fc2.weight'"));
     assert_eq!(b.slot("fc2.weight").unwrap().key(), Some("arr_0003"));
+}
+
+/// make, run, and the harness's `[loss 0]` line.
+fn first_loss_line(project: &Path) -> String {
+    let o =
+        std::process::Command::new("make").args(["-s", "-f", "Makefile.host"]).current_dir(project).output().unwrap();
+    assert!(o.status.success(), "make failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let o = std::process::Command::new("./app").current_dir(project).env("DG_HOST_QUIET", "1").output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(!stdout.contains("FATAL"), "{stdout}");
+    stdout.lines().find(|l| l.starts_with("[loss 0]")).unwrap_or_else(|| panic!("no loss line:\n{stdout}")).to_string()
+}
+
+fn field(line: &str, key: &str) -> f64 {
+    let v = line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap_or_else(|| panic!("{key} in {line}"));
+    v.parse().unwrap()
 }

@@ -44,6 +44,8 @@ pub(super) struct Draft<'a> {
     pub detected_from: DetectedFrom,
     pub warnings: Vec<String>,
     pub notes: Vec<String>,
+    /// Data inputs `force_num_data_inputs` bound as constants.
+    pub held_constant: Vec<String>,
 }
 
 impl<'a> Draft<'a> {
@@ -74,6 +76,7 @@ impl<'a> Draft<'a> {
             detected_from: DetectedFrom::GraphRoles,
             warnings: vec![],
             notes: vec![],
+            held_constant: vec![],
         }
     }
 
@@ -291,6 +294,7 @@ impl<'a> Draft<'a> {
                     self.role[i].name()
                 ));
                 self.role[i] = Role::Frozen;
+                self.held_constant.push(self.graph_inputs[i].name.clone());
             }
         } else {
             self.more_data_inputs(n)?;

@@ -164,6 +164,10 @@ pub struct Binding {
     pub notes: Vec<String>,
     /// Absolute comparison tolerance; `None` = the harness default (1e-3).
     pub tolerance: Option<f32>,
+    /// Data and label inputs `--num-data-inputs` left out of the
+    /// per-mini-batch slots (one mini-batch): bound as constants, their one
+    /// value serving every pass.
+    pub held_constant: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -259,6 +263,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         warnings: d.warnings,
         notes: d.notes,
         tolerance: None,
+        held_constant: d.held_constant,
     };
     match outputs {
         Some(o) => bind_outputs(model, &mut binding, o)?,
