@@ -199,3 +199,19 @@ fn the_readme_synopsis_agrees_with_help() {
         assert_eq!(required, flags(&usage), "deploygen {cmd}: required flags (README vs {usage})");
     }
 }
+
+/// A capacity the generated code cannot hold (sizes and offsets are 32
+/// bits) is refused up front, naming the flag, and nothing is written.
+#[test]
+fn a_capacity_beyond_32_bits_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (flag, value) in [("--l2", "4294967296"), ("--l1", "18446744073709551615")] {
+        let o = deploygen(&["build", &mlp(), "--platform", "host", flag, value, "--out", "p"], tmp.path());
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{t}");
+        assert!(t.contains(&format!("{flag} {value}: a level's capacity is at most 4,294,967,295 B")), "{t}");
+        assert!(!tmp.path().join("p").exists(), "{flag}: an output folder was written");
+    }
+    let o = deploygen(&["inspect", &mlp(), "--platform", "GAP9", "--l3", "4294967295"], tmp.path());
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

@@ -80,6 +80,15 @@ impl PlanOptions {
         })?;
         for (l, c) in Level::ALL.into_iter().zip(capacities) {
             if let Some(bytes) = c {
+                // Generated code holds sizes and offsets in 32 bits.
+                if bytes > u64::from(u32::MAX) {
+                    return Err(Error::Usage(format!(
+                        "--{} {bytes}: a level's capacity is at most {} B (the generated code holds sizes and \
+                         offsets in 32 bits)",
+                        l.to_string().to_lowercase(),
+                        thousands(u64::from(u32::MAX))
+                    )));
+                }
                 p = p.with_capacity(l, bytes);
             }
         }
