@@ -615,3 +615,35 @@ fn field(line: &str, key: &str) -> f64 {
     let v = line.split_whitespace().find_map(|w| w.strip_prefix(key)).unwrap_or_else(|| panic!("{key} in {line}"));
     v.parse().unwrap()
 }
+
+/// A class index outside the scores' classes is refused at bind, naming
+/// the key, the element and the value (the loss kernel would read outside
+/// its scores); nothing is written.
+#[test]
+fn labels_outside_the_classes_are_refused() {
+    for bad in [50i64, -7] {
+        let dir = copy_model(&zoo("simple_mlp"));
+        edit_inputs(dir.path(), |a| {
+            for (k, v) in a.iter_mut() {
+                if k == "mb2_labels" {
+                    *v = TensorData::from_i64(vec![2], &[3, bad]);
+                }
+            }
+        });
+        let out = tempfile::tempdir().unwrap();
+        let o = deploygen()
+            .args(["build", "--platform", "host", "--out"])
+            .arg(out.path().join("p"))
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("key 'mb2_labels' holds the labels of")
+                && err.contains(&format!("element 1 is {bad}, not a class (0 to 9)")),
+            "{err}"
+        );
+        assert!(!out.path().join("p").exists());
+    }
+}

@@ -30,12 +30,42 @@ pub fn findings(model: &Model, binding: &Binding) -> Vec<Finding> {
 /// `Ok` when training (or inference) can run with the bound data; else
 /// `Error::Triage` with every finding.
 pub fn training(model: &Model, binding: &Binding) -> Result<()> {
+    labels_in_range(model, binding)?;
     let f = findings(model, binding);
     if f.is_empty() {
         Ok(())
     } else {
         Err(Error::Triage(f))
     }
+}
+
+/// Class-index labels name a class: every value in `0..C` or the loss's
+/// ignored index. Another value would make the loss kernel read outside
+/// its scores.
+fn labels_in_range(model: &Model, binding: &Binding) -> Result<()> {
+    let g = &model.graph;
+    for (n, node) in g.nodes() {
+        let def = crate::ops::of(node);
+        let (Some(rule), Some(slot)) = (def.class_labels, def.labels.and_then(|f| f(node))) else { continue };
+        let (Some(c), Some(t)) = (rule(g, node), node.input(slot)) else { continue };
+        let Some(s) = binding.slots.iter().find(|s| s.input == g.name_of(t)) else { continue };
+        for (key, v) in s.keys.iter().zip(&s.values) {
+            let Some(vals) = v.to_i64() else { continue };
+            let outside = |x: i64| (x < 0 || x >= c.classes as i64) && Some(x) != c.ignore;
+            if let Some((i, &bad)) = vals.iter().enumerate().find(|(_, &x)| outside(x)) {
+                let ignored = c.ignore.map(|v| format!(", or the ignored index {v}")).unwrap_or_default();
+                return Err(Error::binding(format!(
+                    "{}: key '{key}' holds the labels of {}: element {i} is {bad}, not a class (0 to {}{ignored})",
+                    crate::bind::short(&binding.inputs_path),
+                    g.display_node(n),
+                    c.classes.saturating_sub(1)
+                ))
+                .at_input(&s.input)
+                .at_key(key));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The graph nodes that read a graph input, as `'name' (Op)`.

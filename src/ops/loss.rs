@@ -2,7 +2,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx, Local};
-use super::{Ctx, OpDef, Train};
+use super::{ClassLabels, Ctx, OpDef, Train};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, Origin, TensorId, TensorType};
 
@@ -16,6 +16,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         train: Train::Loss,
         labels: Some(slot_1),
+        class_labels: Some(sce_classes),
         kernel: Some(bind_sce_loss),
         grad: Some(sce_grad_rule),
         ..OpDef::BASE
@@ -87,6 +88,12 @@ pub fn log_prob_only(graph: &Graph, node: &Node) -> bool {
 
 fn slot_1(_: &Node) -> Option<usize> {
     Some(1)
+}
+
+/// Scores [N, C, ...]: labels index axis 1; `ignore_index` is skipped.
+fn sce_classes(g: &Graph, node: &Node) -> Option<ClassLabels> {
+    let scores = g.tensor(node.input(0)?).ty.shape()?;
+    Some(ClassLabels { classes: *scores.get(1)?, ignore: node.attr_int("ignore_index") })
 }
 
 fn slot_2(_: &Node) -> Option<usize> {

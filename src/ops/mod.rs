@@ -156,6 +156,16 @@ pub struct OpDef {
     /// of one weight input plus entry c of an optional bias input, so a
     /// channel affine that alone reads it folds into them (`lower::fuse`).
     pub channel_weights: Option<ChannelWeights>,
+    /// The labels input ([`OpDef::labels`]) holds class indices: how many
+    /// classes there are and which value is ignored, when known.
+    pub class_labels: Option<fn(&Graph, &Node) -> Option<ClassLabels>>,
+}
+
+/// What a class-index labels input may hold: `0..classes`, or `ignore`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClassLabels {
+    pub classes: usize,
+    pub ignore: Option<i64>,
 }
 
 /// Per-channel factors of a [`OpDef::channel_affine`] node.
@@ -198,6 +208,7 @@ impl OpDef {
         fuses_act: None,
         channel_affine: None,
         channel_weights: None,
+        class_labels: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.
