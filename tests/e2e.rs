@@ -176,3 +176,39 @@ fn optimizer_state_tiles_and_trains() {
         assert!(msg.starts_with(&format!("Errors: 0 out of {n},")), "{key}: {msg}");
     }
 }
+
+/// Generated projects run their forks inline on the host (a core's share
+/// after another's, until a kernel's first barrier: runtime/README.md),
+/// which hides a later core reading what an earlier one has not written
+/// yet. These models (Conv, depthwise, BatchNorm, attention, pooling,
+/// every optimizer) run with one thread per core in every fork, tiled at
+/// a 64 kB L1, DMA completing in random order.
+#[test]
+fn a_thread_per_core_computes_the_same() {
+    if !have_gcc() {
+        return;
+    }
+    let models = [
+        "kws_cnn",
+        "mobilenet_v3_block",
+        "resnet8",
+        "simple_mlp",
+        "cnn_derived_sgd",
+        "cnn_derived_adamw",
+        "cnn_derived_momentum",
+        "tiny_transformer_derived_sgd",
+    ];
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deploygen"));
+    cmd.arg("test").args(models.iter().map(|m| common::zoo(m)));
+    cmd.args(["--platform", "GAP9", "--platform", "Siracusa", "--l1", "65536", "-j", &jobs(), "--status"])
+        .arg(common::root().join("status.toml"))
+        .env("DG_HOST_TEAM", "threads")
+        .env("DG_HOST_DMA", "random")
+        .current_dir(common::root());
+    let o = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let v = verdicts(&stdout);
+    assert_eq!(v.len(), models.len() * 2, "{stdout}");
+    let bad: Vec<_> = v.iter().filter(|(verdict, _, _)| verdict != "PASSED").collect();
+    assert!(bad.is_empty(), "{bad:#?}\n{stdout}{}", String::from_utf8_lossy(&o.stderr));
+}
