@@ -647,3 +647,45 @@ fn labels_outside_the_classes_are_refused() {
         assert!(!out.path().join("p").exists());
     }
 }
+
+/// A model's own tolerance (`meta_tolerance` in its inputs.npz) replaces
+/// the default 1e-3 and `--tolerance` replaces it: kws_cnn with every
+/// reference 5e-3 off fails by default, passes at its 1e-2, fails again at
+/// `--tolerance 1e-3`. A bad value is refused naming the key.
+#[test]
+fn a_model_carries_its_tolerance() {
+    let dir = copy_model(&zoo("kws_cnn"));
+    let outputs = dir.path().join("outputs.npz");
+    let refs: Vec<(String, TensorData)> = npz::read_all(&outputs)
+        .unwrap()
+        .arrays
+        .into_iter()
+        .map(|(k, v)| {
+            let off: Vec<f32> = v.to_f32().unwrap().iter().map(|x| x + 5e-3).collect();
+            (k, TensorData::from_f32(v.shape.clone(), &off))
+        })
+        .collect();
+    let r: Vec<(&str, &TensorData)> = refs.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&outputs, npz::write_npz(&r).unwrap()).unwrap();
+    let test = |extra: &[&str]| {
+        let o = deploygen().args(["test", "--platform", "host"]).args(extra).arg(dir.path()).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    assert_eq!(test(&[]).0, Some(1));
+    edit_inputs(dir.path(), |a| a.push(("meta_tolerance".into(), TensorData::from_f32(vec![], &[1e-2]))));
+    let (code, out) = test(&[]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Errors: 0 out of 12, tolerance 0.01"), "{out}");
+    assert_eq!(test(&["--tolerance", "1e-3"]).0, Some(1));
+    edit_inputs(dir.path(), |a| {
+        for (k, v) in a.iter_mut() {
+            if k == "meta_tolerance" {
+                *v = TensorData::from_f32(vec![], &[-1.0]);
+            }
+        }
+    });
+    let o = deploygen().arg("inspect").arg(dir.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("inputs.npz key 'meta_tolerance' is -1; expected a finite tolerance above 0"), "{err}");
+}

@@ -262,7 +262,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         missing: d.missing,
         warnings: d.warnings,
         notes: d.notes,
-        tolerance: None,
+        tolerance: d.meta.tolerance,
         held_constant: d.held_constant,
     };
     match outputs {

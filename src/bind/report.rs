@@ -137,9 +137,10 @@ pub fn text(b: &Binding) -> String {
     let style = Style { align: &[Align::Right], max_width: 60, ..Style::PLAIN };
     o.push_str(&crate::text::table(&all, &style));
     let s = &b.schedule;
+    let tolerance = b.tolerance.map(|t| format!("; tolerance {t} (meta_tolerance)")).unwrap_or_default();
     if b.params.is_empty() && b.loss.is_none() && s.n_batches == 1 {
         let _ = writeln!(o, "schedule     one inference pass");
-        let _ = writeln!(o, "references   {} output(s)", b.references.len());
+        let _ = writeln!(o, "references   {} output(s){tolerance}", b.references.len());
         for n in &b.notes {
             let _ = writeln!(o, "note: {n}");
         }
@@ -161,7 +162,7 @@ pub fn text(b: &Binding) -> String {
     let updated = b.params.iter().filter(|p| p.reference.is_some()).count();
     let _ = writeln!(
         o,
-        "references   {} loss(es), {updated} of {} updated weight(s), {} other",
+        "references   {} loss(es), {updated} of {} updated weight(s), {} other{tolerance}",
         b.loss.as_ref().map_or(0, |l| l.data.numel()),
         b.params.len(),
         b.references.len() - updated

@@ -45,6 +45,8 @@ pub struct Meta {
     pub n_batches: Option<usize>,
     pub n_accum: Option<usize>,
     pub learning_rate: Option<f32>,
+    /// `meta_tolerance`: the model's absolute comparison tolerance.
+    pub tolerance: Option<f32>,
     /// Keys not understood (reported as warnings).
     pub unknown: Vec<String>,
 }
@@ -70,11 +72,25 @@ fn count(key: &str, t: &TensorData) -> Result<usize> {
     }
 }
 
+/// A finite float above 0.
+fn positive(key: &str, t: &TensorData, what: &str) -> Result<f32> {
+    let t = scalar(key, t)?;
+    let v = match t.dtype {
+        DType::F32 | DType::F64 => t.to_f32().and_then(|v| v.first().copied()),
+        _ => None,
+    };
+    match v {
+        Some(x) if x.is_finite() && x > 0.0 => Ok(x),
+        Some(x) => Err(Error::binding(format!("inputs.npz key '{key}' is {x}; expected a finite {what} above 0"))),
+        None => Err(Error::binding(format!("inputs.npz key '{key}' must be a float, found {}", t.dtype))),
+    }
+}
+
 impl Meta {
     /// Whether `meta_<what>` is a value the schedule reads (others are
     /// reported, never read).
     pub fn reads(what: &str) -> bool {
-        matches!(what, "data_size" | "n_batches" | "n_accum" | "learning_rate")
+        matches!(what, "data_size" | "n_batches" | "n_accum" | "learning_rate" | "tolerance")
     }
 
     /// Read one `meta_<what>` array.
@@ -84,27 +100,8 @@ impl Meta {
             "data_size" => self.data_size = Some(count(&key, t)?),
             "n_batches" => self.n_batches = Some(count(&key, t)?),
             "n_accum" => self.n_accum = Some(count(&key, t)?),
-            "learning_rate" => {
-                let t = scalar(&key, t)?;
-                let v = match t.dtype {
-                    DType::F32 | DType::F64 => t.to_f32().and_then(|v| v.first().copied()),
-                    _ => None,
-                };
-                match v {
-                    Some(lr) if lr.is_finite() && lr > 0.0 => self.learning_rate = Some(lr),
-                    Some(lr) => {
-                        return Err(Error::binding(format!(
-                            "inputs.npz key '{key}' is {lr}; expected a finite learning rate above 0"
-                        )))
-                    }
-                    None => {
-                        return Err(Error::binding(format!(
-                            "inputs.npz key '{key}' must be a float, found {}",
-                            t.dtype
-                        )))
-                    }
-                }
-            }
+            "learning_rate" => self.learning_rate = Some(positive(&key, t, "learning rate")?),
+            "tolerance" => self.tolerance = Some(positive(&key, t, "tolerance")?),
             _ => self.unknown.push(key),
         }
         Ok(())
