@@ -137,3 +137,25 @@ fn without_dg_profile_nothing_is_printed_and_the_report_says_why() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("run.txt") && err.contains("no `BENCH node` lines"), "{err}");
 }
+
+/// A case the report cannot measure is a row that says why, and the run
+/// exits 2 naming it, after writing the whole report.
+#[test]
+fn a_case_that_cannot_be_measured_fails_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("garbage");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(bad.join("network.onnx"), b"\x07not onnx at all").unwrap();
+    let o = deploygen()
+        .arg("report")
+        .arg(&bad)
+        .args(["models/simple_mlp", "--platform", "host", "--default-mem", "L2", "--no-run", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let rows: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2, "both rows are written");
+    assert!(rows[1]["error"].is_null());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 of 2 case(s) could not be measured; the first, garbage/host-L2:"), "{err}");
+}

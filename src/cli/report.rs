@@ -101,7 +101,22 @@ pub fn run(a: Args) -> Result<()> {
         Format::Md => report::markdown(&rows),
         Format::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
     };
-    write_stdout(&out)
+    write_stdout(&out)?;
+    // The report is written whole; a case it could not measure still
+    // makes the run a failure (exit 2), as in `test`.
+    let failed: Vec<_> = rows.iter().filter(|r| r.error.is_some()).collect();
+    match failed.first() {
+        None => Ok(()),
+        Some(r) => Err(Error::model(format!(
+            "{} of {} case(s) could not be measured; the first, {}/{}-{}: {}",
+            failed.len(),
+            rows.len(),
+            r.model,
+            r.platform,
+            r.default_mem,
+            r.error.as_deref().unwrap_or_default()
+        ))),
+    }
 }
 
 /// `report --profile`: the per-node table (and chart) of one run's output.
