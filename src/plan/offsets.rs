@@ -135,8 +135,13 @@ impl Lifetimes {
 
 /// Greedy first fit in the given order.
 pub fn first_fit(items: &[Item], order: &[usize], align: u64) -> Vec<u64> {
+    first_fit_in(items, &Lifetimes::new(items), order, align)
+}
+
+/// [`first_fit`] with the items' lifetime index built once, for the
+/// search that tries many orders of the same items.
+fn first_fit_in(items: &[Item], lifetimes: &Lifetimes, order: &[usize], align: u64) -> Vec<u64> {
     let align = align.max(1);
-    let lifetimes = Lifetimes::new(items);
     let mut offsets = vec![0u64; items.len()];
     let mut placed = vec![false; items.len()];
     let mut busy: Vec<(u64, u64)> = Vec::new();
@@ -231,6 +236,8 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
     let lb = lower_bound(items);
     let n = items.len();
     let by_size = sorted(items, |it| (it.size, it.span(), 0));
+    let lifetimes = Lifetimes::new(items);
+    let first_fit = |items: &[Item], order: &[usize], align: u64| first_fit_in(items, &lifetimes, order, align);
     let greedy = first_fit(items, &by_size, align);
     let greedy_arena = arena_of(items, &greedy);
     let mut best = (greedy_arena, greedy, "greedy by size".to_string());
