@@ -180,8 +180,11 @@ fn projects_full_of_hostile_names_compile_run_and_print_them() {
         let stdout = compile_and_run(&dir, &root.path().join("out"), t);
         let total = format!("Errors: 0 out of {}\r\n", 8 * links);
         assert!(contains(&stdout, total.as_bytes()), "{}", String::from_utf8_lossy(&stdout));
+        // Each name printed back as its one-line harness label (controls,
+        // `]` and `\` escaped), so no name can break or forge a line.
         for o in &names.outputs {
-            let line = [b"[check ".as_slice(), o.as_bytes(), b"] errors 0 out of 8\r\n"].concat();
+            let label = deploygen::escape::harness_label(o);
+            let line = [b"[check ".as_slice(), label.as_bytes(), b"] errors 0 out of 8\r\n"].concat();
             assert!(contains(&stdout, &line), "{o:?} is not printed back:\n{}", String::from_utf8_lossy(&stdout));
         }
     }
