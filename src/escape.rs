@@ -111,13 +111,11 @@ pub fn dot_string(s: &str) -> String {
 /// escapes. Messages and reports carry names from the model; a name must
 /// not drive the user's terminal.
 pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
-    let hostile = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    let hostile = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
     if !s.chars().any(hostile) {
         return std::borrow::Cow::Borrowed(s);
     }
-    s.chars().map(|c| if hostile(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
+    std::borrow::Cow::Owned(unicode_escaped(s, hostile))
 }
 
 /// A name as the harness prints it in its result lines (`[check NAME]
@@ -125,8 +123,16 @@ pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
 /// the label. Control characters (line breaks included), `]`, `\` and the
 /// bidirectional controls become `\u{..}` escapes; the rest stays.
 pub fn harness_label(s: &str) -> String {
-    let hostile =
-        |c: char| c.is_control() || matches!(c, ']' | '\\' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    unicode_escaped(s, |c| c.is_control() || matches!(c, ']' | '\\') || is_bidi_control(c))
+}
+
+/// The Unicode bidirectional embedding, override and isolate controls.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every character `hostile` picks written as `\u{hex}`.
+fn unicode_escaped(s: &str, hostile: impl Fn(char) -> bool) -> String {
     s.chars().map(|c| if hostile(c) { format!("\\u{{{:x}}}", c as u32) } else { c.to_string() }).collect()
 }
 
