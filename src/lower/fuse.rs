@@ -27,98 +27,103 @@ use std::collections::HashSet;
 
 use petgraph::stable_graph::NodeIndex;
 
-use crate::ir::{Attr, DType, Graph, Origin, TensorData, TensorId, TensorType};
+use crate::ir::{Attr, DType, Graph, Origin, TensorData, TensorId};
 use crate::ops::{self, ChannelAffine, ChannelWeights};
 
 /// Fuse every activation that can be; returns how many were.
 pub fn fuse_activations(g: &mut Graph) -> usize {
-    let readers = g.readers();
-    let outputs: HashSet<TensorId> = g.outputs.iter().copied().collect();
+    let (readers, outputs) = (g.readers(), g.outputs.iter().copied().collect());
     let mut fused = 0;
     for n in g.schedule.clone() {
         let Some((act_node, code, z)) = fusable(g, n, &readers, &outputs) else { continue };
-        let node = &mut g.dag[n];
-        node.outputs[0] = Some(z);
-        node.attrs.insert(ops::FUSED_ACT.into(), Attr::Int(code));
-        g.dag.remove_node(act_node);
+        g.dag[n].attrs.insert(ops::FUSED_ACT.into(), Attr::Int(code));
+        absorb(g, n, act_node, z);
         fused += 1;
     }
-    if fused > 0 {
-        g.schedule.retain(|n| g.dag.contains_node(*n));
-        g.rebuild_edges();
-    }
-    fused
+    finish(g, fused)
 }
 
 /// The activation node that node `n` can absorb: (its index, its `act`
 /// code, its output).
-fn fusable(
-    g: &Graph,
-    n: NodeIndex,
-    readers: &Readers,
-    outputs: &HashSet<TensorId>,
-) -> Option<(NodeIndex, i64, TensorId)> {
+fn fusable(g: &Graph, n: NodeIndex, readers: &Readers, outputs: &Outputs) -> Option<(NodeIndex, i64, TensorId)> {
     let node = g.dag.node_weight(n)?;
     let can = ops::of(node).fuses_act?;
-    if node.attrs.contains_key(ops::FUSED_ACT) || node.outputs.iter().skip(1).any(Option::is_some) {
-        return None;
-    }
-    let y = node.output(0)?;
-    let [r] = readers.get(&y)?.as_slice() else { return None };
-    let act = g.dag.node_weight(*r)?;
+    let (r, z) = sole_reader(g, n, readers, outputs)?;
+    let act = g.dag.node_weight(r)?;
     let code = ops::of(act).act?;
-    let z = act.output(0)?;
-    // The activation reads y alone (one input), with y's type.
-    let reads_only_y = act.inputs.len() == 1 && act.input(0) == Some(y);
-    let same_type = g.tensor(y).ty == g.tensor(z).ty;
-    let ok = !outputs.contains(&y) && reads_only_y && same_type && can(g, node);
-    ok.then_some((*r, code, z))
+    // The activation reads y alone (one input).
+    (act.inputs.len() == 1 && can(g, node)).then_some((r, code, z))
 }
 
 /// Fold every channel affine that can be into the weights before it;
 /// returns how many were.
 pub fn fold_channel_affines(g: &mut Graph) -> usize {
+    let (readers, outputs) = (g.readers(), g.outputs.iter().copied().collect());
     let mut folded = 0;
-    let mut readers = g.readers();
     for n in g.schedule.clone() {
-        let Some((affine_node, affine, slots)) = foldable(g, n, &readers) else { continue };
-        let z = g.dag[affine_node].output(0).expect("a channel affine has an output");
+        let Some((affine_node, affine, slots, z)) = foldable(g, n, &readers, &outputs) else { continue };
         fold_into(g, n, slots, &affine);
-        g.dag[n].outputs[0] = Some(z);
-        g.dag.remove_node(affine_node);
-        g.schedule.retain(|m| *m != affine_node);
-        g.rebuild_edges();
-        readers = g.readers();
+        absorb(g, n, affine_node, z);
         folded += 1;
     }
-    folded
+    finish(g, folded)
 }
 
 type Readers = std::collections::HashMap<TensorId, Vec<NodeIndex>>;
+type Outputs = HashSet<TensorId>;
 
-/// The channel affine node that node `n` can absorb into its weights.
-fn foldable(g: &Graph, n: NodeIndex, readers: &Readers) -> Option<(NodeIndex, ChannelAffine, ChannelWeights)> {
+/// The one node that reads node `n`'s output 0, and that node's output
+/// `z`, when `n` can hand its output over to it: `n` has no other
+/// output and no fused activation yet, its output 0 `y` is no graph
+/// output, and the reader takes `y` as input 0 and gives `z` of `y`'s type.
+/// (The readers are the graph's before any fusion: a node fusion removes
+/// reads nothing a later check asks about.)
+fn sole_reader(g: &Graph, n: NodeIndex, readers: &Readers, outputs: &Outputs) -> Option<(NodeIndex, TensorId)> {
     let node = g.dag.node_weight(n)?;
-    let slots = ops::of(node).channel_weights?;
-    if node.outputs.iter().skip(1).any(Option::is_some) || node.attrs.contains_key(ops::FUSED_ACT) {
+    if node.attrs.contains_key(ops::FUSED_ACT) || node.outputs.iter().skip(1).any(Option::is_some) {
         return None;
     }
     let y = node.output(0)?;
     let [r] = readers.get(&y)?.as_slice() else { return None };
     let next = g.dag.node_weight(*r)?;
-    let affine = (ops::of(next).channel_affine?)(g, next)?;
     let z = next.output(0)?;
+    let ok = !outputs.contains(&y) && next.input(0) == Some(y) && g.tensor(y).ty == g.tensor(z).ty;
+    ok.then_some((*r, z))
+}
+
+/// Node `n` writes `z` itself, and the node `gone` that made it goes.
+fn absorb(g: &mut Graph, n: NodeIndex, gone: NodeIndex, z: TensorId) {
+    g.dag[n].outputs[0] = Some(z);
+    g.dag.remove_node(gone);
+}
+
+/// The schedule and edges after `count` nodes went; returns `count`.
+fn finish(g: &mut Graph, count: usize) -> usize {
+    if count > 0 {
+        g.schedule.retain(|n| g.dag.contains_node(*n));
+        g.rebuild_edges();
+    }
+    count
+}
+
+/// The channel affine node that node `n` can absorb into its weights.
+fn foldable(
+    g: &Graph,
+    n: NodeIndex,
+    readers: &Readers,
+    outputs: &Outputs,
+) -> Option<(NodeIndex, ChannelAffine, ChannelWeights, TensorId)> {
+    let node = g.dag.node_weight(n)?;
+    let slots = ops::of(node).channel_weights?;
+    let (r, z) = sole_reader(g, n, readers, outputs)?;
+    let next = g.dag.node_weight(r)?;
+    let affine = (ops::of(next).channel_affine?)(g, next)?;
     let c = affine.scale.len();
-    let channels = g.tensor(y).ty.shape().and_then(|s| s.get(1).copied());
+    let channels = g.tensor(node.output(0)?).ty.shape().and_then(|s| s.get(1).copied());
     let weight = own_constant(g, n, node.input(slots.weight)?, readers)?;
     let bias_ok = node.input(slots.bias).is_none_or(|b| own_constant(g, n, b, readers).is_some_and(|d| d.shape == [c]));
-    let ok = next.input(0) == Some(y)
-        && g.tensor(y).ty == g.tensor(z).ty
-        && channels == Some(c)
-        && !g.outputs.contains(&y)
-        && weight.shape.first() == Some(&c)
-        && bias_ok;
-    ok.then_some((*r, affine, slots))
+    let ok = channels == Some(c) && weight.shape.first() == Some(&c) && bias_ok;
+    ok.then_some((r, affine, slots, z))
 }
 
 /// The value of an f32 initializer that only node `n` reads and the graph
@@ -157,22 +162,11 @@ fn fold_into(g: &mut Graph, n: NodeIndex, slots: ChannelWeights, a: &ChannelAffi
     match g.dag[n].input(slots.bias) {
         Some(b) => g.tensor_mut(b).data = Some(data),
         None => {
-            let b = new_initializer(g, &format!("{}.folded_bias", g.name_of(w)), data);
+            let base = format!("{}.folded_bias", g.name_of(w));
+            let b = ops::grad::Builder::new(g).constant(&base, data);
             let node = &mut g.dag[n];
             node.inputs.resize(node.inputs.len().max(slots.bias + 1), None);
             node.inputs[slots.bias] = Some(b);
         }
     }
-}
-
-/// A new initializer named `base` (or `base_<k>`, the first free name).
-fn new_initializer(g: &mut Graph, base: &str, data: TensorData) -> TensorId {
-    let name = (0..).map(|k| if k == 0 { base.to_string() } else { format!("{base}_{k}") });
-    let name = name.into_iter().find(|n| g.id(n).is_none()).expect("some name is free");
-    let ty: TensorType = data.ty();
-    let t =
-        crate::ir::Tensor { name: name.clone(), ty, origin: Origin::Initializer, data: Some(data), sequence: false };
-    let id = g.tensors.insert_full(name, t).0;
-    g.initializers.push(id);
-    id
 }
