@@ -71,10 +71,21 @@ fn verdicts(stdout: &str) -> Vec<(String, String, String)> {
 /// case: a pass compared exactly its reference count (N > 0); anything
 /// else is a recorded xfail or skip. Returns the verdicts.
 fn run_matrix(models: &[&Path], platforms: &[&str], levels: &[&str]) -> Vec<(String, String, String)> {
+    run_matrix_with(models, platforms, levels, &[], &[])
+}
+
+/// [`run_matrix`] with more `deploygen test` flags and environment.
+fn run_matrix_with(
+    models: &[&Path],
+    platforms: &[&str],
+    levels: &[&str],
+    flags: &[&str],
+    env: &[(&str, &str)],
+) -> Vec<(String, String, String)> {
     let tmp = tempfile::tempdir().unwrap();
     let junit = tmp.path().join("report.xml");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_deploygen"));
-    cmd.arg("test").args(models);
+    cmd.arg("test").args(models).args(flags).envs(env.iter().copied());
     for p in platforms {
         cmd.args(["--platform", p]);
     }
@@ -158,20 +169,11 @@ fn optimizer_state_tiles_and_trains() {
     if !have_gcc() {
         return;
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
-        .arg("test")
-        .args([common::zoo("cnn_derived_momentum"), common::zoo("mlp_derived_adamw")])
-        .args(["--platform", "GAP9", "--l1", "16000", "--status"])
-        .arg(common::root().join("status.toml"))
-        .env("DG_HOST_DMA", "random")
-        .current_dir(common::root())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let v = verdicts(&stdout);
-    assert_eq!(v.len(), 2, "{stdout}");
+    let models = [common::zoo("cnn_derived_momentum"), common::zoo("mlp_derived_adamw")];
+    let models: Vec<&Path> = models.iter().map(PathBuf::as_path).collect();
+    let v = run_matrix_with(&models, &["GAP9"], &["L2"], &["--l1", "16000"], &[("DG_HOST_DMA", "random")]);
     for (verdict, key, msg) in &v {
-        assert_eq!(verdict, "PASSED", "{key}: {msg}\n{stdout}{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(verdict, "PASSED", "{key}: {msg}");
         let n = if key.starts_with("cnn") { 1013 } else { 878 };
         assert!(msg.starts_with(&format!("Errors: 0 out of {n},")), "{key}: {msg}");
     }
@@ -197,18 +199,11 @@ fn a_thread_per_core_computes_the_same() {
         "cnn_derived_adamw",
         "cnn_derived_momentum",
         "tiny_transformer_derived_sgd",
-    ];
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deploygen"));
-    cmd.arg("test").args(models.iter().map(|m| common::zoo(m)));
-    cmd.args(["--platform", "GAP9", "--platform", "Siracusa", "--l1", "65536", "-j", &jobs(), "--status"])
-        .arg(common::root().join("status.toml"))
-        .env("DG_HOST_TEAM", "threads")
-        .env("DG_HOST_DMA", "random")
-        .current_dir(common::root());
-    let o = cmd.output().unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let v = verdicts(&stdout);
-    assert_eq!(v.len(), models.len() * 2, "{stdout}");
+    ]
+    .map(common::zoo);
+    let models: Vec<&Path> = models.iter().map(PathBuf::as_path).collect();
+    let env = [("DG_HOST_TEAM", "threads"), ("DG_HOST_DMA", "random")];
+    let v = run_matrix_with(&models, &["GAP9", "Siracusa"], &["L2"], &["--l1", "65536"], &env);
     let bad: Vec<_> = v.iter().filter(|(verdict, _, _)| verdict != "PASSED").collect();
-    assert!(bad.is_empty(), "{bad:#?}\n{stdout}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(bad.is_empty(), "{bad:#?}");
 }

@@ -22,6 +22,19 @@ fn plan_with(m: &Model, platform: &str, level: Level, l1: Option<u64>, tiling: b
     plan::plan(m, &o).unwrap_or_else(|e| panic!("{platform} {level}: {e}"))
 }
 
+/// The project of a zoo model for GAP9 at L2 with an L1 of `l1` bytes.
+fn generate_gap9_l2(name: &str, l1: u64) -> deploygen::pipeline::Generated {
+    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, l1);
+    deploygen::pipeline::generate(&zoo(name), &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)))
+        .unwrap_or_else(|e| panic!("{name}: {}: {}", e.stage, e.error))
+}
+
+/// The text of the generated file whose path ends with `file`.
+fn project_file(g: &deploygen::pipeline::Generated, file: &str) -> String {
+    let (_, bytes) = g.project.files.iter().find(|(p, _)| p.ends_with(file)).unwrap_or_else(|| panic!("no {file}"));
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// The first node tiled in more than one double-buffered tile.
 fn multi_tile(p: &Plan) -> usize {
     p.nodes
@@ -246,17 +259,11 @@ fn every_model_generates_tiled_at_small_l1_budgets() {
 /// adding to them (the kernels' `accumulate`, 0 then 1).
 #[test]
 fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
-    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, 16384);
-    let g = deploygen::pipeline::generate(
-        &zoo("conv1d_autoencoder_train"),
-        &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)),
-    )
-    .unwrap_or_else(|e| panic!("{}: {}", e.stage, e.error));
+    let g = generate_gap9_l2("conv1d_autoencoder_train", 16384);
     let node = g.plan.nodes.iter().find(|n| n.op == "ConvGrad" && n.tiling.as_ref().is_some_and(|t| t.count >= 2));
     let t = node.expect("a ConvGrad in two or more batch tiles").tiling.as_ref().unwrap();
     assert!(t.operands.iter().filter(|o| o.access == plan::Access::Write && o.whole).count() >= 1, "{:?}", t.operands);
-    let net = g.project.files.iter().find(|(p, _)| p.ends_with("TrainingNetwork.c")).unwrap();
-    let text = String::from_utf8_lossy(&net.1);
+    let text = project_file(&g, "TrainingNetwork.c");
     assert!(
         text.contains("_accumulate[2] = {\n            0u,\n            1u,\n        };"),
         "no 0, 1 accumulate table"
@@ -283,18 +290,12 @@ fn momentum_velocity_is_read_and_written_per_tile() {
 /// (the last advances it), so all of them use the same bias correction.
 #[test]
 fn adamw_tiles_hold_the_step_count_but_the_last() {
-    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, 16000);
-    let g = deploygen::pipeline::generate(
-        &zoo("mlp_derived_adamw"),
-        &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)),
-    )
-    .unwrap_or_else(|e| panic!("{}: {}", e.stage, e.error));
+    let g = generate_gap9_l2("mlp_derived_adamw", 16000);
     let node = g.plan.nodes.iter().find(|n| n.op == "AdamW" && n.tiling.as_ref().is_some_and(|t| t.count == 5));
     let t = node.expect("an AdamW in five tiles").tiling.as_ref().unwrap();
     let step = t.operands.iter().find(|o| o.slots.iter().any(|s| !s.output && s.index == 4)).expect("the step");
     assert_eq!(step.access, plan::Access::ReadWrite, "{step:?}");
-    let opt = g.project.files.iter().find(|(p, _)| p.ends_with("OptimizerNetwork.c")).unwrap();
-    let text = String::from_utf8_lossy(&opt.1);
+    let text = project_file(&g, "OptimizerNetwork.c");
     assert!(
         text.contains("_hold_step[5] = {\n            1u,\n            1u,\n            1u,\n            1u,\n            0u,\n        };"),
         "no 1, 1, 1, 1, 0 hold_step table"
