@@ -1,0 +1,246 @@
+//! The generated project in memory, and writing it: atomically into
+//! `--out`, replacing only what `--force` may replace, or diffing it
+//! against a pinned copy (`build --check`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+use super::Manifest;
+
+fn is_current_or_above(dir: &Path) -> bool {
+    match (std::fs::canonicalize(dir), std::env::current_dir().and_then(std::fs::canonicalize)) {
+        (Ok(d), Ok(cwd)) => cwd.starts_with(d),
+        _ => false,
+    }
+}
+
+/// A generated project, in memory.
+#[derive(Clone, Debug)]
+pub struct Project {
+    /// Relative path and contents, sorted by path.
+    pub files: Vec<(PathBuf, Vec<u8>)>,
+    pub manifest: Manifest,
+}
+
+impl Project {
+    /// Total bytes of all files.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|(_, b)| b.len() as u64).sum()
+    }
+
+    /// Write the project into `out` atomically: into a temporary folder
+    /// next to it, renamed into place at the end. An existing `out` is
+    /// replaced only with `force`, and only when it is a folder deploygen
+    /// made (its `deploygen.json`) or an empty folder. Errors name `out`.
+    pub fn write(&self, out: &Path, force: bool) -> Result<()> {
+        if is_current_or_above(out) {
+            return Err(Error::Usage(format!(
+                "cannot write the project into {}: that folder holds the working directory, and the project \
+                 replaces its output folder; name a new folder (e.g. build/<model>)",
+                out.display()
+            )));
+        }
+        let replace = replaceable(out, force)?;
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).map_err(|e| Error::write(out, e))?;
+        let base = out.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "project".into());
+        let tmp = parent.join(format!(".{base}.deploygen-tmp-{}", std::process::id()));
+        let old = parent.join(format!(".{base}.deploygen-old-{}", std::process::id()));
+        let cleanup = |p: &Path| {
+            let _ = std::fs::remove_dir_all(p);
+        };
+        cleanup(&tmp);
+        if let Err(e) = self.write_files(&tmp, out) {
+            cleanup(&tmp);
+            return Err(e);
+        }
+        if replace {
+            cleanup(&old);
+            if let Err(e) = std::fs::rename(out, &old) {
+                cleanup(&tmp);
+                return Err(Error::write(out, e));
+            }
+        }
+        if let Err(e) = std::fs::rename(&tmp, out) {
+            if replace {
+                let _ = std::fs::rename(&old, out);
+            }
+            cleanup(&tmp);
+            return Err(Error::write(out, e));
+        }
+        cleanup(&old);
+        Ok(())
+    }
+
+    /// Every file under `tmp`; a failure names the file's place in `out`.
+    fn write_files(&self, tmp: &Path, out: &Path) -> Result<()> {
+        std::fs::create_dir(tmp).map_err(|e| Error::write(out, e))?;
+        for (rel, data) in &self.files {
+            let p = tmp.join(rel);
+            if let Some(d) = p.parent() {
+                std::fs::create_dir_all(d).map_err(|e| Error::write(out.join(rel), e))?;
+            }
+            std::fs::write(&p, data).map_err(|e| Error::write(out.join(rel), e))?;
+        }
+        Ok(())
+    }
+
+    /// Compare with an existing project folder: a unified diff of every
+    /// file that differs, is missing or is extra; empty when identical.
+    pub fn check(&self, dir: &Path) -> Result<String> {
+        let mut out = String::new();
+        let mut expected: BTreeMap<PathBuf, &[u8]> = BTreeMap::new();
+        for (p, d) in &self.files {
+            expected.insert(p.clone(), d);
+        }
+        let mut found: Vec<PathBuf> = vec![];
+        list_files(dir, Path::new(""), &mut found)?;
+        for rel in &found {
+            if !expected.contains_key(rel) {
+                out.push_str(&format!("only in {}: {}\n", dir.display(), rel.display()));
+            }
+        }
+        for (rel, want) in &expected {
+            let p = dir.join(rel);
+            match std::fs::read(&p) {
+                Err(_) => out.push_str(&format!("missing in {}: {}\n", dir.display(), rel.display())),
+                Ok(have) if have.as_slice() == *want => {}
+                Ok(have) => out.push_str(&unified_diff(rel, &have, want)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whether `out` exists and may be replaced. It may with `force` when it
+/// is a folder deploygen made or an empty folder; anything else is an
+/// error saying why, before anything is written.
+fn replaceable(out: &Path, force: bool) -> Result<bool> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        // Looking for `out` is the first step of writing it (a path below a
+        // file fails here): a write failure, named as the user gave it.
+        Err(e) => return Err(Error::write(out, e)),
+        Ok(m) => m,
+    };
+    if !force {
+        return Err(Error::Usage(format!(
+            "{} already exists: pass --force to replace it, or choose another --out",
+            out.display()
+        )));
+    }
+    let why = if meta.file_type().is_symlink() {
+        "it is a symbolic link"
+    } else if !meta.is_dir() {
+        "it is not a folder"
+    } else if made_by_deploygen(out) || is_empty(out)? {
+        return Ok(true);
+    } else {
+        "it holds files but no deploygen.json manifest, so deploygen did not make it"
+    };
+    Err(Error::Usage(format!(
+        "--force does not replace {}: {why}. --force replaces only a folder deploygen made (one with its \
+         deploygen.json) or an empty folder; move it away yourself or choose another --out",
+        out.display()
+    )))
+}
+
+/// A folder whose `deploygen.json` is a project manifest.
+fn made_by_deploygen(dir: &Path) -> bool {
+    let Ok(text) = std::fs::read(dir.join("deploygen.json")) else { return false };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else { return false };
+    ["model", "platform", "default_mem", "kind", "expected_compared"].iter().all(|k| v.get(k).is_some())
+}
+
+fn is_empty(dir: &Path) -> Result<bool> {
+    let mut entries = std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))?;
+    Ok(entries.next().is_none())
+}
+
+fn list_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    let dir = root.join(rel);
+    let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let r = rel.join(e.file_name());
+        if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            list_files(root, &r, out)?;
+        } else {
+            out.push(r);
+        }
+    }
+    Ok(())
+}
+
+/// A unified diff of one file (`have` on disk → `want` generated); binary
+/// files are reported by size.
+pub fn unified_diff(rel: &Path, have: &[u8], want: &[u8]) -> String {
+    match (std::str::from_utf8(have), std::str::from_utf8(want)) {
+        (Ok(a), Ok(b)) => {
+            let mut s = format!("--- a/{0}\n+++ b/{0}\n", rel.display());
+            s.push_str(&line_diff(a, b));
+            s
+        }
+        _ => format!("binary file {} differs ({} B on disk, {} B generated)\n", rel.display(), have.len(), want.len()),
+    }
+}
+
+/// Minimal unified diff (LCS over lines, 3 lines of context).
+fn line_diff(a: &str, b: &str) -> String {
+    let a: Vec<&str> = a.lines().collect();
+    let b: Vec<&str> = b.lines().collect();
+    // Trim the common prefix and suffix to keep the table small.
+    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
+    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
+    let mut ops: Vec<(char, &str)> = vec![];
+    if am.len() * bm.len() > 4_000_000 {
+        ops.extend(am.iter().map(|l| ('-', *l)));
+        ops.extend(bm.iter().map(|l| ('+', *l)));
+    } else {
+        let (n, m) = (am.len(), bm.len());
+        let mut t = vec![0u32; (n + 1) * (m + 1)];
+        for i in (0..n).rev() {
+            for j in (0..m).rev() {
+                t[i * (m + 1) + j] = if am[i] == bm[j] {
+                    t[(i + 1) * (m + 1) + j + 1] + 1
+                } else {
+                    t[(i + 1) * (m + 1) + j].max(t[i * (m + 1) + j + 1])
+                };
+            }
+        }
+        let (mut i, mut j) = (0, 0);
+        while i < n || j < m {
+            if i < n && j < m && am[i] == bm[j] {
+                ops.push((' ', am[i]));
+                i += 1;
+                j += 1;
+            } else if i < n && (j == m || t[(i + 1) * (m + 1) + j] >= t[i * (m + 1) + j + 1]) {
+                ops.push(('-', am[i]));
+                i += 1;
+            } else {
+                ops.push(('+', bm[j]));
+                j += 1;
+            }
+        }
+    }
+    let ctx_before: Vec<&str> = a[pre.saturating_sub(3)..pre].to_vec();
+    let ctx_after: Vec<&str> = a[a.len() - suf..(a.len() - suf + 3).min(a.len())].to_vec();
+    let start = pre.saturating_sub(3);
+    let old_len = ctx_before.len() + am.len() + ctx_after.len();
+    let new_len = ctx_before.len() + bm.len() + ctx_after.len();
+    let mut s = format!("@@ -{},{} +{},{} @@\n", start + 1, old_len, start + 1, new_len);
+    for l in ctx_before {
+        s.push_str(&format!(" {l}\n"));
+    }
+    for (c, l) in ops {
+        s.push_str(&format!("{c}{l}\n"));
+    }
+    for l in ctx_after {
+        s.push_str(&format!(" {l}\n"));
+    }
+    s
+}
