@@ -16,6 +16,9 @@
 #define DG_MEM_H
 
 #include "pmsis.h"
+/* pi_cl_ram_req_t (the DMA queues hold cluster-RAM requests): the SDK
+ * declares it in bsp/ram.h, which pmsis.h does not include. */
+#include "bsp/ram.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -154,23 +154,6 @@ void pi_cl_l1_free(struct pi_device *device, void *chunk, int size);
 void *pi_l2_malloc(int size);
 void pi_l2_free(void *chunk, int size);
 
-/* ---- external RAM (L3): bsp/ram.h -------------------------------------- */
-struct pi_ram_conf {
-    void *api;
-};
-struct pi_default_ram_conf {
-    struct pi_ram_conf ram;
-    uint32_t ram_start;
-    uint32_t ram_size;
-};
-struct pi_hyperram_conf {
-    struct pi_ram_conf ram;
-    uint32_t ram_start;
-    uint32_t ram_size;
-};
-void pi_default_ram_conf_init(struct pi_default_ram_conf *conf);
-void pi_hyperram_conf_init(struct pi_hyperram_conf *conf);
-
 /* A transfer the emulation defers until it is waited for (cluster DMA and
  * cluster RAM requests; see "cluster DMA" below). */
 typedef struct dg_host_xfer_s {
@@ -182,80 +165,6 @@ typedef struct dg_host_xfer_s {
     uintptr_t loc;
     uint32_t size, stride, length;
 } dg_host_xfer_t;
-
-typedef struct pi_cl_ram_req_s {
-    struct pi_device *device;
-    void *addr;
-    uint32_t pi_ram_addr;
-    uint32_t size;
-    uint8_t done;
-    unsigned char ext2loc;
-    dg_host_xfer_t xfer;
-} pi_cl_ram_req_t;
-
-typedef struct pi_cl_ram_alloc_req_s {
-    struct pi_device *device;
-    uint32_t result;
-    uint32_t size;
-    uint8_t done;
-    char error;
-} pi_cl_ram_alloc_req_t;
-
-typedef struct pi_cl_ram_free_req_s {
-    struct pi_device *device;
-    uint32_t result;
-    uint32_t size;
-    uint32_t chunk;
-    uint8_t done;
-    char error;
-} pi_cl_ram_free_req_t;
-
-int32_t pi_ram_open(struct pi_device *device);
-void pi_ram_close(struct pi_device *device);
-int pi_ram_alloc(struct pi_device *device, uint32_t *addr, uint32_t size);
-int pi_ram_free(struct pi_device *device, uint32_t addr, uint32_t size);
-void pi_ram_read(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size);
-void pi_ram_write(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size);
-void pi_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *data, uint32_t size,
-                 int ext2loc);
-
-void pi_cl_ram_alloc(struct pi_device *device, uint32_t size, pi_cl_ram_alloc_req_t *req);
-int32_t pi_cl_ram_alloc_wait(pi_cl_ram_alloc_req_t *req, uint32_t *chunk);
-void pi_cl_ram_free(struct pi_device *device, uint32_t chunk, uint32_t size,
-                    pi_cl_ram_free_req_t *req);
-int32_t pi_cl_ram_free_wait(pi_cl_ram_free_req_t *req);
-void pi_cl_ram_copy(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
-                    int ext2loc, pi_cl_ram_req_t *req);
-void pi_cl_ram_copy_wait(pi_cl_ram_req_t *req);
-
-static inline void pi_cl_ram_read(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
-                                  uint32_t size, pi_cl_ram_req_t *req)
-{
-    pi_cl_ram_copy(device, pi_ram_addr, addr, size, 1, req);
-}
-static inline void pi_cl_ram_write(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
-                                   uint32_t size, pi_cl_ram_req_t *req)
-{
-    pi_cl_ram_copy(device, pi_ram_addr, addr, size, 0, req);
-}
-static inline void pi_cl_ram_read_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
-static inline void pi_cl_ram_write_wait(pi_cl_ram_req_t *req) { pi_cl_ram_copy_wait(req); }
-/* 2-D: `size` bytes in lines of `length` bytes, `stride` bytes apart in
- * L3; the local buffer is contiguous. */
-void pi_cl_ram_copy_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr, uint32_t size,
-                       uint32_t stride, uint32_t length, int ext2loc, pi_cl_ram_req_t *req);
-static inline void pi_cl_ram_read_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
-                                     uint32_t size, uint32_t stride, uint32_t length,
-                                     pi_cl_ram_req_t *req)
-{
-    pi_cl_ram_copy_2d(device, pi_ram_addr, addr, size, stride, length, 1, req);
-}
-static inline void pi_cl_ram_write_2d(struct pi_device *device, uint32_t pi_ram_addr, void *addr,
-                                      uint32_t size, uint32_t stride, uint32_t length,
-                                      pi_cl_ram_req_t *req)
-{
-    pi_cl_ram_copy_2d(device, pi_ram_addr, addr, size, stride, length, 0, req);
-}
 
 /* ---- cluster DMA: pmsis/cluster/dma/cl_dma.h ------------------------------
  * Between L2 (`ext`) and L1 (`loc`), with the SDK's signatures: addresses
@@ -283,44 +192,6 @@ void pi_cl_dma_cmd_2d(uint32_t ext, uint32_t loc, uint32_t size, uint32_t stride
                       pi_cl_dma_dir_e dir, pi_cl_dma_cmd_t *cmd);
 void pi_cl_dma_cmd_wait(pi_cl_dma_cmd_t *cmd);
 void pi_cl_dma_flush(void);
-
-/* ---- flash and the read-only file system: bsp/flash, bsp/fs/readfs ------
- * The emulated readfs image is a folder: the directory named by the
- * DG_HEX_DIR environment variable, "hex" by default (the generated project
- * keeps its READFS_FILES there). pi_fs_open takes a file's base name, as on
- * the chips. */
-struct pi_flash_conf {
-    void *api;
-};
-struct pi_hyperflash_conf {
-    struct pi_flash_conf flash;
-};
-struct pi_default_flash_conf {
-    struct pi_flash_conf flash;
-};
-void pi_hyperflash_conf_init(struct pi_hyperflash_conf *conf);
-void pi_default_flash_conf_init(struct pi_default_flash_conf *conf);
-int32_t pi_flash_open(struct pi_device *device);
-void pi_flash_close(struct pi_device *device);
-
-typedef enum { PI_FS_READ_ONLY = 0, PI_FS_HOST = 1 } pi_fs_type_e;
-struct pi_fs_conf {
-    pi_fs_type_e type;
-    struct pi_device *flash;
-};
-struct pi_readfs_conf {
-    struct pi_fs_conf fs;
-};
-typedef struct pi_fs_file_s {
-    uint32_t size;
-    void *handle;
-} pi_fs_file_t;
-void pi_readfs_conf_init(struct pi_readfs_conf *conf);
-int32_t pi_fs_mount(struct pi_device *device);
-void pi_fs_unmount(struct pi_device *device);
-pi_fs_file_t *pi_fs_open(struct pi_device *device, const char *file, int flags);
-void pi_fs_close(pi_fs_file_t *file);
-int32_t pi_fs_read(pi_fs_file_t *file, void *buffer, uint32_t size);
 
 /* ---- performance counters ----------------------------------------------
  * The host has no cycle counter that means anything for the chip: the

@@ -12,6 +12,8 @@
 /* mmap's MAP_ANONYMOUS and MAP_32BIT. */
 #define _GNU_SOURCE
 #include "pmsis.h"
+#include "bsp/bsp.h"
+#include "bsp/fs/readfs.h"
 
 #include <errno.h>
 #include <pthread.h>
