@@ -37,6 +37,12 @@ const uint32_t DeeployNetwork_outputs_bytes[{{ f.outputs.len().max(1) }}] = {
 {%- endif %}
 };
 const uint32_t DeeployNetwork_num_outputs = {{ f.outputs.len() }}u;
+{%- if f.main_queues > 0 %}
+
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[{{ f.main_queues }}];
+{%- endif %}
 
 int Init{{ f.net }}(struct pi_device *cluster)
 {

@@ -25,6 +25,12 @@ const uint32_t DeeployOptNetwork_num_inputs = {{ f.opt_inputs.len() }}u;
 void *DeeployOptNetwork_outputs[{{ f.opt_outputs.len().max(1) }}];
 const uint32_t DeeployOptNetwork_num_outputs = {{ f.opt_outputs.len() }}u;
 void *DeeployOptNetwork_learning_rate;
+{%- if f.opt_queues > 0 %}
+
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[{{ f.opt_queues }}];
+{%- endif %}
 {%- if !f.opt_state.is_empty() %}
 
 /* Optimizer state starts at zero, in whichever memory level it lives. */

@@ -301,6 +301,9 @@ pub struct Facts {
     pub opt_state: Vec<TableEntry>,
     pub main_nodes: Vec<NodeCode>,
     pub opt_nodes: Vec<NodeCode>,
+    /// DMA queues of each file's static pool: the most any tiled node uses.
+    pub main_queues: usize,
+    pub opt_queues: usize,
     /// Copies that carry a run's updates into the buffers the next run
     /// reads (an SGD that could not update in place).
     pub commits: Vec<Copy>,
@@ -859,6 +862,8 @@ pub fn generate(
         opt_outputs,
         lr_expr,
         opt_state,
+        main_queues: queues(&main_nodes),
+        opt_queues: queues(&opt_nodes),
         main_nodes,
         opt_nodes,
         commits,
@@ -1143,6 +1148,12 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         dumps,
         profile: profile_args(n, node),
     })
+}
+
+/// The DMA queues a file's pool needs: the most any one tiled node uses
+/// (nodes run one after another and leave their queues idle).
+fn queues(nodes: &[NodeCode]) -> usize {
+    nodes.iter().filter_map(|n| n.tiled.as_ref()).map(|t| t.queues).max().unwrap_or(0)
 }
 
 /// ` + Relu` after the op of a node that applies a fused activation.

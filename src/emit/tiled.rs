@@ -37,6 +37,9 @@ pub struct TileOperand {
     pub write: bool,
     pub whole: bool,
     pub double: bool,
+    /// Index of its first DMA queue in the file's static queue pool (one
+    /// queue per L1 buffer; the pool keeps them off the stack).
+    pub q0: usize,
 }
 
 impl TileOperand {
@@ -54,6 +57,8 @@ impl TileOperand {
 pub struct TiledCode {
     pub count: u32,
     pub any_double: bool,
+    /// DMA queues the loop uses: its share of the file's pool.
+    pub queues: usize,
     pub tables: Vec<Table>,
     pub operands: Vec<TileOperand>,
     pub calls: Vec<CallCode>,
@@ -132,6 +137,7 @@ pub fn tiled_code(
         ops::of(node).tile.ok_or_else(|| Error::node(node, "the plan tiles a node whose operator has no tile rule"))?;
     let mut tables = vec![];
     let mut operands = vec![];
+    let mut queues = 0;
     for (j, o) in t.operands.iter().enumerate() {
         let id = format!("o{j}");
         let double = o.l1.len() == 2;
@@ -151,7 +157,9 @@ pub fn tiled_code(
             write: matches!(o.access, Access::Write | Access::ReadWrite),
             whole: o.whole,
             double,
+            q0: queues,
         });
+        queues += o.l1.len();
     }
     // Pointers: each slot's operand's current L1 buffer.
     let ptr = |output: bool, i: usize| -> Option<String> {
@@ -182,6 +190,7 @@ pub fn tiled_code(
     Ok(TiledCode {
         count: t.count,
         any_double: operands.iter().any(|o| o.double),
+        queues,
         tables,
         operands,
         calls,
