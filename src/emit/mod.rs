@@ -125,8 +125,6 @@ pub struct WeightSupply {
     pub supply: String,
 }
 
-/// Whether `dir` is the working directory or a folder above it (which a
-/// project, replacing its output folder, cannot be written into).
 // ---------------------------------------------------------------------------
 // The facts the templates render
 // ---------------------------------------------------------------------------
@@ -284,7 +282,8 @@ pub struct Facts {
     pub net: String,
     pub has_optimizer: bool,
     pub cores: u32,
-    pub cc_stack: u64,
+    /// The cluster stacks the harness asks for (`CC_STACK_SIZE`, `STACK_SIZE`, `SLAVE_STACK_SIZE`).
+    pub stacks: crate::target::Stacks,
     pub arenas: Vec<Arena>,
     pub l1_arena_bytes: u64,
     pub l2_arena_bytes: u64,
@@ -827,7 +826,6 @@ pub fn generate(
         let lp = plan.level(l);
         lp.capacity.saturating_sub(lp.reserved_bytes)
     };
-    let cc_stack = p.level(Level::L1).reserved.iter().find(|r| r.name.contains("CC_STACK_SIZE")).map_or(0, |r| r.bytes);
     let has_image = !segments.is_empty();
     let mut readfs: Vec<String> = if !has_image {
         vec![]
@@ -849,7 +847,7 @@ pub fn generate(
         net: net.clone(),
         has_optimizer,
         cores: p.cluster_cores,
-        cc_stack,
+        stacks: p.stacks(),
         arenas,
         l1_arena_bytes: plan.level(Level::L1).arena_bytes,
         l2_arena_bytes: plan.level(Level::L2).arena_bytes,
@@ -1166,21 +1164,4 @@ fn fused_note(node: &ir::Node) -> String {
 fn profile_args(n: &plan::NodePlan, node: &ir::Node) -> String {
     let (op, name) = (escape::harness_label(&node.op), escape::harness_label(&node.name));
     format!("{}u, \"{}\", \"{}\"", n.step, c_string(op), c_string(name))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn unified_diff_shows_changed_lines_with_context() {
-        let a = "1\n2\n3\n4\n5\n6\n7\n";
-        let b = "1\n2\n3\nfour\n5\n6\n7\n";
-        let d = unified_diff(Path::new("x.c"), a.as_bytes(), b.as_bytes());
-        assert!(d.starts_with("--- a/x.c\n+++ b/x.c\n@@ -1,7 +1,7 @@\n"), "{d}");
-        assert!(d.contains("\n-4\n+four\n"), "{d}");
-        assert!(d.contains(" 3\n") && d.contains(" 5\n"), "{d}");
-        let bin = unified_diff(Path::new("l3.bin"), &[0xff, 0], &[0xfe]);
-        assert!(bin.contains("binary file l3.bin differs"), "{bin}");
-    }
 }

@@ -9,6 +9,8 @@ use crate::error::{Error, Result};
 
 use super::Manifest;
 
+/// Whether `dir` is the working directory or a folder above it (which a
+/// project, replacing its output folder, cannot be written into).
 fn is_current_or_above(dir: &Path) -> bool {
     match (std::fs::canonicalize(dir), std::env::current_dir().and_then(std::fs::canonicalize)) {
         (Ok(d), Ok(cwd)) => cwd.starts_with(d),
@@ -243,4 +245,21 @@ fn line_diff(a: &str, b: &str) -> String {
         s.push_str(&format!(" {l}\n"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unified_diff_shows_changed_lines_with_context() {
+        let a = "1\n2\n3\n4\n5\n6\n7\n";
+        let b = "1\n2\n3\nfour\n5\n6\n7\n";
+        let d = unified_diff(Path::new("x.c"), a.as_bytes(), b.as_bytes());
+        assert!(d.starts_with("--- a/x.c\n+++ b/x.c\n@@ -1,7 +1,7 @@\n"), "{d}");
+        assert!(d.contains("\n-4\n+four\n"), "{d}");
+        assert!(d.contains(" 3\n") && d.contains(" 5\n"), "{d}");
+        let bin = unified_diff(Path::new("l3.bin"), &[0xff, 0], &[0xfe]);
+        assert!(bin.contains("binary file l3.bin differs"), "{bin}");
+    }
 }

@@ -2,11 +2,15 @@
 //! new chip is a new entry. Capacities can be overridden per run
 //! (`--l1`, `--l2`, `--l3`).
 
+mod stacks;
+
 use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::error::{Error, Result};
+
+pub use stacks::{kernel_max, kernel_stacks, Stacks, CONTROLLER_CODE_BYTES, SDK_MARGIN_BYTES};
 
 /// A memory level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -170,7 +174,18 @@ impl Platform {
     /// Every platform in the data file.
     pub fn all() -> Vec<Platform> {
         let file: File = serde_json::from_str(DATA).expect("src/plan/platforms.json is valid (tested)");
+        // The chips' SDKs put the cluster stacks in L1 (the host emulation
+        // runs them on its threads' own).
         file.platforms
+            .into_iter()
+            .map(|mut p| {
+                if !p.runs_here() {
+                    let r = p.stack_reservations();
+                    p.level_mut(Level::L1).reserved.splice(0..0, r);
+                }
+                p
+            })
+            .collect()
     }
 
     /// Look a platform up by name or alias (case-insensitive).

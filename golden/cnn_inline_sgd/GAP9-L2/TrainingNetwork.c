@@ -33,6 +33,10 @@ const uint32_t DeeployNetwork_outputs_bytes[5] = {
 };
 const uint32_t DeeployNetwork_num_outputs = 5u;
 
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[6];
+
 int InitTrainingNetwork(struct pi_device *cluster)
 {
     dg_arena_L1 = (uint8_t *)pi_cl_l1_malloc(cluster, 11520u);
@@ -84,19 +88,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: input (L2, read) */
         void *const o0_l1[2] = { DG_L1(4608), DG_L1(5184) };
         void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: conv.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(5904) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         /* o3: conv.out (L2, written) */
         void *const o3_l1[2] = { DG_L1(0), DG_L1(2304) };
         void *const o3_l2[2] = { NULL, NULL };
-        dg_dma_q_t o3_q[2];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o0_q[1]);
@@ -166,11 +170,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.relu (L2, written), whole */
         void *const o1_l1[1] = { DG_L1(4608) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -245,19 +249,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: pool.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(5760) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(6992) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(6912) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -390,15 +394,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.out_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(6912) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: pool.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc.weight_grad (L2, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -452,15 +456,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.out_grad (L2, read) */
         void *const o0_l1[2] = { DG_L1(6912), DG_L1(6952) };
         void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: flatten.out_grad (L2, written) */
         void *const o2_l1[2] = { DG_L1(5760), DG_L1(6336) };
         void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o0_q[1]);
@@ -553,11 +557,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(4608) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -604,23 +608,23 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.relu_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: input (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(4608) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: conv.weight (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(5760) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: conv.weight_grad (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(5904) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         /* o4: conv.bias_grad (L2, written), whole */
         void *const o4_l1[1] = { DG_L1(6048) };
         void *const o4_l2[1] = { NULL };
-        dg_dma_q_t o4_q[1];
+        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -715,11 +719,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.weight (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(144) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -759,11 +763,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.bias (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.bias_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(16) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -803,11 +807,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.weight (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -847,11 +851,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.bias (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_5_Grad/dC_reduced (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(40) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);

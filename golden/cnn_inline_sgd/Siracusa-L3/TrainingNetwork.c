@@ -33,6 +33,10 @@ const uint32_t DeeployNetwork_outputs_bytes[5] = {
 };
 const uint32_t DeeployNetwork_num_outputs = 5u;
 
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[6];
+
 int InitTrainingNetwork(struct pi_device *cluster)
 {
     dg_arena_L1 = (uint8_t *)pi_cl_l1_malloc(cluster, 11520u);
@@ -101,19 +105,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: input (L3, read) */
         void *const o0_l1[2] = { DG_L1(4608), DG_L1(5184) };
         void *const o0_l2[2] = { DG_L2(4608), DG_L2(5184) };
-        dg_dma_q_t o0_q[2];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { DG_L2(5760) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: conv.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(5904) };
         void *const o2_l2[1] = { DG_L2(5904) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         /* o3: conv.out (L3, written) */
         void *const o3_l1[2] = { DG_L1(0), DG_L1(2304) };
         void *const o3_l2[2] = { DG_L2(0), DG_L2(2304) };
-        dg_dma_q_t o3_q[2];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o0_q[1]);
@@ -183,11 +187,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.relu (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(4608) };
         void *const o1_l2[1] = { DG_L2(4608) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -262,19 +266,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: pool.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(5760) };
         void *const o0_l2[1] = { DG_L2(5760) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(6992) };
         void *const o2_l2[1] = { DG_L2(6992) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(6912) };
         void *const o3_l2[1] = { DG_L2(6912) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -407,15 +411,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(6912) };
         void *const o0_l2[1] = { DG_L2(6912) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: pool.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { DG_L2(5760) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc.weight_grad (L3, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -469,15 +473,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.out_grad (L3, read) */
         void *const o0_l1[2] = { DG_L1(6912), DG_L1(6952) };
         void *const o0_l2[2] = { DG_L2(6912), DG_L2(6952) };
-        dg_dma_q_t o0_q[2];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: flatten.out_grad (L3, written) */
         void *const o2_l1[2] = { DG_L1(5760), DG_L1(6336) };
         void *const o2_l2[2] = { DG_L2(5760), DG_L2(6336) };
-        dg_dma_q_t o2_q[2];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o0_q[1]);
@@ -570,11 +574,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(4608) };
         void *const o1_l2[1] = { DG_L2(4608) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -621,23 +625,23 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.relu_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: input (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(4608) };
         void *const o1_l2[1] = { DG_L2(4608) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: conv.weight (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(5760) };
         void *const o2_l2[1] = { DG_L2(5760) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: conv.weight_grad (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(5904) };
         void *const o3_l2[1] = { DG_L2(5904) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         /* o4: conv.bias_grad (L3, written), whole */
         void *const o4_l1[1] = { DG_L1(6048) };
         void *const o4_l2[1] = { DG_L2(6048) };
-        dg_dma_q_t o4_q[1];
+        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -732,11 +736,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.weight (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.weight_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(144) };
         void *const o1_l2[1] = { DG_L2(144) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -776,11 +780,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: conv.bias (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.bias_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16) };
         void *const o1_l2[1] = { DG_L2(16) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -820,11 +824,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.weight (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { DG_L2(5760) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -864,11 +868,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc.bias (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_5_Grad/dC_reduced (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(40) };
         void *const o1_l2[1] = { DG_L2(40) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);

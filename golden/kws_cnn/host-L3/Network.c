@@ -28,6 +28,10 @@ const uint32_t DeeployNetwork_outputs_bytes[1] = {
 };
 const uint32_t DeeployNetwork_num_outputs = 1u;
 
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[7];
+
 int InitNetwork(struct pi_device *cluster)
 {
     dg_arena_L1 = (uint8_t *)pi_cl_l1_malloc(cluster, 41600u);
@@ -135,19 +139,19 @@ void RunNetwork(void *arg)
         /* o0: input (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv1.weight (L3, read) */
         void *const o1_l1[2] = { DG_L1(5880), DG_L1(5920) };
         void *const o1_l2[2] = { DG_L2(5880), DG_L2(5920) };
-        dg_dma_q_t o1_q[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: conv1.weight.folded_bias (L3, read) */
         void *const o2_l1[2] = { DG_L1(5960), DG_L1(5968) };
         void *const o2_l2[2] = { DG_L2(5960), DG_L2(5968) };
-        dg_dma_q_t o2_q[2];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         /* o3: bn1.relu (L3, written) */
         void *const o3_l1[2] = { DG_L1(1960), DG_L1(3920) };
         void *const o3_l2[2] = { DG_L2(1960), DG_L2(3920) };
-        dg_dma_q_t o3_q[2];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[5];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -253,11 +257,11 @@ void RunNetwork(void *arg)
         /* o0: bn1.relu (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(1920) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(1920) };
-        dg_dma_q_t o0_q[2];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: pool1.out (L3, written) */
         void *const o1_l1[2] = { DG_L1(3840), DG_L1(4320) };
         void *const o1_l2[2] = { DG_L2(3840), DG_L2(4320) };
-        dg_dma_q_t o1_q[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o0_q[1]);
@@ -324,19 +328,19 @@ void RunNetwork(void *arg)
         /* o0: pool1.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(33792) };
         void *const o0_l2[1] = { DG_L2(33792) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv2.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: conv2.weight.folded_bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(41472) };
         void *const o2_l2[1] = { DG_L2(41472) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: bn2.relu (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(18432) };
         void *const o3_l2[1] = { DG_L2(18432) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -431,19 +435,19 @@ void RunNetwork(void *arg)
         /* o0: gap.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(1536) };
         void *const o0_l2[1] = { DG_L2(1536) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(1664) };
         void *const o2_l2[1] = { DG_L2(1664) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(1712) };
         void *const o3_l2[1] = { DG_L2(1712) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -496,11 +500,11 @@ void RunNetwork(void *arg)
         /* o0: fc.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: probs (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(48) };
         void *const o1_l2[1] = { DG_L2(48) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);

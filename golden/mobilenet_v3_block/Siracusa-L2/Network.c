@@ -28,6 +28,10 @@ const uint32_t DeeployNetwork_outputs_bytes[1] = {
 };
 const uint32_t DeeployNetwork_num_outputs = 1u;
 
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[8];
+
 int InitNetwork(struct pi_device *cluster)
 {
     dg_arena_L1 = (uint8_t *)pi_cl_l1_malloc(cluster, 51328u);
@@ -72,19 +76,19 @@ void RunNetwork(void *arg)
         /* o0: input (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(16384) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: stem.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(28672) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: stem.weight.folded_bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(30400) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: stem_bn.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(0) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -141,7 +145,7 @@ void RunNetwork(void *arg)
         /* o0: stem_bn.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(77824), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -180,19 +184,19 @@ void RunNetwork(void *arg)
         /* o0: stem_bn.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(32768) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.expand.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(49152) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: block.expand.weight.folded_bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(51200) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: block.expand_bn.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(0) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -249,7 +253,7 @@ void RunNetwork(void *arg)
         /* o0: block.expand_bn.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(45056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -412,19 +416,19 @@ void RunNetwork(void *arg)
         /* o0: block.expand_bn.out (L2, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(1024) };
         void *const o0_l2[2] = { NULL, NULL };
-        dg_dma_q_t o0_q[2];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.dw.weight (L2, read) */
         void *const o1_l1[2] = { DG_L1(4096), DG_L1(4136) };
         void *const o1_l2[2] = { NULL, NULL };
-        dg_dma_q_t o1_q[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: block.dw.weight.folded_bias (L2, read) */
         void *const o2_l1[2] = { DG_L1(4176), DG_L1(4184) };
         void *const o2_l2[2] = { NULL, NULL };
-        dg_dma_q_t o2_q[2];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         /* o3: block.dw_bn.out (L2, written) */
         void *const o3_l1[2] = { DG_L1(2048), DG_L1(3072) };
         void *const o3_l2[2] = { NULL, NULL };
-        dg_dma_q_t o3_q[2];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[6];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o0_q[1]);
@@ -501,7 +505,7 @@ void RunNetwork(void *arg)
         /* o0: block.dw_bn.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(12288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -568,19 +572,19 @@ void RunNetwork(void *arg)
         /* o0: block.se.pool (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(1024) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.se.fc1.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: block.se.fc1.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(1152) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: block.se.fc1.relu (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(1184) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -647,19 +651,19 @@ void RunNetwork(void *arg)
         /* o0: block.se.fc1.relu (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(1280) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.se.fc2.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: block.se.fc2.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(1024) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: block.se.fc2.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(1152) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -716,7 +720,7 @@ void RunNetwork(void *arg)
         /* o0: block.se.fc2.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(45056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -751,11 +755,11 @@ void RunNetwork(void *arg)
         /* o0: block.dw_bn.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.se.fc2.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(32768) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -803,19 +807,19 @@ void RunNetwork(void *arg)
         /* o0: block.dw_bn.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.project.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(49152) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: block.project.weight.folded_bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(51200) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: block.project_bn.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(32768) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -875,11 +879,11 @@ void RunNetwork(void *arg)
         /* o0: stem_bn.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.project_bn.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -952,19 +956,19 @@ void RunNetwork(void *arg)
         /* o0: gap.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(640) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(704) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: logits (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(744) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);

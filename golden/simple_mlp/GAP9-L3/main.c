@@ -17,14 +17,29 @@
 
 #include <stdio.h>
 
+/* Stacks, from what the code needs (the largest kernel's worst case on
+ * RV32, runtime/kernels/stack_usage.txt, plus the network's own frames on
+ * the core that runs it); the memory plan reserves them in L1. */
 #ifndef CC_STACK_SIZE
-#define CC_STACK_SIZE 8192
+#define CC_STACK_SIZE 2304
 #endif
 #ifndef STACK_SIZE
-#define STACK_SIZE 8192
+#define STACK_SIZE 3328
 #endif
 #ifndef SLAVE_STACK_SIZE
-#define SLAVE_STACK_SIZE 2048
+#define SLAVE_STACK_SIZE 3328
+#endif
+
+/* On the chips the harness allocates the cluster stacks itself and paints
+ * them, so that after the run it can say how deep each core went and
+ * whether one ran out (the SDK would put them beside the L1 arena, where
+ * an overflow corrupts data without a word). The host emulation runs the
+ * cores on its threads' own stacks. */
+#if !defined(DG_PMSIS_HOST) || defined(DG_STACK_CHECK)
+#define DG_PAINT_STACKS 1
+#define DG_STACKS_BYTES (STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE)
+#define DG_STACK_PAINT 0xA5A5A5A5u
+static uint32_t *dg_stacks;
 #endif
 
 /* Forward passes, and how many losses are kept. */
@@ -86,10 +101,66 @@ static int send_task(void (*entry)(void *))
 {
     struct pi_cluster_task task;
     pi_cluster_task(&task, entry, NULL);
+#ifdef DG_PAINT_STACKS
+    task.stacks = dg_stacks;
+#endif
     task.stack_size = STACK_SIZE;
     task.slave_stack_size = SLAVE_STACK_SIZE;
     return pi_cluster_send_task_to_cl(&cluster_dev, &task);
 }
+#ifdef DG_PAINT_STACKS
+
+/* Core 0's stack, then one per other core, each growing down from its top. */
+static int paint_stacks(void)
+{
+    uint32_t i;
+    dg_stacks = (uint32_t *)pi_cl_l1_malloc(&cluster_dev, DG_STACKS_BYTES);
+    if (dg_stacks == NULL) {
+        printf("FATAL: L1 allocation of %u B failed (%s)\r\n", (unsigned)DG_STACKS_BYTES, "cluster stacks");
+        return -1;
+    }
+    for (i = 0; i < DG_STACKS_BYTES / 4; i++)
+        dg_stacks[i] = DG_STACK_PAINT;
+    return 0;
+}
+
+/* Bytes of a stack still painted, from its bottom up. */
+static uint32_t unused_bytes(const uint32_t *bottom, uint32_t bytes)
+{
+    uint32_t i = 0;
+    while (i < bytes / 4 && bottom[i] == DG_STACK_PAINT)
+        i++;
+    return 4 * i;
+}
+
+/* Prints how deep the stacks went; non-zero when one was used to its
+ * bottom (it overflowed, and what lies below it may be corrupt). */
+static int report_stacks(void)
+{
+    uint32_t core, deepest = 0, left;
+    int full = 0;
+    left = unused_bytes(dg_stacks, STACK_SIZE);
+    printf("STACK core 0: %u of %u B used\r\n", (unsigned)(STACK_SIZE - left), (unsigned)STACK_SIZE);
+    if (left < 16) {
+        printf("FATAL: the stack of core 0 overflowed (STACK_SIZE %u B)\r\n", (unsigned)STACK_SIZE);
+        full = 1;
+    }
+    for (core = 1; core < NUM_CORES; core++) {
+        const uint32_t *bottom = dg_stacks + (STACK_SIZE + (core - 1) * SLAVE_STACK_SIZE) / 4;
+        left = unused_bytes(bottom, SLAVE_STACK_SIZE);
+        if (SLAVE_STACK_SIZE - left > deepest)
+            deepest = SLAVE_STACK_SIZE - left;
+        if (left < 16) {
+            printf("FATAL: the stack of core %u overflowed (SLAVE_STACK_SIZE %u B)\r\n", (unsigned)core,
+                   (unsigned)SLAVE_STACK_SIZE);
+            full = 1;
+        }
+    }
+    printf("STACK cores 1-%u: at most %u of %u B used\r\n", (unsigned)(NUM_CORES - 1), (unsigned)deepest,
+           (unsigned)SLAVE_STACK_SIZE);
+    return full;
+}
+#endif
 
 static int init_failed(const char *what)
 {
@@ -119,6 +190,10 @@ static int harness(void)
         return init_failed("cannot open the external RAM");
     if (InitTrainingNetwork(&cluster_dev) != 0)
         return init_failed("InitTrainingNetwork failed");
+#ifdef DG_PAINT_STACKS
+    if (paint_stacks() != 0)
+        return init_failed("cannot allocate the cluster stacks");
+#endif
     if (InitOptimizerNetwork() != 0)
         return init_failed("InitOptimizerNetwork failed");
 #ifndef TRAINING_SKIP_INITWEIGHT_COPY
@@ -165,6 +240,9 @@ static int harness(void)
 #endif
     printf("Errors: %u out of %u\r\n", (unsigned)check_errors, (unsigned)check_compared);
     failed = check_errors != 0;
+#ifdef DG_PAINT_STACKS
+    failed |= report_stacks();
+#endif
     if (EXPECTED_COMPARED == 0) {
 #ifdef TEST_NO_DATA
         printf("FAILED: %s\r\n", TEST_NO_DATA);

@@ -48,6 +48,10 @@ const uint32_t DeeployNetwork_outputs_bytes[7] = {
 };
 const uint32_t DeeployNetwork_num_outputs = 7u;
 
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[4];
+
 int InitTrainingNetwork(struct pi_device *cluster)
 {
     dg_arena_L1 = (uint8_t *)pi_cl_l1_malloc(cluster, 16400u);
@@ -131,19 +135,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: input (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(8192) };
         void *const o0_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc1.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(8960) };
         void *const o2_l2[1] = { DG_L2(8960) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc1.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(8704) };
         void *const o3_l2[1] = { DG_L2(8704) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -193,7 +197,7 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -232,19 +236,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { DG_L2(4096) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc2.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(4608) };
         void *const o2_l2[1] = { DG_L2(4608) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc2.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(4352) };
         void *const o3_l2[1] = { DG_L2(4352) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -294,7 +298,7 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.out (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -333,19 +337,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.out (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(1280) };
         void *const o0_l2[1] = { DG_L2(1280) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc3.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc3.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(1616) };
         void *const o2_l2[1] = { DG_L2(1616) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc3.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(1536) };
         void *const o3_l2[1] = { DG_L2(1536) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -478,15 +482,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(1536) };
         void *const o0_l2[1] = { DG_L2(1536) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(1280) };
         void *const o1_l2[1] = { DG_L2(1280) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc3.weight_grad (L3, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -538,15 +542,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(1536) };
         void *const o0_l2[1] = { DG_L2(1536) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc3.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc2.relu_grad (L3, written), whole */
         void *const o2_l1[1] = { DG_L1(1280) };
         void *const o2_l2[1] = { DG_L2(1280) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -595,11 +599,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { DG_L2(256) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -662,15 +666,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.relu_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { DG_L2(4096) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(4352) };
         void *const o1_l2[1] = { DG_L2(4352) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc2.weight_grad (L3, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -722,15 +726,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.relu_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { DG_L2(4096) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc1.relu_grad (L3, written), whole */
         void *const o2_l1[1] = { DG_L1(4352) };
         void *const o2_l2[1] = { DG_L2(4352) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -779,11 +783,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.relu_grad (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.out (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { DG_L2(256) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -846,15 +850,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.relu_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(8704) };
         void *const o0_l2[1] = { DG_L2(8704) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: input (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc1.weight_grad (L3, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -909,19 +913,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.weight_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.weight_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(16384) };
         void *const o2_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc1.weight_grad.accumulation.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(16392) };
         void *const o3_l2[1] = { DG_L2(16392) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -973,19 +977,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.bias_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_1_Grad/dC_reduced (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(128) };
         void *const o1_l2[1] = { DG_L2(128) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(256) };
         void *const o2_l2[1] = { DG_L2(256) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc1.bias_grad.accumulation.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(264) };
         void *const o3_l2[1] = { DG_L2(264) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1037,19 +1041,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.weight_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.weight_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(4096) };
         void *const o1_l2[1] = { DG_L2(4096) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(8192) };
         void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc2.weight_grad.accumulation.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(8200) };
         void *const o3_l2[1] = { DG_L2(8200) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1101,19 +1105,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.bias_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_3_Grad/dC_reduced (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(128) };
         void *const o1_l2[1] = { DG_L2(128) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(256) };
         void *const o2_l2[1] = { DG_L2(256) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc2.bias_grad.accumulation.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(264) };
         void *const o3_l2[1] = { DG_L2(264) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1165,19 +1169,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.weight_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc3.weight_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(1280) };
         void *const o1_l2[1] = { DG_L2(1280) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(2560) };
         void *const o2_l2[1] = { DG_L2(2560) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc3.weight_grad.accumulation.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(2568) };
         void *const o3_l2[1] = { DG_L2(2568) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1229,19 +1233,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.bias_grad.accumulation.buffer (L3, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_5_Grad/dC_reduced (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(40) };
         void *const o1_l2[1] = { DG_L2(40) };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(80) };
         void *const o2_l2[1] = { DG_L2(80) };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc3.bias_grad.accumulation.out (L3, written), whole */
         void *const o3_l1[1] = { DG_L1(88) };
         void *const o3_l2[1] = { DG_L2(88) };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);

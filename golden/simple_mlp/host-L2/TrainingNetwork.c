@@ -48,6 +48,10 @@ const uint32_t DeeployNetwork_outputs_bytes[7] = {
 };
 const uint32_t DeeployNetwork_num_outputs = 7u;
 
+/* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
+ * at a time: static, so that no queue sits on the cluster stack. */
+static dg_dma_q_t dg_dma_pool[4];
+
 int InitTrainingNetwork(struct pi_device *cluster)
 {
     dg_arena_L1 = (uint8_t *)pi_cl_l1_malloc(cluster, 16400u);
@@ -112,19 +116,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: input (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(8192) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc1.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(8960) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc1.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(8704) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -174,7 +178,7 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -213,19 +217,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc2.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(4608) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc2.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(4352) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -275,7 +279,7 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.out (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
@@ -314,19 +318,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.out (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(1280) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc3.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc3.bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(1616) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc3.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(1536) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -459,15 +463,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.out_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(1536) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(1280) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc3.weight_grad (L2, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -519,15 +523,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.out_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(1536) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc3.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc2.relu_grad (L2, written), whole */
         void *const o2_l1[1] = { DG_L1(1280) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -576,11 +580,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -643,15 +647,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.relu_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(4352) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc2.weight_grad (L2, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -703,15 +707,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.relu_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(4096) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc1.relu_grad (L2, written), whole */
         void *const o2_l1[1] = { DG_L1(4352) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -760,11 +764,11 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.relu_grad (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.out (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(256) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -827,15 +831,15 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.relu_grad (L2, read), whole */
         void *const o0_l1[1] = { DG_L1(8704) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: input (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: fc1.weight_grad (L2, written), whole */
         void *const o2_l1[1] = { DG_L1(0) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -890,19 +894,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.weight_grad.accumulation.buffer (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc1.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(16384) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc1.weight_grad.accumulation.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(16392) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -954,19 +958,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc1.bias_grad.accumulation.buffer (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_1_Grad/dC_reduced (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(128) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(256) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc1.bias_grad.accumulation.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(264) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1018,19 +1022,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.weight_grad.accumulation.buffer (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc2.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(4096) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(8192) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc2.weight_grad.accumulation.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(8200) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1082,19 +1086,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc2.bias_grad.accumulation.buffer (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_3_Grad/dC_reduced (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(128) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(256) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc2.bias_grad.accumulation.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(264) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1146,19 +1150,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.weight_grad.accumulation.buffer (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc3.weight_grad (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(1280) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(2560) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc3.weight_grad.accumulation.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(2568) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
@@ -1210,19 +1214,19 @@ void RunTrainingNetwork(void *arg)
         /* o0: fc3.bias_grad.accumulation.buffer (L2, read and written), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { NULL };
-        dg_dma_q_t o0_q[1];
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: Gemm_5_Grad/dC_reduced (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(40) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t o1_q[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: lazy_reset_grad (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(80) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t o2_q[1];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         /* o3: fc3.bias_grad.accumulation.out (L2, written), whole */
         void *const o3_l1[1] = { DG_L1(88) };
         void *const o3_l2[1] = { NULL };
-        dg_dma_q_t o3_q[1];
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
