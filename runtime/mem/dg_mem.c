@@ -4,6 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Copies on the cluster smaller than this stay one memcpy: a DMA command
+ * or a fork costs more than they move. */
+#ifndef DG_COPY_DMA_MIN
+#define DG_COPY_DMA_MIN 256
+#endif
 #ifndef DG_COPY_STAGE_BYTES
 #define DG_COPY_STAGE_BYTES 1024
 #endif
@@ -138,6 +143,47 @@ int dg_mem_level(const void *ptr)
 #endif
 }
 
+static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t lines, uint32_t stride,
+                         int to_l1, dg_dma_q_t *q);
+
+/* One share of a copy over the cluster team. */
+typedef struct {
+    uint8_t *dst;
+    const uint8_t *src;
+    size_t n;
+} dg_copy_job_t;
+
+static void dg_copy_share(void *arg)
+{
+    const dg_copy_job_t *j = (const dg_copy_job_t *)arg;
+    const size_t cores = (size_t)pi_cl_team_nb_cores();
+    const size_t per = ((j->n + cores - 1) / cores + 3u) & ~(size_t)3u;
+    const size_t lo = per * pi_core_id();
+    if (lo < j->n)
+        memcpy(j->dst + lo, j->src + lo, j->n - lo < per ? j->n - lo : per);
+}
+
+/* L1 <-> L2 and L2 <-> L2 / L1 <-> L1 on the cluster controller: through
+ * the cluster DMA, or split over the team's cores (a one-core memcpy
+ * moves about a byte per 5 cycles). */
+static void dg_copy_cluster(void *dst, const void *src, size_t n, int ld, int ls)
+{
+    static dg_dma_q_t q;
+    if (ld != ls) {
+        const int to_l1 = ld == DG_LEVEL_L1;
+        uint8_t *from = (uint8_t *)(uintptr_t)src, *to = (uint8_t *)dst;
+        dg_dma_init(&q);
+        dg_dma_lines(to_l1 ? from : to, to_l1 ? to : from, (uint32_t)n, 1, 0, to_l1, &q);
+        dg_dma_wait(&q);
+    } else {
+        dg_copy_job_t j;
+        j.dst = (uint8_t *)dst;
+        j.src = (const uint8_t *)src;
+        j.n = n;
+        pi_cl_team_fork(pi_cl_cluster_nb_cores(), dg_copy_share, &j);
+    }
+}
+
 void dg_copy(void *dst, const void *src, size_t n)
 {
     int ld = dg_mem_level(dst), ls = dg_mem_level(src);
@@ -145,7 +191,10 @@ void dg_copy(void *dst, const void *src, size_t n)
     if (n == 0 || dst == src)
         return;
     if (ld != DG_LEVEL_L3 && ls != DG_LEVEL_L3) {
-        memcpy(dst, src, n);
+        if (pi_is_fc() || n < DG_COPY_DMA_MIN)
+            memcpy(dst, src, n);
+        else
+            dg_copy_cluster(dst, src, n, ld, ls);
     } else if (ld == DG_LEVEL_L2 && ls == DG_LEVEL_L3) {
         dg_l3_read(dst, src, n);
     } else if (ld == DG_LEVEL_L3 && ls == DG_LEVEL_L2) {
@@ -196,9 +245,6 @@ static void dg_ram_wait(dg_dma_q_t *q)
     }
     q->nram = 0;
 }
-
-static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t lines, uint32_t stride,
-                         int to_l1, dg_dma_q_t *q);
 
 void dg_dma_wait(dg_dma_q_t *q)
 {

@@ -65,9 +65,12 @@ int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n);
 /* Memory level of a pointer: DG_LEVEL_L1, _L2 or _L3. */
 int dg_mem_level(const void *ptr);
 
-/* Copies n bytes between any two levels: memcpy between L1/L2, a RAM read
- * for L3 -> L2, a RAM write for L2 -> L3, and staging through a small L2
- * buffer for L3 -> L3 and L1 <-> L3. Not reentrant (one static stage). */
+/* Copies n bytes between any two levels: between L1 and L2 on the cluster
+ * controller by the cluster DMA, L2 -> L2 and L1 -> L1 there split over the
+ * cluster's cores (a memcpy on the fabric controller, or for a few bytes);
+ * a RAM read for L3 -> L2, a RAM write for L2 -> L3, and staging through a
+ * small L2 buffer for L3 -> L3 and L1 <-> L3. Not reentrant (one static
+ * stage and DMA queue). */
 void dg_copy(void *dst, const void *src, size_t n);
 
 /* DG_DUMP(name, ptr, n), after every node of a generated network: with
