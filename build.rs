@@ -157,10 +157,141 @@ fn kernel_symbols() {
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
 }
 
+/// `text` without its `/* */` comments.
+fn strip_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("/*") {
+        out.push_str(&rest[..i]);
+        rest = rest[i + 2..].find("*/").map_or("", |j| &rest[i + 2 + j + 2..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// One field declarator of a struct: name, C type of an element
+/// (`ptr` for any pointer) and array dimensions.
+fn declarator(base: &str, decl: &str, defines: &[(String, u64)]) -> (String, String, Vec<u64>) {
+    let (head, dims) = match decl.find('[') {
+        Some(i) => (&decl[..i], &decl[i..]),
+        None => (decl, ""),
+    };
+    let name = head.trim().rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or("").to_string();
+    let ctype = if head.contains('*') || base.contains('*') { "ptr".to_string() } else { base.trim().to_string() };
+    let dims = dims
+        .split(['[', ']'])
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().ok().or_else(|| defines.iter().find(|(n, _)| n == d).map(|(_, v)| *v)))
+        .map(|d| d.unwrap_or_else(|| panic!("dg_kernels.h: array size of {name} is not a number or a #define")))
+        .collect();
+    (name, ctype, dims)
+}
+
+/// The declarators of one field statement (`uint32_t m, n, k`, `const
+/// float *const *x`): the base type binds to all, stars to one each.
+fn statement(stmt: &str, defines: &[(String, u64)]) -> Vec<(String, String, Vec<u64>)> {
+    let mut parts = stmt.split(',');
+    let first = parts.next().unwrap_or("");
+    let name_at = first.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '[' || c == ']'));
+    let cut = first[..name_at.map_or(0, |i| i + 1)].trim_end_matches(['*', ' ']).len();
+    let cut = cut.min(first.find('[').unwrap_or(first.len()));
+    let base = first[..cut].trim().trim_end_matches("const").trim();
+    let mut out = vec![declarator(base, &first[cut..], defines)];
+    out.extend(parts.map(|d| declarator(base, d, defines)));
+    out
+}
+
+/// `$OUT_DIR/kernel_args.rs`: every `dg_*_args_t` of
+/// `runtime/kernels/dg_kernels.h` as `(struct, [(field, element type,
+/// dims, optional)])` — a field is optional when its line's comment says
+/// `optional` (its zero means off) — and `$OUT_DIR/kernel_enums.rs`, the
+/// header's enumerators; for the emitter's check of each kernel call.
+fn kernel_args() {
+    let p = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"))
+        .join("runtime/kernels/dg_kernels.h");
+    let raw = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    let defines: Vec<(String, u64)> = raw
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("#define "))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            Some((f.next()?.to_string(), f.next()?.trim_end_matches('u').parse().ok()?))
+        })
+        .collect();
+    let mut code = String::from("&[\n");
+    let (mut fields, mut in_struct, mut in_comment) = (vec![], false, false);
+    for line in raw.lines() {
+        let t = line.trim();
+        if t.starts_with("typedef struct {") {
+            (in_struct, in_comment) = (true, false);
+            fields.clear();
+            continue;
+        }
+        if !in_struct {
+            continue;
+        }
+        // This line's code and its comment text.
+        let (mut code_part, mut comment) = (String::new(), String::new());
+        let mut rest = line;
+        while !rest.is_empty() {
+            if in_comment {
+                let end = rest.find("*/");
+                comment.push_str(&rest[..end.unwrap_or(rest.len())]);
+                rest = end.map_or("", |e| &rest[e + 2..]);
+                in_comment = end.is_none();
+            } else if let Some(i) = rest.find("/*") {
+                code_part.push_str(&rest[..i]);
+                rest = &rest[i + 2..];
+                in_comment = true;
+            } else {
+                code_part.push_str(rest);
+                rest = "";
+            }
+        }
+        if let Some(close) = code_part.find('}') {
+            in_struct = false;
+            let name = code_part[close + 1..].trim().trim_end_matches(';').trim().to_string();
+            if name.ends_with("_args_t") {
+                let f: Vec<String> = fields
+                    .iter()
+                    .map(|(n, t, d, o): &(String, String, Vec<u64>, bool)| format!("({n:?}, {t:?}, &{d:?}, {o})"))
+                    .collect();
+                writeln!(code, "    ({name:?}, &[{}]),", f.join(", ")).unwrap();
+            }
+            continue;
+        }
+        let optional = comment.contains("optional");
+        for stmt in code_part.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            fields.extend(statement(stmt, &defines).into_iter().map(|(n, t, d)| (n, t, d, optional)));
+        }
+    }
+    code.push_str("]\n");
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("kernel_args.rs");
+    std::fs::write(&out, code).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
+    let text = strip_comments(&raw);
+    let mut enums = vec![];
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("enum") {
+        let Some(open) = rest[i..].find('{') else { break };
+        let close = rest[i + open..].find('}').expect("an enum closes") + i + open;
+        for item in rest[i + open + 1..close].split(',') {
+            let n = item.split('=').next().unwrap_or("").trim();
+            if !n.is_empty() {
+                enums.push(n.to_string());
+            }
+        }
+        rest = &rest[close..];
+    }
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR")).join("kernel_enums.rs");
+    std::fs::write(&out, format!("&{enums:?}\n")).unwrap_or_else(|e| panic!("write {}: {e}", out.display()));
+}
+
 fn main() {
     println!("cargo:rerun-if-changed=proto/onnx.proto");
     runtime_table();
     kernel_symbols();
+    kernel_args();
     let fds = protox::compile(["onnx.proto"], ["proto"]).expect("compile proto/onnx.proto");
     prost_build::Config::new().compile_fds(fds).expect("generate Rust code for onnx.proto");
 }

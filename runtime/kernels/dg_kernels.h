@@ -94,9 +94,9 @@ typedef struct {
     float *y;
     uint32_t n;
     uint32_t ndim;
-    uint32_t shape[DG_MAX_DIMS];
-    uint32_t a_strides[DG_MAX_DIMS];
-    uint32_t b_strides[DG_MAX_DIMS];
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t a_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t b_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
 } dg_binary_args_t;
 void dg_add_f32(void *args);
 void dg_sub_f32(void *args);
@@ -164,11 +164,11 @@ typedef struct {
     const float *c;
     float *y;
     uint32_t m, n, k;
-    uint32_t trans_a, trans_b;
+    uint32_t trans_a, trans_b; /* optional: 0 = as stored */
     float alpha, beta;
     uint32_t c_stride_m, c_stride_n;
-    uint32_t accumulate;
-    uint32_t act;
+    uint32_t accumulate; /* optional: 0 = overwrite */
+    uint32_t act; /* optional: 0 = none */
 } dg_gemm_args_t;
 void dg_gemm_f32(void *args);
 
@@ -188,11 +188,11 @@ typedef struct {
     uint32_t b_bstrides[4];
     /* FusedMatMul only (dg_matmul_f32 ignores them): A holds [b, k, m]
      * when trans_a, B holds [b, n, k] when trans_b; y = alpha * op(A) op(B). */
-    uint32_t trans_a, trans_b;
-    float alpha;
+    uint32_t trans_a, trans_b; /* optional: 0 = as stored */
+    float alpha; /* optional: FusedMatMul only */
     /* added field, both kernels: y += alpha * op(A) op(B) (K tiles), as
      * dg_gemm_args_t.accumulate */
-    uint32_t accumulate;
+    uint32_t accumulate; /* optional: 0 = overwrite */
 } dg_matmul_args_t;
 void dg_matmul_f32(void *args);
 /* com.microsoft FusedMatMul: MatMul with transposes and a scale, which
@@ -222,12 +222,12 @@ void dg_fused_matmul_f32(void *args);
 typedef struct {
     const float *x;
     const float *w;
-    const float *b;
-    float *y;
-    const float *dy;
-    float *dx;
-    float *dw;
-    float *db;
+    const float *b; /* optional: NULL where the kernel does not read it */
+    float *y; /* optional: NULL where the kernel does not read it */
+    const float *dy; /* optional: NULL where the kernel does not read it */
+    float *dx; /* optional: NULL where the kernel does not read it */
+    float *dw; /* optional: NULL where the kernel does not read it */
+    float *db; /* optional: NULL where the kernel does not read it */
     uint32_t batch, in_c, in_h, in_w;
     uint32_t out_c, out_h, out_w;
     uint32_t k_h, k_w;
@@ -235,8 +235,8 @@ typedef struct {
     uint32_t dil_h, dil_w;
     uint32_t pad_top, pad_left;
     uint32_t group;
-    uint32_t accumulate;
-    uint32_t act;
+    uint32_t accumulate; /* optional: 0 = overwrite */
+    uint32_t act; /* optional: 0 = none */
 } dg_conv_args_t;
 void dg_conv_f32(void *args);
 void dg_conv_grad_dx_f32(void *args);
@@ -258,16 +258,16 @@ void dg_conv_grad_db_f32(void *args);
  * four sides), else the window clipped to the input.
  * ====================================================================== */
 typedef struct {
-    const float *x;
-    float *y;
-    int64_t *indices;
-    const float *dy;
-    const int64_t *indices_in;
-    float *dx;
+    const float *x; /* optional: NULL where the kernel does not read it */
+    float *y; /* optional: NULL where the kernel does not read it */
+    int64_t *indices; /* optional: NULL where the kernel does not read it */
+    const float *dy; /* optional: NULL where the kernel does not read it */
+    const int64_t *indices_in; /* optional: NULL where the kernel does not read it */
+    float *dx; /* optional: NULL where the kernel does not read it */
     uint32_t batch, channels, in_h, in_w, out_h, out_w;
     uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w;
-    uint32_t pad_top, pad_left, pad_bottom, pad_right;
-    uint32_t count_include_pad;
+    uint32_t pad_top, pad_left, pad_bottom, pad_right; /* optional: 0 = none (global pools) */
+    uint32_t count_include_pad; /* optional: 0 = no */
 } dg_pool_args_t;
 void dg_maxpool_f32(void *args);
 void dg_maxpool_grad_f32(void *args);
@@ -296,10 +296,10 @@ typedef struct {
     const float *mean;
     const float *var;
     float *y;
-    float *running_mean_out;
-    float *running_var_out;
-    float *saved_mean;
-    float *saved_inv_std;
+    float *running_mean_out; /* optional: NULL in inference */
+    float *running_var_out; /* optional: NULL in inference */
+    float *saved_mean; /* optional: NULL in inference */
+    float *saved_inv_std; /* optional: NULL in inference */
     uint32_t batch, channels, spatial;
     float epsilon, momentum;
 } dg_batchnorm_args_t;
@@ -429,7 +429,7 @@ typedef struct {
     const float *target;
     float *loss;
     uint32_t n;
-    float scratch[DG_MSE_BLOCKS];
+    float scratch[DG_MSE_BLOCKS]; /* optional: the kernel's own */
 } dg_mse_args_t;
 void dg_mse_loss_f32(void *args);
 
@@ -634,9 +634,9 @@ void dg_swish_f32(void *args);
  *   bound is no condition. Reads x, dy; writes dx. */
 typedef struct {
     const float *x;
-    float *y;
-    const float *dy;
-    float *dx;
+    float *y; /* optional: NULL where the kernel does not read it */
+    const float *dy; /* optional: NULL where the kernel does not read it */
+    float *dx; /* optional: NULL where the kernel does not read it */
     uint32_t n;
     const float *min_ptr;
     const float *max_ptr;
@@ -683,8 +683,8 @@ typedef struct {
     float *y;
     uint32_t n;
     uint32_t ndim;
-    uint32_t shape[DG_MAX_DIMS];
-    uint32_t strides[DG_MAX_VARIADIC][DG_MAX_DIMS];
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t strides[DG_MAX_VARIADIC][DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
 } dg_variadic_args_t;
 void dg_max_f32(void *args);
 void dg_min_f32(void *args);
@@ -838,9 +838,9 @@ typedef struct {
     uint8_t *y;
     uint32_t n;
     uint32_t ndim;
-    uint32_t shape[DG_MAX_DIMS];
-    uint32_t a_strides[DG_MAX_DIMS];
-    uint32_t b_strides[DG_MAX_DIMS];
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t a_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t b_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
 } dg_compare_args_t;
 void dg_equal_f32(void *args);
 void dg_less_f32(void *args);

@@ -20,6 +20,7 @@
 //!   file; `runtime/` (kernels, memory layer, harness helpers, host
 //!   emulation); `deploygen.json`, the [`Manifest`].
 
+mod args;
 mod project;
 mod render;
 mod tiled;
@@ -36,7 +37,8 @@ use crate::c;
 use crate::error::{Error, Result};
 use crate::escape::{self, c_comment, c_ident, c_string, ProjectName};
 use crate::ir::{self, DType, Graph, Model, Role, TensorData};
-use crate::ops::{self, kernel};
+use crate::ops;
+use crate::ops::kernel::{self, Arg};
 use crate::plan::{self, Access, BufId, GraphSel, Level, Placement, Supply};
 
 /// Default absolute tolerance of every comparison (SPEC §5 rule 4).
@@ -1115,18 +1117,23 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         .iter()
         .map(|inv| {
             let (cpre, cpost) = copies(&|b| inv.stage.contains(&b));
-            CallCode {
+            args::check(inv).map_err(|e| Error::node(node, e))?;
+            Ok(CallCode {
                 comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
                 func: inv.func.clone(),
                 args_type: inv.args_type.clone(),
-                fields: inv.fields.clone(),
+                fields: inv.fields.iter().map(|(n, a)| (n.to_string(), args::c(a))).collect(),
                 forked: inv.forked,
-                locals: inv.locals.iter().map(|l| (l.ctype.clone(), l.name.clone(), l.values.join(", "))).collect(),
+                locals: inv
+                    .locals
+                    .iter()
+                    .map(|l| (l.ctype.to_string(), l.name.to_string(), elements(&l.values)))
+                    .collect(),
                 pre: cpre,
                 post: cpost,
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_>>()?;
     post.extend(state_copies(ctx, n, g, node, &kc.state_updates));
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     let dumps = dumps(ctx, n, g, node);
@@ -1146,6 +1153,14 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         dumps,
         profile: profile_args(n, node),
     })
+}
+
+/// The elements of a local array's initialiser, `a, b, c`.
+fn elements(values: &[Arg]) -> String {
+    if values.is_empty() {
+        return "0".into();
+    }
+    values.iter().map(args::c).collect::<Vec<_>>().join(", ")
 }
 
 /// The DMA queues a file's pool needs: the most any one tiled node uses

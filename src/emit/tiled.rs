@@ -8,11 +8,12 @@
 //! fields that differ between tiles become `static const` tables indexed
 //! by the tile.
 
-use super::{CallCode, Ctx};
+use super::{args, CallCode, Ctx};
 use crate::error::{Error, Result};
 use crate::escape::c_comment;
 use crate::ir::{Graph, Node};
-use crate::ops::{self, kernel};
+use crate::ops;
+use crate::ops::kernel::{self, Arg};
 use crate::plan::{self, Access, Tiling};
 
 /// A `static const` table of one value per tile (or one, for a whole part).
@@ -81,46 +82,32 @@ fn box_values(t: &Tiling, j: usize, whole: bool) -> Vec<String> {
         .collect()
 }
 
-/// The C type of a table of these literals, when they are numbers.
-fn literal_type(values: &[String]) -> Option<&'static str> {
-    let int = |v: &str| v.trim_end_matches('u').parse::<i64>().is_ok();
-    if values.iter().all(|v| v.ends_with('u') && int(v)) {
-        Some("uint32_t")
-    } else if values.iter().all(|v| int(v)) {
-        Some("int64_t")
-    } else if values.iter().all(|v| v.ends_with('f') || v.contains("INFINITY")) {
-        Some("float")
-    } else {
-        None
+/// One value per tile → the constant's C text, or a reference to a new
+/// table of `ctype` (the struct field's element type).
+fn varying(node: &Node, tables: &mut Vec<Table>, name: String, ctype: &str, per_tile: &[Arg]) -> Result<String> {
+    if per_tile.iter().all(|v| v.same(&per_tile[0])) {
+        return Ok(args::c(&per_tile[0]));
     }
-}
-
-/// `{a, b, c}` → its elements; `None` for a plain value.
-fn list(v: &str) -> Option<Vec<String>> {
-    let inner = v.strip_prefix('{')?.strip_suffix('}')?;
-    Some(inner.split(',').map(|x| x.trim().to_string()).collect())
-}
-
-/// One value per tile → a constant, or a reference to a new table.
-fn varying(node: &Node, tables: &mut Vec<Table>, name: String, per_tile: Vec<String>) -> Result<String> {
-    if per_tile.iter().all(|v| *v == per_tile[0]) {
-        return Ok(per_tile[0].clone());
-    }
-    if let Some(first) = list(&per_tile[0]) {
-        let lists: Vec<Vec<String>> = per_tile.iter().filter_map(|v| list(v)).collect();
+    if let Arg::List(first) = &per_tile[0] {
+        let lists: Vec<&Vec<Arg>> =
+            per_tile.iter().filter_map(|v| if let Arg::List(l) = v { Some(l) } else { None }).collect();
         if lists.len() == per_tile.len() && lists.iter().all(|l| l.len() == first.len()) {
             let mut parts = vec![];
             for e in 0..first.len() {
-                let col: Vec<String> = lists.iter().map(|l| l[e].clone()).collect();
-                parts.push(varying(node, tables, format!("{name}_{e}"), col)?);
+                let col: Vec<Arg> = lists.iter().map(|l| l[e].clone()).collect();
+                parts.push(varying(node, tables, format!("{name}_{e}"), ctype, &col)?);
             }
             return Ok(format!("{{{}}}", parts.join(", ")));
         }
     }
-    let ctype = literal_type(&per_tile).ok_or_else(|| {
-        Error::node(node, format!("kernel field '{name}' differs between tiles and is not a number: {}", per_tile[0]))
-    })?;
-    tables.push(Table { ctype: ctype.into(), name: name.clone(), values: per_tile });
+    let numeric = per_tile.iter().all(|v| matches!(v, Arg::U(_) | Arg::I(_) | Arg::F(_)));
+    if !numeric || ctype == "ptr" {
+        return Err(Error::node(
+            node,
+            format!("kernel field '{name}' differs between tiles and is not a number: {}", args::c(&per_tile[0])),
+        ));
+    }
+    tables.push(Table { ctype: ctype.to_string(), name: name.clone(), values: per_tile.iter().map(args::c).collect() });
     Ok(format!("{name}[t]"))
 }
 
@@ -221,21 +208,23 @@ fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Ta
     }
     let mut out = vec![];
     for (ci, inv) in first.calls.iter().enumerate() {
+        args::check(inv).map_err(|e| Error::node(node, e))?;
         let mut fields = vec![];
         for (fi, (name, _)) in inv.fields.iter().enumerate() {
-            let vals = per_tile.iter().map(|k| k.calls[ci].fields[fi].1.clone()).collect();
-            fields.push((name.clone(), varying(node, tables, format!("c{ci}_{name}"), vals)?));
+            let vals: Vec<Arg> = per_tile.iter().map(|k| k.calls[ci].fields[fi].1.clone()).collect();
+            let ctype = args::field_type(&inv.args_type, name).unwrap_or("ptr");
+            fields.push((name.to_string(), varying(node, tables, format!("c{ci}_{name}"), ctype, &vals)?));
         }
         let mut locals = vec![];
         for (li, l) in inv.locals.iter().enumerate() {
-            let vals: Vec<String> =
-                per_tile.iter().map(|k| format!("{{{}}}", k.calls[ci].locals[li].values.join(", "))).collect();
-            let v = varying(node, tables, format!("c{ci}_{}", l.name), vals)?;
+            let vals: Vec<Arg> = per_tile.iter().map(|k| Arg::List(k.calls[ci].locals[li].values.clone())).collect();
+            let elem = l.ctype.trim_start_matches("static ").trim_start_matches("const ");
+            let elem = if elem.contains('*') { "ptr" } else { elem };
+            let v = varying(node, tables, format!("c{ci}_{}", l.name), elem, &vals)?;
             let inner = v.strip_prefix('{').and_then(|x| x.strip_suffix('}')).unwrap_or(&v).to_string();
             // A per-tile value cannot initialise a static.
-            let ctype =
-                if v.contains("[t]") { l.ctype.trim_start_matches("static ").to_string() } else { l.ctype.clone() };
-            locals.push((ctype, l.name.clone(), inner));
+            let ctype = if v.contains("[t]") { l.ctype.trim_start_matches("static ") } else { l.ctype };
+            locals.push((ctype.to_string(), l.name.to_string(), inner));
         }
         out.push(CallCode {
             comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),

@@ -1,7 +1,7 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::kernel::{call, one, to_u32, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{ChannelWeights, Ctx, OpDef};
 use crate::error::Result;
@@ -277,7 +277,7 @@ pub(super) fn geom(ctx: &KernelCtx, x: &[usize], y: &[usize], kernel: &[usize]) 
     })
 }
 
-pub(super) fn conv_fields(g: &Geom, group: usize) -> Vec<(&'static str, String)> {
+pub(super) fn conv_fields(g: &Geom, group: usize) -> Vec<(&'static str, Arg)> {
     vec![
         ("batch", u(g.batch)),
         ("in_c", u(g.in_c)),
@@ -318,7 +318,7 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     let (dy, x, w) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.in_shape(2)?);
     let g = geom(ctx, &x, &dy, &w[2..])?;
     let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
-    let base = |c: &KernelCtx| -> Result<Vec<(&'static str, String)>> {
+    let base = |c: &KernelCtx| -> Result<Vec<(&'static str, Arg)>> {
         Ok(vec![
             ("x", c.inp(1)?),
             ("w", c.inp(2)?),

@@ -1,7 +1,9 @@
 //! Elementwise operators (numpy broadcasting) and their gradients.
 
 use super::grad::GradCtx;
-use super::kernel::{broadcast_strides, call, dims_list, f, max_dims, numel, one, u, KernelCall, KernelCtx, Local};
+use super::kernel::{
+    broadcast_strides, call, dims_list, f, max_dims, numel, one, u, Arg, KernelCall, KernelCtx, Local,
+};
 use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
 use crate::error::Result;
@@ -225,8 +227,8 @@ pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
             (None, Some(v)) => v.first().copied().unwrap_or(0.0),
             (None, None) => return Err(ctx.err("the scale constant has no numeric value")),
         };
-        locals.push(Local { ctype: "const float".into(), name: "scale_value".into(), values: vec![f(v)] });
-        "scale_value".into()
+        locals.push(Local { ctype: "const float", name: "scale_value", values: vec![f(v)] });
+        Arg::Local("scale_value")
     };
     let mut inv = call(
         "dg_scale_f32",
@@ -256,9 +258,9 @@ pub(super) fn bind_sum(ctx: &KernelCtx) -> Result<KernelCall> {
     let mut inv = call(
         "dg_sum_f32",
         "dg_sum_args_t",
-        vec![("x", "xs".into()), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))],
+        vec![("x", Arg::Local("xs")), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))],
     );
-    inv.locals.push(Local { ctype: "const float *const".into(), name: "xs".into(), values: xs });
+    inv.locals.push(Local { ctype: "const float *const", name: "xs", values: xs });
     one(inv)
 }
 
@@ -279,7 +281,7 @@ pub(super) fn bind_cast(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call(
         "dg_cast",
         "dg_cast_args_t",
-        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("from", from.into()), ("to", to.into())],
+        vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n)), ("from", Arg::Enum(from)), ("to", Arg::Enum(to))],
     ))
 }
 

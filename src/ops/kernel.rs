@@ -46,12 +46,51 @@ pub struct KernelCtx<'a> {
     pub tile: Option<super::tile::TileView>,
 }
 
-/// A local array a call needs (pointer lists, sizes).
+/// One value of a kernel's args struct, as data: the emitter prints it to
+/// C in one place and checks it against the struct's field in
+/// `runtime/kernels/dg_kernels.h`.
+#[derive(Clone, Debug)]
+pub enum Arg {
+    /// An unsigned integer (`uint32_t` and the like).
+    U(u64),
+    /// A signed integer.
+    I(i64),
+    F(f32),
+    /// A pointer the emitter chose: an operand's buffer where the kernel
+    /// computes on it (a C expression of the emitter's, never model text).
+    Ptr(String),
+    Null,
+    /// A local array of the call (its name), see [`Local`].
+    Local(&'static str),
+    /// An enumerator `runtime/kernels/dg_kernels.h` defines (`DG_DT_F32`).
+    Enum(&'static str),
+    /// An array field's elements.
+    List(Vec<Arg>),
+}
+
+impl Arg {
+    /// Same value, floats compared by their bits.
+    pub fn same(&self, other: &Arg) -> bool {
+        match (self, other) {
+            (Arg::F(a), Arg::F(b)) => a.to_bits() == b.to_bits(),
+            (Arg::List(a), Arg::List(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y)),
+            (Arg::U(a), Arg::U(b)) => a == b,
+            (Arg::I(a), Arg::I(b)) => a == b,
+            (Arg::Ptr(a), Arg::Ptr(b)) => a == b,
+            (Arg::Local(a), Arg::Local(b)) | (Arg::Enum(a), Arg::Enum(b)) => a == b,
+            (Arg::Null, Arg::Null) => true,
+            _ => false,
+        }
+    }
+}
+
+/// A local array a call needs (pointer lists, sizes); `ctype` is its
+/// element type as C declares it.
 #[derive(Clone, Debug)]
 pub struct Local {
-    pub ctype: String,
-    pub name: String,
-    pub values: Vec<String>,
+    pub ctype: &'static str,
+    pub name: &'static str,
+    pub values: Vec<Arg>,
 }
 
 /// One kernel call.
@@ -61,8 +100,8 @@ pub struct Invocation {
     pub func: String,
     /// Its args struct type.
     pub args_type: String,
-    /// Designated initialisers: field name, C expression.
-    pub fields: Vec<(String, String)>,
+    /// Designated initialisers: field name and value.
+    pub fields: Vec<(&'static str, Arg)>,
     /// Run on the cluster team (`pi_cl_team_fork`); otherwise called
     /// directly on the controller.
     pub forked: bool,
@@ -98,21 +137,23 @@ impl KernelCtx<'_> {
     }
 
     /// Pointer of a required input.
-    pub fn inp(&self, i: usize) -> Result<String> {
-        self.inputs.get(i).cloned().flatten().ok_or_else(|| self.err(format!("input {i} has no buffer to compute on")))
+    pub fn inp(&self, i: usize) -> Result<Arg> {
+        let p = self.inputs.get(i).cloned().flatten();
+        p.map(Arg::Ptr).ok_or_else(|| self.err(format!("input {i} has no buffer to compute on")))
     }
 
     /// Pointer of an optional input, `NULL` when absent.
-    pub fn opt_in(&self, i: usize) -> String {
-        self.inputs.get(i).cloned().flatten().unwrap_or_else(|| "NULL".into())
+    pub fn opt_in(&self, i: usize) -> Arg {
+        self.inputs.get(i).cloned().flatten().map_or(Arg::Null, Arg::Ptr)
     }
 
-    pub fn out(&self, i: usize) -> Result<String> {
-        self.outputs.get(i).cloned().flatten().ok_or_else(|| self.err(format!("output {i} has no buffer")))
+    pub fn out(&self, i: usize) -> Result<Arg> {
+        let p = self.outputs.get(i).cloned().flatten();
+        p.map(Arg::Ptr).ok_or_else(|| self.err(format!("output {i} has no buffer")))
     }
 
-    pub fn opt_out(&self, i: usize) -> String {
-        self.outputs.get(i).cloned().flatten().unwrap_or_else(|| "NULL".into())
+    pub fn opt_out(&self, i: usize) -> Arg {
+        self.outputs.get(i).cloned().flatten().map_or(Arg::Null, Arg::Ptr)
     }
 
     pub fn has_out(&self, i: usize) -> bool {
@@ -215,12 +256,12 @@ impl KernelCtx<'_> {
     }
 }
 
-pub(super) fn u(v: usize) -> String {
-    format!("{v}u")
+pub(super) fn u(v: usize) -> Arg {
+    Arg::U(v as u64)
 }
 
-pub(super) fn f(v: f32) -> String {
-    crate::c::f32_lit(v)
+pub(super) fn f(v: f32) -> Arg {
+    Arg::F(v)
 }
 
 pub(super) fn to_u32(ctx: &KernelCtx, what: &str, v: i64) -> Result<usize> {
@@ -232,11 +273,11 @@ pub fn numel(s: &[usize]) -> usize {
 }
 
 /// A call of `func(&args)` on the team.
-pub(super) fn call(func: &str, args_type: &str, fields: Vec<(&str, String)>) -> Invocation {
+pub(super) fn call(func: &str, args_type: &str, fields: Vec<(&'static str, Arg)>) -> Invocation {
     Invocation {
         func: func.into(),
         args_type: args_type.into(),
-        fields: fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        fields,
         forked: true,
         locals: vec![],
         stage: vec![],
@@ -248,20 +289,12 @@ pub(super) fn one(inv: Invocation) -> Result<KernelCall> {
     Ok(KernelCall { calls: vec![inv], ..Default::default() })
 }
 
-pub(super) fn dims_list(v: &[usize]) -> String {
-    if v.is_empty() {
-        "{0}".into()
-    } else {
-        format!("{{{}}}", v.iter().map(|x| u(*x)).collect::<Vec<_>>().join(", "))
-    }
+pub(super) fn dims_list(v: &[usize]) -> Arg {
+    Arg::List(v.iter().map(|&x| u(x)).collect())
 }
 
-pub(super) fn ints_list(v: &[i64]) -> String {
-    if v.is_empty() {
-        "{0}".into()
-    } else {
-        format!("{{{}}}", v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", "))
-    }
+pub(super) fn ints_list(v: &[i64]) -> Arg {
+    Arg::List(v.iter().map(|&x| Arg::I(x)).collect())
 }
 
 /// Row-major element strides of a shape.

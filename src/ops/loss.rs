@@ -1,7 +1,7 @@
 //! Loss functions and their gradients.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx, Local};
+use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx, Local};
 use super::{ClassLabels, Ctx, OpDef, Train};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, Origin, TensorId, TensorType};
@@ -221,7 +221,7 @@ pub(super) fn reduction_code(ctx: &KernelCtx) -> Result<&'static str> {
     }
 }
 
-pub(super) fn labels_i32(ctx: &KernelCtx, slot: usize) -> Result<String> {
+pub(super) fn labels_i32(ctx: &KernelCtx, slot: usize) -> Result<Arg> {
     match ctx.in_dtype(slot)? {
         DType::I64 => Ok(u(0)),
         DType::I32 => Ok(u(1)),
@@ -236,10 +236,10 @@ pub(super) fn sce_dims(ctx: &KernelCtx, scores: &[usize]) -> Result<[usize; 3]> 
     Ok([scores[0], scores[1], numel(&scores[2..])])
 }
 
-pub(super) fn ignore(ctx: &KernelCtx) -> Result<(String, String)> {
+pub(super) fn ignore(ctx: &KernelCtx) -> Result<(Arg, Arg)> {
     Ok(match ctx.node.attrs.get("ignore_index") {
-        Some(_) => (format!("{}LL", ctx.attr_int("ignore_index", 0)?), u(1)),
-        None => ("0".into(), u(0)),
+        Some(_) => (Arg::I(ctx.attr_int("ignore_index", 0)?), u(1)),
+        None => (Arg::I(0), u(0)),
     })
 }
 
@@ -254,11 +254,11 @@ pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     // log_prob only, no loss value.
     let single_log_prob = ctx.node.outputs.len() == 1 && ctx.has_out(0) && ctx.out_shape(0)? == scores;
     let (loss, log_prob) = if single_log_prob {
-        ("NULL".to_string(), ctx.out(0)?)
+        (Arg::Null, ctx.out(0)?)
     } else {
-        let lp = match ctx.outputs.get(1).cloned().flatten() {
-            Some(p) => p,
-            None => ctx.scratch.clone().ok_or_else(|| ctx.err("needs its log_prob output (or a scratch buffer)"))?,
+        let lp = match ctx.outputs.get(1).cloned().flatten().or_else(|| ctx.scratch.clone()) {
+            Some(p) => Arg::Ptr(p),
+            None => return Err(ctx.err("needs its log_prob output (or a scratch buffer)")),
         };
         (ctx.opt_out(0), lp)
     };
@@ -277,7 +277,7 @@ pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inner", u(i)),
             ("ignore_index", ig),
             ("has_ignore", has),
-            ("reduction", reduction_code(ctx)?.into()),
+            ("reduction", Arg::Enum(reduction_code(ctx)?)),
         ],
     ))
 }
@@ -286,7 +286,7 @@ pub(super) fn bind_sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     // (dY, log_prob, labels[, weight]) or the two-input (log_prob, labels),
     // whose implied dY is 1/N (the kernel's mean divides by N again).
     let two = ctx.node.inputs.len() == 2;
-    let (dy, lp, lb) = if two { ("deeploy_dy".to_string(), 0, 1) } else { (ctx.inp(0)?, 1, 2) };
+    let (dy, lp, lb) = if two { (Arg::Local("deeploy_dy"), 0, 1) } else { (ctx.inp(0)?, 1, 2) };
     if !two && ctx.node.input(3).is_some() {
         return Err(ctx.err("class weights are not supported by the kernel"));
     }
@@ -307,12 +307,12 @@ pub(super) fn bind_sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inner", u(i)),
             ("ignore_index", ig),
             ("has_ignore", has),
-            ("reduction", reduction_code(ctx)?.into()),
+            ("reduction", Arg::Enum(reduction_code(ctx)?)),
         ],
     );
     if two {
         let v = vec![f(1.0 / b as f32)];
-        inv.locals.push(Local { ctype: "const float".into(), name: "deeploy_dy".into(), values: v });
+        inv.locals.push(Local { ctype: "const float", name: "deeploy_dy", values: v });
     }
     one(inv)
 }

@@ -2,7 +2,7 @@
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
 use super::linear::finite;
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{ChannelAffine, Ctx, OpDef};
@@ -299,10 +299,10 @@ pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     // form recomputes the statistics into scratch.
     let with_stats = ctx.node.input(3).is_some() && ctx.node.input(4).is_some() && ctx.node.inputs.len() >= 5;
     let (mean, inv_std, scratch) = if with_stats {
-        (ctx.inp(3)?, ctx.inp(4)?, "NULL".to_string())
+        (ctx.inp(3)?, ctx.inp(4)?, Arg::Null)
     } else {
         let s = ctx.scratch.clone().ok_or_else(|| ctx.err("needs a scratch buffer the plan did not give it"))?;
-        ("NULL".to_string(), "NULL".to_string(), s)
+        (Arg::Null, Arg::Null, Arg::Ptr(s))
     };
     one(call(
         "dg_layernorm_grad_f32",

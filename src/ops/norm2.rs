@@ -2,7 +2,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{
-    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, KernelCall, KernelCtx, Local,
+    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, Arg, KernelCall, KernelCtx, Local,
 };
 use super::norm::bn_dims;
 use super::tile::{self, Space, TileMap, TileRule};
@@ -199,8 +199,8 @@ pub(super) fn full_cols(
     ctx: &KernelCtx,
     slot: usize,
     norm_shape: &[usize],
-    name: &str,
-) -> Result<(String, Option<Local>)> {
+    name: &'static str,
+) -> Result<(Arg, Option<Local>)> {
     let s = ctx.in_shape(slot)?;
     if numel(&s) == numel(norm_shape) {
         return Ok((ctx.inp(slot)?, None));
@@ -219,7 +219,7 @@ pub(super) fn full_cols(
             f(v[src])
         })
         .collect();
-    Ok((name.to_string(), Some(Local { ctype: "static const float".into(), name: name.into(), values })))
+    Ok((Arg::Local(name), Some(Local { ctype: "static const float", name, values })))
 }
 
 pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -235,7 +235,7 @@ pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
         locals.extend(l);
         b
     } else {
-        "NULL".into()
+        Arg::Null
     };
     let mut inv = call(
         "dg_rmsnorm_f32",
@@ -245,7 +245,7 @@ pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("scale", scale),
             ("bias", bias),
             ("y", ctx.out(0)?),
-            ("mean", "NULL".into()),
+            ("mean", Arg::Null),
             ("inv_std", ctx.opt_out(1)),
             ("rows", u(rows)),
             ("cols", u(cols)),

@@ -3,7 +3,9 @@
 //! onnxruntime-training writes for Pad's gradient.
 
 use super::grad::GradCtx;
-use super::kernel::{call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, KernelCall, KernelCtx};
+use super::kernel::{
+    call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, Arg, KernelCall, KernelCtx,
+};
 use super::unary::scalar_attr_or_input;
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -145,7 +147,7 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("in_shape", dims_list(&x)),
             ("pads_begin", ints_list(&begin)),
             ("pads_end", ints_list(&end)),
-            ("mode", mode.into()),
+            ("mode", Arg::Enum(mode)),
             ("value", f(value)),
         ],
     ))

@@ -2,7 +2,7 @@
 
 use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
 use super::grad::{self, GradCtx};
-use super::kernel::{call, numel, one, to_u32, u, KernelCall, KernelCtx};
+use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -227,7 +227,7 @@ fn global_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 // ---- kernel bindings --------------------------------------------------------
 
-pub(super) fn pool_fields(g: &Geom) -> Vec<(&'static str, String)> {
+pub(super) fn pool_fields(g: &Geom) -> Vec<(&'static str, Arg)> {
     vec![
         ("batch", u(g.batch)),
         ("channels", u(g.in_c)),

@@ -4,7 +4,7 @@
 
 use super::grad::GradCtx;
 use super::kernel::{
-    broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, KernelCall, KernelCtx, Local,
+    broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, Arg, KernelCall, KernelCtx, Local,
 };
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
@@ -130,17 +130,17 @@ pub(super) fn bind_variadic(ctx: &KernelCtx) -> Result<KernelCall> {
     let xs = slots.iter().map(|&i| ctx.inp(i)).collect::<Result<Vec<_>>>()?;
     let (y, st) = broadcast_layout(ctx, &slots)?;
     let func = if ctx.node.op == "Max" { "dg_max_f32" } else { "dg_min_f32" };
-    let mut fields = vec![("x", "xs".to_string()), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    let mut fields = vec![("x", Arg::Local("xs")), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
     match st {
         None => fields.push(("ndim", u(0))),
         Some(st) => {
             fields.push(("ndim", u(y.len())));
             fields.push(("shape", dims_list(&y)));
-            fields.push(("strides", format!("{{{}}}", st.iter().map(|s| dims_list(s)).collect::<Vec<_>>().join(", "))));
+            fields.push(("strides", Arg::List(st.iter().map(|s| dims_list(s)).collect())));
         }
     }
     let mut inv = call(func, "dg_variadic_args_t", fields);
-    inv.locals.push(Local { ctype: "const float *const".into(), name: "xs".into(), values: xs });
+    inv.locals.push(Local { ctype: "const float *const", name: "xs", values: xs });
     one(inv)
 }
 

@@ -4,8 +4,8 @@
 
 use super::grad;
 use super::kernel::{
-    broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, KernelCall, KernelCtx,
-    Local,
+    broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, Arg, KernelCall,
+    KernelCtx, Local,
 };
 use super::tile::{Part, Space, TileMap, TileRule};
 use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
@@ -541,7 +541,7 @@ pub(super) fn strided(
             ("ndim", u(shape.len())),
             ("shape", dims_list(shape)),
             ("strides", ints_list(strides)),
-            ("offset", offset.to_string()),
+            ("offset", Arg::I(offset)),
         ],
     ))
 }
@@ -609,8 +609,8 @@ pub(super) fn bind_concat(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_concat",
         "dg_concat_args_t",
         vec![
-            ("x", "xs".into()),
-            ("sizes", "sizes".into()),
+            ("x", Arg::Local("xs")),
+            ("sizes", Arg::Local("sizes")),
             ("nin", u(xs.len())),
             ("y", ctx.out(0)?),
             ("elem_size", u(es)),
@@ -618,22 +618,22 @@ pub(super) fn bind_concat(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inner", u(numel(&y[axis + 1..]))),
         ],
     );
-    inv.locals.push(Local { ctype: "const void *const".into(), name: "xs".into(), values: xs });
-    inv.locals.push(Local { ctype: "const uint32_t".into(), name: "sizes".into(), values: sizes });
+    inv.locals.push(Local { ctype: "const void *const", name: "xs", values: xs });
+    inv.locals.push(Local { ctype: "const uint32_t", name: "sizes", values: sizes });
     let mut kc = one(inv)?;
     if ctx.node.op == "ConcatTraining" && ctx.has_out(1) {
         // Output 1, per_input_length (int64): each input's extent on the
         // axis, known when generating code.
         let mut lens = vec![];
         for i in 0..ctx.node.inputs.len() {
-            lens.push(format!("{}LL", ctx.in_shape(i)?[axis]));
+            lens.push(Arg::I(ctx.in_shape(i)?[axis] as i64));
         }
         let mut inv = call(
             "dg_copy_kernel",
             "dg_copy_args_t",
-            vec![("x", "lengths".into()), ("y", ctx.out(1)?), ("bytes", u(8 * lens.len()))],
+            vec![("x", Arg::Local("lengths")), ("y", ctx.out(1)?), ("bytes", u(8 * lens.len()))],
         );
-        inv.locals.push(Local { ctype: "static const int64_t".into(), name: "lengths".into(), values: lens });
+        inv.locals.push(Local { ctype: "static const int64_t", name: "lengths", values: lens });
         kc.calls.push(inv);
     }
     Ok(kc)
@@ -654,11 +654,10 @@ pub(super) fn const_indices(ctx: &KernelCtx, slot: usize, dim: usize) -> Result<
             if !(0..n).contains(&j) {
                 return Err(ctx.err(format!("index {i} is out of range for an axis of {dim}")));
             }
-            Ok(format!("{j}LL"))
+            Ok(Arg::I(j))
         })
         .collect::<Result<Vec<_>>>()?;
-    let values = if values.is_empty() { vec!["0LL".into()] } else { values };
-    Ok(Local { ctype: "static const int64_t".into(), name: "indices".into(), values })
+    Ok(Local { ctype: "static const int64_t", name: "indices", values })
 }
 
 pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -671,7 +670,7 @@ pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_gather_args_t",
         vec![
             ("x", ctx.inp(0)?),
-            ("indices", "indices".into()),
+            ("indices", Arg::Local("indices")),
             ("indices_i32", u(0)),
             ("y", ctx.out(0)?),
             ("elem_size", u(elem_size(ctx, ctx.in_dtype(0)?)?)),

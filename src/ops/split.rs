@@ -4,7 +4,7 @@
 //! shares.
 
 use super::grad::GradCtx;
-use super::kernel::{call, elem_size, numel, one, u, KernelCall, KernelCtx, Local};
+use super::kernel::{call, elem_size, numel, one, u, Arg, KernelCall, KernelCtx, Local};
 use super::shape::const_indices;
 use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
@@ -215,16 +215,16 @@ pub(super) fn bind_split(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_split_args_t",
         vec![
             ("x", ctx.inp(0)?),
-            ("y", "ys".into()),
-            ("sizes", "sizes".into()),
+            ("y", Arg::Local("ys")),
+            ("sizes", Arg::Local("sizes")),
             ("nout", u(ys.len())),
             ("elem_size", u(es)),
             ("outer", u(numel(&x[..axis]))),
             ("inner", u(numel(&x[axis + 1..]))),
         ],
     );
-    inv.locals.push(Local { ctype: "void *const".into(), name: "ys".into(), values: ys });
-    inv.locals.push(Local { ctype: "const uint32_t".into(), name: "sizes".into(), values: sizes });
+    inv.locals.push(Local { ctype: "void *const", name: "ys", values: ys });
+    inv.locals.push(Local { ctype: "const uint32_t", name: "sizes", values: sizes });
     one(inv)
 }
 
@@ -240,7 +240,7 @@ pub(super) fn bind_gather_grad(ctx: &KernelCtx) -> Result<KernelCall> {
         "dg_gather_grad_args_t",
         vec![
             ("dy", ctx.inp(2)?),
-            ("indices", "indices".into()),
+            ("indices", Arg::Local("indices")),
             ("indices_i32", u(0)),
             ("dx", ctx.out(0)?),
             ("outer", u(numel(&x[..axis]))),

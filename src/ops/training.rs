@@ -1,6 +1,6 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::kernel::{call, f, numel, one, u, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
@@ -150,9 +150,9 @@ pub(super) fn bind_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     let n = numel(&ctx.in_shape(0)?);
     // The rate is the attribute `lr`, or a tensor input.
     let (lr, lr_ptr) = match ctx.node.attrs.get("lr") {
-        Some(_) => (ctx.attr_float("lr", 0.0)?, "NULL".to_string()),
+        Some(_) => (ctx.attr_float("lr", 0.0)?, Arg::Null),
         None => match ctx.inputs.get(2).cloned().flatten() {
-            Some(p) => (0.0, p),
+            Some(p) => (0.0, Arg::Ptr(p)),
             None => return Err(ctx.err("SGD needs a learning rate: attribute 'lr' or a third input")),
         },
     };
@@ -185,9 +185,9 @@ pub(super) fn bind_sgd_optimizer_v2(ctx: &KernelCtx) -> Result<KernelCall> {
                 "dg_sgd_f32",
                 "dg_sgd_args_t",
                 vec![
-                    ("w", m.param.clone()),
-                    ("g", m.grad.clone()),
-                    ("w_out", m.param.clone()),
+                    ("w", Arg::Ptr(m.param.clone())),
+                    ("g", Arg::Ptr(m.grad.clone())),
+                    ("w_out", Arg::Ptr(m.param.clone())),
                     ("n", u(m.numel)),
                     ("lr", f(0.0)),
                     ("lr_ptr", lr.clone()),

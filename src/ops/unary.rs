@@ -4,7 +4,7 @@
 //! Abs's gradient).
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, KernelCall, KernelCtx};
+use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, Arg, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -383,16 +383,16 @@ pub(super) fn bind_unary_param(ctx: &KernelCtx) -> Result<KernelCall> {
 
 /// One Clip bound: (pointer, value, has): a compile-time constant input,
 /// a runtime input (pointer), the opset-6 attribute, or none.
-pub(super) fn clip_bound(ctx: &KernelCtx, slot: usize, attr: &str) -> Result<(String, f32, bool)> {
+pub(super) fn clip_bound(ctx: &KernelCtx, slot: usize, attr: &str) -> Result<(Arg, f32, bool)> {
     if ctx.node.input(slot).is_some() {
         if let Some(v) = scalar_const(ctx, slot)? {
-            return Ok(("NULL".into(), v, true));
+            return Ok((Arg::Null, v, true));
         }
         return Ok((ctx.inp(slot)?, 0.0, false));
     }
     Ok(match ctx.node.float(attr)? {
-        Some(v) => ("NULL".into(), v, true),
-        None => ("NULL".into(), 0.0, false),
+        Some(v) => (Arg::Null, v, true),
+        None => (Arg::Null, 0.0, false),
     })
 }
 

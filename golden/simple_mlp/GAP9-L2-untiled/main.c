@@ -39,6 +39,9 @@
 #define DG_PAINT_STACKS 1
 #define DG_STACKS_BYTES (STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE)
 #define DG_STACK_PAINT 0xA5A5A5A5u
+/* A stack used to within this many bytes of its bottom counts as
+ * overflowed: past it the next core's stack or the arena is hit. */
+#define DG_STACK_GUARD 128u
 static uint32_t *dg_stacks;
 #endif
 
@@ -133,16 +136,17 @@ static uint32_t unused_bytes(const uint32_t *bottom, uint32_t bytes)
     return 4 * i;
 }
 
-/* Prints how deep the stacks went; non-zero when one was used to its
- * bottom (it overflowed, and what lies below it may be corrupt). */
+/* Prints how deep the stacks went; non-zero when one came within
+ * DG_STACK_GUARD bytes of its bottom (or overflowed: what lies below it
+ * may be corrupt). */
 static int report_stacks(void)
 {
     uint32_t core, deepest = 0, left;
     int full = 0;
     left = unused_bytes(dg_stacks, STACK_SIZE);
     printf("STACK core 0: %u of %u B used\r\n", (unsigned)(STACK_SIZE - left), (unsigned)STACK_SIZE);
-    if (left < 16) {
-        printf("FATAL: the stack of core 0 overflowed (STACK_SIZE %u B)\r\n", (unsigned)STACK_SIZE);
+    if (left < DG_STACK_GUARD) {
+        printf("FATAL: the stack of core 0 is too small (STACK_SIZE %u B)\r\n", (unsigned)STACK_SIZE);
         full = 1;
     }
     for (core = 1; core < NUM_CORES; core++) {
@@ -150,8 +154,8 @@ static int report_stacks(void)
         left = unused_bytes(bottom, SLAVE_STACK_SIZE);
         if (SLAVE_STACK_SIZE - left > deepest)
             deepest = SLAVE_STACK_SIZE - left;
-        if (left < 16) {
-            printf("FATAL: the stack of core %u overflowed (SLAVE_STACK_SIZE %u B)\r\n", (unsigned)core,
+        if (left < DG_STACK_GUARD) {
+            printf("FATAL: the stack of core %u is too small (SLAVE_STACK_SIZE %u B)\r\n", (unsigned)core,
                    (unsigned)SLAVE_STACK_SIZE);
             full = 1;
         }
