@@ -171,7 +171,8 @@ fn optimizer_state_tiles_and_trains() {
     }
     let models = [common::zoo("cnn_derived_momentum"), common::zoo("mlp_derived_adamw")];
     let models: Vec<&Path> = models.iter().map(PathBuf::as_path).collect();
-    let v = run_matrix_with(&models, &["GAP9"], &["L2"], &["--l1", "16000"], &[("DG_HOST_DMA", "random")]);
+    let l1 = common::l1_with_budget("GAP9", 3712).to_string();
+    let v = run_matrix_with(&models, &["GAP9"], &["L2"], &["--l1", &l1], &[("DG_HOST_DMA", "random")]);
     for (verdict, key, msg) in &v {
         assert_eq!(verdict, "PASSED", "{key}: {msg}");
         let n = if key.starts_with("cnn") { 1013 } else { 878 };
@@ -203,7 +204,9 @@ fn a_thread_per_core_computes_the_same() {
     .map(common::zoo);
     let models: Vec<&Path> = models.iter().map(PathBuf::as_path).collect();
     let env = [("DG_HOST_TEAM", "threads"), ("DG_HOST_DMA", "random")];
-    let v = run_matrix_with(&models, &["GAP9", "Siracusa"], &["L2"], &["--l1", "65536"], &env);
+    // 53,248 B above GAP9's stacks (Siracusa's reserve is about the same).
+    let l1 = common::l1_with_budget("GAP9", 53248).to_string();
+    let v = run_matrix_with(&models, &["GAP9", "Siracusa"], &["L2"], &["--l1", &l1], &env);
     let bad: Vec<_> = v.iter().filter(|(verdict, _, _)| verdict != "PASSED").collect();
     assert!(bad.is_empty(), "{bad:#?}");
 }

@@ -64,10 +64,12 @@ fn platform_descriptors_are_data() {
     assert_eq!(gap9.capacity(Level::L2), 0x190000);
     assert!(gap9.capacity(Level::L3) >= 8 << 20);
     assert_eq!(gap9.level(Level::L2).window, Some([0x1C00_0000, 0x1C19_0000]));
-    // Stacks are reserved explicitly: CC stack 8192 + 8 worker stacks in L1.
+    // Stacks are reserved explicitly, as main.c asks for them: the
+    // controller's, core 0's and 7 more workers' in L1.
     let l1: Vec<(&str, u64)> = gap9.level(Level::L1).reserved.iter().map(|r| (r.name.as_str(), r.bytes)).collect();
-    assert!(l1.iter().any(|(n, b)| n.contains("controller") && *b == 8192), "{l1:?}");
-    assert!(l1.iter().any(|(n, _)| n.contains("8 worker")), "{l1:?}");
+    let s = gap9.stacks();
+    assert!(l1.iter().any(|(n, b)| n.contains("controller") && *b == s.controller), "{l1:?}");
+    assert!(l1.iter().any(|(n, b)| n.contains("7 worker") && *b == 7 * s.worker), "{l1:?}");
 
     let sir = Platform::by_name("Siracusa").unwrap();
     assert_eq!(sir.controller_core_id, 0);
@@ -485,7 +487,8 @@ fn l3_operands_are_staged_per_node() {
 fn the_largest_node_must_fit_l2_staging() {
     let m = load("cct");
     let mut o = opts("GAP9", Level::L3);
-    o.platform = o.platform.with_capacity(Level::L2, 150_000).with_capacity(Level::L1, 20_000);
+    o.platform =
+        o.platform.with_capacity(Level::L2, 150_000).with_capacity(Level::L1, common::l1_with_budget("GAP9", 7712));
     match plan::plan(&m, &o) {
         Err(Error::Capacity { level, message, hints, .. }) => {
             assert_eq!(level, "L2");
@@ -513,11 +516,12 @@ fn the_largest_node_must_fit_l2_staging() {
 fn reservations_larger_than_a_level_are_an_error() {
     let m = load("simple_mlp");
     let mut o = opts("Siracusa", Level::L2);
-    o.platform = o.platform.with_capacity(Level::L1, 30_000);
+    let stacks = o.platform.level(Level::L1).reserved_bytes();
+    o.platform = o.platform.with_capacity(Level::L1, stacks - 1000);
     match plan::plan(&m, &o) {
         Err(Error::Capacity { level, message, hints, .. }) => {
             assert_eq!(level, "L1");
-            assert!(message.contains("38,600 B"), "{message}");
+            assert!(message.contains(&format!("{} B", deploygen::plan::thousands(stacks))), "{message}");
             assert!(matches!(hints[..], [Hint::Capacity { level: Level::L1, .. }]), "{hints:?}");
         }
         other => panic!("{:?}", other.map(|_| ())),

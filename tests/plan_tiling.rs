@@ -15,16 +15,16 @@ fn load(name: &str) -> Model {
 fn plan_with(m: &Model, platform: &str, level: Level, l1: Option<u64>, tiling: bool) -> Plan {
     let mut p = Platform::by_name(platform).unwrap();
     if let Some(b) = l1 {
-        p = p.with_capacity(Level::L1, b);
+        p = p.with_capacity(Level::L1, common::l1_with_budget(platform, b));
     }
     let mut o = PlanOptions::new(p, level);
     o.tiling = tiling;
     plan::plan(m, &o).unwrap_or_else(|e| panic!("{platform} {level}: {e}"))
 }
 
-/// The project of a zoo model for GAP9 at L2 with an L1 of `l1` bytes.
+/// The project of a zoo model for GAP9 at L2 with `l1` bytes of L1 above the stacks.
 fn generate_gap9_l2(name: &str, l1: u64) -> deploygen::pipeline::Generated {
-    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, l1);
+    let p = Platform::by_name("GAP9").unwrap().with_capacity(Level::L1, common::l1_with_budget("GAP9", l1));
     deploygen::pipeline::generate(&zoo(name), &deploygen::pipeline::Options::new(PlanOptions::new(p, Level::L2)))
         .unwrap_or_else(|e| panic!("{name}: {}: {}", e.stage, e.error))
 }
@@ -46,7 +46,7 @@ fn multi_tile(p: &Plan) -> usize {
 #[test]
 fn nodes_record_tiles_buffering_and_traffic() {
     let m = load("resnet8");
-    let p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
     p.verify().unwrap();
     let conv = p.nodes.iter().find(|n| n.op == "Conv").unwrap();
     let t = conv.tiling.as_ref().expect("Conv is tiled");
@@ -74,7 +74,7 @@ fn no_tiling_keeps_the_untiled_plan() {
 #[test]
 fn the_verifier_sees_a_missing_tile() {
     let m = load("resnet8");
-    let mut p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let mut p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
     let i = multi_tile(&p);
     let t = p.nodes[i].tiling.as_mut().unwrap();
     t.tiles.pop();
@@ -86,7 +86,7 @@ fn the_verifier_sees_a_missing_tile() {
 #[test]
 fn the_verifier_sees_a_tile_larger_than_its_buffer() {
     let m = load("resnet8");
-    let mut p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let mut p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
     let i = multi_tile(&p);
     let b = p.nodes[i].tiling.as_ref().unwrap().operands[0].l1[0];
     p.buffers[b].size = 4;
@@ -97,7 +97,7 @@ fn the_verifier_sees_a_tile_larger_than_its_buffer() {
 #[test]
 fn the_verifier_sees_one_buffer_used_as_both_halves() {
     let m = load("resnet8");
-    let mut p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let mut p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
     let i = multi_tile(&p);
     let o = p.nodes[i].tiling.as_mut().unwrap().operands.iter_mut().find(|o| o.l1.len() == 2).unwrap();
     o.l1[1] = o.l1[0];
@@ -125,7 +125,7 @@ fn l3_operands_stream_through_small_l2_stages() {
 #[test]
 fn buffering_is_chosen_per_operand() {
     let m = load("resnet8");
-    let p = plan_with(&m, "GAP9", Level::L2, Some(32768), true);
+    let p = plan_with(&m, "GAP9", Level::L2, Some(20480), true);
     p.verify().unwrap();
     let budget = p.platform.budget(Level::L1);
     let mixed: Vec<_> = p.nodes.iter().filter_map(|n| n.tiling.as_ref()).filter(|t| t.buffering() == "mixed").collect();
@@ -143,7 +143,7 @@ fn buffering_is_chosen_per_operand() {
 #[test]
 fn the_verifier_sees_a_whole_operand_double_buffered() {
     let m = load("resnet8");
-    let mut p = plan_with(&m, "GAP9", Level::L2, Some(65536), true);
+    let mut p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
     let i = p.nodes.iter().position(|n| n.tiling.as_ref().is_some_and(|t| t.operands.iter().any(|o| o.whole))).unwrap();
     let t = p.nodes[i].tiling.as_mut().unwrap();
     let o = t.operands.iter_mut().find(|o| o.whole).unwrap();
@@ -184,7 +184,7 @@ fn cct2_lp_on_gap9_l3_meets_the_memory_targets() {
 /// attention transposes tile over their output.
 #[test]
 fn gemm_columns_conv_channels_and_transposes_tile() {
-    let Some((p, _)) = conformance_plan("gemm_columns_conv_channels_and_transposes_tile", Level::L2, Some(65536))
+    let Some((p, _)) = conformance_plan("gemm_columns_conv_channels_and_transposes_tile", Level::L2, Some(53248))
     else {
         return;
     };
@@ -235,7 +235,7 @@ fn every_model_generates_tiled_at_small_l1_budgets() {
             let opts = |l1: Option<u64>, tiling: bool| {
                 let mut p = Platform::by_name("GAP9").unwrap();
                 if let Some(b) = l1 {
-                    p = p.with_capacity(Level::L1, b);
+                    p = p.with_capacity(Level::L1, common::l1_with_budget("GAP9", b));
                 }
                 let mut o = PlanOptions::new(p, level);
                 o.tiling = tiling;
@@ -244,9 +244,14 @@ fn every_model_generates_tiled_at_small_l1_budgets() {
             if generate(dir, &opts(None, false)).is_err() {
                 continue;
             }
-            for l1 in [16384, 65536] {
+            for l1 in [4096, 53248] {
                 if let Err(e) = generate(dir, &opts(Some(l1), true)) {
-                    failures.push(format!("{} GAP9 {level} --l1 {l1}: {}: {}", dir.display(), e.stage, e.error));
+                    failures.push(format!(
+                        "{} GAP9 {level}, {l1} B of L1 above the stacks: {}: {}",
+                        dir.display(),
+                        e.stage,
+                        e.error
+                    ));
                 }
             }
         }
@@ -259,7 +264,7 @@ fn every_model_generates_tiled_at_small_l1_budgets() {
 /// adding to them (the kernels' `accumulate`, 0 then 1).
 #[test]
 fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
-    let g = generate_gap9_l2("conv1d_autoencoder_train", 16384);
+    let g = generate_gap9_l2("conv1d_autoencoder_train", 4096);
     let node = g.plan.nodes.iter().find(|n| n.op == "ConvGrad" && n.tiling.as_ref().is_some_and(|t| t.count >= 2));
     let t = node.expect("a ConvGrad in two or more batch tiles").tiling.as_ref().unwrap();
     assert!(t.operands.iter().filter(|o| o.access == plan::Access::Write && o.whole).count() >= 1, "{:?}", t.operands);
@@ -276,7 +281,7 @@ fn conv_grad_splits_its_batch_and_accumulates_dw_and_db() {
 #[test]
 fn momentum_velocity_is_read_and_written_per_tile() {
     let m = load("cnn_derived_momentum");
-    let p = plan_with(&m, "GAP9", Level::L2, Some(16000), true);
+    let p = plan_with(&m, "GAP9", Level::L2, Some(3712), true);
     p.verify().unwrap();
     let node = p.nodes.iter().find(|n| n.op == "MomentumSGD" && n.tiling.as_ref().is_some_and(|t| t.count > 1));
     let t = node.expect("a MomentumSGD in two or more tiles").tiling.as_ref().unwrap();
@@ -290,7 +295,7 @@ fn momentum_velocity_is_read_and_written_per_tile() {
 /// (the last advances it), so all of them use the same bias correction.
 #[test]
 fn adamw_tiles_hold_the_step_count_but_the_last() {
-    let g = generate_gap9_l2("mlp_derived_adamw", 16000);
+    let g = generate_gap9_l2("mlp_derived_adamw", 3712);
     let node = g.plan.nodes.iter().find(|n| n.op == "AdamW" && n.tiling.as_ref().is_some_and(|t| t.count == 5));
     let t = node.expect("an AdamW in five tiles").tiling.as_ref().unwrap();
     let step = t.operands.iter().find(|o| o.slots.iter().any(|s| !s.output && s.index == 4)).expect("the step");
@@ -307,7 +312,7 @@ fn adamw_tiles_hold_the_step_count_but_the_last() {
 #[test]
 fn training_batchnorm_tiles_over_channels() {
     let m = load("resnet8");
-    let p = plan_with(&m, "GAP9", Level::L2, Some(32768), true);
+    let p = plan_with(&m, "GAP9", Level::L2, Some(20480), true);
     p.verify().unwrap();
     let bn: Vec<_> = p.nodes.iter().filter(|n| n.op == "BatchNormInternal").collect();
     assert!(!bn.is_empty());

@@ -282,3 +282,12 @@ pub fn read_typed(p: &std::path::Path) -> deploygen::Result<deploygen::ir::Graph
     deploygen::lower::infer(&mut g)?;
     Ok(g)
 }
+
+/// An L1 capacity for `platform` whose budget above the reserved stacks
+/// is `budget` bytes: small-L1 tests state the room left for tiles, which
+/// does not move when the stacks grow or shrink.
+#[allow(dead_code)]
+pub fn l1_with_budget(platform: &str, budget: u64) -> u64 {
+    let p = deploygen::target::Platform::by_name(platform).unwrap();
+    p.level(deploygen::target::Level::L1).reserved_bytes() + budget
+}
