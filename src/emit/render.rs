@@ -4,7 +4,11 @@ use std::path::PathBuf;
 
 use askama::Template;
 
-use super::Facts;
+use super::build_files::BuildFiles;
+use super::harness::Harness;
+use super::network::Network;
+use super::weights::Weights;
+use super::Common;
 use crate::error::{Error, Result};
 use crate::target::SdkBuild;
 
@@ -47,71 +51,36 @@ pub fn runtime_sources<'a>(calls: impl IntoIterator<Item = &'a str>) -> Result<V
     Ok(out)
 }
 
-#[derive(Template)]
-#[template(path = "network.h")]
-struct NetworkH<'a> {
-    f: &'a Facts,
+/// Every builder's facts, for the templates.
+pub struct Parts<'a> {
+    pub c: &'a Common,
+    pub net: &'a Network,
+    pub w: &'a Weights,
+    pub h: &'a Harness,
+    pub b: &'a BuildFiles,
 }
 
-#[derive(Template)]
-#[template(path = "network.c")]
-struct NetworkC<'a> {
-    f: &'a Facts,
+macro_rules! template {
+    ($name:ident, $path:literal, $($field:ident: $ty:ty),*) => {
+        #[derive(Template)]
+        #[template(path = $path)]
+        struct $name<'a> {
+            $($field: &'a $ty),*
+        }
+    };
 }
 
-#[derive(Template)]
-#[template(path = "weights.c")]
-struct WeightsC<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "optimizer.h")]
-struct OptimizerH<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "optimizer.c")]
-struct OptimizerC<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "testinputs.h")]
-struct TestInputs<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "testoutputs.h")]
-struct TestOutputs<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "main.c")]
-struct MainC<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "makefile_host.mk")]
-struct MakefileHost<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "makefile_sdk.mk")]
-struct MakefileSdk<'a> {
-    f: &'a Facts,
-}
-
-#[derive(Template)]
-#[template(path = "cmakelists.txt")]
-struct CMakeLists<'a> {
-    f: &'a Facts,
-}
+template!(NetworkH, "network.h", c: Common, nw: Network, w: Weights);
+template!(NetworkC, "network.c", c: Common, nw: Network, w: Weights);
+template!(WeightsC, "weights.c", c: Common, w: Weights);
+template!(OptimizerH, "optimizer.h", c: Common, nw: Network);
+template!(OptimizerC, "optimizer.c", c: Common, nw: Network);
+template!(TestInputs, "testinputs.h", c: Common, h: Harness);
+template!(TestOutputs, "testoutputs.h", c: Common, h: Harness);
+template!(MainC, "main.c", c: Common, h: Harness);
+template!(MakefileHost, "makefile_host.mk", c: Common, b: BuildFiles);
+template!(MakefileSdk, "makefile_sdk.mk", c: Common, b: BuildFiles);
+template!(CMakeLists, "cmakelists.txt", c: Common, b: BuildFiles);
 
 fn text(t: &impl Template, what: &str) -> Result<Vec<u8>> {
     let mut s = t.render().map_err(|e| Error::model(format!("internal error rendering {what}: {e}")))?;
@@ -122,24 +91,27 @@ fn text(t: &impl Template, what: &str) -> Result<Vec<u8>> {
 }
 
 /// Every generated source and build file, plus the runtime.
-pub fn render(f: &Facts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
-    let net = &f.net;
+pub fn render(p: &Parts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
+    let (c, nw, w, h, b) = (p.c, p.net, p.w, p.h, p.b);
+    let net = &c.net;
     let mut files = vec![
-        (PathBuf::from(format!("{net}.h")), text(&NetworkH { f }, "the network header")?),
-        (PathBuf::from(format!("{net}.c")), text(&NetworkC { f }, "the network")?),
-        (PathBuf::from("Weights.c"), text(&WeightsC { f }, "Weights.c")?),
-        (PathBuf::from("testinputs.h"), text(&TestInputs { f }, "testinputs.h")?),
-        (PathBuf::from("testoutputs.h"), text(&TestOutputs { f }, "testoutputs.h")?),
-        (PathBuf::from("main.c"), text(&MainC { f }, "main.c")?),
-        (PathBuf::from("Makefile.host"), text(&MakefileHost { f }, "Makefile.host")?),
+        (PathBuf::from(format!("{net}.h")), text(&NetworkH { c, nw, w }, "the network header")?),
+        (PathBuf::from(format!("{net}.c")), text(&NetworkC { c, nw, w }, "the network")?),
+        (PathBuf::from("Weights.c"), text(&WeightsC { c, w }, "Weights.c")?),
+        (PathBuf::from("testinputs.h"), text(&TestInputs { c, h }, "testinputs.h")?),
+        (PathBuf::from("testoutputs.h"), text(&TestOutputs { c, h }, "testoutputs.h")?),
+        (PathBuf::from("main.c"), text(&MainC { c, h }, "main.c")?),
+        (PathBuf::from("Makefile.host"), text(&MakefileHost { c, b }, "Makefile.host")?),
     ];
-    if f.has_optimizer {
-        files.push((PathBuf::from("OptimizerNetwork.h"), text(&OptimizerH { f }, "the optimizer header")?));
-        files.push((PathBuf::from("OptimizerNetwork.c"), text(&OptimizerC { f }, "the optimizer")?));
+    if c.training {
+        files.push((PathBuf::from("OptimizerNetwork.h"), text(&OptimizerH { c, nw }, "the optimizer header")?));
+        files.push((PathBuf::from("OptimizerNetwork.c"), text(&OptimizerC { c, nw }, "the optimizer")?));
     }
-    match f.sdk_build {
-        SdkBuild::PulpMake => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { f }, "Makefile")?)),
-        SdkBuild::GapCmake => files.push((PathBuf::from("CMakeLists.txt"), text(&CMakeLists { f }, "CMakeLists.txt")?)),
+    match c.sdk_build {
+        SdkBuild::PulpMake => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { c, b }, "Makefile")?)),
+        SdkBuild::GapCmake => {
+            files.push((PathBuf::from("CMakeLists.txt"), text(&CMakeLists { c, b }, "CMakeLists.txt")?))
+        }
         SdkBuild::None => {}
     }
     for (p, data) in RUNTIME {

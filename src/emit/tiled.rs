@@ -8,7 +8,8 @@
 //! fields that differ between tiles become `static const` tables indexed
 //! by the tile.
 
-use super::{args, CallCode, Ctx};
+use super::network::CallCode;
+use super::{args, Ctx};
 use crate::error::{Error, Result};
 use crate::escape::c_comment;
 use crate::ir::{Graph, Node};

@@ -1,0 +1,116 @@
+//! `deploygen.json`: what a generated project promises its test runner
+//! (which model, platform and level it is for, how many values its
+//! harness compares and why others are not), and where each weight and
+//! the test data went. `verify` reads it back.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::harness::Harness;
+use super::weights::Weights;
+use super::{Common, L3_IMAGE, TEST_DATA_IMAGE};
+use crate::plan::{self, Level};
+
+/// What a generated project promises its test runner (`deploygen.json`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    pub model: String,
+    pub platform: String,
+    pub default_mem: String,
+    /// "training" | "inference".
+    pub kind: String,
+    /// Values the harness must compare: loss references plus the elements
+    /// of every compared tensor reference.
+    pub expected_compared: u64,
+    pub loss_refs: u64,
+    pub tolerance: f32,
+    /// Compared tensors: name and element count.
+    pub compared: Vec<Compared>,
+    /// References or outputs not compared, with why.
+    pub not_compared: Vec<NotCompared>,
+    pub steps: u64,
+    pub accum: u64,
+    /// Bytes per level: arena, and static data outside it.
+    pub memory: BTreeMap<String, LevelBytes>,
+    /// Where each weight went.
+    pub weights: Vec<WeightSupply>,
+    pub l3_image: Option<String>,
+    pub l3_image_bytes: u64,
+    /// Where the harness keeps its test data and references.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_data: Option<TestDataPlace>,
+}
+
+/// The harness's test data and references: bytes, level, and the image
+/// file it is loaded from when in L3.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TestDataPlace {
+    pub bytes: u64,
+    pub level: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Compared {
+    pub name: String,
+    pub values: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NotCompared {
+    pub name: String,
+    pub why: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LevelBytes {
+    pub arena: u64,
+    pub static_bytes: u64,
+    pub capacity: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WeightSupply {
+    pub name: String,
+    pub bytes: u64,
+    pub level: String,
+    pub supply: String,
+}
+
+/// The manifest of a project with these parts.
+pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness) -> Manifest {
+    let memory = Level::ALL
+        .into_iter()
+        .map(|l| {
+            let lp = plan.level(l);
+            (l.to_string(), LevelBytes { arena: lp.arena_bytes, static_bytes: lp.static_bytes, capacity: lp.capacity })
+        })
+        .collect();
+    let has_image = !w.segments.is_empty();
+    Manifest {
+        model: c.model.clone(),
+        platform: c.platform.clone(),
+        default_mem: c.default_mem.clone(),
+        kind: if c.training { "training" } else { "inference" }.into(),
+        expected_compared: h.expected,
+        loss_refs: h.loss_refs as u64,
+        tolerance: h.tolerance,
+        compared: h.compared.clone(),
+        not_compared: h.not_compared_raw.clone(),
+        steps: h.steps as u64,
+        accum: h.accum as u64,
+        memory,
+        weights: w.supplies.clone(),
+        l3_image: (has_image && !w.hex_files).then(|| format!("hex/{L3_IMAGE}")),
+        l3_image_bytes: if has_image { w.image.len() as u64 } else { 0 },
+        test_data: plan.buffers.iter().find(|b| b.kind == plan::Kind::Static && b.name == plan::TEST_DATA).map(|b| {
+            TestDataPlace {
+                bytes: b.bytes,
+                level: b.level.to_string(),
+                image: (b.level == Level::L3).then(|| format!("hex/{TEST_DATA_IMAGE}")),
+            }
+        }),
+    }
+}
