@@ -395,3 +395,25 @@ fn an_inference_input_named_like_a_gradient_buffer_is_data() {
     let slot = &r["binding"]["slots"][0];
     assert_eq!((&slot["role"], &slot["source"]), (&"data".into(), &"per_mini_batch".into()), "{slot}");
 }
+
+/// References for a train.toml model come from tools/make_train_refs.py
+/// (onnxruntime-training), for any other from tools/make_refs.py.
+#[test]
+fn triage_makes_training_references_with_make_train_refs() {
+    use deploygen::triage::refs::{make_refs, Refs};
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    // A stand-in interpreter that prints the script it was given.
+    let py = tmp.path().join("python");
+    std::fs::write(&py, "#!/bin/sh\necho \"ran $1\"\n").unwrap();
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::env::set_var("DEPLOYGEN_PYTHON", &py);
+    let said = |dir: &Path| match make_refs(common::root(), dir) {
+        Refs::Regenerated(s) => s,
+        Refs::Unavailable(s) | Refs::Failed(s) => panic!("{s}"),
+    };
+    let train = said(&model(USER));
+    assert!(train.contains("tools/make_train_refs.py"), "{train}");
+    let inference = said(&model("kws_cnn"));
+    assert!(inference.contains("tools/make_refs.py") && !inference.contains("make_train_refs"), "{inference}");
+}
