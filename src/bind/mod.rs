@@ -10,6 +10,11 @@
 //! optimizer updates are paired by name and the pairing is asserted
 //! (`W == NG == number of SGD updates`).
 //!
+//! A weight or BatchNorm statistic of a step derived from `train.toml`
+//! that the data does not name starts from the model's initializer
+//! (`Source::Initializer`); a key of the same name overrides it.
+//! Symbolic dims get their values before typing (`dims`).
+//!
 //! A required input the data lacks is not an error here: the binding records
 //! it (`Binding::missing`) and `check` classifies it (SPEC §2.4).
 //!
