@@ -35,6 +35,8 @@ pub struct Report {
     pub optimizer: Option<GraphReport>,
     /// The training step deploygen derived from `train.toml`, when it did.
     pub derived: Option<crate::ir::train::Derived>,
+    /// Symbolic dims with the value each took and where it came from.
+    pub dims: Vec<crate::ir::DimValue>,
     /// Import and lowering warnings (both graphs), one line each.
     pub warnings: Vec<String>,
 }
@@ -142,6 +144,7 @@ pub fn report(model: &Model) -> Report {
             outputs: values(og, &og.outputs, |n| r.optimizer.get(n).copied(), true),
         }),
         derived: model.derived.clone(),
+        dims: model.dims.clone(),
         warnings: g.warnings.iter().chain(model.optimizer.iter().flat_map(|og| &og.warnings)).cloned().collect(),
     }
 }
@@ -206,6 +209,7 @@ pub fn text(model: &Model) -> String {
     let r = report(model);
     let mut o = String::new();
     let flavor = match r.flavor {
+        _ if r.derived.is_some() => "inference graph with a training spec: the training step derived from it",
         Flavor::Inference => "inference graph",
         Flavor::TrainingStep => "training step in one graph (forward, backward, inline SGD)",
         Flavor::TrainingArtifacts => "training artifacts (training graph with gradient accumulation + optimizer graph)",
@@ -214,13 +218,27 @@ pub fn text(model: &Model) -> String {
     let _ = writeln!(o, "flavor       {flavor}");
     let folded = if r.folded_nodes > 0 { format!(" ({} folded away)", r.folded_nodes) } else { String::new() };
     let _ = writeln!(o, "nodes        {}{folded}", r.nodes);
-    let _ = writeln!(
-        o,
-        "weights      {} initializers, {} in all, {} trainable",
-        r.initializers,
-        human_bytes(r.param_bytes),
-        human_bytes(r.trainable_bytes)
-    );
+    if r.derived.is_some() {
+        // The weights that train are graph inputs now; all of them were
+        // initializers of the file.
+        let _ = writeln!(
+            o,
+            "weights      {} in all, {} trainable (initial values from the model's initializers)",
+            human_bytes(r.param_bytes),
+            human_bytes(r.trainable_bytes)
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "weights      {} initializers, {} in all, {} trainable",
+            r.initializers,
+            human_bytes(r.param_bytes),
+            human_bytes(r.trainable_bytes)
+        );
+    }
+    for d in &r.dims {
+        let _ = writeln!(o, "dim          {} = {}, from {}", d.name, d.value, d.from);
+    }
     let domains: Vec<String> =
         r.domains.iter().map(|(d, n)| format!("{d} ({})", crate::text::count(*n, "node"))).collect();
     let _ = writeln!(o, "domains      {}", domains.join(", "));

@@ -45,7 +45,5 @@ pub fn load(path: &std::path::Path) -> Result<ir::Model> {
 /// [`load`], with a policy for attributes the operator's schema does not
 /// define.
 pub fn load_with(path: &std::path::Path, attrs: import::UnknownAttrs) -> Result<ir::Model> {
-    let mut m = import::load(path)?;
-    import::check_attributes(&mut m, attrs)?;
-    lower::lower(m)
+    pipeline::lowered(path, &import::TrainRequest::default(), attrs)
 }

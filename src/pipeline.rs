@@ -219,7 +219,8 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
         import::check_attributes(&mut m, o.unknown_attrs)?;
         Ok(m)
     };
-    let raw = timed((&mut t, o.on_stage), "import", Stage::Import, load)?;
+    let mut raw = timed((&mut t, o.on_stage), "import", Stage::Import, load)?;
+    timed((&mut t, o.on_stage), "dims", Stage::Bind, || bind::dims::specialise(&mut raw))?;
     let mut model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
     let binding = timed((&mut t, o.on_stage), "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {
@@ -229,6 +230,15 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
     let opts = plan_options(&model, binding.as_ref(), &o.plan);
     let plan = timed((&mut t, o.on_stage), "plan", Stage::Plan, || plan::plan(&model, &opts))?;
     Ok(Planned { model, binding, plan, timings: t })
+}
+
+/// import → dims → lower: the typed model with its training roles, the
+/// stages every command runs before binding.
+pub fn lowered(path: &Path, train: &import::TrainRequest, attrs: import::UnknownAttrs) -> crate::Result<Model> {
+    let mut m = import::load_with(path, train)?;
+    import::check_attributes(&mut m, attrs)?;
+    bind::dims::specialise(&mut m)?;
+    lower::lower(m)
 }
 
 /// Generate the C project of the model at `path`, in memory. Nothing is

@@ -175,3 +175,245 @@ fn a_training_spec_on_a_training_graph_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("training graph already"), "{err}");
 }
+
+fn run(args: &[&str], dir: &Path) -> (Option<i32>, String, String) {
+    let mut cmd = deploygen();
+    cmd.arg(args[0]).arg(dir).args(&args[1..]);
+    let o = cmd.output().unwrap();
+    (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// The folder as a user makes it: exported inference graph with a
+/// symbolic batch, train.toml, data and labels only.
+const USER: &str = "small_cnn_dynamic_batch_derived_sgd";
+
+#[test]
+fn weights_and_statistics_start_from_the_initializers() {
+    let r = inspect_json(&model(USER), &[]);
+    let slots = r["binding"]["slots"].as_array().unwrap();
+    for name in ["conv.weight", "bn.weight", "bn.running_mean", "fc.bias"] {
+        let s = slots.iter().find(|s| s["input"] == name).unwrap_or_else(|| panic!("no slot {name}"));
+        assert_eq!(s["source"], "initializer", "{s}");
+    }
+    let keys: Vec<&str> = slots.iter().filter_map(|s| s["key"].as_str()).collect();
+    assert_eq!(keys, ["input", "labels"], "the data holds only what changes per mini-batch");
+    // An entry of the same name overrides the initializer, and inspect says so.
+    let dir = common::copy_model(&model(USER));
+    common::edit_inputs(dir.path(), |a| {
+        a.push(("fc.bias".into(), deploygen::ir::TensorData::from_f32(vec![6], &[0.5; 6])));
+    });
+    let (code, out, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("inputs.npz 'fc.bias' overrides the initial value of 'fc.bias'"), "{out}");
+    assert!(out.contains("(initializer)"), "{out}");
+}
+
+#[test]
+fn a_symbolic_batch_takes_its_value_from_the_data() {
+    let (code, out, err) = run(&["inspect"], &model(USER));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("dim          batch = 2, from inputs.npz 'input' and 3 more arrays"), "{out}");
+    assert!(out.contains("flavor       inference graph with a training spec"), "{out}");
+    assert!(!out.contains("training artifacts"), "{out}");
+}
+
+#[test]
+fn a_symbolic_dim_without_a_value_or_with_two_is_refused_naming_the_flag() {
+    let dir = common::copy_model(&model(USER));
+    // A value the data contradicts, from the flag and from the file.
+    let (code, _, err) = run(&["build", "--platform", "host", "--dim", "batch=3"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'batch'") && err.contains("--dim batch=3") && err.contains("inputs.npz 'input'"), "{err}");
+    let toml = std::fs::read_to_string(dir.path().join("train.toml")).unwrap();
+    std::fs::write(dir.path().join("train.toml"), format!("{toml}dims = {{ batch = 3 }}\n")).unwrap();
+    let (code, _, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("dims in") && err.contains("train.toml"), "{err}");
+    // The flag replaces the file's value.
+    let (code, _, err) = run(&["inspect", "--dim", "batch=2"], dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    std::fs::write(dir.path().join("train.toml"), &toml).unwrap();
+    // Mini-batches that disagree.
+    common::edit_inputs(dir.path(), |a| {
+        let i = a.iter().position(|(k, _)| k == "mb1_input").unwrap();
+        a[i].1 = deploygen::ir::TensorData::from_f32(vec![3, 1, 8, 8], &[0.0; 192]);
+    });
+    let (code, _, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("2 in 'input'") && err.contains("3 in 'mb1_input'") && err.contains("--dim batch=N"), "{err}");
+    // No data: the flag is the way.
+    std::fs::remove_file(dir.path().join("inputs.npz")).unwrap();
+    let (code, _, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'batch'") && err.contains("has no value") && err.contains("--dim batch=N"), "{err}");
+    let (code, out, err) = run(&["inspect", "--dim", "batch=4"], dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains("batch = 4, from --dim batch=4") && out.contains("input            f32 [4, 1, 8, 8]"),
+        "{out}"
+    );
+    let (code, _, err) = run(&["inspect", "--dim", "seq=4"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no symbolic dim 'seq'") && err.contains("'batch'"), "{err}");
+}
+
+#[test]
+fn a_symbolic_batch_in_an_inference_model_is_specialised_too() {
+    let dir = common::copy_model(&model(USER));
+    std::fs::remove_file(dir.path().join("train.toml")).unwrap();
+    std::fs::remove_file(dir.path().join("outputs.npz")).unwrap();
+    let (code, out, err) = run(&["inspect", "--platform", "GAP9"], dir.path());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("flavor       inference graph\n") && out.contains("batch = 2, from inputs.npz"), "{out}");
+}
+
+#[test]
+fn accumulation_steps_drive_the_schedule() {
+    let r = inspect_json(&model("mlp_derived_accum3"), &[]);
+    assert_eq!(
+        (&r["binding"]["accum_steps"], &r["binding"]["mini_batches"]),
+        (&3.into(), &6.into()),
+        "{}",
+        r["binding"]
+    );
+    let (code, _, err) = run(&["inspect", "--accumulation-steps", "4294967295"], &model("mlp_derived_accum3"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("accumulation_steps is 4294967295"), "{err}");
+    let dir = common::copy_model(&model("mlp_derived_accum3"));
+    common::edit_inputs(dir.path(), |a| {
+        a.push(("meta_n_accum".into(), deploygen::ir::TensorData::from_i64(vec![], &[2])))
+    });
+    let (code, _, err) = run(&["build", "--platform", "host"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("accumulation_steps is 3") && err.contains("meta_n_accum is 2"), "{err}");
+}
+
+#[test]
+fn a_selection_flag_replaces_the_files() {
+    // mlp_derived_frozen's train.toml says trainable = ["fc2.*"].
+    let r = inspect_json(&model("mlp_derived_frozen"), &["--frozen", "fc2.*"]);
+    assert_eq!(names(&r["derived"]["trainable"]), ["fc1.weight", "fc1.bias"]);
+}
+
+#[test]
+fn an_inference_reference_is_not_read_as_losses() {
+    let dir = common::copy_model(&model(USER));
+    std::fs::copy(model("conv_ordered_npz").join("outputs.npz"), dir.path().join("outputs.npz")).unwrap();
+    let (code, _, err) = run(&["build", "--platform", "host"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("no loss references") && err.contains("tools/make_train_refs.py"), "{err}");
+}
+
+#[test]
+fn names_the_step_would_confuse_are_refused() {
+    // A forward tensor named like a weight's update.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = common::mlp();
+    b.graph.node[0].output[0] = "w_updated".into();
+    b.graph.node[1].input[0] = "w_updated".into();
+    let onnx = b.write(tmp.path(), "network.onnx");
+    let out = deploygen().arg("inspect").arg(&onnx).args(["--loss", "cross-entropy", "--lr", "0.1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("'w_updated'") && err.contains("rename"), "{err}");
+    // Labels named like a mini-batch key.
+    let (code, _, err) = run(&["build", "--platform", "host", "--labels", "mb1_labels"], &model("mlp_derived_sgd"));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("mb1_labels") && err.contains("mini-batch 1 key"), "{err}");
+}
+
+#[test]
+fn a_train_toml_that_is_not_a_file_or_not_toml_says_so() {
+    let dir = common::copy_model(&model("mlp_derived_sgd"));
+    let spec = dir.path().join("train.toml");
+    std::fs::write(&spec, "loss = \n").unwrap();
+    let (code, _, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("not a readable training spec") && !err.contains("ONNX"), "{err}");
+    std::fs::remove_file(&spec).unwrap();
+    std::fs::create_dir(&spec).unwrap();
+    let (code, _, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("train.toml") && err.contains("directory"), "{err}");
+    std::fs::remove_dir(&spec).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere.toml"), &spec).unwrap();
+    let (code, _, err) = run(&["inspect"], dir.path());
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("train.toml") && err.contains("leads nowhere"), "{err}");
+}
+
+/// Every weight group of the zoo CNNs frozen in turn (BatchNorm behind a
+/// frozen Conv, a frozen classifier, …), each against onnxruntime-training's
+/// references for that split (`models/frozen_splits/`), on the host.
+#[test]
+fn every_frozen_split_of_the_zoo_cnns_trains_like_onnxruntime() {
+    if std::process::Command::new("gcc").arg("--version").output().is_err() {
+        println!("SKIPPED: derive: no gcc on this machine");
+        return;
+    }
+    let root = common::root().join("models/frozen_splits");
+    let work = tempfile::tempdir().unwrap();
+    let mut dirs = vec![];
+    for base in std::fs::read_dir(&root).unwrap() {
+        let base = base.unwrap().path();
+        let name = base.file_name().unwrap().to_string_lossy().into_owned();
+        for split in std::fs::read_dir(&base).unwrap() {
+            let split = split.unwrap().path();
+            let d = work.path().join(format!("{name}-{}", split.file_name().unwrap().to_string_lossy()));
+            std::fs::create_dir(&d).unwrap();
+            for f in ["network.onnx", "inputs.npz"] {
+                std::fs::copy(model(&name).join(f), d.join(f)).unwrap();
+            }
+            for f in ["train.toml", "outputs.npz"] {
+                std::fs::copy(split.join(f), d.join(f)).unwrap();
+            }
+            dirs.push(d);
+        }
+    }
+    dirs.sort();
+    assert_eq!(dirs.len(), 12, "{dirs:?}");
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get()).to_string();
+    let out = deploygen().arg("test").args(&dirs).args(["--platform", "host", "-j", &jobs]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("PASSED ")).count(), 12, "{stdout}");
+}
+
+#[test]
+fn an_inference_input_named_like_a_gradient_buffer_is_data() {
+    use deploygen::ir::TensorData;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = common::ModelBuilder::new();
+    b.input("x_grad.accumulation.buffer", common::F32, &[2])
+        .node("Relu", &["x_grad.accumulation.buffer"], &["y"], vec![])
+        .output("y", common::F32, &[2]);
+    b.write(tmp.path(), "network.onnx");
+    let x = TensorData::from_f32(vec![2], &[-1.0, 2.0]);
+    let npz = deploygen::bind::npz::write_npz(&[("x_grad.accumulation.buffer", &x)]).unwrap();
+    std::fs::write(tmp.path().join("inputs.npz"), npz).unwrap();
+    let r = inspect_json(tmp.path(), &[]);
+    let slot = &r["binding"]["slots"][0];
+    assert_eq!((&slot["role"], &slot["source"]), (&"data".into(), &"per_mini_batch".into()), "{slot}");
+}
+
+/// References for a train.toml model come from tools/make_train_refs.py
+/// (onnxruntime-training), for any other from tools/make_refs.py.
+#[test]
+fn triage_makes_training_references_with_make_train_refs() {
+    use deploygen::triage::refs::{make_refs, Refs};
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    // A stand-in interpreter that prints the script it was given.
+    let py = tmp.path().join("python");
+    std::fs::write(&py, "#!/bin/sh\necho \"ran $1\"\n").unwrap();
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::env::set_var("DEPLOYGEN_PYTHON", &py);
+    let said = |dir: &Path| match make_refs(common::root(), dir) {
+        Refs::Regenerated(s) => s,
+        Refs::Unavailable(s) | Refs::Failed(s) => panic!("{s}"),
+    };
+    let train = said(&model(USER));
+    assert!(train.contains("tools/make_train_refs.py"), "{train}");
+    let inference = said(&model("kws_cnn"));
+    assert!(inference.contains("tools/make_refs.py") && !inference.contains("make_train_refs"), "{inference}");
+}

@@ -79,6 +79,7 @@ def build_derived(models_root):
         losses, rewritten = make_train_refs.write_refs(d)
         with open(os.path.join(d, "train.toml")) as f:
             rows.append((os.path.basename(d), f.read(), losses, rewritten))
+    make_train_refs.write_splits(models_root)
     twin = derived.imported_twin(models_root)
     with np.load(os.path.join(twin, "outputs.npz")) as z, open(os.path.join(twin, "train.toml")) as f:
         rows.append((os.path.basename(twin), f.read(), z["loss"], None))

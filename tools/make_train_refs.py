@@ -1,19 +1,26 @@
 #!/usr/bin/env python3
 """References for training an inference model from its train.toml (SPEC §2.5).
 
-    python tools/make_train_refs.py MODEL_DIR...     # rewrite MODEL_DIR/outputs.npz
+    python tools/make_train_refs.py MODEL_DIR...     # write MODEL_DIR/outputs.npz
     python tools/make_train_refs.py --zoo            # (re)make the models/*_derived* folders
 
-`--zoo` also writes models/simple_mlp_derived: simple_mlp's inference graph
-with a train.toml of its schedule, and simple_mlp's own inputs.npz and
-outputs.npz (references of its onnxruntime-training artifacts), so a test
-shows that the derived step reproduces the imported artifacts.
+Needs Python 3.11 with tools/requirements.txt (onnxruntime-training-cpu
+1.19.2, onnx 1.17); no torch:
 
-MODEL_DIR holds an inference `network.onnx`, its `train.toml` and
-`inputs.npz` (named layout: the data input and `labels` per mini-batch as
-`mb<i>_<name>`, every parameter's initial value by name, `lazy_reset_grad`,
-`meta_data_size`, `meta_n_batches`, `meta_n_accum`). The references come
-from onnxruntime-training 1.19.2 alone, never from deploygen:
+    python3.11 -m venv ~/.venvs/deploygen-tools && ~/.venvs/deploygen-tools/bin/pip install -r tools/requirements.txt
+    ~/.venvs/deploygen-tools/bin/python tools/make_train_refs.py MODEL_DIR
+
+MODEL_DIR holds an inference `network.onnx` (weights as initializers,
+symbolic dims allowed), its `train.toml` and `inputs.npz` in the named
+layout: the data inputs and the labels per mini-batch (`<name>`,
+`mb<i>_<name>`). Nothing else is needed: initial weights and BatchNorm
+statistics are the model's initializers (an inputs.npz entry of the same
+name overrides one); a symbolic dim takes train.toml's `dims` value, else
+the data's size; the schedule is every stored mini-batch once, with
+train.toml's `accumulation_steps`. `meta_data_size`, `meta_n_batches` and
+`meta_n_accum` change it where present (`meta_n_accum` must agree with
+`accumulation_steps`). The references come from onnxruntime-training
+alone, never from deploygen:
 
 - `generate_artifacts` turns the inference graph into its training graph
   (requires_grad = the trainable weights of train.toml, frozen_params = the
@@ -21,7 +28,7 @@ from onnxruntime-training 1.19.2 alone, never from deploygen:
   the loss of train.toml and its SGD or AdamW optimizer graph (AdamW with
   train.toml's betas, epsilon and weight decay);
 - `onnxruntime.training.api` runs the schedule: pass mb reads mini-batch
-  `mb % meta_data_size`; after every `meta_n_accum` passes one optimizer
+  `mb % data_size`; after every `accumulation_steps` passes one optimizer
   step on the summed gradients, then `lazy_reset_grad`;
 - SGD with momentum, which onnxruntime's artifacts lack, is one optimizer
   graph of standard ONNX ops (Mul, Add, Sub) run by onnxruntime on the
@@ -38,18 +45,23 @@ import sys
 import tempfile
 import tomllib
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import onnx  # noqa: E402
-from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+try:
+    import numpy as np  # noqa: E402
+    import onnx  # noqa: E402
+    from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-from zoo import ref_forms  # noqa: E402
-from zoo.npz import npz_bytes  # noqa: E402
-from zoo.ort import api, artifacts, onnxruntime  # noqa: E402
+    from zoo import ref_forms  # noqa: E402
+    from zoo.npz import npz_bytes  # noqa: E402
+    from zoo.ort import api, artifacts, onnxruntime  # noqa: E402
 
-from onnxruntime.training import onnxblock  # noqa: E402
+    from onnxruntime.training import onnxblock  # noqa: E402
+except ImportError as e:
+    print(f"make_train_refs.py: {e}: needs Python 3.11 with tools/requirements.txt (onnxruntime-training-cpu "
+          "1.19.2, onnx 1.17): python3.11 -m venv VENV && VENV/bin/pip install -r tools/requirements.txt",
+          file=sys.stderr)
+    sys.exit(2)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -78,6 +90,7 @@ class Spec:
         self.beta2 = float(k.get("beta2", 0.999))
         self.epsilon = float(k.get("epsilon", 1e-6))
         self.n_accum_key = int(k.get("accumulation_steps", 1))
+        self.dims = {n: int(v) for n, v in k.get("dims", {}).items()}
         floats = [i.name for i in model.graph.initializer if i.data_type == TensorProto.FLOAT]
         bn_stats = {n.input[i] for n in model.graph.node if n.op_type == "BatchNormalization" for i in (3, 4)}
         if "trainable" in k:
@@ -150,17 +163,83 @@ def batches_of(inputs, data_names, data_size):
     return [[inputs[key(n, mb)] for n in data_names] for mb in range(data_size)]
 
 
+def fail(msg):
+    print(f"make_train_refs.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def stored_mini_batches(inputs, names):
+    """1 + the highest mini-batch index of the named inputs' keys."""
+    top = 0
+    for k in inputs:
+        if k.startswith("mb") and "_" in k:
+            i, rest = k[2:].split("_", 1)
+            if i.isdigit() and rest in names:
+                top = max(top, int(i))
+    return top + 1
+
+
+def schedule(inputs, names, spec):
+    """(data_size, n_batches, n_accum): the meta_* keys where present, else
+    every stored mini-batch once with train.toml's accumulation_steps."""
+    stored = stored_mini_batches(inputs, names)
+    meta = {k: int(inputs[f"meta_{k}"]) for k in ("data_size", "n_batches", "n_accum") if f"meta_{k}" in inputs}
+    n_accum = meta.get("n_accum", spec.n_accum_key)
+    if n_accum != spec.n_accum_key:
+        fail(f"inputs.npz's meta_n_accum is {n_accum} but train.toml's accumulation_steps is {spec.n_accum_key}")
+    data_size, n_batches = meta.get("data_size", stored), meta.get("n_batches", stored)
+    if n_batches % n_accum:
+        fail(f"{n_batches} forward passes are not a multiple of accumulation_steps = {n_accum}")
+    return data_size, n_batches, n_accum
+
+
+def specialise(model, inputs, spec):
+    """The model with every symbolic dim of its inputs and outputs made the
+    value deploygen gives it: train.toml's dims, else the data's size."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    values = dict(spec.dims)
+    for v in m.graph.input:
+        if v.name in inputs:
+            for d, n in zip(v.type.tensor_type.shape.dim, inputs[v.name].shape):
+                if d.dim_param and d.dim_param not in values:
+                    values[d.dim_param] = n
+    for v in list(m.graph.input) + list(m.graph.output):
+        for d in v.type.tensor_type.shape.dim:
+            if d.dim_param in values:
+                d.dim_value = values[d.dim_param]
+            elif d.dim_param:
+                fail(f"symbolic dim '{d.dim_param}' of '{v.name}' has no value: add {v.name} to inputs.npz "
+                     f"or dims = {{ {d.dim_param} = N }} to train.toml")
+    del m.graph.value_info[:]
+    return m
+
+
+def initial_values(model, inputs):
+    """The model with each initializer an inputs.npz entry of the same name
+    overrides replaced by that entry."""
+    for i, init in enumerate(model.graph.initializer):
+        if init.name in inputs:
+            model.graph.initializer[i].CopyFrom(numpy_helper.from_array(inputs[init.name], init.name))
+    return model
+
+
 def references(model_dir):
     """(losses, {param: final value}, operators rewritten for onnxruntime)
     for one model folder."""
+    for f in ("network.onnx", "train.toml", "inputs.npz"):
+        if not os.path.isfile(os.path.join(model_dir, f)):
+            fail(f"{model_dir} has no {f}")
     model = onnx.load(os.path.join(model_dir, "network.onnx"))
     spec = Spec(os.path.join(model_dir, "train.toml"), model)
     inputs = load_inputs(model_dir)
-    data_size, n_batches, n_accum = (int(inputs[k]) for k in ("meta_data_size", "meta_n_batches", "meta_n_accum"))
-    assert n_accum == spec.n_accum_key, "meta_n_accum must equal train.toml's accumulation_steps"
+    model = initial_values(specialise(model, inputs, spec), inputs)
     inits = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    for n in spec.trainable + spec.frozen:
-        assert np.array_equal(inputs[n], inits[n]), f"inputs.npz '{n}' differs from the model's initializer"
+    data_names = [i.name for i in model.graph.input if i.name not in inits] + [spec.labels]
+    missing = [n for n in data_names if n not in inputs]
+    if missing:
+        fail(f"{model_dir}/inputs.npz has no {', '.join(repr(n) for n in missing)} (keys: {', '.join(inputs)})")
+    data_size, n_batches, n_accum = schedule(inputs, data_names, spec)
     # onnxruntime trains an equivalent graph where it cannot take this one
     # (zoo/ref_forms.py), with the loss on the one output the spec names.
     first_labels = inputs[spec.labels]
@@ -178,8 +257,7 @@ def references(model_dir):
                             os.path.join(art, "eval_model.onnx"), session_options=so)
         # onnxruntime's training graph takes the model's inputs, then the
         # loss target (which it names itself): npz keys in that order.
-        data_keys = [i.name for i in model.graph.input if i.name not in inits] + [spec.labels]
-        batches = batches_of(inputs, data_keys, data_size)
+        batches = batches_of(inputs, data_names, data_size)
         opt = None
         if spec.optimizer != "momentum":
             opt = api.Optimizer(os.path.join(art, "optimizer_model.onnx"), module)
@@ -213,7 +291,10 @@ def references(model_dir):
 
 
 def declared_shape(model, name):
-    out = next(o for o in model.graph.output if o.name == name)
+    out = next((o for o in model.graph.output if o.name == name), None)
+    if out is None or not out.type.tensor_type.HasField("shape"):
+        inferred = onnx.shape_inference.infer_shapes(model)
+        out = next(v for v in list(inferred.graph.output) + list(inferred.graph.value_info) if v.name == name)
     return [d.dim_value for d in out.type.tensor_type.shape.dim]
 
 
@@ -226,6 +307,24 @@ def write_refs(model_dir):
         f.write(npz_bytes(arrays))
     print(f"{model_dir}: losses {np.array2string(losses, precision=5)}")
     return losses, rewritten
+
+
+def write_splits(models_root):
+    """models/frozen_splits/: each weight group of the zoo CNNs frozen in
+    turn (tools/zoo/derived.py's SPLITS), train.toml and outputs.npz."""
+    import shutil
+
+    from zoo import derived
+
+    out = os.path.join(models_root, "frozen_splits")
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    with tempfile.TemporaryDirectory() as work:
+        for tmp, dest in derived.splits(models_root, work):
+            write_refs(tmp)
+            os.makedirs(dest)
+            for name in ("train.toml", "outputs.npz"):
+                shutil.copyfile(os.path.join(tmp, name), os.path.join(dest, name))
 
 
 def main():
@@ -241,6 +340,8 @@ def main():
         derived.imported_twin(os.path.join(ROOT, "models"))
     for d in dirs:
         write_refs(d)
+    if a.zoo:
+        write_splits(os.path.join(ROOT, "models"))
 
 
 if __name__ == "__main__":

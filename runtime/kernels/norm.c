@@ -80,7 +80,8 @@ void dg_batchnorm_grad_f32(void *args)
             }
         }
         k = p->scale[c] * inv;
-        for (n = 0; n < p->batch; n++) {
+        /* dx is NULL where nothing before the node trains. */
+        for (n = 0; p->dx && n < p->batch; n++) {
             const uint32_t base = ((uint32_t)n * p->channels + c) * p->spatial;
             for (i = 0; i < p->spatial; i++) {
                 const float xhat = (p->x[base + i] - mean) * inv;

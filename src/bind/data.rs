@@ -216,7 +216,8 @@ impl<'a> Draft<'a> {
         self.stored = self.at.keys().map(|&(_, mb)| mb).max().unwrap_or(0).saturating_add(1);
         self.per_mb = self.at.keys().filter(|&&(_, mb)| mb > 0).map(|&(i, _)| i).collect();
         self.per_mb.dedup();
-        let schedule = self.meta.schedule(self.stored, &mut self.warnings)?;
+        let spec = self.model.train.as_ref().map(|t| (t.accumulation_steps as usize, t.source.as_str()));
+        let schedule = self.meta.schedule(self.stored, spec, &mut self.warnings)?;
         for &i in &self.per_mb.clone() {
             let x = &self.graph_inputs[i];
             match x.role {
@@ -355,10 +356,18 @@ impl<'a> Draft<'a> {
         let (source, keys) = self.source(i, schedule)?;
         let x = &self.graph_inputs[i];
         // Only now, each header known to fit, are the bound arrays read.
-        let values: Vec<TensorData> = keys
+        let mut values: Vec<TensorData> = keys
             .iter()
             .map(|k| Ok(self.inputs.get(k)?.expect("bound keys are listed").clone()))
             .collect::<Result<_>>()?;
+        match (source, self.model.initial.get(&x.name)) {
+            (Source::Initializer, Some(v)) => values.push(v.clone()),
+            (Source::Constant, Some(_)) => self.notes.push(format!(
+                "inputs.npz '{}' overrides the initial value of '{}' in the model's initializers",
+                keys[0], x.name
+            )),
+            _ => {}
+        }
         let shape = match (x.ty.shape(), values.first()) {
             (Some(s), _) => s,
             (None, Some(v)) => {
@@ -392,6 +401,7 @@ impl<'a> Draft<'a> {
                 (Source::Zeros, vec![])
             }
             Role::LazyReset => (Source::Harness, base.map(str::to_string).into_iter().collect()),
+            _ if base.is_none() && self.model.initial.contains_key(&x.name) => (Source::Initializer, vec![]),
             _ if base.is_none() => {
                 self.record_missing(i)?;
                 (Source::Missing, vec![])
@@ -501,7 +511,10 @@ fn graph_inputs(model: &Model) -> Vec<Input> {
             continue;
         }
         let role = model.roles.role(&tensor.name).unwrap_or(Role::Data);
-        let is_buffer = role == Role::GradBuffer || tensor.name.ends_with(ACCUM_BUFFER_SUFFIX);
+        // The name alone makes a buffer only in a training graph: an
+        // inference input may be called anything.
+        let named = model.roles.is_training() && tensor.name.ends_with(ACCUM_BUFFER_SUFFIX);
+        let is_buffer = role == Role::GradBuffer || named;
         let role = if is_buffer { Role::GradBuffer } else { role };
         let position = (!is_buffer).then(|| {
             n_positions += 1;

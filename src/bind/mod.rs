@@ -10,6 +10,11 @@
 //! optimizer updates are paired by name and the pairing is asserted
 //! (`W == NG == number of SGD updates`).
 //!
+//! A weight or BatchNorm statistic of a step derived from `train.toml`
+//! that the data does not name starts from the model's initializer
+//! (`Source::Initializer`); a key of the same name overrides it.
+//! Symbolic dims get their values before typing (`dims`).
+//!
 //! A required input the data lacks is not an error here: the binding records
 //! it (`Binding::missing`) and `check` classifies it (SPEC §2.4).
 //!
@@ -18,6 +23,7 @@
 //! order of their weights), then `lazy_reset_grad`.
 
 mod data;
+pub mod dims;
 pub mod layout;
 pub mod npz;
 mod pairing;
@@ -57,6 +63,9 @@ pub enum Source {
     PerMiniBatch,
     /// One value, copied in once (weights, frozen parameters).
     Constant,
+    /// One value, copied in once: the model's initializer of the same name
+    /// (a derived step's weights and BatchNorm statistics).
+    Initializer,
     /// Zero-initialised (gradient buffers).
     Zeros,
     /// Written by the harness before every pass (`lazy_reset_grad`).
@@ -267,9 +276,15 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
     };
     match outputs {
         Some(o) => bind_outputs(model, &mut binding, o)?,
-        None => binding
-            .warnings
-            .push(format!("{} has no {OUTPUTS_FILE}: there are no references to compare against", model.dir.display())),
+        None => binding.warnings.push(format!(
+            "{} has no {OUTPUTS_FILE}: there are no references to compare against{}",
+            model.dir.display(),
+            if model.derived.is_some() {
+                format!("; make them with `python tools/make_train_refs.py {}`", model.dir.display())
+            } else {
+                String::new()
+            }
+        )),
     }
     Ok(binding)
 }
@@ -335,7 +350,11 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     };
     let keys: Vec<&str> = o.keys().collect();
     let mut ordered: IndexMap<String, String> = IndexMap::new();
-    if !keys.is_empty() && !keys.iter().any(|k| matches_by_name(k)) {
+    // A step derived from train.toml has its references from
+    // make_train_refs.py, by name; positions would read an inference
+    // reference as the loss.
+    let derived = model.derived.is_some();
+    if !derived && !keys.is_empty() && !keys.iter().any(|k| matches_by_name(k)) {
         let (base, _) = layout::ordered(&keys);
         for (k, key) in base.iter().enumerate() {
             match output_names.get(k) {
@@ -444,6 +463,17 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         ));
     }
     b.notes.extend(notes);
+    if derived && b.loss.is_none() {
+        return Err(Error::binding(format!(
+            "{}: no loss references for the training step of {} (keys found: {}): outputs.npz needs 'loss', one per \
+             forward pass, and '<weight>_updated'; make them with `python tools/make_train_refs.py {}` \
+             (onnxruntime-training, tools/requirements.txt)",
+            o.path.display(),
+            model.train.as_ref().map_or("train.toml", |t| t.source.as_str()),
+            quoted(keys.iter().copied()),
+            model.dir.display()
+        )));
+    }
     if model.roles.flavor == Flavor::Inference {
         for out in &output_names {
             if !b.references.iter().any(|r| r.target == *out) {

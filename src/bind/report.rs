@@ -123,6 +123,7 @@ pub fn text(b: &Binding) -> String {
         .map(|s| {
             let key = match (s.source, s.key()) {
                 (Source::Zeros, _) => "(zeros)".to_string(),
+                (Source::Initializer, _) => "(initializer)".to_string(),
                 (Source::Missing, _) => "MISSING".to_string(),
                 (Source::PerMiniBatch, Some(k)) if s.keys.len() > 1 => format!("{k} (+{})", s.keys.len() - 1),
                 (_, Some(k)) => k.to_string(),

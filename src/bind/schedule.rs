@@ -107,8 +107,10 @@ impl Meta {
         Ok(())
     }
 
-    /// The schedule, given how many mini-batches the file stores.
-    pub fn schedule(&self, stored: usize, warnings: &mut Vec<String>) -> Result<Schedule> {
+    /// The schedule, given how many mini-batches the file stores and the
+    /// training spec's `accumulation_steps` (with where it was given),
+    /// which `meta_n_accum` may repeat but not contradict.
+    pub fn schedule(&self, stored: usize, spec: Option<(usize, &str)>, warnings: &mut Vec<String>) -> Result<Schedule> {
         let data_size = self.data_size.unwrap_or(stored);
         if data_size > stored {
             return Err(Error::binding(format!(
@@ -124,7 +126,17 @@ impl Meta {
             ));
         }
         let n_batches = self.n_batches.unwrap_or(stored);
-        let n_accum = self.n_accum.unwrap_or(1);
+        let (n_accum, accum_key) = match (spec, self.n_accum) {
+            (Some((a, from)), Some(m)) if a != m => {
+                return Err(Error::binding(format!(
+                    "accumulation_steps is {a} ({from}) but inputs.npz's meta_n_accum is {m}: the two must agree; \
+                     drop meta_n_accum or make it {a}"
+                ))
+                .at_key("meta_n_accum"))
+            }
+            (Some((a, _)), _) => (a, "accumulation_steps"),
+            (None, m) => (m.unwrap_or(1), "meta_n_accum"),
+        };
         if n_batches > MAX_PASSES {
             return Err(Error::binding(format!(
                 "meta_n_batches is {n_batches}: deploygen schedules at most {MAX_PASSES} forward passes \
@@ -133,14 +145,14 @@ impl Meta {
         }
         if n_accum > n_batches {
             return Err(Error::binding(format!(
-                "meta_n_accum is {n_accum} but the schedule runs {n_batches} forward pass(es) (meta_n_batches): \
-                 not one optimizer step would complete"
+                "{accum_key} is {n_accum} but the schedule runs {n_batches} forward pass(es) (meta_n_batches, or \
+                 the mini-batches stored): not one optimizer step would complete"
             )));
         }
         if !n_batches.is_multiple_of(n_accum) {
             return Err(Error::binding(format!(
-                "meta_n_batches ({n_batches}) is not a multiple of meta_n_accum ({n_accum}): the last optimizer step \
-                 would be incomplete"
+                "the schedule's {n_batches} forward passes (meta_n_batches, or the mini-batches stored) are not a \
+                 multiple of {accum_key} ({n_accum}): the last optimizer step would be incomplete"
             )));
         }
         Ok(Schedule { data_size, n_batches, n_accum, n_steps: n_batches / n_accum, stored })
@@ -157,7 +169,7 @@ mod tests {
 
     #[test]
     fn defaults_come_from_the_stored_mini_batches() {
-        let s = Meta::default().schedule(4, &mut vec![]).unwrap();
+        let s = Meta::default().schedule(4, None, &mut vec![]).unwrap();
         assert_eq!((s.data_size, s.n_batches, s.n_accum, s.n_steps), (4, 4, 1, 4));
     }
 
@@ -168,7 +180,7 @@ mod tests {
         m.set("n_batches", &i64s(6)).unwrap();
         m.set("n_accum", &i64s(2)).unwrap();
         let mut w = vec![];
-        let s = m.schedule(3, &mut w).unwrap();
+        let s = m.schedule(3, None, &mut w).unwrap();
         assert_eq!((s.n_steps, s.sample(5), s.resets(4), s.resets(5)), (3, 1, true, false));
         assert_eq!(w.len(), 1, "mini-batch 2 is stored but unused: {w:?}");
     }
@@ -177,12 +189,23 @@ mod tests {
     fn inconsistent_meta_is_an_error() {
         let mut m = Meta::default();
         m.set("n_accum", &i64s(3)).unwrap();
-        assert!(m.schedule(4, &mut vec![]).unwrap_err().to_string().contains("not a multiple"));
+        assert!(m.schedule(4, None, &mut vec![]).unwrap_err().to_string().contains("not a multiple"));
         let mut m = Meta::default();
         m.set("data_size", &i64s(5)).unwrap();
-        assert!(m.schedule(4, &mut vec![]).is_err());
+        assert!(m.schedule(4, None, &mut vec![]).is_err());
         assert!(Meta::default().set("n_accum", &i64s(0)).is_err());
         assert!(Meta::default().set("n_accum", &TensorData::from_f32(vec![], &[2.0])).is_err());
         assert!(Meta::default().set("learning_rate", &i64s(1)).is_err());
+    }
+
+    #[test]
+    fn the_spec_sets_accumulation_and_meta_may_not_contradict_it() {
+        let s = Meta::default().schedule(6, Some((3, "train.toml")), &mut vec![]).unwrap();
+        assert_eq!((s.n_accum, s.n_steps), (3, 2));
+        let mut m = Meta::default();
+        m.set("n_accum", &i64s(2)).unwrap();
+        let e = m.schedule(6, Some((3, "train.toml")), &mut vec![]).unwrap_err().to_string();
+        assert!(e.contains("accumulation_steps is 3") && e.contains("meta_n_accum is 2"), "{e}");
+        assert_eq!(m.schedule(6, None, &mut vec![]).unwrap().n_accum, 2);
     }
 }

@@ -114,9 +114,8 @@ pub fn run(a: Args) -> Result<()> {
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }
-    let mut raw = crate::import::load_with(&a.model, &a.train.request())?;
-    crate::import::check_attributes(&mut raw, super::unknown_attrs(a.allow_unknown_attributes))?;
-    let m = crate::lower::lower(raw)?;
+    let attrs = super::unknown_attrs(a.allow_unknown_attributes);
+    let m = crate::pipeline::lowered(&a.model, &a.train.request(), attrs)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
     let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
     if let Some(path) = &a.dot {

@@ -45,6 +45,9 @@ pub struct TrainArgs {
     /// Forward passes whose gradients are summed before each optimizer step.
     #[arg(long, value_name = "N", help_heading = "Training (train.toml keys)")]
     pub accumulation_steps: Option<u32>,
+    /// Value of a symbolic dim, e.g. batch=8 (repeat); inference too.
+    #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim, help_heading = "Shapes")]
+    pub dims: Vec<(String, usize)>,
 }
 
 impl TrainArgs {
@@ -66,7 +69,9 @@ impl TrainArgs {
                 trainable: some(&self.trainable),
                 frozen: some(&self.frozen),
                 accumulation_steps: self.accumulation_steps,
+                dims: None,
             },
+            dims: self.dims.clone(),
         }
     }
 }
@@ -85,5 +90,14 @@ fn parse_optimizer(s: &str) -> Result<Optimizer, String> {
         "momentum" => Ok(Optimizer::Momentum),
         "adamw" => Ok(Optimizer::Adamw),
         _ => Err(format!("'{s}' is not an optimizer: sgd, momentum or adamw")),
+    }
+}
+
+fn parse_dim(s: &str) -> Result<(String, usize), String> {
+    let bad = || format!("'{s}' is not NAME=VALUE with a whole number above 0 (e.g. batch=8)");
+    let (name, value) = s.split_once('=').ok_or_else(bad)?;
+    match value.trim().parse::<usize>() {
+        Ok(v) if v > 0 && !name.trim().is_empty() => Ok((name.trim().to_string(), v)),
+        _ => Err(bad()),
     }
 }

@@ -183,9 +183,9 @@ pub fn load(arg: &Path) -> Result<Model> {
 
 /// [`load`], with the command line's training request: an inference model
 /// with a training spec (`train.toml` or flags) carries it for `lower`.
-pub fn load_with(arg: &Path, train: &TrainRequest) -> Result<Model> {
+pub fn load_with(arg: &Path, req: &TrainRequest) -> Result<Model> {
     let files = locate(arg)?;
-    let train = train::spec(&files.dir, arg.is_dir(), train)?;
+    let train = train::spec(&files.dir, arg.is_dir(), req)?;
     let graph = read_graph(&files.main)?;
     let optimizer = files.optimizer.as_deref().map(read_graph).transpose()?;
     Ok(Model {
@@ -195,7 +195,10 @@ pub fn load_with(arg: &Path, train: &TrainRequest) -> Result<Model> {
         optimizer,
         optimizer_path: files.optimizer,
         roles: Roles::none(),
+        dim_requests: train::dim_requests(train.as_ref(), &req.dims),
         train,
         derived: None,
+        dims: vec![],
+        initial: Default::default(),
     })
 }

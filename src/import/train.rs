@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::ir::train::{TrainKeys, TrainSpec};
+use crate::ir::DimValue;
 
 pub const TRAIN_FILE: &str = "train.toml";
 
@@ -14,6 +15,25 @@ pub const TRAIN_FILE: &str = "train.toml";
 pub struct TrainRequest {
     pub file: Option<PathBuf>,
     pub keys: TrainKeys,
+    /// `--dim NAME=VALUE`: symbolic dims, over the spec file's `dims`.
+    pub dims: Vec<(String, usize)>,
+}
+
+/// The values asked for symbolic dims: the spec file's `dims`, each
+/// replaced by a `--dim` of the same name.
+pub fn dim_requests(spec: Option<&TrainSpec>, flags: &[(String, usize)]) -> Vec<DimValue> {
+    let mut out: Vec<DimValue> = vec![];
+    if let Some(s) = spec {
+        for (name, &value) in &s.dims {
+            let from = format!("dims in {}", s.source);
+            out.push(DimValue { name: name.clone(), value: value as usize, from });
+        }
+    }
+    for (name, value) in flags {
+        out.retain(|d| &d.name != name);
+        out.push(DimValue { name: name.clone(), value: *value, from: format!("--dim {name}={value}") });
+    }
+    out
 }
 
 /// The model's training spec: `--train FILE`, else `train.toml` in the
@@ -22,7 +42,10 @@ pub struct TrainRequest {
 pub fn spec(dir: &Path, is_folder: bool, req: &TrainRequest) -> Result<Option<TrainSpec>> {
     let file = match &req.file {
         Some(f) => Some(f.clone()),
-        None => Some(dir.join(TRAIN_FILE)).filter(|p| is_folder && super::regular_file(p).unwrap_or(false)),
+        // A train.toml that is there but not a file (a folder, a FIFO, a
+        // dangling link) is an error, never a model without one.
+        None if is_folder && super::regular_file(&dir.join(TRAIN_FILE))? => Some(dir.join(TRAIN_FILE)),
+        None => None,
     };
     let from_file = match &file {
         Some(f) => read(f)?,
@@ -45,8 +68,7 @@ fn read(path: &Path) -> Result<TrainKeys> {
         return Err(Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)));
     }
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    toml::from_str(&text).map_err(|e| Error::Decode {
-        path: path.to_path_buf(),
-        detail: format!("not a training spec: {}", e.to_string().trim_end()),
+    toml::from_str(&text).map_err(|e| {
+        Error::model(format!("{}: not a readable training spec: {}", path.display(), e.to_string().trim_end()))
     })
 }

@@ -32,4 +32,22 @@ pub struct Model {
     pub train: Option<TrainSpec>,
     /// Set when `lower` derived the training step from `train`.
     pub derived: Option<train::Derived>,
+    /// Values asked for symbolic dims (`--dim`, `dims` in train.toml).
+    pub dim_requests: Vec<DimValue>,
+    /// Every symbolic dim of the graph inputs with the value it took and
+    /// where that came from (set before lowering).
+    pub dims: Vec<DimValue>,
+    /// Initial values of graph inputs that were the model's initializers
+    /// (the weights a derived step trains, BatchNorm running statistics):
+    /// bound where the test data has no key of the same name.
+    pub initial: indexmap::IndexMap<String, TensorData>,
+}
+
+/// A symbolic dim's value and its source, for messages and `inspect`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DimValue {
+    pub name: String,
+    pub value: usize,
+    /// `--dim`, the spec file, or `inputs.npz 'input'`.
+    pub from: String,
 }

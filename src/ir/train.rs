@@ -58,12 +58,21 @@ pub struct TrainKeys {
     pub trainable: Option<Vec<String>>,
     pub frozen: Option<Vec<String>>,
     pub accumulation_steps: Option<u32>,
+    /// Values of symbolic dims (`dims = { batch = 8 }`).
+    pub dims: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 impl TrainKeys {
-    /// `over`'s keys where it has them, else these.
+    /// `over`'s keys where it has them, else these. The selection is one
+    /// key: `trainable` or `frozen` given over the file replaces the
+    /// file's, whichever of the two that was.
     pub fn overlay(self, over: &TrainKeys) -> TrainKeys {
         let o = over.clone();
+        let (trainable, frozen) = if o.trainable.is_some() || o.frozen.is_some() {
+            (o.trainable, o.frozen)
+        } else {
+            (self.trainable, self.frozen)
+        };
         TrainKeys {
             loss: o.loss.or(self.loss),
             logits: o.logits.or(self.logits),
@@ -75,9 +84,10 @@ impl TrainKeys {
             beta1: o.beta1.or(self.beta1),
             beta2: o.beta2.or(self.beta2),
             epsilon: o.epsilon.or(self.epsilon),
-            trainable: o.trainable.or(self.trainable),
-            frozen: o.frozen.or(self.frozen),
+            trainable,
+            frozen,
             accumulation_steps: o.accumulation_steps.or(self.accumulation_steps),
+            dims: o.dims.or(self.dims),
         }
     }
 
@@ -113,6 +123,8 @@ pub struct TrainSpec {
     pub epsilon: f32,
     pub select: Select,
     pub accumulation_steps: u32,
+    /// `dims` of the spec file: symbolic dim → value.
+    pub dims: std::collections::BTreeMap<String, u64>,
     /// Where the keys came from (`train.toml`, flags), for messages.
     pub source: String,
 }
@@ -147,6 +159,7 @@ impl TrainSpec {
             epsilon: k.epsilon.unwrap_or(ADAMW_EPSILON),
             select,
             accumulation_steps: k.accumulation_steps.unwrap_or(1),
+            dims: k.dims.unwrap_or_default(),
             source: source.to_string(),
         };
         spec.check()?;
@@ -182,6 +195,16 @@ impl TrainSpec {
         if self.accumulation_steps == 0 {
             return Err("'accumulation_steps' must be 1 or more".into());
         }
+        if let Some(why) = key_like(&self.labels) {
+            return Err(format!(
+                "labels = '{}' reads as {why} in inputs.npz, not as a graph input's name: call the targets \
+                 something else (e.g. 'labels')",
+                self.labels
+            ));
+        }
+        if let Some((name, _)) = self.dims.iter().find(|(_, &v)| v == 0 || v > u32::MAX as u64) {
+            return Err(format!("dims: '{name}' = {} must be a whole number from 1 to {}", self.dims[name], u32::MAX));
+        }
         Ok(())
     }
 
@@ -201,6 +224,22 @@ impl TrainSpec {
             Select::Trainable(g) | Select::Frozen(g) => g,
         }
     }
+}
+
+/// Whether a name reads as one of the npz layouts' special keys (a
+/// mini-batch key, a position, a meta value), and as which.
+fn key_like(name: &str) -> Option<String> {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if let Some(rest) = name.strip_prefix("mb") {
+        let end = rest.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
+        if let Some(tail) = rest[end..].strip_prefix('_').filter(|t| end > 0 && !t.is_empty()) {
+            return Some(format!("the mini-batch {} key of '{tail}'", &rest[..end]));
+        }
+    }
+    if name.strip_prefix("arr_").is_some_and(digits) {
+        return Some("a positional key".into());
+    }
+    name.starts_with("meta_").then(|| "a meta key".into())
 }
 
 /// What deriving the training step added (`lower::derive`), for `inspect`.
@@ -271,5 +310,25 @@ mod tests {
         assert!(TrainSpec::resolve(bad, "t").unwrap_err().contains("learning_rate"));
         let both = TrainKeys { trainable: Some(vec![]), frozen: Some(vec![]), ..k };
         assert!(TrainSpec::resolve(both, "t").unwrap_err().contains("not both"));
+    }
+
+    #[test]
+    fn labels_named_like_a_layout_key_are_refused() {
+        let k = TrainKeys { loss: Some(Loss::CrossEntropy), learning_rate: Some(0.1), ..Default::default() };
+        for bad in ["mb1_labels", "arr_0002", "meta_labels"] {
+            let e = TrainSpec::resolve(TrainKeys { labels: Some(bad.into()), ..k.clone() }, "t").unwrap_err();
+            assert!(e.contains(bad), "{e}");
+        }
+        assert!(TrainSpec::resolve(TrainKeys { labels: Some("mb_labels".into()), ..k }, "t").is_ok());
+    }
+
+    #[test]
+    fn a_selection_given_over_the_file_replaces_it() {
+        let file = TrainKeys { trainable: Some(vec!["fc.*".into()]), ..Default::default() };
+        let flags = TrainKeys { frozen: Some(vec!["conv.*".into()]), ..Default::default() };
+        let k = file.clone().overlay(&flags);
+        assert_eq!((k.trainable, k.frozen), (None, Some(vec!["conv.*".to_string()])));
+        let k = file.overlay(&TrainKeys { learning_rate: Some(0.1), ..Default::default() });
+        assert_eq!((k.trainable, k.frozen), (Some(vec!["fc.*".to_string()]), None));
     }
 }

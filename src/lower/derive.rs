@@ -58,14 +58,18 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
         let buf = b.input(&format!("{name}{ACCUM_BUFFER_SUFFIX}"), ty)?;
         flags.push(grad::accumulate(&mut b, buf, grads[&w], reset, &format!("{name}_grad.accumulation.out"))?);
     }
+    reserved_names(b.graph, &trainable, spec)?;
     d.nodes_added = b.added.len();
     let state_inputs = state_inputs(b.graph);
     rename_gradients(b.graph, &trainable, &grads);
     let g = &mut model.graph;
+    // Their initializers stay their initial values (`Model::initial`).
     for &w in trainable.iter().chain(&state_inputs) {
         let t = g.tensor_mut(w);
         t.origin = Origin::Input;
-        t.data = None;
+        if let Some(v) = t.data.take() {
+            model.initial.insert(t.name.clone(), v);
+        }
     }
     g.initializers.retain(|t| !trainable.contains(t) && !state_inputs.contains(t));
     // Weights before the buffers and the flag, as onnxruntime lists them.
@@ -325,6 +329,26 @@ fn state_inputs(g: &Graph) -> Vec<TensorId> {
     out
 }
 
+/// The names the step gives each trainable weight's update and optimizer
+/// state are matched by name later (the update is copied over its weight):
+/// a forward tensor of such a name would be taken for one.
+fn reserved_names(g: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<()> {
+    let state: Vec<&str> = optimizer_update(spec).state().iter().map(|(what, _, _)| *what).collect();
+    for &w in trainable {
+        let name = g.name_of(w);
+        let mut names = vec![format!("{name}_updated")];
+        names.extend(state.iter().map(|what| format!("{name}.{what}")));
+        if let Some(clash) = names.iter().find(|n| g.id(n).is_some()) {
+            return Err(Error::model(format!(
+                "{}: the graph has a tensor '{clash}', the name the training step gives to trainable weight \
+                 '{name}''s update or optimizer state: rename that tensor in the model, or freeze '{name}'",
+                spec.source
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Each trainable weight's gradient is called `<w>_grad`, the name
 /// onnxruntime gives it (and pairing reads).
 fn rename_gradients(g: &mut Graph, trainable: &[TensorId], grads: &HashMap<TensorId, TensorId>) {
@@ -353,10 +377,9 @@ fn rename_gradients(g: &mut Graph, trainable: &[TensorId], grads: &HashMap<Tenso
         .collect();
 }
 
-/// The optimizer graph: one update per trainable weight, reading its
-/// accumulation buffer; state tensors are inputs of this graph only.
-fn optimizer(main: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<(Graph, u64)> {
-    let u = match spec.optimizer {
+/// The spec's optimizer as an update rule.
+fn optimizer_update(spec: &TrainSpec) -> Update {
+    match spec.optimizer {
         Optimizer::Sgd => Update::Sgd { lr: spec.learning_rate },
         Optimizer::Momentum => {
             Update::Momentum { lr: spec.learning_rate, momentum: spec.momentum, weight_decay: spec.weight_decay }
@@ -368,7 +391,13 @@ fn optimizer(main: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<(
             epsilon: spec.epsilon,
             weight_decay: spec.weight_decay,
         },
-    };
+    }
+}
+
+/// The optimizer graph: one update per trainable weight, reading its
+/// accumulation buffer; state tensors are inputs of this graph only.
+fn optimizer(main: &Graph, trainable: &[TensorId], spec: &TrainSpec) -> Result<(Graph, u64)> {
+    let u = optimizer_update(spec);
     let mut og = Graph { name: "optimizer".into(), opsets: main.opsets.clone(), ..Graph::default() };
     let mut state_bytes = 0u64;
     let mut b = Builder::new(&mut og);

@@ -252,7 +252,8 @@ pub(super) fn bind_batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("scale", ctx.inp(2)?),
             ("saved_mean", ctx.inp(3)?),
             ("saved_inv_std", ctx.inp(4)?),
-            ("dx", ctx.out(0)?),
+            // No dX where nothing before the node trains (a frozen Conv).
+            ("dx", ctx.opt_out(0)),
             ("dscale", ctx.opt_out(1)),
             ("dbias", ctx.opt_out(2)),
             ("batch", u(b)),

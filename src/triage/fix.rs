@@ -50,7 +50,7 @@ pub fn to_named(binding: &Binding, npz: &Loaded) -> Arrays {
                     out.push((s.input.clone(), v.clone()));
                 }
             }
-            Source::Zeros | Source::Missing => {}
+            Source::Zeros | Source::Missing | Source::Initializer => {}
         }
     }
     for (k, v) in &npz.arrays {

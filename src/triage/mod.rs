@@ -212,7 +212,14 @@ fn input_rows(d: &Diagnosis) -> (Vec<InputRow>, Vec<String>) {
             InputRow {
                 input: x.name.clone(),
                 needs: x.ty.to_string(),
-                holds: key.as_ref().and_then(|k| d.npz.get(k)).map(|t| t.ty().to_string()),
+                holds: match key.as_ref().and_then(|k| d.npz.get(k)) {
+                    Some(t) => Some(t.ty().to_string()),
+                    // A derived step's weight starts from its initializer.
+                    None if d.model.roles.lazy_reset.as_deref() == Some(x.name.as_str()) => {
+                        Some("(written by the harness)".into())
+                    }
+                    None => d.model.initial.get(&x.name).map(|t| format!("{} (initializer)", t.ty())),
+                },
                 key,
             }
         })
@@ -832,6 +839,7 @@ pub fn text(r: &Report) -> String {
     for row in &r.inputs {
         let holds = match (&row.key, &row.holds) {
             (Some(k), Some(h)) => format!("'{k}' {h}"),
+            (None, Some(h)) => h.clone(),
             _ => "MISSING".into(),
         };
         let _ = writeln!(s, "    {:<24} {:<20} {holds}", row.input, row.needs);

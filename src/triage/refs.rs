@@ -1,7 +1,9 @@
 //! Regenerating references with `tools/make_refs.py` (the pinned
-//! onnxruntime recipe). deploygen never computes references itself.
+//! onnxruntime recipe), or `tools/make_train_refs.py` for a model with a
+//! `train.toml` (onnxruntime-training on the same graph and spec).
+//! deploygen never computes references itself.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// What happened when references were asked for.
@@ -21,11 +23,11 @@ pub fn make_refs(root: &Path, dir: &Path) -> Refs {
             "no Python: neither DEPLOYGEN_PYTHON is set nor python3 on PATH; references not regenerated".into(),
         );
     };
-    let Some(script) = script(root) else {
-        return Refs::Unavailable(format!(
-            "no tools/make_refs.py under {}; references not regenerated",
-            root.display()
-        ));
+    let train = dir.join(crate::import::TRAIN_FILE).is_file();
+    let name = if train { "make_train_refs.py" } else { "make_refs.py" };
+    let found = if train { train_script(root) } else { script(root) };
+    let Some(script) = found else {
+        return Refs::Unavailable(format!("no tools/{name} under {}; references not regenerated", root.display()));
     };
     let out = match Command::new(&py).arg(&script).arg(dir).output() {
         Ok(o) => o,
@@ -42,4 +44,9 @@ pub fn make_refs(root: &Path, dir: &Path) -> Refs {
         Some(2) => Refs::Unavailable(format!("{} with {}: {stderr}", script.display(), py.display())),
         _ => Refs::Failed(format!("{} {} failed: {stderr}", py.display(), script.display())),
     }
+}
+
+/// `tools/make_train_refs.py`, beside `tools/make_refs.py`.
+fn train_script(root: &Path) -> Option<PathBuf> {
+    script(root).map(|p| p.with_file_name("make_train_refs.py")).filter(|p| p.is_file())
 }

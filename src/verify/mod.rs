@@ -76,10 +76,10 @@ impl Kind {
                 let d = crate::ops::of(n);
                 d.gradient || d.train != crate::ops::Train::None
             };
-            let training = m.optimizer.is_some() || m.graph.nodes().any(|(_, n)| step(n));
+            let training = m.train.is_some() || m.optimizer.is_some() || m.graph.nodes().any(|(_, n)| step(n));
             return if training { Kind::Training } else { Kind::Inference };
         }
-        let training_files = ["training_model.onnx", "optimizer.onnx", "optimizer_model.onnx"];
+        let training_files = ["training_model.onnx", "optimizer.onnx", "optimizer_model.onnx", "train.toml"];
         if model.is_dir() && training_files.iter().any(|f| model.join(f).is_file()) {
             Kind::Training
         } else {

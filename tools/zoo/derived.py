@@ -2,7 +2,9 @@
 their backward pass): small MLPs (cross-entropy and MSE), a Conv/BN/ReLU/
 pool/Gemm CNN, a depthwise-separable CNN and a LayerNorm/attention block.
 Each folder: network.onnx (inference graph, weights as initializers),
-train.toml, inputs.npz; tools/make_train_refs.py writes outputs.npz.
+train.toml, inputs.npz holding only what changes per mini-batch (the data
+input and the labels; the initial weights are the initializers);
+tools/make_train_refs.py writes outputs.npz.
 """
 
 import os
@@ -54,10 +56,13 @@ class Net:
         v = self.const(f"{name}.running_var", np.ones(c))
         return self.op("BatchNormalization", [x, w, b, m, v], name, epsilon=1e-5, momentum=0.9)
 
-    def model(self, x_shape, out, out_shape):
+    def model(self, x_shape, out, out_shape, batch=None):
+        """The inference model; `batch` names the batch dim symbolically
+        (dim_param), as PyTorch's dynamic-axes export writes it."""
+        sym = lambda s: [batch] + list(s[1:]) if batch else s  # noqa: E731
         g = helper.make_graph(self.nodes, self.name,
-                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, x_shape)],
-                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, out_shape)], self.inits)
+                              [helper.make_tensor_value_info("input", TensorProto.FLOAT, sym(x_shape))],
+                              [helper.make_tensor_value_info(out, TensorProto.FLOAT, sym(out_shape))], self.inits)
         m = helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=8,
                               producer_name="deploygen tools/zoo/derived.py")
         onnx.checker.check_model(m, full_check=True)
@@ -148,6 +153,20 @@ def max_ties():
     return n.model([2, 8], y, [2, 3]), [2, 8], ("classes", 3)
 
 
+def small_cnn(batch=None):
+    """Conv/BN/ReLU/pool/Gemm on one 8x8 channel, as a user would export
+    it: `batch` symbolic when given."""
+    n = Net("small_cnn", 17)
+    h = n.op("Conv", ["input", n.weight("conv.weight", [4, 1, 3, 3]), n.weight("conv.bias", [4])], "conv",
+             pads=[1, 1, 1, 1])
+    h = n.bn(h, 4, "bn")
+    h = n.op("Relu", [h], "relu")
+    h = n.op("MaxPool", [h], "pool", kernel_shape=[2, 2], strides=[2, 2])
+    h = n.op("Flatten", [h], "flatten", axis=1)
+    y = n.op("Gemm", [h, n.weight("fc.weight", [6, 64]), n.weight("fc.bias", [6])], "logits", transB=1)
+    return n.model([2, 1, 8, 8], y, [2, 6], batch=batch), [2, 1, 8, 8], ("classes", 6)
+
+
 def data(rng, x_shape, target, n_mb):
     """Mini-batches: ("classes", k) class indices, ("regression", k or a
     shape) normal targets, ("reconstruct", None) the input itself."""
@@ -165,19 +184,10 @@ def data(rng, x_shape, target, n_mb):
     return out
 
 
-def becomes_input(model, toml, name):
-    import fnmatch
-    import tomllib
-
-    k = tomllib.loads(toml)
-    if any(name in n.input[3:5] for n in model.graph.node if n.op_type == "BatchNormalization"):
-        return True
-    if "trainable" in k:
-        return any(fnmatch.fnmatchcase(name, g) for g in k["trainable"])
-    return not any(fnmatch.fnmatchcase(name, g) for g in k.get("frozen", []))
-
-
-def write_folder(root, name, model, x_shape, target, toml, n_batches=N_BATCHES, n_accum=1, labels="labels"):
+def write_folder(root, name, model, x_shape, target, toml, n_batches=None, labels="labels", data_size=DATA_SIZE):
+    """network.onnx, train.toml and inputs.npz holding the data input and
+    the labels per mini-batch; `meta_n_batches` only where the schedule
+    cycles the data (more passes than mini-batches)."""
     x_name = model.graph.input[0].name
     d = os.path.join(root, name)
     os.makedirs(d, exist_ok=True)
@@ -187,19 +197,12 @@ def write_folder(root, name, model, x_shape, target, toml, n_batches=N_BATCHES, 
         f.write(toml)
     rng = np.random.default_rng(sum(map(ord, name)))
     arrays = {}
-    for mb, (x, y) in enumerate(data(rng, x_shape, target, DATA_SIZE)):
+    for mb, (x, y) in enumerate(data(rng, x_shape, target, data_size)):
         pre = "" if mb == 0 else f"mb{mb}_"
         arrays[pre + x_name] = x
         arrays[pre + labels] = y
-    # Initial values of the weights that become graph inputs: the trainable
-    # ones and the BatchNorm statistics (frozen weights stay initializers).
-    for init in model.graph.initializer:
-        if init.data_type == TensorProto.FLOAT and becomes_input(model, toml, init.name):
-            arrays[init.name] = numpy_helper.to_array(init)
-    arrays["lazy_reset_grad"] = np.array([True])
-    arrays["meta_data_size"] = np.array(DATA_SIZE, dtype=np.int64)
-    arrays["meta_n_batches"] = np.array(n_batches, dtype=np.int64)
-    arrays["meta_n_accum"] = np.array(n_accum, dtype=np.int64)
+    if n_batches is not None and n_batches != data_size:
+        arrays["meta_n_batches"] = np.array(n_batches, dtype=np.int64)
     with open(os.path.join(d, "inputs.npz"), "wb") as f:
         f.write(npz_bytes(arrays))
     return d
@@ -254,8 +257,54 @@ def write_all(root):
     momentum = ('loss = "cross-entropy"\noptimizer = "momentum"\nlearning_rate = 0.05\nmomentum = 0.9\n'
                 'weight_decay = 0.001\naccumulation_steps = 2\n')
     out.append(write_folder(root, "cnn_derived_momentum", cnn()[0], [2, 3, 8, 8], ("classes", 5), momentum,
-                            n_batches=8, n_accum=2))
+                            n_batches=8))
+    out += user_like(root)
     return out
+
+
+def user_like(root):
+    """Folders as users make them: an exported inference graph with a
+    symbolic batch, a train.toml, data and labels only."""
+    out = []
+    model, x_shape, target = small_cnn(batch="batch")
+    out.append(write_folder(root, "small_cnn_dynamic_batch_derived_sgd", model, x_shape, target,
+                            SGD.format(loss="cross-entropy", lr=0.1)))
+    # conv is frozen, so BatchNormalizationGrad computes no dX
+    behind = ADAMW.format(loss="cross-entropy", lr=0.01) + 'trainable = ["bn.*", "fc.*"]\n'
+    out.append(write_folder(root, "small_cnn_bn_behind_frozen_derived_adamw", model, x_shape, target, behind))
+    accum = SGD.format(loss="cross-entropy", lr=0.1) + "accumulation_steps = 3\n"
+    m, x_shape, target = mlp()
+    out.append(write_folder(root, "mlp_derived_accum3", m, x_shape, target, accum, data_size=6))
+    return out
+
+
+# Weight groups of the zoo CNNs, each frozen in turn (tests/derive.rs runs
+# every split against these references): (folder, its groups).
+SPLITS = [
+    ("cnn_derived_sgd", ["conv1", "bn1", "conv2", "fc"]),
+    ("dscnn_derived_sgd", ["conv1", "dw", "bn_dw", "pw", "fc"]),
+    ("small_cnn_dynamic_batch_derived_sgd", ["conv", "bn", "fc"]),
+]
+
+
+def splits(root, work):
+    """models/frozen_splits/<folder>/<group>/: train.toml (the folder's
+    with that group frozen) and outputs.npz. Yields each split's temporary
+    model folder (the base's network.onnx and inputs.npz with the split's
+    train.toml) and where its files go."""
+    import shutil
+
+    for base, groups in SPLITS:
+        with open(os.path.join(root, base, "train.toml")) as f:
+            toml = f.read()
+        for group in groups:
+            tmp = os.path.join(work, f"{base}-{group}")
+            os.makedirs(tmp, exist_ok=True)
+            for name in ("network.onnx", "inputs.npz"):
+                shutil.copyfile(os.path.join(root, base, name), os.path.join(tmp, name))
+            with open(os.path.join(tmp, "train.toml"), "w") as f:
+                f.write(toml + f'frozen = ["{group}.*"]\n')
+            yield tmp, os.path.join(root, "frozen_splits", base, group)
 
 
 # The zoo's inference models as they are, each trained with SGD and with

@@ -331,8 +331,11 @@ Per model:
 
 ## Training steps derived from inference graphs (`*_derived*`)
 
-Each folder holds an inference `network.onnx`, a `train.toml` and
-`inputs.npz`; deploygen derives the training step itself, and
+Each folder holds an inference `network.onnx` (weights as initializers:
+they are the initial values), a `train.toml` and `inputs.npz` holding only
+what changes per mini-batch (the data input and the labels; `meta_n_batches`
+where the schedule cycles the data); deploygen derives the training step
+itself, and
 `tools/make_train_refs.py` (run by this script) computes `outputs.npz`
 with onnxruntime-training 1.19.2 from the same graph and spec (its
 offline artifacts and training API), or from an equivalent graph where
@@ -341,6 +344,16 @@ inference model trains this way. `max_ties_derived_sgd` holds maxima that
 tie in every pass (an edge-padded 2×2 map under GlobalMaxPool and
 ReduceMax): the gradient of a maximum is shared equally among its tied
 elements, in deploygen's rule and in the reference graph's form.
+The `small_cnn_*` folders are laid out as a user exports a model: the
+batch dim is symbolic (`batch`, from the data's size); in
+`small_cnn_bn_behind_frozen_derived_adamw` the Conv is frozen, so the
+BatchNorm behind it trains without computing dX. `mlp_derived_accum3`
+accumulates 3 forward passes per step from `accumulation_steps` alone.
+`frozen_splits/<folder>/<group>/` holds a `train.toml` (the folder's, with
+one weight group frozen) and its `outputs.npz`, for every weight group of
+`cnn_derived_sgd`, `dscnn_derived_sgd` and
+`small_cnn_dynamic_batch_derived_sgd` (`tests/derive.rs` runs them with
+the folder's `network.onnx` and `inputs.npz`).
 
 {derived}
 
