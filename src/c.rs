@@ -40,17 +40,17 @@ pub fn ctype(d: DType) -> Option<&'static str> {
 }
 
 /// `ctype` by the plan's dtype name (`f32`, `i64`, …).
-pub fn ctype_of_name(n: &str) -> &'static str {
-    match n {
-        "f32" => "float",
-        "i64" => "int64_t",
-        "i32" => "int32_t",
-        "u8" | "bool" => "uint8_t",
-        "i8" => "int8_t",
-        "u32" => "uint32_t",
-        "i16" => "int16_t",
-        "u16" => "uint16_t",
-        "u64" => "uint64_t",
+pub fn ctype_of(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "float",
+        DType::I64 => "int64_t",
+        DType::I32 => "int32_t",
+        DType::U8 | DType::Bool => "uint8_t",
+        DType::I8 => "int8_t",
+        DType::U32 => "uint32_t",
+        DType::I16 => "int16_t",
+        DType::U16 => "uint16_t",
+        DType::U64 => "uint64_t",
         _ => "uint8_t",
     }
 }

@@ -13,7 +13,7 @@ use crate::bind::{self, RefKind};
 use crate::c;
 use crate::error::{Error, Result};
 use crate::escape::{self, c_comment, c_ident, c_string};
-use crate::ir;
+use crate::ir::{self, DType};
 use crate::plan::{self, GraphSel, Level, Placement};
 
 /// One tensor the harness compares with its reference.
@@ -197,15 +197,15 @@ fn test_data(ctx: &Ctx, bd: &bind::Binding, training: bool, l3: &mut Option<L3Da
                 .or_else(|| s.values.first())
                 .ok_or_else(|| Error::binding(format!("data slot '{}' has no value for sample {mb}", s.input)))?;
             let id = ctx.buffer_of(GraphSel::Main, &s.input);
-            let dtype = id.map_or("f32".to_string(), |i| ctx.plan.buffers[i].dtype.clone());
-            let v2 = as_buffer(v, &dtype);
+            let dtype = id.map_or(DType::F32, |i| ctx.plan.buffers[i].dtype);
+            let v2 = as_buffer(v, dtype);
             if let Some(d) = l3.as_mut() {
                 row.push(format!("{}u", d.push(&v2.bytes)));
                 continue;
             }
             let nm = c_ident("testData_mb", format!("{mb}_buf{}", s.index));
             h.data_arrays.push(DataArray {
-                ctype: c::ctype_of_name(&dtype).into(),
+                ctype: c::ctype_of(dtype).into(),
                 name: nm.clone(),
                 lines: c::lines(&c::values(&v2), 8),
             });
@@ -285,8 +285,8 @@ fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3
         not_compared(h, r.key.clone(), why);
         return;
     };
-    let dtype = &ctx.plan.buffers[id].dtype;
-    if dtype != "f32" {
+    let dtype = ctx.plan.buffers[id].dtype;
+    if dtype != DType::F32 {
         not_compared(h, r.key.clone(), format!("'{}' is {dtype}, not f32", r.target));
         return;
     }

@@ -156,8 +156,8 @@ fn model_name(model: &Model, opts: &EmitOptions) -> (Vec<u8>, String) {
 
 /// Bytes of a tensor's value as stored in a buffer of `dtype` (f64 test
 /// data is narrowed to an f32 buffer).
-fn value_bytes(data: &TensorData, dtype: &str) -> Vec<u8> {
-    if dtype == "f32" && data.dtype == DType::F64 {
+fn value_bytes(data: &TensorData, dtype: DType) -> Vec<u8> {
+    if dtype == DType::F32 && data.dtype == DType::F64 {
         data.to_f32().unwrap_or_default().into_iter().flat_map(|v| v.to_le_bytes()).collect()
     } else {
         data.bytes.clone()

@@ -7,7 +7,7 @@ use super::{args, tiled, Copy, Ctx};
 use crate::bind;
 use crate::error::{Error, Result};
 use crate::escape::{self, c_comment, c_string};
-use crate::ir::{self, Role};
+use crate::ir::{self, DType, Role};
 use crate::ops;
 use crate::ops::kernel::{self, Arg};
 use crate::plan::{self, Access, BufId, GraphSel};
@@ -167,7 +167,11 @@ fn dumps(ctx: &Ctx, n: &plan::NodePlan, g: &ir::Graph, node: &ir::Node) -> Vec<D
         .filter_map(|&t| {
             let b = ctx.buffer_of(n.graph, g.name_of(t))?;
             let buf = &ctx.plan.buffers[b];
-            (buf.dtype == "f32").then(|| Dump { name: c_string(g.name_of(t)), ptr: ctx.expr(b), numel: buf.bytes / 4 })
+            (buf.dtype == DType::F32).then(|| Dump {
+                name: c_string(g.name_of(t)),
+                ptr: ctx.expr(b),
+                numel: buf.bytes / 4,
+            })
         })
         .collect()
 }

@@ -68,7 +68,7 @@ fn initial_value(ctx: &Ctx, binding: Option<&bind::Binding>, id: BufId) -> Resul
     }
     if let Some(s) = binding.and_then(|bd| bd.slot(&b.name)) {
         if let Some(v) = s.values.first() {
-            return Ok(as_buffer(v, &b.dtype));
+            return Ok(as_buffer(v, b.dtype));
         }
     }
     Err(Error::model(format!(
@@ -79,10 +79,10 @@ fn initial_value(ctx: &Ctx, binding: Option<&bind::Binding>, id: BufId) -> Resul
 }
 
 /// A value as a buffer of `dtype` stores it (f64 narrowed to f32).
-pub(super) fn as_buffer(v: &TensorData, dtype: &str) -> TensorData {
+pub(super) fn as_buffer(v: &TensorData, dtype: DType) -> TensorData {
     let mut v = v.clone();
     v.bytes = value_bytes(&v, dtype);
-    if dtype == "f32" {
+    if dtype == DType::F32 {
         v.dtype = DType::F32;
     }
     v
@@ -101,7 +101,7 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, hex_files: bool)
     ordered.sort_by_key(|w| (w.hex_index.unwrap_or(u32::MAX), w.buffer));
     for wp in ordered {
         let b = &plan.buffers[wp.buffer];
-        let value = as_buffer(&initial_value(ctx, binding, wp.buffer)?, &b.dtype);
+        let value = as_buffer(&initial_value(ctx, binding, wp.buffer)?, b.dtype);
         if value.bytes.len() as u64 != b.bytes {
             return Err(Error::model(format!(
                 "weight '{}': its initial value has {} B, its buffer {} B",
@@ -118,7 +118,7 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, hex_files: bool)
         });
         match wp.supply {
             Supply::Baked => w.baked.push(Baked {
-                ctype: c::ctype_of_name(&b.dtype).into(),
+                ctype: c::ctype_of(b.dtype).into(),
                 name: baked_name(wp.buffer),
                 comment: c_comment(&format!("{} ({} {:?}, {} B)", b.name, b.dtype, b.shape, b.bytes)),
                 lines: c::lines(&c::values(&value), 8),

@@ -31,7 +31,7 @@ use petgraph::stable_graph::NodeIndex;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::ir::{Graph, Model, Node, OpId, Origin, Role, TensorId};
+use crate::ir::{DType, Graph, Model, Node, OpId, Origin, Role, TensorId};
 use crate::lower::alias;
 use crate::ops::{self, Update};
 use crate::target::Level;
@@ -140,7 +140,8 @@ pub struct Buffer {
     pub bytes: u64,
     /// Bytes reserved: `bytes` rounded up to the platform alignment.
     pub size: u64,
-    pub dtype: String,
+    #[serde(serialize_with = "dtype_name")]
+    pub dtype: DType,
     pub shape: Vec<usize>,
     /// First and last schedule step at which the buffer is live.
     pub start: u32,
@@ -159,10 +160,15 @@ pub struct Buffer {
     pub copy_of: Option<BufId>,
 }
 
+/// A dtype in the plan's JSON: its short name (`f32`, `u8`, …).
+fn dtype_name<S: serde::Serializer>(d: &DType, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&d.name())
+}
+
 /// A value's bytes, element type and shape.
 pub struct Value {
     pub bytes: u64,
-    pub dtype: String,
+    pub dtype: DType,
     pub shape: Vec<usize>,
 }
 
@@ -318,7 +324,7 @@ impl<'a> Builder<'a> {
         let g = self.graph(sel);
         let (bytes, shape) = size_of(g, t, kind.name())?;
         let id = self.buffers.len();
-        let v = Value { bytes, dtype: g.tensor(t).ty.dtype.name(), shape };
+        let v = Value { bytes, dtype: g.tensor(t).ty.dtype, shape };
         let name = g.name_of(t).to_string();
         self.buffers
             .push(Buffer { graph: sel, ..Buffer::new(id, name, kind, v, self.align, (start, end), persistent) });
@@ -453,7 +459,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
 
     for s in statics {
         let id = b.buffers.len();
-        let v = Value { bytes: s.bytes, dtype: "u8".into(), shape: vec![s.bytes as usize] };
+        let v = Value { bytes: s.bytes, dtype: DType::U8, shape: vec![s.bytes as usize] };
         let buf = Buffer::new(id, s.name.clone(), Kind::Static, v, b.align, (0, b.last), true);
         b.buffers.push(Buffer { level: s.level, ..buf });
     }

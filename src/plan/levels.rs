@@ -18,6 +18,8 @@
 
 use serde::Serialize;
 
+use crate::ir::DType;
+
 use super::buffers::{Access, BufId, Buffer, GraphSel, Kind, Step, Value};
 use super::tile::{Choice, OperandIn, Slot, Tile};
 use crate::ir::OpId;
@@ -169,14 +171,14 @@ fn per_node(
             let what = if kind == Kind::Staging { "L2 staging of" } else { "L1 copy of" };
             (
                 format!("{}@{}", src.name, step.index),
-                src.dtype.clone(),
+                src.dtype,
                 src.shape.clone(),
                 format!("{what} '{}' for node '{}' ({})", src.name, step.name, step.op),
             )
         }
         None => (
             format!("scratch@{}", step.index),
-            "u8".to_string(),
+            DType::U8,
             vec![bytes as usize],
             format!("kernel scratch of node '{}' ({})", step.name, step.op),
         ),
@@ -313,7 +315,7 @@ fn tile_buffer(
     let b = &mut buffers[id];
     b.name = format!("{src}@{}.{tag}{k}", step.index);
     b.shape = vec![bytes as usize];
-    b.dtype = "u8".into();
+    b.dtype = DType::U8;
     b.level_reason = format!("{what} {k} of '{src}' for node '{}' ({})", step.name, step.op);
     id
 }
