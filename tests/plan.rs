@@ -709,3 +709,17 @@ fn inspect_errors_exit_2_with_numbers() {
         .code(2);
     assert!(!svg.exists());
 }
+
+/// The C runtime's chip facts are platforms.json's, in one generated
+/// header (`UPDATE_GOLDEN=1` rewrites it).
+#[test]
+fn the_runtime_chip_header_is_written_from_the_platform_data() {
+    let path = root().join("runtime/mem/dg_chips.h");
+    let want = deploygen::target::chips_header();
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &want).unwrap();
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(have == want, "runtime/mem/dg_chips.h is not what platforms.json says; UPDATE_GOLDEN=1 rewrites it:\n{}",
+        deploygen::emit::unified_diff(std::path::Path::new("dg_chips.h"), have.as_bytes(), want.as_bytes()));
+}

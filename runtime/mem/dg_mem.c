@@ -125,21 +125,14 @@ int dg_mem_level(const void *ptr)
 #ifdef DG_PMSIS_HOST
     return dg_host_mem_level(ptr);
 #else
+    /* The chip's windows (dg_chips.h); L3 is anything else: on Siracusa
+     * HyperRAM addresses sit below the on-chip memories. */
     uintptr_t p = (uintptr_t)ptr;
-#if defined(DG_PLATFORM_GAP9)
-    if (p >= 0x10000000u && p < 0x10040000u)
+    if (p >= DG_CHIP_L1_BASE && p < DG_CHIP_L1_END)
         return DG_LEVEL_L1;
-    if (p >= 0x1C000000u && p < 0x1C200000u)
+    if (p >= DG_CHIP_L2_BASE && p < DG_CHIP_L2_END)
         return DG_LEVEL_L2;
     return DG_LEVEL_L3;
-#else
-    /* Siracusa: HyperRAM addresses sit below the on-chip memories. */
-    if (p < 0x10000000u)
-        return DG_LEVEL_L3;
-    if (p < 0x10400000u)
-        return DG_LEVEL_L1;
-    return DG_LEVEL_L2;
-#endif
 #endif
 }
 

@@ -16,6 +16,7 @@
 #define DG_MEM_H
 
 #include "pmsis.h"
+#include "dg_chips.h"
 /* pi_cl_ram_req_t (the DMA queues hold cluster-RAM requests): the SDK
  * declares it in bsp/ram.h, which pmsis.h does not include. */
 #include "bsp/ram.h"

@@ -15,7 +15,7 @@
  *    NULL (L3: -1) when exhausted; peak usage per level is reported at exit.
  *
  * Platform (compile time): -DDG_PLATFORM_GAP9, -DDG_PLATFORM_SIRACUSA or
- * -DDG_PLATFORM_HOST (default GAP9). Capacities: -DDG_L1_SIZE=, -DDG_L2_SIZE=,
+ * -DDG_PLATFORM_HOST (one is required: runtime/mem/dg_chips.h). Capacities: -DDG_L1_SIZE=, -DDG_L2_SIZE=,
  * -DDG_L3_SIZE= (bytes), overridable at run time by the environment variables
  * of the same names. The emulation must be compiled with
  * -D_POSIX_C_SOURCE=200809L (it uses pthreads); code that only includes this
@@ -33,17 +33,10 @@
 /* Lets shared runtime code tell the emulation from the real SDK. */
 #define DG_PMSIS_HOST 1
 
-#if !defined(DG_PLATFORM_GAP9) && !defined(DG_PLATFORM_SIRACUSA) && !defined(DG_PLATFORM_HOST)
-#define DG_PLATFORM_GAP9 1
-#endif
+/* The chip's facts; no platform define is an #error there. */
+#include "../mem/dg_chips.h"
 
-#if defined(DG_PLATFORM_GAP9)
-#define DG_HOST_PLATFORM_NAME "GAP9"
-#elif defined(DG_PLATFORM_SIRACUSA)
-#define DG_HOST_PLATFORM_NAME "Siracusa"
-#else
-#define DG_HOST_PLATFORM_NAME "host"
-#endif
+#define DG_HOST_PLATFORM_NAME DG_CHIP_NAME
 
 #ifdef __cplusplus
 extern "C" {

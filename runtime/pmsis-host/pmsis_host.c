@@ -22,33 +22,17 @@
 #include <unistd.h>
 
 /* ---- platform description ------------------------------------------------ */
-#if defined(DG_PLATFORM_GAP9)
-#define DG_HOST_CC_CORE_ID 8u
+/* The chip's (runtime/mem/dg_chips.h, from deploygen's platforms.json);
+ * generated projects pass their plan's capacities. */
+#define DG_HOST_CC_CORE_ID DG_CHIP_CONTROLLER_CORE_ID
 #ifndef DG_L1_SIZE
-#define DG_L1_SIZE 131072u /* 128 KiB TCDM */
+#define DG_L1_SIZE DG_CHIP_L1_SIZE
 #endif
 #ifndef DG_L2_SIZE
-#define DG_L2_SIZE 0x190000u /* 1.5 MiB */
-#endif
-#elif defined(DG_PLATFORM_SIRACUSA)
-#define DG_HOST_CC_CORE_ID 0u
-#ifndef DG_L1_SIZE
-#define DG_L1_SIZE 262144u /* 256 KiB TCDM */
-#endif
-#ifndef DG_L2_SIZE
-#define DG_L2_SIZE 2097152u /* 2 MiB */
-#endif
-#else /* host */
-#define DG_HOST_CC_CORE_ID 0u
-#ifndef DG_L1_SIZE
-#define DG_L1_SIZE 131072u
-#endif
-#ifndef DG_L2_SIZE
-#define DG_L2_SIZE 4194304u
-#endif
+#define DG_L2_SIZE DG_CHIP_L2_SIZE
 #endif
 #ifndef DG_L3_SIZE
-#define DG_L3_SIZE 8388608u /* 8 MiB external RAM */
+#define DG_L3_SIZE DG_CHIP_L3_SIZE
 #endif
 #ifndef DG_CLUSTER_CORES
 #define DG_CLUSTER_CORES 8

@@ -251,3 +251,33 @@ impl Platform {
         Ok(())
     }
 }
+
+/// `runtime/mem/dg_chips.h`: each platform's facts for the C runtime —
+/// controller core id, cores, every level's size and address window —
+/// selected by its define; no define (or another) is an `#error`. The
+/// runtime reads these and nothing else, so the chips are described once,
+/// in `platforms.json`; `tests/plan.rs` checks the committed file.
+pub fn chips_header() -> String {
+    let mut s = String::from(
+        "/*\n * dg_chips.h: the chips' facts, written by deploygen from its\n * src/target/platforms.json \
+         (do not edit; `UPDATE_GOLDEN=1 cargo test --test\n * plan` rewrites it). Compile with the \
+         define of one platform.\n */\n#ifndef DG_CHIPS_H\n#define DG_CHIPS_H\n\n",
+    );
+    let all = Platform::all();
+    for (i, p) in all.iter().enumerate() {
+        s.push_str(&format!("#{} defined({})\n", if i == 0 { "if" } else { "elif" }, p.c_define));
+        s.push_str(&format!("#define DG_CHIP_NAME \"{}\"\n", p.name));
+        s.push_str(&format!("#define DG_CHIP_CONTROLLER_CORE_ID {}u\n", p.controller_core_id));
+        s.push_str(&format!("#define DG_CHIP_CLUSTER_CORES {}u\n", p.cluster_cores));
+        for l in Level::ALL {
+            let d = p.level(l);
+            s.push_str(&format!("#define DG_CHIP_{l}_SIZE {}u\n", d.capacity));
+            if let Some([a, b]) = d.window {
+                s.push_str(&format!("#define DG_CHIP_{l}_BASE 0x{a:08X}u\n#define DG_CHIP_{l}_END 0x{b:08X}u\n"));
+            }
+        }
+    }
+    let defines: Vec<String> = all.iter().map(|p| format!("-D{}", p.c_define)).collect();
+    s.push_str(&format!("#else\n#error \"no platform selected: compile with one of {}\"\n#endif\n\n#endif /* DG_CHIPS_H */\n", defines.join(", ")));
+    s
+}
