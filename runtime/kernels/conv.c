@@ -1436,7 +1436,7 @@ DG_DXS_TILE(dxs_1x4, 1, 4)
  * panel read at immediate offsets, and the taps' dY offsets listed once;
  * the 16 sums stay in scalars. Between chunks of m the partial sums wait
  * in dx (the order of each sum is unchanged). */
-#define DG_DXS_PANEL 64
+#define DG_DXS_PANEL 128
 
 static DG_NOINLINE void dxs_panel_tile(const dx_row_t *q, const float *w, const int32_t *doff,
                                        uint32_t nt, uint32_t mb, const float *dyp, uint32_t iw0,

@@ -449,25 +449,17 @@ static DG_NOINLINE void panel_rowb(const float *ap, const float *pb, uint32_t b_
 }
 #endif
 
-/* As panel_rowb with B(k, j + t) = pb[t * b_sj + k] (columns contiguous):
- * four column pointers read 4 k at immediate offsets per pass. */
+/* One 4 x 4 tile as panel_rowb's with B(k, j + t) = pb[t * b_sj + k]
+ * (columns contiguous): four column pointers. */
 static DG_NOINLINE void panel_colb(const float *ap, const float *pb, uint32_t b_sj, float *y,
-                                   uint32_t ldy, uint32_t kc, uint32_t ntile, int acc)
+                                   uint32_t ldy, uint32_t kc, int acc)
 {
-    const float *const a4 = ap + 16 * (kc / 4), *const a_end = ap + 4 * kc;
-    for (; ntile > 0; ntile--, pb += 4 * b_sj, y += 4) {
-        const float *a = ap, *q0 = pb, *q1 = q0 + b_sj, *q2 = q1 + b_sj, *q3 = q2 + b_sj;
-        DG_PANEL_LOAD(acc, y, ldy)
-        for (; a != a4; a += 16, q0 += 4, q1 += 4, q2 += 4, q3 += 4) {
-            DG_PANEL_FMA(0, q0[0], q1[0], q2[0], q3[0])
-            DG_PANEL_FMA(4, q0[1], q1[1], q2[1], q3[1])
-            DG_PANEL_FMA(8, q0[2], q1[2], q2[2], q3[2])
-            DG_PANEL_FMA(12, q0[3], q1[3], q2[3], q3[3])
-        }
-        for (; a != a_end; a += 4, q0++, q1++, q2++, q3++)
-            DG_PANEL_FMA(0, q0[0], q1[0], q2[0], q3[0])
-        DG_PANEL_STORE(y, ldy)
-    }
+    const float *end = ap + 4 * kc, *q1 = pb + b_sj, *q2 = q1 + b_sj, *q3 = q2 + b_sj;
+    const float *a = ap;
+    DG_PANEL_LOAD(acc, y, ldy)
+    for (; a != end; a += 4, pb++, q1++, q2++, q3++)
+        DG_PANEL_FMA(0, pb[0], q1[0], q2[0], q3[0])
+    DG_PANEL_STORE(y, ldy)
 }
 
 /* 4 rows x 1 column, B(k, j) = pb[k * b_sk] */
@@ -504,7 +496,8 @@ static void mm_panel(const float *a, uint32_t a_si, uint32_t a_sk, const float *
             if (b_sj == 1)
                 panel_rowb(ap, bk, b_sk, yi, ldy, kc, n / 4, ac);
             else
-                panel_colb(ap, bk, b_sj, yi, ldy, kc, n / 4, ac);
+                for (j = 0; j + 4 <= n; j += 4)
+                    panel_colb(ap, bk + j * b_sj, b_sj, yi + j, ldy, kc, ac);
             for (j = n / 4 * 4; j < n; j++)
                 panel_4x1(ap, bk + j * b_sj, b_sk, yi + j, ldy, kc, ac);
         }
