@@ -211,7 +211,7 @@ fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
     assert!(o.status.success(), "rv32 build of {driver} failed:\n{}", String::from_utf8_lossy(&o.stderr));
     let o = Command::new("qemu-riscv32")
         .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
-        .arg(&exe)
+        .arg(exe)
         .arg(refs)
         .args(["--cores", "1,3,8"])
         .env("DG_HOST_QUIET", "1")
