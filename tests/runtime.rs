@@ -192,6 +192,64 @@ fn kernels_match_onnxruntime_with_the_rv32_tiling() {
     );
 }
 
+/// Builds `driver` and the kernels with the ziglang clang for riscv32 +
+/// zfinx at -O3 (the CPU of tests/rv32.rs, so both use one build of musl)
+/// and runs it under qemu-riscv32 on `refs`, 1, 3 and 8 cores; asserts
+/// that every case in `names` passed.
+fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
+    let exe = tmp.join(format!("{driver}.rv32"));
+    let r = root();
+    let mut cmd = Command::new("python3");
+    cmd.args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx", "-O3"]);
+    cmd.args(STRICT).arg(POSIX).arg("-DDG_PLATFORM_GAP9");
+    for inc in ["pmsis-host", "kernels", "mem"] {
+        cmd.arg(format!("-I{}", r.join(inc).display()));
+    }
+    cmd.args(kernel_sources()).arg(r.join("mem/dg_mem.c")).arg(r.join("pmsis-host/pmsis_host.c"));
+    cmd.arg(r.join("tests").join(driver)).args(["-lm", "-o"]).arg(&exe);
+    let o = cmd.output().expect("running the ziglang clang");
+    assert!(o.status.success(), "rv32 build of {driver} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("qemu-riscv32")
+        .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
+        .arg(exe)
+        .arg(refs)
+        .args(["--cores", "1,3,8"])
+        .env("DG_HOST_QUIET", "1")
+        .output()
+        .expect("running qemu-riscv32");
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "rv32 {driver} failed:\n{text}");
+    for n in names {
+        assert!(text.contains(&format!("ok   {n} ")), "case {n} did not pass on rv32:\n{text}");
+    }
+    assert!(text.contains(" 0 failed"), "{text}");
+}
+
+/// The kernels as the 32-bit cores build them: floats in the integer
+/// registers (zfinx), so the written-out RISC-V loops of linear.c and
+/// conv.c are compiled in, by the ziglang clang at -O3, run under
+/// qemu-riscv32 on the same references (both waves), 1, 3 and 8 cores.
+/// Needs the tools of tests/rv32.rs; without them it prints `SKIPPED:`
+/// (fails under CI).
+#[test]
+fn kernels_match_onnxruntime_on_rv32_zfinx() {
+    let have_zig =
+        Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
+    let have_qemu = Command::new("qemu-riscv32").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have_zig || !have_qemu {
+        assert!(std::env::var_os("CI").is_none(), "rv32 kernel tests: python3 -m ziglang or qemu-riscv32 missing");
+        println!("SKIPPED: rv32 kernel tests (pip install ziglang; apt-get install qemu-user)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let refs = tmp.path().join("refs");
+    let names = unpack_refs(&refs);
+    rv32_pass(tmp.path(), "kernel_tests.c", &refs, &names);
+    let refs2 = tmp.path().join("refs2");
+    let names2 = unpack_wave2(&refs2);
+    rv32_pass(tmp.path(), "kernel_tests_wave2.c", &refs2, &names2);
+}
+
 #[test]
 fn kernels_match_onnxruntime_siracusa_and_host() {
     // Siracusa: the controller is core 0 and works inside the fork.

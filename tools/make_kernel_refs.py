@@ -971,6 +971,36 @@ def convgrad_s2_m12():
     return _conv_case((1, 4, 7, 13), (12, 4, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, True, True)
 
 
+# 3 x 3 convolutions in the 32-bit cores' written-out tiles: rows of 12
+# with pad 1 (a left-edge tile, an interior one, a right-edge one) over 6
+# input channels (two weight chunks, the second continuing the sums in y),
+# stride 2 with both edge tiles, and the gradients over rows of 10, 11 and
+# 12 (dW's three entries into its 3-column passes; dX as a convolution).
+@case("ort")
+def conv_k3_edges():
+    return _conv_case((1, 6, 5, 12), (8, 6, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, True, False)
+
+
+@case("ort")
+def conv_k3s2_edges():
+    return _conv_case((1, 5, 9, 15), (4, 5, 3, 3), [2, 2], [1, 1, 1, 1], [1, 1], 1, True, False)
+
+
+@case("ort")
+def convgrad_k3_w10():
+    return _conv_case((2, 8, 6, 10), (8, 8, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, True, True)
+
+
+@case("ort")
+def convgrad_k3_w11():
+    return _conv_case((1, 4, 5, 11), (4, 4, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, True, True)
+
+
+@case("ort")
+def convgrad_k3_w12():
+    return _conv_case((1, 4, 4, 12), (8, 4, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, True, True)
+
+
 
 # ================================================================ second wave
 # Second-wave operators, written to runtime/tests/refs/wave2/ for

@@ -219,7 +219,7 @@ static void conv_row_taps(const dg_conv_args_t *p, conv_row_t *q, uint32_t oh)
  * chunks the partial sums wait in y; the order of each output's sum (c, kh,
  * kw) and the bias last are unchanged. -DDG_CONV_PANEL builds it on the
  * host, where the tests check it. */
-#define DG_CONV_PANEL_FLOATS 128
+#define DG_CONV_PANEL_FLOATS 144
 
 #define DG_CP_FMA4(r, wv, xa, xb, xc, xd)                                                   \
     c##r##0 += wv * xa, c##r##1 += wv * xb, c##r##2 += wv * xc, c##r##3 += wv * xd;
@@ -378,25 +378,218 @@ static DG_NOINLINE void cp_col(const conv_row_t *q, uint32_t ow)
     y[0] = a0, y[q->y_hw] = a1, y[2 * q->y_hw] = a2, y[3 * q->y_hw] = a3;
 }
 
+#if defined(__riscv_zfinx) && !defined(DG_NO_ASM)
+/* The 32-bit cores (floats in the integer registers): k_w = 3, dil_w = 1,
+ * ntile tiles of 4 channels x 4 columns side by side, written out in one
+ * block (clang, keeping its frame pointer, would spill accumulators; and
+ * the code between two tiles stays short for the 512-byte instruction
+ * caches). Per kernel row: the 4 weights of a tap kw, its inputs (stride 1:
+ * a sliding window, 6 loads for the 3 taps), then its 16 multiply-adds in
+ * one block (cores 0-3 share their FPUs with cores 4-7). Each sum takes
+ * (c, kh, kw) in order from 0.0f or y, as cp_4x4_*_k3; the bias comes last
+ * on the last channel chunk. Loop state not in a register is read from the
+ * parameter block on the stack. */
+typedef struct {
+    const float *x;  /* the first tile's input at its first tap row, column ow0 * s - pad_left */
+    const float *w;  /* the panel at kh_lo */
+    float *y;        /* the first tile's output, channel m0 */
+    uint32_t ntile, nkh, cb, c_left;
+    uint32_t xrow;   /* bytes between two tap rows of the input */
+    uint32_t xc;     /* bytes from after a channel's last tap row to the next channel's first */
+    uint32_t wc;     /* panel bytes skipped per channel (taps of rows outside the input) */
+    uint32_t ym;     /* bytes between output channels */
+    uint32_t xt;     /* bytes between two tiles' inputs */
+    uint32_t acc, last;
+    uint32_t el, er; /* the first tile is a left-edge one, the last a right-edge one */
+    float bias[4];
+} cpa_t;
+
+#define CP_F(c, w, x) "fmadd.s %[" #c "], %[" #w "], %[" #x "], %[" #c "]\n\t"
+#define CP_T(t, x) CP_F(c0##t, w0, x) CP_F(c1##t, w1, x) CP_F(c2##t, w2, x) CP_F(c3##t, w3, x)
+#define CP_16(xa, xb, xc, xd) CP_T(0, xa) CP_T(1, xb) CP_T(2, xc) CP_T(3, xd)
+#define CP_LW(o) "lw %[w0], " #o "(%[w])\n\t" "lw %[w1], " #o "+4(%[w])\n\t"                       \
+    "lw %[w2], " #o "+8(%[w])\n\t" "lw %[w3], " #o "+12(%[w])\n\t"
+#define CP_LX(r, o) "lw %[" #r "], " #o "(%[x])\n\t"
+/* one kernel row, stride 1: window x0..x3, then x1..x3 x4, then x2..x3 x4 x5 */
+#define CP_ROW_S1                                                                           \
+    CP_LW(0) CP_LX(x0, 0) CP_LX(x1, 4) CP_LX(x2, 8) CP_LX(x3, 12) CP_16(x0, x1, x2, x3)       \
+    CP_LW(16) CP_LX(x0, 16) CP_16(x1, x2, x3, x0)                                            \
+    CP_LW(32) CP_LX(x1, 20) CP_16(x2, x3, x0, x1)
+/* the tile at the left edge (pad 1: its first column has no tap kw = 0) and
+ * at the right edge (its last column has no tap kw = 2): the missing input
+ * is a 0.0f register instead of a load, so its products add exact zeros */
+#define CP_ROW_S1_EL                                                                        \
+    CP_LW(0) "li %[x0], 0\n\t" CP_LX(x1, 4) CP_LX(x2, 8) CP_LX(x3, 12) CP_16(x0, x1, x2, x3)  \
+    CP_LW(16) CP_LX(x0, 16) CP_16(x1, x2, x3, x0)                                            \
+    CP_LW(32) CP_LX(x1, 20) CP_16(x2, x3, x0, x1)
+#define CP_ROW_S1_ER                                                                        \
+    CP_LW(0) CP_LX(x0, 0) CP_LX(x1, 4) CP_LX(x2, 8) CP_LX(x3, 12) CP_16(x0, x1, x2, x3)       \
+    CP_LW(16) CP_LX(x0, 16) CP_16(x1, x2, x3, x0)                                            \
+    CP_LW(32) "li %[x1], 0\n\t" CP_16(x2, x3, x0, x1)
+/* stride 2: the columns of tap kw are kw, kw + 2, kw + 4, kw + 6 */
+#define CP_ROW_S2                                                                           \
+    CP_LW(0) CP_LX(x0, 0) CP_LX(x1, 8) CP_LX(x2, 16) CP_LX(x3, 24) CP_16(x0, x1, x2, x3)      \
+    CP_LW(16) CP_LX(x0, 4) CP_LX(x1, 12) CP_LX(x2, 20) CP_LX(x3, 28) CP_16(x0, x1, x2, x3)    \
+    CP_LW(32) CP_LX(x0, 8) CP_LX(x1, 16) CP_LX(x2, 24) CP_LX(x3, 32) CP_16(x0, x1, x2, x3)
+#define CP_ROW_S2_EL                                                                        \
+    CP_LW(0) "li %[x0], 0\n\t" CP_LX(x1, 8) CP_LX(x2, 16) CP_LX(x3, 24) CP_16(x0, x1, x2, x3)  \
+    CP_LW(16) CP_LX(x0, 4) CP_LX(x1, 12) CP_LX(x2, 20) CP_LX(x3, 28) CP_16(x0, x1, x2, x3)    \
+    CP_LW(32) CP_LX(x0, 8) CP_LX(x1, 16) CP_LX(x2, 24) CP_LX(x3, 32) CP_16(x0, x1, x2, x3)
+#define CP_ROW_S2_ER                                                                        \
+    CP_LW(0) CP_LX(x0, 0) CP_LX(x1, 8) CP_LX(x2, 16) CP_LX(x3, 24) CP_16(x0, x1, x2, x3)      \
+    CP_LW(16) CP_LX(x0, 4) CP_LX(x1, 12) CP_LX(x2, 20) CP_LX(x3, 28) CP_16(x0, x1, x2, x3)    \
+    CP_LW(32) CP_LX(x0, 8) CP_LX(x1, 16) CP_LX(x2, 24) "li %[x3], 0\n\t" CP_16(x0, x1, x2, x3)
+#define CP_Y(op)                                                                            \
+    "lw %[w0], %[y]\n\t" "lw %[w1], %[ym]\n\t"                                               \
+    #op " %[c00], 0(%[w0])\n\t" #op " %[c01], 4(%[w0])\n\t" #op " %[c02], 8(%[w0])\n\t"       \
+    #op " %[c03], 12(%[w0])\n\t" "add %[w0], %[w0], %[w1]\n\t"                                \
+    #op " %[c10], 0(%[w0])\n\t" #op " %[c11], 4(%[w0])\n\t" #op " %[c12], 8(%[w0])\n\t"       \
+    #op " %[c13], 12(%[w0])\n\t" "add %[w0], %[w0], %[w1]\n\t"                                \
+    #op " %[c20], 0(%[w0])\n\t" #op " %[c21], 4(%[w0])\n\t" #op " %[c22], 8(%[w0])\n\t"       \
+    #op " %[c23], 12(%[w0])\n\t" "add %[w0], %[w0], %[w1]\n\t"                                \
+    #op " %[c30], 0(%[w0])\n\t" #op " %[c31], 4(%[w0])\n\t" #op " %[c32], 8(%[w0])\n\t"       \
+    #op " %[c33], 12(%[w0])\n\t"
+#define CP_B(r) "fadd.s %[c" #r "0], %[c" #r "0], %[w" #r "]\n\t"                                  \
+    "fadd.s %[c" #r "1], %[c" #r "1], %[w" #r "]\n\t" "fadd.s %[c" #r "2], %[c" #r "2], %[w" #r "]\n\t" \
+    "fadd.s %[c" #r "3], %[c" #r "3], %[w" #r "]\n\t"
+/* the channel loop (label 4) and kernel-row loop (label 5) of one tile,
+ * ROW the row body; L a label suffix */
+#define CP_CLOOP(ROW, L)                                                                    \
+    "4" #L ":\n\t"                                                                          \
+    "lw %[n], %[nkh]\n"                                                                     \
+    "5" #L ":\n\t"                                                                          \
+    ROW                                                                                     \
+    "lw %[w0], %[xrow]\n\t" "addi %[w], %[w], 48\n\t" "addi %[n], %[n], -1\n\t"              \
+    "add %[x], %[x], %[w0]\n\t" "bnez %[n], 5" #L "b\n\t"                                    \
+    "lw %[w0], %[xc]\n\t" "lw %[w1], %[wc]\n\t" "lw %[w2], %[cl]\n\t"                        \
+    "add %[x], %[x], %[w0]\n\t" "add %[w], %[w], %[w1]\n\t" "addi %[w2], %[w2], -1\n\t"       \
+    "sw %[w2], %[cl]\n\t" "bnez %[w2], 4" #L "b\n\t"
+/* ntile tiles: the first one with ROW_L when a.el, the last one with
+ * ROW_R when a.er, the others with ROW */
+#define CP_TILES(ROW, ROW_L, ROW_R)                                                         \
+    "0:\n\t"                                                                                \
+    "lw %[x], %[px]\n\t" "lw %[w], %[pw]\n\t" "lw %[w0], %[acc]\n\t"                         \
+    "beqz %[w0], 2f\n\t" CP_Y(lw) "j 3f\n"                                                   \
+    "2:\n\t"                                                                                \
+    "li %[c00], 0\n\t" "li %[c01], 0\n\t" "li %[c02], 0\n\t" "li %[c03], 0\n\t"               \
+    "li %[c10], 0\n\t" "li %[c11], 0\n\t" "li %[c12], 0\n\t" "li %[c13], 0\n\t"               \
+    "li %[c20], 0\n\t" "li %[c21], 0\n\t" "li %[c22], 0\n\t" "li %[c23], 0\n\t"               \
+    "li %[c30], 0\n\t" "li %[c31], 0\n\t" "li %[c32], 0\n\t" "li %[c33], 0\n"                \
+    "3:\n\t"                                                                                \
+    "lw %[w0], %[cb]\n\t" "lw %[w1], %[el]\n\t" "lw %[w2], %[nt]\n\t" "lw %[w3], %[er]\n\t"  \
+    "sw %[w0], %[cl]\n\t"                                                                    \
+    "bnez %[w1], 7f\n\t"                                                                     \
+    "addi %[w2], %[w2], -1\n\t"                                                              \
+    "bnez %[w2], 1f\n\t"                                                                     \
+    "bnez %[w3], 8f\n"                                                                       \
+    "1:\n\t"                                                                                \
+    CP_CLOOP(ROW, 0) "j 6f\n"                                                                \
+    "7:\n\t" "sw zero, %[el]\n\t"                                                            \
+    CP_CLOOP(ROW_L, 1) "j 6f\n"                                                              \
+    "8:\n\t"                                                                                \
+    CP_CLOOP(ROW_R, 2)                                                                       \
+    "6:\n\t"                                                                                \
+    "lw %[w0], %[last]\n\t" "beqz %[w0], 9f\n\t"                                             \
+    "lw %[w0], %[b0]\n\t" "lw %[w1], %[b1]\n\t" "lw %[w2], %[b2]\n\t" "lw %[w3], %[b3]\n\t"  \
+    CP_B(0) CP_B(1) CP_B(2) CP_B(3)                                                          \
+    "9:\n\t" CP_Y(sw)                                                                        \
+    "lw %[w0], %[px]\n\t" "lw %[w1], %[xt]\n\t" "lw %[w2], %[y]\n\t" "lw %[w3], %[nt]\n\t"    \
+    "add %[w0], %[w0], %[w1]\n\t" "addi %[w2], %[w2], 16\n\t" "addi %[w3], %[w3], -1\n\t"     \
+    "sw %[w0], %[px]\n\t" "sw %[w2], %[y]\n\t" "sw %[w3], %[nt]\n\t" "bnez %[w3], 0b\n\t"
+#define CP_OPS                                                                              \
+    : [c00] "=&r"(c00), [c01] "=&r"(c01), [c02] "=&r"(c02), [c03] "=&r"(c03),                \
+      [c10] "=&r"(c10), [c11] "=&r"(c11), [c12] "=&r"(c12), [c13] "=&r"(c13),                \
+      [c20] "=&r"(c20), [c21] "=&r"(c21), [c22] "=&r"(c22), [c23] "=&r"(c23),                \
+      [c30] "=&r"(c30), [c31] "=&r"(c31), [c32] "=&r"(c32), [c33] "=&r"(c33),                \
+      [x0] "=&r"(x0), [x1] "=&r"(x1), [x2] "=&r"(x2), [x3] "=&r"(x3), [w0] "=&r"(w0),        \
+      [w1] "=&r"(w1), [w2] "=&r"(w2), [w3] "=&r"(w3), [x] "=&r"(x), [w] "=&r"(w),            \
+      [n] "=&r"(n), [px] "+m"(a.x), [y] "+m"(a.y), [nt] "+m"(a.ntile), [cl] "+m"(a.c_left),  \
+      [el] "+m"(a.el)                                                                       \
+    : [pw] "m"(a.w), [acc] "m"(a.acc), [cb] "m"(a.cb), [nkh] "m"(a.nkh), [xrow] "m"(a.xrow), \
+      [xc] "m"(a.xc), [wc] "m"(a.wc), [last] "m"(a.last), [b0] "m"(a.bias[0]),               \
+      [b1] "m"(a.bias[1]), [b2] "m"(a.bias[2]), [b3] "m"(a.bias[3]), [ym] "m"(a.ym),         \
+      [xt] "m"(a.xt), [er] "m"(a.er)                                                        \
+    : "memory"
+
+static DG_NOINLINE void cp_tiles_asm(const conv_row_t *q, uint32_t ow0, uint32_t ntile,
+                                     uint32_t el, uint32_t er)
+{
+    const uint32_t s = q->stride_w, nkh = q->kh_hi - q->kh_lo;
+    cpa_t a;
+    float c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
+    float x0, x1, x2, x3, w0, w1, w2, w3;
+    const float *x, *w;
+    uint32_t n, r;
+    a.x = q->x + ow0 * s - q->pad_left +
+          (uint32_t)(q->ih0 + (int32_t)(q->kh_lo * q->dil_h)) * q->in_w;
+    a.w = q->w + q->kh_lo * 12;
+    a.y = q->y + ow0;
+    a.ntile = ntile, a.nkh = nkh, a.cb = q->cg;
+    a.xrow = 4 * q->dil_h * q->in_w;
+    a.xc = 4 * q->x_hw - nkh * a.xrow;
+    a.wc = (q->k_h - nkh) * 48;
+    a.ym = 4 * q->y_hw;
+    a.xt = 16 * s;
+    a.acc = q->acc, a.last = q->last, a.el = el, a.er = er;
+    for (r = 0; r < 4; r++)
+        a.bias[r] = q->bias[r];
+    if (s == 1)
+        __asm__ volatile(CP_TILES(CP_ROW_S1, CP_ROW_S1_EL, CP_ROW_S1_ER) CP_OPS);
+    else
+        __asm__ volatile(CP_TILES(CP_ROW_S2, CP_ROW_S2_EL, CP_ROW_S2_ER) CP_OPS);
+    (void)c00, (void)x, (void)w, (void)n;
+}
+
+/* The columns of one row the tiles above take: [0, *done) and [*end,
+ * out_w), the left / right edge tiles included where pad 1 leaves out one
+ * tap of their outer column only. */
+static void cp_row_asm(const conv_row_t *q, uint32_t lo, uint32_t hi, uint32_t out_w,
+                       uint32_t *done, uint32_t *end)
+{
+    const uint32_t s = q->stride_w;
+    const uint32_t el = q->pad_left == 1 && lo == 1 && out_w >= 4;
+    uint32_t start = el ? 0 : lo, stop = hi, er = 0, nt;
+    *done = 0, *end = out_w;
+    if (hi + 1 == out_w && (out_w - 1) * s + 2 == q->in_w + q->pad_left && out_w >= start + (el ? 8 : 4) &&
+        (out_w - start) % 4 == 0)
+        er = 1, stop = out_w;
+    nt = (stop - start) / 4;
+    if (nt == 0 || (el && hi < 4) || start > lo)
+        return;
+    cp_tiles_asm(q, start, nt, el, er);
+    if (er) {
+        *done = *end = out_w;
+        return;
+    }
+    *done = start + 4 * nt;
+}
+#define DG_CP_ASM 1
+#else
+#define DG_CP_ASM 0
+#define cp_row_asm(q, lo, hi, out_w, done, end) ((void)0)
+#endif
+
 /* One output row of the 4 channels of q; interior columns [lo, hi). */
 static void cp_row(const conv_row_t *q, uint32_t lo, uint32_t hi, uint32_t out_w)
 {
     const uint32_t s = q->stride_w;
-    uint32_t ow;
-    for (ow = 0; ow < lo; ow++)
+    uint32_t ow = 0, end = out_w, top;
+    if (DG_CP_ASM && q->k_w == 3 && q->dil_w == 1 && s <= 2 && q->kh_hi > q->kh_lo)
+        cp_row_asm(q, lo, hi, out_w, &ow, &end);
+    for (; ow < lo && ow < end; ow++)
         cp_col(q, ow);
-    /* ow == lo here */
+    top = hi < end ? hi : end;
     if (q->k_w == 3 && q->dil_w == 1 && s <= 2) {
-        for (ow = lo; ow + 4 <= hi; ow += 4)
+        for (; ow + 4 <= top; ow += 4)
             s == 1 ? cp_4x4_s1_k3(q, ow) : cp_4x4_s2_k3(q, ow);
-        for (; ow + 2 <= hi; ow += 2)
+        for (; ow + 2 <= top; ow += 2)
             s == 1 ? cp_4x2_s1_k3(q, ow) : cp_4x2_s2_k3(q, ow);
     }
-    for (; ow + 4 <= hi; ow += 4)
+    for (; ow + 4 <= top; ow += 4)
         s == 1 ? cp_4x4_s1(q, ow) : s == 2 ? cp_4x4_s2(q, ow) : cp_4x4_sx(q, ow);
-    for (; ow + 2 <= hi; ow += 2)
+    for (; ow + 2 <= top; ow += 2)
         cp_4x2_sx(q, ow);
-    for (; ow < out_w; ow++)
+    for (; ow < end; ow++)
         cp_col(q, ow);
 }
 
@@ -421,7 +614,8 @@ static void cp_pack_flipped(const dg_conv_args_t *p, const conv_row_t *q, float 
 
 /* Output rows [oh0, oh1) of the 4 channels from m0 (one sample, one group):
  * q->x is x[n, first channel of the group], q->y is y[n, m0, 0, 0]. */
-static void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0, uint32_t oh0,
+/* (a call of its own: the panel is not on the stack of the other paths) */
+static DG_NOINLINE void conv_rows_panel(const dg_conv_args_t *p, conv_row_t *q, uint32_t m0, uint32_t oh0,
                             uint32_t oh1, uint32_t lo, uint32_t hi)
 {
     float wp[DG_CONV_PANEL_FLOATS];
@@ -1285,7 +1479,7 @@ static DG_NOINLINE void dxs_panel_tile(const dx_row_t *q, const float *w, const 
  * shifted back to end at u1 (it recomputes the same values); otherwise the
  * columns past the last whole tile are left. Returns how many columns from
  * u0 it computed, 0 when the taps do not fit the panel. */
-static uint32_t dxs_run_panel(const dx_row_t *q, const dx_phase_t *f, uint32_t ph, uint32_t u0,
+static DG_NOINLINE uint32_t dxs_run_panel(const dx_row_t *q, const dx_phase_t *f, uint32_t ph, uint32_t u0,
                               uint32_t u1)
 {
     float wp[DG_DXS_PANEL];
@@ -1408,7 +1602,7 @@ static void conv_grad_dx_pointwise(const dg_conv_args_t *p)
  * panels and tiles when its output channels come in blocks of 4. Each
  * output's sum runs over m, then kh and kw from the last tap to the first.
  * Returns 0 when it does not apply. */
-static int conv_grad_dx_as_conv(const dg_conv_args_t *p)
+static DG_NOINLINE int conv_grad_dx_as_conv(const dg_conv_args_t *p)
 {
 #if defined(__riscv) || defined(DG_CONV_PANEL)
     dg_conv_args_t f;
@@ -1434,7 +1628,7 @@ static int conv_grad_dx_as_conv(const dg_conv_args_t *p)
 
 /* The dX forms with kernels of their own (pointwise, stride 1 as a
  * convolution on the panel path, depthwise 3 x 3); 0 for the general path. */
-static int conv_grad_dx_special(const dg_conv_args_t *p)
+static DG_NOINLINE int conv_grad_dx_special(const dg_conv_args_t *p)
 {
     if (p->k_h == 1 && p->k_w == 1 && p->stride_h == 1 && p->stride_w == 1 && p->pad_top == 0 &&
         p->pad_left == 0 && p->out_h == p->in_h && p->out_w == p->in_w) {
@@ -1457,9 +1651,10 @@ static int conv_grad_dx_special(const dg_conv_args_t *p)
     return 0;
 }
 
-void dg_conv_grad_dx_f32(void *args)
+/* The general dX (see above); a call of its own so that its frame is not
+ * on the stack of the special forms. */
+static DG_NOINLINE void conv_grad_dx_general(const dg_conv_args_t *p)
 {
-    const dg_conv_args_t *p = (const dg_conv_args_t *)args;
     const uint32_t cg = p->in_c / p->group, mg = p->out_c / p->group;
     const uint32_t cblocks = (cg + DG_TILE_M - 1) / DG_TILE_M;
     const uint32_t gh = gcd_u32(p->stride_h, p->dil_h);
@@ -1467,8 +1662,6 @@ void dg_conv_grad_dx_f32(void *args)
     uint32_t iw_lo = 0, iw_hi = 0, it;
     dg_range_t r;
     dx_row_t q;
-    if (conv_grad_dx_special(p))
-        return;
     /* stride_w 1: columns where every kw gives 0 <= iw + pad_left - kw * dil_w < out_w */
     if (p->stride_w == 1 && p->out_w > p->pad_left) {
         iw_lo = span_w > p->pad_left ? span_w - p->pad_left : 0;
@@ -1545,6 +1738,13 @@ void dg_conv_grad_dx_f32(void *args)
                 dx_col(&q, cm, iw);
         }
     }
+}
+
+void dg_conv_grad_dx_f32(void *args)
+{
+    const dg_conv_args_t *p = (const dg_conv_args_t *)args;
+    if (!conv_grad_dx_special(p))
+        conv_grad_dx_general(p);
 }
 
 /* ---- dW ---------------------------------------------------------------------
@@ -1655,6 +1855,136 @@ DG_DW_TILE(dw_1x2, 1, 2)
 DG_DW_TILE(dw_1x3, 1, 3)
 DG_DW_TILE(dw_1x4, 1, 4)
 
+#if defined(__riscv_zfinx) && !defined(DG_NO_ASM)
+/* The 32-bit cores: dW of 4 channels x the 3 taps kw of one (c, kh) for
+ * k_w = 3, stride_w 1, dil_w 1, pad_left 1 and out_w = in_w >= 3 (the
+ * common "same" convolution), written out like the forward tiles. Per
+ * output column ow: the 4 dy values, then 12 multiply-adds with the input
+ * window x[ow - 1 .. ow + 1] (3 registers taking turns, one load per
+ * column), then the next input. Columns 0 and out_w - 1 take the zero
+ * register for the tap outside the input (an exact 0 added). The first
+ * out_w - 2 columns run 3 per pass, entered at the pass's step e so that
+ * they fit; the last two follow. Sums in (rows, ow) order, as dw_4x3. */
+typedef struct {
+    uint32_t dy, x;     /* row addresses, lowered by 4 e bytes */
+    uint32_t ym;        /* bytes between the 4 dy channels */
+    uint32_t dys, xs;   /* bytes from one row to the next */
+    uint32_t nrow, npass, e;
+    float acc[12];      /* acc[m * 3 + kw] */
+} dwa_t;
+
+#define DWA_F(m, kw, d, x) "fmadd.s %[a" #m #kw "], %[" #d "], %[" #x "], %[a" #m #kw "]\n\t"
+#define DWA_LD(o) "lw %[d0], " #o "(%[p0])\n\t" "lw %[d1], " #o "(%[p1])\n\t"                  \
+    "lw %[d2], " #o "(%[p2])\n\t" "lw %[d3], " #o "(%[p3])\n\t"
+#define DWA_12(u, v, w)                                                                     \
+    DWA_F(0, 0, d0, u) DWA_F(1, 0, d1, u) DWA_F(2, 0, d2, u) DWA_F(3, 0, d3, u)              \
+    DWA_F(0, 1, d0, v) DWA_F(1, 1, d1, v) DWA_F(2, 1, d2, v) DWA_F(3, 1, d3, v)              \
+    DWA_F(0, 2, d0, w) DWA_F(1, 2, d1, w) DWA_F(2, 2, d2, w) DWA_F(3, 2, d3, w)
+/* the last column: its tap kw = 2 takes the zero register */
+#define DWA_FZ(m, d) "fmadd.s %[a" #m "2], %[" #d "], zero, %[a" #m "2]\n\t"
+#define DWA_12Z(u, v)                                                                       \
+    DWA_F(0, 0, d0, u) DWA_F(1, 0, d1, u) DWA_F(2, 0, d2, u) DWA_F(3, 0, d3, u)              \
+    DWA_F(0, 1, d0, v) DWA_F(1, 1, d1, v) DWA_F(2, 1, d2, v) DWA_F(3, 1, d3, v)              \
+    DWA_FZ(0, d0) DWA_FZ(1, d1) DWA_FZ(2, d2) DWA_FZ(3, d3)
+/* step j of a pass: window (u, v, w), then the next input into u */
+#define DWA_STEP(j, o, on, u, v, w) #j ":\n\t" DWA_LD(o) DWA_12(u, v, w) "lw %[" #u "], " #on "(%[x])\n\t"
+#define DWA_ACC(op)                                                                         \
+    #op " %[a00], %[m0]\n\t" #op " %[a01], %[m1]\n\t" #op " %[a02], %[m2]\n\t"                \
+    #op " %[a10], %[m3]\n\t" #op " %[a11], %[m4]\n\t" #op " %[a12], %[m5]\n\t"                \
+    #op " %[a20], %[m6]\n\t" #op " %[a21], %[m7]\n\t" #op " %[a22], %[m8]\n\t"                \
+    #op " %[a30], %[m9]\n\t" #op " %[a31], %[m10]\n\t" #op " %[a32], %[m11]\n\t"
+
+/* the rows of a.nrow (> 0) of one sample into a.acc */
+static DG_NOINLINE void dw_rows_asm(dwa_t *ap)
+{
+    dwa_t a = *ap;
+    float a00, a01, a02, a10, a11, a12, a20, a21, a22, a30, a31, a32;
+    float d0, d1, d2, d3, xa, xb, xc;
+    uint32_t p0, p1, p2, p3, x, n;
+    __asm__ volatile(
+        DWA_ACC(lw)
+        "0:\n\t"
+        "lw %[p0], %[dy]\n\t" "lw %[d0], %[ym]\n\t" "lw %[x], %[xr]\n\t" "lw %[n], %[np]\n\t"
+        "add %[p1], %[p0], %[d0]\n\t" "add %[p2], %[p1], %[d0]\n\t" "add %[p3], %[p2], %[d0]\n\t"
+        "lw %[d1], %[e]\n\t"
+        /* window of the first column: 0 (the padding), x[0], x[1] */
+        "beqz %[d1], 10f\n\t"
+        "addi %[d1], %[d1], -1\n\t"
+        "beqz %[d1], 11f\n\t"
+        "mv %[xc], zero\n\t" "lw %[xa], 8(%[x])\n\t" "lw %[xb], 12(%[x])\n\t" "j 2f\n"
+        "11:\n\t"
+        "mv %[xb], zero\n\t" "lw %[xc], 4(%[x])\n\t" "lw %[xa], 8(%[x])\n\t" "j 1f\n"
+        "10:\n\t"
+        "mv %[xa], zero\n\t" "lw %[xb], 0(%[x])\n\t" "lw %[xc], 4(%[x])\n\t"
+        DWA_STEP(5, 0, 8, xa, xb, xc)
+        DWA_STEP(1, 4, 12, xb, xc, xa)
+        DWA_STEP(2, 8, 16, xc, xa, xb)
+        "addi %[p0], %[p0], 12\n\t" "addi %[p1], %[p1], 12\n\t" "addi %[p2], %[p2], 12\n\t"
+        "addi %[p3], %[p3], 12\n\t" "addi %[x], %[x], 12\n\t" "addi %[n], %[n], -1\n\t"
+        "bnez %[n], 5b\n\t"
+        /* the last two columns: x[out_w - 3 .. out_w - 1], then 0 */
+        "lw %[xa], -4(%[x])\n\t" "lw %[xb], 0(%[x])\n\t" "lw %[xc], 4(%[x])\n\t"
+        DWA_LD(0) DWA_12(xa, xb, xc)
+        DWA_LD(4) DWA_12Z(xb, xc)
+        /* next row */
+        "lw %[d0], %[dy]\n\t" "lw %[d1], %[dys]\n\t" "lw %[d2], %[xr]\n\t" "lw %[d3], %[xs]\n\t"
+        "add %[d0], %[d0], %[d1]\n\t" "add %[d2], %[d2], %[d3]\n\t" "lw %[d1], %[nr]\n\t"
+        "sw %[d0], %[dy]\n\t" "sw %[d2], %[xr]\n\t" "addi %[d1], %[d1], -1\n\t"
+        "sw %[d1], %[nr]\n\t" "bnez %[d1], 0b\n\t"
+        DWA_ACC(sw)
+        : [a00] "=&r"(a00), [a01] "=&r"(a01), [a02] "=&r"(a02), [a10] "=&r"(a10),
+          [a11] "=&r"(a11), [a12] "=&r"(a12), [a20] "=&r"(a20), [a21] "=&r"(a21),
+          [a22] "=&r"(a22), [a30] "=&r"(a30), [a31] "=&r"(a31), [a32] "=&r"(a32),
+          [d0] "=&r"(d0), [d1] "=&r"(d1), [d2] "=&r"(d2), [d3] "=&r"(d3), [xa] "=&r"(xa),
+          [xb] "=&r"(xb), [xc] "=&r"(xc), [p0] "=&r"(p0), [p1] "=&r"(p1), [p2] "=&r"(p2),
+          [p3] "=&r"(p3), [x] "=&r"(x), [n] "=&r"(n), [dy] "+m"(a.dy), [xr] "+m"(a.x),
+          [nr] "+m"(a.nrow), [m0] "+m"(a.acc[0]), [m1] "+m"(a.acc[1]), [m2] "+m"(a.acc[2]),
+          [m3] "+m"(a.acc[3]), [m4] "+m"(a.acc[4]), [m5] "+m"(a.acc[5]), [m6] "+m"(a.acc[6]),
+          [m7] "+m"(a.acc[7]), [m8] "+m"(a.acc[8]), [m9] "+m"(a.acc[9]), [m10] "+m"(a.acc[10]),
+          [m11] "+m"(a.acc[11])
+        : [ym] "m"(a.ym), [dys] "m"(a.dys), [xs] "m"(a.xs), [np] "m"(a.npass), [e] "m"(a.e)
+        : "memory");
+    for (n = 0; n < 12; n++)
+        ap->acc[n] = a.acc[n];
+}
+
+/* dw_4x3 for kw0 = 0 through dw_rows_asm; 0 when it does not apply. */
+static int dw_4x3_asm(const dw_item_t *q)
+{
+    const uint32_t L = q->out_w - 2, e = (3 - L % 3) % 3;
+    uint32_t oh_lo, oh_hi, n, r, t;
+    dwa_t a;
+    if (q->stride_w != 1 || q->dil_w != 1 || q->pad_left != 1 || q->out_w != q->in_w ||
+        q->out_w < 3)
+        return 0;
+    /* rows with 0 <= oh * stride_h + ih0 < in_h */
+    for (oh_lo = 0; oh_lo < q->out_h && (int32_t)(oh_lo * q->stride_h) + q->ih0 < 0; oh_lo++)
+        ;
+    for (oh_hi = oh_lo; oh_hi < q->out_h && (int32_t)(oh_hi * q->stride_h) + q->ih0 < (int32_t)q->in_h;
+         oh_hi++)
+        ;
+    for (r = 0; r < 4; r++)
+        for (t = 0; t < 3; t++)
+            a.acc[r * 3 + t] = q->acc ? q->dw[r * q->w_m + t] : 0.0f;
+    a.ym = 4 * q->y_hw, a.dys = 4 * q->out_w, a.xs = 4 * q->stride_h * q->in_w;
+    a.npass = (L + e) / 3, a.e = e;
+    for (n = 0; n < q->batch && oh_hi > oh_lo; n++) {
+        a.dy = (uint32_t)(uintptr_t)(q->dy + n * q->dy_n + oh_lo * q->out_w) - 4 * e;
+        a.x = (uint32_t)(uintptr_t)(q->x + n * q->x_n +
+                                    (uint32_t)((int32_t)(oh_lo * q->stride_h) + q->ih0) * q->in_w) -
+              4 * e;
+        a.nrow = oh_hi - oh_lo;
+        dw_rows_asm(&a);
+    }
+    for (r = 0; r < 4; r++)
+        for (t = 0; t < 3; t++)
+            q->dw[r * q->w_m + t] = DG_FAULT(DG_FAULT_CONV_GRAD_DW, a.acc[r * 3 + t]);
+    return 1;
+}
+#else
+#define dw_4x3_asm(q) 0
+#endif
+
 /* Pointwise dW: per group dW[mg, cg] = sum over n of dY_n[mg, hw] X_n[cg, hw]^T,
  * through the Gemm tiles with the sum continued from one sample to the
  * next (k = (n, p) in order); the items of pw_split over (group, mg, cg). */
@@ -1727,6 +2057,8 @@ void dg_conv_grad_dw_f32(void *args)
             q.dw = p->dw + (uint32_t)(m0 + m) * q.w_m + ((uint32_t)c * p->k_h + kh) * p->k_w;
             for (kw = 0; kw < p->k_w; kw += 4) {
                 const uint32_t nt = p->k_w - kw < 4 ? p->k_w - kw : 4;
+                if (mr == 4 && nt == 3 && kw == 0 && dw_4x3_asm(&q))
+                    continue;
                 if (mr == 4)
                     nt == 4 ? dw_4x4(&q, kw) : nt == 3 ? dw_4x3(&q, kw)
                     : nt == 2 ? dw_4x2(&q, kw) : dw_4x1(&q, kw);

@@ -299,13 +299,16 @@ static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, f
         c30 = y[3 * ldy], c31 = y[3 * ldy + 1], c32 = y[3 * ldy + 2], c33 = y[3 * ldy + 3]; \
     }
 
-#define DG_PANEL_FMA(b0, b1, b2, b3)                                                        \
+/* One k step of a 4 x 4 tile: the panel's 4 values at a[o .. o + 3]
+ * times the 4 B values b0 .. b3. */
+#define DG_PANEL_FMA(o, b0, b1, b2, b3)                                                     \
     {                                                                                       \
-        const float a0 = ap[0], a1 = ap[1], a2 = ap[2], a3 = ap[3];                         \
-        c00 += a0 * b0, c01 += a0 * b1, c02 += a0 * b2, c03 += a0 * b3;                     \
-        c10 += a1 * b0, c11 += a1 * b1, c12 += a1 * b2, c13 += a1 * b3;                     \
-        c20 += a2 * b0, c21 += a2 * b1, c22 += a2 * b2, c23 += a2 * b3;                     \
-        c30 += a3 * b0, c31 += a3 * b1, c32 += a3 * b2, c33 += a3 * b3;                     \
+        const float a0 = a[o], a1 = a[(o) + 1], a2 = a[(o) + 2], a3 = a[(o) + 3];           \
+        const float e0 = (b0), e1 = (b1), e2 = (b2), e3 = (b3);                             \
+        c00 += a0 * e0, c01 += a0 * e1, c02 += a0 * e2, c03 += a0 * e3;                     \
+        c10 += a1 * e0, c11 += a1 * e1, c12 += a1 * e2, c13 += a1 * e3;                     \
+        c20 += a2 * e0, c21 += a2 * e1, c22 += a2 * e2, c23 += a2 * e3;                     \
+        c30 += a3 * e0, c31 += a3 * e1, c32 += a3 * e2, c33 += a3 * e3;                     \
     }
 
 #define DG_PANEL_STORE(y, ldy)                                                              \
@@ -314,25 +317,148 @@ static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, f
     y[2 * ldy] = c20, y[2 * ldy + 1] = c21, y[2 * ldy + 2] = c22, y[2 * ldy + 3] = c23;     \
     y[3 * ldy] = c30, y[3 * ldy + 1] = c31, y[3 * ldy + 2] = c32, y[3 * ldy + 3] = c33;
 
-/* B(k, j + t) = pb[k * b_sk + t] */
-static void panel_rowb(const float *ap, const float *pb, uint32_t b_sk, float *y, uint32_t ldy,
-                       uint32_t kc, int acc)
-{
-    const float *end = ap + 4 * kc;
-    DG_PANEL_LOAD(acc, y, ldy)
-    for (; ap != end; ap += 4, pb += b_sk)
-        DG_PANEL_FMA(pb[0], pb[1], pb[2], pb[3])
-    DG_PANEL_STORE(y, ldy)
-}
+/* ntile 4 x 4 tiles side by side: the panel's 4 rows (kc > 0 k values)
+ * times B(k, j + t) = pb[k * b_sk + t], tile after tile 4 columns on. */
+#if defined(__riscv_zfinx) && !defined(DG_NO_ASM)
+/* The 32-bit cores with floats in the integer registers: clang keeps a
+ * frame pointer, so 27 registers are left, and its schedule loads the next
+ * k step's values while the multiply-adds of this one run, which spills
+ * accumulators; the k loop is therefore written out (16 accumulators, the
+ * step's 4 + 4 values, %[a], %[b] and the end take all 27; the B stride is
+ * read from the stack). Each sum runs k by k from 0.0f or from y, as in the
+ * C tile. */
+#define DG_ASM_TILE_OUT(mode)                                                               \
+    [c00] mode(c00), [c01] mode(c01), [c02] mode(c02), [c03] mode(c03), [c10] mode(c10),     \
+    [c11] mode(c11), [c12] mode(c12), [c13] mode(c13), [c20] mode(c20), [c21] mode(c21),     \
+    [c22] mode(c22), [c23] mode(c23), [c30] mode(c30), [c31] mode(c31), [c32] mode(c32),     \
+    [c33] mode(c33), [a] "=&r"(a), [b] "=&r"(b), [a0] "=&r"(a0), [a1] "=&r"(a1),              \
+    [a2] "=&r"(a2), [a3] "=&r"(a3), [e0] "=&r"(e0), [e1] "=&r"(e1), [e2] "=&r"(e2),          \
+    [e3] "=&r"(e3)
+#define DG_ASM_NEW(v) "=&r"(v)
 
-/* B(k, j + t) = pb[t * b_sj + k] */
-static void panel_colb(const float *ap, const float *pb, uint32_t b_sj, float *y, uint32_t ldy,
-                       uint32_t kc, int acc)
+/* the 16 accumulators from y (%[y], row stride %[ly] bytes), via a0 / a1 */
+#define DG_ASM_LOAD_Y                                                                       \
+    "lw %[a0], %[y]\n\t" "lw %[a1], %[ly]\n\t"                                               \
+    "lw %[c00], 0(%[a0])\n\t" "lw %[c01], 4(%[a0])\n\t" "lw %[c02], 8(%[a0])\n\t"             \
+    "lw %[c03], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
+    "lw %[c10], 0(%[a0])\n\t" "lw %[c11], 4(%[a0])\n\t" "lw %[c12], 8(%[a0])\n\t"             \
+    "lw %[c13], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
+    "lw %[c20], 0(%[a0])\n\t" "lw %[c21], 4(%[a0])\n\t" "lw %[c22], 8(%[a0])\n\t"             \
+    "lw %[c23], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
+    "lw %[c30], 0(%[a0])\n\t" "lw %[c31], 4(%[a0])\n\t" "lw %[c32], 8(%[a0])\n\t"             \
+    "lw %[c33], 12(%[a0])\n\t"
+#define DG_ASM_STORE_Y                                                                      \
+    "lw %[a0], %[y]\n\t" "lw %[a1], %[ly]\n\t"                                               \
+    "sw %[c00], 0(%[a0])\n\t" "sw %[c01], 4(%[a0])\n\t" "sw %[c02], 8(%[a0])\n\t"             \
+    "sw %[c03], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
+    "sw %[c10], 0(%[a0])\n\t" "sw %[c11], 4(%[a0])\n\t" "sw %[c12], 8(%[a0])\n\t"             \
+    "sw %[c13], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
+    "sw %[c20], 0(%[a0])\n\t" "sw %[c21], 4(%[a0])\n\t" "sw %[c22], 8(%[a0])\n\t"             \
+    "sw %[c23], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
+    "sw %[c30], 0(%[a0])\n\t" "sw %[c31], 4(%[a0])\n\t" "sw %[c32], 8(%[a0])\n\t"             \
+    "sw %[c33], 12(%[a0])\n\t"
+
+/* The whole row of tiles in one block, so that no accumulator crosses
+ * compiler-made code and the code between two tiles' k loops stays short
+ * (the cores' instruction caches are 512 bytes). Cores 0-3 share their
+ * FPUs with cores 4-7: a k step alternates one multiply-add with one other
+ * instruction, which lets the two cores of a pair take turns cycle by
+ * cycle whatever their phase. The multiply-adds go row 0, column 0, row
+ * 1, column 1, ... so that a register is free for the next step's value
+ * early; the next step's first three values load in this one. */
+#define DG_ASM_FA(c, x, y, then) "fmadd.s %[" #c "], %[" #x "], %[" #y "], %[" #c "]\n\t" then "\n\t"
+/* the multiply-adds of one step (panel entries at byte offset o of %[a])
+ * with its own loads of e2, e3, a1 .. a3 */
+#define DG_ASM_STEP_HEAD(o)                                                                 \
+    DG_ASM_FA(c00, a0, e0, "lw %[e2], 8(%[b])") DG_ASM_FA(c01, a0, e1, "lw %[e3], 12(%[b])")  \
+    DG_ASM_FA(c02, a0, e2, "lw %[a1], " #o "+4(%[a])")                                       \
+    DG_ASM_FA(c03, a0, e3, "lw %[a2], " #o "+8(%[a])")                                       \
+    DG_ASM_FA(c10, a1, e0, "lw %[a3], " #o "+12(%[a])")
+/* ... and the next step's a0, e0, e1; t1, t2: the loop's own two */
+#define DG_ASM_STEP_NEXT(o, t1, t2)                                                         \
+    DG_ASM_FA(c20, a2, e0, "lw %[a0], %[bs]") DG_ASM_FA(c30, a3, e0, "")                      \
+    DG_ASM_FA(c11, a1, e1, "add %[b], %[b], %[a0]")                                          \
+    DG_ASM_FA(c12, a1, e2, "lw %[a0], " #o "+16(%[a])")                                      \
+    DG_ASM_FA(c13, a1, e3, "lw %[e0], 0(%[b])") DG_ASM_FA(c21, a2, e1, "")                    \
+    DG_ASM_FA(c31, a3, e1, "lw %[e1], 4(%[b])") DG_ASM_FA(c22, a2, e2, "")                    \
+    DG_ASM_FA(c23, a2, e3, "") DG_ASM_FA(c32, a3, e2, t1) DG_ASM_FA(c33, a3, e3, t2)
+#define DG_ASM_STEP_LAST                                                                    \
+    DG_ASM_FA(c20, a2, e0, "") DG_ASM_FA(c30, a3, e0, "") DG_ASM_FA(c11, a1, e1, "")          \
+    DG_ASM_FA(c12, a1, e2, "") DG_ASM_FA(c13, a1, e3, "") DG_ASM_FA(c21, a2, e1, "")          \
+    DG_ASM_FA(c31, a3, e1, "") DG_ASM_FA(c22, a2, e2, "") DG_ASM_FA(c23, a2, e3, "")          \
+    DG_ASM_FA(c32, a3, e2, "") DG_ASM_FA(c33, a3, e3, "")
+static DG_NOINLINE void panel_rowb(const float *ap, const float *pb, uint32_t b_sk, float *y,
+                                   uint32_t ldy, uint32_t kc, uint32_t ntile, int acc)
+{
+    const uint32_t bs = 4 * b_sk, ly = 4 * ldy;
+    const float *const a_end = ap + 4 * (kc - 1); /* the last step's panel entries */
+    const float *a, *b;
+    float a0, a1, a2, a3, e0, e1, e2, e3;
+    float c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
+    if (ntile == 0)
+        return;
+    __asm__ volatile(
+        "0:\n\t"
+        "lw %[a], %[ap]\n\t"
+        "lw %[b], %[pb]\n\t"
+        "lw %[a0], %[acc]\n\t"
+        "beqz %[a0], 2f\n\t"
+        DG_ASM_LOAD_Y
+        "j 3f\n"
+        "2:\n\t"
+        "li %[c00], 0\n\t" "li %[c01], 0\n\t" "li %[c02], 0\n\t" "li %[c03], 0\n\t"
+        "li %[c10], 0\n\t" "li %[c11], 0\n\t" "li %[c12], 0\n\t" "li %[c13], 0\n\t"
+        "li %[c20], 0\n\t" "li %[c21], 0\n\t" "li %[c22], 0\n\t" "li %[c23], 0\n\t"
+        "li %[c30], 0\n\t" "li %[c31], 0\n\t" "li %[c32], 0\n\t" "li %[c33], 0\n"
+        "3:\n\t"
+        "lw %[a0], 0(%[a])\n\t" "lw %[e0], 0(%[b])\n\t" "lw %[e1], 4(%[b])\n\t"
+        "beq %[a], %[end], 4f\n\t"
+        /* two steps a pass; an odd count enters at the second one */
+        "sub %[e2], %[end], %[a]\n\t"
+        "andi %[e2], %[e2], 16\n\t"
+        "beqz %[e2], 1f\n\t"
+        "addi %[a], %[a], -16\n\t"
+        "j 5f\n"
+        "1:\n\t"
+        DG_ASM_STEP_HEAD(0) DG_ASM_STEP_NEXT(0, "", "")
+        "5:\n\t"
+        DG_ASM_STEP_HEAD(16) DG_ASM_STEP_NEXT(16, "addi %[a], %[a], 32", "bne %[a], %[end], 1b")
+        "4:\n\t"
+        DG_ASM_STEP_HEAD(0) DG_ASM_STEP_LAST
+        DG_ASM_STORE_Y
+        "lw %[a0], %[y]\n\t" "addi %[a0], %[a0], 16\n\t" "sw %[a0], %[y]\n\t"
+        "lw %[a0], %[pb]\n\t" "addi %[a0], %[a0], 16\n\t" "sw %[a0], %[pb]\n\t"
+        "lw %[a0], %[nt]\n\t" "addi %[a0], %[a0], -1\n\t" "sw %[a0], %[nt]\n\t"
+        "bnez %[a0], 0b\n\t"
+        : DG_ASM_TILE_OUT(DG_ASM_NEW), [y] "+m"(y), [pb] "+m"(pb), [nt] "+m"(ntile)
+        : [end] "r"(a_end), [bs] "m"(bs), [ly] "m"(ly), [acc] "m"(acc), [ap] "m"(ap)
+        : "memory");
+}
+#else
+static DG_NOINLINE void panel_rowb(const float *ap, const float *pb, uint32_t b_sk, float *y,
+                                   uint32_t ldy, uint32_t kc, uint32_t ntile, int acc)
+{
+    const float *const a_end = ap + 4 * kc;
+    for (; ntile > 0; ntile--, pb += 4, y += 4) {
+        const float *a = ap, *b = pb;
+        DG_PANEL_LOAD(acc, y, ldy)
+        for (; a != a_end; a += 4, b += b_sk)
+            DG_PANEL_FMA(0, b[0], b[1], b[2], b[3])
+        DG_PANEL_STORE(y, ldy)
+    }
+}
+#endif
+
+/* One 4 x 4 tile as panel_rowb's with B(k, j + t) = pb[t * b_sj + k]
+ * (columns contiguous): four column pointers. */
+static DG_NOINLINE void panel_colb(const float *ap, const float *pb, uint32_t b_sj, float *y,
+                                   uint32_t ldy, uint32_t kc, int acc)
 {
     const float *end = ap + 4 * kc, *q1 = pb + b_sj, *q2 = q1 + b_sj, *q3 = q2 + b_sj;
+    const float *a = ap;
     DG_PANEL_LOAD(acc, y, ldy)
-    for (; ap != end; ap += 4, pb++, q1++, q2++, q3++)
-        DG_PANEL_FMA(pb[0], q1[0], q2[0], q3[0])
+    for (; a != end; a += 4, pb++, q1++, q2++, q3++)
+        DG_PANEL_FMA(0, pb[0], q1[0], q2[0], q3[0])
     DG_PANEL_STORE(y, ldy)
 }
 
@@ -367,13 +493,12 @@ static void mm_panel(const float *a, uint32_t a_si, uint32_t a_sk, const float *
             const int ac = acc || k0 > 0;
             const float *bk = b + k0 * b_sk;
             pack_a4(a + i * a_si + k0 * a_sk, a_si, a_sk, kc, ap);
-            for (j = 0; j + 4 <= n; j += 4) {
-                if (b_sj == 1)
-                    panel_rowb(ap, bk + j, b_sk, yi + j, ldy, kc, ac);
-                else
+            if (b_sj == 1)
+                panel_rowb(ap, bk, b_sk, yi, ldy, kc, n / 4, ac);
+            else
+                for (j = 0; j + 4 <= n; j += 4)
                     panel_colb(ap, bk + j * b_sj, b_sj, yi + j, ldy, kc, ac);
-            }
-            for (; j < n; j++)
+            for (j = n / 4 * 4; j < n; j++)
                 panel_4x1(ap, bk + j * b_sj, b_sk, yi + j, ldy, kc, ac);
         }
     }
@@ -407,30 +532,38 @@ void dg_mm_block_f32(const float *a, uint32_t a_si, uint32_t a_sk, const float *
 #define DG_EPILOGUE_ALWAYS 0
 #endif
 
+/* y += alpha * (a fresh product), 4 x 16 outputs at a time (a call of its
+ * own, by the register tiles without the A panel, so that its buffer and
+ * the panel are not both on the stack) */
+static DG_NOINLINE void mm_add_scaled(const float *a, uint32_t a_si, uint32_t a_sk, const float *b,
+                                      uint32_t b_sk, uint32_t b_sj, float *y, uint32_t ldy,
+                                      uint32_t rows, uint32_t n, uint32_t k, float alpha)
+{
+    float t[4 * 16];
+    uint32_t i, j, r, c;
+    for (i = 0; i < rows; i += 4) {
+        const uint32_t rr = rows - i < 4 ? rows - i : 4;
+        for (j = 0; j < n; j += 16) {
+            const uint32_t cc = n - j < 16 ? n - j : 16;
+            mm_tiles(a + i * a_si, a_si, a_sk, b + j * b_sj, b_sk, b_sj, t, 16, rr, cc, k, 0);
+            for (r = 0; r < rr; r++)
+                for (c = 0; c < cc; c++)
+                    y[(i + r) * ldy + j + c] += alpha * t[r * 16 + c];
+        }
+    }
+}
+
 /* y (rows x n, row stride ldy) = alpha * A B, or += alpha * A B when
  * accumulate. Returns non-zero when y still needs the alpha pass. */
 static int mm_alpha(const float *a, uint32_t a_si, uint32_t a_sk, const float *b, uint32_t b_sk,
                     uint32_t b_sj, float *y, uint32_t ldy, uint32_t rows, uint32_t n, uint32_t k,
                     float alpha, uint32_t accumulate)
 {
-    float t[4 * 16];
-    uint32_t i, j, r, c;
     if (!accumulate || alpha == 1.0f) {
         dg_mm_block_f32(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, accumulate != 0);
         return !accumulate && alpha != 1.0f;
     }
-    /* y += alpha * (a fresh product), 4 x 16 outputs at a time */
-    for (i = 0; i < rows; i += 4) {
-        const uint32_t rr = rows - i < 4 ? rows - i : 4;
-        for (j = 0; j < n; j += 16) {
-            const uint32_t cc = n - j < 16 ? n - j : 16;
-            dg_mm_block_f32(a + i * a_si, a_si, a_sk, b + j * b_sj, b_sk, b_sj, t, 16, rr, cc, k,
-                            0);
-            for (r = 0; r < rr; r++)
-                for (c = 0; c < cc; c++)
-                    y[(i + r) * ldy + j + c] += alpha * t[r * 16 + c];
-        }
-    }
+    mm_add_scaled(a, a_si, a_sk, b, b_sk, b_sj, y, ldy, rows, n, k, alpha);
     return 0;
 }
 

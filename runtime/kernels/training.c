@@ -23,8 +23,12 @@ void dg_sgd_f32(void *args)
     const float lr = p->lr_ptr ? p->lr_ptr[0] : p->lr;
     dg_range_t r = dg_split(p->n);
     uint32_t i;
-    for (i = r.start; i < r.end; i++)
-        p->w_out[i] = DG_FAULT(DG_FAULT_SGD, p->w[i] - lr * p->g[i]);
+    /* two statements: a compiler that fuses a * b + c within one
+     * expression (clang's default) would round once, not as SGD does */
+    for (i = r.start; i < r.end; i++) {
+        const float step = lr * p->g[i];
+        p->w_out[i] = DG_FAULT(DG_FAULT_SGD, p->w[i] - step);
+    }
 }
 
 void dg_momentum_sgd_f32(void *args)

@@ -20,10 +20,10 @@
  * RV32, runtime/kernels/stack_usage.txt, plus the network's own frames on
  * the core that runs it); the memory plan reserves them in L1. */
 #ifndef STACK_SIZE
-#define STACK_SIZE 5376
+#define STACK_SIZE 4352
 #endif
 #ifndef SLAVE_STACK_SIZE
-#define SLAVE_STACK_SIZE 3328
+#define SLAVE_STACK_SIZE 2304
 #endif
 
 /* On the chips the harness allocates the cluster stacks itself and paints

@@ -24,10 +24,10 @@
 #define CC_STACK_SIZE 2304
 #endif
 #ifndef STACK_SIZE
-#define STACK_SIZE 3328
+#define STACK_SIZE 2304
 #endif
 #ifndef SLAVE_STACK_SIZE
-#define SLAVE_STACK_SIZE 3328
+#define SLAVE_STACK_SIZE 2304
 #endif
 
 /* On the chips the harness allocates the cluster stacks itself and paints
