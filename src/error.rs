@@ -102,11 +102,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// Exit code for the command line, per SPEC §1.
-    pub fn exit_code(&self) -> i32 {
-        2
-    }
-
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
     }

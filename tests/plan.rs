@@ -720,6 +720,9 @@ fn the_runtime_chip_header_is_written_from_the_platform_data() {
         std::fs::write(&path, &want).unwrap();
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(have == want, "runtime/mem/dg_chips.h is not what platforms.json says; UPDATE_GOLDEN=1 rewrites it:\n{}",
-        deploygen::emit::unified_diff(std::path::Path::new("dg_chips.h"), have.as_bytes(), want.as_bytes()));
+    assert!(
+        have == want,
+        "runtime/mem/dg_chips.h is not what platforms.json says; UPDATE_GOLDEN=1 rewrites it:\n{}",
+        deploygen::emit::unified_diff(std::path::Path::new("dg_chips.h"), have.as_bytes(), want.as_bytes())
+    );
 }

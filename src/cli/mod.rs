@@ -67,7 +67,8 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("error: {}", crate::escape::terminal(&describe(&e)));
-            ExitCode::from(e.exit_code() as u8)
+            // 2: bad input, or a request that cannot be met.
+            ExitCode::from(2)
         }
     }
 }

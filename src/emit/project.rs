@@ -177,74 +177,16 @@ fn list_files(root: &Path, rel: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// A unified diff of one file (`have` on disk → `want` generated); binary
-/// files are reported by size.
+/// A unified diff of one file (`have` on disk → `want` generated), 3 lines
+/// of context; binary files are reported by size.
 pub fn unified_diff(rel: &Path, have: &[u8], want: &[u8]) -> String {
     match (std::str::from_utf8(have), std::str::from_utf8(want)) {
         (Ok(a), Ok(b)) => {
-            let mut s = format!("--- a/{0}\n+++ b/{0}\n", rel.display());
-            s.push_str(&line_diff(a, b));
-            s
+            let (old, new) = (format!("a/{}", rel.display()), format!("b/{}", rel.display()));
+            similar::TextDiff::from_lines(a, b).unified_diff().context_radius(3).header(&old, &new).to_string()
         }
         _ => format!("binary file {} differs ({} B on disk, {} B generated)\n", rel.display(), have.len(), want.len()),
     }
-}
-
-/// Minimal unified diff (LCS over lines, 3 lines of context).
-fn line_diff(a: &str, b: &str) -> String {
-    let a: Vec<&str> = a.lines().collect();
-    let b: Vec<&str> = b.lines().collect();
-    // Trim the common prefix and suffix to keep the table small.
-    let pre = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let suf = a[pre..].iter().rev().zip(b[pre..].iter().rev()).take_while(|(x, y)| x == y).count();
-    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
-    let mut ops: Vec<(char, &str)> = vec![];
-    if am.len() * bm.len() > 4_000_000 {
-        ops.extend(am.iter().map(|l| ('-', *l)));
-        ops.extend(bm.iter().map(|l| ('+', *l)));
-    } else {
-        let (n, m) = (am.len(), bm.len());
-        let mut t = vec![0u32; (n + 1) * (m + 1)];
-        for i in (0..n).rev() {
-            for j in (0..m).rev() {
-                t[i * (m + 1) + j] = if am[i] == bm[j] {
-                    t[(i + 1) * (m + 1) + j + 1] + 1
-                } else {
-                    t[(i + 1) * (m + 1) + j].max(t[i * (m + 1) + j + 1])
-                };
-            }
-        }
-        let (mut i, mut j) = (0, 0);
-        while i < n || j < m {
-            if i < n && j < m && am[i] == bm[j] {
-                ops.push((' ', am[i]));
-                i += 1;
-                j += 1;
-            } else if i < n && (j == m || t[(i + 1) * (m + 1) + j] >= t[i * (m + 1) + j + 1]) {
-                ops.push(('-', am[i]));
-                i += 1;
-            } else {
-                ops.push(('+', bm[j]));
-                j += 1;
-            }
-        }
-    }
-    let ctx_before: Vec<&str> = a[pre.saturating_sub(3)..pre].to_vec();
-    let ctx_after: Vec<&str> = a[a.len() - suf..(a.len() - suf + 3).min(a.len())].to_vec();
-    let start = pre.saturating_sub(3);
-    let old_len = ctx_before.len() + am.len() + ctx_after.len();
-    let new_len = ctx_before.len() + bm.len() + ctx_after.len();
-    let mut s = format!("@@ -{},{} +{},{} @@\n", start + 1, old_len, start + 1, new_len);
-    for l in ctx_before {
-        s.push_str(&format!(" {l}\n"));
-    }
-    for (c, l) in ops {
-        s.push_str(&format!("{c}{l}\n"));
-    }
-    for l in ctx_after {
-        s.push_str(&format!(" {l}\n"));
-    }
-    s
 }
 
 #[cfg(test)]

@@ -278,6 +278,9 @@ pub fn chips_header() -> String {
         }
     }
     let defines: Vec<String> = all.iter().map(|p| format!("-D{}", p.c_define)).collect();
-    s.push_str(&format!("#else\n#error \"no platform selected: compile with one of {}\"\n#endif\n\n#endif /* DG_CHIPS_H */\n", defines.join(", ")));
+    s.push_str(&format!(
+        "#else\n#error \"no platform selected: compile with one of {}\"\n#endif\n\n#endif /* DG_CHIPS_H */\n",
+        defines.join(", ")
+    ));
     s
 }
