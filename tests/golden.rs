@@ -56,8 +56,7 @@ fn args(c: &Case) -> BuildArgs {
         model: common::zoo(c.model),
         platform: c.platform.into(),
         default_mem: Some(c.level.into()),
-        l2_image: c.l2_image,
-        no_tiling: c.untiled,
+        plan: deploygen::cli::plan_args::PlanArgs { l2_image: c.l2_image, no_tiling: c.untiled, ..Default::default() },
         ..Default::default()
     }
 }
