@@ -229,3 +229,19 @@ fn a_capacity_beyond_32_bits_is_refused() {
     let o = deploygen(&["inspect", &mlp(), "--platform", "GAP9", "--l3", "4294967295"], tmp.path());
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// A lone `.onnx` file not named like a folder's main file is named by its
+/// stem, by `build` and by `test` alike (`lone/mycnn.onnx` is `mycnn`).
+#[test]
+fn a_lone_onnx_file_has_one_name_in_build_and_test() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lone = tmp.path().join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    // Its weights are initializers: it builds without test data.
+    std::fs::copy(common::zoo("conv_legacy_attrs").join("network.onnx"), lone.join("mycnn.onnx")).unwrap();
+    let b = deploygen(&["build", "lone/mycnn.onnx", "--platform", "host", "--out", "out"], tmp.path());
+    assert!(text(&b).contains("deploygen build: mycnn ("), "{}", text(&b));
+    let t = deploygen(&["test", "lone/mycnn.onnx", "--platform", "host"], tmp.path());
+    assert!(text(&t).contains("mycnn/host-L2-inference"), "{}", text(&t));
+    assert!(!text(&t).contains("lone/host-L2"), "{}", text(&t));
+}

@@ -83,16 +83,7 @@ pub struct TestArgs {
 /// A model folder's name in keys: the folder's name (for a `.onnx` file
 /// not named like a model folder's main file, its stem).
 fn model_name(path: &Path) -> String {
-    let stem = || path.file_stem().map(|s| s.to_string_lossy().into_owned());
-    let dir_name = |p: &Path| p.file_name().map(|s| s.to_string_lossy().into_owned());
-    let name = if path.is_dir() {
-        dir_name(&path.canonicalize().unwrap_or_else(|_| path.to_path_buf()))
-    } else if matches!(path.file_name().and_then(|f| f.to_str()), Some("network.onnx" | "training_model.onnx")) {
-        path.canonicalize().ok().and_then(|p| p.parent().and_then(dir_name))
-    } else {
-        stem()
-    };
-    name.unwrap_or_else(|| path.display().to_string())
+    crate::import::model_name(path).map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// The model folders named by the arguments: a model folder or `.onnx`

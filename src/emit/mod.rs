@@ -141,14 +141,13 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// The model's name as given (the folder's, else the file stem's): its
-/// raw bytes, and as text for messages and the manifest.
+/// The model's name (`import::model_name`): its raw bytes, and as text
+/// for messages and the manifest.
 fn model_name(model: &Model, opts: &EmitOptions) -> (Vec<u8>, String) {
     if let Some(n) = &opts.name {
         return (n.as_bytes().to_vec(), n.clone());
     }
-    let dir = model.dir.file_name().filter(|d| !d.is_empty() && *d != ".");
-    match dir.or(model.path.file_stem()) {
+    match crate::import::model_name(&model.path) {
         Some(n) => (n.as_encoded_bytes().to_vec(), n.to_string_lossy().into_owned()),
         None => (b"model".to_vec(), "model".into()),
     }

@@ -25,6 +25,24 @@ pub use train::{TrainRequest, TRAIN_FILE};
 const MAIN_NAMES: &[&str] = &["network.onnx", "training_model.onnx"];
 const OPTIMIZER_NAMES: &[&str] = &["optimizer.onnx", "optimizer_model.onnx"];
 
+/// A model's name, from a MODEL argument or its main file: the folder's
+/// name for a folder or a main file (`network.onnx`,
+/// `training_model.onnx`), else the `.onnx` file's stem. `build` names
+/// the project with it and `test` the case, so the two agree.
+pub fn model_name(path: &Path) -> Option<std::ffi::OsString> {
+    let dir_name = |p: &Path| {
+        let p = if p.as_os_str().is_empty() { Path::new(".") } else { p };
+        p.canonicalize().unwrap_or_else(|_| p.to_path_buf()).file_name().map(|s| s.to_os_string())
+    };
+    if path.is_dir() {
+        return dir_name(path);
+    }
+    match path.file_name().and_then(|f| f.to_str()) {
+        Some(f) if MAIN_NAMES.contains(&f) => path.parent().and_then(dir_name),
+        _ => path.file_stem().map(|s| s.to_os_string()),
+    }
+}
+
 /// The files that make up a model, resolved from a MODEL argument: a folder
 /// or a path to one `.onnx` file.
 #[derive(Clone, Debug)]
