@@ -381,15 +381,18 @@ void dg_softmax_grad_f32(void *args);
 /* ======================================================================
  * Losses
  * ====================================================================== */
-enum { DG_REDUCTION_MEAN = 0, DG_REDUCTION_SUM = 1 };
+enum { DG_REDUCTION_MEAN = 0, DG_REDUCTION_SUM = 1, DG_REDUCTION_NONE = 2 };
 
 /* SoftmaxCrossEntropyLoss: scores [batch, classes, inner], labels
  * [batch, inner] (int64, or int32 when labels_i32). log_prob (required, the
  * size of scores) receives log_softmax over classes; loss (may be NULL) the
  * mean (over samples whose label != ignore_index, when has_ignore) or sum of
  * -log_prob[label]. A label outside [0, classes) that is not ignored is an
- * error (aborts on the host emulation). Barrier: log_prob, then core 0 sums
- * the loss in sample order. */
+ * error (aborts on the host emulation). With class weights (weights not
+ * NULL) each sample's term is weights[label] * -log_prob[label] and the mean
+ * divides by the sum of the counted samples' weights. DG_REDUCTION_NONE
+ * writes each sample's term into loss[batch, inner] (0 when ignored).
+ * Barrier: log_prob, then core 0 sums the loss in sample order. */
 typedef struct {
     const float *scores;
     const void *labels;
@@ -400,6 +403,7 @@ typedef struct {
     int64_t ignore_index;
     uint32_t has_ignore;
     uint32_t reduction;
+    const float *weights;
 } dg_sce_args_t;
 void dg_sce_loss_f32(void *args);
 

@@ -129,7 +129,15 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
                 }
                 let span = padded - eff_k;
                 if ceil {
-                    span.div_ceil(strides[d]) + 1
+                    // The last window must start inside the input or its
+                    // leading padding (ONNX, PyTorch): one starting in the
+                    // trailing padding is dropped.
+                    let o = span.div_ceil(strides[d]) + 1;
+                    if o > 1 && (o - 1) * strides[d] >= inp + pads[d] {
+                        o - 1
+                    } else {
+                        o
+                    }
                 } else {
                     span / strides[d] + 1
                 }

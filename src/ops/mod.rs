@@ -107,6 +107,9 @@ pub struct OpDef {
     /// onnxruntime's contrib and training schemas), legacy forms included;
     /// [`UNIVERSAL_ATTRS`] are accepted on every operator.
     pub attrs: &'static [&'static str],
+    /// Attributes of the operator's older schemas, accepted on a node of a
+    /// model whose opset is older than `before`.
+    pub legacy: &'static [LegacyAttr],
     pub infer: InferFn,
     /// Input slots that must be present (a non-empty name): the typing
     /// pass refuses a node that leaves one empty, before its rule runs.
@@ -188,6 +191,7 @@ impl OpDef {
     pub const BASE: OpDef = OpDef {
         name: "",
         attrs: &[],
+        legacy: &[],
         infer: no_rule,
         required: &[0],
         fold: None,
@@ -231,6 +235,51 @@ pub const FUSED_ACT: &str = "deploygen.act";
 /// Attributes any operator may carry: onnxruntime-training writes a
 /// `description` on the nodes its gradient builder makes.
 pub const UNIVERSAL_ATTRS: &[&str] = &["description"];
+
+/// An attribute an older schema of the operator defines (and a later one
+/// dropped): accepted below opset `before` when `unsupported` finds nothing
+/// to refuse in its value (a hint deploygen computes the same without).
+pub struct LegacyAttr {
+    pub name: &'static str,
+    pub before: i64,
+    /// Why the node's value of the attribute is refused; `None`: it is
+    /// ignorable.
+    pub unsupported: fn(&Node) -> Option<String>,
+}
+
+pub fn ignorable(_: &Node) -> Option<String> {
+    None
+}
+
+fn legacy_axis(n: &Node) -> Option<String> {
+    Some(format!(
+        "'axis' = {} aligns the second operand by axis (opset < 7 broadcasting); deploygen broadcasts as numpy does \
+         (trailing dims) only",
+        match n.attrs.get("axis") {
+            Some(crate::ir::Attr::Int(v)) => v.to_string(),
+            _ => "?".to_string(),
+        }
+    ))
+}
+
+/// Opset < 7 broadcasting of the binary elementwise operators: `broadcast`
+/// (numpy broadcasting covers its trailing-aligned form), `axis`
+/// (refused), and opset < 6 `consumed_inputs` (a memory hint).
+pub const LEGACY_BROADCAST: &[LegacyAttr] = &[
+    LegacyAttr { name: "broadcast", before: 7, unsupported: ignorable },
+    LegacyAttr { name: "axis", before: 7, unsupported: legacy_axis },
+    LegacyAttr { name: "consumed_inputs", before: 6, unsupported: ignorable },
+];
+
+/// Opset < 6 `consumed_inputs` (a memory hint, ignorable).
+pub const LEGACY_CONSUMED: &[LegacyAttr] = &[LegacyAttr { name: "consumed_inputs", before: 6, unsupported: ignorable }];
+
+impl OpDef {
+    /// The legacy attribute `name` a node of opset `opset` may carry.
+    pub fn legacy_attr(&self, name: &str, opset: i64) -> Option<&LegacyAttr> {
+        self.legacy.iter().find(|l| l.name == name && opset < l.before)
+    }
+}
 
 impl OpDef {
     /// Whether the operator's schema defines attribute `name`.
