@@ -258,9 +258,9 @@ pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     let weights = match ctx.node.input(2) {
         Some(_) => {
             ctx.require_f32(&[2])?;
-            ctx.inp(2)?
+            Some(ctx.inp(2)?)
         }
-        None => Arg::Null,
+        None => None,
     };
     let [b, c, i] = sce_dims(ctx, &ctx.in_shape(0)?)?;
     let scores = ctx.in_shape(0)?;
@@ -277,24 +277,21 @@ pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
         (ctx.opt_out(0), lp)
     };
     let (ig, has) = ignore(ctx)?;
-    one(call(
-        "dg_sce_loss_f32",
-        "dg_sce_args_t",
-        vec![
-            ("scores", ctx.inp(0)?),
-            ("labels", ctx.inp(1)?),
-            ("labels_i32", labels_i32(ctx, 1)?),
-            ("log_prob", log_prob),
-            ("loss", loss),
-            ("batch", u(b)),
-            ("classes", u(c)),
-            ("inner", u(i)),
-            ("ignore_index", ig),
-            ("has_ignore", has),
-            ("reduction", Arg::Enum(loss_reduction_code(ctx)?)),
-            ("weights", weights),
-        ],
-    ))
+    let mut fields = vec![
+        ("scores", ctx.inp(0)?),
+        ("labels", ctx.inp(1)?),
+        ("labels_i32", labels_i32(ctx, 1)?),
+        ("log_prob", log_prob),
+        ("loss", loss),
+        ("batch", u(b)),
+        ("classes", u(c)),
+        ("inner", u(i)),
+        ("ignore_index", ig),
+        ("has_ignore", has),
+        ("reduction", Arg::Enum(loss_reduction_code(ctx)?)),
+    ];
+    fields.extend(weights.map(|w| ("weights", w)));
+    one(call("dg_sce_loss_f32", "dg_sce_args_t", fields))
 }
 
 /// The forward loss also writes the unreduced per-sample losses.

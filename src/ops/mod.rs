@@ -116,6 +116,10 @@ pub struct OpDef {
     pub required: &'static [usize],
     /// Set for the operators that make up static shape subgraphs.
     pub fold: Option<FoldFn>,
+    /// A window operator's `auto_pad = SAME_UPPER / SAME_LOWER` as explicit
+    /// `pads` (begin then end), once the input shape is known: typing
+    /// rewrites the node with them, so later stages see only `pads`.
+    pub explicit_pads: Option<fn(&Ctx) -> Result<Option<Vec<i64>>>>,
     pub fold_when: FoldWhen,
     /// Input slots read when generating code, when constant (shapes, axes,
     /// bounds): such constants need no buffer.
@@ -195,6 +199,7 @@ impl OpDef {
         infer: no_rule,
         required: &[0],
         fold: None,
+        explicit_pads: None,
         fold_when: FoldWhen::ConstantInts,
         compile_time: &[],
         view: false,
