@@ -149,6 +149,18 @@ pub enum UnknownAttrs {
 pub fn check_attributes(m: &mut Model, policy: UnknownAttrs) -> Result<()> {
     for g in std::iter::once(&mut m.graph).chain(m.optimizer.as_mut()) {
         let mut warnings = vec![];
+        for node in g.dag.node_weights_mut() {
+            for &(theirs, schema) in crate::ops::of(node).renamed {
+                let Some(v) = node.attrs.shift_remove(theirs) else { continue };
+                if node.attrs.get(schema).is_some_and(|w| *w != v) {
+                    return Err(Error::node(
+                        node,
+                        format!("attributes '{theirs}' and '{schema}' (the same, in another spelling) disagree"),
+                    ));
+                }
+                node.attrs.insert(schema.to_string(), v);
+            }
+        }
         for (_, node) in g.nodes() {
             let def = crate::ops::of(node);
             let domain = if node.domain == "ai.onnx" { "" } else { node.domain.as_str() };

@@ -110,6 +110,9 @@ pub struct OpDef {
     /// Attributes of the operator's older schemas, accepted on a node of a
     /// model whose opset is older than `before`.
     pub legacy: &'static [LegacyAttr],
+    /// Attributes a third-party convention spells differently:
+    /// `(theirs, the schema's)`; import renames them.
+    pub renamed: &'static [(&'static str, &'static str)],
     pub infer: InferFn,
     /// Input slots that must be present (a non-empty name): the typing
     /// pass refuses a node that leaves one empty, before its rule runs.
@@ -196,6 +199,7 @@ impl OpDef {
         name: "",
         attrs: &[],
         legacy: &[],
+        renamed: &[],
         infer: no_rule,
         required: &[0],
         fold: None,
