@@ -63,14 +63,14 @@ fn read_junit(path: &Path) -> BTreeMap<String, Verdict> {
     let xml = std::fs::read_to_string(path).expect("deploygen test wrote no JUnit file");
     let mut out = BTreeMap::new();
     for tc in xml.split("<testcase ").skip(1) {
-        let head = &tc[..tc.find('>').unwrap_or(tc.len())];
-        let name = attr(head, "name").expect("a test case without a name");
+        let head = format!(" {}", &tc[..tc.find('>').unwrap_or(tc.len())]);
+        let name = attr(&head, "name").expect("a test case without a name");
         let mut v = Verdict { stage: String::new(), message: String::new() };
         for p in tc.split("<property ").skip(1) {
-            let p = &p[..p.find("/>").unwrap_or(p.len())];
-            match attr(p, "name").as_deref() {
-                Some("stage") => v.stage = attr(p, "value").unwrap_or_default(),
-                Some("error_message") => v.message = attr(p, "value").unwrap_or_default(),
+            let p = format!(" {}", &p[..p.find("/>").unwrap_or(p.len())]);
+            match attr(&p, "name").as_deref() {
+                Some("stage") => v.stage = attr(&p, "value").unwrap_or_default(),
+                Some("error_message") => v.message = attr(&p, "value").unwrap_or_default(),
                 _ => {}
             }
         }
