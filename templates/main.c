@@ -101,8 +101,14 @@ static void compare_task(void *arg)
                                     &check_compared);
 {%- endif %}
 {%- for k in h.checks %}
+{%- match k.exact %}
+{%- when Some with (size) %}
+    check_errors += dg_check_exact("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u, {{ size }}u,
+                                   &check_compared);
+{%- when None %}
     check_errors += dg_check_tensor("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
+{%- endmatch %}
 {%- endfor %}
 }
 

@@ -34,7 +34,7 @@ PI_L2 static float testLossRef[N_LOSS_REFS] = {
 {%- endif %}
 {%- for d in h.refs %}
 
-PI_L2 static float {{ d.name }}[] = {
+PI_L2 static {{ d.ctype }} {{ d.name }}[] = {
 {%- for l in d.lines %}
 {{ l }}
 {%- endfor %}

@@ -2,7 +2,9 @@
  * deploygen harness helpers: comparisons that cannot pass vacuously
  * (SPEC §5). Every function counts the values it really compared into
  * *compared; an error is counted unless computed == ref (equal infinities
- * included) or |computed - ref| <= tol, so a NaN is always an error.
+ * included), both are NaN, or |computed - ref| <= tol, so a NaN against a
+ * number is always an error. Integer and boolean tensors are compared
+ * exactly.
  * Computed values and references may live in any memory level
  * (they are read through dg_copy in small chunks). Call from the fabric controller or the
  * cluster controller, never inside a team fork.
@@ -29,6 +31,11 @@ uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, flo
  * "  mismatch NAME[i] computed=... ref=...". */
 uint32_t dg_check_tensor(const char *name, const void *computed, const void *ref, uint32_t n,
                          float tol, uint32_t *compared);
+
+/* The same for integer or boolean values of `size` bytes each (at most 8),
+ * compared exactly: "  mismatch NAME[i] computed=... ref=..." as integers. */
+uint32_t dg_check_exact(const char *name, const void *computed, const void *ref, uint32_t n, uint32_t size,
+                        uint32_t *compared);
 
 /* Decimal text of a 64-bit count (printf of %llu is not everywhere). */
 const char *dg_u64_str(char buf[21], uint64_t v);

@@ -381,15 +381,18 @@ void dg_softmax_grad_f32(void *args);
 /* ======================================================================
  * Losses
  * ====================================================================== */
-enum { DG_REDUCTION_MEAN = 0, DG_REDUCTION_SUM = 1 };
+enum { DG_REDUCTION_MEAN = 0, DG_REDUCTION_SUM = 1, DG_REDUCTION_NONE = 2 };
 
 /* SoftmaxCrossEntropyLoss: scores [batch, classes, inner], labels
  * [batch, inner] (int64, or int32 when labels_i32). log_prob (required, the
  * size of scores) receives log_softmax over classes; loss (may be NULL) the
  * mean (over samples whose label != ignore_index, when has_ignore) or sum of
  * -log_prob[label]. A label outside [0, classes) that is not ignored is an
- * error (aborts on the host emulation). Barrier: log_prob, then core 0 sums
- * the loss in sample order. */
+ * error (aborts on the host emulation). With class weights (weights not
+ * NULL) each sample's term is weights[label] * -log_prob[label] and the mean
+ * divides by the sum of the counted samples' weights. DG_REDUCTION_NONE
+ * writes each sample's term into loss[batch, inner] (0 when ignored).
+ * Barrier: log_prob, then core 0 sums the loss in sample order. */
 typedef struct {
     const float *scores;
     const void *labels;
@@ -400,6 +403,7 @@ typedef struct {
     int64_t ignore_index;
     uint32_t has_ignore;
     uint32_t reduction;
+    const float *weights; /* optional: NULL (unset) is no class weights */
 } dg_sce_args_t;
 void dg_sce_loss_f32(void *args);
 
@@ -701,10 +705,10 @@ typedef struct {
     uint32_t elem_size;
     uint32_t n;
     uint32_t ndim;
-    uint32_t shape[DG_MAX_DIMS];
-    uint32_t c_strides[DG_MAX_DIMS];
-    uint32_t x_strides[DG_MAX_DIMS];
-    uint32_t y_strides[DG_MAX_DIMS];
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t c_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t x_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t y_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
 } dg_where_args_t;
 void dg_where(void *args);
 
@@ -723,11 +727,12 @@ typedef struct {
 } dg_cast_args_t;
 void dg_cast(void *args);
 
-/* ---- Gather along an axis with constant indices (any element size) ------
+/* ---- Gather along an axis (any element size) ------------------------------
  * x is [outer, axis_dim, inner], y is [outer, n_idx, inner]:
  * y[o, j, i] = x[o, indices[j], i]. Indices are int64 (int32 when
- * indices_i32), already normalised to [0, axis_dim) by the generator (the
- * host emulation aborts on one outside). Scalar indices: n_idx = 1 and the
+ * indices_i32): constant ones normalised to [0, axis_dim) by the generator,
+ * run-time ones (token ids) in [-axis_dim, axis_dim), a negative one
+ * counting from the end (the host emulation aborts on one outside). Scalar indices: n_idx = 1 and the
  * generator drops the axis from the output shape. */
 typedef struct {
     const void *x;

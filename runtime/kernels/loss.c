@@ -35,23 +35,30 @@ void dg_sce_loss_f32(void *args)
     pi_cl_team_barrier();
     /* phase 2: the first core of the team sums -log_prob[label] in order */
     if (pi_core_id() == 0) {
-        float acc = 0.0f;
-        uint32_t count = 0;
+        float acc = 0.0f, count = 0.0f;
         for (s = 0; s < samples; s++) {
             const int64_t l = label_at(p->labels, p->labels_i32, s);
             const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+            float w, term;
+            if (p->reduction == DG_REDUCTION_NONE)
+                p->loss[s] = 0.0f;
             if (p->has_ignore && l == p->ignore_index)
                 continue;
             DG_CHECK(l >= 0 && l < (int64_t)p->classes,
                      "SoftmaxCrossEntropyLoss: label out of range");
             if (l < 0 || l >= (int64_t)p->classes)
                 continue;
-            acc -= p->log_prob[base + (uint32_t)l * p->inner];
-            count++;
+            w = p->weights ? p->weights[l] : 1.0f;
+            term = -p->log_prob[base + (uint32_t)l * p->inner] * w;
+            if (p->reduction == DG_REDUCTION_NONE)
+                p->loss[s] = DG_FAULT(DG_FAULT_SCE_LOSS, term);
+            acc += term;
+            count += w;
         }
         if (p->reduction == DG_REDUCTION_MEAN)
-            acc = count ? acc / (float)count : 0.0f;
-        p->loss[0] = DG_FAULT(DG_FAULT_SCE_LOSS, acc);
+            acc = count != 0.0f ? acc / count : 0.0f;
+        if (p->reduction != DG_REDUCTION_NONE)
+            p->loss[0] = DG_FAULT(DG_FAULT_SCE_LOSS, acc);
     }
 }
 

@@ -154,8 +154,10 @@ void dg_gather(void *args)
     uint32_t k;
     for (k = r.start; k < r.end; k++) {
         const uint32_t o = k / p->n_idx, j = k % p->n_idx;
-        const int64_t ix = p->indices_i32 ? (int64_t)((const int32_t *)p->indices)[j]
-                                          : ((const int64_t *)p->indices)[j];
+        int64_t ix = p->indices_i32 ? (int64_t)((const int32_t *)p->indices)[j]
+                                    : ((const int64_t *)p->indices)[j];
+        if (ix < 0)
+            ix += (int64_t)p->axis_dim;
         DG_CHECK(ix >= 0 && ix < (int64_t)p->axis_dim, "Gather: index outside [0, axis_dim)");
         memcpy((uint8_t *)p->y + k * row,
                (const uint8_t *)p->x + (o * p->axis_dim + (uint32_t)ix) * row, row);

@@ -209,8 +209,14 @@ impl Binding {
         let per_mb: usize = self.data_slots().iter().map(|s| s.ty().bytes().unwrap_or(0)).sum();
         let passes = self.schedule.n_steps * self.schedule.n_accum.max(1);
         let loss = self.loss.as_ref().map_or(0, |l| l.data.numel().min(passes));
-        let refs: usize = self.references.iter().filter(|r| r.data.dtype.is_float()).map(|r| r.data.numel()).sum();
-        (mbs * per_mb + 4 * (loss + refs)) as u64
+        // Float references are written as f32; integer and boolean ones as
+        // their own type (compared exactly).
+        let refs: usize = self
+            .references
+            .iter()
+            .map(|r| r.data.numel() * if r.data.dtype.is_float() { 4 } else { r.data.dtype.size().unwrap_or(4) })
+            .sum();
+        (mbs * per_mb + 4 * loss + refs) as u64
     }
 
     /// The data slots `[0, D)`.

@@ -23,6 +23,9 @@ pub struct Check {
     pub expr: String,
     pub ref_name: String,
     pub values: u64,
+    /// Bytes per value of an integer or boolean tensor, compared exactly;
+    /// `None`: f32, compared within the tolerance.
+    pub exact: Option<usize>,
 }
 
 /// A static array of test data or references.
@@ -274,32 +277,30 @@ fn loss_references(bd: &bind::Binding, l: &bind::Reference, l3: &mut Option<L3Da
 }
 
 fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3Data>, h: &mut Harness) {
-    let id = ctx.buffer_of(GraphSel::Main, &r.target);
-    let float = r.data.dtype.is_float();
-    let Some(id) = id.filter(|_| float) else {
-        let why = if float {
-            format!("no buffer holds '{}'", r.target)
-        } else {
-            format!("its dtype {} is not compared (float references only)", r.data.dtype)
-        };
-        not_compared(h, r.key.clone(), why);
+    let Some(id) = ctx.buffer_of(GraphSel::Main, &r.target) else {
+        not_compared(h, r.key.clone(), format!("no buffer holds '{}'", r.target));
         return;
     };
     let dtype = ctx.plan.buffers[id].dtype;
-    if dtype != DType::F32 {
-        not_compared(h, r.key.clone(), format!("'{}' is {dtype}, not f32", r.target));
+    let float = r.data.dtype.is_float();
+    let (ctype, values, raw, exact) = if dtype == DType::F32 && float {
+        let vals = r.data.to_f32().unwrap_or_default();
+        let lits: Vec<String> = vals.iter().map(|v| c::f32_lit(*v)).collect();
+        let raw: Vec<u8> = vals.iter().flat_map(|x| x.to_le_bytes()).collect();
+        ("float", lits, raw, None)
+    } else if !float && dtype == r.data.dtype && dtype.size().is_some() {
+        // Integers and booleans: the reference as the buffer holds it, compared exactly.
+        (c::ctype_of(dtype), c::values(&r.data), r.data.bytes.clone(), dtype.size())
+    } else {
+        not_compared(h, r.key.clone(), format!("'{}' is {dtype}, its reference {}", r.target, r.data.dtype));
         return;
-    }
-    let vals = r.data.to_f32().unwrap_or_default();
+    };
+    let n = r.data.numel() as u64;
     let rn = match l3.as_mut() {
-        Some(d) => format!("DG_L3({}u)", d.push_f32(&vals)),
+        Some(d) => format!("DG_L3({}u)", d.push(&raw)),
         None => {
             let rn = c_ident("testRef_", i);
-            h.refs.push(DataArray {
-                ctype: "float".into(),
-                name: rn.clone(),
-                lines: c::lines(&vals.iter().map(|v| c::f32_lit(*v)).collect::<Vec<_>>(), 8),
-            });
+            h.refs.push(DataArray { ctype: ctype.into(), name: rn.clone(), lines: c::lines(&values, 8) });
             rn
         }
     };
@@ -311,7 +312,8 @@ fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3
         name: c_string(escape::harness_label(&what)),
         expr: ctx.expr(id),
         ref_name: rn,
-        values: vals.len() as u64,
+        values: n,
+        exact,
     });
-    h.compared.push(Compared { name: what, values: vals.len() as u64 });
+    h.compared.push(Compared { name: what, values: n });
 }

@@ -167,9 +167,30 @@ pub enum UnknownAttrs {
 pub fn check_attributes(m: &mut Model, policy: UnknownAttrs) -> Result<()> {
     for g in std::iter::once(&mut m.graph).chain(m.optimizer.as_mut()) {
         let mut warnings = vec![];
+        for node in g.dag.node_weights_mut() {
+            for &(theirs, schema) in crate::ops::of(node).renamed {
+                let Some(v) = node.attrs.shift_remove(theirs) else { continue };
+                if node.attrs.get(schema).is_some_and(|w| *w != v) {
+                    return Err(Error::node(
+                        node,
+                        format!("attributes '{theirs}' and '{schema}' (the same, in another spelling) disagree"),
+                    ));
+                }
+                node.attrs.insert(schema.to_string(), v);
+            }
+        }
         for (_, node) in g.nodes() {
             let def = crate::ops::of(node);
+            let domain = if node.domain == "ai.onnx" { "" } else { node.domain.as_str() };
+            let opset = g.opsets.get(domain).copied().unwrap_or(i64::MAX);
             for name in node.attrs.keys().filter(|a| !def.defines_attr(a)) {
+                // An attribute of the schema of the model's (older) opset.
+                if let Some(l) = def.legacy_attr(name, opset) {
+                    if let Some(why) = (l.unsupported)(node) {
+                        return Err(Error::node(node, format!("opset {opset} attribute {why}")));
+                    }
+                    continue;
+                }
                 let known = if def.attrs.is_empty() { "none".to_string() } else { def.attrs.join(", ") };
                 let what =
                     format!("attribute '{name}' is not defined by the schema of {} (its attributes: {known})", node.op);

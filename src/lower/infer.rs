@@ -19,6 +19,13 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         let def = ops::of(&graph.dag[n]);
         required_inputs(&Ctx { graph, node: &graph.dag[n] }, def)?;
         let inferred = rule_with_int_lists(graph, n, def)?;
+        if let Some(explicit) = def.explicit_pads {
+            if let Some(pads) = explicit(&Ctx { graph, node: &graph.dag[n] })? {
+                let node = &mut graph.dag[n];
+                node.attrs.insert("pads".into(), Attr::Ints(pads));
+                node.attrs.insert("auto_pad".into(), Attr::String("NOTSET".into()));
+            }
+        }
         let node = graph.dag[n].clone();
         let ctx = Ctx { graph, node: &node };
         if let Some(values) = try_fold(&ctx, def, &inferred)? {

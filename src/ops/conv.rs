@@ -10,6 +10,7 @@ use crate::ir::{Attr, TensorType};
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Conv",
+        explicit_pads: Some(conv_same_pads),
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
         infer: conv,
         required: &[0, 1],
@@ -129,7 +130,15 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
                 }
                 let span = padded - eff_k;
                 if ceil {
-                    span.div_ceil(strides[d]) + 1
+                    // The last window must start inside the input or its
+                    // leading padding (ONNX, PyTorch): one starting in the
+                    // trailing padding is dropped.
+                    let o = span.div_ceil(strides[d]) + 1;
+                    if o > 1 && (o - 1) * strides[d] >= inp + pads[d] {
+                        o - 1
+                    } else {
+                        o
+                    }
                 } else {
                     span / strides[d] + 1
                 }
@@ -152,6 +161,30 @@ fn conv(ctx: &Ctx) -> Result<Vec<TensorType>> {
 /// The output shape of a convolution of input slot `xi` with weight slot
 /// `wi` (and bias `bi`) under the node's attributes; `None` when a shape
 /// is unknown. Shared by Conv and ConvGrad, whose dY mirrors it.
+/// Whether the node's `auto_pad` is SAME_UPPER or SAME_LOWER.
+pub(super) fn auto_same(ctx: &Ctx) -> Result<bool> {
+    Ok(matches!(ctx.node.string("auto_pad")?, Some("SAME_UPPER" | "SAME_LOWER")))
+}
+
+/// `pads` of a window under `auto_pad = SAME_*` for input `x`.
+pub(super) fn same_pads(ctx: &Ctx, x: &[usize], kernel: Vec<usize>) -> Result<Option<Vec<i64>>> {
+    let (w, _) = window(ctx, x, kernel, false)?;
+    Ok(Some(w.pads.iter().map(|&p| p as i64).collect()))
+}
+
+/// Conv's SAME padding as explicit pads (kernel from the weight).
+fn conv_same_pads(ctx: &Ctx) -> Result<Option<Vec<i64>>> {
+    if !auto_same(ctx)? {
+        return Ok(None);
+    }
+    let (Some(x), Some(w)) = (ctx.shape(0)?, ctx.shape(1)?) else { return Ok(None) };
+    if w.len() < 3 {
+        return Ok(None);
+    }
+    let kernel = kernel_attr(ctx, Some(w.len() - 2))?.unwrap_or_else(|| w[2..].to_vec());
+    same_pads(ctx, &x, kernel)
+}
+
 fn conv_shape(ctx: &Ctx, xi: usize, wi: usize, bi: Option<usize>) -> Result<Option<Vec<usize>>> {
     let (Some(x), Some(w)) = (ctx.shape(xi)?, ctx.shape(wi)?) else {
         kernel_attr(ctx, None)?;

@@ -12,6 +12,7 @@ use crate::ir::{DType, TensorData, TensorType};
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Add",
+        legacy: super::LEGACY_BROADCAST,
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
@@ -22,6 +23,7 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "Sub",
+        legacy: super::LEGACY_BROADCAST,
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
@@ -32,6 +34,7 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "Mul",
+        legacy: super::LEGACY_BROADCAST,
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
@@ -42,6 +45,7 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "Div",
+        legacy: super::LEGACY_BROADCAST,
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
@@ -52,6 +56,7 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "Pow",
+        legacy: super::LEGACY_BROADCAST,
         infer: pow,
         required: &[0, 1],
         kernel: Some(bind_binary),

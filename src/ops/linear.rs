@@ -4,7 +4,7 @@
 use super::grad::{self, GradCtx};
 use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
-use super::{broadcast, Ctx, OpDef};
+use super::{broadcast, Ctx, LegacyAttr, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
 
@@ -12,6 +12,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Gemm",
         attrs: &["alpha", "beta", "transA", "transB"],
+        legacy: &[LegacyAttr { name: "broadcast", before: 7, unsupported: super::ignorable }],
         infer: gemm,
         required: &[0, 1],
         kernel: Some(bind_gemm),

@@ -17,6 +17,7 @@ pub const OPS: &[OpDef] = &[
         train: Train::Loss,
         labels: Some(slot_1),
         class_labels: Some(sce_classes),
+        scratch: Some(sce_scratch),
         kernel: Some(bind_sce_loss),
         grad: Some(sce_grad_rule),
         ..OpDef::BASE
@@ -84,6 +85,15 @@ pub fn log_prob_only(graph: &Graph, node: &Node) -> bool {
             .dag
             .node_weights()
             .any(|n| n.op == "SoftmaxCrossEntropyLossGrad" && n.inputs.len() == 2 && n.input(0) == Some(out))
+}
+
+/// Without its log_prob output the kernel still computes the
+/// log-probabilities first: into scratch the size of the scores.
+fn sce_scratch(g: &Graph, node: &Node) -> u64 {
+    if node.output(1).is_some() || log_prob_only(g, node) {
+        return 0;
+    }
+    node.input(0).and_then(|x| g.tensor(x).ty.bytes()).unwrap_or(0) as u64
 }
 
 fn slot_1(_: &Node) -> Option<usize> {
@@ -245,9 +255,13 @@ pub(super) fn ignore(ctx: &KernelCtx) -> Result<(Arg, Arg)> {
 
 pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
-    if ctx.node.input(2).is_some() {
-        return Err(ctx.err("class weights are not supported by the kernel"));
-    }
+    let weights = match ctx.node.input(2) {
+        Some(_) => {
+            ctx.require_f32(&[2])?;
+            Some(ctx.inp(2)?)
+        }
+        None => None,
+    };
     let [b, c, i] = sce_dims(ctx, &ctx.in_shape(0)?)?;
     let scores = ctx.in_shape(0)?;
     // Some exporters give the node a single output of the scores' shape:
@@ -263,23 +277,29 @@ pub(super) fn bind_sce_loss(ctx: &KernelCtx) -> Result<KernelCall> {
         (ctx.opt_out(0), lp)
     };
     let (ig, has) = ignore(ctx)?;
-    one(call(
-        "dg_sce_loss_f32",
-        "dg_sce_args_t",
-        vec![
-            ("scores", ctx.inp(0)?),
-            ("labels", ctx.inp(1)?),
-            ("labels_i32", labels_i32(ctx, 1)?),
-            ("log_prob", log_prob),
-            ("loss", loss),
-            ("batch", u(b)),
-            ("classes", u(c)),
-            ("inner", u(i)),
-            ("ignore_index", ig),
-            ("has_ignore", has),
-            ("reduction", Arg::Enum(reduction_code(ctx)?)),
-        ],
-    ))
+    let mut fields = vec![
+        ("scores", ctx.inp(0)?),
+        ("labels", ctx.inp(1)?),
+        ("labels_i32", labels_i32(ctx, 1)?),
+        ("log_prob", log_prob),
+        ("loss", loss),
+        ("batch", u(b)),
+        ("classes", u(c)),
+        ("inner", u(i)),
+        ("ignore_index", ig),
+        ("has_ignore", has),
+        ("reduction", Arg::Enum(loss_reduction_code(ctx)?)),
+    ];
+    fields.extend(weights.map(|w| ("weights", w)));
+    one(call("dg_sce_loss_f32", "dg_sce_args_t", fields))
+}
+
+/// The forward loss also writes the unreduced per-sample losses.
+fn loss_reduction_code(ctx: &KernelCtx) -> Result<&'static str> {
+    match ctx.attr_str("reduction")?.as_deref() {
+        Some("none") => Ok("DG_REDUCTION_NONE"),
+        _ => reduction_code(ctx),
+    }
 }
 
 pub(super) fn bind_sce_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -346,6 +366,12 @@ pub(super) fn bind_mse_loss_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 fn sce_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
+    }
+    if ctx.node.input(2).is_some() {
+        return Err(ctx.err("no gradient rule for class weights (input 2)"));
+    }
+    if ctx.node.attr_str("reduction") == Some("none") {
+        return Err(ctx.err("no gradient rule for reduction 'none'"));
     }
     let mut parts = vec![];
     if let Ok(dloss) = ctx.dy(0) {

@@ -107,12 +107,22 @@ pub struct OpDef {
     /// onnxruntime's contrib and training schemas), legacy forms included;
     /// [`UNIVERSAL_ATTRS`] are accepted on every operator.
     pub attrs: &'static [&'static str],
+    /// Attributes of the operator's older schemas, accepted on a node of a
+    /// model whose opset is older than `before`.
+    pub legacy: &'static [LegacyAttr],
+    /// Attributes a third-party convention spells differently:
+    /// `(theirs, the schema's)`; import renames them.
+    pub renamed: &'static [(&'static str, &'static str)],
     pub infer: InferFn,
     /// Input slots that must be present (a non-empty name): the typing
     /// pass refuses a node that leaves one empty, before its rule runs.
     pub required: &'static [usize],
     /// Set for the operators that make up static shape subgraphs.
     pub fold: Option<FoldFn>,
+    /// A window operator's `auto_pad = SAME_UPPER / SAME_LOWER` as explicit
+    /// `pads` (begin then end), once the input shape is known: typing
+    /// rewrites the node with them, so later stages see only `pads`.
+    pub explicit_pads: Option<fn(&Ctx) -> Result<Option<Vec<i64>>>>,
     pub fold_when: FoldWhen,
     /// Input slots read when generating code, when constant (shapes, axes,
     /// bounds): such constants need no buffer.
@@ -188,9 +198,12 @@ impl OpDef {
     pub const BASE: OpDef = OpDef {
         name: "",
         attrs: &[],
+        legacy: &[],
+        renamed: &[],
         infer: no_rule,
         required: &[0],
         fold: None,
+        explicit_pads: None,
         fold_when: FoldWhen::ConstantInts,
         compile_time: &[],
         view: false,
@@ -231,6 +244,51 @@ pub const FUSED_ACT: &str = "deploygen.act";
 /// Attributes any operator may carry: onnxruntime-training writes a
 /// `description` on the nodes its gradient builder makes.
 pub const UNIVERSAL_ATTRS: &[&str] = &["description"];
+
+/// An attribute an older schema of the operator defines (and a later one
+/// dropped): accepted below opset `before` when `unsupported` finds nothing
+/// to refuse in its value (a hint deploygen computes the same without).
+pub struct LegacyAttr {
+    pub name: &'static str,
+    pub before: i64,
+    /// Why the node's value of the attribute is refused; `None`: it is
+    /// ignorable.
+    pub unsupported: fn(&Node) -> Option<String>,
+}
+
+pub fn ignorable(_: &Node) -> Option<String> {
+    None
+}
+
+fn legacy_axis(n: &Node) -> Option<String> {
+    Some(format!(
+        "'axis' = {} aligns the second operand by axis (opset < 7 broadcasting); deploygen broadcasts as numpy does \
+         (trailing dims) only",
+        match n.attrs.get("axis") {
+            Some(crate::ir::Attr::Int(v)) => v.to_string(),
+            _ => "?".to_string(),
+        }
+    ))
+}
+
+/// Opset < 7 broadcasting of the binary elementwise operators: `broadcast`
+/// (numpy broadcasting covers its trailing-aligned form), `axis`
+/// (refused), and opset < 6 `consumed_inputs` (a memory hint).
+pub const LEGACY_BROADCAST: &[LegacyAttr] = &[
+    LegacyAttr { name: "broadcast", before: 7, unsupported: ignorable },
+    LegacyAttr { name: "axis", before: 7, unsupported: legacy_axis },
+    LegacyAttr { name: "consumed_inputs", before: 6, unsupported: ignorable },
+];
+
+/// Opset < 6 `consumed_inputs` (a memory hint, ignorable).
+pub const LEGACY_CONSUMED: &[LegacyAttr] = &[LegacyAttr { name: "consumed_inputs", before: 6, unsupported: ignorable }];
+
+impl OpDef {
+    /// The legacy attribute `name` a node of opset `opset` may carry.
+    pub fn legacy_attr(&self, name: &str, opset: i64) -> Option<&LegacyAttr> {
+        self.legacy.iter().find(|l| l.name == name && opset < l.before)
+    }
+}
 
 impl OpDef {
     /// Whether the operator's schema defines attribute `name`.

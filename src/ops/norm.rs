@@ -5,7 +5,7 @@ use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
 use super::linear::finite;
 use super::tile::{self, Part, Space, TileMap, TileRule};
-use super::{ChannelAffine, Ctx, OpDef};
+use super::{ChannelAffine, Ctx, LegacyAttr, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
@@ -14,6 +14,11 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "BatchNormalization",
         attrs: &["epsilon", "momentum", "training_mode"],
+        legacy: &[
+            LegacyAttr { name: "is_test", before: 7, unsupported: legacy_training },
+            LegacyAttr { name: "spatial", before: 9, unsupported: legacy_per_element },
+            LegacyAttr { name: "consumed_inputs", before: 6, unsupported: super::ignorable },
+        ],
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
@@ -133,6 +138,29 @@ fn batch_norm_attrs(ctx: &Ctx) -> Result<()> {
     ctx.node.flag("training_mode", false)?;
     ctx.node.flag("spatial", true)?;
     Ok(())
+}
+
+fn int_attr(n: &Node, name: &str) -> Option<i64> {
+    match n.attrs.get(name) {
+        Some(Attr::Int(v)) => Some(*v),
+        _ => None,
+    }
+}
+
+/// Opset < 7 `is_test`: 1 is inference (what the node computes anyway);
+/// 0 asks for batch statistics in the legacy form.
+fn legacy_training(n: &Node) -> Option<String> {
+    (int_attr(n, "is_test") != Some(1)).then(|| {
+        "'is_test' other than 1 asks for the opset < 7 training form (batch statistics); deploygen reads that form \
+         only as 'training_mode' (opset 14)"
+            .to_string()
+    })
+}
+
+/// Opset < 9 `spatial`: 1 (the default) is per-channel statistics.
+fn legacy_per_element(n: &Node) -> Option<String> {
+    (int_attr(n, "spatial") != Some(1))
+        .then(|| "'spatial' = 0 (statistics per element, opset < 9) is not supported: only per channel".to_string())
 }
 
 fn batch_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -48,6 +48,8 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "RMSNorm",
         attrs: &["axis", "epsilon", "stash_type"],
+        // Deeploy's test folders write `eps`.
+        renamed: &[("eps", "epsilon")],
         infer: rms_norm,
         kernel: Some(bind_rmsnorm),
         tile: Some(RMSNORM_TILES),

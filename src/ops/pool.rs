@@ -12,6 +12,7 @@ pub const OPS: &[OpDef] = &[
     // MaxPool -> (Y, Indices); training graphs need Indices for MaxPoolGrad.
     OpDef {
         name: "MaxPool",
+        explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
         kernel: Some(bind_pool),
@@ -31,6 +32,7 @@ pub const OPS: &[OpDef] = &[
     },
     OpDef {
         name: "AveragePool",
+        explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
         kernel: Some(bind_pool),
@@ -99,6 +101,15 @@ fn pooled_shape(ctx: &Ctx, x: &[usize]) -> Result<Vec<usize>> {
     let mut out = x[..2].to_vec();
     out.extend(spatial);
     Ok(out)
+}
+
+/// A pool's SAME padding as explicit pads.
+fn pool_same_pads(ctx: &Ctx) -> Result<Option<Vec<i64>>> {
+    if !super::conv::auto_same(ctx)? {
+        return Ok(None);
+    }
+    let Some(x) = ctx.shape(0)? else { return Ok(None) };
+    super::conv::same_pads(ctx, &x, kernel_shape(ctx, Some(&x))?)
 }
 
 fn pooled(ctx: &Ctx) -> Result<Option<Vec<usize>>> {

@@ -664,14 +664,25 @@ pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
     let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
     let n_idx = numel(&ctx.in_shape(1)?);
-    let idx = const_indices(ctx, 1, x[axis])?;
+    // Constant indices are written out normalised; others (token ids of an
+    // embedding lookup) are data the kernel reads, int64 or int32.
+    let (idx, indices, i32_flag) = if ctx.ops().konst(1).is_some() {
+        (Some(const_indices(ctx, 1, x[axis])?), Arg::Local("indices"), 0)
+    } else {
+        let flag = match ctx.in_dtype(1)? {
+            DType::I64 => 0,
+            DType::I32 => 1,
+            d => return Err(ctx.err(format!("indices must be int64 or int32, found {d}"))),
+        };
+        (None, ctx.inp(1)?, flag)
+    };
     let mut inv = call(
         "dg_gather",
         "dg_gather_args_t",
         vec![
             ("x", ctx.inp(0)?),
-            ("indices", Arg::Local("indices")),
-            ("indices_i32", u(0)),
+            ("indices", indices),
+            ("indices_i32", u(i32_flag)),
             ("y", ctx.out(0)?),
             ("elem_size", u(elem_size(ctx, ctx.in_dtype(0)?)?)),
             ("outer", u(numel(&x[..axis]))),
@@ -680,7 +691,7 @@ pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
             ("n_idx", u(n_idx)),
         ],
     );
-    inv.locals.push(idx);
+    inv.locals.extend(idx);
     one(inv)
 }
 

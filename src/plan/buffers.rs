@@ -402,14 +402,17 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
     // folded values in tensor order. Constants read only at compile time
     // need no buffer.
     let readers = g.readers();
-    let read = |t: TensorId| readers.contains_key(&t);
+    // A constant that is a graph output (a folded Shape, a Constant node)
+    // is read by the caller: it gets a buffer filled from its value.
+    let output = |t: TensorId| g.outputs.contains(&t);
+    let read = |t: TensorId| readers.contains_key(&t) || output(t);
     let mut compile_time: Vec<String> = vec![];
     for &t in &g.initializers {
         if b.main.contains_key(&t) {
             continue;
         }
         let is_param = roles.role(g.name_of(t)) == Some(Role::Param);
-        if is_param || data_use(g, &readers, t) {
+        if is_param || data_use(g, &readers, t) || output(t) {
             let kind = if is_param { Kind::Param } else { Kind::Constant };
             b.persistent(GraphSel::Main, t, kind)?;
         } else if read(t) {
@@ -418,7 +421,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
     }
     for t in 0..g.tensors.len() {
         if g.tensor(t).origin == Origin::Folded && !b.main.contains_key(&t) && read(t) {
-            if data_use(g, &readers, t) {
+            if data_use(g, &readers, t) || output(t) {
                 b.persistent(GraphSel::Main, t, Kind::Constant)?;
             } else {
                 compile_time.push(g.name_of(t).to_string());

@@ -1,0 +1,207 @@
+//! The ONNX project's own backend test cases (those of the pinned onnx
+//! wheel whose operators deploygen lists), run with `deploygen test
+//! --platform host`. `tools/onnx_conformance.py` writes them into
+//! `target/onnx-conformance/` (CI runs it; see `.ci/run`). Every case must
+//! pass or be refused while generating the project with a message that
+//! names what is not supported; a wrong value, a crash or an internal error fails
+//! the test. The outcome — per operator passed/total, and every refusal
+//! with its message — is docs/onnx-conformance.md, which must be current
+//! (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TEST: &str = "onnx_conformance";
+const DOC: &str = "docs/onnx-conformance.md";
+
+/// Words of a failure message that mark an internal error, never a
+/// documented refusal.
+const INTERNAL: &[&str] = &["panicked", "internal error", "gives it no buffer", "bug"];
+
+struct Case {
+    name: String,
+    ops: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+struct Verdict {
+    stage: String,
+    message: String,
+}
+
+/// The cases `tools/onnx_conformance.py` wrote: name and operators.
+fn cases(base: &Path) -> Option<Vec<Case>> {
+    let text = std::fs::read_to_string(base.join("cases.txt")).ok()?;
+    let v: Vec<Case> = text
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?.to_string();
+            Some(Case { name, ops: w.map(String::from).collect() })
+        })
+        .collect();
+    (!v.is_empty() && base.join("cases").is_dir()).then_some(v)
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"").replace("&apos;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+/// The value of `name="…"`'s `value` in one `<property …/>` element.
+fn attr(elem: &str, key: &str) -> Option<String> {
+    let at = elem.find(&format!(" {key}=\""))? + key.len() + 3;
+    let end = elem[at..].find('"')?;
+    Some(unescape(&elem[at..at + end]))
+}
+
+/// Per case key (`<model>/host-L2-inference`): stage class and message,
+/// from the JUnit file `deploygen test` wrote.
+fn read_junit(path: &Path) -> BTreeMap<String, Verdict> {
+    let xml = std::fs::read_to_string(path).expect("deploygen test wrote no JUnit file");
+    let mut out = BTreeMap::new();
+    for tc in xml.split("<testcase ").skip(1) {
+        let head = format!(" {}", &tc[..tc.find('>').unwrap_or(tc.len())]);
+        let name = attr(&head, "name").expect("a test case without a name");
+        let mut v = Verdict { stage: String::new(), message: String::new() };
+        for p in tc.split("<property ").skip(1) {
+            let p = format!(" {}", &p[..p.find("/>").unwrap_or(p.len())]);
+            match attr(&p, "name").as_deref() {
+                Some("stage") => v.stage = attr(&p, "value").unwrap_or_default(),
+                Some("error_message") => v.message = attr(&p, "value").unwrap_or_default(),
+                _ => {}
+            }
+        }
+        out.insert(name, v);
+    }
+    out
+}
+
+/// A refusal is a failure while generating the project (import, bind,
+/// plan, emit: a form deploygen does not support, named) whose message is
+/// not an internal error. Wrong values, compile errors and crashes never are.
+fn is_refusal(v: &Verdict) -> bool {
+    matches!(v.stage.as_str(), "FAILED_IMPORT" | "FAILED_BIND" | "FAILED_PLAN" | "FAILED_EMIT")
+        && !INTERNAL.iter().any(|w| v.message.to_ascii_lowercase().contains(w))
+}
+
+/// One line of a message, without the model folder's path.
+fn clean(message: &str, cases_dir: &Path) -> String {
+    let first = message.lines().next().unwrap_or("");
+    first.replace(&format!("{}/", cases_dir.display()), "").replace('|', "\\|")
+}
+
+fn doc(cases: &[Case], verdicts: &BTreeMap<String, Verdict>, cases_dir: &Path) -> String {
+    let mut per_op: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut passed = 0;
+    let mut refusals = vec![];
+    for c in cases {
+        let v = &verdicts[&format!("{}/host-L2-inference", c.name)];
+        let ok = v.stage == "PASSED";
+        passed += ok as usize;
+        for op in &c.ops {
+            let e = per_op.entry(op.as_str()).or_default();
+            e.0 += ok as usize;
+            e.1 += 1;
+        }
+        if !ok {
+            refusals.push(format!("| `{}` | {} | {} |", c.name, v.stage, clean(&v.message, cases_dir)));
+        }
+    }
+    let mut s = String::new();
+    s.push_str("# ONNX backend conformance\n\n");
+    s.push_str(
+        "The ONNX project's own backend test cases (the `onnx==1.17.0` wheel's `backend/test/data/{node,simple,\n\
+         pytorch-converted,pytorch-operator}`) whose operators deploygen lists and whose inputs and outputs are\n\
+         f32, i64 or bool, run with `deploygen test --platform host` against the wheel's expected outputs.\n\
+         `tools/onnx_conformance.py` writes the folders, `tests/onnx_conformance.rs` runs them and checks this\n\
+         file (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it). A case either passes or is\n\
+         refused while generating the project with the message below; a wrong value, a crash or an internal error\n\
+         fails the test.\n\n",
+    );
+    s.push_str(&format!(
+        "**{passed} of {} pass ({:.1} %)**; {} refused.\n\n",
+        cases.len(),
+        100.0 * passed as f64 / cases.len().max(1) as f64,
+        refusals.len()
+    ));
+    s.push_str("## Per operator\n\nA case counts for every operator its graph uses.\n\n");
+    s.push_str("| operator | passed | cases |\n|---|---:|---:|\n");
+    for (op, (p, t)) in &per_op {
+        s.push_str(&format!("| {op} | {p} | {t} |\n"));
+    }
+    s.push_str("\n## Refusals\n\nEach a documented limit, with deploygen's message.\n\n");
+    s.push_str("| case | stage | message |\n|---|---|---|\n");
+    for r in refusals {
+        s.push_str(&r);
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn onnx_backend_cases_pass_or_are_refused_by_name() {
+    let root = common::root();
+    let base = root.join("target/onnx-conformance");
+    let Some(cases) = cases(&base) else {
+        common::skip_unless_ci(
+            TEST,
+            &format!("{} holds no cases (run tools/onnx_conformance.py with onnx==1.17.0)", base.display()),
+        );
+        return;
+    };
+    common::ran(TEST);
+    let cases_dir = base.join("cases");
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("onnx-conformance");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let junit = tmp.join("junit.xml");
+    let status = tmp.join("status.toml");
+    std::fs::write(&status, "").unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("test")
+        .arg(&cases_dir)
+        .args(["--platform", "host", "--timeout", "60", "-j", "2"])
+        .arg("--cache-dir")
+        .arg(tmp.join("runtime-cache"))
+        .arg("--status")
+        .arg(&status)
+        .arg("--junit")
+        .arg(&junit)
+        .current_dir(&tmp)
+        .output()
+        .unwrap();
+    eprintln!("deploygen test ran {} cases in {:.0?}", cases.len(), started.elapsed());
+    let verdicts = read_junit(&junit);
+    let mut faults = vec![];
+    for c in &cases {
+        match verdicts.get(&format!("{}/host-L2-inference", c.name)) {
+            None => faults.push(format!("{}: no verdict", c.name)),
+            Some(v) if v.stage == "PASSED" || is_refusal(v) => {}
+            Some(v) => faults.push(format!("{}: {}: {}", c.name, v.stage, v.message)),
+        }
+    }
+    assert!(
+        faults.is_empty(),
+        "{} case(s) computed wrong values, crashed or failed internally:\n{}\n\n{}",
+        faults.len(),
+        faults.join("\n"),
+        String::from_utf8_lossy(&out.stderr).lines().rev().take(20).collect::<Vec<_>>().join("\n")
+    );
+    let text = doc(&cases, &verdicts, &cases_dir);
+    let path = root.join(DOC);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).unwrap();
+        return;
+    }
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    if old != text {
+        let diff = similar::TextDiff::from_lines(&old, &text);
+        panic!(
+            "{DOC} is not current; `UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it:\n{}",
+            diff.unified_diff().context_radius(1)
+        );
+    }
+}

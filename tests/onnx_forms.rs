@@ -1,0 +1,267 @@
+//! Forms of the ONNX backend test cases (tests/onnx_conformance.rs), each
+//! on a small model built here: exact comparison of integer outputs,
+//! constant graph outputs, NaN references, the ceil-mode pool shape, the
+//! attributes of an older opset's schema, SAME padding, run-time Gather
+//! indices, and the forms of SoftmaxCrossEntropyLoss.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{attr_float, attr_int, attr_ints, attr_str, ModelBuilder, F32, I64};
+use deploygen::bind::npz;
+use deploygen::ir::TensorData;
+use deploygen::verify::{generate_case, run_case, Case, Kind, Outcome, Stage};
+
+fn have_gcc() -> bool {
+    Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success())
+}
+
+fn write_npz(path: &Path, arrays: &[(&str, TensorData)]) {
+    let refs: Vec<(&str, &TensorData)> = arrays.iter().map(|(k, v)| (*k, v)).collect();
+    std::fs::write(path, npz::write_npz(&refs).unwrap()).unwrap();
+}
+
+fn run(dir: &Path) -> Outcome {
+    let mut c = Case::new(dir, "onnx_forms", "host", "L2", Kind::detect(dir));
+    c.tolerance = Some(1e-5);
+    c.cache = Some(std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache"));
+    run_case(&c, &generate_case)
+}
+
+fn folder(b: &ModelBuilder, inputs: &[(&str, TensorData)], outputs: &[(&str, TensorData)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    write_npz(&dir.path().join("inputs.npz"), inputs);
+    write_npz(&dir.path().join("outputs.npz"), outputs);
+    dir
+}
+
+fn f32s(shape: &[usize], v: &[f32]) -> TensorData {
+    TensorData::from_f32(shape.to_vec(), v)
+}
+
+fn i64s(shape: &[usize], v: &[i64]) -> TensorData {
+    TensorData::from_i64(shape.to_vec(), v)
+}
+
+/// MaxPool's i64 Indices output is compared exactly: right indices
+/// pass, one wrong index is one error.
+#[test]
+fn integer_outputs_are_compared_exactly() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 2, 2])
+        .node("MaxPool", &["x"], &["y", "i"], vec![attr_ints("kernel_shape", &[2, 2])])
+        .output("y", F32, &[1, 1, 1, 1])
+        .output("i", I64, &[1, 1, 1, 1]);
+    let x = f32s(&[1, 1, 2, 2], &[1.0, 4.0, 2.0, 3.0]);
+    let y = f32s(&[1, 1, 1, 1], &[4.0]);
+    let dir = folder(&b, &[("x", x.clone())], &[("y", y.clone()), ("i", i64s(&[1, 1, 1, 1], &[1]))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(2), "{}", o.output);
+    assert!(!o.output.contains("[not compared]"), "{}", o.output);
+    let dir = folder(&b, &[("x", x)], &[("y", y), ("i", i64s(&[1, 1, 1, 1], &[2]))]);
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(1), "{}", o.output);
+    assert!(o.output.contains("computed=1 ref=2"), "{}", o.output);
+}
+
+/// A graph output that folds away (Shape of a static input) gets a
+/// buffer filled from its value, and is compared.
+#[test]
+fn folded_graph_outputs_have_a_buffer() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 3]).node("Shape", &["x"], &["s"], vec![]).output("s", I64, &[2]);
+    let dir = folder(&b, &[("x", f32s(&[2, 3], &[0.0; 6]))], &[("s", i64s(&[2], &[2, 3]))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(2));
+}
+
+/// sqrt(-1) is NaN: a NaN reference matches it; a number does not.
+#[test]
+fn nan_matches_a_nan_reference_only() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2]).node("Sqrt", &["x"], &["y"], vec![]).output("y", F32, &[2]);
+    let x = f32s(&[2], &[-1.0, 4.0]);
+    let dir = folder(&b, &[("x", x.clone())], &[("y", f32s(&[2], &[f32::NAN, 2.0]))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    let dir = folder(&b, &[("x", x)], &[("y", f32s(&[2], &[0.0, 2.0]))]);
+    let o = run(dir.path());
+    assert_eq!(o.errors, Some(1), "{}", o.output);
+}
+
+/// ceil_mode: the last window would start in the trailing padding, so it
+/// is dropped: [1, 1, 1, 1], as ONNX and onnxruntime compute.
+#[test]
+fn ceil_mode_drops_a_window_that_starts_in_the_padding() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 2, 2])
+        .node(
+            "MaxPool",
+            &["x"],
+            &["y"],
+            vec![
+                attr_ints("kernel_shape", &[1, 1]),
+                attr_ints("strides", &[2, 2]),
+                attr_ints("pads", &[0, 0, 1, 1]),
+                attr_int("ceil_mode", 1),
+            ],
+        )
+        .output("y", F32, &[1, 1, 1, 1]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = b.write(dir.path(), "network.onnx");
+    let g = common::read_typed(&p).unwrap();
+    let y = g.id("y").unwrap();
+    assert_eq!(g.tensor(y).ty.shape(), Some(vec![1, 1, 1, 1]));
+}
+
+fn legacy_gemm(opset: i64, broadcast_axis: bool) -> ModelBuilder {
+    let mut b = ModelBuilder::new();
+    b.opsets = vec![("".into(), opset)];
+    let mut attrs = vec![attr_int("broadcast", 1)];
+    if broadcast_axis {
+        attrs.push(attr_int("axis", 1));
+    }
+    b.input("x", F32, &[1, 2])
+        .init("w", &[2, 2], &[1.0, 0.0, 0.0, 1.0])
+        .init("c", &[2], &[1.0, 2.0])
+        .node("Gemm", &["x", "w", "c"], &["g"], vec![attr_int("broadcast", 1)])
+        .node("Add", &["g", "c"], &["y"], attrs)
+        .output("y", F32, &[1, 2]);
+    b
+}
+
+fn imported(b: &ModelBuilder) -> deploygen::Result<()> {
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let mut m = deploygen::import::load(&dir.path().join("network.onnx"))?;
+    deploygen::import::check_attributes(&mut m, deploygen::import::UnknownAttrs::Refuse)
+}
+
+/// Attributes are checked against the schema of the model's opset:
+/// opset 6's `broadcast` is accepted (numpy broadcasting computes its
+/// trailing-aligned form), its axis-aligned `axis` is refused by name,
+/// and at opset 7 `broadcast` is not defined.
+#[test]
+fn attributes_of_the_models_opset_are_accepted() {
+    imported(&legacy_gemm(6, false)).unwrap();
+    let e = imported(&legacy_gemm(6, true)).unwrap_err().to_string();
+    assert!(e.contains("'axis' = 1 aligns the second operand"), "{e}");
+    let e = imported(&legacy_gemm(7, false)).unwrap_err().to_string();
+    assert!(e.contains("attribute 'broadcast' is not defined by the schema of Gemm"), "{e}");
+}
+
+/// `is_test = 1` of opset 6 BatchNormalization is inference; 0 is refused.
+#[test]
+fn batch_norm_is_test_of_opset_6() {
+    let bn = |is_test: i64| {
+        let mut b = ModelBuilder::new();
+        b.opsets = vec![("".into(), 6)];
+        b.input("x", F32, &[1, 2, 1, 1])
+            .init("s", &[2], &[1.0, 1.0])
+            .init("b", &[2], &[0.0, 0.0])
+            .init("m", &[2], &[0.0, 0.0])
+            .init("v", &[2], &[1.0, 1.0])
+            .node("BatchNormalization", &["x", "s", "b", "m", "v"], &["y"], vec![attr_int("is_test", is_test)])
+            .output("y", F32, &[1, 2, 1, 1]);
+        b
+    };
+    imported(&bn(1)).unwrap();
+    let e = imported(&bn(0)).unwrap_err().to_string();
+    assert!(e.contains("'is_test' other than 1"), "{e}");
+}
+
+/// auto_pad SAME_UPPER becomes explicit pads: a 3x3 average over a 2x2
+/// input without counting the padding is the mean of each window's part.
+#[test]
+fn same_upper_padding_runs() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 2, 2])
+        .node(
+            "AveragePool",
+            &["x"],
+            &["y"],
+            vec![attr_ints("kernel_shape", &[2, 2]), attr_str("auto_pad", "SAME_UPPER")],
+        )
+        .output("y", F32, &[1, 1, 2, 2]);
+    let x = f32s(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let y = f32s(&[1, 1, 2, 2], &[2.5, 3.0, 3.5, 4.0]);
+    let dir = folder(&b, &[("x", x)], &[("y", y)]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+}
+
+/// Gather with indices fed at run time (token ids), a negative one
+/// counting from the end.
+#[test]
+fn gather_reads_runtime_indices() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("ids", I64, &[3])
+        .init("table", &[3, 2], &[0.0, 1.0, 10.0, 11.0, 20.0, 21.0])
+        .node("Gather", &["table", "ids"], &["y"], vec![])
+        .output("y", F32, &[3, 2]);
+    let y = f32s(&[3, 2], &[20.0, 21.0, 0.0, 1.0, 20.0, 21.0]);
+    let dir = folder(&b, &[("ids", i64s(&[3], &[2, 0, -1]))], &[("y", y)]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+}
+
+/// SoftmaxCrossEntropyLoss with class weights, reduction 'none', and no
+/// log_prob output: the per-sample weighted losses.
+#[test]
+fn softmax_cross_entropy_weights_none_without_log_prob() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 2])
+        .input("l", I64, &[2])
+        .init("w", &[2], &[1.0, 3.0])
+        .node("SoftmaxCrossEntropyLoss", &["x", "l", "w"], &["y"], vec![attr_str("reduction", "none")])
+        .output("y", F32, &[2]);
+    let x = [0.0f32, 0.0, 1.0, 2.0];
+    let ln2 = 2f32.ln();
+    let lse = (1f32.exp() + 2f32.exp()).ln();
+    let loss = f32s(&[2], &[ln2 * 3.0, lse - 1.0]);
+    let dir = folder(&b, &[("x", f32s(&[2, 2], &x)), ("l", i64s(&[2], &[1, 0]))], &[("y", loss)]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(2));
+}
+
+/// Deeploy's RMSNorm spells `epsilon` as `eps`; its value is used.
+#[test]
+fn rmsnorm_eps_is_epsilon() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 2])
+        .init("s", &[2], &[1.0, 1.0])
+        .node("RMSNorm", &["x", "s"], &["y"], vec![attr_float("eps", 2.0), attr_int("axis", -1)])
+        .output("y", F32, &[1, 2]);
+    let r = 1.0 / (2.5f32 + 2.0).sqrt();
+    let dir = folder(&b, &[("x", f32s(&[1, 2], &[1.0, 2.0]))], &[("y", f32s(&[1, 2], &[r, 2.0 * r]))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+}

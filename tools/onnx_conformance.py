@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Turn the onnx wheel's backend test cases into deploygen model folders.
+
+    python tools/onnx_conformance.py [--out DIR] [--readme README.md]
+
+Reads the cases shipped in the pinned `onnx` wheel (onnx==1.17.0):
+onnx/backend/test/data/{node,simple,pytorch-converted,pytorch-operator}/<case>/
+with model.onnx and test_data_set_0/{input,output}_<k>.pb. A case is taken
+when every node's operator is one deploygen lists (the "Supported operators"
+list of README.md, the same list as `deploygen --help`), no node holds a
+subgraph, and every graph input and output is a tensor of f32, i64 or bool.
+Each taken case becomes DIR/<name>/ with network.onnx, inputs.npz and
+outputs.npz keyed by the graph's input and output names, as `deploygen test`
+reads a folder. References are the wheel's own expected outputs (no
+onnxruntime involved). inputs.npz carries `meta_tolerance`: ONNX's own
+backend check is relative (rtol 1e-3), so the absolute tolerance is 1e-3
+times the largest reference magnitude, at least 1e-3.
+
+DIR (default target/onnx-conformance/cases) is rewritten whole; a file
+DIR/../cases.txt lists the cases taken, one line each (the name, then the
+operators its graph uses), and DIR/../skipped.txt why the others were not. Exit 2 when the wheel is not the pinned version.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import sys
+
+PINNED = "1.17.0"
+SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator"]
+
+
+def listed_operators(readme):
+    """The operator names of README.md's "Supported operators" section."""
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    m = re.search(r"^## Supported operators\n(.*?)^## ", text, re.S | re.M)
+    if not m:
+        sys.exit(f"onnx_conformance.py: {readme} has no '## Supported operators' section")
+    para = m.group(1).split("\n\n")[1]
+    return set(re.findall(r"`([A-Za-z0-9_]+)`", para))
+
+
+def main(argv=None):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(root, "target", "onnx-conformance", "cases"))
+    ap.add_argument("--readme", default=os.path.join(root, "README.md"))
+    args = ap.parse_args(argv)
+    try:
+        import numpy as np
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as e:
+        sys.stderr.write(f"onnx_conformance.py: {e}; pip install onnx=={PINNED} numpy\n")
+        return 2
+    if onnx.__version__ != PINNED:
+        sys.stderr.write(f"onnx_conformance.py: onnx {onnx.__version__} is installed; the cases are those of "
+                         f"onnx=={PINNED}\n")
+        return 2
+
+    ops = listed_operators(args.readme)
+    data = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data")
+    kinds = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
+             onnx.TensorProto.BOOL: np.bool_}
+
+    if os.path.isdir(args.out):
+        shutil.rmtree(args.out)
+    os.makedirs(args.out)
+    taken, skipped = [], []
+    for suite in SUITES:
+        sdir = os.path.join(data, suite)
+        for case in sorted(os.listdir(sdir)):
+            cdir = os.path.join(sdir, case)
+            name = case if suite == "node" else f"{suite}_{case}"
+            why = convert(cdir, os.path.join(args.out, name), ops, kinds, np, onnx, numpy_helper)
+            if isinstance(why, str):
+                skipped.append(f"{name}: {why}")
+            else:
+                taken.append(f"{name} {' '.join(why)}")
+    base = os.path.dirname(os.path.abspath(args.out))
+    with open(os.path.join(base, "cases.txt"), "w") as f:
+        f.write("".join(f"{t}\n" for t in taken))
+    with open(os.path.join(base, "skipped.txt"), "w") as f:
+        f.write("".join(f"{s}\n" for s in skipped))
+    print(f"{args.out}: {len(taken)} cases (onnx {onnx.__version__}; {len(skipped)} not taken, "
+          f"see {os.path.join(base, 'skipped.txt')})")
+    return 0
+
+
+def convert(cdir, out, ops, kinds, np, onnx, numpy_helper):
+    """Write one case's folder and return its operators; the reason it is not taken otherwise."""
+    mpath = os.path.join(cdir, "model.onnx")
+    tdir = os.path.join(cdir, "test_data_set_0")
+    if not os.path.isfile(mpath) or not os.path.isdir(tdir):
+        return "no model.onnx with test_data_set_0"
+    model = onnx.load(mpath)
+    g = model.graph
+    for n in g.node:
+        if n.op_type not in ops:
+            return f"operator {n.op_type} is not listed"
+        if any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in n.attribute):
+            return f"node {n.op_type} holds a subgraph"
+    inits = {i.name for i in g.initializer}
+    inputs = [i for i in g.input if i.name not in inits]
+    for vi in list(inputs) + list(g.output):
+        t = vi.type
+        if t.WhichOneof("value") != "tensor_type":
+            return f"'{vi.name}' is not a tensor"
+        if t.tensor_type.elem_type not in kinds:
+            return f"'{vi.name}' has element type {onnx.TensorProto.DataType.Name(t.tensor_type.elem_type)}"
+
+    def load(prefix, vis):
+        arrays = {}
+        for k, vi in enumerate(vis):
+            path = os.path.join(tdir, f"{prefix}_{k}.pb")
+            if not os.path.isfile(path):
+                return None
+            tp = onnx.TensorProto()
+            with open(path, "rb") as f:
+                tp.ParseFromString(f.read())
+            a = numpy_helper.to_array(tp)
+            arrays[vi.name] = a.astype(kinds[vi.type.tensor_type.elem_type], copy=False)
+        return arrays
+
+    ins = load("input", inputs)
+    outs = load("output", g.output)
+    if ins is None or outs is None:
+        return "test data does not hold every input and output"
+    biggest = max([float(np.nanmax(np.abs(np.where(np.isinf(a), 0, a)))) for a in outs.values()
+                   if a.dtype == np.float32 and a.size] + [1.0])
+    ins["meta_tolerance"] = np.array(1e-3 * biggest, dtype=np.float32)
+    os.makedirs(out)
+    shutil.copyfile(mpath, os.path.join(out, "network.onnx"))
+    np.savez(os.path.join(out, "inputs.npz"), **ins)
+    np.savez(os.path.join(out, "outputs.npz"), **outs)
+    return sorted({n.op_type for n in g.node})
+
+
+if __name__ == "__main__":
+    sys.exit(main())
