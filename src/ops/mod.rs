@@ -47,6 +47,8 @@ pub type InferFn = fn(&Ctx) -> Result<Vec<TensorType>>;
 /// Constant folding: the value of every output, when the inputs allow.
 /// Gets the output types the shape rule just computed.
 pub type FoldFn = fn(&Ctx, &[TensorType]) -> Result<Option<Vec<TensorData>>>;
+/// `auto_pad` as explicit pads (begin then end), or `None` when it is not SAME_*.
+pub type PadsFn = fn(&Ctx) -> Result<Option<Vec<i64>>>;
 
 /// Bytes of per-kernel scratch a node needs (runtime/kernels/dg_kernels.h).
 pub type ScratchFn = fn(&Graph, &Node) -> u64;
@@ -122,7 +124,7 @@ pub struct OpDef {
     /// A window operator's `auto_pad = SAME_UPPER / SAME_LOWER` as explicit
     /// `pads` (begin then end), once the input shape is known: typing
     /// rewrites the node with them, so later stages see only `pads`.
-    pub explicit_pads: Option<fn(&Ctx) -> Result<Option<Vec<i64>>>>,
+    pub explicit_pads: Option<PadsFn>,
     pub fold_when: FoldWhen,
     /// Input slots read when generating code, when constant (shapes, axes,
     /// bounds): such constants need no buffer.
