@@ -134,6 +134,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     super::check_tolerance(a.tolerance)?;
     let mut plan = super::plan_options(Some(&a.platform), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?
         .expect("a platform is given");
+    super::runnable(&plan)?;
     plan.l2_image_limit = a.l2_image;
     plan.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
     plan.tiling = !a.no_tiling;
