@@ -115,7 +115,7 @@ proptest! {
     #[test]
     fn triage_keys_never_resolve_outside_the_root(
         parts in prop::collection::vec(prop_oneof![
-            Just(".."), Just("."), Just(""), Just("models"), Just("victim"), Just("/"), Just("\\"), "[a-z._]{1,5}"
+            Just("..".to_string()), Just(".".to_string()), Just("".to_string()), Just("models".to_string()), Just("victim".to_string()), Just("/".to_string()), Just("\\".to_string()), "[a-z._]{1,5}"
         ], 1..5),
         tail in prop_oneof![Just("host-L2-training"), Just("GAP9-L3-training"), Just("host-L2-inference")]
     ) {

@@ -55,7 +55,7 @@ impl Project {
                 .prefix(&format!(".{base}.deploygen-{what}-"))
                 .tempdir_in(parent)
                 .map(tempfile::TempDir::keep)
-                .map_err(|e| Error::write(out, e))
+                .map_err(|e| Error::write(out, without_temp_path(e)))
         };
         let cleanup = |p: &Path| {
             let _ = std::fs::remove_dir_all(p);
@@ -139,6 +139,20 @@ impl Project {
             }
         }
         Ok(out)
+    }
+}
+
+/// The OS error under `tempfile`'s, which names the temporary path: a
+/// failed write names the user's path only.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    let os = e
+        .get_ref()
+        .and_then(|inner| std::error::Error::source(inner))
+        .and_then(|src| src.downcast_ref::<std::io::Error>())
+        .and_then(std::io::Error::raw_os_error);
+    match os {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::from(e.kind()),
     }
 }
 
