@@ -31,7 +31,7 @@ pub enum Error {
     Decode { path: PathBuf, detail: String },
 
     #[error(
-        "node '{node}' uses operator '{op}' (domain '{domain}', opset {opset}), which deploygen does not support.\n  supported operators: {supported}"
+        "node '{node}' uses operator '{op}' (domain '{domain}', opset {opset}), which deploygen does not support.\n  {supported}"
     )]
     UnknownOp { node: String, op: String, domain: String, opset: String, supported: String },
 

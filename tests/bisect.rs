@@ -68,12 +68,9 @@ fn python_with_onnxruntime() -> Option<PathBuf> {
 /// matching onnxruntime.
 #[test]
 fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
+    const TEST: &str = "bisect_names_the_node_a_broken_kernel_computes_wrong";
     let Some(py) = python_with_onnxruntime() else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stdout().lock(),
-            b"SKIPPED: bisect: no Python with onnxruntime (set DEPLOYGEN_PYTHON)\n",
-        );
-        return;
+        return common::skip(TEST, "no Python with onnxruntime (set DEPLOYGEN_PYTHON)");
     };
     std::env::set_var("DEPLOYGEN_PYTHON", py);
     let leaky = |c: &Case, dir: &Path| -> Result<(), StageError> {
@@ -93,6 +90,7 @@ fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
     assert!(report.starts_with("first differing node: node '"), "{report}");
     assert!(report.contains("(Relu) writes 'dec1.relu'"), "{report}");
     assert!(report.contains("the 4 output(s) before it match"), "{report}");
+    common::ran(TEST);
 }
 
 /// `test --bisect` in a folder that has its own `tools/make_refs.py` (a

@@ -379,7 +379,7 @@ fn the_test_data_is_counted_in_the_l2_plan() {
         model: common::zoo("resnet8"),
         platform: "GAP9".into(),
         default_mem: Some("L2".into()),
-        test_data: Some("L2".into()),
+        plan: deploygen::cli::plan_args::PlanArgs { test_data: Some("L2".into()), ..Default::default() },
         ..Default::default()
     };
     let b = generate(&args).unwrap();
@@ -397,7 +397,10 @@ fn the_test_data_is_counted_in_the_l2_plan() {
     );
     // Too little L2 for weights, activations and test data is refused
     // rather than emitted (it would overflow the chip's L2 at boot).
-    let tight = BuildArgs { l2: Some(l2.needed_bytes - data / 2), ..args };
+    let tight = BuildArgs {
+        plan: deploygen::cli::plan_args::PlanArgs { l2: Some(l2.needed_bytes - data / 2), ..args.plan.clone() },
+        ..args
+    };
     match generate(&tight) {
         Err(deploygen::Error::Capacity { .. }) => {}
         Err(e) => panic!("expected a capacity error, got {e}"),

@@ -56,8 +56,7 @@ fn args(c: &Case) -> BuildArgs {
         model: common::zoo(c.model),
         platform: c.platform.into(),
         default_mem: Some(c.level.into()),
-        l2_image: c.l2_image,
-        no_tiling: c.untiled,
+        plan: deploygen::cli::plan_args::PlanArgs { l2_image: c.l2_image, no_tiling: c.untiled, ..Default::default() },
         ..Default::default()
     }
 }
@@ -126,6 +125,30 @@ fn files_in(dir: &Path, rel: &Path, out: &mut Vec<PathBuf>) {
             out.push(r);
         }
     }
+}
+
+/// A folder of golden/ that no case writes would pin nothing while looking
+/// like it does; UPDATE_GOLDEN=1 removes it.
+#[test]
+fn every_golden_folder_belongs_to_a_case() {
+    let update = std::env::var("UPDATE_GOLDEN").is_ok_and(|v| v == "1");
+    let root = common::root().join("golden");
+    let cases: Vec<PathBuf> = CASES.iter().map(golden_dir).collect();
+    let mut orphans = vec![];
+    for model in std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        for case in std::fs::read_dir(model.path()).unwrap().flatten() {
+            if !cases.contains(&case.path()) {
+                orphans.push(case.path());
+            }
+        }
+        if update && orphans.iter().any(|o| o.starts_with(model.path())) {
+            for o in orphans.iter().filter(|o| o.starts_with(model.path())) {
+                std::fs::remove_dir_all(o).unwrap();
+            }
+            let _ = std::fs::remove_dir(model.path());
+        }
+    }
+    assert!(update || orphans.is_empty(), "golden folders no case writes (UPDATE_GOLDEN=1 removes them): {orphans:#?}");
 }
 
 #[test]

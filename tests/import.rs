@@ -485,6 +485,21 @@ fn cycle_names_its_nodes() {
     rejects(&b.write(dir.path(), "m.onnx"), &["cycle", "'Add_0' (Add)", "'Relu_1' (Relu)", "'Relu_2' (Relu)"]);
 }
 
+/// A misspelt operator: the message suggests the supported spelling, and
+/// the list of supported operators is wrapped (no line of a hundred names).
+#[test]
+fn unknown_operator_suggests_a_spelling_and_wraps_the_list() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[4]).node("relu", &["x"], &["y"], vec![]).output("y", F32, &[4]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = deploygen().arg("inspect").arg(b.write(dir.path(), "m.onnx")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("did you mean 'Relu'?"), "{stderr}");
+    assert!(stderr.lines().all(|l| l.chars().count() < 120), "a line of 120 or more columns:\n{stderr}");
+    assert!(stderr.lines().count() > 3, "{stderr}");
+}
+
 #[test]
 fn unknown_operator_names_node_op_domain_opset_and_lists_supported() {
     let mut b = ModelBuilder::new();
@@ -502,7 +517,7 @@ fn unknown_operator_names_node_op_domain_opset_and_lists_supported() {
             "'TreeEnsembleRegressor'",
             "domain 'ai.onnx.ml'",
             "opset 3",
-            "supported operators:",
+            "supported operators (",
             "Conv",
             "SoftmaxCrossEntropyLossGrad",
         ],

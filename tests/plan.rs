@@ -92,18 +92,23 @@ fn platform_descriptors_are_data() {
 
 #[test]
 fn flags_resolve_to_options() {
-    let o = deploygen::cli::plan_options(Some("siracusa"), Some("l3"), [Some(128_000), None, None]).unwrap().unwrap();
+    use deploygen::cli::plan_args::PlanArgs;
+    let flags = PlanArgs { l1: Some(128_000), ..Default::default() };
+    let o = flags.options("siracusa", Some("l3")).unwrap();
     assert_eq!(o.platform.name, "Siracusa");
     assert_eq!(o.default_mem, Level::L3);
     assert_eq!(o.platform.capacity(Level::L1), 128_000);
+    assert!(o.tiling);
     // L2 by default.
-    let o = deploygen::cli::plan_options(Some("GAP9"), None, [None; 3]).unwrap().unwrap();
-    assert_eq!(o.default_mem, Level::L2);
-    assert!(deploygen::cli::plan_options(None, None, [None; 3]).unwrap().is_none());
-    assert!(matches!(deploygen::cli::plan_options(None, Some("L2"), [None; 3]), Err(Error::Usage(_))));
-    assert!(matches!(deploygen::cli::plan_options(None, None, [None, Some(1), None]), Err(Error::Usage(_))));
-    assert!(matches!(deploygen::cli::plan_options(Some("GAP9"), Some("L1"), [None; 3]), Err(Error::Usage(_))));
-    assert!(matches!(deploygen::cli::plan_options(Some("GAP9"), Some("fast"), [None; 3]), Err(Error::Usage(_))));
+    let none = PlanArgs::default();
+    assert_eq!(none.options("GAP9", None).unwrap().default_mem, Level::L2);
+    assert!(none.given().is_empty());
+    assert_eq!(PlanArgs { l2: Some(1), no_tiling: true, ..Default::default() }.given(), ["--l2", "--no-tiling"]);
+    assert!(!PlanArgs { no_tiling: true, ..Default::default() }.options("GAP9", None).unwrap().tiling);
+    assert!(matches!(none.options("GAP9", Some("L1")), Err(Error::Usage(_))));
+    assert!(matches!(none.options("GAP9", Some("fast")), Err(Error::Usage(_))));
+    let bad = PlanArgs { test_data: Some("L1".into()), ..Default::default() };
+    assert!(matches!(bad.options("GAP9", None), Err(Error::Usage(_))));
 }
 
 // ------------------------------------------------------------------ matrix

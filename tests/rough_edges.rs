@@ -132,17 +132,25 @@ fn a_missing_l3_image_names_the_folder_looked_in() {
 }
 
 /// The README's synopsis of each command: (command, long flags named,
-/// those outside brackets). `-j` stands for `--jobs`; `[TRAIN]` for the
-/// flags its `TRAIN = …` line lists.
+/// those outside brackets). `-j` stands for `--jobs`; `[PLAN]` and `[TRAIN]` for the
+/// flags their `PLAN = …` and `TRAIN = …` lines list.
 fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
     let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
     let block = readme.split("## Commands").nth(1).unwrap().split("\n\n").nth(1).unwrap();
-    let (block, train) = block.split_once("    TRAIN = ").expect("a TRAIN = line");
-    let train: BTreeSet<String> = train
-        .split_whitespace()
-        .filter_map(|w| w.trim_start_matches('[').strip_prefix("--"))
-        .map(str::to_string)
-        .collect();
+    // The `NAME = [...]` lines after the commands: flag groups, `[NAME]` in a command.
+    let start = block.find("    PLAN").expect("a PLAN = line").min(block.find("    TRAIN").expect("a TRAIN = line"));
+    let (block, groups_text) = block.split_at(start);
+    let mut groups: Vec<(String, BTreeSet<String>)> = vec![];
+    for line in groups_text.lines() {
+        if let Some((name, rest)) =
+            line.trim().split_once(" = ").filter(|(n, _)| n.trim().chars().all(|c| c.is_ascii_uppercase()))
+        {
+            groups.push((format!("[{}]", name.trim()), BTreeSet::new()));
+            groups.last_mut().unwrap().1.extend(flags_of(rest));
+        } else {
+            groups.last_mut().expect("a group line first").1.extend(flags_of(line));
+        }
+    }
     let mut out: Vec<(String, BTreeSet<String>, BTreeSet<String>)> = vec![];
     // Brackets may span lines of one command.
     let mut depth = 0i32;
@@ -154,8 +162,8 @@ fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
         }
         let (_, all, required) = out.last_mut().expect("the block starts with a command");
         for w in &words {
-            if *w == "[TRAIN]" {
-                all.extend(train.iter().cloned());
+            if let Some((_, flags)) = groups.iter().find(|(g, _)| g == w) {
+                all.extend(flags.iter().cloned());
                 continue;
             }
             let flag = w.trim_start_matches('[').trim_end_matches(']');
@@ -171,6 +179,12 @@ fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
         }
     }
     out
+}
+
+fn flags_of(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split_whitespace()
+        .filter_map(|w| w.trim_start_matches('[').strip_prefix("--"))
+        .map(|f| f.trim_end_matches(']').to_string())
 }
 
 /// The README synopsis and `--help` agree: every flag in both, and the

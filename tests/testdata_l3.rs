@@ -110,7 +110,8 @@ fn when_l2_is_short_the_test_data_leaves_it_first() {
     assert!(l3_weights.is_empty(), "weights moved although the test data could: {l3_weights:?}");
 
     // Asked to keep it in L2, the network's weights move instead.
-    let b = generate(&BuildArgs { test_data: Some("L2".into()), ..args }).unwrap();
+    let plan = deploygen::cli::plan_args::PlanArgs { test_data: Some("L2".into()), ..Default::default() };
+    let b = generate(&BuildArgs { plan, ..args }).unwrap();
     let td = b.plan.buffers.iter().find(|x| x.kind == Kind::Static && x.name == TEST_DATA).unwrap();
     assert_eq!(td.level, Level::L2);
     assert!(b.plan.buffers.iter().any(|x| x.kind.is_weight() && x.level == Level::L3));

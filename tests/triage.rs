@@ -34,7 +34,6 @@ fn missing_labels_is_missing_targets() {
     let b = bind::bind(&m, &BindOptions::default()).unwrap();
     let e = check::training(&m, &b).unwrap_err();
     assert!(matches!(&e, Error::Triage(f) if f[0].flavor == TriageFlavor::MissingTargets));
-    assert_eq!(e.exit_code(), 2);
 
     Command::cargo_bin("deploygen")
         .unwrap()

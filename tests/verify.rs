@@ -96,6 +96,22 @@ fn a_clean_run_passes_with_what_it_compared() {
     assert_eq!(o.class(), "PASSED");
 }
 
+/// A passing training case shows its losses against their references, and
+/// the summary's stage column is empty for it (it failed at no stage).
+#[test]
+fn a_passing_case_shows_its_losses_and_no_stage() {
+    let lines = [LOSSES_OK[0], LOSSES_OK[1], "Errors: 0 out of 4"];
+    let gen = fake(prints(&lines, 0), 4, 2);
+    let mut out = Vec::new();
+    let s = runner::run(&[case("m")], &StatusTable::empty(), &gen, &quiet(), &mut out);
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("losses: 1.884626 (ref 1.884626), 2.120301 (ref 2.120300)"), "{out}");
+    let table = s.table();
+    let row = table.lines().find(|l| l.contains("m/GAP9-L3-training")).unwrap();
+    assert_eq!(row.matches("PASSED").count(), 1, "the verdict says PASSED, the stage nothing: {row}");
+    assert!(row.contains("| -"), "{row}");
+}
+
 #[test]
 fn wrong_values_are_an_incorrect_result_and_exit_1() {
     let lines =

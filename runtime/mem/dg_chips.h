@@ -1,7 +1,7 @@
 /*
  * dg_chips.h: the chips' facts, written by deploygen from its
  * src/target/platforms.json (do not edit; `UPDATE_GOLDEN=1 cargo test --test
- * conventions` rewrites it). Compile with the define of one platform.
+ * plan` rewrites it). Compile with the define of one platform.
  */
 #ifndef DG_CHIPS_H
 #define DG_CHIPS_H

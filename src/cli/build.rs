@@ -21,23 +21,8 @@ pub struct Args {
     /// (L2 or L3; default: L2).
     #[arg(long, value_name = "LEVEL")]
     pub default_mem: Option<String>,
-    /// L1 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    pub l1: Option<u64>,
-    /// L2 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    pub l2: Option<u64>,
-    /// L3 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    pub l3: Option<u64>,
-    /// Most bytes of weights baked into the L2 image; larger weights are
-    /// l3-staged (default: the platform's L2 image limit).
-    #[arg(long = "l2-image", value_name = "BYTES")]
-    pub l2_image: Option<u64>,
-    /// Where the harness keeps its test data and references, L2 or L3
-    /// (default: L2, moved to L3 when L2 is short).
-    #[arg(long = "test-data", value_name = "LEVEL")]
-    pub test_data: Option<String>,
+    #[command(flatten)]
+    pub plan: super::plan_args::PlanArgs,
     /// Absolute comparison tolerance (default: 1e-3).
     #[arg(long, value_name = "T")]
     pub tolerance: Option<f32>,
@@ -66,9 +51,6 @@ pub struct Args {
     pub allow_unknown_attributes: bool,
     #[command(flatten)]
     pub train: super::train::TrainArgs,
-    /// Keep today's untiled plan: whole-operand copies around each kernel.
-    #[arg(long)]
-    pub no_tiling: bool,
 }
 
 /// What a build produced.
@@ -132,12 +114,8 @@ impl Drop for Watch {
 /// The pipeline's options from the flags.
 fn options(a: &Args) -> Result<pipeline::Options> {
     super::check_tolerance(a.tolerance)?;
-    let mut plan = super::plan_options(Some(&a.platform), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?
-        .expect("a platform is given");
+    let plan = a.plan.options(&a.platform, a.default_mem.as_deref())?;
     super::runnable(&plan)?;
-    plan.l2_image_limit = a.l2_image;
-    plan.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
-    plan.tiling = !a.no_tiling;
     let mut o = pipeline::Options::new(plan);
     o.on_stage = Some(note_stage);
     o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);

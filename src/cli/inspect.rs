@@ -37,21 +37,6 @@ pub struct Args {
     /// (L2 or L3; default with --platform: L2).
     #[arg(long, value_name = "LEVEL")]
     default_mem: Option<String>,
-    /// L1 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    l1: Option<u64>,
-    /// L2 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    l2: Option<u64>,
-    /// L3 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    l3: Option<u64>,
-    /// Where the test data lives (L2 or L3), as for `build`.
-    #[arg(long, value_name = "LEVEL")]
-    test_data: Option<String>,
-    /// Most bytes of weights baked into the L2 image, as for `build`.
-    #[arg(long = "l2-image", value_name = "BYTES")]
-    l2_image: Option<u64>,
     /// Ignore (with a warning) attributes the operator's schema does not
     /// define, instead of refusing the node.
     #[arg(long)]
@@ -60,10 +45,9 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
     #[command(flatten)]
+    plan: super::plan_args::PlanArgs,
+    #[command(flatten)]
     train: super::train::TrainArgs,
-    /// Keep today's untiled plan: whole-operand copies around each kernel.
-    #[arg(long)]
-    no_tiling: bool,
 }
 
 /// Bind the model's test data when its folder has an `inputs.npz`, then run
@@ -98,19 +82,21 @@ pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<
 /// (binding or training check) still prints the report, which shows it,
 /// then exits 2 with the message.
 pub fn run(a: Args) -> Result<()> {
-    let mut opts = super::plan_options(a.platform.as_deref(), a.default_mem.as_deref(), [a.l1, a.l2, a.l3])?;
-    match (&mut opts, a.l2_image) {
-        (Some(o), Some(limit)) => o.l2_image_limit = Some(limit),
-        (None, Some(_)) => return Err(Error::Usage("--l2-image shapes a memory plan, which needs --platform".into())),
-        _ => {}
-    }
-    if let (None, Some(_)) = (&opts, &a.test_data) {
-        return Err(Error::Usage("--test-data shapes a memory plan, which needs --platform".into()));
-    }
-    if let Some(o) = opts.as_mut() {
-        o.tiling = !a.no_tiling;
-        o.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
-    }
+    let opts = match &a.platform {
+        Some(p) => Some(a.plan.options(p, a.default_mem.as_deref())?),
+        None => {
+            let mut given = a.plan.given();
+            given.extend(a.default_mem.as_ref().map(|_| "--default-mem"));
+            if !given.is_empty() {
+                return Err(Error::Usage(format!(
+                    "{} shape(s) a memory plan, which needs --platform ({})",
+                    given.join(", "),
+                    plan::Platform::all().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
+                )));
+            }
+            None
+        }
+    };
     if a.svg.is_some() && opts.is_none() {
         return Err(Error::Usage("--svg draws the memory plan, which needs --platform".into()));
     }

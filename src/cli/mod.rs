@@ -5,6 +5,7 @@
 pub mod build;
 pub mod inspect;
 mod output;
+pub mod plan_args;
 pub mod report;
 pub mod test;
 pub mod train;
@@ -16,7 +17,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::diag::Hint;
 use crate::error::{Error, Result};
-use crate::plan::{Level, PlanOptions, Platform};
+use crate::plan::{Level, PlanOptions};
 
 #[derive(Parser)]
 #[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
@@ -122,13 +123,6 @@ pub fn unknown_attrs(allow: bool) -> crate::import::UnknownAttrs {
     }
 }
 
-/// `--test-data L2|L3`: where the harness keeps its test data.
-pub fn test_data_level(s: &str) -> Result<Level> {
-    Level::parse(s)
-        .filter(|l| *l != Level::L1)
-        .ok_or_else(|| Error::Usage(format!("--test-data {s}: the test data lives in L2 or L3")))
-}
-
 /// `--tolerance T`: a finite, non-negative absolute tolerance.
 pub fn check_tolerance(t: Option<f32>) -> Result<()> {
     match t {
@@ -160,28 +154,4 @@ pub fn runnable(o: &PlanOptions) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Memory-plan options from `--platform`, `--default-mem` (default L2),
-/// `--l1`, `--l2`, `--l3`. `None` when no platform is named; the other
-/// flags without `--platform` are an error.
-pub fn plan_options(
-    platform: Option<&str>,
-    default_mem: Option<&str>,
-    capacities: [Option<u64>; 3],
-) -> Result<Option<PlanOptions>> {
-    let Some(name) = platform else {
-        if default_mem.is_some() || capacities.iter().any(Option::is_some) {
-            return Err(Error::Usage(format!(
-                "--default-mem, --l1, --l2 and --l3 shape a memory plan, which needs --platform ({})",
-                Platform::all().iter().map(|p| p.name.clone()).collect::<Vec<_>>().join(", ")
-            )));
-        }
-        return Ok(None);
-    };
-    let level = default_mem.unwrap_or("L2");
-    if !matches!(Level::parse(level), Some(Level::L2 | Level::L3)) {
-        return Err(Error::Usage(format!("--default-mem {level}: the default memory level must be L2 or L3")));
-    }
-    PlanOptions::named(name, level, capacities).map(Some)
 }

@@ -54,9 +54,8 @@ pub struct Args {
     /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
-    /// Keep today's untiled plan: whole-operand copies around each kernel.
-    #[arg(long)]
-    no_tiling: bool,
+    #[command(flatten)]
+    plan: super::plan_args::PlanArgs,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -90,8 +89,7 @@ pub fn run(a: Args) -> Result<()> {
     for (name, path) in &models {
         for p in &platforms {
             for l in &levels {
-                let mut plan_opts = super::plan_options(Some(p), Some(l), [None; 3])?.expect("a platform is named");
-                plan_opts.tiling = !a.no_tiling;
+                let plan_opts = a.plan.options(p, Some(l))?;
                 let label = format!("{name}/{p}-{l}");
                 progress.start(&label);
                 let t = Instant::now();

@@ -27,15 +27,8 @@ pub struct TestArgs {
     /// Default memory level (L2 or L3); repeat for several (default: L2, as for build).
     #[arg(long, value_name = "LEVEL", default_value = "L2")]
     pub default_mem: Vec<String>,
-    /// L1 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    pub l1: Option<u64>,
-    /// L2 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    pub l2: Option<u64>,
-    /// L3 capacity in bytes (overrides the platform's).
-    #[arg(long, value_name = "BYTES")]
-    pub l3: Option<u64>,
+    #[command(flatten)]
+    pub plan: super::plan_args::PlanArgs,
     /// Absolute tolerance of the comparison (default: the model's, else 1e-3).
     #[arg(long, value_name = "T")]
     pub tolerance: Option<f32>,
@@ -89,9 +82,6 @@ pub struct TestArgs {
     pub cache_dir: Option<PathBuf>,
     #[command(flatten)]
     pub train: super::train::TrainArgs,
-    /// Keep today's untiled plan: whole-operand copies around each kernel.
-    #[arg(long)]
-    pub no_tiling: bool,
 }
 
 /// A model folder's name in keys: the folder's name (for a `.onnx` file
@@ -163,11 +153,10 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
     if args.jobs == Some(0) {
         return Err(Error::Usage("-j 0: at least one case runs at a time".into()));
     }
-    let capacities = [args.l1, args.l2, args.l3];
     let mut targets = vec![];
     for p in &args.platform {
         for l in &args.default_mem {
-            let o = super::plan_options(Some(p), Some(l), capacities)?.expect("a platform is named");
+            let o = args.plan.options(p, Some(l))?;
             super::runnable(&o)?;
             targets.push((o.platform.name.clone(), o.default_mem.name().to_string()));
         }
@@ -179,7 +168,9 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
         let kind = Kind::detect(path);
         for (p, l) in &targets {
             let mut c = Case::new(path, name, p, l, kind);
-            c.capacities = capacities;
+            c.capacities = args.plan.capacities();
+            c.l2_image = args.plan.l2_image;
+            c.test_data = args.plan.test_data_level()?;
             c.tolerance = args.tolerance;
             c.sanitize = args.sanitize;
             c.timeout = Duration::from_secs_f64(args.timeout);
@@ -187,7 +178,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.unknown_attrs = super::unknown_attrs(args.allow_unknown_attributes);
             c.cache = args.cache_dir.clone().or_else(cache::default_dir);
             c.train = args.train.request();
-            c.tiling = !args.no_tiling;
+            c.tiling = !args.plan.no_tiling;
             out.push(c);
         }
     }

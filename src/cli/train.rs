@@ -11,8 +11,8 @@ pub struct TrainArgs {
     /// Training spec to use instead of the model folder's train.toml.
     #[arg(long = "train", value_name = "FILE", help_heading = "Training (train.toml keys)")]
     pub file: Option<PathBuf>,
-    /// Loss: cross-entropy or mse.
-    #[arg(long, value_parser = parse_loss, help_heading = "Training (train.toml keys)")]
+    /// Loss read from the logits against the labels.
+    #[arg(long, value_enum, help_heading = "Training (train.toml keys)")]
     pub loss: Option<Loss>,
     /// The graph output the loss reads (default: the only float output).
     #[arg(long, value_name = "OUTPUT", help_heading = "Training (train.toml keys)")]
@@ -20,20 +20,25 @@ pub struct TrainArgs {
     /// npz key and graph input of the targets (default: labels).
     #[arg(long, value_name = "NAME", help_heading = "Training (train.toml keys)")]
     pub labels: Option<String>,
-    /// Optimizer: sgd, momentum or adamw.
-    #[arg(long, value_parser = parse_optimizer, help_heading = "Training (train.toml keys)")]
+    /// Optimizer applied after each accumulation of gradients.
+    #[arg(long, value_enum, help_heading = "Training (train.toml keys)")]
     pub optimizer: Option<Optimizer>,
     /// Learning rate.
     #[arg(long = "lr", value_name = "RATE", help_heading = "Training (train.toml keys)")]
     pub learning_rate: Option<f32>,
+    /// Momentum factor (momentum; default 0.9).
     #[arg(long, value_name = "M", help_heading = "Training (train.toml keys)")]
     pub momentum: Option<f32>,
+    /// Weight decay (default 0).
     #[arg(long, value_name = "W", help_heading = "Training (train.toml keys)")]
     pub weight_decay: Option<f32>,
+    /// First-moment decay (adamw; default 0.9).
     #[arg(long, value_name = "B", help_heading = "Training (train.toml keys)")]
     pub beta1: Option<f32>,
+    /// Second-moment decay (adamw; default 0.999).
     #[arg(long, value_name = "B", help_heading = "Training (train.toml keys)")]
     pub beta2: Option<f32>,
+    /// Term added to the denominator (adamw; default 1e-6).
     #[arg(long, value_name = "E", help_heading = "Training (train.toml keys)")]
     pub epsilon: Option<f32>,
     /// Initializers that train (glob; repeat); the others are frozen.
@@ -73,23 +78,6 @@ impl TrainArgs {
             },
             dims: self.dims.clone(),
         }
-    }
-}
-
-fn parse_loss(s: &str) -> Result<Loss, String> {
-    match s {
-        "cross-entropy" => Ok(Loss::CrossEntropy),
-        "mse" => Ok(Loss::Mse),
-        _ => Err(format!("'{s}' is not a loss: cross-entropy or mse")),
-    }
-}
-
-fn parse_optimizer(s: &str) -> Result<Optimizer, String> {
-    match s {
-        "sgd" => Ok(Optimizer::Sgd),
-        "momentum" => Ok(Optimizer::Momentum),
-        "adamw" => Ok(Optimizer::Adamw),
-        _ => Err(format!("'{s}' is not an optimizer: sgd, momentum or adamw")),
     }
 }
 

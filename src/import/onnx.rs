@@ -160,8 +160,8 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
                 node: name,
                 opset: g.opset_of(&domain),
                 domain: if domain.is_empty() { "ai.onnx".into() } else { domain },
+                supported: supported_list(&op),
                 op,
-                supported: ops::supported().join(", "),
             });
         };
         let mut outputs = Vec::with_capacity(np.output.len());
@@ -366,4 +366,37 @@ fn attr(a: &pb::AttributeProto, dir: &Path) -> Result<Attr> {
         T::TypeProtos => Attr::TypeProtos(a.type_protos.len()),
         T::Undefined => Attr::Ints(vec![]),
     })
+}
+
+/// The supported operators for an unknown-operator message: a near
+/// spelling first ("did you mean"), then the names wrapped in lines of
+/// under 100 columns rather than one line of a hundred names.
+fn supported_list(op: &str) -> String {
+    let names = ops::supported();
+    let lower = op.to_ascii_lowercase();
+    let same: Vec<&str> = names.iter().copied().filter(|n| n.to_ascii_lowercase() == lower).collect();
+    let near = if same.is_empty() && lower.len() > 3 {
+        names.iter().copied().filter(|n| n.to_ascii_lowercase().starts_with(&lower)).collect()
+    } else {
+        same
+    };
+    let mut s = String::new();
+    if !near.is_empty() {
+        s.push_str(&format!(
+            "did you mean {}?\n  ",
+            near.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(" or ")
+        ));
+    }
+    s.push_str(&format!("supported operators ({}):", names.len()));
+    let mut line = String::new();
+    for n in names {
+        if line.len() + n.len() + 2 > 92 {
+            s.push_str(&format!("\n    {}", line.trim_end()));
+            line.clear();
+        }
+        line.push_str(n);
+        line.push_str(", ");
+    }
+    s.push_str(&format!("\n    {}", line.trim_end_matches([',', ' '])));
+    s
 }

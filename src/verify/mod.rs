@@ -108,6 +108,10 @@ pub struct Case {
     pub kind: Kind,
     /// `--l1`, `--l2`, `--l3` capacity overrides.
     pub capacities: [Option<u64>; 3],
+    /// `--l2-image`: the bound on weights baked into the L2 image.
+    pub l2_image: Option<u64>,
+    /// `--test-data`: where the harness keeps its data.
+    pub test_data: Option<crate::plan::Level>,
     /// `--tolerance`: the per-model override handed to emission.
     pub tolerance: Option<f32>,
     /// Build with AddressSanitizer and UBSan.
@@ -141,6 +145,8 @@ impl Case {
             default_mem: default_mem.to_string(),
             kind,
             capacities: [None; 3],
+            l2_image: None,
+            test_data: None,
             tolerance: None,
             sanitize: false,
             timeout: Duration::from_secs(300),
@@ -251,6 +257,8 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     let mut plan =
         PlanOptions::named(&case.platform, &case.default_mem, case.capacities).map_err(StageError::at(Stage::Plan))?;
     plan.tiling = case.tiling;
+    plan.l2_image_limit = case.l2_image;
+    plan.test_data = case.test_data;
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;

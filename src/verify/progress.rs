@@ -18,7 +18,8 @@ pub struct Progress {
     started: AtomicUsize,
     done: AtomicUsize,
     bar: Option<ProgressBar>,
-    running: Mutex<Vec<String>>,
+    /// The cases running, with the number each started as.
+    running: Mutex<Vec<(String, usize)>>,
     /// Print nothing at all (library callers that judge output themselves).
     quiet: bool,
 }
@@ -80,28 +81,40 @@ impl Progress {
     fn show_running(&self) {
         if let Some(b) = &self.bar {
             let r = self.running.lock().unwrap_or_else(|e| e.into_inner());
-            b.set_message(r.join(", "));
+            b.set_message(r.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", "));
         }
     }
 
     /// `deploygen test: [ 3/12] start  KEY`.
     pub fn start(&self, key: &str) {
         let i = self.started.fetch_add(1, Ordering::SeqCst) + 1;
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).push(key.to_string());
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).push((key.to_string(), i));
         self.line(&format!("{}: {} start  {key}", self.who, self.count(i)));
         self.show_running();
     }
 
-    /// `deploygen test: [ 4/12] end    KEY  PASSED (0.4 s)`.
+    /// `deploygen test: [ 3/12] end    KEY  PASSED (0.4 s; 4 done)`: the
+    /// number is the one the case started as, so a start and its end
+    /// pair up when cases run in parallel.
     pub fn end(&self, key: &str, what: &str, elapsed: Duration) {
-        let i = self.done.fetch_add(1, Ordering::SeqCst) + 1;
-        self.running.lock().unwrap_or_else(|e| e.into_inner()).retain(|k| k != key);
-        let secs = elapsed.as_secs_f64();
-        self.line(&format!("{}: {} end    {key}  {what} ({secs:.1} s)", self.who, self.count(i)));
+        let text = self.end_text(key, what, elapsed);
+        self.line(&text);
         if let Some(b) = &self.bar {
             b.inc(1);
         }
         self.show_running();
+    }
+
+    fn end_text(&self, key: &str, what: &str, elapsed: Duration) -> String {
+        let done = self.done.fetch_add(1, Ordering::SeqCst) + 1;
+        let i = {
+            let mut r = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            let pos = r.iter().position(|(k, _)| k == key);
+            pos.map(|p| r.remove(p).1)
+        };
+        let secs = elapsed.as_secs_f64();
+        let number = i.map_or_else(|| format!("[{done}]"), |i| self.count(i));
+        format!("{}: {number} end    {key}  {what} ({secs:.1} s; {done} done)", self.who)
     }
 
     /// Run `f` (which writes to stdout) with the bar hidden.
@@ -123,5 +136,21 @@ impl Progress {
 impl Drop for Progress {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_end_carries_the_number_its_case_started_as() {
+        let p = Progress::with("t", 3, true);
+        p.start("a");
+        p.start("b");
+        let b = p.end_text("b", "PASSED", Duration::ZERO);
+        assert!(b.starts_with("t: [2/3] end    b  PASSED (0.0 s; 1 done)"), "{b}");
+        let a = p.end_text("a", "FAILED", Duration::ZERO);
+        assert!(a.starts_with("t: [1/3] end    a  FAILED (0.0 s; 2 done)"), "{a}");
     }
 }

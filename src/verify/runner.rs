@@ -188,7 +188,12 @@ impl Summary {
             if msg.chars().count() > 90 {
                 msg = msg.chars().take(89).collect::<String>() + "…";
             }
-            t.add_row([r.key.clone(), r.verdict.name().into(), r.class().into(), compared, time, msg]);
+            // The stage column names where a case failed; a pass has none.
+            let stage = match r.class() {
+                "PASSED" | "NOT_RUN" => "-",
+                c => c,
+            };
+            t.add_row([r.key.clone(), r.verdict.name().into(), stage.into(), compared, time, msg]);
         }
         t.to_string()
     }
@@ -203,6 +208,9 @@ pub fn verdict_lines(r: &CaseResult) -> String {
     let mut s = format!("{:<7} {}  {class}{}", r.verdict.name(), r.key, r.message);
     if let Some(o) = &r.outcome {
         s.push_str(&format!("  ({:.1}s)", o.elapsed.as_secs_f64()));
+        if !o.losses.is_empty() {
+            s.push_str(&format!("\n        {}", loss_line(&o.losses)));
+        }
         if r.verdict != Verdict::Passed {
             for d in o.details.iter().take(30) {
                 s.push_str("\n        ");
@@ -218,6 +226,15 @@ pub fn verdict_lines(r: &CaseResult) -> String {
     }
     s.push('\n');
     s
+}
+
+/// `losses: 1.8846 (ref 1.8846), 2.1203 (ref 2.1203)`: what each step's
+/// loss was against its reference, the first 8.
+fn loss_line(losses: &[super::Loss]) -> String {
+    let shown: Vec<String> =
+        losses.iter().take(8).map(|l| format!("{:.6} (ref {:.6})", l.computed, l.reference)).collect();
+    let more = if losses.len() > 8 { format!(", … {} more", losses.len() - 8) } else { String::new() };
+    format!("losses: {}{more}", shown.join(", "))
 }
 
 /// One case: skipped when the table says so, else run and judged.

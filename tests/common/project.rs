@@ -38,7 +38,7 @@ pub fn try_files(model: &Path, t: Target) -> deploygen::Result<Files> {
         platform: t.platform.into(),
         default_mem: Some(t.level.into()),
         hex_files: t.hex_files,
-        l2_image: t.weights_in_l3.then_some(0),
+        plan: deploygen::cli::plan_args::PlanArgs { l2_image: t.weights_in_l3.then_some(0), ..Default::default() },
         ..Default::default()
     };
     generate(&a).map(|b| b.project.files)
