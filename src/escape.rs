@@ -118,6 +118,21 @@ pub fn terminal(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(unicode_escaped(s, hostile))
 }
 
+/// JSON (as serde_json writes it) safe for a terminal, and still JSON by
+/// its own rules: the characters serde_json leaves as they are but a
+/// terminal acts on — DEL, the C1 controls, the bidirectional controls —
+/// as JSON `\uXXXX` escapes. They can only be inside strings (JSON's
+/// structure is ASCII), where the escape means the same character.
+pub fn json_for_terminal(s: &str) -> std::borrow::Cow<'_, str> {
+    let hostile = |c: char| matches!(c, '\u{7f}'..='\u{9f}') || is_bidi_control(c);
+    if !s.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars().map(|c| if hostile(c) { format!("\\u{:04x}", c as u32) } else { c.to_string() }).collect(),
+    )
+}
+
 /// A name as the harness prints it in its result lines (`[check NAME]
 /// errors E out of N`, `mismatch NAME[i] …`): one line whose `]` closes
 /// the label. Control characters (line breaks included), `]`, `\` and the

@@ -25,6 +25,7 @@ pub mod escape;
 pub mod import;
 pub mod inspect;
 pub mod ir;
+pub mod limits;
 pub mod lower;
 pub mod ops;
 pub mod pipeline;

@@ -92,3 +92,51 @@ fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
     assert!(report.contains("the 4 output(s) before it match"), "{report}");
     common::ran(TEST);
 }
+
+/// `test --bisect` in a folder that has its own `tools/make_refs.py` (a
+/// downloaded repository) never runs it: the tools come from deploygen's
+/// installation, `--tools DIR` or DEPLOYGEN_TOOLS.
+#[test]
+fn bisect_never_runs_the_working_directorys_tools() {
+    let Some(py) = which_python() else {
+        eprintln!("SKIPPED: no python3 to run a planted script with");
+        return;
+    };
+    let cwd = tempfile::tempdir().unwrap();
+    let marker = cwd.path().join("planted-script-ran");
+    std::fs::create_dir(cwd.path().join("tools")).unwrap();
+    let planted = format!("open({:?}, 'w').write('ran')\n", marker.display().to_string());
+    std::fs::write(cwd.path().join("tools/make_refs.py"), &planted).unwrap();
+    std::fs::write(cwd.path().join("status.toml"), "").unwrap();
+    // Wrong results: the inputs changed after the references were made.
+    let model = common::copy_model(&common::zoo("simple_mlp"));
+    common::edit_inputs(model.path(), |arrays| {
+        let (_, t) = arrays.iter_mut().find(|(_, t)| t.to_f32().is_some()).unwrap();
+        let v: Vec<f32> = t.to_f32().unwrap().iter().map(|x| x * 3.0 + 1.0).collect();
+        *t = TensorData::from_f32(t.shape.clone(), &v);
+    });
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+            .arg("test")
+            .arg(model.path())
+            .args(["--platform", "host", "--bisect"])
+            .args(extra)
+            .env("DEPLOYGEN_PYTHON", &py)
+            .env_remove("DEPLOYGEN_TOOLS")
+            .current_dir(cwd.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    };
+    let out = run(&[]);
+    assert!(out.contains("bisect"), "{out}");
+    assert!(!marker.exists(), "the working directory's tools/make_refs.py ran:\n{out}");
+    // Named explicitly, it is the one used.
+    let out = run(&["--tools", cwd.path().join("tools").to_str().unwrap()]);
+    assert!(marker.exists(), "--tools DIR was not used:\n{out}");
+}
+
+fn which_python() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join("python3")).find(|p| p.is_file())
+}

@@ -408,7 +408,7 @@ fn triage_makes_training_references_with_make_train_refs() {
     std::fs::write(&py, "#!/bin/sh\necho \"ran $1\"\n").unwrap();
     std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::env::set_var("DEPLOYGEN_PYTHON", &py);
-    let said = |dir: &Path| match make_refs(common::root(), dir) {
+    let said = |dir: &Path| match make_refs(dir) {
         Refs::Regenerated(s) => s,
         Refs::Unavailable(s) | Refs::Failed(s) => panic!("{s}"),
     };

@@ -135,3 +135,77 @@ fn a_failed_write_names_the_users_path() {
     refused(&o, &["cannot write", &out.display().to_string()]);
     assert!(!stderr(&o).contains("deploygen-tmp"), "{}", stderr(&o));
 }
+
+/// --force deletes only what deploygen wrote (the files its deploygen.json
+/// lists, unchanged) and what the project's make rules build: a file a
+/// person added, a changed generated file, or a folder that merely holds
+/// a copied deploygen.json is exit 2 naming the file, and nothing changes.
+#[test]
+fn force_deletes_only_the_files_deploygen_wrote_and_what_make_builds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    assert!(build(&common::zoo("simple_mlp"), &out, false).status.success());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("deploygen.json")).unwrap()).unwrap();
+    let listed = manifest["files"].as_array().expect("the manifest lists the files");
+    assert!(listed.iter().any(|f| f["path"] == "main.c" && f["sha256"].as_str().is_some_and(|s| s.len() == 64)));
+
+    // What make builds is fine.
+    for f in ["app", "main.o", "runtime/kernels/linear.o", "runtime.a", "BUILD/GAP9/x.o"] {
+        std::fs::create_dir_all(out.join(f).parent().unwrap()).unwrap();
+        std::fs::write(out.join(f), "built").unwrap();
+    }
+    let o = build(&common::zoo("simple_mlp"), &out, true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!out.join("main.o").exists());
+
+    // A person's file, at the top or deep inside.
+    for rel in ["notes.txt", "runtime/kernels/my_kernel.c", "stray.o"] {
+        let f = out.join(rel);
+        std::fs::write(&f, "mine").unwrap();
+        refused(&build(&common::zoo("simple_mlp"), &out, true), &[&f.display().to_string()]);
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "mine");
+        std::fs::remove_file(&f).unwrap();
+    }
+    // A generated file the person changed.
+    let main = out.join("main.c");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, format!("{text}// my change\n")).unwrap();
+    refused(&build(&common::zoo("simple_mlp"), &out, true), &[&main.display().to_string(), "changed"]);
+    assert!(std::fs::read_to_string(&main).unwrap().ends_with("// my change\n"));
+    std::fs::write(&main, text).unwrap();
+
+    // A folder of the person's that holds a copy of a real deploygen.json.
+    let mine = tmp.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::copy(out.join("deploygen.json"), mine.join("deploygen.json")).unwrap();
+    std::fs::write(mine.join("thesis.tex"), "years of work").unwrap();
+    refused(&build(&common::zoo("simple_mlp"), &mine, true), &[&mine.display().to_string()]);
+    std::fs::remove_file(mine.join("thesis.tex")).unwrap();
+    refused(&build(&common::zoo("simple_mlp"), &mine, true), &["does not match"]);
+    assert!(mine.join("deploygen.json").is_file());
+}
+
+/// The temporary folders of a write are fresh: a folder of a person's
+/// that has the old predictable name is not removed.
+#[test]
+fn a_folder_with_a_guessable_temporary_name_is_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    // Names of the pattern `.p.deploygen-{tmp,old}-<pid>` for the pids the
+    // next processes are likely to get.
+    let guess: Vec<PathBuf> = (0..2000u32)
+        .flat_map(|d| {
+            let pid = std::process::id() + d;
+            [format!(".p.deploygen-tmp-{pid}"), format!(".p.deploygen-old-{pid}")]
+        })
+        .map(|n| tmp.path().join(n))
+        .collect();
+    for g in &guess {
+        std::fs::create_dir(g).unwrap();
+        std::fs::write(g.join("mine.txt"), "mine").unwrap();
+    }
+    assert!(build(&common::zoo("simple_mlp"), &out, false).status.success());
+    assert!(build(&common::zoo("simple_mlp"), &out, true).status.success());
+    assert!(guess.iter().all(|g| g.join("mine.txt").is_file()), "a person's folder was removed");
+}

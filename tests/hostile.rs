@@ -497,3 +497,151 @@ fn gradient_buffers_pair_by_wiring() {
         ],
     );
 }
+
+// --- Bounded reads, accepted-then-wrong values, machine formats -------------
+
+fn deploygen_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::cargo_bin("deploygen").unwrap().args(args).current_dir(dir).output().unwrap()
+}
+
+fn exit2(o: &std::process::Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{}\nstderr:\n{err}", String::from_utf8_lossy(&o.stdout));
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
+
+/// A file over the bound of its kind is exit 2 naming the file and the
+/// bound, never an allocation that aborts (a sparse file: no disk used).
+#[test]
+fn files_over_their_bound_are_refused_by_name() {
+    let dir = copy_model(&zoo("cnn_derived_adamw"));
+    let toml = dir.path().join("train.toml");
+    std::fs::File::options().append(true).open(&toml).unwrap().set_len(1 << 30).unwrap();
+    refused(dir.path(), &["train.toml", &deploygen::limits::TRAIN_TOML.to_string()]);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run.txt");
+    std::fs::File::create(&run).unwrap().set_len(deploygen::limits::PROFILE_INPUT + 1).unwrap();
+    let o = deploygen_in(tmp.path(), &["report", "--profile", "run.txt"]);
+    exit2(&o, &["run.txt", &deploygen::limits::PROFILE_INPUT.to_string()]);
+    // One huge BENCH line inside the bound is refused too, naming the line.
+    let long = format!("BENCH node 0 Relu {} cycles=5\n", "n".repeat(deploygen::limits::PROFILE_LINE + 1));
+    std::fs::write(&run, format!("BENCH node 1 Relu r cycles=5\n{long}")).unwrap();
+    exit2(&deploygen_in(tmp.path(), &["report", "--profile", "run.txt"]), &["line 2", "bound"]);
+    // Totals that would wrap at 2^64.
+    std::fs::write(&run, format!("BENCH node 0 Relu r cycles={}\nBENCH node 1 Relu s cycles=2\n", u64::MAX)).unwrap();
+    exit2(&deploygen_in(tmp.path(), &["report", "--profile", "run.txt"]), &["line 2", "2^64"]);
+    std::fs::write(&run, format!("BENCH node 0 Relu r cycles={}\nBENCH node 0 Relu r cycles=1\n", u64::MAX)).unwrap();
+    exit2(&deploygen_in(tmp.path(), &["report", "--profile", "run.txt"]), &["line 2", "2^64"]);
+
+    let junit = tmp.path().join("a.xml");
+    std::fs::File::create(&junit).unwrap().set_len(deploygen::limits::JUNIT_XML + 1).unwrap();
+    exit2(&deploygen_in(tmp.path(), &["merge-junit", "a.xml", "--out", "m.xml"]), &["a.xml", "bound"]);
+}
+
+/// Values that used to be accepted and then gave a wrong or aborting run.
+#[test]
+fn values_that_cannot_work_are_refused_up_front() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mlp = zoo("simple_mlp").display().to_string();
+    for (platform, flag, value, says) in [
+        ("host", "--l3", "0", "at least one byte"),
+        ("host", "--l1", "0", "at least one byte"),
+        ("GAP9", "--l2", "2000000000", "host emulation can back"),
+    ] {
+        let o = deploygen_in(tmp.path(), &["build", &mlp, "--platform", platform, flag, value, "--out", "p"]);
+        exit2(&o, &[flag, says]);
+        assert!(!tmp.path().join("p").exists());
+    }
+    // MaxPool with a pad as large as its kernel: onnxruntime refuses it.
+    let dir = mutated("cct", "network.onnx", |m| set_attr(m, "MaxPool", attr_ints("pads", &[9, 9, 9, 9])));
+    refused(dir.path(), &["pads", "smaller than the kernel"]);
+    // A tolerance under which wrong results pass.
+    let dir = copy_model(&zoo("simple_mlp"));
+    edit_inputs(dir.path(), |a| set_meta(a, "meta_tolerance", TensorData::from_f32(vec![], &[1e30])));
+    refused(dir.path(), &["meta_tolerance", "at most 1"]);
+    // report --ort: named and missing, malformed, not a file, negative.
+    let ort = tmp.path().join("ort.json");
+    let report =
+        |ort: &str| deploygen_in(tmp.path(), &["report", &mlp, "--platform", "host", "--no-run", "--ort", ort]);
+    exit2(&report("missing.json"), &["missing.json"]);
+    std::fs::write(&ort, "{not json").unwrap();
+    exit2(&report("ort.json"), &["ort.json", "JSON"]);
+    exit2(&report("/dev/zero"), &["/dev/zero", "not a regular file"]);
+    std::fs::write(&ort, r#"{"simple_mlp": {"seconds": -1.0}}"#).unwrap();
+    exit2(&report("ort.json"), &["ort.json", "simple_mlp", "-1"]);
+    exit2(&deploygen_in(tmp.path(), &["report", &mlp, "--platform", "host", "--runs", "0"]), &["--runs"]);
+    // merge-junit --out naming one of its inputs.
+    let xml = "<?xml version=\"1.0\"?><testsuites name=\"x\"><testsuite name=\"s\" tests=\"1\"><testcase name=\"a\"/></testsuite></testsuites>";
+    std::fs::write(tmp.path().join("a.xml"), xml).unwrap();
+    std::fs::write(tmp.path().join("b.xml"), xml.replace("\"a\"", "\"b\"")).unwrap();
+    let o = deploygen_in(tmp.path(), &["merge-junit", "a.xml", "b.xml", "--out", "./a.xml"]);
+    exit2(&o, &["a.xml", "overwritten"]);
+    assert_eq!(std::fs::read_to_string(tmp.path().join("a.xml")).unwrap(), xml);
+}
+
+/// DG_HOST_DMA names a mode; an unknown one stops the app with a message
+/// instead of testing nothing.
+#[test]
+fn an_unknown_host_dma_mode_is_an_error_of_the_app() {
+    if std::process::Command::new("gcc").arg("--version").output().is_err() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let b = deploygen_in(
+        tmp.path(),
+        &["build", &zoo("simple_mlp").display().to_string(), "--platform", "host", "--out", "p"],
+    );
+    assert!(b.status.success(), "{}", String::from_utf8_lossy(&b.stderr));
+    let m = std::process::Command::new("make")
+        .args(["-s", "-f", "Makefile.host", "-j2"])
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    assert!(m.status.success(), "{}", String::from_utf8_lossy(&m.stderr));
+    for (k, v) in [("DG_HOST_DMA", "radnom"), ("DG_HOST_DMA_SEED", "x1")] {
+        let r = std::process::Command::new(out.join("app")).env(k, v).current_dir(&out).output().unwrap();
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{k}={v}: {err}");
+        assert!(err.contains(&format!("{k}={v}")), "{err}");
+    }
+    let r =
+        std::process::Command::new(out.join("app")).env("DG_HOST_DMA", "random").current_dir(&out).output().unwrap();
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+}
+
+/// `inspect --format json` is JSON whatever the names hold: serde_json's
+/// escapes, never the terminal's `\u{..}`; DEL, C1 and bidi controls are
+/// JSON escapes, so the terminal is safe too.
+#[test]
+fn inspect_json_is_valid_json_with_hostile_names() {
+    // The model's path is in the report: a folder named with them.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("n\u{7f}\u{9b}31m\u{202e}\u{1b}[2J");
+    std::fs::create_dir(&dir).unwrap();
+    for f in ["network.onnx", "inputs.npz", "outputs.npz"] {
+        std::fs::copy(zoo("kws_cnn").join(f), dir.join(f)).unwrap();
+    }
+    let o = Command::cargo_bin("deploygen").unwrap().args(["inspect", "--format", "json"]).arg(&dir).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}):\n{text}"));
+    fn holds(v: &serde_json::Value, s: &str) -> bool {
+        match v {
+            serde_json::Value::String(x) => x == s,
+            serde_json::Value::Array(a) => a.iter().any(|x| holds(x, s)),
+            serde_json::Value::Object(o) => o.values().any(|x| holds(x, s)),
+            _ => false,
+        }
+    }
+    let name = dir.join("network.onnx").display().to_string();
+    assert!(holds(&v, &name), "the name survives the round trip:\n{text}");
+    assert!(
+        !text.contains('\u{7f}') && !text.contains('\u{9b}') && !text.contains('\u{1b}') && !text.contains('\u{202e}')
+    );
+    assert!(!text.contains("\\u{"), "a terminal escape in JSON:\n{text}");
+}

@@ -192,3 +192,101 @@ fn concurrent_processes_build_one_archive() {
         .collect();
     assert!(leftovers.is_empty(), "scratch folders left: {leftovers:?}");
 }
+
+fn digest(p: &Path) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(p).unwrap()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The cache is checked before it is linked: the folder is made `0700`;
+/// each archive's SHA-256 is recorded beside it; a planted archive (one
+/// of other flags, a truncated one, a linker script) is rebuilt, and the
+/// case runs what this runtime compiles to.
+#[test]
+fn a_planted_or_broken_archive_is_rebuilt_before_it_is_linked() {
+    use std::os::unix::fs::PermissionsExt;
+    if !have_gcc() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let cache = base.path().join("new/cache");
+    let first = run_case(&case(&cache, "GAP9"), &generate_case);
+    assert!(first.passed(), "{}", first.message);
+    let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the cache folder is private");
+    let [gap9] = archives(&cache).try_into().unwrap();
+    let recorded = std::fs::read_to_string(format!("{}.sha256", gap9.display())).unwrap();
+    assert_eq!(recorded.trim(), digest(&gap9));
+    assert!(run_case(&case(&cache, "Siracusa"), &generate_case).passed());
+    let siracusa = archives(&cache).into_iter().find(|a| *a != gap9).unwrap();
+
+    let planted: [(&str, Vec<u8>); 3] = [
+        ("another platform's archive", std::fs::read(&siracusa).unwrap()),
+        ("a truncated archive", std::fs::read(&gap9).unwrap()[..1000].to_vec()),
+        ("a linker script", b"INPUT(/nonexistent/evil.o)\n".to_vec()),
+    ];
+    for (what, bytes) in planted {
+        std::fs::write(&gap9, &bytes).unwrap();
+        let o = run_case(&case(&cache, "GAP9"), &generate_case);
+        assert!(o.passed(), "{what}: {} {:?}", o.message, o.details);
+        assert_ne!(std::fs::read(&gap9).unwrap(), bytes, "{what} is still in place");
+        let recorded = std::fs::read_to_string(format!("{}.sha256", gap9.display())).unwrap();
+        assert_eq!(recorded.trim(), digest(&gap9), "{what}");
+    }
+}
+
+/// A cache folder that cannot be used (a file, a dangling link, a folder
+/// others can write) does not fail the case: the runtime is built in the
+/// project.
+#[test]
+fn an_unusable_cache_falls_back_to_building_in_the_project() {
+    use std::os::unix::fs::PermissionsExt;
+    if !have_gcc() {
+        return;
+    }
+    let base = tempfile::tempdir().unwrap();
+    let file = base.path().join("a-file");
+    std::fs::write(&file, "not a folder").unwrap();
+    let dangling = base.path().join("dangling");
+    std::os::unix::fs::symlink(base.path().join("nowhere"), &dangling).unwrap();
+    let shared = base.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    for cache in [&file, &dangling, &shared] {
+        let o = run_case(&case(cache, "GAP9"), &generate_case);
+        assert!(o.passed(), "{}: {} {:?}", cache.display(), o.message, o.details);
+    }
+    assert!(archives(&shared).is_empty(), "nothing is cached where others can write");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "not a folder");
+}
+
+/// A relative --cache-dir or DEPLOYGEN_CACHE_DIR is taken from the working
+/// directory (make runs in the project folder).
+#[test]
+fn a_relative_cache_folder_is_resolved_from_the_working_directory() {
+    if !have_gcc() {
+        return;
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let status = cwd.path().join("status.toml");
+    std::fs::write(&status, "").unwrap();
+    for (flag, env) in [(true, false), (false, true)] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_deploygen"));
+        cmd.arg("test").arg(common::zoo("simple_mlp")).args(["--platform", "host", "--status"]).arg(&status);
+        let rel = if flag { "rel-flag" } else { "rel-env" };
+        if flag {
+            cmd.args(["--cache-dir", rel]);
+        }
+        if env {
+            cmd.env("DEPLOYGEN_CACHE_DIR", rel);
+        }
+        let o = cmd.current_dir(cwd.path()).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{rel}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(archives(&cwd.path().join(rel)).len(), 1, "{rel}");
+    }
+}

@@ -570,3 +570,64 @@ fn the_status_table_is_the_one_that_governs_the_model_and_never_made_unasked() {
     assert!(text.starts_with("# the team's table\n\n[\"missing_labels/host-L2-training\"]"), "{text}");
     assert!(!cwd.path().join("status.toml").exists());
 }
+
+/// A key whose model part climbs out of the root (`..`, a path, a link)
+/// is refused before anything is read or written, naming the key.
+#[test]
+fn keys_that_leave_the_root_are_refused_and_nothing_is_written_there() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("repo");
+    std::fs::create_dir_all(root.join("models")).unwrap();
+    std::fs::create_dir_all(root.join("tests/fixtures")).unwrap();
+    std::fs::write(root.join("status.toml"), "").unwrap();
+    let victim = base.path().join("outside/victim");
+    copy_into(&fixture("missing_labels"), &victim);
+    let key = "../../outside/victim/host-L2-training";
+    triage_cmd(&root, &[key, "--fix"]).code(2).stderr(predicate::str::contains(key));
+    assert!(!victim.join("inputs.triage.npz").exists());
+    assert!(!base.path().join("outside/victim.derived").exists());
+    assert_eq!(std::fs::read_to_string(root.join("status.toml")).unwrap(), "");
+    for key in ["./host-L2-training", "../host-L2-training", "a/../b/host-L2-training", "/abs/host-L2-training"] {
+        triage_cmd(&root, &[key]).code(2).stderr(predicate::str::contains(key));
+    }
+    // A model folder under the root that is a link to elsewhere.
+    std::os::unix::fs::symlink(&victim, root.join("models/victim")).unwrap();
+    triage_cmd(&root, &["victim/host-L2-training", "--fix"])
+        .code(2)
+        .stderr(predicate::str::contains("victim/host-L2-training").and(predicate::str::contains("outside the root")));
+    assert!(!victim.join("inputs.triage.npz").exists());
+}
+
+/// Scratch folders are made fresh (unpredictable names, created
+/// exclusively): a folder of the old `deploygen-triage-<model>-<pid>-<n>`
+/// pattern that someone else made survives a run.
+#[test]
+fn scratch_folders_are_fresh_and_a_users_folder_of_a_guessable_name_survives() {
+    let pid = std::process::id();
+    let tmp = std::env::temp_dir();
+    let planted: Vec<PathBuf> = (0..64)
+        .flat_map(|n| {
+            ["missing_labels", "missing_labels-inference"].map(|m| tmp.join(format!("deploygen-triage-{m}-{pid}-{n}")))
+        })
+        .collect();
+    for p in &planted {
+        std::fs::create_dir_all(p).unwrap();
+        std::fs::write(p.join("mine.txt"), "a user's file").unwrap();
+    }
+    let root = repo(&["missing_labels"], &xfail(ML_KEY, TARGETS));
+    let opts = Options {
+        root: root.path().to_path_buf(),
+        name: ML_KEY.into(),
+        fix: true,
+        in_place: false,
+        refs: false,
+        status: None,
+    };
+    let r = triage::run(&opts, &|d: &Path, p: &str, l: &str| runner::stages_only(d, p, l)).unwrap();
+    let survived = planted.iter().filter(|p| p.join("mine.txt").is_file()).count();
+    for p in &planted {
+        let _ = std::fs::remove_dir_all(p);
+    }
+    assert!(r.fix.attempted, "{}", triage::text(&r));
+    assert_eq!(survived, planted.len(), "a planted scratch-named folder was removed");
+}

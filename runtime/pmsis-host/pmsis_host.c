@@ -325,6 +325,8 @@ static int g_team_inline = 1;
 static int g_team_inline = 0;
 #endif
 
+static void xfer_mode_from_env(void);
+
 static void team_mode_from_env(void)
 {
     const char *s = getenv("DG_HOST_TEAM");
@@ -362,6 +364,7 @@ static void init_once(void)
     if ((unsigned long long)DG_L3_BASE + g_l3.cap > 0xFFFFFFFFull)
         dg_host_fatal("DG_L3_SIZE does not fit the 32-bit L3 address window");
     team_mode_from_env();
+    xfer_mode_from_env();
     atexit(report_at_exit);
 }
 
@@ -1061,15 +1064,36 @@ static dg_host_xfer_t *g_pending;
 static int g_xfer_mode = -1; /* 0: at the wait; 1: at a random point */
 static unsigned long g_xfer_rand = 1;
 
+/* DG_HOST_DMA: unset, empty or "wait" (a transfer moves at its wait), or
+ * "random"; DG_HOST_DMA_SEED: a decimal number. Anything else stops the
+ * program with a message: a mode silently ignored would test nothing. */
+static void xfer_mode_from_env(void)
+{
+    const char *m = getenv("DG_HOST_DMA");
+    const char *seed = getenv("DG_HOST_DMA_SEED");
+    if (m == NULL || *m == '\0' || strcmp(m, "wait") == 0) {
+        g_xfer_mode = 0;
+    } else if (strcmp(m, "random") == 0) {
+        g_xfer_mode = 1;
+    } else {
+        fprintf(stderr, "[pmsis-host] error: DG_HOST_DMA=%s is not a mode (random, wait, or unset)\n", m);
+        exit(2);
+    }
+    if (seed != NULL) {
+        char *end = NULL;
+        unsigned long v = strtoul(seed, &end, 10);
+        if (*seed == '\0' || end == NULL || *end != '\0') {
+            fprintf(stderr, "[pmsis-host] error: DG_HOST_DMA_SEED=%s is not a decimal number\n", seed);
+            exit(2);
+        }
+        g_xfer_rand = v | 1u;
+    }
+}
+
 static int xfer_random(void)
 {
-    if (g_xfer_mode < 0) {
-        const char *m = getenv("DG_HOST_DMA");
-        const char *seed = getenv("DG_HOST_DMA_SEED");
-        g_xfer_mode = (m != NULL && strcmp(m, "random") == 0);
-        if (seed != NULL)
-            g_xfer_rand = strtoul(seed, NULL, 10) | 1u;
-    }
+    if (g_xfer_mode < 0)
+        xfer_mode_from_env();
     return g_xfer_mode;
 }
 

@@ -73,6 +73,9 @@ fn count(key: &str, t: &TensorData) -> Result<usize> {
 }
 
 /// A finite float above 0.
+/// The largest `meta_tolerance` a model may set.
+pub const MAX_TOLERANCE: f32 = 1.0;
+
 fn positive(key: &str, t: &TensorData, what: &str) -> Result<f32> {
     let t = scalar(key, t)?;
     let v = match t.dtype {
@@ -101,7 +104,18 @@ impl Meta {
             "n_batches" => self.n_batches = Some(count(&key, t)?),
             "n_accum" => self.n_accum = Some(count(&key, t)?),
             "learning_rate" => self.learning_rate = Some(positive(&key, t, "learning rate")?),
-            "tolerance" => self.tolerance = Some(positive(&key, t, "tolerance")?),
+            "tolerance" => {
+                let tol = positive(&key, t, "tolerance")?;
+                // A bound on the absolute error: above it, nearly any result
+                // of values about 1 would pass.
+                if tol > MAX_TOLERANCE {
+                    return Err(Error::binding(format!(
+                        "inputs.npz key '{key}' is {tol}; a comparison tolerance is at most {MAX_TOLERANCE} (above it \
+                         wrong results pass)"
+                    )));
+                }
+                self.tolerance = Some(tol);
+            }
             _ => self.unknown.push(key),
         }
         Ok(())

@@ -115,6 +115,7 @@ impl Drop for Watch {
 fn options(a: &Args) -> Result<pipeline::Options> {
     super::check_tolerance(a.tolerance)?;
     let plan = a.plan.options(&a.platform, a.default_mem.as_deref())?;
+    super::runnable(&plan)?;
     let mut o = pipeline::Options::new(plan);
     o.on_stage = Some(note_stage);
     o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 
-use super::output::{write_file, write_stdout};
+use super::output::{write_file, write_json_stdout, write_stdout};
 use crate::bind::{self, BindOptions, Binding};
 use crate::error::{Error, Result};
 use crate::ir::Model;
@@ -110,7 +110,7 @@ pub fn run(a: Args) -> Result<()> {
     if let (Some(path), Some(p)) = (&a.svg, &mem) {
         write_file(path, &plan::svg::svg(p, &a.model.display().to_string()))?;
     }
-    let out = match a.format {
+    match a.format {
         Format::Text => {
             let mut out = inspect::text(&m);
             if let Some(b) = &binding {
@@ -119,16 +119,15 @@ pub fn run(a: Args) -> Result<()> {
             if let Some(p) = &mem {
                 out.push_str(&plan::report::text(p));
             }
-            out
+            write_stdout(&out)?;
         }
         Format::Json => {
             let mut sections = bind::report::json_sections(binding.as_ref(), problem.as_ref());
             if let Some(p) = &mem {
                 sections.insert("plan".to_string(), plan::report::json(p));
             }
-            inspect::json_with(&m, sections)
+            write_json_stdout(&inspect::json_with(&m, sections))?;
         }
-    };
-    write_stdout(&out)?;
+    }
     problem.map_or(Ok(()), Err)
 }

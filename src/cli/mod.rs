@@ -17,6 +17,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::diag::Hint;
 use crate::error::{Error, Result};
+use crate::plan::{Level, PlanOptions};
 
 #[derive(Parser)]
 #[command(name = "deploygen", version, about = "ONNX models to C deployment projects for GAP9 and Siracusa")]
@@ -130,4 +131,27 @@ pub fn check_tolerance(t: Option<f32>) -> Result<()> {
         }
         _ => Ok(()),
     }
+}
+
+/// What the host emulation can back: every level lives in memory with
+/// 32-bit addresses (below 2 GiB on Linux), beside the program.
+pub const HOST_BACKING: u64 = 1 << 30;
+
+/// A plan whose project is to run (build, test): its levels fit the host
+/// emulation's backing store, or the app would abort at start.
+pub fn runnable(o: &PlanOptions) -> Result<()> {
+    let levels = [Level::L1, Level::L2, Level::L3];
+    let total: u64 = levels.iter().map(|&l| o.platform.capacity(l)).sum();
+    if total > HOST_BACKING {
+        let each: Vec<String> =
+            levels.iter().map(|&l| format!("{l} {}", crate::plan::thousands(o.platform.capacity(l)))).collect();
+        return Err(Error::Usage(format!(
+            "--l1/--l2/--l3: the levels total {} B ({}), more than the {} B the host emulation can back (all \
+             levels live below 2 GiB); give smaller capacities",
+            crate::plan::thousands(total),
+            each.join(", "),
+            crate::plan::thousands(HOST_BACKING)
+        )));
+    }
+    Ok(())
 }

@@ -35,6 +35,18 @@ pub fn write_stdout(text: &str) -> Result<()> {
     }
 }
 
+/// A JSON document on standard output: escaped by JSON's rules only
+/// ([`crate::escape::json_for_terminal`]), never with the terminal's
+/// `\u{..}`, which is not JSON.
+pub fn write_json_stdout(json: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(crate::escape::json_for_terminal(json).as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| Error::io("<stdout>", e)),
+    }
+}
+
 /// Standard output for a command that writes as it goes (`test`): what
 /// passes through is [`crate::escape::terminal`]ed, as [`write_stdout`]
 /// does for a whole report.

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use clap::ValueEnum;
 
-use super::output::{write_file, write_stdout};
+use super::output::{write_file, write_json_stdout, write_stdout};
 use crate::error::{Error, Result};
 use crate::verify::cache;
 use crate::verify::profile;
@@ -41,14 +41,15 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = Format::Md)]
     format: Format,
     /// Generation runs per case; the median is reported.
-    #[arg(long, default_value_t = 5)]
-    runs: usize,
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
     /// Skip the host run of the generated project (no step time).
     #[arg(long)]
     no_run: bool,
     /// onnxruntime step times (tools/ort_step_time.py's JSON).
-    #[arg(long, value_name = "FILE", default_value = "models/ort_step_times.json")]
-    ort: PathBuf,
+    /// (default: models/ort_step_times.json, when there is one).
+    #[arg(long, value_name = "FILE")]
+    ort: Option<PathBuf>,
     /// Where the compiled runtime is cached (default: $DEPLOYGEN_CACHE_DIR,
     /// else $XDG_CACHE_HOME/deploygen, else ~/.cache/deploygen).
     #[arg(long, value_name = "DIR")]
@@ -61,6 +62,10 @@ pub fn run(a: Args) -> Result<()> {
     if let Some(run_output) = &a.profile {
         return profile(run_output, a.svg.as_deref(), a.format);
     }
+    let ort = match &a.ort {
+        Some(p) => report::ort_times(p, true)?,
+        None => report::ort_times(Path::new(report::DEFAULT_ORT), false)?,
+    };
     let mut notes = vec![];
     let models = super::test::expand_models(&a.models, &mut notes)?;
     if models.is_empty() {
@@ -73,10 +78,10 @@ pub fn run(a: Args) -> Result<()> {
     };
     let levels = if a.default_mem.is_empty() { vec!["L2".into(), "L3".into()] } else { a.default_mem };
     let opts = Options {
-        runs: a.runs,
+        runs: a.runs as usize,
         run_host: !a.no_run,
         exe: std::env::current_exe().ok(),
-        ort: report::ort_times(&a.ort),
+        ort,
         cache: a.cache_dir.or_else(cache::default_dir),
     };
     let mut rows = vec![];
@@ -95,11 +100,10 @@ pub fn run(a: Args) -> Result<()> {
         }
     }
     progress.finish();
-    let out = match a.format {
-        Format::Md => report::markdown(&rows),
-        Format::Json => serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n",
-    };
-    write_stdout(&out)?;
+    match a.format {
+        Format::Md => write_stdout(&report::markdown(&rows))?,
+        Format::Json => write_json_stdout(&(serde_json::to_string_pretty(&rows).expect("rows serialize") + "\n"))?,
+    }
     // The report is written whole; a case it could not measure still
     // makes the run a failure (exit 2), as in `test`.
     let failed: Vec<_> = rows.iter().filter(|r| r.error.is_some()).collect();
@@ -119,7 +123,7 @@ pub fn run(a: Args) -> Result<()> {
 
 /// `report --profile`: the per-node table (and chart) of one run's output.
 fn profile(run_output: &Path, svg: Option<&Path>, format: Format) -> Result<()> {
-    let bytes = std::fs::read(run_output).map_err(|e| Error::Io { path: run_output.to_path_buf(), source: e })?;
+    let bytes = crate::limits::read(run_output, crate::limits::PROFILE_INPUT, "a run output")?;
     let layers = profile::parse(&String::from_utf8_lossy(&bytes))
         .map_err(|e| Error::Usage(format!("{}: {e}", run_output.display())))?;
     if let Some(svg) = svg {
@@ -127,6 +131,6 @@ fn profile(run_output: &Path, svg: Option<&Path>, format: Format) -> Result<()> 
     }
     match format {
         Format::Md => write_stdout(&profile::markdown(&layers)),
-        Format::Json => write_stdout(&(serde_json::to_string_pretty(&layers).expect("layers serialize") + "\n")),
+        Format::Json => write_json_stdout(&(serde_json::to_string_pretty(&layers).expect("layers serialize") + "\n")),
     }
 }

@@ -65,6 +65,10 @@ pub struct TestArgs {
     /// Python with onnxruntime) and name the first node whose output differs.
     #[arg(long)]
     pub bisect: bool,
+    /// The folder of make_refs.py for --bisect (default: $DEPLOYGEN_TOOLS,
+    /// else deploygen's own tools/; never the working directory's).
+    #[arg(long, value_name = "DIR")]
+    pub tools: Option<PathBuf>,
     /// Run only the K-th of N slices of the case matrix (1 ≤ K ≤ N), as
     /// `cargo nextest --partition`: `K/N` or `count:K/N` deals the cases in
     /// order round-robin, `hash:K/N` by a hash of each case's key (stable
@@ -144,6 +148,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
     for p in &args.platform {
         for l in &args.default_mem {
             let o = args.plan.options(p, Some(l))?;
+            super::runnable(&o)?;
             targets.push((o.platform.name.clone(), o.default_mem.name().to_string()));
         }
     }
@@ -262,6 +267,9 @@ where
     }
     let summary = runner::run(&cases, &table, gen, &opts, out);
     if args.bisect {
+        if let Some(t) = &args.tools {
+            crate::verify::tools::set_dir(t.clone());
+        }
         bisect_wrong_results(&summary, gen, out)?;
     }
     finish(&summary, args, out)

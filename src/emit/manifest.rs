@@ -40,6 +40,25 @@ pub struct Manifest {
     /// Where the harness keeps its test data and references.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub test_data: Option<TestDataPlace>,
+    /// Every file deploygen wrote into the project (but this manifest),
+    /// with its SHA-256: what `build --force` may replace.
+    #[serde(default)]
+    pub files: Vec<WrittenFile>,
+}
+
+/// One file of the project as deploygen wrote it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WrittenFile {
+    pub path: String,
+    pub sha256: String,
+}
+
+impl WrittenFile {
+    pub fn of(path: &std::path::Path, data: &[u8]) -> WrittenFile {
+        use sha2::Digest;
+        let sha256 = sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect();
+        WrittenFile { path: path.to_string_lossy().into_owned(), sha256 }
+    }
 }
 
 /// The harness's test data and references: bytes, level, and the image
@@ -112,5 +131,6 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness) -> 
                 image: (b.level == Level::L3).then(|| format!("hex/{TEST_DATA_IMAGE}")),
             }
         }),
+        files: vec![],
     }
 }

@@ -203,6 +203,9 @@ pub fn generate(
             files.push((PathBuf::from(format!("hex/{L3_IMAGE}")), w.image.clone()));
         }
     }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut manifest = manifest;
+    manifest.files = files.iter().map(|(p, d)| manifest::WrittenFile::of(p, d)).collect();
     let mut json = serde_json::to_string_pretty(&manifest).map_err(|e| Error::model(e.to_string()))?;
     json.push('\n');
     files.push((PathBuf::from("deploygen.json"), json.into_bytes()));

@@ -48,37 +48,63 @@ impl Project {
         let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(parent).map_err(|e| Error::write(out, e))?;
         let base = out.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| "project".into());
-        let tmp = parent.join(format!(".{base}.deploygen-tmp-{}", std::process::id()));
-        let old = parent.join(format!(".{base}.deploygen-old-{}", std::process::id()));
+        // Fresh folders (unpredictable names, created exclusively): what is
+        // removed below is only ever what this process made.
+        let fresh = |what: &str| {
+            tempfile::Builder::new()
+                .prefix(&format!(".{base}.deploygen-{what}-"))
+                .tempdir_in(parent)
+                .map(tempfile::TempDir::keep)
+                .map_err(|e| Error::write(out, without_temp_path(e)))
+        };
         let cleanup = |p: &Path| {
             let _ = std::fs::remove_dir_all(p);
         };
-        cleanup(&tmp);
+        let tmp = fresh("tmp")?;
+        // A project folder as `mkdir` makes one, not the private mode of a
+        // temporary folder.
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755));
+        }
         if let Err(e) = self.write_files(&tmp, out) {
             cleanup(&tmp);
             return Err(e);
         }
-        if replace {
-            cleanup(&old);
-            if let Err(e) = std::fs::rename(out, &old) {
+        // `out` is renamed over an empty folder of this process's.
+        let old = if replace {
+            match fresh("old") {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    cleanup(&tmp);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        if let Some(old) = &old {
+            if let Err(e) = std::fs::rename(out, old) {
                 cleanup(&tmp);
+                cleanup(old);
                 return Err(Error::write(out, e));
             }
         }
         if let Err(e) = std::fs::rename(&tmp, out) {
-            if replace {
-                let _ = std::fs::rename(&old, out);
+            if let Some(old) = &old {
+                let _ = std::fs::rename(old, out);
             }
             cleanup(&tmp);
             return Err(Error::write(out, e));
         }
-        cleanup(&old);
+        if let Some(old) = &old {
+            cleanup(old);
+        }
         Ok(())
     }
 
     /// Every file under `tmp`; a failure names the file's place in `out`.
     fn write_files(&self, tmp: &Path, out: &Path) -> Result<()> {
-        std::fs::create_dir(tmp).map_err(|e| Error::write(out, e))?;
         for (rel, data) in &self.files {
             let p = tmp.join(rel);
             if let Some(d) = p.parent() {
@@ -116,6 +142,20 @@ impl Project {
     }
 }
 
+/// The OS error under `tempfile`'s, which names the temporary path: a
+/// failed write names the user's path only.
+fn without_temp_path(e: std::io::Error) -> std::io::Error {
+    let os = e
+        .get_ref()
+        .and_then(|inner| std::error::Error::source(inner))
+        .and_then(|src| src.downcast_ref::<std::io::Error>())
+        .and_then(std::io::Error::raw_os_error);
+    match os {
+        Some(code) => std::io::Error::from_raw_os_error(code),
+        None => std::io::Error::from(e.kind()),
+    }
+}
+
 /// Whether `out` exists and may be replaced. It may with `force` when it
 /// is a folder deploygen made or an empty folder; anything else is an
 /// error saying why, before anything is written.
@@ -134,26 +174,91 @@ fn replaceable(out: &Path, force: bool) -> Result<bool> {
         )));
     }
     let why = if meta.file_type().is_symlink() {
-        "it is a symbolic link"
+        "it is a symbolic link".to_string()
     } else if !meta.is_dir() {
-        "it is not a folder"
-    } else if made_by_deploygen(out) || is_empty(out)? {
+        "it is not a folder".to_string()
+    } else if is_empty(out)? {
         return Ok(true);
     } else {
-        "it holds files but no deploygen.json manifest, so deploygen did not make it"
+        match only_what_deploygen_wrote(out) {
+            Ok(()) => return Ok(true),
+            Err(why) => why,
+        }
     };
     Err(Error::Usage(format!(
-        "--force does not replace {}: {why}. --force replaces only a folder deploygen made (one with its \
-         deploygen.json) or an empty folder; move it away yourself or choose another --out",
+        "--force does not replace {}: {why}. --force replaces only a folder deploygen made (the files its \
+         deploygen.json lists, unchanged, and what the project's make rules build) or an empty folder; move it \
+         away yourself or choose another --out",
         out.display()
     )))
 }
 
-/// A folder whose `deploygen.json` is a project manifest.
-fn made_by_deploygen(dir: &Path) -> bool {
-    let Ok(text) = std::fs::read(dir.join("deploygen.json")) else { return false };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&text) else { return false };
-    ["model", "platform", "default_mem", "kind", "expected_compared"].iter().all(|k| v.get(k).is_some())
+/// What the project's own make rules build from a project holding
+/// `listed`: `app`, `runtime.a`, `dumps.bin` (a dump run), one `.o` per
+/// listed `.c`, and the SDK's `BUILD/` and CMake's `build/` folders.
+fn made_by_make(rel: &Path, listed: &std::collections::BTreeSet<PathBuf>) -> bool {
+    if ["app", "runtime.a", "dumps.bin"].iter().any(|f| rel == Path::new(f)) {
+        return true;
+    }
+    if rel.starts_with("BUILD") || rel.starts_with("build") {
+        return true;
+    }
+    rel.extension().is_some_and(|e| e == "o") && listed.contains(&rel.with_extension("c"))
+}
+
+/// Is `dir` a project deploygen wrote: a manifest listing files, each of
+/// them there and unchanged, and nothing else but what make builds?
+/// `Err`: why not, naming the file.
+fn only_what_deploygen_wrote(dir: &Path) -> std::result::Result<(), String> {
+    let manifest_path = dir.join("deploygen.json");
+    let text = crate::limits::read(&manifest_path, crate::limits::MANIFEST, "a project manifest").map_err(|_| {
+        "it holds files but no readable deploygen.json manifest, so deploygen did not make it".to_string()
+    })?;
+    let m: Manifest =
+        serde_json::from_slice(&text).map_err(|e| format!("its deploygen.json is not a project manifest ({e})"))?;
+    if m.files.is_empty() {
+        return Err("its deploygen.json lists no files deploygen wrote".into());
+    }
+    let listed: std::collections::BTreeSet<PathBuf> = m.files.iter().map(|f| PathBuf::from(&f.path)).collect();
+    for f in &m.files {
+        let p = dir.join(&f.path);
+        let data = std::fs::read(&p).map_err(|_| {
+            format!("{} is listed in its deploygen.json but not there: the manifest does not match", p.display())
+        })?;
+        if super::manifest::WrittenFile::of(Path::new(&f.path), &data).sha256 != f.sha256 {
+            return Err(format!("{} was changed since deploygen wrote it", p.display()));
+        }
+    }
+    let mut found = vec![];
+    list_entries(dir, Path::new(""), &mut found).map_err(|e| e.to_string())?;
+    for (rel, is_dir) in found {
+        let ok = rel == Path::new("deploygen.json")
+            || made_by_make(&rel, &listed)
+            || (!is_dir && listed.contains(&rel))
+            || (is_dir && listed.iter().any(|l| l.starts_with(&rel)));
+        if !ok {
+            return Err(format!("{} is not a file deploygen wrote", dir.join(rel).display()));
+        }
+    }
+    Ok(())
+}
+
+/// Every entry under `root` (files, folders, links), relative, with
+/// whether it is a real folder; links are never followed.
+fn list_entries(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, bool)>) -> Result<()> {
+    let dir = root.join(rel);
+    let rd = std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))?;
+    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let r = rel.join(e.file_name());
+        let is_dir = e.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        out.push((r.clone(), is_dir));
+        if is_dir {
+            list_entries(root, &r, out)?;
+        }
+    }
+    Ok(())
 }
 
 fn is_empty(dir: &Path) -> Result<bool> {

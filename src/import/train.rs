@@ -67,7 +67,7 @@ fn read(path: &Path) -> Result<TrainKeys> {
     if !super::regular_file(path)? {
         return Err(Error::io(path, std::io::Error::from(std::io::ErrorKind::NotFound)));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+    let text = crate::limits::read_text(path, crate::limits::TRAIN_TOML, "a training spec")?;
     toml::from_str(&text).map_err(|e| {
         Error::model(format!("{}: not a readable training spec: {}", path.display(), e.to_string().trim_end()))
     })

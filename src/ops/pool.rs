@@ -97,7 +97,17 @@ fn pool_flags(ctx: &Ctx) -> Result<bool> {
 /// The pooled shape of `x` under the node's attributes.
 fn pooled_shape(ctx: &Ctx, x: &[usize]) -> Result<Vec<usize>> {
     let ceil = pool_flags(ctx)?;
-    let (_, spatial) = window(ctx, x, kernel_shape(ctx, Some(x))?, ceil)?;
+    let kernel = kernel_shape(ctx, Some(x))?;
+    // As onnxruntime: a window of padding only has no value to pool.
+    let sp = kernel.len();
+    let pads = per_dim(ctx, "pads", 2 * sp, 0)?;
+    if let Some(d) = (0..sp).find(|&d| pads[d] >= kernel[d] || pads[d + sp] >= kernel[d]) {
+        return Err(ctx.err(format!(
+            "attribute 'pads' {pads:?}: a pad must be smaller than the kernel ({kernel:?}; spatial axis {d}); \
+             onnxruntime refuses it too (\"Pad should be smaller than kernel\")"
+        )));
+    }
+    let (_, spatial) = window(ctx, x, kernel, ceil)?;
     let mut out = x[..2].to_vec();
     out.extend(spatial);
     Ok(out)

@@ -80,6 +80,12 @@ impl PlanOptions {
         })?;
         for (l, c) in Level::ALL.into_iter().zip(capacities) {
             if let Some(bytes) = c {
+                if bytes == 0 {
+                    return Err(Error::Usage(format!(
+                        "--{} 0: a level's capacity must be at least one byte",
+                        l.to_string().to_lowercase()
+                    )));
+                }
                 // Generated code holds sizes and offsets in 32 bits.
                 if bytes > u64::from(u32::MAX) {
                     return Err(Error::Usage(format!(

@@ -60,8 +60,6 @@ pub struct DerivedRun {
 
 /// What a derivation needs besides the model.
 pub struct Ctx<'a> {
-    /// Repository root (`tools/make_refs.py`).
-    pub root: &'a Path,
     /// `--refs`: run `tools/make_refs.py` on the derived folder.
     pub make_refs: bool,
     /// Where the variant is written when the fix is kept ([`derived_dir`]).
@@ -98,7 +96,7 @@ pub fn prepare(
         std::fs::create_dir_all(&scratch).map_err(|e| Error::write(&scratch, e))?;
         derived.write(&scratch)?;
         if ctx.make_refs {
-            match refs::make_refs(ctx.root, &scratch) {
+            match refs::make_refs(&scratch) {
                 refs::Refs::Regenerated(_) => {
                     derived.references = read_references(&scratch.join(bind::OUTPUTS_FILE), &derived.outputs)?;
                     references = Some("made by tools/make_refs.py".into());
@@ -158,10 +156,12 @@ fn earlier_references(dest: &Path, d: &Derived) -> Result<Option<super::fix::Arr
 /// hidden sibling first, then renamed, so no half-written folder is left.
 pub fn persist(scratch: &Path, dest: &Path) -> Result<()> {
     let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dest.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp).map_err(|e| Error::write(&tmp, e))?;
-    }
+    let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.tmp-"))
+        .tempdir_in(parent)
+        .map(tempfile::TempDir::keep)
+        .map_err(|e| Error::write(dest, e))?;
     let staged = super::copy_dir(scratch, &tmp).and_then(|()| {
         if dest.exists() {
             std::fs::remove_dir_all(dest).map_err(|e| Error::write(dest, e))?;

@@ -46,7 +46,7 @@ pub const FIXED_OUTPUTS: &str = "outputs.triage.npz";
 
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Repository root: `status.toml`, `models/`, `tests/fixtures/`, `tools/`.
+    /// Repository root: `status.toml`, `models/`, `tests/fixtures/`.
     pub root: PathBuf,
     pub name: String,
     pub fix: bool,
@@ -258,14 +258,16 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-fn scratch_dir(model: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    std::env::temp_dir().join(format!(
-        "deploygen-triage-{model}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ))
+/// A new scratch folder, created exclusively under an unpredictable name:
+/// removing it later removes only what this process made.
+fn scratch_dir(model: &str) -> Result<PathBuf> {
+    let prefix: String =
+        model.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    tempfile::Builder::new()
+        .prefix(&format!("deploygen-triage-{prefix}-"))
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+        .map_err(|e| Error::write(std::env::temp_dir(), e))
 }
 
 fn write_npz(path: &Path, arrays: &fix::Arrays) -> Result<()> {
@@ -440,7 +442,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         }
     }
     let dest = inference::derived_dir(&r.dir);
-    let ictx = inference::Ctx { root: &opts.root, make_refs: opts.refs, dest: &dest };
+    let ictx = inference::Ctx { make_refs: opts.refs, dest: &dest };
     let mut derived_before: Option<derive::Derived> = None;
     match inference::sibling(&r.dir) {
         Ok(Some((name, dir))) => {
@@ -454,8 +456,9 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
                     Some(format!("no inference variant: there is no inference model beside it, and {e}"))
             }
             Ok(f) => {
-                let scratch = scratch_dir(&format!("{}-inference", key.model));
-                let (before, side) = match inference::prepare(&ictx, &d.model, d.binding.as_ref(), None, scratch) {
+                let prepared = scratch_dir(&format!("{}-inference", key.model))
+                    .and_then(|scratch| inference::prepare(&ictx, &d.model, d.binding.as_ref(), None, scratch));
+                let (before, side) = match prepared {
                     Ok(run) => {
                         let o = run_derived(&run, &key, run_case);
                         let _ = std::fs::remove_dir_all(&run.scratch);
@@ -525,7 +528,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     };
     report.fix.attempted = true;
     report.fix.changes = changes;
-    let scratch = scratch_dir(&key.model);
+    let scratch = scratch_dir(&key.model)?;
     let fixing = Fixing { opts, d: &d, arrays: &arrays, rebatch_inputs: rebatch_inputs.as_deref() };
     let inf = InferenceCtx { ctx: &ictx, before: derived_before.as_ref() };
     let result = fix_in(&scratch, &fixing, &inf, &mut report, run_case);
@@ -719,7 +722,7 @@ fn fix_and_rerun(
         report.fix.changes.extend(changes);
     }
     if opts.refs {
-        report.fix.refs = Some(match refs::make_refs(&opts.root, scratch) {
+        report.fix.refs = Some(match refs::make_refs(scratch) {
             refs::Refs::Regenerated(s) => format!("regenerated outputs.npz: {s}"),
             refs::Refs::Unavailable(s) => format!("not regenerated: {s}"),
             refs::Refs::Failed(s) => format!("not regenerated: {s}"),
@@ -743,7 +746,7 @@ fn fix_and_rerun(
             Some(dv) => {
                 let prepared = crate::load(scratch).and_then(|m| {
                     let b = bind::bind(&m, &BindOptions::default())?;
-                    let to = scratch_dir(&format!("{}-inference", key.model));
+                    let to = scratch_dir(&format!("{}-inference", key.model))?;
                     inference::prepare(inf_ctx.ctx, &m, Some(&b), inf_ctx.before, to)
                 });
                 match prepared {

@@ -17,7 +17,7 @@ pub enum Refs {
 pub use crate::verify::tools::{python, script};
 
 /// Recompute `dir/outputs.npz` from `dir`'s model and inputs.
-pub fn make_refs(root: &Path, dir: &Path) -> Refs {
+pub fn make_refs(dir: &Path) -> Refs {
     let Some(py) = python() else {
         return Refs::Unavailable(
             "no Python: neither DEPLOYGEN_PYTHON is set nor python3 on PATH; references not regenerated".into(),
@@ -25,9 +25,13 @@ pub fn make_refs(root: &Path, dir: &Path) -> Refs {
     };
     let train = dir.join(crate::import::TRAIN_FILE).is_file();
     let name = if train { "make_train_refs.py" } else { "make_refs.py" };
-    let found = if train { train_script(root) } else { script(root) };
+    let found = if train { train_script() } else { script() };
     let Some(script) = found else {
-        return Refs::Unavailable(format!("no tools/{name} under {}; references not regenerated", root.display()));
+        return Refs::Unavailable(format!(
+            "no {name} in {} (--tools DIR or {}); references not regenerated",
+            crate::verify::tools::dir().display(),
+            crate::verify::tools::ENV
+        ));
     };
     let out = match Command::new(&py).arg(&script).arg(dir).output() {
         Ok(o) => o,
@@ -47,6 +51,6 @@ pub fn make_refs(root: &Path, dir: &Path) -> Refs {
 }
 
 /// `tools/make_train_refs.py`, beside `tools/make_refs.py`.
-fn train_script(root: &Path) -> Option<PathBuf> {
-    script(root).map(|p| p.with_file_name("make_train_refs.py")).filter(|p| p.is_file())
+fn train_script() -> Option<PathBuf> {
+    script().map(|p| p.with_file_name("make_train_refs.py")).filter(|p| p.is_file())
 }

@@ -26,6 +26,13 @@ fn is_model_dir(p: &Path) -> bool {
     p.is_dir() && ["network.onnx", "training_model.onnx"].iter().any(|n| p.join(n).is_file())
 }
 
+/// One normal path component: a key never reaches outside the roots.
+pub fn is_plain_name(model: &str) -> bool {
+    let mut parts = Path::new(model).components();
+    matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(_)), None))
+        && !model.contains(['/', '\\'])
+}
+
 /// Model folders named `model` under the roots.
 pub fn candidates(root: &Path, model: &str) -> Vec<PathBuf> {
     MODEL_ROOTS.iter().map(|r| root.join(r).join(model)).filter(|p| is_model_dir(p)).collect()
@@ -39,9 +46,30 @@ pub fn resolve(root: &Path, name: &str, table: &StatusTable) -> Result<Resolved>
                 key.with(&key.model, "training")
             )));
         }
+        if !is_plain_name(&key.model) {
+            return Err(Error::Usage(format!(
+                "{name}: the model part '{}' of the key is not a plain folder name (no '/', '.', '..' or \\): \
+                 a key names a model folder under {}",
+                key.model,
+                root.display()
+            )));
+        }
         let found = candidates(root, &key.model);
         return match found.as_slice() {
-            [dir] => Ok(Resolved { dir: dir.clone(), how: format!("status key, model folder {}", dir.display()), key }),
+            [dir] => {
+                let inside = match (dir.canonicalize(), root.canonicalize()) {
+                    (Ok(d), Ok(r)) => d.starts_with(r),
+                    _ => false,
+                };
+                if !inside {
+                    return Err(Error::Usage(format!(
+                        "{name}: the model folder {} leads outside the root {} (a link?)",
+                        dir.display(),
+                        root.display()
+                    )));
+                }
+                Ok(Resolved { dir: dir.clone(), how: format!("status key, model folder {}", dir.display()), key })
+            }
             [] => Err(Error::Usage(format!(
                 "{name}: no model folder '{}' under {} (looked in {})",
                 key.model,

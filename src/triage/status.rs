@@ -62,10 +62,10 @@ impl StatusTable {
     /// Read `path`; a file that does not exist is an empty table (written
     /// on the first update).
     pub fn read(path: &Path) -> Result<StatusTable> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::limits::read_text(path, crate::limits::STATUS_TOML, "a status table") {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(Error::io(path, e)),
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(e),
         };
         let doc: DocumentMut =
             text.parse().map_err(|e| Error::Usage(format!("{}: not a valid TOML file: {e}", path.display())))?;

@@ -149,7 +149,9 @@ fn references(model: &Path, out: &Path) -> Result<(), String> {
     let need = "bisecting needs Python with onnxruntime (tools/requirements.txt; DEPLOYGEN_PYTHON names the \
                 interpreter, e.g. ~/.venvs/deploygen-tools/bin/python)";
     let py = tools::python().ok_or_else(|| format!("{need}: no DEPLOYGEN_PYTHON and no python3 on PATH"))?;
-    let script = tools::script(Path::new(".")).ok_or_else(|| format!("{need}: tools/make_refs.py not found"))?;
+    let script = tools::script().ok_or_else(|| {
+        format!("{need}: make_refs.py not found in {} (--tools DIR or {})", tools::dir().display(), tools::ENV)
+    })?;
     let o = Command::new(&py)
         .arg(&script)
         .arg(model)

@@ -66,8 +66,71 @@ pub enum Miss {
     /// The project's `Makefile.host` cannot build one (no `runtime-flags`
     /// target): build it the plain way.
     Unsupported,
+    /// The cache folder cannot be used (a file, a dangling link, not
+    /// writable, someone else's): build the runtime in the project; the
+    /// message says why.
+    Unusable(String),
     /// Building the runtime failed: the message and the build log.
     Failed(String, String),
+}
+
+/// The SHA-256 of an archive, recorded beside it when built.
+fn digest_path(archive: &Path) -> PathBuf {
+    let mut s = archive.as_os_str().to_owned();
+    s.push(".sha256");
+    PathBuf::from(s)
+}
+
+fn sha256_hex(path: &Path) -> std::io::Result<String> {
+    let h = Sha256::digest(std::fs::read(path)?);
+    Ok(h.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Is `archive` the one built here: an `ar` archive whose SHA-256 is the
+/// one recorded beside it? `Err`: why not.
+fn verified(archive: &Path) -> Result<(), String> {
+    let mut magic = [0u8; 8];
+    let read = File::open(archive).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
+    if read.is_err() || &magic != b"!<arch>\n" {
+        return Err("is not an ar archive (truncated or replaced)".into());
+    }
+    let recorded = std::fs::read_to_string(digest_path(archive))
+        .map_err(|_| format!("has no recorded SHA-256 ({})", digest_path(archive).display()))?;
+    let actual = sha256_hex(archive).map_err(|e| format!("cannot be read: {e}"))?;
+    if recorded.trim() != actual {
+        return Err("does not match the SHA-256 recorded when it was built".into());
+    }
+    Ok(())
+}
+
+/// The cache folder, made usable: an absolute path (a relative one is
+/// taken from the working directory), created `0700`, a folder of this
+/// user that no one else can write.
+fn usable(cache: &Path) -> Result<PathBuf, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let cache = if cache.is_absolute() {
+        cache.to_path_buf()
+    } else {
+        std::env::current_dir().map_err(|e| format!("cannot resolve the relative path: {e}"))?.join(cache)
+    };
+    if !cache.is_dir() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&cache).map_err(|e| e.to_string())?;
+    }
+    let m = std::fs::metadata(&cache).map_err(|e| e.to_string())?;
+    if !m.is_dir() {
+        return Err("is not a folder".into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if m.uid() != me || m.mode() & 0o022 != 0 {
+        return Err("belongs to another user or others can write it".into());
+    }
+    // SAFETY: a NUL-terminated path this function owns.
+    let c = std::ffi::CString::new(cache.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err("is not writable".into());
+    }
+    Ok(cache)
 }
 
 /// The runtime sources of a project (paths under the project), sorted,
@@ -177,16 +240,23 @@ pub fn archive(cache: &Path, project: &Path, vars: &MakeVars, jobs: usize, timeo
     let io = |what: &str, e: std::io::Error| Miss::Failed(format!("runtime archive: {what}: {e}"), String::new());
     let files = runtime_files(project).map_err(|e| io("cannot read the project's runtime/", e))?;
     let key = key(project, &files, &compile).map_err(|e| io("cannot read the project's runtime/", e))?;
+    let cache = usable(cache).map_err(|why| Miss::Unusable(format!("the cache folder {} {why}", cache.display())))?;
+    let cache = cache.as_path();
+    let unusable = |what: &str, e: std::io::Error| Miss::Unusable(format!("{what} {}: {e}", cache.display()));
     let archive = cache.join(format!("runtime-{key}.a"));
-    if archive.is_file() {
+    if archive.is_file() && verified(&archive).is_ok() {
         return Ok(archive);
     }
-    std::fs::create_dir_all(cache)
-        .map_err(|e| io(&format!("cannot create the cache folder {}", cache.display()), e))?;
-    let _held = lock(&cache.join(format!("runtime-{key}.lock")))
-        .map_err(|e| io(&format!("cannot lock in the cache folder {}", cache.display()), e))?;
-    if archive.is_file() {
-        return Ok(archive);
+    let _held =
+        lock(&cache.join(format!("runtime-{key}.lock"))).map_err(|e| unusable("cannot lock in the cache folder", e))?;
+    if archive.exists() || std::fs::symlink_metadata(&archive).is_ok() {
+        match verified(&archive) {
+            Ok(()) => return Ok(archive),
+            Err(why) => {
+                eprintln!("deploygen: warning: the cached runtime {} {why}: building it again", archive.display());
+                std::fs::remove_file(&archive).map_err(|e| unusable("cannot replace a runtime archive in", e))?;
+            }
+        }
     }
     // Said on stderr: the first case of a run takes this much longer.
     eprintln!("deploygen: compiling the runtime once for these flags into {}", archive.display());
@@ -215,7 +285,7 @@ fn build(
     let scratch = tempfile::Builder::new()
         .prefix("build-")
         .tempdir_in(cache)
-        .map_err(|e| fail(format!("runtime archive: cannot create a folder in the cache {}: {e}", cache.display())))?;
+        .map_err(|e| Miss::Unusable(format!("cannot create a folder in the cache {}: {e}", cache.display())))?;
     copy_runtime(project, files, scratch.path())
         .map_err(|e| fail(format!("runtime archive: cannot copy runtime/ into {}: {e}", scratch.path().display())))?;
     let sources: Vec<String> = files
@@ -238,6 +308,14 @@ fn build(
         };
         return Err(Miss::Failed(what, ran.text()));
     }
-    std::fs::rename(scratch.path().join("runtime.a"), archive)
-        .map_err(|e| fail(format!("runtime archive: cannot move it to {}: {e}", archive.display())))
+    // The digest first, then the archive: an archive in place always has
+    // its digest beside it.
+    let built = scratch.path().join("runtime.a");
+    let unusable = |what: &str, e: std::io::Error| Miss::Unusable(format!("runtime archive: {what}: {e}"));
+    let digest = sha256_hex(&built).map_err(|e| unusable("cannot read the built archive", e))?;
+    let staged = scratch.path().join("runtime.a.sha256");
+    std::fs::write(&staged, format!("{digest}\n")).map_err(|e| unusable("cannot write its SHA-256", e))?;
+    std::fs::rename(&staged, digest_path(archive))
+        .map_err(|e| unusable(&format!("cannot move its SHA-256 beside {}", archive.display()), e))?;
+    std::fs::rename(&built, archive).map_err(|e| unusable(&format!("cannot move it to {}", archive.display()), e))
 }

@@ -87,9 +87,18 @@ pub fn write(summary: &Summary, path: &Path) -> Result<()> {
 /// case in two files is an error: the slices overlap). Returns the number
 /// of test cases.
 pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize> {
+    for path in inputs {
+        if same_file(path, out) {
+            return Err(Error::Usage(format!(
+                "--out {} is one of the reports to merge ({}): it would be overwritten; write elsewhere",
+                out.display(),
+                path.display()
+            )));
+        }
+    }
     let mut cases: BTreeMap<String, (TestCase, PathBuf)> = BTreeMap::new();
     for path in inputs {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::limits::read_text(path, crate::limits::JUNIT_XML, "a JUnit XML report")?;
         let r = Report::deserialize_from_str(&text)
             .map_err(|e| Error::Usage(format!("{}: not a JUnit XML report: {e}", path.display())))?;
         for tc in r.test_suites.into_iter().flat_map(|s| s.test_cases) {
@@ -111,6 +120,16 @@ pub fn merge(inputs: &[PathBuf], out: &Path) -> Result<usize> {
     report.add_test_suite(suite);
     write_report(&report, out)?;
     Ok(n)
+}
+
+/// The same file (device and inode), or the same path when `b` does not
+/// exist yet.
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => a == b,
+    }
 }
 
 fn write_report(report: &Report, path: &Path) -> Result<()> {

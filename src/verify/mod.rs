@@ -349,6 +349,9 @@ pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
                 make.arg(format!("RUNTIME_LIB={}", lib.display()));
             }
             Err(cache::Miss::Unsupported) => {}
+            Err(cache::Miss::Unusable(why)) => {
+                eprintln!("deploygen: warning: {why}; building the runtime in the project instead");
+            }
             Err(cache::Miss::Failed(msg, log)) => {
                 return Outcome::fail(Stage::CCompile, msg).with_details(tail(&log, 30)).merge(base)
             }

@@ -50,9 +50,19 @@ fn parse_line(line: &str) -> Option<(u32, &str, &str, u64)> {
 /// drops a node would mislead.
 pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
     let mut by_step: BTreeMap<u32, Layer> = BTreeMap::new();
+    // Checked as it grows: every total printed later fits.
+    let mut total: u64 = 0;
     for (i, line) in text.lines().enumerate() {
         if !line.starts_with("BENCH node ") {
             continue;
+        }
+        if line.len() > crate::limits::PROFILE_LINE {
+            return Err(format!(
+                "line {}: a `BENCH node` line of {} bytes, over the bound of {} bytes",
+                i + 1,
+                line.len(),
+                crate::limits::PROFILE_LINE
+            ));
         }
         let (step, op, name, cycles) =
             parse_line(line).ok_or_else(|| format!("line {}: malformed `BENCH node` line: {line:?}", i + 1))?;
@@ -72,7 +82,9 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
             ));
         }
         l.runs += 1;
-        l.cycles += cycles;
+        let wraps = || format!("line {}: the cycles add up to more than 2^64: not one run's output", i + 1);
+        l.cycles = l.cycles.checked_add(cycles).ok_or_else(wraps)?;
+        total = total.checked_add(cycles).ok_or_else(wraps)?;
     }
     if by_step.is_empty() {
         return Err(
@@ -84,7 +96,7 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
 
 /// The Markdown table: one row per node, its share of the nodes' total.
 pub fn markdown(layers: &[Layer]) -> String {
-    let total: u64 = layers.iter().map(|l| l.cycles).sum();
+    let total: u64 = layers.iter().fold(0u64, |t, l| t.saturating_add(l.cycles));
     let mut s = String::from("| step | op | node | runs | cycles per run | total cycles | share |\n");
     s.push_str("|---:|---|---|---:|---:|---:|---:|\n");
     for l in layers {
@@ -129,7 +141,7 @@ pub fn svg(layers: &[Layer], title: &str) -> String {
     const LABEL: u64 = 360;
     const BAR: u64 = 480;
     let max = layers.iter().map(Layer::mean).max().unwrap_or(0).max(1);
-    let total: u64 = layers.iter().map(|l| l.cycles).sum();
+    let total: u64 = layers.iter().fold(0u64, |t, l| t.saturating_add(l.cycles));
     let height = 40 + ROW * layers.len() as u64 + 10;
     let width = LABEL + BAR + 160;
     let mut s = format!(
@@ -139,7 +151,7 @@ pub fn svg(layers: &[Layer], title: &str) -> String {
     let _ = writeln!(s, "<text x=\"8\" y=\"20\" font-size=\"14\">{}</text>", svg_text(title));
     for (i, l) in layers.iter().enumerate() {
         let y = 40 + ROW * i as u64;
-        let w = (l.mean() * BAR).div_ceil(max);
+        let w = (u128::from(l.mean()) * u128::from(BAR)).div_ceil(u128::from(max)) as u64;
         let label = format!("{} {} {}", l.step, l.op, l.name);
         let label: String = if label.chars().count() > 56 {
             label.chars().take(55).chain(std::iter::once('…')).collect()

@@ -69,14 +69,38 @@ pub struct Options {
     pub cache: Option<PathBuf>,
 }
 
-/// onnxruntime's step times from `models/ort_step_times.json` (or a given
-/// file); an absent or unreadable file gives none, and the report says so.
-pub fn ort_times(path: &Path) -> BTreeMap<String, f64> {
-    let Ok(text) = std::fs::read_to_string(path) else { return BTreeMap::new() };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return BTreeMap::new() };
-    v.as_object()
-        .map(|o| o.iter().filter_map(|(k, e)| Some((k.clone(), e.get("seconds")?.as_f64()?))).collect())
-        .unwrap_or_default()
+/// Where `report` looks for onnxruntime's step times unless told.
+pub const DEFAULT_ORT: &str = "models/ort_step_times.json";
+
+/// onnxruntime's step times, `{model: {"seconds": s}}` (tools/ort_step_time.py).
+/// The default file may be absent (the report says there are none); a
+/// file named with `--ort` must exist; any file read must be a regular
+/// file of that form with finite, non-negative times.
+pub fn ort_times(path: &Path, named: bool) -> crate::Result<BTreeMap<String, f64>> {
+    if !named && !path.exists() {
+        return Ok(BTreeMap::new());
+    }
+    let bad = |what: String| Error::Usage(format!("{}: {what}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    if !meta.is_file() {
+        return Err(bad("not a regular file".into()));
+    }
+    let text = crate::limits::read_text(path, crate::limits::ORT_JSON, "an onnxruntime step-time file")?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON of onnxruntime step times: {e}")))?;
+    let o = v.as_object().ok_or_else(|| bad("not a JSON object {model: {\"seconds\": s}}".into()))?;
+    let mut out = BTreeMap::new();
+    for (k, e) in o {
+        let s = e
+            .get("seconds")
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| bad(format!("\"{k}\" has no number \"seconds\"")))?;
+        if !s.is_finite() || s < 0.0 {
+            return Err(bad(format!("\"{k}\": seconds {s} is not a time (finite, not negative)")));
+        }
+        out.insert(k.clone(), s);
+    }
+    Ok(out)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

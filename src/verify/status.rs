@@ -132,7 +132,7 @@ impl StatusTable {
     }
 
     pub fn read(path: &Path) -> Result<StatusTable> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
+        let text = crate::limits::read_text(path, crate::limits::STATUS_TOML, "a status table")?;
         let mut t = StatusTable::parse(&text).map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
         t.path = Some(path.to_path_buf());
         Ok(t)

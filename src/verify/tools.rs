@@ -13,10 +13,31 @@ pub fn python() -> Option<PathBuf> {
     std::env::split_paths(&path).map(|d| d.join("python3")).find(|p| p.is_file())
 }
 
-/// `tools/make_refs.py` of the repository root, else of deploygen's own
-/// source tree.
-pub fn script(root: &Path) -> Option<PathBuf> {
-    [root.join("tools/make_refs.py"), Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/make_refs.py")]
-        .into_iter()
-        .find(|p| p.is_file())
+/// The environment variable naming the tools folder (`--tools` wins).
+pub const ENV: &str = "DEPLOYGEN_TOOLS";
+
+static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Use `dir` as the tools folder for the rest of the process (`--tools`).
+pub fn set_dir(dir: PathBuf) {
+    let _ = DIR.set(dir);
+}
+
+/// The tools folder: `--tools`, else `DEPLOYGEN_TOOLS`, else deploygen's
+/// own (`tools/` of the source tree it was built from). Never the working
+/// directory or a model's repository: a downloaded folder's scripts are
+/// never run.
+pub fn dir() -> PathBuf {
+    if let Some(d) = DIR.get() {
+        return d.clone();
+    }
+    if let Some(d) = std::env::var_os(ENV).filter(|v| !v.is_empty()) {
+        return PathBuf::from(d);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tools")
+}
+
+/// `make_refs.py` of the tools folder, when it is there.
+pub fn script() -> Option<PathBuf> {
+    Some(dir().join("make_refs.py")).filter(|p| p.is_file())
 }
