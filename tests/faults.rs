@@ -393,12 +393,12 @@ fn a_weight_loaded_twice_baked_and_hex_fails_after_the_first_update() {
     assert!(o.losses[1..].iter().any(|l| !l.within()), "{:?}", o.losses);
 }
 
-/// simple_mlp on GAP9 with a 16 KiB L1: its gradient accumulators run in
-/// double-buffered tiles (the host emulation moves DMA data only when it
-/// is waited for).
+/// simple_mlp on GAP9 with 16 KiB of L1 above the stacks: its gradient
+/// accumulators run in double-buffered tiles (the host emulation moves DMA
+/// data only when it is waited for).
 fn tiled_case() -> Case {
     let mut c = case(&mlp(), "GAP9", "L2");
-    c.capacities = [Some(16384), None, None];
+    c.capacities = [Some(common::l1_with_budget("GAP9", 16384)), None, None];
     c
 }
 
