@@ -338,3 +338,71 @@ fn cct2_ft1_on_gap9_l2_tiles_its_batched_gemms() {
     untiled.sort();
     assert_eq!(untiled, ["ReduceSum", "SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLossGrad"]);
 }
+
+/// ConvGrad with a batch of 1 tiles over input channels: dY is whole in
+/// every tile, X, dX and dW take the tile's channels (resnet8 at a 53 kB
+/// L1, where no ConvGrad's operands fit whole).
+#[test]
+fn conv_grad_of_one_sample_tiles_over_input_channels() {
+    let m = load("resnet8");
+    let p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
+    p.verify().unwrap();
+    let grads: Vec<_> = p.nodes.iter().filter(|n| n.op == "ConvGrad").collect();
+    assert!(!grads.is_empty());
+    let mut split = 0;
+    for n in grads {
+        let t = n.tiling.as_ref().unwrap_or_else(|| panic!("'{}' untiled: {:?}", n.name, n.untiled));
+        assert_eq!(t.space[0], 1, "{t:?}");
+        assert_eq!(t.tile[2..], t.space[2..], "the whole map in every tile");
+        if t.count > 1 {
+            split += 1;
+            assert!(t.tile[1] < t.space[1], "{t:?}");
+            let dy = t.operands.iter().find(|o| o.slots.iter().any(|s| !s.output && s.index == 0)).unwrap();
+            assert!(dy.whole, "dY is loaded once: {dy:?}");
+        }
+    }
+    assert!(split >= 3, "{split} ConvGrads in two or more tiles");
+}
+
+/// BatchNormalizationGrad tiles over channels (a channel's sums need its
+/// whole batch and map); Sum, the reductions and the global pools tile too.
+#[test]
+fn batchnorm_grad_sum_reductions_and_global_pools_tile() {
+    for (model, ops) in [
+        ("resnet8", &["BatchNormalizationGrad", "Sum", "ReduceSum"][..]),
+        ("kws_cnn_derived_sgd", &["GlobalAveragePool", "GlobalAveragePoolGrad", "BatchNormalizationGrad"][..]),
+        ("max_ties_derived_sgd", &["GlobalMaxPool"][..]),
+    ] {
+        let m = load(model);
+        let p = plan_with(&m, "GAP9", Level::L2, Some(20480), true);
+        p.verify().unwrap();
+        for op in ops {
+            let nodes: Vec<_> = p.nodes.iter().filter(|n| n.op == *op).collect();
+            assert!(!nodes.is_empty(), "{model}: no {op}");
+            for n in nodes {
+                let t = n.tiling.as_ref().unwrap_or_else(|| panic!("{model} '{}' untiled: {:?}", n.name, n.untiled));
+                if n.op == "BatchNormalizationGrad" {
+                    assert!(t.count > 1, "{t:?}");
+                    assert_eq!(t.tile[0], t.space[0], "the whole batch in every tile");
+                    assert_eq!(t.tile[2..], t.space[2..], "the whole map in every tile");
+                }
+            }
+        }
+    }
+}
+
+/// The tiler counts a tile's fixed cost: at the chip's L1, no Conv of
+/// resnet8 is cut into tiles of fewer than 4 output channels when more fit
+/// (the one-channel tiles ran at a third of the kernel's MAC rate), and a
+/// node that fits L1 whole may still take a few double-buffered tiles.
+#[test]
+fn conv_tiles_keep_several_output_channels() {
+    let m = load("resnet8");
+    let p = plan_with(&m, "Siracusa", Level::L2, None, true);
+    p.verify().unwrap();
+    for n in p.nodes.iter().filter(|n| n.op == "Conv") {
+        let t = n.tiling.as_ref().unwrap_or_else(|| panic!("'{}' untiled: {:?}", n.name, n.untiled));
+        assert!(t.tile[1] >= t.space[1].min(4), "'{}': {t:?}", n.name);
+        assert!(t.count <= 8, "'{}' in {} tiles", n.name, t.count);
+    }
+}

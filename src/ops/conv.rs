@@ -378,43 +378,104 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 
 /// ConvGrad tiles over the batch: a tile's samples give their dX alone and
 /// add their share to dW and dB, which stay whole in L1 across the tiles
-/// (the kernels' `accumulate`; taken in order, the bits of one call).
+/// (the kernels' `accumulate`; taken in order, the bits of one call). With
+/// a batch of 1 it tiles over input channels instead (the space is dX's
+/// shape): dY stays whole, a tile takes those channels of X, W's columns
+/// and gives those of dX and dW, each a sum over every output channel, so
+/// no tile needs partial sums; dB (every tile's, the same) stays whole.
+/// Depthwise, a tile's channels are its output channels too (dY, W and dB
+/// take them; the group is the tile's channel count).
 pub(super) const CONV_GRAD_TILES: TileRule =
     TileRule { space: conv_grad_tile_space, map: conv_grad_tile_map, in_place: false };
 
-fn conv_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+/// The batch splits (`Batch`), or with a batch of 1 the input channels.
+#[derive(PartialEq)]
+enum GradSplit {
+    Batch,
+    Channels { depthwise: bool },
+}
+
+fn conv_grad_split(ctx: &KernelCtx) -> Result<std::result::Result<GradSplit, String>> {
     let dy = ctx.graph_in_shape(0)?;
     if !(3..=4).contains(&dy.len()) {
         return Ok(Err(format!("dY {dy:?} is not a 1-D or 2-D map")));
     }
-    if dy[0] < 2 {
-        return Ok(Err("a batch of 1: ConvGrad splits its batch only".into()));
+    if dy[0] >= 2 {
+        return Ok(Ok(GradSplit::Batch));
     }
-    let split = (0..dy.len()).map(|d| d == 0).collect();
-    Ok(Ok(Space { dims: dy, split }))
+    let x = ctx.graph_in_shape(1)?;
+    let group = ctx.attr_int("group", 1)?;
+    let depthwise = group > 1 && x.get(1) == Some(&(group as usize)) && dy.get(1) == Some(&(group as usize));
+    if group != 1 && !depthwise {
+        return Ok(Err(format!("a batch of 1 and group {group}: a grouped ConvGrad splits its batch only")));
+    }
+    Ok(Ok(GradSplit::Channels { depthwise }))
+}
+
+fn conv_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    Ok(match conv_grad_split(ctx)? {
+        Err(why) => Err(why),
+        Ok(GradSplit::Batch) => {
+            let dy = ctx.graph_in_shape(0)?;
+            Ok(Space { split: (0..dy.len()).map(|d| d == 0).collect(), dims: dy })
+        }
+        Ok(GradSplit::Channels { .. }) => {
+            let x = ctx.graph_in_shape(1)?;
+            Ok(Space { split: (0..x.len()).map(|d| d == 1).collect(), dims: x })
+        }
+    })
+}
+
+/// The box of `shape` taking `[start, start + len)` on `axis` (whole when
+/// that is the whole axis).
+fn axis_part(shape: Vec<usize>, axis: usize, start: usize, len: usize) -> Part {
+    if len == shape[axis] {
+        return Part::Whole;
+    }
+    let mut s = vec![0; shape.len()];
+    s[axis] = start;
+    let mut l = shape;
+    l[axis] = len;
+    Part::Box { start: s, len: l }
 }
 
 fn conv_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
-    let batch = |shape: Vec<usize>| {
-        if len[0] == shape[0] {
-            return Part::Whole;
+    let split = match conv_grad_split(ctx)? {
+        Ok(s) => s,
+        Err(why) => return Err(ctx.err(why)),
+    };
+    let mut m = TileMap::default();
+    match split {
+        GradSplit::Batch => {
+            let batch = |shape: Vec<usize>| axis_part(shape, 0, start[0], len[0]);
+            m.inputs =
+                vec![Some(batch(ctx.graph_in_shape(0)?)), Some(batch(ctx.graph_in_shape(1)?)), Some(Part::Whole)];
+            m.attrs = vec![(tile::ACCUMULATE.into(), Attr::Int(i64::from(start[0] > 0)))];
         }
-        let mut s = vec![0; shape.len()];
-        s[0] = start[0];
-        let mut l = shape;
-        l[0] = len[0];
-        Part::Box { start: s, len: l }
-    };
-    let mut m = TileMap {
-        inputs: vec![Some(batch(ctx.graph_in_shape(0)?)), Some(batch(ctx.graph_in_shape(1)?)), Some(Part::Whole)],
-        attrs: vec![(tile::ACCUMULATE.into(), Attr::Int(i64::from(start[0] > 0)))],
-        ..Default::default()
-    };
+        GradSplit::Channels { depthwise } => {
+            let (c0, lc) = (start[1], len[1]);
+            let chans = |shape: Vec<usize>, axis: usize| axis_part(shape, axis, c0, lc);
+            // W is [M, C / group, kH, kW]: depthwise its rows, else its columns.
+            let w_axis = if depthwise { 0 } else { 1 };
+            let dy = if depthwise { chans(ctx.graph_in_shape(0)?, 1) } else { Part::Whole };
+            m.inputs =
+                vec![Some(dy), Some(chans(ctx.graph_in_shape(1)?, 1)), Some(chans(ctx.graph_in_shape(2)?, w_axis))];
+            if depthwise && lc != ctx.graph_in_shape(1)?[1] {
+                m.attrs.push(("group".into(), Attr::Int(lc as i64)));
+            }
+        }
+    }
     for slot in 0..ctx.node.outputs.len() {
-        m.outputs.push(match (ctx.node.output(slot), slot) {
+        m.outputs.push(match (ctx.node.output(slot), &split) {
             (None, _) => None,
-            (Some(_), 0) => Some(batch(ctx.graph_out_shape(0)?)),
-            (Some(_), _) => Some(Part::Whole),
+            (Some(_), GradSplit::Batch) if slot == 0 => Some(axis_part(ctx.graph_out_shape(0)?, 0, start[0], len[0])),
+            (Some(_), GradSplit::Batch) => Some(Part::Whole),
+            (Some(_), GradSplit::Channels { depthwise }) => Some(match slot {
+                0 => axis_part(ctx.graph_out_shape(0)?, 1, start[1], len[1]),
+                1 => axis_part(ctx.graph_out_shape(1)?, if *depthwise { 0 } else { 1 }, start[1], len[1]),
+                _ if *depthwise => axis_part(ctx.graph_out_shape(slot)?, 0, start[1], len[1]),
+                _ => Part::Whole,
+            }),
         });
     }
     Ok(m)

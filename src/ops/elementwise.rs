@@ -64,7 +64,8 @@ pub const OPS: &[OpDef] = &[
         grad: Some(pow_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), ..OpDef::BASE },
+    // Same-shaped inputs only (the kernel's): tiles are flat ranges.
+    OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), tile: Some(tile::FLAT), ..OpDef::BASE },
     OpDef {
         name: "Cast",
         attrs: &["saturate", "to"],

@@ -47,6 +47,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1, 2],
         kernel: Some(bind_batchnorm_grad),
+        tile: Some(BATCHNORM_GRAD_TILES),
         ..OpDef::BASE
     },
     // (X, scale[, B]) -> Y, Mean, InvStdDev.
@@ -412,6 +413,10 @@ fn layer_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 /// the loop.
 pub(super) const BATCHNORM_TILES: TileRule =
     TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map, in_place: false };
+/// BatchNormalizationGrad tiles over channels: a channel's dScale and
+/// dBias sum over its whole batch and map, and its dX needs those sums.
+pub(super) const BATCHNORM_GRAD_TILES: TileRule =
+    TileRule { space: batchnorm_grad_tile_space, map: batchnorm_grad_tile_map, in_place: false };
 /// LayerNorm tiles over rows; the normalised axes are whole in every tile.
 pub(super) const LAYERNORM_TILES: TileRule =
     TileRule { space: layernorm_tile_space, map: layernorm_tile_map, in_place: false };
@@ -444,10 +449,27 @@ fn batchnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result
     if !batch_stats(ctx)? {
         return tile::rows_map(ctx, 0, 1, start, len);
     }
-    let x = ctx.graph_in_shape(0)?;
+    channels_map(ctx, 0, start, len)
+}
+
+fn batchnorm_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let x = ctx.graph_in_shape(1)?;
+    if x.len() < 2 {
+        return Ok(Err(format!("input {x:?} has no channel axis")));
+    }
+    Ok(Ok(Space { split: (0..x.len()).map(|d| d == 1).collect(), dims: x }))
+}
+
+fn batchnorm_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    channels_map(ctx, 1, start, len)
+}
+
+/// A tile of channels of input `x_slot`'s `[N, C, ...]`: operands of its
+/// shape take the channels' maps, per-channel ones (`[C]`) the channels,
+/// anything else stays whole.
+fn channels_map(ctx: &KernelCtx, x_slot: usize, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let x = ctx.graph_in_shape(x_slot)?;
     let (c0, lc) = (start[1], len[1]);
-    // Operands of X's shape take the channels' maps, per-channel ones
-    // ([C]) the channels, anything else stays whole.
     let part = |s: Vec<usize>| -> Part {
         if lc == x[1] {
             Part::Whole

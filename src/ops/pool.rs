@@ -54,6 +54,7 @@ pub const OPS: &[OpDef] = &[
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
         kernel: Some(bind_global_pool),
+        tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_avg_pool_grad_rule),
         ..OpDef::BASE
     },
@@ -62,6 +63,7 @@ pub const OPS: &[OpDef] = &[
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
         kernel: Some(bind_global_pool),
+        tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_max_pool_grad),
         ..OpDef::BASE
     },
@@ -71,9 +73,18 @@ pub const OPS: &[OpDef] = &[
         infer: global_pool_grad,
         gradient: true,
         kernel: Some(bind_global_pool),
+        tile: Some(GLOBAL_POOL_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
+
+/// Global pools tile over batch and channels: each (sample, channel) map
+/// pools alone, its whole map in the tile (X is input 0 forward, input 1
+/// of the gradient).
+const GLOBAL_POOL_TILES: TileRule =
+    TileRule { space: |c| tile::rows_space(c, 0, 2), map: |c, s, l| tile::rows_map(c, 0, 2, s, l), in_place: false };
+const GLOBAL_POOL_GRAD_TILES: TileRule =
+    TileRule { space: |c| tile::rows_space(c, 1, 2), map: |c, s, l| tile::rows_map(c, 1, 2, s, l), in_place: false };
 
 /// Global pools make a 1×1 map whatever the input resolution.
 fn always_1x1(_: &Graph, _: &Node) -> bool {

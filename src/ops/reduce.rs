@@ -3,6 +3,7 @@
 
 use super::grad::GradCtx;
 use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
+use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
@@ -15,6 +16,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
         kernel: Some(bind_reduce),
+        tile: Some(REDUCE_TILES),
         grad: Some(reduce_sum_grad),
         ..OpDef::BASE
     },
@@ -25,6 +27,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
         kernel: Some(bind_reduce),
+        tile: Some(REDUCE_TILES),
         grad: Some(reduce_mean_grad),
         ..OpDef::BASE
     },
@@ -35,6 +38,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
         kernel: Some(bind_reduce),
+        tile: Some(REDUCE_TILES),
         grad: Some(reduce_max_grad),
         ..OpDef::BASE
     },
@@ -145,6 +149,60 @@ pub(super) fn bind_reduce(ctx: &KernelCtx) -> Result<KernelCall> {
             ("red_strides", dims_list(&rst)),
         ],
     ))
+}
+
+// ---- tile rules ---------------------------------------------------------------
+
+/// Reductions tile over the axes they keep: a tile holds its part of every
+/// reduced axis whole, so each output is one sum (mean, maximum) of one
+/// tile, and the tiles give the bits of one call.
+const REDUCE_TILES: TileRule = TileRule { space: reduce_tile_space, map: reduce_tile_map, in_place: false };
+
+/// Per axis of input 0: whether the node reduces it; `None` without a
+/// reduction (noop_with_empty_axes).
+fn reduced(ctx: &KernelCtx) -> Result<Option<Vec<bool>>> {
+    let rank = ctx.graph_in_shape(0)?.len();
+    let axes = ctx.ops().ints_attr_or_input("axes", 1)?.unwrap_or_default();
+    if axes.is_empty() && ctx.attr_int("noop_with_empty_axes", 0)? != 0 {
+        return Ok(None);
+    }
+    let mut red = vec![axes.is_empty(); rank];
+    for a in axes {
+        red[ctx.axis(a, rank)?] = true;
+    }
+    Ok(Some(red))
+}
+
+fn reduce_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+    let Some(red) = reduced(ctx)? else { return Ok(Err("it reduces no axis (a copy)".into())) };
+    if red.iter().all(|&r| r) {
+        return Ok(Err("it reduces every axis".into()));
+    }
+    Ok(Ok(Space { dims: ctx.graph_in_shape(0)?, split: red.iter().map(|&r| !r).collect() }))
+}
+
+fn reduce_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    let red = reduced(ctx)?.ok_or_else(|| ctx.err("a reduction without axes has no tiles"))?;
+    let x = ctx.graph_in_shape(0)?;
+    let y = ctx.graph_out_shape(0)?;
+    let xpart = tile::broadcast_part(&x, start, len);
+    let ypart = if y.len() == x.len() {
+        tile::broadcast_part(&y, start, len)
+    } else {
+        // keepdims 0: the output's axes are the kept ones.
+        let kept: Vec<usize> = (0..x.len()).filter(|&d| !red[d]).collect();
+        let (s, l): (Vec<usize>, Vec<usize>) = kept.iter().map(|&d| (start[d], len[d])).unzip();
+        if l == y {
+            Part::Whole
+        } else {
+            Part::Box { start: s, len: l }
+        }
+    };
+    let mut inputs = vec![Some(xpart)];
+    if ctx.node.input(1).is_some() {
+        inputs.push(Some(Part::Whole));
+    }
+    Ok(TileMap { inputs, outputs: vec![Some(ypart)], attrs: vec![] })
 }
 
 // ---- gradient rules ------------------------------------------------------------------------

@@ -10,21 +10,34 @@
 //! `k` and each of the two, `L` is the largest length whose L1 buffers
 //! fit with double buffering of every streamed operand, and the largest
 //! that fits single-buffered; each is then evened out
-//! (`ceil(dim / ceil(dim / L))`, the same tile count with less L1).
+//! (`ceil(dim / ceil(dim / L))`, the same tile count with less L1). When
+//! the largest double-buffered length makes one tile (nothing to overlap),
+//! 2, 4 and 8 tiles along `k` are candidates too, so a node that fits L1
+//! whole can still hide its transfers behind the kernel.
 //!
 //! Buffering is per operand: every streamed operand gets two L1 buffers
 //! when they all fit; otherwise each starts single and gets a second
 //! buffer, read-and-written operands first (two transfers per L1 byte),
 //! then the smallest parts, while the node still fits.
 //!
-//! Cost (bytes-equivalent; the lowest wins, ties to fewer tiles):
+//! Cost (bytes-equivalent, about 0.27 cycles each on Siracusa's cluster
+//! DMA; the lowest wins, ties to fewer tiles):
 //! ```text
 //! cost = bytes L2<->L1                           (halo re-reads included)
-//!      + 64 x DMA commands                       (programming the engine)
-//!      + 1024 x kernel calls                     (team fork and barrier)
+//!      + 256 x DMA commands                      (programming and waiting)
+//!      + 6144 x kernel calls                     (a tile's fixed cost: team
+//!                                                 fork and barrier, the
+//!                                                 kernel's set-up, the loop)
 //!      + bytes L2<->L1 of whole and of           (transfers not hidden
-//!        single-buffered operands                 behind the kernel)
+//!        single-buffered operands,                behind the kernel)
+//!        and one tile of each double-buffered
+//!        operand (the first load, the last store)
 //! ```
+//! The constants are GVSoC figures (Siracusa, resnet8 at L2): a one-tile
+//! Relu costs ~1,800 cycles plus ~0.27 cycles per byte moved, and a Conv
+//! in one-output-channel tiles ran at a third of the MAC rate of the same
+//! Conv in two tiles (the kernels block 4 output channels and split rows
+//! over 8 cores, so a thin tile also leaves cores idle).
 //! The choice does not depend on where the operands live (it is made once,
 //! before eviction moves buffers to L3): an L3 operand's tiles pass through
 //! L2 stages of the same size, so its L3<->L2 bytes follow the same ranking.
@@ -398,8 +411,13 @@ fn dirs(a: Access) -> u64 {
 /// The cost model (see the module comment): `bytes` moved L2<->L1 of
 /// which `exposed` by single-buffered operands.
 fn cost(bytes: u64, exposed: u64, cmds: u64, tiles: u64) -> u64 {
-    bytes + 64 * cmds + 1024 * tiles + exposed
+    bytes + COMMAND_COST * cmds + TILE_COST * tiles + exposed
 }
+
+/// The cost of one DMA command, in bytes moved (see the module comment).
+const COMMAND_COST: u64 = 256;
+/// The fixed cost of one tile's kernel call, in bytes moved.
+const TILE_COST: u64 = 6144;
 
 /// Estimated cost of candidate `e` with buffering `double`: tiles times
 /// each streamed operand's largest part, whole operands once.
@@ -410,6 +428,8 @@ fn estimate(e: &Eval, access: &[Access], double: &[bool]) -> u64 {
         bytes += b;
         if e.whole[j] || !double[j] {
             exposed += b;
+        } else {
+            exposed += dirs(access[j]) * e.tile_bytes[j];
         }
     }
     cost(bytes, exposed, e.tiles * e.whole.len() as u64, e.tiles)
@@ -453,11 +473,17 @@ fn candidates(n: &NodeIn, rule: &TileRule, space: &Space) -> Vec<Cand> {
                 let c = Cand { k, l: 1, outer_whole };
                 let Some(lmax) = largest_fit(n, rule, space, c, double) else { continue };
                 let count = space.dims[k].div_ceil(lmax);
-                let c = Cand { l: space.dims[k].div_ceil(count), ..c };
-                if outer_count(space, c) * count as u64 <= MAX_TILES
-                    && !out.iter().any(|o: &Cand| o.k == c.k && o.l == c.l && o.outer_whole == c.outer_whole)
-                {
-                    out.push(c);
+                let mut counts = vec![count];
+                if double && count == 1 {
+                    counts.extend([2, 4, 8].into_iter().filter(|&t| t <= space.dims[k]));
+                }
+                for count in counts {
+                    let c = Cand { l: space.dims[k].div_ceil(count), ..c };
+                    if outer_count(space, c) * space.dims[k].div_ceil(c.l) as u64 <= MAX_TILES
+                        && !out.iter().any(|o: &Cand| o.k == c.k && o.l == c.l && o.outer_whole == c.outer_whole)
+                    {
+                        out.push(c);
+                    }
                 }
             }
         }
@@ -499,7 +525,8 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
     };
     let tiles = all_tiles(n, &rule, &space, c)?;
     let (bytes, cmds) = traffic(&tiles, &e.whole, &access);
-    let exposed = traffic_of(&tiles, &e.whole, &access, |j| e.whole[j] || !double[j]);
+    let exposed = traffic_of(&tiles, &e.whole, &access, |j| e.whole[j] || !double[j])
+        + (0..double.len()).filter(|&j| double[j]).map(|j| dirs(access[j]) * e.tile_bytes[j]).sum::<u64>();
     let cost = cost(bytes, exposed, cmds, tiles.len() as u64);
     let (_, tile) = candidate_box(&space, c, 0, &vec![0; space.dims.len()]);
     let singles = (0..double.len()).filter(|&j| !double[j] && !e.whole[j]).count();
