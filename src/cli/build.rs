@@ -69,6 +69,8 @@ pub struct Args {
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     pub no_tiling: bool,
+    #[command(flatten)]
+    pub recompute: super::RecomputeArgs,
 }
 
 /// What a build produced.
@@ -137,6 +139,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     plan.l2_image_limit = a.l2_image;
     plan.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
     plan.tiling = !a.no_tiling;
+    a.recompute.apply(&mut plan)?;
     let mut o = pipeline::Options::new(plan);
     o.on_stage = Some(note_stage);
     o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);

@@ -64,6 +64,8 @@ pub struct Args {
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     no_tiling: bool,
+    #[command(flatten)]
+    recompute: super::RecomputeArgs,
 }
 
 /// Bind the model's test data when its folder has an `inputs.npz`, then run
@@ -109,6 +111,7 @@ pub fn run(a: Args) -> Result<()> {
     }
     if let Some(o) = opts.as_mut() {
         o.tiling = !a.no_tiling;
+        a.recompute.apply(o)?;
         o.test_data = a.test_data.as_deref().map(super::test_data_level).transpose()?;
     }
     if a.svg.is_some() && opts.is_none() {
@@ -117,7 +120,14 @@ pub fn run(a: Args) -> Result<()> {
     let attrs = super::unknown_attrs(a.allow_unknown_attributes);
     let m = crate::pipeline::lowered(&a.model, &a.train.request(), attrs)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
-    let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
+    let mem = opts
+        .map(|o| {
+            let o = crate::pipeline::plan_options(&m, binding.as_ref(), &o);
+            let mut rm = m.clone();
+            let recompute = plan::recompute::apply(&mut rm, &o)?;
+            plan::plan(&rm, &o).map(|p| plan::Plan { recompute, ..p })
+        })
+        .transpose()?;
     if let Some(path) = &a.dot {
         write_file(path, &inspect::dot(&m))?;
     }

@@ -129,6 +129,38 @@ pub fn test_data_level(s: &str) -> Result<Level> {
         .ok_or_else(|| Error::Usage(format!("--test-data {s}: the test data lives in L2 or L3")))
 }
 
+/// `--recompute` and `--recompute-budget`, shared by the commands that plan.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RecomputeArgs {
+    /// Recompute forward values for the backward pass where that lowers
+    /// the peak (auto, the default) or keep every one (off).
+    #[arg(long, value_name = "MODE")]
+    pub recompute: Option<String>,
+    /// Most estimated cost recompute may add, in percent of the step's
+    /// (default: 10).
+    #[arg(long = "recompute-budget", value_name = "PCT")]
+    pub recompute_budget: Option<u32>,
+}
+
+impl RecomputeArgs {
+    /// The mode and budget, checked.
+    pub fn get(&self) -> Result<(crate::plan::recompute::Mode, u32)> {
+        let mode = self.recompute.as_deref().map_or(Ok(Default::default()), crate::plan::recompute::Mode::parse)?;
+        let budget = self.recompute_budget.unwrap_or(10);
+        if budget > 1000 {
+            return Err(Error::Usage(format!(
+                "--recompute-budget {budget}: the budget is a percentage of the step's cost, at most 1000"
+            )));
+        }
+        Ok((mode, budget))
+    }
+
+    pub fn apply(&self, o: &mut PlanOptions) -> Result<()> {
+        (o.recompute, o.recompute_budget) = self.get()?;
+        Ok(())
+    }
+}
+
 /// `--tolerance T`: a finite, non-negative absolute tolerance.
 pub fn check_tolerance(t: Option<f32>) -> Result<()> {
     match t {

@@ -88,6 +88,8 @@ pub struct TestArgs {
     /// Keep today's untiled plan: whole-operand copies around each kernel.
     #[arg(long)]
     pub no_tiling: bool,
+    #[command(flatten)]
+    pub recompute: super::RecomputeArgs,
 }
 
 /// A model folder's name in keys: the folder's name (for a `.onnx` file
@@ -183,6 +185,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.cache = args.cache_dir.clone().or_else(cache::default_dir);
             c.train = args.train.request();
             c.tiling = !args.no_tiling;
+            (c.recompute, c.recompute_budget) = args.recompute.get()?;
             out.push(c);
         }
     }

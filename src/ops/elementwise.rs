@@ -18,6 +18,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_binary),
         grad: Some(add_grad),
         tile: Some(tile::BROADCAST),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -28,6 +29,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_binary),
         grad: Some(sub_grad),
         tile: Some(tile::BROADCAST),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -38,6 +40,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_binary),
         grad: Some(mul_grad),
         tile: Some(tile::BROADCAST),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {

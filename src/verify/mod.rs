@@ -130,6 +130,9 @@ pub struct Case {
     pub train: crate::import::TrainRequest,
     /// Plan with tiling (`--no-tiling` turns it off).
     pub tiling: bool,
+    /// `--recompute` and `--recompute-budget`.
+    pub recompute: crate::plan::recompute::Mode,
+    pub recompute_budget: u32,
 }
 
 impl Case {
@@ -151,6 +154,8 @@ impl Case {
             dump: None,
             train: crate::import::TrainRequest::default(),
             tiling: true,
+            recompute: Default::default(),
+            recompute_budget: 10,
         }
     }
 
@@ -251,6 +256,8 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     let mut plan =
         PlanOptions::named(&case.platform, &case.default_mem, case.capacities).map_err(StageError::at(Stage::Plan))?;
     plan.tiling = case.tiling;
+    plan.recompute = case.recompute;
+    plan.recompute_budget = case.recompute_budget;
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
