@@ -228,7 +228,10 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
         held_constant(&mut model, b);
     }
     let opts = plan_options(&model, binding.as_ref(), &o.plan);
-    let plan = timed((&mut t, o.on_stage), "plan", Stage::Plan, || plan::plan(&model, &opts))?;
+    let plan = timed((&mut t, o.on_stage), "plan", Stage::Plan, || {
+        let recompute = plan::recompute::apply(&mut model, &opts)?;
+        Ok(plan::Plan { recompute, ..plan::plan(&model, &opts)? })
+    })?;
     Ok(Planned { model, binding, plan, timings: t })
 }
 

@@ -288,7 +288,10 @@ void dg_global_avgpool_grad_f32(void *args);
  *   except y): running_mean_out = momentum * mean + (1 - momentum) * batch_mean,
  *   running_var_out = momentum * var + (1 - momentum) * batch_var (biased, as
  *   onnxruntime 1.19), saved_mean, saved_inv_std = 1 / sqrt(batch_var + eps).
- *   running_*_out may alias mean / var. */
+ *   running_*_out may alias mean / var.
+ * dg_batchnorm_saved_f32: y = scale (x - mean) * var + bias, with mean / var
+ *   a training node's saved_mean / saved_inv_std (a recomputed output 0,
+ *   equal to the training kernel's). */
 typedef struct {
     const float *x;
     const float *scale;
@@ -304,6 +307,7 @@ typedef struct {
     float epsilon, momentum;
 } dg_batchnorm_args_t;
 void dg_batchnorm_f32(void *args);
+void dg_batchnorm_saved_f32(void *args);
 void dg_batchnorm_train_f32(void *args);
 
 /* BatchNormalizationGrad(dY, X, scale, saved_mean, saved_inv_std)

@@ -20,6 +20,21 @@ void dg_batchnorm_f32(void *args)
     }
 }
 
+void dg_batchnorm_saved_f32(void *args)
+{
+    const dg_batchnorm_args_t *p = (const dg_batchnorm_args_t *)args;
+    dg_range_t r = dg_split(p->channels);
+    uint32_t c, n, i;
+    for (c = r.start; c < r.end; c++) {
+        const float sc = p->scale[c] * p->var[c], mu = p->mean[c], b = p->bias[c];
+        for (n = 0; n < p->batch; n++) {
+            const uint32_t base = ((uint32_t)n * p->channels + c) * p->spatial;
+            for (i = 0; i < p->spatial; i++)
+                p->y[base + i] = DG_FAULT(DG_FAULT_BN, (p->x[base + i] - mu) * sc + b);
+        }
+    }
+}
+
 void dg_batchnorm_train_f32(void *args)
 {
     const dg_batchnorm_args_t *p = (const dg_batchnorm_args_t *)args;

@@ -103,7 +103,14 @@ pub fn run(a: Args) -> Result<()> {
     let attrs = super::unknown_attrs(a.allow_unknown_attributes);
     let m = crate::pipeline::lowered(&a.model, &a.train.request(), attrs)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
-    let mem = opts.map(|o| plan::plan(&m, &crate::pipeline::plan_options(&m, binding.as_ref(), &o))).transpose()?;
+    let mem = opts
+        .map(|o| {
+            let o = crate::pipeline::plan_options(&m, binding.as_ref(), &o);
+            let mut rm = m.clone();
+            let recompute = plan::recompute::apply(&mut rm, &o)?;
+            plan::plan(&rm, &o).map(|p| plan::Plan { recompute, ..p })
+        })
+        .transpose()?;
     if let Some(path) = &a.dot {
         write_file(path, &inspect::dot(&m))?;
     }

@@ -29,6 +29,14 @@ pub struct PlanArgs {
     /// copied around it (slower; for comparison and bisecting).
     #[arg(long, help_heading = HEADING)]
     pub no_tiling: bool,
+    /// Recompute forward values for the backward pass where that lowers
+    /// the peak (auto, the default) or keep every one (off).
+    #[arg(long, value_name = "MODE", help_heading = HEADING)]
+    pub recompute: Option<String>,
+    /// Most estimated cost recompute may add, in percent of the step's
+    /// (default: 10).
+    #[arg(long = "recompute-budget", value_name = "PCT", help_heading = HEADING)]
+    pub recompute_budget: Option<u32>,
 }
 
 impl PlanArgs {
@@ -51,6 +59,8 @@ impl PlanArgs {
             ("--l2-image", self.l2_image.is_some()),
             ("--test-data", self.test_data.is_some()),
             ("--no-tiling", self.no_tiling),
+            ("--recompute", self.recompute.is_some()),
+            ("--recompute-budget", self.recompute_budget.is_some()),
         ];
         set.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect()
     }
@@ -65,7 +75,20 @@ impl PlanArgs {
         o.l2_image_limit = self.l2_image;
         o.test_data = self.test_data_level()?;
         o.tiling = !self.no_tiling;
+        (o.recompute, o.recompute_budget) = self.recompute()?;
         Ok(o)
+    }
+
+    /// `--recompute` and `--recompute-budget`, checked.
+    pub fn recompute(&self) -> Result<(crate::plan::recompute::Mode, u32)> {
+        let mode = self.recompute.as_deref().map_or(Ok(Default::default()), crate::plan::recompute::Mode::parse)?;
+        let budget = self.recompute_budget.unwrap_or(10);
+        if budget > 1000 {
+            return Err(Error::Usage(format!(
+                "--recompute-budget {budget}: the budget is a percentage of the step's cost, at most 1000"
+            )));
+        }
+        Ok((mode, budget))
     }
 }
 

@@ -169,7 +169,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.unknown_attrs = super::unknown_attrs(args.allow_unknown_attributes);
             c.cache = args.cache_dir.clone().or_else(cache::default_dir);
             c.train = args.train.request();
-            c.tiling = !args.plan.no_tiling;
+            (c.recompute, c.recompute_budget) = args.plan.recompute()?;
             out.push(c);
         }
     }

@@ -230,7 +230,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     if let Some(t) = &n.tiling {
         let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
         let comment = format!(
-            "step {}: {}{} '{}' computes in L1, {} tile(s) of {:?}{}",
+            "step {}: {}{} '{}' computes in L1, {} tile(s) of {:?}{}{}",
             n.step,
             node.op,
             fused_note(node),
@@ -241,7 +241,8 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
                 "double" => ", double-buffered",
                 "mixed" => ", some operands double-buffered",
                 _ => "",
-            }
+            },
+            c_comment(&recomputed_note(node))
         );
         let post = state_copies(ctx, n, g, node, &code.state_updates);
         let dumps = dumps(ctx, n, g, node);
@@ -344,12 +345,13 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let dumps = dumps(ctx, n, g, node);
     Ok(NodeCode {
         comment: c_comment(&format!(
-            "step {}: {}{} '{}' computes in {}",
+            "step {}: {}{} '{}' computes in {}{}",
             n.step,
             node.op,
             fused_note(node),
             node.name,
-            exec
+            exec,
+            recomputed_note(node)
         )),
         pre,
         calls,
@@ -358,6 +360,12 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         dumps,
         profile: profile_args(n, node),
     })
+}
+
+/// `; recomputed: copy of 'node'` after a node the planner added to
+/// compute a forward value again for the backward pass.
+fn recomputed_note(node: &ir::Node) -> String {
+    node.attr_str(ops::RECOMPUTED).map(|of| format!("; recomputed: copy of '{of}'")).unwrap_or_default()
 }
 
 /// The elements of a local array's initialiser, `a, b, c`.

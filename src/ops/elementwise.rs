@@ -19,6 +19,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_binary),
         grad: Some(add_grad),
         tile: Some(tile::BROADCAST),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -30,6 +31,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_binary),
         grad: Some(sub_grad),
         tile: Some(tile::BROADCAST),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -41,6 +43,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_binary),
         grad: Some(mul_grad),
         tile: Some(tile::BROADCAST),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {

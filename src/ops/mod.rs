@@ -171,7 +171,39 @@ pub struct OpDef {
     /// The labels input ([`OpDef::labels`]) holds class indices: how many
     /// classes there are and which value is ignored, when known.
     pub class_labels: Option<fn(&Graph, &Node) -> Option<ClassLabels>>,
+    /// The node is cheap to run a second time and gives the same value
+    /// from the same inputs (no state, no batch statistics computed
+    /// afresh): the planner may recompute its output just before the
+    /// backward pass reads it instead of keeping it (`plan::recompute`).
+    /// `None` from the function: not this node.
+    pub recompute: Option<fn(&Graph, &Node) -> Option<Recompute>>,
 }
+
+/// How a [`OpDef::recompute`] node is run again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recompute {
+    /// The same node on the same inputs (its one output).
+    Copy,
+    /// A training BatchNorm: output 0 again from the batch statistics it
+    /// saved (outputs `mean` and `inv_std`), in inference form with the
+    /// [`SAVED_STATS`] attribute: the statistics are never recomputed.
+    SavedStats { mean: usize, inv_std: usize },
+}
+
+/// Recompute rule of an operator that is pure and one-output.
+pub fn recompute_copy(_: &Graph, n: &Node) -> Option<Recompute> {
+    (n.outputs.iter().flatten().count() == 1).then_some(Recompute::Copy)
+}
+
+/// The attribute `plan::recompute` sets on a BatchNormalization copy in
+/// inference form whose input 3 is a saved batch mean and input 4 the
+/// saved `1 / sqrt(var + eps)` (not a variance). Never read from a file.
+pub const SAVED_STATS: &str = "deploygen.saved_stats";
+
+/// The attribute `plan::recompute` sets on a node it added: the name of
+/// the node it copies (for the generated code's comments). Never read
+/// from a file.
+pub const RECOMPUTED: &str = "deploygen.recomputed";
 
 /// What a class-index labels input may hold: `0..classes`, or `ignore`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +256,7 @@ impl OpDef {
         channel_affine: None,
         channel_weights: None,
         class_labels: None,
+        recompute: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.

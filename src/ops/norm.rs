@@ -5,7 +5,7 @@ use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
 use super::linear::finite;
 use super::tile::{self, Part, Space, TileMap, TileRule};
-use super::{ChannelAffine, Ctx, LegacyAttr, OpDef};
+use super::{ChannelAffine, Ctx, LegacyAttr, OpDef, Recompute};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
@@ -26,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(batch_norm_grad_rule),
         tile: Some(BATCHNORM_TILES),
         channel_affine: Some(batch_norm_affine),
+        recompute: Some(batch_norm_recompute),
         ..OpDef::BASE
     },
     // com.microsoft: -> Y, running_mean, running_var, saved_mean, saved_inv_std.
@@ -37,6 +38,7 @@ pub const OPS: &[OpDef] = &[
         batch_stats: Some(ort_training_mode),
         kernel: Some(bind_batchnorm),
         tile: Some(BATCHNORM_TILES),
+        recompute: Some(batch_norm_internal_recompute),
         ..OpDef::BASE
     },
     // (dY, X, scale, saved_mean, saved_inv_std) -> dX, dScale, dBias.
@@ -74,6 +76,24 @@ pub const OPS: &[OpDef] = &[
         ..OpDef::BASE
     },
 ];
+
+/// Inference form: the same node again. ONNX training form saves no batch
+/// statistics, so it is never recomputed.
+fn batch_norm_recompute(g: &Graph, n: &Node) -> Option<Recompute> {
+    if onnx_training_mode(n) {
+        return None;
+    }
+    super::recompute_copy(g, n)
+}
+
+/// Training form: output 0 again from the saved batch statistics, when
+/// the node writes them; inference form: the same node.
+fn batch_norm_internal_recompute(g: &Graph, n: &Node) -> Option<Recompute> {
+    if !ort_training_mode(n) {
+        return super::recompute_copy(g, n);
+    }
+    (n.output(3).is_some() && n.output(4).is_some()).then_some(Recompute::SavedStats { mean: 3, inv_std: 4 })
+}
 
 /// onnxruntime's training BatchNorm: training_mode defaults to 1. Read on
 /// typed nodes only: the shape rule validated the attribute.
@@ -236,7 +256,9 @@ pub(super) fn bn_dims(ctx: &KernelCtx, x: &[usize]) -> Result<[usize; 3]> {
 pub(super) fn bind_batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3, 4])?;
     let [b, c, s] = bn_dims(ctx, &ctx.in_shape(0)?)?;
-    let train = ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0;
+    // A copy from saved statistics reads input 4 as 1 / sqrt(var + eps).
+    let saved = ctx.node.attr_int(super::SAVED_STATS) == Some(1);
+    let train = !saved && (ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0);
     let mut fields = vec![
         ("x", ctx.inp(0)?),
         ("scale", ctx.inp(1)?),
@@ -265,7 +287,11 @@ pub(super) fn bind_batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
         ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
         ("momentum", f(ctx.attr_float("momentum", 0.9)?)),
     ]);
-    let func = if train { "dg_batchnorm_train_f32" } else { "dg_batchnorm_f32" };
+    let func = match (train, saved) {
+        (true, _) => "dg_batchnorm_train_f32",
+        (false, true) => "dg_batchnorm_saved_f32",
+        (false, false) => "dg_batchnorm_f32",
+    };
     Ok(KernelCall { calls: vec![call(func, "dg_batchnorm_args_t", fields)], state_updates })
 }
 

@@ -20,6 +20,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1, 2, 3],
         kernel: Some(bind_pad),
         grad: Some(pad_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
 ];

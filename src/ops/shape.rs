@@ -20,6 +20,7 @@ pub const OPS: &[OpDef] = &[
         view: true,
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -29,6 +30,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_transpose),
         grad: Some(transpose_grad),
         tile: Some(TRANSPOSE_TILES),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -41,6 +43,7 @@ pub const OPS: &[OpDef] = &[
         view: true,
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -52,6 +55,7 @@ pub const OPS: &[OpDef] = &[
         view: true,
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -63,6 +67,7 @@ pub const OPS: &[OpDef] = &[
         view: true,
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -73,6 +78,7 @@ pub const OPS: &[OpDef] = &[
         view: true,
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {

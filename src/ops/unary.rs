@@ -18,6 +18,7 @@ pub const OPS: &[OpDef] = &[
         tile: Some(tile::POINTWISE),
         grad: Some(relu_grad),
         act: Some(1),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -27,6 +28,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(gelu_grad_rule),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -77,6 +79,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(neg_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -85,6 +88,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(abs_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
@@ -94,6 +98,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(tanh_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -102,6 +107,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(sigmoid_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -110,6 +116,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(erf_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
@@ -120,6 +127,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary_param),
         tile: Some(tile::POINTWISE),
         grad: Some(hard_sigmoid_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -128,6 +136,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary),
         tile: Some(tile::POINTWISE),
         grad: Some(hard_swish_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
@@ -139,6 +148,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary_param),
         tile: Some(tile::POINTWISE),
         grad: Some(swish_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     OpDef {
@@ -148,6 +158,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_unary_param),
         tile: Some(tile::POINTWISE),
         grad: Some(swish_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
@@ -160,6 +171,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_clip),
         tile: Some(tile::POINTWISE),
         grad: Some(clip_grad),
+        recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.

@@ -21,6 +21,7 @@ pub mod buffers;
 mod evict;
 pub mod levels;
 pub mod offsets;
+pub mod recompute;
 pub mod report;
 pub mod supply;
 pub mod svg;
@@ -64,11 +65,24 @@ pub struct PlanOptions {
     /// Run the nodes that have a tile rule in L1 tiles (`--no-tiling`:
     /// whole-operand copies as before).
     pub tiling: bool,
+    /// Recompute forward values for the backward pass (`recompute::apply`).
+    pub recompute: recompute::Mode,
+    /// Most estimated cost recompute may add, in percent of the step's.
+    pub recompute_budget: u32,
 }
 
 impl PlanOptions {
     pub fn new(platform: Platform, default_mem: Level) -> PlanOptions {
-        PlanOptions { platform, default_mem, statics: vec![], l2_image_limit: None, test_data: None, tiling: true }
+        PlanOptions {
+            platform,
+            default_mem,
+            statics: vec![],
+            l2_image_limit: None,
+            test_data: None,
+            tiling: true,
+            recompute: recompute::Mode::Auto,
+            recompute_budget: 10,
+        }
     }
 
     /// Options by name: a platform (name or alias), a default level (L2 or
@@ -152,6 +166,10 @@ pub struct Plan {
     pub nodes: Vec<NodePlan>,
     /// Decisions a person should know about, in the order they were made.
     pub decisions: Vec<String>,
+    /// The forward values recomputed for the backward pass (set by the
+    /// pipeline, which runs `recompute::apply` before planning).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recompute: Option<recompute::Report>,
 }
 
 impl Plan {
@@ -559,6 +577,7 @@ pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
         buffers: done.buffers,
         nodes: done.nodes,
         decisions,
+        recompute: None,
     };
     plan.verify().map_err(|e| Error::plan(format!("internal error: the memory plan failed its own check: {e}")))?;
     Ok(plan)

@@ -94,6 +94,10 @@ pub fn text(plan: &Plan) -> String {
         }
     }
 
+    if let Some(r) = &plan.recompute {
+        recompute(&mut o, r);
+    }
+
     // Weights.
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for w in &plan.weights {
@@ -249,5 +253,40 @@ fn tiling_text(o: &mut String, plan: &Plan) {
     }
     for (n, why) in untiled {
         let _ = writeln!(o, "  untiled: step {} '{}' ({}): {why}", n.step, n.name, n.op);
+    }
+}
+
+/// What the planner recomputes for the backward pass.
+fn recompute(o: &mut String, r: &super::recompute::Report) {
+    let _ = writeln!(
+        o,
+        "\nrecompute ({}, budget {} %): {} value(s); peak at the default level {} B -> {} B ({} B saved); estimated cost +{} ({:.1} % of {})",
+        match r.mode {
+            super::recompute::Mode::Auto => "auto",
+            super::recompute::Mode::Off => "off",
+        },
+        r.budget_pct,
+        r.chosen.len(),
+        thousands(r.peak_without),
+        thousands(r.peak_with),
+        thousands(r.bytes_saved()),
+        thousands(r.cost_added),
+        r.cost_pct(),
+        thousands(r.cost_without)
+    );
+    for c in &r.chosen {
+        let nodes: Vec<String> =
+            c.nodes.iter().map(|n| format!("'{}' ({}, copy of '{}')", n.node, n.op, n.copy_of)).collect();
+        let _ = writeln!(
+            o,
+            "  {}: {} B saved, cost +{}: {}",
+            c.tensor,
+            thousands(c.bytes_saved),
+            thousands(c.cost_added),
+            nodes.join(", ")
+        );
+    }
+    for why in &r.rejected {
+        let _ = writeln!(o, "  kept {why}");
     }
 }

@@ -134,6 +134,9 @@ pub struct Case {
     pub train: crate::import::TrainRequest,
     /// Plan with tiling (`--no-tiling` turns it off).
     pub tiling: bool,
+    /// `--recompute` and `--recompute-budget`.
+    pub recompute: crate::plan::recompute::Mode,
+    pub recompute_budget: u32,
 }
 
 impl Case {
@@ -157,6 +160,8 @@ impl Case {
             dump: None,
             train: crate::import::TrainRequest::default(),
             tiling: true,
+            recompute: Default::default(),
+            recompute_budget: 10,
         }
     }
 
@@ -259,6 +264,8 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     plan.tiling = case.tiling;
     plan.l2_image_limit = case.l2_image;
     plan.test_data = case.test_data;
+    plan.recompute = case.recompute;
+    plan.recompute_budget = case.recompute_budget;
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;

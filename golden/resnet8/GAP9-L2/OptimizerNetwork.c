@@ -19,10 +19,10 @@ void *DeeployOptNetwork_learning_rate;
 
 int InitOptimizerNetwork(void)
 {
-    DeeployOptNetwork_inputs[0] = DG_L2(305656);
-    DeeployOptNetwork_inputs[1] = DG_L2(305664);
-    DeeployOptNetwork_outputs[0] = DG_L2(453200);
-    DeeployOptNetwork_learning_rate = DG_L2(305656);
+    DeeployOptNetwork_inputs[0] = DG_L2(324088);
+    DeeployOptNetwork_inputs[1] = DG_L2(324096);
+    DeeployOptNetwork_outputs[0] = DG_L2(324232);
+    DeeployOptNetwork_learning_rate = DG_L2(324088);
     return 0;
 }
 
@@ -30,7 +30,7 @@ void RunOptimizerNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 96: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
+    /* step 100: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
     DG_PROFILE_BEGIN();
     {
         {
@@ -41,7 +41,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w2,
                 .n = 432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -53,7 +53,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w3,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -65,7 +65,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w4,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -77,7 +77,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w7,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -89,7 +89,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w8,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -101,7 +101,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w9,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -113,7 +113,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w12,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -125,7 +125,7 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w13,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -137,20 +137,19 @@ void RunOptimizerNetwork(void *arg)
                 .w_out = (void *)dg_w14,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack2.conv1.weight */
-            dg_copy(DG_L2(305672), DG_L3(0), 18432u); /* stack2.conv1.weight_grad.accumulation.buffer L3->L2 */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w17,
-                .g = DG_L2(305672),
+                .g = DG_L2(32840),
                 .w_out = (void *)dg_w17,
                 .n = 4608u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -158,11 +157,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w18,
-                .g = DG_L2(32840),
+                .g = DG_L2(51272),
                 .w_out = (void *)dg_w18,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -170,11 +169,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w19,
-                .g = DG_L2(32968),
+                .g = DG_L2(51400),
                 .w_out = (void *)dg_w19,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -182,11 +181,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.conv2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w22,
-                .g = DG_L2(33096),
+                .g = DG_L2(51528),
                 .w_out = (void *)dg_w22,
                 .n = 9216u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -194,11 +193,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w23,
-                .g = DG_L2(69960),
+                .g = DG_L2(88392),
                 .w_out = (void *)dg_w23,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -206,11 +205,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w24,
-                .g = DG_L2(70088),
+                .g = DG_L2(88520),
                 .w_out = (void *)dg_w24,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -218,11 +217,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w27,
-                .g = DG_L2(70216),
+                .g = DG_L2(88648),
                 .w_out = (void *)dg_w27,
                 .n = 512u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -230,11 +229,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w28,
-                .g = DG_L2(72264),
+                .g = DG_L2(90696),
                 .w_out = (void *)dg_w28,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -242,11 +241,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w29,
-                .g = DG_L2(72392),
+                .g = DG_L2(90824),
                 .w_out = (void *)dg_w29,
                 .n = 18432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -254,11 +253,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w30,
-                .g = DG_L2(146120),
+                .g = DG_L2(164552),
                 .w_out = (void *)dg_w30,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -266,11 +265,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w31,
-                .g = DG_L2(146376),
+                .g = DG_L2(164808),
                 .w_out = (void *)dg_w31,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -278,11 +277,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.conv2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w34,
-                .g = DG_L2(146632),
+                .g = DG_L2(165064),
                 .w_out = (void *)dg_w34,
                 .n = 36864u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -290,11 +289,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w35,
-                .g = DG_L2(294088),
+                .g = DG_L2(312520),
                 .w_out = (void *)dg_w35,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -302,11 +301,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w36,
-                .g = DG_L2(294344),
+                .g = DG_L2(312776),
                 .w_out = (void *)dg_w36,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -314,11 +313,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w39,
-                .g = DG_L2(294600),
+                .g = DG_L2(313032),
                 .w_out = (void *)dg_w39,
                 .n = 2048u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -326,11 +325,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w40,
-                .g = DG_L2(302792),
+                .g = DG_L2(321224),
                 .w_out = (void *)dg_w40,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -338,11 +337,11 @@ void RunOptimizerNetwork(void *arg)
             /* fc.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w41,
-                .g = DG_L2(303048),
+                .g = DG_L2(321480),
                 .w_out = (void *)dg_w41,
                 .n = 640u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -350,14 +349,14 @@ void RunOptimizerNetwork(void *arg)
             /* fc.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w42,
-                .g = DG_L2(305608),
+                .g = DG_L2(324040),
                 .w_out = (void *)dg_w42,
                 .n = 10u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(305656),
+                .lr_ptr = DG_L2(324088),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
     }
-    DG_PROFILE_END(96u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
+    DG_PROFILE_END(100u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

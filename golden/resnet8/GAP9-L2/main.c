@@ -86,87 +86,87 @@ static void compare_task(void *arg)
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
                                     &check_compared);
-    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, DG_L3(67632u), 432u,
+    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, DG_L3(49200u), 432u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, DG_L3(69360u), 16u,
+    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, DG_L3(50928u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, DG_L3(69424u), 16u,
+    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, DG_L3(50992u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, DG_L3(69488u), 16u,
+    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, DG_L3(51056u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, DG_L3(69552u), 16u,
+    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, DG_L3(51120u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, DG_L3(69616u), 2304u,
+    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, DG_L3(51184u), 2304u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, DG_L3(78832u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, DG_L3(60400u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, DG_L3(78896u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, DG_L3(60464u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, DG_L3(78960u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, DG_L3(60528u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, DG_L3(79024u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, DG_L3(60592u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, DG_L3(79088u), 2304u,
+    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, DG_L3(60656u), 2304u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, DG_L3(88304u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, DG_L3(69872u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, DG_L3(88368u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, DG_L3(69936u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, DG_L3(88432u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, DG_L3(70000u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, DG_L3(88496u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, DG_L3(70064u), 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, DG_L3(88560u), 4608u,
+    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, DG_L3(70128u), 4608u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, DG_L3(106992u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, DG_L3(88560u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, DG_L3(107120u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, DG_L3(88688u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, DG_L3(107248u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, DG_L3(88816u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, DG_L3(107376u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, DG_L3(88944u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv2.weight_updated", (void *)dg_w22, DG_L3(107504u), 9216u,
+    check_errors += dg_check_tensor("stack2.conv2.weight_updated", (void *)dg_w22, DG_L3(89072u), 9216u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, DG_L3(144368u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, DG_L3(125936u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, DG_L3(144496u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, DG_L3(126064u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, DG_L3(144624u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, DG_L3(126192u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, DG_L3(144752u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, DG_L3(126320u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, DG_L3(144880u), 512u,
+    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, DG_L3(126448u), 512u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, DG_L3(146928u), 32u,
+    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, DG_L3(128496u), 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv1.weight_updated", (void *)dg_w29, DG_L3(147056u), 18432u,
+    check_errors += dg_check_tensor("stack3.conv1.weight_updated", (void *)dg_w29, DG_L3(128624u), 18432u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, DG_L3(220784u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, DG_L3(202352u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, DG_L3(221040u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, DG_L3(202608u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, DG_L3(221296u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, DG_L3(202864u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, DG_L3(221552u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, DG_L3(203120u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv2.weight_updated", (void *)dg_w34, DG_L3(221808u), 36864u,
+    check_errors += dg_check_tensor("stack3.conv2.weight_updated", (void *)dg_w34, DG_L3(203376u), 36864u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, DG_L3(369264u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, DG_L3(350832u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, DG_L3(369520u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, DG_L3(351088u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, DG_L3(369776u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, DG_L3(351344u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, DG_L3(370032u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, DG_L3(351600u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, DG_L3(370288u), 2048u,
+    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, DG_L3(351856u), 2048u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, DG_L3(378480u), 64u,
+    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, DG_L3(360048u), 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, DG_L3(378736u), 640u,
+    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, DG_L3(360304u), 640u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, DG_L3(381296u), 10u,
+    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, DG_L3(362864u), 10u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
 }
 

@@ -25,19 +25,19 @@
 #define TRAINING_SKIP_INITWEIGHT_COPY
 
 /* The test data and references live in L3: hex/testdata.bin (362904 B) is
- * loaded at DG_L3(18432) after Init, and each mini-batch is copied
+ * loaded at DG_L3(0) after Init, and each mini-batch is copied
  * from there into the input buffers before its step. */
 #define TEST_DATA_L3_FILE "testdata.bin"
-#define TEST_DATA_L3_BASE 18432u
+#define TEST_DATA_L3_BASE 0u
 #define TEST_DATA_L3_BYTES 362904u
 
 /* Input-table slot of each data array. */
 static const uint32_t testDataSlots[TEST_NUM_DATA_SLOTS] = { 0u, 1u, };
 /* L3 arena offset of each data array, per mini-batch and slot. */
-static const uint32_t testDataRow0[TEST_NUM_DATA_SLOTS] = { 18432u, 30720u, };
-static const uint32_t testDataRow1[TEST_NUM_DATA_SLOTS] = { 30728u, 43016u, };
-static const uint32_t testDataRow2[TEST_NUM_DATA_SLOTS] = { 43024u, 55312u, };
-static const uint32_t testDataRow3[TEST_NUM_DATA_SLOTS] = { 55320u, 67608u, };
+static const uint32_t testDataRow0[TEST_NUM_DATA_SLOTS] = { 0u, 12288u, };
+static const uint32_t testDataRow1[TEST_NUM_DATA_SLOTS] = { 12296u, 24584u, };
+static const uint32_t testDataRow2[TEST_NUM_DATA_SLOTS] = { 24592u, 36880u, };
+static const uint32_t testDataRow3[TEST_NUM_DATA_SLOTS] = { 36888u, 49176u, };
 static const uint32_t *const testDataVector[TRAINING_DATA_SIZE] = {
     testDataRow0,
     testDataRow1,

@@ -1,0 +1,425 @@
+//! Activation recompute: which forward values the backward pass reads are
+//! kept until that read, and which are computed again just before it.
+//!
+//! A training step keeps every forward value a backward node reads until
+//! that read. A value whose producer the registry calls cheap and pure
+//! (`OpDef::recompute`: Relu and other unary maps, Add, Transpose, views,
+//! Pad, BatchNorm in inference form, training BatchNorm from the batch
+//! statistics it saved) can instead be made again from inputs that are
+//! kept anyway: a copy of its producer goes just before its first backward
+//! reader, the backward readers read the copy, and the original dies at
+//! its last forward read. When an input of the copy would itself only be
+//! kept for the copy, its producer is copied too (a chain, at most
+//! [`DEPTH`] nodes deep).
+//!
+//! The choice is greedy, largest value first: a candidate stays when the
+//! most bytes live at any step of the default level (arena lower bound,
+//! every buffer at that level) goes down and the estimated cost added by
+//! every copy so far stays within the budget, a percentage of the step's
+//! estimated cost. A node's cost is the tiler's (`plan::tile`: bytes
+//! between L2 and L1, DMA commands, kernel calls), for a node without a
+//! tile choice the bytes of its operands plus one kernel call. Training
+//! BatchNorm is never run again on fresh batch statistics: its copy
+//! normalises with the saved ones, so the values equal the original's.
+//!
+//! The copies are ordinary nodes of the main graph (named `<node>.recomputed`,
+//! with [`ops::RECOMPUTED`] naming the node they copy): buffers, lifetimes,
+//! the arena verifier and the harness treat them as any other node.
+
+use std::collections::{HashMap, HashSet};
+
+use petgraph::stable_graph::NodeIndex;
+use serde::Serialize;
+
+use super::buffers::{self, Kind};
+use super::{tile_choices, PlanOptions};
+use crate::error::{Error, Result};
+use crate::ir::{Attr, Graph, Model, Node, Origin, Role, TensorId};
+use crate::ops::{self, Recompute, Train};
+
+/// Most nodes copied to remake one value.
+pub const DEPTH: usize = 4;
+
+/// Whether the planner may recompute (`--recompute`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Recompute what lowers the peak within the budget.
+    #[default]
+    Auto,
+    /// Keep every value the backward pass reads.
+    Off,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Result<Mode> {
+        match s {
+            "auto" => Ok(Mode::Auto),
+            "off" => Ok(Mode::Off),
+            _ => Err(Error::Usage(format!("--recompute {s}: the recompute mode is 'auto' or 'off'"))),
+        }
+    }
+}
+
+/// One added node.
+#[derive(Clone, Debug, Serialize)]
+pub struct Copy {
+    /// The added node's name.
+    pub node: String,
+    /// The node it copies.
+    pub copy_of: String,
+    pub op: String,
+    /// The value it makes again.
+    pub tensor: String,
+}
+
+/// One value recomputed, with the nodes that remake it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Choice {
+    pub tensor: String,
+    pub nodes: Vec<Copy>,
+    /// Peak bytes saved by this choice (after the ones before it).
+    pub bytes_saved: u64,
+    /// Estimated cost added (the tiler's units).
+    pub cost_added: u64,
+}
+
+/// What the pass did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Report {
+    pub mode: Mode,
+    pub budget_pct: u32,
+    /// Most bytes live at one step of the default level, without and with
+    /// the recomputed values.
+    pub peak_without: u64,
+    pub peak_with: u64,
+    /// The step's estimated cost without recompute, and the cost added.
+    pub cost_without: u64,
+    pub cost_added: u64,
+    pub chosen: Vec<Choice>,
+    /// Candidates tried and left out, with why.
+    pub rejected: Vec<String>,
+}
+
+impl Report {
+    pub fn bytes_saved(&self) -> u64 {
+        self.peak_without.saturating_sub(self.peak_with)
+    }
+
+    /// Estimated cost added, in percent of the step's.
+    pub fn cost_pct(&self) -> f64 {
+        if self.cost_without == 0 {
+            0.0
+        } else {
+            100.0 * self.cost_added as f64 / self.cost_without as f64
+        }
+    }
+}
+
+/// Choose the values to recompute and add their copies to the model's main
+/// graph. `None` for an inference model or with `--recompute off`.
+pub fn apply(model: &mut Model, opts: &PlanOptions) -> Result<Option<Report>> {
+    if opts.recompute == Mode::Off || !model.roles.is_training() {
+        return Ok(None);
+    }
+    let backward = backward_nodes(model);
+    let ((peak_without, mut area), costs) = measure(model, opts, true)?;
+    let cost_without: u64 = costs.values().sum();
+    let budget = cost_without * u64::from(opts.recompute_budget) / 100;
+    let mut report = Report {
+        mode: opts.recompute,
+        budget_pct: opts.recompute_budget,
+        peak_without,
+        peak_with: peak_without,
+        cost_without,
+        ..Report::default()
+    };
+    let mut cands = candidates(model, &backward);
+    let g = &model.graph;
+    cands.sort_by_key(|&t| (std::cmp::Reverse(g.tensor(t).ty.bytes().unwrap_or(0)), t));
+    let mut copies: HashMap<TensorId, Vec<TensorId>> = HashMap::new();
+    for t in cands {
+        let name = model.graph.name_of(t).to_string();
+        let mut trial = model.clone();
+        let mut trial_copies = copies.clone();
+        let Some(added) = remake(&mut trial, &backward, &mut trial_copies, t) else {
+            report.rejected.push(format!("'{name}': no copy can be made before its backward reads"));
+            continue;
+        };
+        let cost: u64 = added.iter().map(|(_, orig)| costs.get(orig).copied().unwrap_or(0)).sum();
+        if report.cost_added + cost > budget {
+            report.rejected.push(format!("'{name}': its cost {cost} would pass the budget"));
+            continue;
+        }
+        let ((peak, trial_area), _) = match measure(&trial, opts, false) {
+            Ok(m) => m,
+            Err(_) => {
+                report.rejected.push(format!("'{name}': the copies leave a buffer without a size"));
+                continue;
+            }
+        };
+        // A lower peak, or the same peak with fewer bytes live over the
+        // step (a plateau of equal peaks goes down one step at a time).
+        if (peak, trial_area) >= (report.peak_with, area) {
+            report.rejected.push(format!("'{name}': the peak would not go down ({peak} B)"));
+            continue;
+        }
+        area = trial_area;
+        let tg = &trial.graph;
+        let nodes = added
+            .iter()
+            .map(|&(n, orig)| {
+                let node = tg.node(n);
+                Copy {
+                    node: node.name.clone(),
+                    copy_of: tg.node(orig).name.clone(),
+                    op: node.op.clone(),
+                    tensor: node.output(0).map(|o| tg.name_of(o).to_string()).unwrap_or_default(),
+                }
+            })
+            .collect();
+        report.chosen.push(Choice { tensor: name, nodes, bytes_saved: report.peak_with - peak, cost_added: cost });
+        report.peak_with = peak;
+        report.cost_added += cost;
+        *model = trial;
+        copies = trial_copies;
+    }
+    Ok(Some(report))
+}
+
+/// The nodes of the loss, the backward pass, gradient accumulation and
+/// the optimizer: those the registry calls so and every node reading what
+/// they or the training inputs (labels, gradient buffers) hold.
+fn backward_nodes(model: &Model) -> HashSet<NodeIndex> {
+    let g = &model.graph;
+    let mut training: HashSet<TensorId> = HashSet::new();
+    for &t in &g.inputs {
+        let forward = matches!(model.roles.role(g.name_of(t)), Some(Role::Data | Role::Param | Role::Frozen));
+        if g.tensor(t).sequence || !forward {
+            training.insert(t);
+        }
+    }
+    let mut out = HashSet::new();
+    for (n, node) in g.nodes() {
+        let def = ops::of(node);
+        if def.gradient || def.train != Train::None || node.inputs.iter().flatten().any(|t| training.contains(t)) {
+            out.insert(n);
+            training.extend(node.outputs.iter().flatten());
+        }
+    }
+    out
+}
+
+/// Forward values with a recomputable producer that a backward node reads.
+fn candidates(model: &Model, backward: &HashSet<NodeIndex>) -> Vec<TensorId> {
+    let g = &model.graph;
+    let outputs: HashSet<TensorId> = g.outputs.iter().copied().collect();
+    let readers = g.readers();
+    let mut v = vec![];
+    for (n, node) in g.nodes() {
+        if backward.contains(&n) || rule(g, node).is_none() {
+            continue;
+        }
+        let Some(t) = node.output(0) else { continue };
+        if outputs.contains(&t) || g.tensor(t).ty.bytes().is_none() {
+            continue;
+        }
+        if readers.get(&t).is_some_and(|rs| rs.iter().any(|r| backward.contains(r))) {
+            v.push(t);
+        }
+    }
+    v
+}
+
+fn rule(g: &Graph, node: &Node) -> Option<Recompute> {
+    ops::of(node).recompute.and_then(|f| f(g, node))
+}
+
+/// Remake `t` before its first backward read: copies inserted there, the
+/// readers from there on switched to the copy. The added nodes with the
+/// node each copies; `None` when `t` cannot be remade.
+fn remake(
+    m: &mut Model,
+    backward: &HashSet<NodeIndex>,
+    copies: &mut HashMap<TensorId, Vec<TensorId>>,
+    t: TensorId,
+) -> Option<Vec<(NodeIndex, NodeIndex)>> {
+    let g = &m.graph;
+    let pos = g.schedule.iter().position(|n| backward.contains(n) && g.node(*n).inputs.contains(&Some(t)))?;
+    let switch: Vec<NodeIndex> =
+        g.schedule[pos..].iter().copied().filter(|&n| g.node(n).inputs.contains(&Some(t))).collect();
+    let mut at = pos;
+    let mut added = vec![];
+    let copy = copy_of(m, copies, t, &mut at, DEPTH, &mut added)?;
+    for n in switch {
+        for s in m.graph.dag[n].inputs.iter_mut() {
+            if *s == Some(t) {
+                *s = Some(copy);
+            }
+        }
+    }
+    m.graph.rebuild_edges();
+    Some(added)
+}
+
+/// Whether `u` is live at schedule position `at` without any copy: not a
+/// node's value, a graph output, or read there or later.
+fn kept(g: &Graph, u: TensorId, at: usize) -> bool {
+    g.tensor(u).origin != Origin::Value
+        || g.outputs.contains(&u)
+        || g.schedule[at..].iter().any(|&n| g.node(n).inputs.contains(&Some(u)))
+}
+
+/// A copy of `u`'s producer at `*at` (after copies of the inputs it needs),
+/// its output's tensor.
+fn copy_of(
+    m: &mut Model,
+    copies: &mut HashMap<TensorId, Vec<TensorId>>,
+    u: TensorId,
+    at: &mut usize,
+    depth: usize,
+    added: &mut Vec<(NodeIndex, NodeIndex)>,
+) -> Option<TensorId> {
+    if depth == 0 {
+        return None;
+    }
+    let g = &m.graph;
+    let p = g.producer(u)?;
+    let node = g.node(p).clone();
+    if node.output(0) != Some(u) {
+        return None;
+    }
+    let how = rule(g, &node)?;
+    let mut inputs = match how {
+        Recompute::Copy => node.inputs.clone(),
+        Recompute::SavedStats { mean, inv_std } => {
+            vec![node.input(0), node.input(1), node.input(2), node.output(mean), node.output(inv_std)]
+        }
+    };
+    // An in-place update of an input between the two runs would feed the
+    // copy another value.
+    let writes_in_place = |g: &Graph, t: TensorId| {
+        g.schedule.iter().any(|&n| {
+            let nd = g.node(n);
+            nd.inputs.iter().enumerate().any(|(slot, s)| {
+                *s == Some(t)
+                    && (matches!(ops::of(nd).update, ops::Update::Always { input, .. } if input == slot)
+                        || ops::of(nd).updates_state(slot)
+                        || ops::of(nd).update == ops::Update::Sequence)
+            })
+        })
+    };
+    for s in inputs.iter_mut() {
+        let Some(x) = *s else { continue };
+        if writes_in_place(&m.graph, x) {
+            return None;
+        }
+        let g = &m.graph;
+        if kept(g, x, *at) {
+            continue;
+        }
+        // A copy made earlier that is still read at `at`.
+        if let Some(c) = copies.get(&x).and_then(|cs| {
+            cs.iter().copied().find(|&c| {
+                let prod = g.producer(c);
+                let made = prod.and_then(|pn| g.schedule.iter().position(|&n| n == pn));
+                made.is_some_and(|i| i < *at) && kept(g, c, *at)
+            })
+        }) {
+            *s = Some(c);
+            continue;
+        }
+        if let Some(c) = copy_of(m, copies, x, at, depth - 1, added) {
+            *s = Some(c);
+        }
+    }
+    let g = &mut m.graph;
+    let name = unique(g, &format!("{}.recomputed", g.name_of(u)), |g, n| g.tensors.contains_key(n));
+    let mut tensor = g.tensor(u).clone();
+    tensor.name = name.clone();
+    tensor.origin = Origin::Value;
+    tensor.data = None;
+    g.tensors.insert(name.clone(), tensor);
+    let out = g.id(&name).expect("just inserted");
+    let mut copy = node.clone();
+    copy.name = unique(g, &format!("{}.recomputed", node.name), |g, n| g.dag.node_weights().any(|w| w.name == n));
+    copy.inputs = inputs;
+    copy.outputs = vec![Some(out)];
+    copy.attrs.insert(ops::RECOMPUTED.into(), Attr::String(node.name.clone()));
+    if let Recompute::SavedStats { .. } = how {
+        copy.op = "BatchNormalization".into();
+        copy.op_id = ops::resolve("BatchNormalization")?;
+        copy.domain = String::new();
+        copy.attrs.shift_remove("momentum");
+        copy.attrs.insert("training_mode".into(), Attr::Int(0));
+        copy.attrs.insert(ops::SAVED_STATS.into(), Attr::Int(1));
+    }
+    let ni = g.dag.add_node(copy);
+    g.schedule.insert(*at, ni);
+    *at += 1;
+    copies.entry(u).or_default().push(out);
+    added.push((ni, p));
+    Some(out)
+}
+
+fn unique(g: &Graph, base: &str, taken: impl Fn(&Graph, &str) -> bool) -> String {
+    let mut name = base.to_string();
+    let mut k = 2;
+    while taken(g, &name) {
+        name = format!("{base}.{k}");
+        k += 1;
+    }
+    name
+}
+
+/// Most bytes live at one step of the default level (every buffer there
+/// but the statics asked for by later stages) and the transient bytes
+/// live summed over the steps, and with `costs` the
+/// estimated cost of every main-graph node.
+fn measure(model: &Model, opts: &PlanOptions, costs: bool) -> Result<((u64, u64), HashMap<NodeIndex, u64>)> {
+    let disc = buffers::discover(model, &opts.statics, opts.platform.alignment)?;
+    let steps = disc.steps.len().max(1);
+    // Transient bytes live per step; persistent buffers live at every
+    // step (their bytes are the same whatever the schedule's length).
+    let mut delta = vec![0i64; steps + 1];
+    let mut band = 0u64;
+    for b in disc.buffers.iter().filter(|b| b.kind != Kind::Static) {
+        if b.persistent {
+            band += b.size;
+            continue;
+        }
+        delta[b.start as usize] += b.size as i64;
+        delta[b.end as usize + 1] -= b.size as i64;
+    }
+    // The copies' own steps do not count in the sum: a step added lengthens
+    // every lifetime across it without holding more at once.
+    let counted: Vec<bool> = disc
+        .steps
+        .iter()
+        .map(|s| s.graph != buffers::GraphSel::Main || model.graph.node(s.node).attr_str(ops::RECOMPUTED).is_none())
+        .collect();
+    let (mut live, mut peak, mut area) = (0i64, 0i64, 0u64);
+    for (i, d) in delta[..steps].iter().enumerate() {
+        live += d;
+        peak = peak.max(live);
+        if counted.get(i).copied().unwrap_or(true) {
+            area += live.max(0) as u64;
+        }
+    }
+    let peak = band + peak.max(0) as u64;
+    let mut c = HashMap::new();
+    if costs {
+        let tiler = tile_choices(model, &disc, opts);
+        for (s, (choice, _)) in disc.steps.iter().zip(&tiler) {
+            if s.graph != buffers::GraphSel::Main {
+                continue;
+            }
+            let cost = match choice {
+                Some(Ok(ch)) => ch.cost,
+                _ => s.operands.iter().map(|&(b, _)| disc.buffers[b].bytes).sum::<u64>() + 1024,
+            };
+            c.insert(s.node, if s.alias_only { 0 } else { cost });
+        }
+    }
+    Ok(((peak, area), c))
+}
