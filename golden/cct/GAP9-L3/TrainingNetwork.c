@@ -155,7 +155,7 @@ const uint32_t DeeployNetwork_num_outputs = 42u;
 
 /* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
  * at a time: static, so that no queue sits on the cluster stack. */
-static dg_dma_q_t dg_dma_pool[6];
+static dg_dma_q_t dg_dma_pool[10];
 
 int InitTrainingNetwork(struct pi_device *cluster)
 {
@@ -702,45 +702,57 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(5u, "MaxPool", "MaxPool_6");
 
-    /* step 7: Transpose 'Transpose_8' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 7: Transpose 'Transpose_8' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: tok.pool2.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: tok.pool2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: tok.tokens.out (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o1: tok.tokens.out (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_strided_copy_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
                     .elem_size = 4u,
                     .ndim = 3u,
-                    .shape = {1u, 64u, 32u},
-                    .strides = {2048, 1, 64},
+                    .shape = {1u, 32u, 32u},
+                    .strides = {1024, 1, 32},
                     .offset = 0,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
+            dg_tile_out(DG_L3(660800), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_tile_out(DG_L3(660800), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.tokens.out", DG_L3(660800), 2048u);
     }
     DG_PROFILE_END(7u, "Transpose", "Transpose_8");
@@ -788,11 +800,12 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(8u, "Add", "Add_9");
 
-    /* step 9: LayerNormalization 'LayerNormalization_10' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 9: LayerNormalization 'LayerNormalization_10' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -800,122 +813,151 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o4_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o4_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o5_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o5_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: tok.tokens.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: tok.tokens.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.ln1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16896) };
-        void *const o1_l2[1] = { DG_L2(16896) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        void *const o1_l1[1] = { DG_L1(16384) };
+        void *const o1_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: blk0.ln1.bias (L3, read), whole */
-        void *const o2_l1[1] = { DG_L1(17024) };
-        void *const o2_l2[1] = { DG_L2(17024) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: blk0.ln1.out (L3, written), whole */
-        void *const o3_l1[1] = { DG_L1(8192) };
-        void *const o3_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
-        /* o4: blk0.ln1.mean (L3, written), whole */
-        void *const o4_l1[1] = { DG_L1(16384) };
-        void *const o4_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
-        /* o5: blk0.ln1.inv_std (L3, written), whole */
-        void *const o5_l1[1] = { DG_L1(16640) };
-        void *const o5_l2[1] = { DG_L2(16640) };
-        dg_dma_q_t *const o5_q = &dg_dma_pool[5];
+        void *const o2_l1[1] = { DG_L1(16512) };
+        void *const o2_l2[1] = { DG_L2(16512) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: blk0.ln1.out (L3, written) */
+        void *const o3_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o3_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
+        /* o4: blk0.ln1.mean (L3, written) */
+        void *const o4_l1[2] = { DG_L1(16640), DG_L1(16768) };
+        void *const o4_l2[2] = { DG_L2(16640), DG_L2(16768) };
+        dg_dma_q_t *const o4_q = &dg_dma_pool[6];
+        /* o5: blk0.ln1.inv_std (L3, written) */
+        void *const o5_l1[2] = { DG_L1(16896), DG_L1(17024) };
+        void *const o5_l2[2] = { DG_L2(16896), DG_L2(17024) };
+        dg_dma_q_t *const o5_q = &dg_dma_pool[8];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
         dg_tile_in(DG_L3(660800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40648), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(40776), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(660800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_layernorm_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .scale = o1_l1[0],
                     .bias = o2_l1[0],
-                    .y = o3_l1[0],
-                    .mean = o4_l1[0],
-                    .inv_std = o5_l1[0],
-                    .rows = 64u,
+                    .y = o3_l1[cur],
+                    .mean = o4_l1[cur],
+                    .inv_std = o5_l1[cur],
+                    .rows = 32u,
                     .cols = 32u,
                     .epsilon = 1e-5f,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
+            dg_tile_out(DG_L3(471960), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(680008), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(586648), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
-        dg_tile_out(DG_L3(471960), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
-        dg_tile_out(DG_L3(680008), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
-        dg_tile_out(DG_L3(586648), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
         DG_DUMP("blk0.ln1.out", DG_L3(471960), 2048u);
         DG_DUMP("blk0.ln1.mean", DG_L3(680008), 64u);
         DG_DUMP("blk0.ln1.inv_std", DG_L3(586648), 64u);
     }
     DG_PROFILE_END(9u, "LayerNormalization", "LayerNormalization_10");
 
-    /* step 10: MatMul 'MatMul_19' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 10: MatMul 'MatMul_19' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.ln1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.ln1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.v.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.v.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.v.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(471960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(49352), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(471960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -926,11 +968,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(307472), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.v.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(10u, "MatMul", "MatMul_19");
@@ -1036,45 +1080,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(13u, "Transpose", "Transpose_22");
 
-    /* step 14: MatMul 'MatMul_11' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 14: MatMul 'MatMul_11' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.ln1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.ln1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.q.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.q.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.q.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(471960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(471960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -1085,11 +1139,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(307472), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.q.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(14u, "MatMul", "MatMul_11");
@@ -1195,45 +1251,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(17u, "Transpose", "Transpose_14");
 
-    /* step 18: MatMul 'MatMul_15' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 18: MatMul 'MatMul_15' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.ln1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.ln1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.k.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.k.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.k.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(471960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(45128), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(471960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -1244,11 +1310,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(307472), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.k.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(18u, "MatMul", "MatMul_15");
@@ -1476,24 +1544,28 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(23u, "Mul", "Mul_24");
 
-    /* step 24: Softmax 'Softmax_25' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    /* step 24: Softmax 'Softmax_25' computes in L1, 4 tile(s) of [1, 1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: blk0.qk (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.attn (L3, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(24576) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(24576) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
@@ -1501,19 +1573,19 @@ void RunTrainingNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
+        for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_softmax_args_t args = {
                     .x = o0_l1[cur],
                     .y = o1_l1[cur],
-                    .outer = 64u,
+                    .outer = 32u,
                     .dim = 64u,
                     .inner = 1u,
                 };
@@ -1605,88 +1677,110 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(25u, "MatMul", "MatMul_26");
 
-    /* step 26: Transpose 'Transpose_27' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 26: Transpose 'Transpose_27' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+            {2048u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.av (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.av (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.av_t.out (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o1: blk0.av_t.out (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_strided_copy_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
                     .elem_size = 4u,
                     .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 16, 1024, 1},
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 16, 512, 1},
                     .offset = 0,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
+            dg_tile_out(DG_L3(529304), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_tile_out(DG_L3(529304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.av_t.out", DG_L3(529304), 2048u);
     }
     DG_PROFILE_END(26u, "Transpose", "Transpose_27");
 
-    /* step 28: MatMul 'MatMul_29' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 28: MatMul 'MatMul_29' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.av_t.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.av_t.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.proj.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.proj.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.proj.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(529304), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(53576), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(529304), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -1697,11 +1791,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.proj.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(28u, "MatMul", "MatMul_29");
@@ -1752,63 +1848,82 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(29u, "Add", "Add_30");
 
-    /* step 30: Add 'Add_31' computes in L1, 1 tile(s) of [2048] */
+    /* step 30: Add 'Add_31' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: tok.tokens.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: tok.tokens.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.proj.mm (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.res1 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(16384) };
-        void *const o2_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o1: blk0.proj.mm (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.res1 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(660800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(660800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_binary_args_t args = {
-                    .a = o0_l1[0],
-                    .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .n = 2048u,
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o2_l1[cur],
+                    .n = 1024u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
+            dg_tile_out(DG_L3(545688), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(545688), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.res1", DG_L3(545688), 2048u);
     }
     DG_PROFILE_END(30u, "Add", "Add_31");
 
-    /* step 31: LayerNormalization 'LayerNormalization_32' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 31: LayerNormalization 'LayerNormalization_32' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -1816,122 +1931,151 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o4_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o4_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o5_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o5_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res1 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.res1 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.ln2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16896) };
-        void *const o1_l2[1] = { DG_L2(16896) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        void *const o1_l1[1] = { DG_L1(16384) };
+        void *const o1_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: blk0.ln2.bias (L3, read), whole */
-        void *const o2_l1[1] = { DG_L1(17024) };
-        void *const o2_l2[1] = { DG_L2(17024) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: blk0.ln2.out (L3, written), whole */
-        void *const o3_l1[1] = { DG_L1(8192) };
-        void *const o3_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
-        /* o4: blk0.ln2.mean (L3, written), whole */
-        void *const o4_l1[1] = { DG_L1(16384) };
-        void *const o4_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
-        /* o5: blk0.ln2.inv_std (L3, written), whole */
-        void *const o5_l1[1] = { DG_L1(16640) };
-        void *const o5_l2[1] = { DG_L2(16640) };
-        dg_dma_q_t *const o5_q = &dg_dma_pool[5];
+        void *const o2_l1[1] = { DG_L1(16512) };
+        void *const o2_l2[1] = { DG_L2(16512) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: blk0.ln2.out (L3, written) */
+        void *const o3_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o3_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
+        /* o4: blk0.ln2.mean (L3, written) */
+        void *const o4_l1[2] = { DG_L1(16640), DG_L1(16768) };
+        void *const o4_l2[2] = { DG_L2(16640), DG_L2(16768) };
+        dg_dma_q_t *const o4_q = &dg_dma_pool[6];
+        /* o5: blk0.ln2.inv_std (L3, written) */
+        void *const o5_l1[2] = { DG_L1(16896), DG_L1(17024) };
+        void *const o5_l2[2] = { DG_L2(16896), DG_L2(17024) };
+        dg_dma_q_t *const o5_q = &dg_dma_pool[8];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
         dg_tile_in(DG_L3(545688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(57800), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(57928), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(545688), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_layernorm_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .scale = o1_l1[0],
                     .bias = o2_l1[0],
-                    .y = o3_l1[0],
-                    .mean = o4_l1[0],
-                    .inv_std = o5_l1[0],
-                    .rows = 64u,
+                    .y = o3_l1[cur],
+                    .mean = o4_l1[cur],
+                    .inv_std = o5_l1[cur],
+                    .rows = 32u,
                     .cols = 32u,
                     .epsilon = 1e-5f,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
+            dg_tile_out(DG_L3(553880), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(669256), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(669000), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
-        dg_tile_out(DG_L3(553880), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
-        dg_tile_out(DG_L3(669256), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
-        dg_tile_out(DG_L3(669000), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
         DG_DUMP("blk0.ln2.out", DG_L3(553880), 2048u);
         DG_DUMP("blk0.ln2.mean", DG_L3(669256), 64u);
         DG_DUMP("blk0.ln2.inv_std", DG_L3(669000), 64u);
     }
     DG_PROFILE_END(31u, "LayerNormalization", "LayerNormalization_32");
 
-    /* step 32: MatMul 'MatMul_33' computes in L1, 1 tile(s) of [1, 64, 64] */
+    /* step 32: MatMul 'MatMul_33' computes in L1, 2 tile(s) of [1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.ln2.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { DG_L2(16384) };
+        /* o0: blk0.ln2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o0_l2[2] = { DG_L2(24576), DG_L2(28672) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.fc1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(24576) };
-        void *const o1_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.fc1.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(0) };
-        void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.fc1.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(8192), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(8192), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(553880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(58056), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(553880), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 64u,
                     .k = 32u,
                     .batch = 1u,
@@ -1942,11 +2086,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(496536), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(496536), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.fc1.mm", DG_L3(496536), 4096u);
     }
     DG_PROFILE_END(32u, "MatMul", "MatMul_33");
@@ -1997,84 +2143,106 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(33u, "Add", "Add_34");
 
-    /* step 34: Gelu 'Gelu_35' computes in L1, 1 tile(s) of [4096] */
+    /* step 34: Gelu 'Gelu_35' computes in L1, 2 tile(s) of [2048], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.fc1.mm (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.fc1.mm (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.fc1.gelu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o1: blk0.fc1.gelu (L3, written) */
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(24576) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(24576) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(496536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(496536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
-                    .n = 4096u,
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .n = 2048u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
             }
+            dg_tile_out(DG_L3(406296), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_tile_out(DG_L3(406296), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.fc1.gelu", DG_L3(406296), 4096u);
     }
     DG_PROFILE_END(34u, "Gelu", "Gelu_35");
 
-    /* step 35: MatMul 'MatMul_36' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 35: MatMul 'MatMul_36' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.fc1.gelu (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.fc1.gelu (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.fc2.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.fc2.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.fc2.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(406296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(66504), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(406296), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 64u,
                     .batch = 1u,
@@ -2085,11 +2253,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.fc2.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(35u, "MatMul", "MatMul_36");
@@ -2140,63 +2310,82 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(36u, "Add", "Add_37");
 
-    /* step 37: Add 'Add_38' computes in L1, 1 tile(s) of [2048] */
+    /* step 37: Add 'Add_38' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res1 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.res1 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.fc2.mm (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.res2 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(16384) };
-        void *const o2_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o1: blk0.fc2.mm (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.res2 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(545688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(545688), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_binary_args_t args = {
-                    .a = o0_l1[0],
-                    .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .n = 2048u,
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o2_l1[cur],
+                    .n = 1024u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
+            dg_tile_out(DG_L3(562072), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(562072), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.res2", DG_L3(562072), 2048u);
     }
     DG_PROFILE_END(37u, "Add", "Add_38");
 
-    /* step 38: LayerNormalization 'LayerNormalization_39' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 38: LayerNormalization 'LayerNormalization_39' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -2204,122 +2393,151 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o4_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o4_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o5_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o5_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res2 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.res2 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.ln1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16896) };
-        void *const o1_l2[1] = { DG_L2(16896) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        void *const o1_l1[1] = { DG_L1(16384) };
+        void *const o1_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: blk1.ln1.bias (L3, read), whole */
-        void *const o2_l1[1] = { DG_L1(17024) };
-        void *const o2_l2[1] = { DG_L2(17024) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: blk1.ln1.out (L3, written), whole */
-        void *const o3_l1[1] = { DG_L1(8192) };
-        void *const o3_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
-        /* o4: blk1.ln1.mean (L3, written), whole */
-        void *const o4_l1[1] = { DG_L1(16384) };
-        void *const o4_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
-        /* o5: blk1.ln1.inv_std (L3, written), whole */
-        void *const o5_l1[1] = { DG_L1(16640) };
-        void *const o5_l2[1] = { DG_L2(16640) };
-        dg_dma_q_t *const o5_q = &dg_dma_pool[5];
+        void *const o2_l1[1] = { DG_L1(16512) };
+        void *const o2_l2[1] = { DG_L2(16512) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: blk1.ln1.out (L3, written) */
+        void *const o3_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o3_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
+        /* o4: blk1.ln1.mean (L3, written) */
+        void *const o4_l1[2] = { DG_L1(16640), DG_L1(16768) };
+        void *const o4_l2[2] = { DG_L2(16640), DG_L2(16768) };
+        dg_dma_q_t *const o4_q = &dg_dma_pool[6];
+        /* o5: blk1.ln1.inv_std (L3, written) */
+        void *const o5_l1[2] = { DG_L1(16896), DG_L1(17024) };
+        void *const o5_l2[2] = { DG_L2(16896), DG_L2(17024) };
+        dg_dma_q_t *const o5_q = &dg_dma_pool[8];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
         dg_tile_in(DG_L3(562072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(74824), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(74952), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(562072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_layernorm_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .scale = o1_l1[0],
                     .bias = o2_l1[0],
-                    .y = o3_l1[0],
-                    .mean = o4_l1[0],
-                    .inv_std = o5_l1[0],
-                    .rows = 64u,
+                    .y = o3_l1[cur],
+                    .mean = o4_l1[cur],
+                    .inv_std = o5_l1[cur],
+                    .rows = 32u,
                     .cols = 32u,
                     .epsilon = 1e-5f,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
+            dg_tile_out(DG_L3(570264), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(670024), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(669768), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
-        dg_tile_out(DG_L3(570264), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
-        dg_tile_out(DG_L3(670024), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
-        dg_tile_out(DG_L3(669768), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
         DG_DUMP("blk1.ln1.out", DG_L3(570264), 2048u);
         DG_DUMP("blk1.ln1.mean", DG_L3(670024), 64u);
         DG_DUMP("blk1.ln1.inv_std", DG_L3(669768), 64u);
     }
     DG_PROFILE_END(38u, "LayerNormalization", "LayerNormalization_39");
 
-    /* step 39: MatMul 'MatMul_48' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 39: MatMul 'MatMul_48' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.ln1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.ln1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.v.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.v.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.v.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(570264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(83528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(570264), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -2330,11 +2548,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.v.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(39u, "MatMul", "MatMul_48");
@@ -2440,45 +2660,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(42u, "Transpose", "Transpose_51");
 
-    /* step 43: MatMul 'MatMul_40' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 43: MatMul 'MatMul_40' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.ln1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.ln1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.q.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.q.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.q.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(570264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(75080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(570264), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -2489,11 +2719,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.q.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(43u, "MatMul", "MatMul_40");
@@ -2599,45 +2831,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(46u, "Transpose", "Transpose_43");
 
-    /* step 47: MatMul 'MatMul_44' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 47: MatMul 'MatMul_44' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.ln1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.ln1.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.k.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.k.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.k.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(570264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(79304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(570264), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -2648,11 +2890,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.k.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(47u, "MatMul", "MatMul_44");
@@ -2880,24 +3124,28 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(52u, "Mul", "Mul_53");
 
-    /* step 53: Softmax 'Softmax_54' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    /* step 53: Softmax 'Softmax_54' computes in L1, 4 tile(s) of [1, 1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: blk1.qk (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.attn (L3, written) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(24576) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(24576) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
@@ -2905,19 +3153,19 @@ void RunTrainingNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 2u; t++) {
+        for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_softmax_args_t args = {
                     .x = o0_l1[cur],
                     .y = o1_l1[cur],
-                    .outer = 64u,
+                    .outer = 32u,
                     .dim = 64u,
                     .inner = 1u,
                 };
@@ -3009,88 +3257,110 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(54u, "MatMul", "MatMul_55");
 
-    /* step 55: Transpose 'Transpose_56' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 55: Transpose 'Transpose_56' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+            {2048u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.av (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.av (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.av_t.out (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o1: blk1.av_t.out (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_strided_copy_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
                     .elem_size = 4u,
                     .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 16, 1024, 1},
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 16, 512, 1},
                     .offset = 0,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
+            dg_tile_out(DG_L3(595096), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_tile_out(DG_L3(595096), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.av_t.out", DG_L3(595096), 2048u);
     }
     DG_PROFILE_END(55u, "Transpose", "Transpose_56");
 
-    /* step 57: MatMul 'MatMul_58' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 57: MatMul 'MatMul_58' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.av_t.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.av_t.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.proj.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.proj.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.proj.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(87752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -3101,11 +3371,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.proj.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(57u, "MatMul", "MatMul_58");
@@ -3156,63 +3428,82 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(58u, "Add", "Add_59");
 
-    /* step 59: Add 'Add_60' computes in L1, 1 tile(s) of [2048] */
+    /* step 59: Add 'Add_60' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res2 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.res2 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.proj.mm (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.res1 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(16384) };
-        void *const o2_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o1: blk1.proj.mm (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.res1 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(562072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(562072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_binary_args_t args = {
-                    .a = o0_l1[0],
-                    .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .n = 2048u,
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o2_l1[cur],
+                    .n = 1024u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
+            dg_tile_out(DG_L3(603288), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(603288), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.res1", DG_L3(603288), 2048u);
     }
     DG_PROFILE_END(59u, "Add", "Add_60");
 
-    /* step 60: LayerNormalization 'LayerNormalization_61' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 60: LayerNormalization 'LayerNormalization_61' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3220,122 +3511,151 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o4_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o4_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o5_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o5_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.res1 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.res1 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.ln2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16896) };
-        void *const o1_l2[1] = { DG_L2(16896) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        void *const o1_l1[1] = { DG_L1(16384) };
+        void *const o1_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: blk1.ln2.bias (L3, read), whole */
-        void *const o2_l1[1] = { DG_L1(17024) };
-        void *const o2_l2[1] = { DG_L2(17024) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: blk1.ln2.out (L3, written), whole */
-        void *const o3_l1[1] = { DG_L1(8192) };
-        void *const o3_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
-        /* o4: blk1.ln2.mean (L3, written), whole */
-        void *const o4_l1[1] = { DG_L1(16384) };
-        void *const o4_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
-        /* o5: blk1.ln2.inv_std (L3, written), whole */
-        void *const o5_l1[1] = { DG_L1(16640) };
-        void *const o5_l2[1] = { DG_L2(16640) };
-        dg_dma_q_t *const o5_q = &dg_dma_pool[5];
+        void *const o2_l1[1] = { DG_L1(16512) };
+        void *const o2_l2[1] = { DG_L2(16512) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: blk1.ln2.out (L3, written) */
+        void *const o3_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o3_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
+        /* o4: blk1.ln2.mean (L3, written) */
+        void *const o4_l1[2] = { DG_L1(16640), DG_L1(16768) };
+        void *const o4_l2[2] = { DG_L2(16640), DG_L2(16768) };
+        dg_dma_q_t *const o4_q = &dg_dma_pool[6];
+        /* o5: blk1.ln2.inv_std (L3, written) */
+        void *const o5_l1[2] = { DG_L1(16896), DG_L1(17024) };
+        void *const o5_l2[2] = { DG_L2(16896), DG_L2(17024) };
+        dg_dma_q_t *const o5_q = &dg_dma_pool[8];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
         dg_tile_in(DG_L3(603288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(92104), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(603288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_layernorm_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .scale = o1_l1[0],
                     .bias = o2_l1[0],
-                    .y = o3_l1[0],
-                    .mean = o4_l1[0],
-                    .inv_std = o5_l1[0],
-                    .rows = 64u,
+                    .y = o3_l1[cur],
+                    .mean = o4_l1[cur],
+                    .inv_std = o5_l1[cur],
+                    .rows = 32u,
                     .cols = 32u,
                     .epsilon = 1e-5f,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
+            dg_tile_out(DG_L3(611480), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(619672), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(619928), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
-        dg_tile_out(DG_L3(611480), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
-        dg_tile_out(DG_L3(619672), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
-        dg_tile_out(DG_L3(619928), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
         DG_DUMP("blk1.ln2.out", DG_L3(611480), 2048u);
         DG_DUMP("blk1.ln2.mean", DG_L3(619672), 64u);
         DG_DUMP("blk1.ln2.inv_std", DG_L3(619928), 64u);
     }
     DG_PROFILE_END(60u, "LayerNormalization", "LayerNormalization_61");
 
-    /* step 61: MatMul 'MatMul_62' computes in L1, 1 tile(s) of [1, 64, 64] */
+    /* step 61: MatMul 'MatMul_62' computes in L1, 2 tile(s) of [1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.ln2.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { DG_L2(16384) };
+        /* o0: blk1.ln2.out (L3, read) */
+        void *const o0_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o0_l2[2] = { DG_L2(24576), DG_L2(28672) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.fc1.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(24576) };
-        void *const o1_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.fc1.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(0) };
-        void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.fc1.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(8192), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(8192), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(611480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(92232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(611480), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 64u,
                     .k = 32u,
                     .batch = 1u,
@@ -3346,11 +3666,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(381464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(381464), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.fc1.mm", DG_L3(381464), 4096u);
     }
     DG_PROFILE_END(61u, "MatMul", "MatMul_62");
@@ -3401,84 +3723,106 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(62u, "Add", "Add_63");
 
-    /* step 63: Gelu 'Gelu_64' computes in L1, 1 tile(s) of [4096] */
+    /* step 63: Gelu 'Gelu_64' computes in L1, 2 tile(s) of [2048], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.fc1.mm (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.fc1.mm (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.fc1.gelu (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o1: blk1.fc1.gelu (L3, written) */
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(24576) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(24576) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(381464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
-                    .n = 4096u,
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .n = 2048u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
             }
+            dg_tile_out(DG_L3(422680), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_tile_out(DG_L3(422680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.fc1.gelu", DG_L3(422680), 4096u);
     }
     DG_PROFILE_END(63u, "Gelu", "Gelu_64");
 
-    /* step 64: MatMul 'MatMul_65' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 64: MatMul 'MatMul_65' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.fc1.gelu (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.fc1.gelu (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.fc2.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.fc2.mm (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.fc2.mm (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(100680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 64u,
                     .batch = 1u,
@@ -3489,11 +3833,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.fc2.mm", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(64u, "MatMul", "MatMul_65");
@@ -3544,63 +3890,82 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(65u, "Add", "Add_66");
 
-    /* step 66: Add 'Add_67' computes in L1, 1 tile(s) of [2048] */
+    /* step 66: Add 'Add_67' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.res1 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.res1 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.fc2.mm (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.res2 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(16384) };
-        void *const o2_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o1: blk1.fc2.mm (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.res2 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(603288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(603288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_binary_args_t args = {
-                    .a = o0_l1[0],
-                    .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .n = 2048u,
+                    .a = o0_l1[cur],
+                    .b = o1_l1[cur],
+                    .y = o2_l1[cur],
+                    .n = 1024u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
+            dg_tile_out(DG_L3(521112), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(521112), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.res2", DG_L3(521112), 2048u);
     }
     DG_PROFILE_END(66u, "Add", "Add_67");
 
-    /* step 67: LayerNormalization 'LayerNormalization_68' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 67: LayerNormalization 'LayerNormalization_68' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -3608,77 +3973,96 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o4_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o4_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o5_box[1] = {
-            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o5_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.res2 (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.res2 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: norm.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16896) };
-        void *const o1_l2[1] = { DG_L2(16896) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        void *const o1_l1[1] = { DG_L1(16384) };
+        void *const o1_l2[1] = { DG_L2(16384) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: norm.bias (L3, read), whole */
-        void *const o2_l1[1] = { DG_L1(17024) };
-        void *const o2_l2[1] = { DG_L2(17024) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: norm.out (L3, written), whole */
-        void *const o3_l1[1] = { DG_L1(8192) };
-        void *const o3_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
-        /* o4: norm.mean (L3, written), whole */
-        void *const o4_l1[1] = { DG_L1(16384) };
-        void *const o4_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o4_q = &dg_dma_pool[4];
-        /* o5: norm.inv_std (L3, written), whole */
-        void *const o5_l1[1] = { DG_L1(16640) };
-        void *const o5_l2[1] = { DG_L2(16640) };
-        dg_dma_q_t *const o5_q = &dg_dma_pool[5];
+        void *const o2_l1[1] = { DG_L1(16512) };
+        void *const o2_l2[1] = { DG_L2(16512) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: norm.out (L3, written) */
+        void *const o3_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o3_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
+        /* o4: norm.mean (L3, written) */
+        void *const o4_l1[2] = { DG_L1(16640), DG_L1(16768) };
+        void *const o4_l2[2] = { DG_L2(16640), DG_L2(16768) };
+        dg_dma_q_t *const o4_q = &dg_dma_pool[6];
+        /* o5: norm.inv_std (L3, written) */
+        void *const o5_l1[2] = { DG_L1(16896), DG_L1(17024) };
+        void *const o5_l2[2] = { DG_L2(16896), DG_L2(17024) };
+        dg_dma_q_t *const o5_q = &dg_dma_pool[8];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
+        dg_dma_init(&o5_q[1]);
         dg_tile_in(DG_L3(521112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109000), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(109128), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            dg_dma_wait(&o5_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(521112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_layernorm_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .scale = o1_l1[0],
                     .bias = o2_l1[0],
-                    .y = o3_l1[0],
-                    .mean = o4_l1[0],
-                    .inv_std = o5_l1[0],
-                    .rows = 64u,
+                    .y = o3_l1[cur],
+                    .mean = o4_l1[cur],
+                    .inv_std = o5_l1[cur],
+                    .rows = 32u,
                     .cols = 32u,
                     .epsilon = 1e-5f,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
+            dg_tile_out(DG_L3(373272), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(620184), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(406040), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
-        dg_tile_out(DG_L3(373272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
-        dg_tile_out(DG_L3(620184), o4_l2[0], o4_l1[0], &o4_box[0], &o4_q[0]);
-        dg_tile_out(DG_L3(406040), o5_l2[0], o5_l1[0], &o5_box[0], &o5_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
+        dg_dma_wait(&o5_q[1]);
         DG_DUMP("norm.out", DG_L3(373272), 2048u);
         DG_DUMP("norm.mean", DG_L3(620184), 64u);
         DG_DUMP("norm.inv_std", DG_L3(406040), 64u);
@@ -4014,24 +4398,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(76u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::37_Grad/SoftmaxCrossEntropyLossGrad_0");
 
-    /* step 77: ReduceSum 'Gemm_75_Grad/ReduceSum_3' computes in L1 */
+    /* step 77: ReduceSum 'Gemm_75_Grad/ReduceSum_3' computes in L1, 1 tile(s) of [1, 10] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(373048), 40u); /* fc.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(40),
-                .nkeep = 1u,
-                .keep_shape = {10u},
-                .keep_strides = {1u},
-                .nred = 1u,
-                .red_shape = {1u},
-                .red_strides = {10u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: Gemm_75_Grad/dC_reduced (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(40) };
+        void *const o1_l2[1] = { DG_L2(40) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(373048), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {10u},
+                    .keep_strides = {1u},
+                    .nred = 1u,
+                    .red_shape = {1u},
+                    .red_strides = {10u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(627992), DG_L1(40), 40u); /* Gemm_75_Grad/dC_reduced L1->L3 */
+        dg_tile_out(DG_L3(627992), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("Gemm_75_Grad/dC_reduced", DG_L3(627992), 10u);
     }
     DG_PROFILE_END(77u, "ReduceSum", "Gemm_75_Grad/ReduceSum_3");
@@ -4270,24 +4676,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(83u, "SoftmaxGrad_13", "Softmax_72_Grad/SoftmaxGrad_13_0");
 
-    /* step 85: ReduceSum 'Add_70_Grad/ReduceSum_2' computes in L1 */
+    /* step 85: ReduceSum 'Add_70_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 1] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(373008), 256u); /* seqpool.t.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(256),
-                .nkeep = 1u,
-                .keep_shape = {1u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {64u, 1u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: seqpool.t.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: seqpool.bias_grad (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { DG_L2(256) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {1u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {64u, 1u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(668992), DG_L1(256), 4u); /* seqpool.bias_grad L1->L3 */
+        dg_tile_out(DG_L3(668992), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("seqpool.bias_grad", DG_L3(668992), 1u);
     }
     DG_PROFILE_END(85u, "ReduceSum", "Add_70_Grad/ReduceSum_2");
@@ -4474,22 +4902,72 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(91u, "FusedMatMul", "MatMul_69_Grad/FusedMatMul_0");
 
-    /* step 92: Sum 'AccumulateGrad_norm.out_grad' computes in L1 */
+    /* step 92: Sum 'AccumulateGrad_norm.out_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* norm.out_grad_0 L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(670280), 8192u); /* norm.out_grad_1 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 2u,
-                .y = DG_L1(16384),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: norm.out_grad_0 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: norm.out_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: norm.out_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(670280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(670280), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 2u,
+                    .y = o2_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(537496), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_copy(DG_L3(537496), DG_L1(16384), 8192u); /* norm.out_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("norm.out_grad", DG_L3(537496), 2048u);
     }
     DG_PROFILE_END(92u, "Sum", "AccumulateGrad_norm.out_grad");
@@ -4528,68 +5006,100 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(93u, "LayerNormalizationGrad", "LayerNormalization_68_Grad/LayerNormalizationGrad_0");
 
-    /* step 95: ReduceSum 'Add_66_Grad/ReduceSum_2' computes in L1 */
+    /* step 95: ReduceSum 'Add_66_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* blk1.res2_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.res2_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.fc2.bias_grad (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(439064), DG_L1(8192), 128u); /* blk1.fc2.bias_grad L1->L3 */
+        dg_tile_out(DG_L3(439064), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.fc2.bias_grad", DG_L3(439064), 32u);
     }
     DG_PROFILE_END(95u, "ReduceSum", "Add_66_Grad/ReduceSum_2");
 
-    /* step 99: Gemm 'MatMul_65_Grad/Gemm_5' computes in L1, 1 tile(s) of [64, 32] */
+    /* step 99: Gemm 'MatMul_65_Grad/Gemm_5' computes in L1, 2 tile(s) of [32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.fc1.gelu (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.fc1.gelu (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.res2_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.fc2.weight_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.fc2.weight_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_gemm_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
                     .c = NULL,
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 64u,
                     .trans_a = 1u,
@@ -4601,54 +5111,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
+            dg_tile_out(DG_L3(521112), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(521112), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.fc2.weight_grad", DG_L3(521112), 2048u);
     }
     DG_PROFILE_END(99u, "Gemm", "MatMul_65_Grad/Gemm_5");
 
-    /* step 100: FusedMatMul 'MatMul_65_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 64] */
+    /* step 100: FusedMatMul 'MatMul_65_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.res2_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { DG_L2(16384) };
+        /* o0: blk1.res2_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o0_l2[2] = { DG_L2(24576), DG_L2(28672) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.fc2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(24576) };
-        void *const o1_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.fc1.gelu_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(0) };
-        void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.fc1.gelu_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(8192), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(8192), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(100680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 64u,
                     .k = 32u,
                     .batch = 1u,
@@ -4662,11 +5184,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(422680), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(422680), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.fc1.gelu_grad", DG_L3(422680), 4096u);
     }
     DG_PROFILE_END(100u, "FusedMatMul", "MatMul_65_Grad/FusedMatMul_0");
@@ -4713,69 +5237,113 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(101u, "GeluGrad", "Gelu_64_Grad/GeluGrad_0");
 
-    /* step 102: ReduceSum 'Add_63_Grad/ReduceSum_2' computes in L1 */
+    /* step 102: ReduceSum 'Add_63_Grad/ReduceSum_2' computes in L1, 2 tile(s) of [1, 64, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(422680), 16384u); /* blk1.fc1.gelu_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(16384),
-                .nkeep = 1u,
-                .keep_shape = {64u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {4096u, 64u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.fc1.gelu_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.fc1.bias_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(16512) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(16512) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(406040), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L3(406040), DG_L1(16384), 256u); /* blk1.fc1.bias_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk1.fc1.bias_grad", DG_L3(406040), 64u);
     }
     DG_PROFILE_END(102u, "ReduceSum", "Add_63_Grad/ReduceSum_2");
 
-    /* step 106: Gemm 'MatMul_62_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 64] */
+    /* step 106: Gemm 'MatMul_62_Grad/Gemm_5' computes in L1, 2 tile(s) of [32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
         };
         /* o0: blk1.ln2.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { DG_L2(16384) };
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.fc1.gelu_grad (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
+        /* o1: blk1.fc1.gelu_grad (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(16384) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(16384) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.fc1.weight_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o2: blk1.fc1.weight_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(611480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(422680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_gemm_args_t args = {
                     .a = o0_l1[0],
-                    .b = o1_l1[0],
+                    .b = o1_l1[cur],
                     .c = NULL,
-                    .y = o2_l1[0],
+                    .y = o2_l1[cur],
                     .m = 32u,
-                    .n = 64u,
+                    .n = 32u,
                     .k = 64u,
                     .trans_a = 1u,
                     .trans_b = 0u,
@@ -4786,54 +5354,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
+            dg_tile_out(DG_L3(537496), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(537496), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.fc1.weight_grad", DG_L3(537496), 2048u);
     }
     DG_PROFILE_END(106u, "Gemm", "MatMul_62_Grad/Gemm_5");
 
-    /* step 107: FusedMatMul 'MatMul_62_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 107: FusedMatMul 'MatMul_62_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.fc1.gelu_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.fc1.gelu_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.fc1.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.ln2.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.ln2.out_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(92232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 64u,
                     .batch = 1u,
@@ -4847,11 +5427,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(389656), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(389656), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.ln2.out_grad", DG_L3(389656), 2048u);
     }
     DG_PROFILE_END(107u, "FusedMatMul", "MatMul_62_Grad/FusedMatMul_0");
@@ -4890,44 +5472,116 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(108u, "LayerNormalizationGrad", "LayerNormalization_61_Grad/LayerNormalizationGrad_0");
 
-    /* step 110: Sum 'AccumulateGrad_blk1.res1_grad' computes in L1 */
+    /* step 110: Sum 'AccumulateGrad_blk1.res1_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* blk1.res2_grad L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(381464), 8192u); /* blk1.res1_grad_1 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 2u,
-                .y = DG_L1(16384),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.res2_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.res1_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.res1_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(381464), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(381464), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 2u,
+                    .y = o2_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(422680), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_copy(DG_L3(422680), DG_L1(16384), 8192u); /* blk1.res1_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.res1_grad", DG_L3(422680), 2048u);
     }
     DG_PROFILE_END(110u, "Sum", "AccumulateGrad_blk1.res1_grad");
 
-    /* step 112: ReduceSum 'Add_59_Grad/ReduceSum_2' computes in L1 */
+    /* step 112: ReduceSum 'Add_59_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(422680), 8192u); /* blk1.res1_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.res1_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.proj.bias_grad (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(669512), DG_L1(8192), 128u); /* blk1.proj.bias_grad L1->L3 */
+        dg_tile_out(DG_L3(669512), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk1.proj.bias_grad", DG_L3(669512), 32u);
     }
     DG_PROFILE_END(112u, "ReduceSum", "Add_59_Grad/ReduceSum_2");
@@ -4992,45 +5646,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(116u, "Gemm", "MatMul_58_Grad/Gemm_5");
 
-    /* step 117: FusedMatMul 'MatMul_58_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 117: FusedMatMul 'MatMul_58_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.res1_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.res1_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.proj.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.merge.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.merge.out_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(87752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -5044,11 +5708,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(381464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(381464), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.merge.out_grad", DG_L3(381464), 2048u);
     }
     DG_PROFILE_END(117u, "FusedMatMul", "MatMul_58_Grad/FusedMatMul_0");
@@ -5187,67 +5853,101 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(120u, "FusedMatMul", "MatMul_55_Grad/FusedMatMul_1");
 
-    /* step 121: Transpose 'Transpose_51_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 121: Transpose 'Transpose_51_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
+    DG_PROFILE_BEGIN();
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+            {2048u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.v_t.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.v_heads.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(381464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_strided_copy_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .elem_size = 4u,
+                    .ndim = 4u,
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 16, 512, 1},
+                    .offset = 0,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+            }
+            dg_tile_out(DG_L3(430872), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk1.v_heads.out_grad", DG_L3(430872), 2048u);
+    }
+    DG_PROFILE_END(121u, "Transpose", "Transpose_51_Grad/Transpose_0");
+
+    /* step 123: ReduceSum 'Add_49_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.v_t.out_grad (L3, read), whole */
+        /* o0: blk1.v_heads.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.v_heads.out_grad (L3, written), whole */
+        /* o1: blk1.v.bias_grad (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(430872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
-                dg_strided_copy_args_t args = {
+                dg_reduce_args_t args = {
                     .x = o0_l1[0],
                     .y = o1_l1[0],
-                    .elem_size = 4u,
-                    .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 16, 1024, 1},
-                    .offset = 0,
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
                 };
-                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(430872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.v_heads.out_grad", DG_L3(430872), 2048u);
-    }
-    DG_PROFILE_END(121u, "Transpose", "Transpose_51_Grad/Transpose_0");
-
-    /* step 123: ReduceSum 'Add_49_Grad/ReduceSum_2' computes in L1 */
-    DG_PROFILE_BEGIN();
-    {
-        dg_copy(DG_L1(0), DG_L3(430872), 8192u); /* blk1.v_heads.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
-        }
-        dg_copy(DG_L3(373008), DG_L1(8192), 128u); /* blk1.v.bias_grad L1->L3 */
         DG_DUMP("blk1.v.bias_grad", DG_L3(373008), 32u);
     }
     DG_PROFILE_END(123u, "ReduceSum", "Add_49_Grad/ReduceSum_2");
@@ -5391,32 +6091,38 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(128u, "FusedMatMul", "MatMul_55_Grad/FusedMatMul_0");
 
-    /* step 129: SoftmaxGrad_13 'Softmax_54_Grad/SoftmaxGrad_13_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    /* step 129: SoftmaxGrad_13 'Softmax_54_Grad/SoftmaxGrad_13_0' computes in L1, 4 tile(s) of [1, 1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: blk1.attn_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.attn (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(24576) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(24576) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: blk1.scores_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
+        void *const o2_l1[2] = { DG_L1(32768), DG_L1(40960) };
+        void *const o2_l2[2] = { DG_L2(32768), DG_L2(40960) };
         dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
@@ -5427,16 +6133,16 @@ void RunTrainingNetwork(void *arg)
         dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(628032), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 2u; t++) {
+        for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 2u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 2u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L3(628032), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
@@ -5444,7 +6150,7 @@ void RunTrainingNetwork(void *arg)
                     .dy = o0_l1[cur],
                     .y = o1_l1[cur],
                     .dx = o2_l1[cur],
-                    .outer = 64u,
+                    .outer = 32u,
                     .dim = 64u,
                     .inner = 1u,
                 };
@@ -5587,67 +6293,101 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(132u, "FusedMatMul", "MatMul_52_Grad/FusedMatMul_0");
 
-    /* step 133: Transpose 'Transpose_43_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 133: Transpose 'Transpose_43_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
+    DG_PROFILE_BEGIN();
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+            {2048u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.q_t.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.q_heads.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_strided_copy_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .elem_size = 4u,
+                    .ndim = 4u,
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 16, 512, 1},
+                    .offset = 0,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+            }
+            dg_tile_out(DG_L3(586904), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk1.q_heads.out_grad", DG_L3(586904), 2048u);
+    }
+    DG_PROFILE_END(133u, "Transpose", "Transpose_43_Grad/Transpose_0");
+
+    /* step 135: ReduceSum 'Add_41_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.q_t.out_grad (L3, read), whole */
+        /* o0: blk1.q_heads.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.q_heads.out_grad (L3, written), whole */
+        /* o1: blk1.q.bias_grad (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(586904), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
-                dg_strided_copy_args_t args = {
+                dg_reduce_args_t args = {
                     .x = o0_l1[0],
                     .y = o1_l1[0],
-                    .elem_size = 4u,
-                    .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 16, 1024, 1},
-                    .offset = 0,
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
                 };
-                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(586904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(603288), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.q_heads.out_grad", DG_L3(586904), 2048u);
-    }
-    DG_PROFILE_END(133u, "Transpose", "Transpose_43_Grad/Transpose_0");
-
-    /* step 135: ReduceSum 'Add_41_Grad/ReduceSum_2' computes in L1 */
-    DG_PROFILE_BEGIN();
-    {
-        dg_copy(DG_L1(0), DG_L3(586904), 8192u); /* blk1.q_heads.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
-        }
-        dg_copy(DG_L3(603288), DG_L1(8192), 128u); /* blk1.q.bias_grad L1->L3 */
         DG_DUMP("blk1.q.bias_grad", DG_L3(603288), 32u);
     }
     DG_PROFILE_END(135u, "ReduceSum", "Add_41_Grad/ReduceSum_2");
@@ -5791,67 +6531,101 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(140u, "FusedMatMul", "MatMul_52_Grad/FusedMatMul_1");
 
-    /* step 141: Transpose 'Transpose_47_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 141: Transpose 'Transpose_47_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
+    DG_PROFILE_BEGIN();
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.k_t.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.k_heads.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_strided_copy_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .elem_size = 4u,
+                    .ndim = 4u,
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 1, 512, 32},
+                    .offset = 0,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+            }
+            dg_tile_out(DG_L3(373272), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk1.k_heads.out_grad", DG_L3(373272), 2048u);
+    }
+    DG_PROFILE_END(141u, "Transpose", "Transpose_47_Grad/Transpose_0");
+
+    /* step 143: ReduceSum 'Add_45_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.k_t.out_grad (L3, read), whole */
+        /* o0: blk1.k_heads.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk1.k_heads.out_grad (L3, written), whole */
+        /* o1: blk1.k.bias_grad (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
-                dg_strided_copy_args_t args = {
+                dg_reduce_args_t args = {
                     .x = o0_l1[0],
                     .y = o1_l1[0],
-                    .elem_size = 4u,
-                    .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 1, 1024, 64},
-                    .offset = 0,
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
                 };
-                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(582552), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.k_heads.out_grad", DG_L3(373272), 2048u);
-    }
-    DG_PROFILE_END(141u, "Transpose", "Transpose_47_Grad/Transpose_0");
-
-    /* step 143: ReduceSum 'Add_45_Grad/ReduceSum_2' computes in L1 */
-    DG_PROFILE_BEGIN();
-    {
-        dg_copy(DG_L1(0), DG_L3(373272), 8192u); /* blk1.k_heads.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
-        }
-        dg_copy(DG_L3(582552), DG_L1(8192), 128u); /* blk1.k.bias_grad L1->L3 */
         DG_DUMP("blk1.k.bias_grad", DG_L3(582552), 32u);
     }
     DG_PROFILE_END(143u, "ReduceSum", "Add_45_Grad/ReduceSum_2");
@@ -5916,45 +6690,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(147u, "Gemm", "MatMul_44_Grad/Gemm_5");
 
-    /* step 148: FusedMatMul 'MatMul_48_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 148: FusedMatMul 'MatMul_48_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.v_heads.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.v_heads.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.v.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.ln1.out_grad_2 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.ln1.out_grad_2 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(430872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(83528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(430872), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -5968,54 +6752,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(381464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(381464), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.ln1.out_grad_2", DG_L3(381464), 2048u);
     }
     DG_PROFILE_END(148u, "FusedMatMul", "MatMul_48_Grad/FusedMatMul_0");
 
-    /* step 149: FusedMatMul 'MatMul_40_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 149: FusedMatMul 'MatMul_40_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.q_heads.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.q_heads.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.q.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.ln1.out_grad_1 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.ln1.out_grad_1 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(586904), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(75080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(586904), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -6029,54 +6825,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(389656), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(389656), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.ln1.out_grad_1", DG_L3(389656), 2048u);
     }
     DG_PROFILE_END(149u, "FusedMatMul", "MatMul_40_Grad/FusedMatMul_0");
 
-    /* step 150: FusedMatMul 'MatMul_44_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 150: FusedMatMul 'MatMul_44_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk1.k_heads.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk1.k_heads.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk1.k.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk1.ln1.out_grad_0 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.ln1.out_grad_0 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(79304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -6090,32 +6898,100 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(397848), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(397848), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk1.ln1.out_grad_0", DG_L3(397848), 2048u);
     }
     DG_PROFILE_END(150u, "FusedMatMul", "MatMul_44_Grad/FusedMatMul_0");
 
-    /* step 151: Sum 'AccumulateGrad_blk1.ln1.out_grad' computes in L1 */
+    /* step 151: Sum 'AccumulateGrad_blk1.ln1.out_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(397848), 8192u); /* blk1.ln1.out_grad_0 L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(389656), 8192u); /* blk1.ln1.out_grad_1 L3->L1 */
-        dg_copy(DG_L1(16384), DG_L3(381464), 8192u); /* blk1.ln1.out_grad_2 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192), DG_L1(16384) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 3u,
-                .y = DG_L1(24576),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.ln1.out_grad_0 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk1.ln1.out_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk1.ln1.out_grad_2 (L3, read) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        /* o3: blk1.ln1.out_grad (L3, written) */
+        void *const o3_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o3_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[6];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_tile_in(DG_L3(397848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(389656), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(381464), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(397848), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(389656), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(381464), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur], o2_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 3u,
+                    .y = o3_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(430872), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_copy(DG_L3(430872), DG_L1(24576), 8192u); /* blk1.ln1.out_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         DG_DUMP("blk1.ln1.out_grad", DG_L3(430872), 2048u);
     }
     DG_PROFILE_END(151u, "Sum", "AccumulateGrad_blk1.ln1.out_grad");
@@ -6154,88 +7030,170 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(152u, "LayerNormalizationGrad", "LayerNormalization_39_Grad/LayerNormalizationGrad_0");
 
-    /* step 154: Sum 'AccumulateGrad_blk0.res2_grad' computes in L1 */
+    /* step 154: Sum 'AccumulateGrad_blk0.res2_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(422680), 8192u); /* blk1.res1_grad L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(373272), 8192u); /* blk0.res2_grad_1 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 2u,
-                .y = DG_L1(16384),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk1.res1_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.res2_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.res2_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 2u,
+                    .y = o2_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(389656), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_copy(DG_L3(389656), DG_L1(16384), 8192u); /* blk0.res2_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.res2_grad", DG_L3(389656), 2048u);
     }
     DG_PROFILE_END(154u, "Sum", "AccumulateGrad_blk0.res2_grad");
 
-    /* step 156: ReduceSum 'Add_37_Grad/ReduceSum_2' computes in L1 */
+    /* step 156: ReduceSum 'Add_37_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(389656), 8192u); /* blk0.res2_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.res2_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.fc2.bias_grad (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(389656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(570776), DG_L1(8192), 128u); /* blk0.fc2.bias_grad L1->L3 */
+        dg_tile_out(DG_L3(570776), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.fc2.bias_grad", DG_L3(570776), 32u);
     }
     DG_PROFILE_END(156u, "ReduceSum", "Add_37_Grad/ReduceSum_2");
 
-    /* step 160: Gemm 'MatMul_36_Grad/Gemm_5' computes in L1, 1 tile(s) of [64, 32] */
+    /* step 160: Gemm 'MatMul_36_Grad/Gemm_5' computes in L1, 2 tile(s) of [32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.fc1.gelu (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.fc1.gelu (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.res2_grad (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.fc2.weight_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.fc2.weight_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(406296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(389656), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(406296), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_gemm_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
                     .c = NULL,
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 64u,
                     .trans_a = 1u,
@@ -6247,54 +7205,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
+            dg_tile_out(DG_L3(562072), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(562072), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.fc2.weight_grad", DG_L3(562072), 2048u);
     }
     DG_PROFILE_END(160u, "Gemm", "MatMul_36_Grad/Gemm_5");
 
-    /* step 161: FusedMatMul 'MatMul_36_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 64] */
+    /* step 161: FusedMatMul 'MatMul_36_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res2_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { DG_L2(16384) };
+        /* o0: blk0.res2_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o0_l2[2] = { DG_L2(24576), DG_L2(28672) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.fc2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(24576) };
-        void *const o1_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.fc1.gelu_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(0) };
-        void *const o2_l2[1] = { DG_L2(0) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(0) };
+        void *const o1_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.fc1.gelu_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(8192), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(8192), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(389656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(66504), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(389656), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 64u,
                     .k = 32u,
                     .batch = 1u,
@@ -6308,11 +7278,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(373272), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(373272), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.fc1.gelu_grad", DG_L3(373272), 4096u);
     }
     DG_PROFILE_END(161u, "FusedMatMul", "MatMul_36_Grad/FusedMatMul_0");
@@ -6359,69 +7331,113 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(162u, "GeluGrad", "Gelu_35_Grad/GeluGrad_0");
 
-    /* step 163: ReduceSum 'Add_34_Grad/ReduceSum_2' computes in L1 */
+    /* step 163: ReduceSum 'Add_34_Grad/ReduceSum_2' computes in L1, 2 tile(s) of [1, 64, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(373272), 16384u); /* blk0.fc1.gelu_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(16384),
-                .nkeep = 1u,
-                .keep_shape = {64u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {4096u, 64u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.fc1.gelu_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.fc1.bias_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(16512) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(16512) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(570264), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L3(570264), DG_L1(16384), 256u); /* blk0.fc1.bias_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("blk0.fc1.bias_grad", DG_L3(570264), 64u);
     }
     DG_PROFILE_END(163u, "ReduceSum", "Add_34_Grad/ReduceSum_2");
 
-    /* step 167: Gemm 'MatMul_33_Grad/Gemm_5' computes in L1, 1 tile(s) of [32, 64] */
+    /* step 167: Gemm 'MatMul_33_Grad/Gemm_5' computes in L1, 2 tile(s) of [32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {64u, 1u, 1u}, {256u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
         };
         /* o0: blk0.ln2.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { DG_L2(16384) };
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.fc1.gelu_grad (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
+        /* o1: blk0.fc1.gelu_grad (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(16384) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(16384) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.fc1.weight_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o2: blk0.fc1.weight_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(553880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
             {
                 dg_gemm_args_t args = {
                     .a = o0_l1[0],
-                    .b = o1_l1[0],
+                    .b = o1_l1[cur],
                     .c = NULL,
-                    .y = o2_l1[0],
+                    .y = o2_l1[cur],
                     .m = 32u,
-                    .n = 64u,
+                    .n = 32u,
                     .k = 64u,
                     .trans_a = 1u,
                     .trans_b = 0u,
@@ -6432,54 +7448,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
+            dg_tile_out(DG_L3(496536), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(496536), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.fc1.weight_grad", DG_L3(496536), 2048u);
     }
     DG_PROFILE_END(167u, "Gemm", "MatMul_33_Grad/Gemm_5");
 
-    /* step 168: FusedMatMul 'MatMul_33_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 168: FusedMatMul 'MatMul_33_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.fc1.gelu_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.fc1.gelu_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.fc1.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(16384) };
         void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.ln2.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(24576) };
-        void *const o2_l2[1] = { DG_L2(24576) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.ln2.out_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o2_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(58056), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 64u,
                     .batch = 1u,
@@ -6493,11 +7521,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(397848), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(397848), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.ln2.out_grad", DG_L3(397848), 2048u);
     }
     DG_PROFILE_END(168u, "FusedMatMul", "MatMul_33_Grad/FusedMatMul_0");
@@ -6536,44 +7566,116 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(169u, "LayerNormalizationGrad", "LayerNormalization_32_Grad/LayerNormalizationGrad_0");
 
-    /* step 171: Sum 'AccumulateGrad_blk0.res1_grad' computes in L1 */
+    /* step 171: Sum 'AccumulateGrad_blk0.res1_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(389656), 8192u); /* blk0.res2_grad L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(373272), 8192u); /* blk0.res1_grad_1 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 2u,
-                .y = DG_L1(16384),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.res2_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.res1_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.res1_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(389656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(389656), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(373272), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 2u,
+                    .y = o2_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(504728), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_copy(DG_L3(504728), DG_L1(16384), 8192u); /* blk0.res1_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.res1_grad", DG_L3(504728), 2048u);
     }
     DG_PROFILE_END(171u, "Sum", "AccumulateGrad_blk0.res1_grad");
 
-    /* step 173: ReduceSum 'Add_30_Grad/ReduceSum_2' computes in L1 */
+    /* step 173: ReduceSum 'Add_30_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(504728), 8192u); /* blk0.res1_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.res1_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.proj.bias_grad (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(504728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(549784), DG_L1(8192), 128u); /* blk0.proj.bias_grad L1->L3 */
+        dg_tile_out(DG_L3(549784), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("blk0.proj.bias_grad", DG_L3(549784), 32u);
     }
     DG_PROFILE_END(173u, "ReduceSum", "Add_30_Grad/ReduceSum_2");
@@ -6638,45 +7740,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(177u, "Gemm", "MatMul_29_Grad/Gemm_5");
 
-    /* step 178: FusedMatMul 'MatMul_29_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 178: FusedMatMul 'MatMul_29_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res1_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.res1_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.proj.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.merge.out_grad (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.merge.out_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(504728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(53576), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(504728), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -6690,11 +7802,13 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(381464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(381464), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.merge.out_grad", DG_L3(381464), 2048u);
     }
     DG_PROFILE_END(178u, "FusedMatMul", "MatMul_29_Grad/FusedMatMul_0");
@@ -6833,67 +7947,101 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(181u, "FusedMatMul", "MatMul_26_Grad/FusedMatMul_1");
 
-    /* step 182: Transpose 'Transpose_22_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 182: Transpose 'Transpose_22_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
+    DG_PROFILE_BEGIN();
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+            {2048u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.v_t.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.v_heads.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(381464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_strided_copy_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .elem_size = 4u,
+                    .ndim = 4u,
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 16, 512, 1},
+                    .offset = 0,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+            }
+            dg_tile_out(DG_L3(586904), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk0.v_heads.out_grad", DG_L3(586904), 2048u);
+    }
+    DG_PROFILE_END(182u, "Transpose", "Transpose_22_Grad/Transpose_0");
+
+    /* step 184: ReduceSum 'Add_20_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.v_t.out_grad (L3, read), whole */
+        /* o0: blk0.v_heads.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.v_heads.out_grad (L3, written), whole */
+        /* o1: blk0.v.bias_grad (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(586904), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
-                dg_strided_copy_args_t args = {
+                dg_reduce_args_t args = {
                     .x = o0_l1[0],
                     .y = o1_l1[0],
-                    .elem_size = 4u,
-                    .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 16, 1024, 1},
-                    .offset = 0,
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
                 };
-                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(586904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(533400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.v_heads.out_grad", DG_L3(586904), 2048u);
-    }
-    DG_PROFILE_END(182u, "Transpose", "Transpose_22_Grad/Transpose_0");
-
-    /* step 184: ReduceSum 'Add_20_Grad/ReduceSum_2' computes in L1 */
-    DG_PROFILE_BEGIN();
-    {
-        dg_copy(DG_L1(0), DG_L3(586904), 8192u); /* blk0.v_heads.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
-        }
-        dg_copy(DG_L3(533400), DG_L1(8192), 128u); /* blk0.v.bias_grad L1->L3 */
         DG_DUMP("blk0.v.bias_grad", DG_L3(533400), 32u);
     }
     DG_PROFILE_END(184u, "ReduceSum", "Add_20_Grad/ReduceSum_2");
@@ -7037,32 +8185,38 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(189u, "FusedMatMul", "MatMul_26_Grad/FusedMatMul_0");
 
-    /* step 190: SoftmaxGrad_13 'Softmax_25_Grad/SoftmaxGrad_13_0' computes in L1, 2 tile(s) of [1, 1, 64, 64], double-buffered */
+    /* step 190: SoftmaxGrad_13 'Softmax_25_Grad/SoftmaxGrad_13_0' computes in L1, 4 tile(s) of [1, 1, 32, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: blk0.attn_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(8192) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.attn (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(24576) };
+        void *const o1_l2[2] = { DG_L2(16384), DG_L2(24576) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: blk0.scores_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(65536), DG_L1(81920) };
-        void *const o2_l2[2] = { DG_L2(65536), DG_L2(81920) };
+        void *const o2_l1[2] = { DG_L1(32768), DG_L1(40960) };
+        void *const o2_l2[2] = { DG_L2(32768), DG_L2(40960) };
         dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
@@ -7073,16 +8227,16 @@ void RunTrainingNetwork(void *arg)
         dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(406296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 2u; t++) {
+        for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 2u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L3(406296), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 2u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
@@ -7090,7 +8244,7 @@ void RunTrainingNetwork(void *arg)
                     .dy = o0_l1[cur],
                     .y = o1_l1[cur],
                     .dx = o2_l1[cur],
-                    .outer = 64u,
+                    .outer = 32u,
                     .dim = 64u,
                     .inner = 1u,
                 };
@@ -7233,67 +8387,101 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(193u, "FusedMatMul", "MatMul_23_Grad/FusedMatMul_0");
 
-    /* step 194: Transpose 'Transpose_14_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 194: Transpose 'Transpose_14_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
+    DG_PROFILE_BEGIN();
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+            {2048u, 2048u, {2u, 1u, 1u}, {4096u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.q_t.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.q_heads.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(315664), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(315664), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_strided_copy_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .elem_size = 4u,
+                    .ndim = 4u,
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 16, 512, 1},
+                    .offset = 0,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+            }
+            dg_tile_out(DG_L3(307472), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk0.q_heads.out_grad", DG_L3(307472), 2048u);
+    }
+    DG_PROFILE_END(194u, "Transpose", "Transpose_14_Grad/Transpose_0");
+
+    /* step 196: ReduceSum 'Add_12_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.q_t.out_grad (L3, read), whole */
+        /* o0: blk0.q_heads.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.q_heads.out_grad (L3, written), whole */
+        /* o1: blk0.q.bias_grad (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(315664), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
-                dg_strided_copy_args_t args = {
+                dg_reduce_args_t args = {
                     .x = o0_l1[0],
                     .y = o1_l1[0],
-                    .elem_size = 4u,
-                    .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 16, 1024, 1},
-                    .offset = 0,
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
                 };
-                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(426776), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.q_heads.out_grad", DG_L3(307472), 2048u);
-    }
-    DG_PROFILE_END(194u, "Transpose", "Transpose_14_Grad/Transpose_0");
-
-    /* step 196: ReduceSum 'Add_12_Grad/ReduceSum_2' computes in L1 */
-    DG_PROFILE_BEGIN();
-    {
-        dg_copy(DG_L1(0), DG_L3(307472), 8192u); /* blk0.q_heads.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
-        }
-        dg_copy(DG_L3(426776), DG_L1(8192), 128u); /* blk0.q.bias_grad L1->L3 */
         DG_DUMP("blk0.q.bias_grad", DG_L3(426776), 32u);
     }
     DG_PROFILE_END(196u, "ReduceSum", "Add_12_Grad/ReduceSum_2");
@@ -7437,67 +8625,101 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(201u, "FusedMatMul", "MatMul_23_Grad/FusedMatMul_1");
 
-    /* step 202: Transpose 'Transpose_18_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 64, 2, 16] */
+    /* step 202: Transpose 'Transpose_18_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 32, 2, 16], double-buffered */
+    DG_PROFILE_BEGIN();
+    {
+        static const dg_box_t o0_box[2] = {
+            {0u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+            {128u, 128u, {32u, 1u, 1u}, {256u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.k_t.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.k_heads.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(323856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(323856), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_strided_copy_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .elem_size = 4u,
+                    .ndim = 4u,
+                    .shape = {1u, 32u, 2u, 16u},
+                    .strides = {1024, 1, 512, 32},
+                    .offset = 0,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+            }
+            dg_tile_out(DG_L3(315664), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+        }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        DG_DUMP("blk0.k_heads.out_grad", DG_L3(315664), 2048u);
+    }
+    DG_PROFILE_END(202u, "Transpose", "Transpose_18_Grad/Transpose_0");
+
+    /* step 204: ReduceSum 'Add_16_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [1, 64, 32] */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.k_t.out_grad (L3, read), whole */
+        /* o0: blk0.k_heads.out_grad (L3, read), whole */
         void *const o0_l1[1] = { DG_L1(0) };
         void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.k_heads.out_grad (L3, written), whole */
+        /* o1: blk0.k.bias_grad (L3, written), whole */
         void *const o1_l1[1] = { DG_L1(8192) };
         void *const o1_l2[1] = { DG_L2(8192) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(323856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(315664), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
-                dg_strided_copy_args_t args = {
+                dg_reduce_args_t args = {
                     .x = o0_l1[0],
                     .y = o1_l1[0],
-                    .elem_size = 4u,
-                    .ndim = 4u,
-                    .shape = {1u, 64u, 2u, 16u},
-                    .strides = {2048, 1, 1024, 64},
-                    .offset = 0,
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 2u,
+                    .red_shape = {1u, 64u},
+                    .red_strides = {2048u, 32u},
                 };
-                pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(315664), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(404120), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.k_heads.out_grad", DG_L3(315664), 2048u);
-    }
-    DG_PROFILE_END(202u, "Transpose", "Transpose_18_Grad/Transpose_0");
-
-    /* step 204: ReduceSum 'Add_16_Grad/ReduceSum_2' computes in L1 */
-    DG_PROFILE_BEGIN();
-    {
-        dg_copy(DG_L1(0), DG_L3(315664), 8192u); /* blk0.k_heads.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(8192),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 2u,
-                .red_shape = {1u, 64u},
-                .red_strides = {2048u, 32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
-        }
-        dg_copy(DG_L3(404120), DG_L1(8192), 128u); /* blk0.k.bias_grad L1->L3 */
         DG_DUMP("blk0.k.bias_grad", DG_L3(404120), 32u);
     }
     DG_PROFILE_END(204u, "ReduceSum", "Add_16_Grad/ReduceSum_2");
@@ -7562,45 +8784,55 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(208u, "Gemm", "MatMul_15_Grad/Gemm_5");
 
-    /* step 209: FusedMatMul 'MatMul_19_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 209: FusedMatMul 'MatMul_19_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.v_heads.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.v_heads.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.v.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.ln1.out_grad_2 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.ln1.out_grad_2 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(586904), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(49352), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(586904), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -7614,54 +8846,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(323856), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(323856), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.ln1.out_grad_2", DG_L3(323856), 2048u);
     }
     DG_PROFILE_END(209u, "FusedMatMul", "MatMul_19_Grad/FusedMatMul_0");
 
-    /* step 210: FusedMatMul 'MatMul_11_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 210: FusedMatMul 'MatMul_11_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.q_heads.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.q_heads.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.q.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.ln1.out_grad_1 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.ln1.out_grad_1 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -7675,54 +8919,66 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(332048), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(332048), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.ln1.out_grad_1", DG_L3(332048), 2048u);
     }
     DG_PROFILE_END(210u, "FusedMatMul", "MatMul_11_Grad/FusedMatMul_0");
 
-    /* step 211: FusedMatMul 'MatMul_15_Grad/FusedMatMul_0' computes in L1, 1 tile(s) of [1, 64, 32] */
+    /* step 211: FusedMatMul 'MatMul_15_Grad/FusedMatMul_0' computes in L1, 2 tile(s) of [1, 32, 32], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.k_heads.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: blk0.k_heads.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: blk0.k.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(16384) };
-        void *const o1_l2[1] = { DG_L2(16384) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: blk0.ln1.out_grad_0 (L3, written), whole */
-        void *const o2_l1[1] = { DG_L1(8192) };
-        void *const o2_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.ln1.out_grad_0 (L3, written) */
+        void *const o2_l1[2] = { DG_L1(12288), DG_L1(16384) };
+        void *const o2_l2[2] = { DG_L2(12288), DG_L2(16384) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(315664), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(45128), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(315664), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_matmul_args_t args = {
-                    .a = o0_l1[0],
+                    .a = o0_l1[cur],
                     .b = o1_l1[0],
-                    .y = o2_l1[0],
-                    .m = 64u,
+                    .y = o2_l1[cur],
+                    .m = 32u,
                     .n = 32u,
                     .k = 32u,
                     .batch = 1u,
@@ -7736,32 +8992,100 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_fused_matmul_f32, &args);
             }
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_tile_out(DG_L3(307472), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("blk0.ln1.out_grad_0", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(211u, "FusedMatMul", "MatMul_15_Grad/FusedMatMul_0");
 
-    /* step 212: Sum 'AccumulateGrad_blk0.ln1.out_grad' computes in L1 */
+    /* step 212: Sum 'AccumulateGrad_blk0.ln1.out_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(307472), 8192u); /* blk0.ln1.out_grad_0 L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(332048), 8192u); /* blk0.ln1.out_grad_1 L3->L1 */
-        dg_copy(DG_L1(16384), DG_L3(323856), 8192u); /* blk0.ln1.out_grad_2 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192), DG_L1(16384) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 3u,
-                .y = DG_L1(24576),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.ln1.out_grad_0 (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: blk0.ln1.out_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: blk0.ln1.out_grad_2 (L3, read) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        /* o3: blk0.ln1.out_grad (L3, written) */
+        void *const o3_l1[2] = { DG_L1(24576), DG_L1(28672) };
+        void *const o3_l2[2] = { DG_L2(24576), DG_L2(28672) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[6];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(332048), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(323856), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(332048), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(323856), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur], o2_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 3u,
+                    .y = o3_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(315664), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_copy(DG_L3(315664), DG_L1(24576), 8192u); /* blk0.ln1.out_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         DG_DUMP("blk0.ln1.out_grad", DG_L3(315664), 2048u);
     }
     DG_PROFILE_END(212u, "Sum", "AccumulateGrad_blk0.ln1.out_grad");
@@ -7800,65 +9124,127 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(213u, "LayerNormalizationGrad", "LayerNormalization_10_Grad/LayerNormalizationGrad_0");
 
-    /* step 215: Sum 'AccumulateGrad_pos.out_grad' computes in L1 */
+    /* step 215: Sum 'AccumulateGrad_pos.out_grad' computes in L1, 2 tile(s) of [1024], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(504728), 8192u); /* blk0.res1_grad L3->L1 */
-        dg_copy(DG_L1(8192), DG_L3(307472), 8192u); /* pos.out_grad_1 L3->L1 */
-        {
-            const float *const xs[] = { DG_L1(0), DG_L1(8192) };
-            dg_sum_args_t args = {
-                .x = xs,
-                .nin = 2u,
-                .y = DG_L1(16384),
-                .n = 2048u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: blk0.res1_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: pos.out_grad_1 (L3, read) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o2: pos.out_grad (L3, written) */
+        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
+        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_tile_in(DG_L3(504728), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(504728), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            {
+                const float *const xs[] = { o0_l1[cur], o1_l1[cur] };
+                dg_sum_args_t args = {
+                    .x = xs,
+                    .nin = 2u,
+                    .y = o2_l1[cur],
+                    .n = 1024u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_sum_f32, &args);
+            }
+            dg_tile_out(DG_L3(391704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
-        dg_copy(DG_L3(391704), DG_L1(16384), 8192u); /* pos.out_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         DG_DUMP("pos.out_grad", DG_L3(391704), 2048u);
     }
     DG_PROFILE_END(215u, "Sum", "AccumulateGrad_pos.out_grad");
 
-    /* step 218: Transpose 'Transpose_8_Grad/Transpose_0' computes in L1, 1 tile(s) of [1, 32, 64] */
+    /* step 218: Transpose 'Transpose_8_Grad/Transpose_0' computes in L1, 2 tile(s) of [1, 16, 64], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
+            {64u, 64u, {64u, 1u, 1u}, {128u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: pos.out_grad (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        /* o0: pos.out_grad (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: tok.flatten.out_grad (L3, written), whole */
-        void *const o1_l1[1] = { DG_L1(8192) };
-        void *const o1_l2[1] = { DG_L2(8192) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o1: tok.flatten.out_grad (L3, written) */
+        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
+        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(391704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(391704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_strided_copy_args_t args = {
-                    .x = o0_l1[0],
-                    .y = o1_l1[0],
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
                     .elem_size = 4u,
                     .ndim = 3u,
-                    .shape = {1u, 32u, 64u},
-                    .strides = {2048, 1, 32},
+                    .shape = {1u, 16u, 64u},
+                    .strides = {1024, 1, 16},
                     .offset = 0,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
+            dg_tile_out(DG_L3(373272), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_tile_out(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.flatten.out_grad", DG_L3(373272), 2048u);
     }
     DG_PROFILE_END(218u, "Transpose", "Transpose_8_Grad/Transpose_0");
@@ -7897,125 +9283,184 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(220u, "MaxPoolGrad", "MaxPool_6_Grad/MaxPoolGrad_0");
 
-    /* step 221: ReluGrad 'Relu_5_Grad/ReluGrad_0' computes in L1, 2 tile(s) of [4096], double-buffered */
+    /* step 221: ReluGrad 'Relu_5_Grad/ReluGrad_0' computes in L1, 1 tile(s) of [8192] */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: tok.conv2.relu_grad (L3, read and written) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(16384) };
+        /* o0: tok.conv2.relu_grad (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: tok.conv2.out (L3, read) */
-        void *const o1_l1[2] = { DG_L1(32768), DG_L1(49152) };
-        void *const o1_l2[2] = { DG_L2(32768), DG_L2(49152) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        /* o1: tok.conv2.out (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(32768) };
+        void *const o1_l2[1] = { DG_L2(32768) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
-        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(274704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 2u) {
-                dg_dma_wait(&o0_q[nxt]);
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(274704), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
-            }
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_act_grad_args_t args = {
-                    .dy = o0_l1[cur],
-                    .x = o1_l1[cur],
-                    .dx = o0_l1[cur],
-                    .n = 4096u,
+                    .dy = o0_l1[0],
+                    .x = o1_l1[0],
+                    .dx = o0_l1[0],
+                    .n = 8192u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_grad_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
         DG_DUMP("tok.conv2.out_grad", DG_L3(307472), 8192u);
     }
     DG_PROFILE_END(221u, "ReluGrad", "Relu_5_Grad/ReluGrad_0");
 
-    /* step 222: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L1 */
+    /* step 222: ConvGrad 'Conv_4_Grad/ConvGrad_0' computes in L1, 2 tile(s) of [1, 8, 16, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(307472), 32768u); /* tok.conv2.relu_grad L3->L1 */
-        dg_copy(DG_L1(69632), DG_L3(439192), 16384u); /* tok.pool1.out L3->L1 */
-        dg_copy(DG_L1(32768), DG_L3(14024), 18432u); /* tok.conv2.weight L3->L1 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(69632),
-                .w = DG_L1(32768),
-                .dy = DG_L1(0),
-                .dx = DG_L1(86016),
-                .dw = DG_L1(51200),
-                .db = NULL,
-                .batch = 1u,
-                .in_c = 16u,
-                .in_h = 16u,
-                .in_w = 16u,
-                .out_c = 32u,
-                .out_h = 16u,
-                .out_w = 16u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_grad_dx_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[2] = {
+            {0u, 288u, {32u, 1u, 1u}, {576u, 0u, 0u}},
+            {288u, 288u, {32u, 1u, 1u}, {576u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o4_box[2] = {
+            {0u, 288u, {32u, 1u, 1u}, {576u, 0u, 0u}},
+            {288u, 288u, {32u, 1u, 1u}, {576u, 0u, 0u}},
+        };
+        /* o0: tok.conv2.relu_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: tok.pool1.out (L3, read) */
+        void *const o1_l1[2] = { DG_L1(69632), DG_L1(77824) };
+        void *const o1_l2[2] = { DG_L2(69632), DG_L2(77824) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o2: tok.conv2.weight (L3, read) */
+        void *const o2_l1[2] = { DG_L1(32768), DG_L1(41984) };
+        void *const o2_l2[2] = { DG_L2(32768), DG_L2(41984) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: tok.pool1.out_grad (L3, written) */
+        void *const o3_l1[2] = { DG_L1(86016), DG_L1(94208) };
+        void *const o3_l2[2] = { DG_L2(86016), DG_L2(94208) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[5];
+        /* o4: tok.conv2.weight_grad (L3, written) */
+        void *const o4_l1[2] = { DG_L1(51200), DG_L1(60416) };
+        void *const o4_l2[2] = { DG_L2(51200), DG_L2(60416) };
+        dg_dma_q_t *const o4_q = &dg_dma_pool[7];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
+        dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
+        dg_dma_init(&o4_q[0]);
+        dg_dma_init(&o4_q[1]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(439192), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(14024), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            dg_dma_wait(&o4_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(439192), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(14024), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o1_l1[cur],
+                    .w = o2_l1[cur],
+                    .dy = o0_l1[0],
+                    .dx = o3_l1[cur],
+                    .dw = o4_l1[cur],
+                    .db = NULL,
+                    .batch = 1u,
+                    .in_c = 8u,
+                    .in_h = 16u,
+                    .in_w = 16u,
+                    .out_c = 32u,
+                    .out_h = 16u,
+                    .out_w = 16u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_grad_dx_f32, &args);
+            }
+            {
+                dg_conv_args_t args = {
+                    .x = o1_l1[cur],
+                    .w = o2_l1[cur],
+                    .dy = o0_l1[0],
+                    .dx = o3_l1[cur],
+                    .dw = o4_l1[cur],
+                    .db = NULL,
+                    .batch = 1u,
+                    .in_c = 8u,
+                    .in_h = 16u,
+                    .in_w = 16u,
+                    .out_c = 32u,
+                    .out_h = 16u,
+                    .out_w = 16u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                    .accumulate = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
+            }
+            dg_tile_out(DG_L3(406296), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(373272), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
         }
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(69632),
-                .w = DG_L1(32768),
-                .dy = DG_L1(0),
-                .dx = DG_L1(86016),
-                .dw = DG_L1(51200),
-                .db = NULL,
-                .batch = 1u,
-                .in_c = 16u,
-                .in_h = 16u,
-                .in_w = 16u,
-                .out_c = 32u,
-                .out_h = 16u,
-                .out_w = 16u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
-        }
-        dg_copy(DG_L3(406296), DG_L1(86016), 16384u); /* tok.pool1.out_grad L1->L3 */
-        dg_copy(DG_L3(373272), DG_L1(51200), 18432u); /* tok.conv2.weight_grad L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
+        dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
+        dg_dma_wait(&o4_q[0]);
+        dg_dma_wait(&o4_q[1]);
         DG_DUMP("tok.pool1.out_grad", DG_L3(406296), 4096u);
         DG_DUMP("tok.conv2.weight_grad", DG_L3(373272), 4608u);
     }
@@ -8119,40 +9564,83 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(224u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
-    /* step 225: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1 */
+    /* step 225: ConvGrad 'Conv_1_Grad/ConvGrad_0' computes in L1, 1 tile(s) of [1, 3, 32, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(274704), 65536u); /* tok.conv1.relu_grad L3->L1 */
-        dg_copy(DG_L1(65536), DG_L3(0), 12288u); /* input L3->L1 */
-        dg_copy(DG_L1(77824), DG_L3(12296), 1728u); /* tok.conv1.weight L3->L1 */
-        {
-            dg_conv_args_t args = {
-                .x = DG_L1(65536),
-                .w = DG_L1(77824),
-                .dy = DG_L1(0),
-                .dx = NULL,
-                .dw = DG_L1(79552),
-                .db = NULL,
-                .batch = 1u,
-                .in_c = 3u,
-                .in_h = 32u,
-                .in_w = 32u,
-                .out_c = 16u,
-                .out_h = 32u,
-                .out_w = 32u,
-                .k_h = 3u,
-                .k_w = 3u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-                .pad_top = 1u,
-                .pad_left = 1u,
-                .group = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 12288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o2_box[1] = {
+            {0u, 1728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o3_box[1] = {
+            {0u, 1728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: tok.conv1.relu_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: input (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(65536) };
+        void *const o1_l2[1] = { DG_L2(65536) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o2: tok.conv1.weight (L3, read), whole */
+        void *const o2_l1[1] = { DG_L1(77824) };
+        void *const o2_l2[1] = { DG_L2(77824) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o3: tok.conv1.weight_grad (L3, written), whole */
+        void *const o3_l1[1] = { DG_L1(79552) };
+        void *const o3_l2[1] = { DG_L2(79552) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o3_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(0), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(12296), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_conv_args_t args = {
+                    .x = o1_l1[0],
+                    .w = o2_l1[0],
+                    .dy = o0_l1[0],
+                    .dx = NULL,
+                    .dw = o3_l1[0],
+                    .db = NULL,
+                    .batch = 1u,
+                    .in_c = 3u,
+                    .in_h = 32u,
+                    .in_w = 32u,
+                    .out_c = 16u,
+                    .out_h = 32u,
+                    .out_w = 32u,
+                    .k_h = 3u,
+                    .k_w = 3u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                    .pad_top = 1u,
+                    .pad_left = 1u,
+                    .group = 1u,
+                    .accumulate = 0u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_conv_grad_dw_f32, &args);
+            }
         }
-        dg_copy(DG_L3(209168), DG_L1(79552), 1728u); /* tok.conv1.weight_grad L1->L3 */
+        dg_tile_out(DG_L3(209168), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o3_q[0]);
         DG_DUMP("tok.conv1.weight_grad", DG_L3(209168), 432u);
     }
     DG_PROFILE_END(225u, "ConvGrad", "Conv_1_Grad/ConvGrad_0");

@@ -35,7 +35,7 @@ const uint32_t DeeployNetwork_num_outputs = 5u;
 
 /* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
  * at a time: static, so that no queue sits on the cluster stack. */
-static dg_dma_q_t dg_dma_pool[6];
+static dg_dma_q_t dg_dma_pool[5];
 
 int InitTrainingNetwork(struct pi_device *cluster)
 {
@@ -85,12 +85,11 @@ void RunTrainingNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 4, 12, 12], double-buffered */
+    /* step 0: Conv 'Conv_1' computes in L1, 1 tile(s) of [2, 4, 12, 12] */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {576u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 144u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -98,53 +97,44 @@ void RunTrainingNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 16u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[2] = {
-            {0u, 2304u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {2304u, 2304u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[1] = {
+            {0u, 4608u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: input (L3, read) */
-        void *const o0_l1[2] = { DG_L1(4608), DG_L1(5184) };
-        void *const o0_l2[2] = { DG_L2(4608), DG_L2(5184) };
+        /* o0: input (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(4608) };
+        void *const o0_l2[1] = { DG_L2(4608) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(5760) };
         void *const o1_l2[1] = { DG_L2(5760) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: conv.bias (L3, read), whole */
         void *const o2_l1[1] = { DG_L1(5904) };
         void *const o2_l2[1] = { DG_L2(5904) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
-        /* o3: conv.out (L3, written) */
-        void *const o3_l1[2] = { DG_L1(0), DG_L1(2304) };
-        void *const o3_l2[2] = { DG_L2(0), DG_L2(2304) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
+        /* o3: conv.out (L3, written), whole */
+        void *const o3_l1[1] = { DG_L1(0) };
+        void *const o3_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_dma_init(&o3_q[1]);
         dg_tile_in(DG_L3(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(1176), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(1320), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o3_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(0), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        for (t = 0; t < 1u; t++) {
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[cur],
+                    .x = o0_l1[0],
                     .w = o1_l1[0],
                     .b = o2_l1[0],
-                    .y = o3_l1[cur],
-                    .batch = 1u,
+                    .y = o3_l1[0],
+                    .batch = 2u,
                     .in_c = 1u,
                     .in_h = 12u,
                     .in_w = 12u,
@@ -163,14 +153,12 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(12896), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
+        dg_tile_out(DG_L3(12896), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        dg_dma_wait(&o3_q[1]);
         DG_DUMP("conv.out", DG_L3(12896), 1152u);
     }
     DG_PROFILE_END(0u, "Conv", "Conv_1");
@@ -374,24 +362,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::43_Grad/SoftmaxCrossEntropyLossGrad_0");
 
-    /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1, 1 tile(s) of [2, 10] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(18656), 80u); /* fc.out_grad L3->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(80),
-                .nkeep = 1u,
-                .keep_shape = {10u},
-                .keep_strides = {1u},
-                .nred = 1u,
-                .red_shape = {2u},
-                .red_strides = {10u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: Gemm_5_Grad/dC_reduced (L3, written), whole */
+        void *const o1_l1[1] = { DG_L1(80) };
+        void *const o1_l2[1] = { DG_L2(80) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L3(18656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {10u},
+                    .keep_strides = {1u},
+                    .nred = 1u,
+                    .red_shape = {2u},
+                    .red_strides = {10u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L3(25568), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L3 */
+        dg_tile_out(DG_L3(25568), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L3(25568), 10u);
     }
     DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
@@ -456,56 +466,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(9u, "Gemm", "Gemm_5_Grad/Gemm_1");
 
-    /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 2 tile(s) of [1, 144], double-buffered */
+    /* step 10: Gemm 'Gemm_5_Grad/Gemm_0' computes in L1, 1 tile(s) of [2, 144] */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {40u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 5760u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {576u, 576u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[1] = {
+            {0u, 1152u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: fc.out_grad (L3, read) */
-        void *const o0_l1[2] = { DG_L1(6912), DG_L1(6952) };
-        void *const o0_l2[2] = { DG_L2(6912), DG_L2(6952) };
+        /* o0: fc.out_grad (L3, read), whole */
+        void *const o0_l1[1] = { DG_L1(6912) };
+        void *const o0_l2[1] = { DG_L2(6912) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: fc.weight (L3, read), whole */
         void *const o1_l1[1] = { DG_L1(0) };
         void *const o1_l2[1] = { DG_L2(0) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
-        /* o2: flatten.out_grad (L3, written) */
-        void *const o2_l1[2] = { DG_L1(5760), DG_L1(6336) };
-        void *const o2_l2[2] = { DG_L2(5760), DG_L2(6336) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        /* o2: flatten.out_grad (L3, written), whole */
+        void *const o2_l1[1] = { DG_L1(5760) };
+        void *const o2_l2[1] = { DG_L2(5760) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
-        dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(18656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(1336), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(18656), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        for (t = 0; t < 1u; t++) {
             {
                 dg_gemm_args_t args = {
-                    .a = o0_l1[cur],
+                    .a = o0_l1[0],
                     .b = o1_l1[0],
                     .c = NULL,
-                    .y = o2_l1[cur],
-                    .m = 1u,
+                    .y = o2_l1[0],
+                    .m = 2u,
                     .n = 144u,
                     .k = 10u,
                     .trans_a = 0u,
@@ -517,13 +517,11 @@ void RunTrainingNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
-            dg_tile_out(DG_L3(24416), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
+        dg_tile_out(DG_L3(24416), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
         DG_DUMP("flatten.out_grad", DG_L3(24416), 288u);
     }
     DG_PROFILE_END(10u, "Gemm", "Gemm_5_Grad/Gemm_0");

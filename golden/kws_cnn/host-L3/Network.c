@@ -76,81 +76,39 @@ void RunNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Conv + Relu 'Conv_1' computes in L1, 16 tile(s) of [1, 1, 49, 10], double-buffered */
+    /* step 0: Conv + Relu 'Conv_1' computes in L1, 2 tile(s) of [1, 8, 49, 10], double-buffered */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[16] = {
-            {0u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {36u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {72u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {108u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {144u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {180u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {216u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {252u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {288u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {324u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {360u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {396u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {432u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {468u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {504u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {540u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {288u, 288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[16] = {
-            {0u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {8u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {12u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {20u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {24u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {28u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {36u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {40u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {44u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {48u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {52u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {56u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {60u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {32u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[16] = {
-            {0u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1960u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {3920u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {5880u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {7840u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {9800u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {11760u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {13720u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {15680u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {17640u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {19600u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21560u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {23520u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {25480u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {27440u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {29400u, 1960u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 15680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {15680u, 15680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: input (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { DG_L2(0) };
+        void *const o0_l1[1] = { DG_L1(31360) };
+        void *const o0_l2[1] = { DG_L2(31360) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: conv1.weight (L3, read) */
-        void *const o1_l1[2] = { DG_L1(5880), DG_L1(5920) };
-        void *const o1_l2[2] = { DG_L2(5880), DG_L2(5920) };
+        void *const o1_l1[2] = { DG_L1(33320), DG_L1(33608) };
+        void *const o1_l2[2] = { DG_L2(33320), DG_L2(33608) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         /* o2: conv1.weight.folded_bias (L3, read) */
-        void *const o2_l1[2] = { DG_L1(5960), DG_L1(5968) };
-        void *const o2_l2[2] = { DG_L2(5960), DG_L2(5968) };
+        void *const o2_l1[2] = { DG_L1(33896), DG_L1(33928) };
+        void *const o2_l2[2] = { DG_L2(33896), DG_L2(33928) };
         dg_dma_q_t *const o2_q = &dg_dma_pool[3];
         /* o3: bn1.relu (L3, written) */
-        void *const o3_l1[2] = { DG_L1(1960), DG_L1(3920) };
-        void *const o3_l2[2] = { DG_L2(1960), DG_L2(3920) };
+        void *const o3_l1[2] = { DG_L1(0), DG_L1(15680) };
+        void *const o3_l2[2] = { DG_L2(0), DG_L2(15680) };
         dg_dma_q_t *const o3_q = &dg_dma_pool[5];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
@@ -164,16 +122,16 @@ void RunNetwork(void *arg)
         dg_tile_in(DG_L3(1960), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(22552), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
-        for (t = 0; t < 16u; t++) {
+        for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             dg_dma_wait(&o3_q[cur]);
-            if (t + 1u < 16u) {
+            if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(1960), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
-            if (t + 1u < 16u) {
+            if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(22552), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
             }
             {
@@ -186,7 +144,7 @@ void RunNetwork(void *arg)
                     .in_c = 1u,
                     .in_h = 49u,
                     .in_w = 10u,
-                    .out_c = 1u,
+                    .out_c = 8u,
                     .out_h = 49u,
                     .out_w = 10u,
                     .k_h = 3u,
@@ -215,52 +173,24 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(0u, "Conv", "Conv_1");
 
-    /* step 1: MaxPool 'MaxPool_4' computes in L1, 16 tile(s) of [1, 1, 24, 5], double-buffered */
+    /* step 1: MaxPool 'MaxPool_4' computes in L1, 2 tile(s) of [1, 8, 24, 5], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[16] = {
-            {0u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1960u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {3920u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {5880u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {7840u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {9800u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {11760u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {13720u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {15680u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {17640u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {19600u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21560u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {23520u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {25480u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {27440u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {29400u, 1920u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 1920u, {8u, 1u, 1u}, {1960u, 0u, 0u}},
+            {15680u, 1920u, {8u, 1u, 1u}, {1960u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[16] = {
-            {0u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {480u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {960u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1440u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1920u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {2400u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {2880u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {3360u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {3840u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4320u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4800u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {5280u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {5760u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {6240u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {6720u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {7200u, 480u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 3840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {3840u, 3840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: bn1.relu (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(1920) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(1920) };
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(15360) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(15360) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: pool1.out (L3, written) */
-        void *const o1_l1[2] = { DG_L1(3840), DG_L1(4320) };
-        void *const o1_l2[2] = { DG_L2(3840), DG_L2(4320) };
+        void *const o1_l1[2] = { DG_L1(30720), DG_L1(34560) };
+        void *const o1_l2[2] = { DG_L2(30720), DG_L2(34560) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
@@ -268,12 +198,12 @@ void RunNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(22744), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 16u; t++) {
+        for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 16u) {
+            if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(22744), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
@@ -282,7 +212,7 @@ void RunNetwork(void *arg)
                     .y = o1_l1[cur],
                     .indices = NULL,
                     .batch = 1u,
-                    .channels = 1u,
+                    .channels = 8u,
                     .in_h = 48u,
                     .in_w = 10u,
                     .out_h = 24u,
@@ -310,60 +240,75 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(1u, "MaxPool", "MaxPool_4");
 
-    /* step 2: Conv + Relu 'Conv_5' computes in L1, 1 tile(s) of [1, 32, 24, 5] */
+    /* step 2: Conv + Relu 'Conv_5' computes in L1, 2 tile(s) of [1, 16, 24, 5], double-buffered */
     DG_PROFILE_BEGIN();
     {
         static const dg_box_t o0_box[1] = {
             {0u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[1] = {
-            {0u, 18432u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[2] = {
+            {0u, 9216u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {9216u, 9216u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[1] = {
-            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 15360u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {7680u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: pool1.out (L3, read), whole */
-        void *const o0_l1[1] = { DG_L1(33792) };
-        void *const o0_l2[1] = { DG_L2(33792) };
+        void *const o0_l1[1] = { DG_L1(18432) };
+        void *const o0_l2[1] = { DG_L2(18432) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: conv2.weight (L3, read), whole */
-        void *const o1_l1[1] = { DG_L1(0) };
-        void *const o1_l2[1] = { DG_L2(0) };
+        /* o1: conv2.weight (L3, read) */
+        void *const o1_l1[2] = { DG_L1(0), DG_L1(9216) };
+        void *const o1_l2[2] = { DG_L2(0), DG_L2(9216) };
         dg_dma_q_t *const o1_q = &dg_dma_pool[1];
-        /* o2: conv2.weight.folded_bias (L3, read), whole */
-        void *const o2_l1[1] = { DG_L1(41472) };
-        void *const o2_l2[1] = { DG_L2(41472) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: bn2.relu (L3, written), whole */
-        void *const o3_l1[1] = { DG_L1(18432) };
-        void *const o3_l2[1] = { DG_L2(18432) };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
+        /* o2: conv2.weight.folded_bias (L3, read) */
+        void *const o2_l1[2] = { DG_L1(41472), DG_L1(41536) };
+        void *const o2_l2[2] = { DG_L2(41472), DG_L2(41536) };
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: bn2.relu (L3, written) */
+        void *const o3_l1[2] = { DG_L1(26112), DG_L1(33792) };
+        void *const o3_l2[2] = { DG_L2(26112), DG_L2(33792) };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[5];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
+        dg_dma_init(&o2_q[1]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_tile_in(DG_L3(54104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(2536), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(22616), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o1_q[cur]);
+            dg_dma_wait(&o2_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(2536), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+            }
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(22616), o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
+            }
             {
                 dg_conv_args_t args = {
                     .x = o0_l1[0],
-                    .w = o1_l1[0],
-                    .b = o2_l1[0],
-                    .y = o3_l1[0],
+                    .w = o1_l1[cur],
+                    .b = o2_l1[cur],
+                    .y = o3_l1[cur],
                     .batch = 1u,
                     .in_c = 16u,
                     .in_h = 24u,
                     .in_w = 5u,
-                    .out_c = 32u,
+                    .out_c = 16u,
                     .out_h = 24u,
                     .out_w = 5u,
                     .k_h = 3u,
@@ -379,40 +324,77 @@ void RunNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
+            dg_tile_out(DG_L3(22744), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_tile_out(DG_L3(22744), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
+        dg_dma_wait(&o2_q[1]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         DG_DUMP("bn2.relu", DG_L3(22744), 3840u);
     }
     DG_PROFILE_END(2u, "Conv", "Conv_5");
 
-    /* step 3: GlobalAveragePool 'GlobalAveragePool_8' computes in L1 */
+    /* step 3: GlobalAveragePool 'GlobalAveragePool_8' computes in L1, 2 tile(s) of [1, 16, 24, 5], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(22744), 15360u); /* bn2.relu L3->L1 */
-        {
-            dg_pool_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(15360),
-                .batch = 1u,
-                .channels = 32u,
-                .in_h = 24u,
-                .in_w = 5u,
-                .out_h = 1u,
-                .out_w = 1u,
-                .k_h = 24u,
-                .k_w = 5u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {7680u, 7680u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: bn2.relu (L3, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(7680) };
+        void *const o0_l2[2] = { DG_L2(0), DG_L2(7680) };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: gap.out (L3, written) */
+        void *const o1_l1[2] = { DG_L1(15360), DG_L1(15424) };
+        void *const o1_l2[2] = { DG_L2(15360), DG_L2(15424) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L3(22744), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L3(22744), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_pool_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .in_h = 24u,
+                    .in_w = 5u,
+                    .out_h = 1u,
+                    .out_w = 1u,
+                    .k_h = 24u,
+                    .k_w = 5u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
+            }
+            dg_tile_out(DG_L3(38104), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L3(38104), DG_L1(15360), 128u); /* gap.out L1->L3 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("gap.out", DG_L3(38104), 32u);
     }
     DG_PROFILE_END(3u, "GlobalAveragePool", "GlobalAveragePool_8");

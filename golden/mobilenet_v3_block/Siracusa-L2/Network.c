@@ -58,11 +58,12 @@ void RunNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 0: Conv 'Conv_1' computes in L1, 1 tile(s) of [1, 16, 16, 16] */
+    /* step 0: Conv 'Conv_1' computes in L1, 2 tile(s) of [1, 16, 8, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 12288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 2048u, {3u, 1u, 1u}, {4096u, 0u, 0u}},
+            {1920u, 2176u, {3u, 1u, 1u}, {4096u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 1728u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -70,49 +71,66 @@ void RunNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 512u, {16u, 1u, 1u}, {1024u, 0u, 0u}},
+            {512u, 512u, {16u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: input (L2, read), whole */
-        void *const o0_l1[1] = { DG_L1(16384) };
-        void *const o0_l2[1] = { NULL };
+        static const uint32_t c0_in_h[2] = {
+            16u,
+            17u,
+        };
+        static const uint32_t c0_pad_top[2] = {
+            1u,
+            0u,
+        };
+        /* o0: input (L2, read) */
+        void *const o0_l1[2] = { DG_L1(16384), DG_L1(22912) };
+        void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: stem.weight (L2, read), whole */
-        void *const o1_l1[1] = { DG_L1(28672) };
+        void *const o1_l1[1] = { DG_L1(29440) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: stem.weight.folded_bias (L2, read), whole */
-        void *const o2_l1[1] = { DG_L1(30400) };
+        void *const o2_l1[1] = { DG_L1(31168) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: stem_bn.out (L2, written), whole */
-        void *const o3_l1[1] = { DG_L1(0) };
-        void *const o3_l2[1] = { NULL };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: stem_bn.out (L2, written) */
+        void *const o3_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_tile_in(DG_L2(0), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w1, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w11, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(0), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .w = o1_l1[0],
                     .b = o2_l1[0],
-                    .y = o3_l1[0],
+                    .y = o3_l1[cur],
                     .batch = 1u,
                     .in_c = 3u,
-                    .in_h = 32u,
+                    .in_h = c0_in_h[t],
                     .in_w = 32u,
                     .out_c = 16u,
-                    .out_h = 16u,
+                    .out_h = 8u,
                     .out_w = 16u,
                     .k_h = 3u,
                     .k_w = 3u,
@@ -120,18 +138,20 @@ void RunNetwork(void *arg)
                     .stride_w = 2u,
                     .dil_h = 1u,
                     .dil_w = 1u,
-                    .pad_top = 1u,
+                    .pad_top = c0_pad_top[t],
                     .pad_left = 1u,
                     .group = 1u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
+            dg_tile_out(DG_L2(77824), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_tile_out(DG_L2(77824), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         DG_DUMP("stem_bn.out", DG_L2(77824), 4096u);
     }
     DG_PROFILE_END(0u, "Conv", "Conv_1");
@@ -166,11 +186,12 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(1u, "HardSwish", "HardSwish_3");
 
-    /* step 2: Conv 'Conv_4' computes in L1, 1 tile(s) of [1, 32, 16, 16] */
+    /* step 2: Conv 'Conv_4' computes in L1, 2 tile(s) of [1, 32, 8, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 512u, {16u, 1u, 1u}, {1024u, 0u, 0u}},
+            {512u, 512u, {16u, 1u, 1u}, {1024u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 2048u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -178,49 +199,58 @@ void RunNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+            {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: stem_bn.out (L2, read), whole */
-        void *const o0_l1[1] = { DG_L1(32768) };
-        void *const o0_l2[1] = { NULL };
+        /* o0: stem_bn.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(32768), DG_L1(40960) };
+        void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.expand.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(49152) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: block.expand.weight.folded_bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(51200) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: block.expand_bn.out (L2, written), whole */
-        void *const o3_l1[1] = { DG_L1(0) };
-        void *const o3_l2[1] = { NULL };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: block.expand_bn.out (L2, written) */
+        void *const o3_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_tile_in(DG_L2(77824), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w2, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w12, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(77824), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .w = o1_l1[0],
                     .b = o2_l1[0],
-                    .y = o3_l1[0],
+                    .y = o3_l1[cur],
                     .batch = 1u,
                     .in_c = 16u,
-                    .in_h = 16u,
+                    .in_h = 8u,
                     .in_w = 16u,
                     .out_c = 32u,
-                    .out_h = 16u,
+                    .out_h = 8u,
                     .out_w = 16u,
                     .k_h = 1u,
                     .k_w = 1u,
@@ -234,12 +264,14 @@ void RunNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
+            dg_tile_out(DG_L2(45056), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_tile_out(DG_L2(45056), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         DG_DUMP("block.expand_bn.out", DG_L2(45056), 8192u);
     }
     DG_PROFILE_END(2u, "Conv", "Conv_4");
@@ -274,159 +306,47 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(3u, "HardSwish", "HardSwish_6");
 
-    /* step 4: Conv 'Conv_7' computes in L1, 32 tile(s) of [1, 1, 16, 16], double-buffered */
+    /* step 4: Conv 'Conv_7' computes in L1, 4 tile(s) of [1, 8, 16, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[32] = {
-            {0u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1024u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {2048u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {3072u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4096u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {5120u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {6144u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {7168u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {8192u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {9216u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {10240u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {11264u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {12288u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {13312u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {14336u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {15360u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {17408u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {18432u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {19456u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {20480u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21504u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {22528u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {23552u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {24576u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {25600u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {26624u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {27648u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {28672u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {29696u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {30720u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {31744u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[32] = {
-            {0u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {36u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {72u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {108u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {144u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {180u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {216u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {252u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {288u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {324u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {360u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {396u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {432u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {468u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {504u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {540u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {576u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {612u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {648u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {684u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {720u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {756u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {792u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {828u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {864u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {900u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {936u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {972u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1008u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1044u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1080u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1116u, 36u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[4] = {
+            {0u, 288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {288u, 288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {576u, 288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {864u, 288u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[32] = {
-            {0u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {8u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {12u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {20u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {24u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {28u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {32u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {36u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {40u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {44u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {48u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {52u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {56u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {60u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {64u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {68u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {72u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {76u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {80u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {84u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {88u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {92u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {96u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {100u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {104u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {108u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {112u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {116u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {120u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {124u, 4u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o2_box[4] = {
+            {0u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {32u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {96u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[32] = {
-            {0u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {1024u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {2048u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {3072u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4096u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {5120u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {6144u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {7168u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {8192u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {9216u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {10240u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {11264u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {12288u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {13312u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {14336u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {15360u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {16384u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {17408u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {18432u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {19456u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {20480u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21504u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {22528u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {23552u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {24576u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {25600u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {26624u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {27648u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {28672u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {29696u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {30720u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {31744u, 1024u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[4] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {24576u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
         /* o0: block.expand_bn.out (L2, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(1024) };
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
         void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.dw.weight (L2, read) */
-        void *const o1_l1[2] = { DG_L1(4096), DG_L1(4136) };
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(33056) };
         void *const o1_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: block.dw.weight.folded_bias (L2, read) */
-        void *const o2_l1[2] = { DG_L1(4176), DG_L1(4184) };
+        void *const o2_l1[2] = { DG_L1(33344), DG_L1(33376) };
         void *const o2_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o2_q = &dg_dma_pool[4];
         /* o3: block.dw_bn.out (L2, written) */
-        void *const o3_l1[2] = { DG_L1(2048), DG_L1(3072) };
+        void *const o3_l1[2] = { DG_L1(16384), DG_L1(24576) };
         void *const o3_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o3_q = &dg_dma_pool[6];
         uint32_t t;
@@ -441,20 +361,20 @@ void RunNetwork(void *arg)
         dg_tile_in(DG_L2(45056), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w3, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w13, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        for (t = 0; t < 32u; t++) {
+        for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             dg_dma_wait(&o3_q[cur]);
-            if (t + 1u < 32u) {
+            if (t + 1u < 4u) {
                 dg_tile_in(DG_L2(45056), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
-            if (t + 1u < 32u) {
+            if (t + 1u < 4u) {
                 dg_tile_in((void *)dg_w3, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
-            if (t + 1u < 32u) {
+            if (t + 1u < 4u) {
                 dg_tile_in((void *)dg_w13, o2_l2[nxt], o2_l1[nxt], &o2_box[t + 1u], &o2_q[nxt]);
             }
             {
@@ -464,10 +384,10 @@ void RunNetwork(void *arg)
                     .b = o2_l1[cur],
                     .y = o3_l1[cur],
                     .batch = 1u,
-                    .in_c = 1u,
+                    .in_c = 8u,
                     .in_h = 16u,
                     .in_w = 16u,
-                    .out_c = 1u,
+                    .out_c = 8u,
                     .out_h = 16u,
                     .out_w = 16u,
                     .k_h = 3u,
@@ -478,7 +398,7 @@ void RunNetwork(void *arg)
                     .dil_w = 1u,
                     .pad_top = 1u,
                     .pad_left = 1u,
-                    .group = 1u,
+                    .group = 8u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
@@ -526,30 +446,64 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(5u, "HardSwish", "HardSwish_9");
 
-    /* step 6: GlobalAveragePool 'GlobalAveragePool_10' computes in L1 */
+    /* step 6: GlobalAveragePool 'GlobalAveragePool_10' computes in L1, 2 tile(s) of [1, 16, 16, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(12288), 32768u); /* block.dw_bn.out L2->L1 */
-        {
-            dg_pool_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(32768),
-                .batch = 1u,
-                .channels = 32u,
-                .in_h = 16u,
-                .in_w = 16u,
-                .out_h = 1u,
-                .out_w = 1u,
-                .k_h = 16u,
-                .k_w = 16u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {16384u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {64u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: block.dw_bn.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: block.se.pool (L2, written) */
+        void *const o1_l1[2] = { DG_L1(32768), DG_L1(32832) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(12288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(12288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_pool_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .batch = 1u,
+                    .channels = 16u,
+                    .in_h = 16u,
+                    .in_w = 16u,
+                    .out_h = 1u,
+                    .out_w = 1u,
+                    .k_h = 16u,
+                    .k_w = 16u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
+            }
+            dg_tile_out(DG_L2(45056), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L2(45056), DG_L1(32768), 128u); /* block.se.pool L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("block.se.pool", DG_L2(45056), 32u);
     }
     DG_PROFILE_END(6u, "GlobalAveragePool", "GlobalAveragePool_10");
@@ -789,11 +743,12 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(10u, "Mul", "Mul_15");
 
-    /* step 11: Conv 'Conv_16' computes in L1, 1 tile(s) of [1, 16, 16, 16] */
+    /* step 11: Conv 'Conv_16' computes in L1, 2 tile(s) of [1, 16, 8, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[1] = {
-            {0u, 32768u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[2] = {
+            {0u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
+            {512u, 512u, {32u, 1u, 1u}, {1024u, 0u, 0u}},
         };
         static const dg_box_t o1_box[1] = {
             {0u, 2048u, {1u, 1u, 1u}, {0u, 0u, 0u}},
@@ -801,49 +756,58 @@ void RunNetwork(void *arg)
         static const dg_box_t o2_box[1] = {
             {0u, 64u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o3_box[1] = {
-            {0u, 16384u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o3_box[2] = {
+            {0u, 512u, {16u, 1u, 1u}, {1024u, 0u, 0u}},
+            {512u, 512u, {16u, 1u, 1u}, {1024u, 0u, 0u}},
         };
-        /* o0: block.dw_bn.out (L2, read), whole */
-        void *const o0_l1[1] = { DG_L1(0) };
-        void *const o0_l2[1] = { NULL };
+        /* o0: block.dw_bn.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(16384) };
+        void *const o0_l2[2] = { NULL, NULL };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         /* o1: block.project.weight (L2, read), whole */
         void *const o1_l1[1] = { DG_L1(49152) };
         void *const o1_l2[1] = { NULL };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         /* o2: block.project.weight.folded_bias (L2, read), whole */
         void *const o2_l1[1] = { DG_L1(51200) };
         void *const o2_l2[1] = { NULL };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[2];
-        /* o3: block.project_bn.out (L2, written), whole */
-        void *const o3_l1[1] = { DG_L1(32768) };
-        void *const o3_l2[1] = { NULL };
-        dg_dma_q_t *const o3_q = &dg_dma_pool[3];
+        dg_dma_q_t *const o2_q = &dg_dma_pool[3];
+        /* o3: block.project_bn.out (L2, written) */
+        void *const o3_l1[2] = { DG_L1(32768), DG_L1(40960) };
+        void *const o3_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o3_q = &dg_dma_pool[4];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
+        dg_dma_init(&o3_q[1]);
         dg_tile_in(DG_L2(12288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w8, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w14, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
-        dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        for (t = 0; t < 1u; t++) {
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o3_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(12288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
             {
                 dg_conv_args_t args = {
-                    .x = o0_l1[0],
+                    .x = o0_l1[cur],
                     .w = o1_l1[0],
                     .b = o2_l1[0],
-                    .y = o3_l1[0],
+                    .y = o3_l1[cur],
                     .batch = 1u,
                     .in_c = 32u,
-                    .in_h = 16u,
+                    .in_h = 8u,
                     .in_w = 16u,
                     .out_c = 16u,
-                    .out_h = 16u,
+                    .out_h = 8u,
                     .out_w = 16u,
                     .k_h = 1u,
                     .k_w = 1u,
@@ -857,12 +821,14 @@ void RunNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
+            dg_tile_out(DG_L2(45056), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
-        dg_tile_out(DG_L2(45056), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
+        dg_dma_wait(&o3_q[1]);
         DG_DUMP("block.project_bn.out", DG_L2(45056), 4096u);
     }
     DG_PROFILE_END(11u, "Conv", "Conv_16");
@@ -910,30 +876,64 @@ void RunNetwork(void *arg)
     }
     DG_PROFILE_END(12u, "Add", "Add_18");
 
-    /* step 13: GlobalAveragePool 'GlobalAveragePool_19' computes in L1 */
+    /* step 13: GlobalAveragePool 'GlobalAveragePool_19' computes in L1, 2 tile(s) of [1, 8, 16, 16], double-buffered */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(77824), 16384u); /* stem_bn.out L2->L1 */
-        {
-            dg_pool_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(16384),
-                .batch = 1u,
-                .channels = 16u,
-                .in_h = 16u,
-                .in_w = 16u,
-                .out_h = 1u,
-                .out_w = 1u,
-                .k_h = 16u,
-                .k_w = 16u,
-                .stride_h = 1u,
-                .stride_w = 1u,
-                .dil_h = 1u,
-                .dil_w = 1u,
-            };
-            pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
+        static const dg_box_t o0_box[2] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {8192u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[2] = {
+            {0u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+            {32u, 32u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: stem_bn.out (L2, read) */
+        void *const o0_l1[2] = { DG_L1(0), DG_L1(8192) };
+        void *const o0_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: gap.out (L2, written) */
+        void *const o1_l1[2] = { DG_L1(16384), DG_L1(16416) };
+        void *const o1_l2[2] = { NULL, NULL };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o0_q[1]);
+        dg_dma_init(&o1_q[0]);
+        dg_dma_init(&o1_q[1]);
+        dg_tile_in(DG_L2(77824), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        for (t = 0; t < 2u; t++) {
+            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
+            (void)nxt;
+            dg_dma_wait(&o0_q[cur]);
+            dg_dma_wait(&o1_q[cur]);
+            if (t + 1u < 2u) {
+                dg_tile_in(DG_L2(77824), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+            }
+            {
+                dg_pool_args_t args = {
+                    .x = o0_l1[cur],
+                    .y = o1_l1[cur],
+                    .batch = 1u,
+                    .channels = 8u,
+                    .in_h = 16u,
+                    .in_w = 16u,
+                    .out_h = 1u,
+                    .out_w = 1u,
+                    .k_h = 16u,
+                    .k_w = 16u,
+                    .stride_h = 1u,
+                    .stride_w = 1u,
+                    .dil_h = 1u,
+                    .dil_w = 1u,
+                };
+                pi_cl_team_fork(NUM_CORES, dg_global_avgpool_f32, &args);
+            }
+            dg_tile_out(DG_L2(12288), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
-        dg_copy(DG_L2(12288), DG_L1(16384), 64u); /* gap.out L1->L2 */
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o0_q[1]);
+        dg_dma_wait(&o1_q[0]);
+        dg_dma_wait(&o1_q[1]);
         DG_DUMP("gap.out", DG_L2(12288), 16u);
     }
     DG_PROFILE_END(13u, "GlobalAveragePool", "GlobalAveragePool_19");

@@ -426,24 +426,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(6u, "SoftmaxCrossEntropyLossGrad", "onnx::SoftmaxCrossEntropyLoss::4_Grad/SoftmaxCrossEntropyLossGrad_0");
 
-    /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1 */
+    /* step 7: ReduceSum 'Gemm_5_Grad/ReduceSum_3' computes in L1, 1 tile(s) of [2, 10] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(15184), 80u); /* fc3.out_grad L2->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(80),
-                .nkeep = 1u,
-                .keep_shape = {10u},
-                .keep_strides = {1u},
-                .nred = 1u,
-                .red_shape = {2u},
-                .red_strides = {10u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 80u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 40u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc3.out_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: Gemm_5_Grad/dC_reduced (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(80) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(15184), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {10u},
+                    .keep_strides = {1u},
+                    .nred = 1u,
+                    .red_shape = {2u},
+                    .red_strides = {10u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L2(28496), DG_L1(80), 40u); /* Gemm_5_Grad/dC_reduced L1->L2 */
+        dg_tile_out(DG_L2(28496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("Gemm_5_Grad/dC_reduced", DG_L2(28496), 10u);
     }
     DG_PROFILE_END(7u, "ReduceSum", "Gemm_5_Grad/ReduceSum_3");
@@ -610,24 +632,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(11u, "ReluGrad", "Relu_4_Grad/ReluGrad_0");
 
-    /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1 */
+    /* step 12: ReduceSum 'Gemm_3_Grad/ReduceSum_3' computes in L1, 1 tile(s) of [2, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(14928), 256u); /* fc2.relu_grad L2->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(256),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 1u,
-                .red_shape = {2u},
-                .red_strides = {32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc2.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: Gemm_3_Grad/dC_reduced (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(14928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 1u,
+                    .red_shape = {2u},
+                    .red_strides = {32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L2(28240), DG_L1(256), 128u); /* Gemm_3_Grad/dC_reduced L1->L2 */
+        dg_tile_out(DG_L2(28240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("Gemm_3_Grad/dC_reduced", DG_L2(28240), 32u);
     }
     DG_PROFILE_END(12u, "ReduceSum", "Gemm_3_Grad/ReduceSum_3");
@@ -794,24 +838,46 @@ void RunTrainingNetwork(void *arg)
     }
     DG_PROFILE_END(16u, "ReluGrad", "Relu_2_Grad/ReluGrad_0");
 
-    /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1 */
+    /* step 17: ReduceSum 'Gemm_1_Grad/ReduceSum_2' computes in L1, 1 tile(s) of [2, 32] */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(27984), 256u); /* fc1.relu_grad L2->L1 */
-        {
-            dg_reduce_args_t args = {
-                .x = DG_L1(0),
-                .y = DG_L1(256),
-                .nkeep = 1u,
-                .keep_shape = {32u},
-                .keep_strides = {1u},
-                .nred = 1u,
-                .red_shape = {2u},
-                .red_strides = {32u},
-            };
-            pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+        static const dg_box_t o0_box[1] = {
+            {0u, 256u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        static const dg_box_t o1_box[1] = {
+            {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        };
+        /* o0: fc1.relu_grad (L2, read), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { NULL };
+        dg_dma_q_t *const o0_q = &dg_dma_pool[0];
+        /* o1: Gemm_1_Grad/dC_reduced (L2, written), whole */
+        void *const o1_l1[1] = { DG_L1(256) };
+        void *const o1_l2[1] = { NULL };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
+        uint32_t t;
+        dg_dma_init(&o0_q[0]);
+        dg_dma_init(&o1_q[0]);
+        dg_tile_in(DG_L2(27984), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
+            {
+                dg_reduce_args_t args = {
+                    .x = o0_l1[0],
+                    .y = o1_l1[0],
+                    .nkeep = 1u,
+                    .keep_shape = {32u},
+                    .keep_strides = {1u},
+                    .nred = 1u,
+                    .red_shape = {2u},
+                    .red_strides = {32u},
+                };
+                pi_cl_team_fork(NUM_CORES, dg_reduce_sum_f32, &args);
+            }
         }
-        dg_copy(DG_L2(28368), DG_L1(256), 128u); /* Gemm_1_Grad/dC_reduced L1->L2 */
+        dg_tile_out(DG_L2(28368), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
         DG_DUMP("Gemm_1_Grad/dC_reduced", DG_L2(28368), 32u);
     }
     DG_PROFILE_END(17u, "ReduceSum", "Gemm_1_Grad/ReduceSum_2");
