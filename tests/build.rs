@@ -252,18 +252,21 @@ fn a_model_without_test_data_warns_and_its_run_fails_saying_why() {
 
 #[test]
 fn a_node_its_kernel_binding_refuses_is_exit_2_before_anything_is_written() {
-    // Gather's kernel takes constant indices only: runtime indices are
-    // refused when generating code.
+    // The MatMul kernel has no batch transposes: FusedMatMul with
+    // transBatchA is refused when generating code.
     let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("m");
+    std::fs::create_dir(&dir).unwrap();
     let mut b = common::ModelBuilder::new();
-    b.input("x", common::F32, &[4, 3]).input("idx", common::I64, &[2]).output("y", common::F32, &[2, 3]);
-    b.node("Gather", &["x", "idx"], &["y"], vec![]);
-    b.write(tmp.path(), "network.onnx");
+    b.opsets.push(("com.microsoft".into(), 1));
+    b.input("a", common::F32, &[2, 3, 4]).input("b", common::F32, &[2, 4, 5]).output("y", common::F32, &[2, 3, 5]);
+    b.node_in("FusedMatMul", "com.microsoft", &["a", "b"], &["y"], vec![common::attr_int("transBatchA", 1)]);
+    b.write(&dir, "network.onnx");
     let out = tmp.path().join("p");
-    let o = build(tmp.path(), "GAP9", "L2", &out, &[]);
+    let o = build(&dir, "GAP9", "L2", &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("Gather") && err.contains("must be a constant"), "{err}");
+    assert!(err.contains("FusedMatMul") && err.contains("transBatchA"), "{err}");
     assert!(!out.exists());
 }
 
@@ -310,8 +313,14 @@ fn check_force_and_byte_identical_output() {
     let diff = String::from_utf8_lossy(&o.stdout);
     assert!(diff.contains("--- a/main.c") && diff.contains("-#include \"extra.h\""), "{diff}");
     assert!(!Path::new("unused").exists());
+    // --force does not replace a generated file someone edited: exit 2
+    // naming it; put back as generated, the folder is replaced.
     let o = build(&model, "Siracusa", "L3", &a, &["--force"]);
-    assert!(o.status.success());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("main.c"), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(&main, &text).unwrap();
+    let o = build(&model, "Siracusa", "L3", &a, &["--force"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read(&main).unwrap(), std::fs::read(b.join("main.c")).unwrap());
 }
 
