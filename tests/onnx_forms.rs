@@ -115,7 +115,7 @@ fn ceil_mode_drops_a_window_that_starts_in_the_padding() {
             &["x"],
             &["y"],
             vec![
-                attr_ints("kernel_shape", &[1, 1]),
+                attr_ints("kernel_shape", &[2, 2]),
                 attr_ints("strides", &[2, 2]),
                 attr_ints("pads", &[0, 0, 1, 1]),
                 attr_int("ceil_mode", 1),

@@ -644,7 +644,18 @@ fn inspect_text_shows_the_plan_and_svg_draws_it() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("map.svg");
     let out = deploygen()
-        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--default-mem", "L2", "--svg"])
+        // Without recompute: the count below plans the model as it is.
+        .args([
+            "inspect",
+            &model_arg("resnet8"),
+            "--platform",
+            "GAP9",
+            "--default-mem",
+            "L2",
+            "--recompute",
+            "off",
+            "--svg",
+        ])
         .arg(&svg)
         .output()
         .unwrap();
@@ -688,12 +699,12 @@ fn inspect_text_shows_the_plan_and_svg_draws_it() {
 #[test]
 fn inspect_errors_exit_2_with_numbers() {
     deploygen()
-        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--default-mem", "L2", "--l2", "900000"])
+        .args(["inspect", &model_arg("resnet8"), "--platform", "GAP9", "--default-mem", "L2", "--l2", "600000"])
         .assert()
         .code(2)
         .stderr(
             predicate::str::contains("needs")
-                .and(predicate::str::contains("900,000 B"))
+                .and(predicate::str::contains("600,000 B"))
                 .and(predicate::str::contains("--default-mem L3")),
         );
     deploygen()

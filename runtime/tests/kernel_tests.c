@@ -561,6 +561,7 @@ static void c_softmax_grad(tc_t *t)
 static void c_sce(tc_t *t)
 {
     dg_sce_args_t a;
+    memset(&a, 0, sizeof a); /* optional fields (class weights) unset */
     a.batch = P("sce", 0);
     a.classes = P("sce", 1);
     a.inner = P("sce", 2);
