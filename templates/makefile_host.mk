@@ -55,6 +55,20 @@ endif
 app: $(OBJS) $(RUNTIME_LIB)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -no-pie -o $@ $(OBJS) $(RUNTIME_LIB) -lm -pthread $(EXTRA_LDFLAGS)
 
+{%- if !b.demo_sources.is_empty() %}
+
+# make -f Makefile.host demo: ./demo, the client of dg_model.h (demo.c)
+# that trains, exports, imports and predicts through the API.
+DEMO_SRCS = $(filter-out main.c,$(SRCS)){% for s in b.demo_sources %} {{ s }}{% endfor %}
+DEMO_OBJS = $(DEMO_SRCS:.c=.o)
+ifeq ($(RUNTIME_LIB),)
+DEMO_OBJS += $(RUNTIME_SRCS:.c=.o)
+endif
+
+demo: $(DEMO_OBJS) $(RUNTIME_LIB)
+	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -no-pie -o $@ $(DEMO_OBJS) $(RUNTIME_LIB) -lm -pthread $(EXTRA_LDFLAGS)
+{%- endif %}
+
 %.o: %.c $(HDRS)
 	$(CC) $(CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
@@ -72,4 +86,4 @@ runtime-flags:
 	@echo '$(CC) $(CFLAGS) $(EXTRA_CFLAGS)'
 
 clean:
-	rm -f app runtime.a $(SRCS:.c=.o) $(RUNTIME_SRCS:.c=.o)
+	rm -f app runtime.a $(SRCS:.c=.o) $(RUNTIME_SRCS:.c=.o){% if !b.demo_sources.is_empty() %} demo $(DEMO_SRCS:.c=.o){% endif %}

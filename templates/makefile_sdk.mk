@@ -11,6 +11,13 @@ APP_SRCS = \
 {%- for s in b.runtime_sources %}
 	{{ s }}{% if !loop.last %} \{% endif %}
 {%- endfor %}
+{%- if !b.demo_sources.is_empty() %}
+# make ... DG_APP=demo: demo.c, the client of dg_model.h, instead of the
+# harness main.c.
+ifeq ($(DG_APP),demo)
+APP_SRCS := $(filter-out main.c,$(APP_SRCS)){% for s in b.demo_sources %} {{ s }}{% endfor %}
+endif
+{%- endif %}
 APP_CFLAGS = -std=gnu99 -O2 -D{{ c.platform_define }} -DNUM_CORES={{ c.cores }} \
 	-I$(CURDIR) -I$(CURDIR)/runtime/kernels -I$(CURDIR)/runtime/mem -I$(CURDIR)/runtime/harness
 APP_LDFLAGS = -lm

@@ -262,6 +262,17 @@ fn golden_projects_compile_on_the_host() {
                         String::from_utf8_lossy(&o.stderr)
                     ));
                 }
+                // A training project's second client, demo.c (dg_model.h).
+                if dir.join("demo.c").is_file() {
+                    let o = make.arg("demo").output().unwrap();
+                    if !o.status.success() || !dir.join("demo").is_file() {
+                        failures.lock().unwrap().push(format!(
+                            "{name}: make -f Makefile.host demo failed\n{}{}",
+                            String::from_utf8_lossy(&o.stdout),
+                            String::from_utf8_lossy(&o.stderr)
+                        ));
+                    }
+                }
             });
         }
     });

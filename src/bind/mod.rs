@@ -47,6 +47,10 @@ pub use schedule::Schedule;
 
 pub const INPUTS_FILE: &str = "inputs.npz";
 pub const OUTPUTS_FILE: &str = "outputs.npz";
+/// References of a training model's prediction after its training run
+/// (`tools/make_predict_refs.py`): one array per forward output, on
+/// mini-batch 0. The generated `demo.c` compares against them.
+pub const PREDICT_FILE: &str = "predict.npz";
 
 #[derive(Clone, Debug, Default)]
 pub struct BindOptions {
@@ -177,6 +181,8 @@ pub struct Binding {
     /// per-mini-batch slots (one mini-batch): bound as constants, their one
     /// value serving every pass.
     pub held_constant: Vec<String>,
+    /// `predict.npz`: forward output name → its value after training.
+    pub predict_refs: Vec<(String, TensorData)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -240,7 +246,40 @@ pub fn bind(model: &Model, opts: &BindOptions) -> Result<Binding> {
     let inputs = npz::read(&path)?;
     let out_path = model.dir.join(OUTPUTS_FILE);
     let outputs = if crate::import::regular_file(&out_path)? { Some(npz::read(&out_path)?) } else { None };
-    bind_data(model, &inputs, outputs.as_ref(), opts)
+    let mut binding = bind_data(model, &inputs, outputs.as_ref(), opts)?;
+    let predict_path = model.dir.join(PREDICT_FILE);
+    if model.roles.is_training() && crate::import::regular_file(&predict_path)? {
+        binding.predict_refs = predict_refs(model, &npz::read_all(&predict_path)?)?;
+    }
+    Ok(binding)
+}
+
+/// `predict.npz`'s arrays, each the value of a forward output of the
+/// training graph with as many elements as that output.
+fn predict_refs(model: &Model, z: &npz::Loaded) -> Result<Vec<(String, TensorData)>> {
+    let g = &model.graph;
+    let outputs = crate::lower::forward::forward(model)
+        .map(|f| f.outputs.iter().map(|&t| g.name_of(t).to_string()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let err = |key: &str, detail: String| Error::Npz { path: z.path.clone(), key: Some(key.to_string()), detail };
+    let mut refs = vec![];
+    for (key, data) in &z.arrays {
+        let Some(t) = outputs.iter().find(|o| *o == key).and_then(|o| g.id(o)) else {
+            return Err(err(
+                key,
+                format!(
+                    "not a forward output of the training graph (forward outputs: {})",
+                    quoted(outputs.iter().map(String::as_str))
+                ),
+            ));
+        };
+        let want = g.tensor(t).ty.numel();
+        if want.is_some_and(|n| n != data.numel()) {
+            return Err(err(key, format!("holds {} values, the output has {}", data.numel(), want.unwrap_or(0))));
+        }
+        refs.push((key.clone(), data.clone()));
+    }
+    Ok(refs)
 }
 
 /// Bind already-read data; `bind` reads the files. The steps are
@@ -279,6 +318,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         notes: d.notes,
         tolerance: d.meta.tolerance,
         held_constant: d.held_constant,
+        predict_refs: vec![],
     };
     match outputs {
         Some(o) => bind_outputs(model, &mut binding, o)?,

@@ -12,6 +12,8 @@ use crate::plan::{self, Level};
 #[derive(Clone, Debug, Default)]
 pub struct BuildFiles {
     pub sources: Vec<String>,
+    /// The sources of `demo` (a training project's API client) but main.c's.
+    pub demo_sources: Vec<String>,
     pub runtime_sources: Vec<String>,
     pub l1_heap: u64,
     pub l2_heap: u64,
@@ -22,8 +24,10 @@ pub struct BuildFiles {
 
 pub(super) fn build(c: &Common, plan: &plan::Plan, net: &Network, w: &Weights, test_image: bool) -> Result<BuildFiles> {
     let mut sources = vec!["main.c".to_string(), format!("{}.c", c.net), "Weights.c".to_string()];
+    let mut demo_sources = vec![];
     if c.training {
         sources.push("OptimizerNetwork.c".into());
+        demo_sources = ["demo.c", "dg_model.c", "PredictNetwork.c"].map(String::from).to_vec();
     }
     // A tiled node's calls are in its tile loop.
     let nodes = net.main_nodes.iter().chain(&net.opt_nodes);
@@ -45,6 +49,7 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, net: &Network, w: &Weights, t
     }
     Ok(BuildFiles {
         sources,
+        demo_sources,
         runtime_sources,
         l1_heap: budget(Level::L1),
         l2_heap: budget(Level::L2).saturating_sub(plan.level(Level::L2).static_bytes),

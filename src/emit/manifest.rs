@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::harness::Harness;
+use super::model_api::ModelApi;
 use super::weights::Weights;
 use super::{Common, L3_IMAGE, TEST_DATA_IMAGE};
 use crate::plan::{self, Level};
@@ -44,6 +45,24 @@ pub struct Manifest {
     /// with its SHA-256: what `build --force` may replace.
     #[serde(default)]
     pub files: Vec<WrittenFile>,
+    /// The application API of a training project (`dg_model.h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_api: Option<ModelApiSummary>,
+}
+
+/// What `dg_model.h` offers: its inputs and predict outputs by index,
+/// the checkpoint's size, and what `demo.c` compares.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ModelApiSummary {
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    /// Why `dg_model_predict` is not offered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_predict: Option<String>,
+    pub checkpoint_bytes: u64,
+    pub checkpoint_layout: String,
+    /// Values `demo.c` compares with `predict.npz`.
+    pub demo_compared: u64,
 }
 
 /// One file of the project as deploygen wrote it.
@@ -99,7 +118,7 @@ pub struct WeightSupply {
 }
 
 /// The manifest of a project with these parts.
-pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness) -> Manifest {
+pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness, api: Option<&ModelApi>) -> Manifest {
     let memory = Level::ALL
         .into_iter()
         .map(|l| {
@@ -132,5 +151,13 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness) -> 
             }
         }),
         files: vec![],
+        model_api: api.map(|a| ModelApiSummary {
+            inputs: a.input_names.clone(),
+            outputs: a.output_names.clone(),
+            no_predict: a.no_predict.clone(),
+            checkpoint_bytes: super::model_api::HEADER_BYTES + a.state_bytes,
+            checkpoint_layout: a.layout_hash.trim_end_matches('u').to_string(),
+            demo_compared: a.demo_expected,
+        }),
     }
 }

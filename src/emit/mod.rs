@@ -25,6 +25,7 @@ mod args;
 mod build_files;
 mod harness;
 pub mod manifest;
+mod model_api;
 mod network;
 mod project;
 mod render;
@@ -189,10 +190,12 @@ pub fn generate(
     let net = network::build(&ctx, binding)?;
     let w = weights::build(&ctx, binding, opts.hex_files)?;
     let h = harness::build(&ctx, binding, &net, &name, opts.tolerance)?;
+    let api = if training { Some(model_api::build(&ctx, binding, &net, &h)?) } else { None };
     let b = build_files::build(&common, plan, &net, &w, h.test_l3.is_some())?;
-    let manifest = manifest::build(&common, plan, &w, &h);
+    let manifest = manifest::build(&common, plan, &w, &h, api.as_ref());
 
-    let mut files = render::render(&render::Parts { c: &common, net: &net, w: &w, h: &h, b: &b })?;
+    let parts = render::Parts { c: &common, net: &net, w: &w, h: &h, b: &b, api: api.as_ref() };
+    let mut files = render::render(&parts)?;
     if h.test_l3.is_some() {
         files.push((PathBuf::from(format!("hex/{TEST_DATA_IMAGE}")), h.test_image.clone()));
     }

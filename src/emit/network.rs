@@ -3,6 +3,8 @@
 //! tables (`DeeployNetwork_inputs[]`, …), the optimizer's, and the
 //! copies that carry a run's updates to the next.
 
+use petgraph::stable_graph::NodeIndex;
+
 use super::{args, tiled, Copy, Ctx};
 use crate::bind;
 use crate::error::{Error, Result};
@@ -64,6 +66,9 @@ pub struct Network {
     pub inputs: Vec<TableEntry>,
     pub outputs: Vec<TableEntry>,
     pub main_nodes: Vec<NodeCode>,
+    /// Each main node's graph node and schedule step, in `main_nodes` order.
+    pub main_index: Vec<NodeIndex>,
+    pub main_steps: Vec<u32>,
     /// DMA queues of each file's static pool: the most any tiled node uses.
     pub main_queues: usize,
     /// Copies that carry a run's updates into the buffers the next run
@@ -75,6 +80,8 @@ pub struct Network {
     /// Optimizer state (momentum, AdamW's moments and step count), zeroed
     /// at Init: the first step starts from zero.
     pub opt_state: Vec<TableEntry>,
+    /// The optimizer state's tensor names, in `opt_state` order.
+    pub opt_state_names: Vec<String>,
     pub opt_nodes: Vec<NodeCode>,
     pub opt_queues: usize,
     /// Graph-input names in table order, graph-output names likewise.
@@ -93,7 +100,11 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>) -> Result<Networ
     for n in plan.nodes.iter().filter(|n| n.exec.is_some()) {
         let code = node_code(ctx, n)?;
         match n.graph {
-            GraphSel::Main => net.main_nodes.push(code),
+            GraphSel::Main => {
+                net.main_nodes.push(code);
+                net.main_index.push(schedule_node(ctx, n)?);
+                net.main_steps.push(n.step);
+            }
             GraphSel::Optimizer => net.opt_nodes.push(code),
         }
     }
@@ -115,7 +126,10 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>) -> Result<Networ
             net.opt_inputs.push(table_entry(ctx, id, n));
             match model.roles.optimizer.get(n) {
                 Some(Role::LearningRate) => net.lr_expr = Some(ctx.expr(id)),
-                Some(Role::OptimizerState) => net.opt_state.push(table_entry(ctx, id, n)),
+                Some(Role::OptimizerState) => {
+                    net.opt_state.push(table_entry(ctx, id, n));
+                    net.opt_state_names.push(n.to_string());
+                }
                 _ => {}
             }
         }
@@ -208,11 +222,7 @@ fn state_copies(
 /// call(s), as the plan places the operands.
 fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
-    let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
-    let ni = *g
-        .schedule
-        .get((n.step - base) as usize)
-        .ok_or_else(|| Error::plan(format!("plan step {} of node '{}' is not in the schedule", n.step, n.name)))?;
+    let ni = schedule_node(ctx, n)?;
     let node = g.node(ni);
     let binding = ops::of(node).kernel.ok_or_else(|| {
         let known = ops::with_kernels();
@@ -360,6 +370,16 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         dumps,
         profile: profile_args(n, node),
     })
+}
+
+/// The graph node a plan step runs.
+fn schedule_node(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeIndex> {
+    let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
+    ctx.graph(n.graph)
+        .schedule
+        .get((n.step - base) as usize)
+        .copied()
+        .ok_or_else(|| Error::plan(format!("plan step {} of node '{}' is not in the schedule", n.step, n.name)))
 }
 
 /// `; recomputed: copy of 'node'` after a node the planner added to

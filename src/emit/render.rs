@@ -6,6 +6,7 @@ use askama::Template;
 
 use super::build_files::BuildFiles;
 use super::harness::Harness;
+use super::model_api::ModelApi;
 use super::network::Network;
 use super::weights::Weights;
 use super::Common;
@@ -58,6 +59,8 @@ pub struct Parts<'a> {
     pub w: &'a Weights,
     pub h: &'a Harness,
     pub b: &'a BuildFiles,
+    /// The application API (training projects).
+    pub api: Option<&'a ModelApi>,
 }
 
 macro_rules! template {
@@ -78,6 +81,11 @@ template!(OptimizerC, "optimizer.c", c: Common, nw: Network);
 template!(TestInputs, "testinputs.h", c: Common, h: Harness);
 template!(TestOutputs, "testoutputs.h", c: Common, h: Harness);
 template!(MainC, "main.c", c: Common, h: Harness);
+template!(ModelH, "dg_model.h", c: Common, api: ModelApi);
+template!(ModelC, "dg_model.c", c: Common, api: ModelApi);
+template!(PredictC, "predict.c", c: Common, api: ModelApi);
+template!(DemoC, "demo.c", c: Common, api: ModelApi);
+template!(TestPredict, "testpredict.h", c: Common, api: ModelApi);
 template!(MakefileHost, "makefile_host.mk", c: Common, b: BuildFiles);
 template!(MakefileSdk, "makefile_sdk.mk", c: Common, b: BuildFiles);
 template!(CMakeLists, "cmakelists.txt", c: Common, b: BuildFiles);
@@ -106,6 +114,13 @@ pub fn render(p: &Parts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     if c.training {
         files.push((PathBuf::from("OptimizerNetwork.h"), text(&OptimizerH { c, nw }, "the optimizer header")?));
         files.push((PathBuf::from("OptimizerNetwork.c"), text(&OptimizerC { c, nw }, "the optimizer")?));
+    }
+    if let Some(api) = p.api {
+        files.push((PathBuf::from("dg_model.h"), text(&ModelH { c, api }, "dg_model.h")?));
+        files.push((PathBuf::from("dg_model.c"), text(&ModelC { c, api }, "dg_model.c")?));
+        files.push((PathBuf::from("PredictNetwork.c"), text(&PredictC { c, api }, "PredictNetwork.c")?));
+        files.push((PathBuf::from("demo.c"), text(&DemoC { c, api }, "demo.c")?));
+        files.push((PathBuf::from("testpredict.h"), text(&TestPredict { c, api }, "testpredict.h")?));
     }
     match c.sdk_build {
         SdkBuild::PulpMake => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { c, b }, "Makefile")?)),
