@@ -37,8 +37,37 @@ pub struct Report {
     pub derived: Option<crate::ir::train::Derived>,
     /// Symbolic dims with the value each took and where it came from.
     pub dims: Vec<crate::ir::DimValue>,
+    /// What `dg_model_predict` of a training project runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predict: Option<PredictReport>,
     /// Import and lowering warnings (both graphs), one line each.
     pub warnings: Vec<String>,
+}
+
+/// The forward part of a training graph, which `dg_model_predict` runs in
+/// the training step's own buffers (it adds no memory to the plan).
+#[derive(Clone, Serialize)]
+pub struct PredictReport {
+    pub nodes: usize,
+    pub outputs: Vec<String>,
+    /// Why there is no prediction, when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub none: Option<String>,
+}
+
+fn predict_report(model: &Model) -> Option<PredictReport> {
+    if !model.roles.is_training() {
+        return None;
+    }
+    let g = &model.graph;
+    Some(match crate::lower::forward::forward(model) {
+        Ok(f) => PredictReport {
+            nodes: f.nodes.len(),
+            outputs: f.outputs.iter().map(|&t| g.name_of(t).to_string()).collect(),
+            none: None,
+        },
+        Err(e) => PredictReport { nodes: 0, outputs: vec![], none: Some(e.to_string()) },
+    })
 }
 
 #[derive(Clone, Serialize)]
@@ -145,6 +174,7 @@ pub fn report(model: &Model) -> Report {
         }),
         derived: model.derived.clone(),
         dims: model.dims.clone(),
+        predict: predict_report(model),
         warnings: g.warnings.iter().chain(model.optimizer.iter().flat_map(|og| &og.warnings)).cloned().collect(),
     }
 }
@@ -289,6 +319,18 @@ pub fn text(model: &Model) -> String {
             writeln!(o, "\noptimizer    {} ({}: {})", opt.path, crate::text::count(opt.nodes, "node"), ops.join(", "));
         table(&mut o, &opt.inputs);
         table(&mut o, &opt.outputs);
+    }
+    if let Some(p) = &r.predict {
+        let _ = match &p.none {
+            None => writeln!(
+                o,
+                "\npredict      dg_model.h: {} of the forward part, outputs {}; it runs in the training step's \
+                 buffers and adds no memory",
+                crate::text::count(p.nodes, "node"),
+                p.outputs.join(", ")
+            ),
+            Some(why) => writeln!(o, "\npredict      none: {why}"),
+        };
     }
     if !r.warnings.is_empty() {
         let _ = writeln!(o);

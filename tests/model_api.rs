@@ -176,3 +176,23 @@ fn a_predict_file_for_another_tensor_is_refused() {
     assert!(err.contains("predict.npz") && err.contains("fc3.out") && err.contains("not a forward output"), "{err}");
     assert!(!work.path().join("p").exists());
 }
+
+#[test]
+fn inspect_says_what_predict_runs() {
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("inspect")
+        .arg(root().join("models/cnn_derived_adamw"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    let line = text.lines().find(|l| l.starts_with("predict ")).unwrap_or_else(|| panic!("no predict line:\n{text}"));
+    assert!(line.contains("outputs logits") && line.contains("adds no memory"), "{line}");
+    // An inference model has no such line.
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("inspect")
+        .arg(root().join("models/kws_cnn"))
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("predict ")));
+}
