@@ -382,6 +382,8 @@ fn check_project(model: &str, platform: &'static str, level: &'static str) -> Ve
         "TrainingNetwork.c",
         "Network.c",
         "OptimizerNetwork.c",
+        "PredictNetwork.c",
+        "dg_model.c",
         "runtime/mem/dg_mem.c",
         "runtime/harness/dg_check.c",
     ] {
@@ -405,7 +407,12 @@ fn check_project(model: &str, platform: &'static str, level: &'static str) -> Ve
     // Core 0 runs its share of each fork on the same stack where it is the controller.
     let forked = if chip.separate_controller() { 0 } else { deploygen::target::kernel_max() };
     let mut bad = vec![];
-    let tasks: Vec<&String> = code.funcs.keys().filter(|f| f.ends_with("_task@main.c.o")).collect();
+    // The harness's tasks, and the one dg_model.h sends that main.c does not.
+    let tasks: Vec<&String> =
+        code.funcs.keys().filter(|f| f.ends_with("_task@main.c.o") || f.as_str() == "RunPredictNetwork").collect();
+    if files.iter().any(|(p, _)| p.ends_with("PredictNetwork.c")) {
+        assert!(tasks.iter().any(|t| t.as_str() == "RunPredictNetwork"), "{model}: RunPredictNetwork not found");
+    }
     assert!(
         tasks.len() >= 2,
         "{model}: no task functions found in main.c: {:?}",
