@@ -196,3 +196,37 @@ fn inspect_says_what_predict_runs() {
         .unwrap();
     assert!(!String::from_utf8_lossy(&o.stdout).lines().any(|l| l.starts_with("predict ")));
 }
+
+/// After `make demo` (and `make`), `build --check` finds the folder as
+/// generated and `build --force` may replace it: what make builds is not
+/// the user's.
+#[test]
+fn make_outputs_are_no_difference_and_no_obstacle() {
+    if !have_gcc() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let dir = demo_project(work.path(), "simple_mlp", "host", "L2", "");
+    let o = Command::new("make").args(["-s", "-j2", "-f", "Makefile.host"]).current_dir(&dir).output().unwrap();
+    assert!(o.status.success() && dir.join("app").is_file() && dir.join("demo").is_file());
+    let model = root().join("models/simple_mlp");
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("build")
+        .arg(&model)
+        .args(["--platform", "host", "--check"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{said}");
+    assert!(!said.contains("only in"), "{said}");
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("build")
+        .arg(&model)
+        .args(["--platform", "host", "--force", "--out"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!dir.join("demo").exists(), "the replaced folder still holds the old demo");
+}

@@ -117,16 +117,18 @@ impl Project {
 
     /// Compare with an existing project folder: a unified diff of every
     /// file that differs, is missing or is extra; empty when identical.
+    /// What the project's make rules build there is not a difference.
     pub fn check(&self, dir: &Path) -> Result<String> {
         let mut out = String::new();
         let mut expected: BTreeMap<PathBuf, &[u8]> = BTreeMap::new();
         for (p, d) in &self.files {
             expected.insert(p.clone(), d);
         }
+        let listed: std::collections::BTreeSet<PathBuf> = expected.keys().cloned().collect();
         let mut found: Vec<PathBuf> = vec![];
         list_files(dir, Path::new(""), &mut found)?;
         for rel in &found {
-            if !expected.contains_key(rel) {
+            if !expected.contains_key(rel) && !made_by_make(rel, &listed) {
                 out.push_str(&format!("only in {}: {}\n", dir.display(), rel.display()));
             }
         }
@@ -194,10 +196,11 @@ fn replaceable(out: &Path, force: bool) -> Result<bool> {
 }
 
 /// What the project's own make rules build from a project holding
-/// `listed`: `app`, `runtime.a`, `dumps.bin` (a dump run), one `.o` per
-/// listed `.c`, and the SDK's `BUILD/` and CMake's `build/` folders.
+/// `listed`: `app`, `demo` (a training project's API client), `runtime.a`,
+/// `dumps.bin` (a dump run), one `.o` per listed `.c`, and the SDK's
+/// `BUILD/` and CMake's `build/` folders.
 fn made_by_make(rel: &Path, listed: &std::collections::BTreeSet<PathBuf>) -> bool {
-    if ["app", "runtime.a", "dumps.bin"].iter().any(|f| rel == Path::new(f)) {
+    if ["app", "demo", "runtime.a", "dumps.bin"].iter().any(|f| rel == Path::new(f)) {
         return true;
     }
     if rel.starts_with("BUILD") || rel.starts_with("build") {
