@@ -156,7 +156,7 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness, api
             outputs: a.output_names.clone(),
             no_predict: a.no_predict.clone(),
             checkpoint_bytes: super::model_api::HEADER_BYTES + a.state_bytes,
-            checkpoint_layout: a.layout_hash.trim_end_matches('u').to_string(),
+            checkpoint_layout: a.layout_hash.clone(),
             demo_compared: a.demo_expected,
         }),
     }

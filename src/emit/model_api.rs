@@ -69,8 +69,10 @@ pub struct ModelApi {
     pub state: Vec<Port>,
     pub state_bytes: u64,
     pub checkpoint_bytes: u64,
-    /// FNV-1a of the checkpoint's layout, as a C literal.
+    /// FNV-1a of the checkpoint's layout, as a C literal (in a comment:
+    /// the C computes it from `layout_lit`, the layout as string content).
     pub layout_hash: String,
+    pub layout_lit: String,
     pub predict_nodes: Vec<NodeCode>,
     /// DMA queues of `PredictNetwork.c`'s pool.
     pub predict_queues: usize,
@@ -163,7 +165,8 @@ fn checkpoint(ctx: &Ctx, net: &Network, api: &mut ModelApi) {
     }
     api.state_bytes = api.state.iter().map(|p| p.bytes).sum();
     api.checkpoint_bytes = HEADER_BYTES + api.state_bytes;
-    api.layout_hash = format!("0x{:08x}u", fnv1a(layout.as_bytes()));
+    api.layout_hash = format!("0x{:08x}", fnv1a(layout.as_bytes()));
+    api.layout_lit = c_string(&layout);
 }
 
 /// The forward part's nodes and outputs; `no_predict` says why there is
@@ -253,9 +256,9 @@ fn demo(
     api.demo_out_bytes = api.outputs.iter().map(|p| p.bytes).max().unwrap_or(0);
     if api.demo_refs.is_empty() {
         api.demo_no_refs = Some(c_string(format!(
-            "no references of the trained model's prediction: make {} with `python tools/make_predict_refs.py {}`",
-            bind::PREDICT_FILE,
-            ctx.model.dir.display()
+            "no references of the trained model's prediction: make {} in the model's folder with `python \
+             tools/make_predict_refs.py MODEL_DIR`",
+            bind::PREDICT_FILE
         )));
     }
     Ok(())

@@ -24,7 +24,6 @@ void RunPredictNetwork(void *arg);
 #endif
 
 #define DG_MODEL_MAGIC 0x4B434744u /* "DGCK", little-endian */
-#define DG_MODEL_LAYOUT 0xfa0b7961u
 #define DG_MODEL_HEADER_WORDS 5u
 #define DG_MODEL_STATE_BYTES 98412u
 
@@ -52,6 +51,11 @@ static const uint32_t dg_n_inputs = 2u;
 static const uint32_t dg_n_outputs = 1u;
 static const uint32_t dg_n_state = 41u;
 
+/* What the checkpoint holds (kind, name, bytes per buffer); its FNV-1a is
+ * the checkpoint's layout hash (0xfa0b7961). */
+static const char dg_layout_text[] = "deploygen checkpoint\012w\011tok.conv1.weight\0111728\012w\011tok.conv2.weight\01118432\012w\011pos_embedding\0118192\012w\011blk0.ln1.weight\011128\012w\011blk0.ln1.bias\011128\012w\011blk0.q.weight\0114096\012w\011blk0.q.bias\011128\012w\011blk0.k.weight\0114096\012w\011blk0.k.bias\011128\012w\011blk0.v.weight\0114096\012w\011blk0.v.bias\011128\012w\011blk0.proj.weight\0114096\012w\011blk0.proj.bias\011128\012w\011blk0.ln2.weight\011128\012w\011blk0.ln2.bias\011128\012w\011blk0.fc1.weight\0118192\012w\011blk0.fc1.bias\011256\012w\011blk0.fc2.weight\0118192\012w\011blk0.fc2.bias\011128\012w\011blk1.ln1.weight\011128\012w\011blk1.ln1.bias\011128\012w\011blk1.q.weight\0114096\012w\011blk1.q.bias\011128\012w\011blk1.k.weight\0114096\012w\011blk1.k.bias\011128\012w\011blk1.v.weight\0114096\012w\011blk1.v.bias\011128\012w\011blk1.proj.weight\0114096\012w\011blk1.proj.bias\011128\012w\011blk1.ln2.weight\011128\012w\011blk1.ln2.bias\011128\012w\011blk1.fc1.weight\0118192\012w\011blk1.fc1.bias\011256\012w\011blk1.fc2.weight\0118192\012w\011blk1.fc2.bias\011128\012w\011norm.weight\011128\012w\011norm.bias\011128\012w\011seqpool.weight\011128\012w\011seqpool.bias\0114\012w\011fc.weight\0111280\012w\011fc.bias\01140\012";
+static uint32_t dg_layout;
+
 static struct pi_device *dg_cluster;
 static int dg_ready;
 static uint32_t dg_accum;
@@ -60,6 +64,15 @@ static float dg_last_loss;
 /* The cluster stacks, allocated here (not beside the arena by the SDK). */
 static void *dg_stacks;
 #endif
+
+/* FNV-1a (the layout and the payload): any one changed byte changes it. */
+static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x01000193u;
+    return h;
+}
 
 static void fill_tables(void)
 {
@@ -170,6 +183,7 @@ int dg_model_init(struct pi_device *cluster)
         return DG_MODEL_EMEMORY;
 #endif
     fill_tables();
+    dg_layout = hash_bytes(0x811c9dc5u, (const uint8_t *)dg_layout_text, (uint32_t)(sizeof dg_layout_text - 1));
     dg_ready = 1;
     return dg_model_set_learning_rate(0.01f);
 }
@@ -289,15 +303,6 @@ uint32_t dg_model_weights_bytes(void)
     return 4u * DG_MODEL_HEADER_WORDS + DG_MODEL_STATE_BYTES;
 }
 
-/* FNV-1a over the payload: any one changed byte changes it. */
-static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
-{
-    uint32_t i;
-    for (i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x01000193u;
-    return h;
-}
-
 static void put_u32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -326,7 +331,7 @@ int dg_model_export_weights(void *dst, uint32_t bytes)
     }
     put_u32(out, DG_MODEL_MAGIC);
     put_u32(out + 4, DG_MODEL_CHECKPOINT_VERSION);
-    put_u32(out + 8, DG_MODEL_LAYOUT);
+    put_u32(out + 8, dg_layout);
     put_u32(out + 12, DG_MODEL_STATE_BYTES);
     put_u32(out + 16, hash_bytes(0x811c9dc5u, out + 4u * DG_MODEL_HEADER_WORDS, DG_MODEL_STATE_BYTES));
     return DG_MODEL_OK;
@@ -341,7 +346,7 @@ int dg_model_import_weights(const void *src, uint32_t bytes)
     if (src == NULL || bytes != dg_model_weights_bytes())
         return DG_MODEL_ECHECKPOINT;
     if (get_u32(in) != DG_MODEL_MAGIC || get_u32(in + 4) != DG_MODEL_CHECKPOINT_VERSION ||
-        get_u32(in + 8) != DG_MODEL_LAYOUT || get_u32(in + 12) != DG_MODEL_STATE_BYTES)
+        get_u32(in + 8) != dg_layout || get_u32(in + 12) != DG_MODEL_STATE_BYTES)
         return DG_MODEL_ECHECKPOINT;
     p = in + 4u * DG_MODEL_HEADER_WORDS;
     if (get_u32(in + 16) != hash_bytes(0x811c9dc5u, p, DG_MODEL_STATE_BYTES))

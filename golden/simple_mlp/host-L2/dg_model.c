@@ -24,7 +24,6 @@ void RunPredictNetwork(void *arg);
 #endif
 
 #define DG_MODEL_MAGIC 0x4B434744u /* "DGCK", little-endian */
-#define DG_MODEL_LAYOUT 0xadb6989bu
 #define DG_MODEL_HEADER_WORDS 5u
 #define DG_MODEL_STATE_BYTES 13864u
 
@@ -52,6 +51,11 @@ static const uint32_t dg_n_inputs = 2u;
 static const uint32_t dg_n_outputs = 1u;
 static const uint32_t dg_n_state = 6u;
 
+/* What the checkpoint holds (kind, name, bytes per buffer); its FNV-1a is
+ * the checkpoint's layout hash (0xadb6989b). */
+static const char dg_layout_text[] = "deploygen checkpoint\012w\011fc1.weight\0118192\012w\011fc1.bias\011128\012w\011fc2.weight\0114096\012w\011fc2.bias\011128\012w\011fc3.weight\0111280\012w\011fc3.bias\01140\012";
+static uint32_t dg_layout;
+
 static struct pi_device *dg_cluster;
 static int dg_ready;
 static uint32_t dg_accum;
@@ -60,6 +64,15 @@ static float dg_last_loss;
 /* The cluster stacks, allocated here (not beside the arena by the SDK). */
 static void *dg_stacks;
 #endif
+
+/* FNV-1a (the layout and the payload): any one changed byte changes it. */
+static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
+{
+    uint32_t i;
+    for (i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x01000193u;
+    return h;
+}
 
 static void fill_tables(void)
 {
@@ -100,6 +113,7 @@ int dg_model_init(struct pi_device *cluster)
         return DG_MODEL_EMEMORY;
 #endif
     fill_tables();
+    dg_layout = hash_bytes(0x811c9dc5u, (const uint8_t *)dg_layout_text, (uint32_t)(sizeof dg_layout_text - 1));
     dg_ready = 1;
     return dg_model_set_learning_rate(0.05f);
 }
@@ -219,15 +233,6 @@ uint32_t dg_model_weights_bytes(void)
     return 4u * DG_MODEL_HEADER_WORDS + DG_MODEL_STATE_BYTES;
 }
 
-/* FNV-1a over the payload: any one changed byte changes it. */
-static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
-{
-    uint32_t i;
-    for (i = 0; i < n; i++)
-        h = (h ^ p[i]) * 0x01000193u;
-    return h;
-}
-
 static void put_u32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -256,7 +261,7 @@ int dg_model_export_weights(void *dst, uint32_t bytes)
     }
     put_u32(out, DG_MODEL_MAGIC);
     put_u32(out + 4, DG_MODEL_CHECKPOINT_VERSION);
-    put_u32(out + 8, DG_MODEL_LAYOUT);
+    put_u32(out + 8, dg_layout);
     put_u32(out + 12, DG_MODEL_STATE_BYTES);
     put_u32(out + 16, hash_bytes(0x811c9dc5u, out + 4u * DG_MODEL_HEADER_WORDS, DG_MODEL_STATE_BYTES));
     return DG_MODEL_OK;
@@ -271,7 +276,7 @@ int dg_model_import_weights(const void *src, uint32_t bytes)
     if (src == NULL || bytes != dg_model_weights_bytes())
         return DG_MODEL_ECHECKPOINT;
     if (get_u32(in) != DG_MODEL_MAGIC || get_u32(in + 4) != DG_MODEL_CHECKPOINT_VERSION ||
-        get_u32(in + 8) != DG_MODEL_LAYOUT || get_u32(in + 12) != DG_MODEL_STATE_BYTES)
+        get_u32(in + 8) != dg_layout || get_u32(in + 12) != DG_MODEL_STATE_BYTES)
         return DG_MODEL_ECHECKPOINT;
     p = in + 4u * DG_MODEL_HEADER_WORDS;
     if (get_u32(in + 16) != hash_bytes(0x811c9dc5u, p, DG_MODEL_STATE_BYTES))
