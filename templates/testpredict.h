@@ -28,7 +28,7 @@ static const uint32_t demoInput[{{ api.demo_inputs.len() }}] = { {% for i in api
 {%- endif %}
 {%- for d in api.demo_arrays %}
 
-PI_L2 static const {{ d.ctype }} {{ d.name }}[] = {
+PI_L2 static {{ d.ctype }} {{ d.name }}[] = {
 {%- for l in d.lines %}
 {{ l }}
 {%- endfor %}

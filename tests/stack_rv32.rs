@@ -390,8 +390,22 @@ fn check_project(model: &str, platform: &'static str, level: &'static str) -> Ve
         let s = d.join(src);
         if s.is_file() {
             let o = d.join(format!("{}.o", src.replace('/', "_")));
-            compile(Compiler::GccO2, &s, &o, &includes, &[&define_flag, "NUM_CORES=8", "DG_STACK_CHECK"]);
+            compile(
+                Compiler::GccO2,
+                &s,
+                &o,
+                &includes,
+                &[&define_flag, "NUM_CORES=8", "DG_STACK_CHECK", "DG_PMSIS_SECTIONS"],
+            );
             objs.push(o);
+        }
+    }
+    // Placed in the SDK's sections, as the SDK compiles them (not part of the stack graph).
+    for src in ["demo.c", "weights.c"] {
+        let s = d.join(src);
+        if s.is_file() {
+            let o = d.join(format!("{src}.sections.o"));
+            compile(Compiler::GccO2, &s, &o, &includes, &[&define_flag, "NUM_CORES=8", "DG_PMSIS_SECTIONS"]);
         }
     }
     let code = Code::read(&objs);

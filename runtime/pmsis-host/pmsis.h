@@ -42,11 +42,21 @@
 extern "C" {
 #endif
 
-/* ---- memory placement attributes (no-ops on the host) ------------------ */
+/* ---- memory placement attributes -------------------------------------- */
+/* No-ops on the host. DG_PMSIS_SECTIONS gives them the SDK's sections, so a
+ * cross build meets what the SDK's compiler does (a const and a writable
+ * object in one section are a "section type conflict"). */
+#ifdef DG_PMSIS_SECTIONS
+#define PI_L2 __attribute__((section(".l2_data")))
+#define PI_CL_L1 __attribute__((section(".data_l1")))
+#define PI_L1 PI_CL_L1
+#define PI_FC_L1 __attribute__((section(".data_fc")))
+#else
 #define PI_L1
 #define PI_L2
 #define PI_CL_L1
 #define PI_FC_L1
+#endif
 #define PI_L1_TINY
 #define PI_FC_TINY
 

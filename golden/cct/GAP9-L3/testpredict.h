@@ -20,7 +20,7 @@
 /* The API input of each test-data column. */
 static const uint32_t demoInput[2] = { 0u, 1u, };
 
-PI_L2 static const float demoRef_0[] = {
+PI_L2 static float demoRef_0[] = {
     0.2193093f, 0.21761693f, -0.6066322f, -0.15189563f, -0.39288646f, -0.15324892f, 5.855784e-5f, 0.49372643f,
     0.3497486f, -0.34528852f,
 };

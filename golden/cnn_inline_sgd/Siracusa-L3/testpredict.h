@@ -20,7 +20,7 @@
 /* The API input of each test-data column. */
 static const uint32_t demoInput[2] = { 0u, 1u, };
 
-PI_L2 static const float demoRef_0[] = {
+PI_L2 static float demoRef_0[] = {
     1.4322662f, 0.7630377f, -0.40285197f, 3.1263192f, 0.4556482f, -0.478054f, -0.9413083f, 2.0810938f,
     0.2781817f, -2.308858f, -0.046095893f, 2.4841478f, -0.14027238f, 0.84269625f, 0.96545386f, 0.97573525f,
     -1.3272533f, 1.2295605f, 0.31055397f, -1.4202482f,

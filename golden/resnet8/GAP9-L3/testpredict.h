@@ -20,7 +20,7 @@
 /* The API input of each test-data column. */
 static const uint32_t demoInput[2] = { 0u, 1u, };
 
-PI_L2 static const float demoRef_0[] = {
+PI_L2 static float demoRef_0[] = {
     -0.5336783f, -1.0227181f, -0.14217359f, -0.36233652f, -2.1052623f, 0.58810884f, 0.4686942f, 0.5360059f,
     -1.5681925f, -0.10699082f,
 };

@@ -20,7 +20,7 @@
 /* The API input of each test-data column. */
 static const uint32_t demoInput[2] = { 0u, 1u, };
 
-PI_L2 static const float demoRef_0[] = {
+PI_L2 static float demoRef_0[] = {
     1.4900151f, -1.1999007f, 0.5373302f, -0.78121614f, -0.61173105f, -1.5802671f, -1.387135f, -0.19234647f,
     -1.7644242f, -1.1772331f, 1.3052081f, -0.57723975f, 0.17161478f, -0.28776625f, -0.48166692f, 0.18765707f,
     -1.496861f, -0.03414024f, -1.2679952f, -0.7536743f,
