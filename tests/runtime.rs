@@ -465,6 +465,14 @@ fn emulation_aborts_on_misuse() {
         assert!(!o.status.success(), "{scenario} did not abort:\n{text}");
         assert!(text.contains(message), "{scenario}: expected '{message}':\n{text}");
     }
+    // Siracusa's RAM driver takes one cluster-RAM request at a time (dg_chips.h):
+    // a second in flight aborts there, and only there
+    let sir = emu_build(tmp.path(), "emu_siracusa", "-O2", &["-DDG_PLATFORM_SIRACUSA"]);
+    let (o, text) = emu_run(&sir, tmp.path(), &["--death", "ram_overlap"]);
+    assert!(!o.status.success(), "ram_overlap did not abort on Siracusa:\n{text}");
+    assert!(text.contains("limit of them is in flight"), "{text}");
+    let (o, text) = emu_run(&exe, tmp.path(), &["--death", "ram_overlap"]);
+    assert!(o.status.success() && text.contains("did not abort"), "GAP9 takes overlapping RAM requests:\n{text}");
 }
 
 // ---------------------------------------------------------------- second wave

@@ -31,21 +31,22 @@ static struct pi_hyperram_conf dg_ram_conf;
 #define DG_RAM_CONF_INIT(c) pi_hyperram_conf_init(c)
 static struct pi_hyperflash_conf dg_flash_conf;
 #define DG_FLASH_CONF_INIT(c) pi_hyperflash_conf_init(c)
-/* One cluster-RAM request in flight at a time: on Siracusa (2 hyperbus
- * transaction ids) concurrent requests from several queues hang the RAM
- * driver on GVSoC (cnn_derived_adamw --default-mem L3 stops in its 7th
- * accumulator). DG_L3_OVERLAP=1 lets them overlap again. */
-#ifndef DG_L3_OVERLAP
-#define DG_L3_OVERLAP 0
-#endif
 #else
 static struct pi_default_ram_conf dg_ram_conf;
 #define DG_RAM_CONF_INIT(c) pi_default_ram_conf_init(c)
 static struct pi_default_flash_conf dg_flash_conf;
 #define DG_FLASH_CONF_INIT(c) pi_default_flash_conf_init(c)
-#ifndef DG_L3_OVERLAP
-#define DG_L3_OVERLAP 1
 #endif
+/* A chip whose RAM driver takes one cluster-RAM request at a time
+ * (dg_chips.h, e.g. Siracusa: overlapping requests of several queues hang
+ * the PULP SDK's hyperram path on GVSoC) has each waited before the next. */
+#ifdef DG_CHIP_RAM_REQS_IN_FLIGHT
+#if DG_CHIP_RAM_REQS_IN_FLIGHT != 1
+#error "dg_mem.c waits for each RAM request (a limit of 1); another limit needs a shared count"
+#endif
+#define DG_RAM_SERIAL 1
+#else
+#define DG_RAM_SERIAL 0
 #endif
 static struct pi_device dg_flash_dev;
 static struct pi_device dg_fs_dev;
@@ -332,7 +333,7 @@ static void dg_ram_box(uint32_t l3, uint8_t *stage, const dg_box_t *b, int read,
             } else {
                 pi_cl_ram_write_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, req);
             }
-            if (!DG_L3_OVERLAP)
+            if (DG_RAM_SERIAL)
                 dg_ram_wait(q);
         }
 }

@@ -1150,12 +1150,30 @@ static void xfer_progress(void)
     }
 }
 
+/* The chip's RAM driver takes this many cluster-RAM requests at once
+ * (dg_chips.h); one more is the hang it would be on the chip. */
+static void xfer_ram_limit(const dg_host_xfer_t *x)
+{
+#ifdef DG_CHIP_RAM_REQS_IN_FLIGHT
+    const dg_host_xfer_t *p;
+    uint32_t n = 0;
+    for (p = g_pending; p != NULL; p = p->next)
+        n += p->ram ? 1u : 0u;
+    if (x->ram && n >= DG_CHIP_RAM_REQS_IN_FLIGHT)
+        dg_host_fatal("a cluster-RAM request issued while " DG_CHIP_NAME "'s limit of them is in flight "
+                      "(its SDK's RAM driver hangs on that; wait for one first)");
+#else
+    (void)x;
+#endif
+}
+
 static void xfer_issue(dg_host_xfer_t *x)
 {
     pthread_mutex_lock(&g_xfer_lock);
     if (x->pending)
         xfer_unlink(x); /* a command struct reused before its wait */
     xfer_progress();
+    xfer_ram_limit(x);
     x->pending = 1;
     x->next = g_pending;
     g_pending = x;

@@ -460,6 +460,20 @@ static void late_barrier_body(void *arg)
 }
 static void late_barrier_entry(void *arg) { pi_cl_team_fork(2, late_barrier_body, arg); }
 
+/* Two cluster-RAM reads in flight at once: Siracusa's RAM driver takes one. */
+static void *ram_overlap_l3;
+static void ram_overlap_entry(void *arg)
+{
+    static uint8_t a[16], b[16];
+    pi_cl_ram_req_t ra, rb;
+    uint32_t l3 = (uint32_t)(uintptr_t)ram_overlap_l3;
+    (void)arg;
+    pi_cl_ram_read((struct pi_device *)NULL, l3, a, sizeof a, &ra);
+    pi_cl_ram_read((struct pi_device *)NULL, l3 + 16, b, sizeof b, &rb);
+    pi_cl_ram_read_wait(&ra);
+    pi_cl_ram_read_wait(&rb);
+}
+
 static int death(const char *what)
 {
     if (!strcmp(what, "l3_oob")) {
@@ -482,6 +496,10 @@ static int death(const char *what)
             return 2;
         }
         send(late_barrier_entry, NULL);
+    } else if (!strcmp(what, "ram_overlap")) {
+        dg_mem_init();
+        ram_overlap_l3 = dg_l3_malloc(32);
+        send(ram_overlap_entry, NULL);
     } else if (!strcmp(what, "l2_free_wrong_size")) {
         void *p = pi_l2_malloc(64);
         pi_l2_free(p, 128);

@@ -131,6 +131,12 @@ pub struct Platform {
     pub controller_core_id: u32,
     #[serde(default)]
     pub controller_note: String,
+    /// Most cluster-RAM (L3) requests the runtime may have in flight at
+    /// once; 0: no limit.
+    #[serde(default, skip_serializing)]
+    pub ram_requests_in_flight: u32,
+    #[serde(default, skip_serializing)]
+    pub ram_note: String,
     /// Every buffer offset and size is a multiple of this.
     pub alignment: u64,
     /// L1, L2, L3 in this order.
@@ -269,6 +275,9 @@ pub fn chips_header() -> String {
         s.push_str(&format!("#define DG_CHIP_NAME \"{}\"\n", p.name));
         s.push_str(&format!("#define DG_CHIP_CONTROLLER_CORE_ID {}u\n", p.controller_core_id));
         s.push_str(&format!("#define DG_CHIP_CLUSTER_CORES {}u\n", p.cluster_cores));
+        if p.ram_requests_in_flight > 0 {
+            s.push_str(&format!("#define DG_CHIP_RAM_REQS_IN_FLIGHT {}u\n", p.ram_requests_in_flight));
+        }
         for l in Level::ALL {
             let d = p.level(l);
             s.push_str(&format!("#define DG_CHIP_{l}_SIZE {}u\n", d.capacity));
