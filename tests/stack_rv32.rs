@@ -401,7 +401,7 @@ fn check_project(model: &str, platform: &'static str, level: &'static str) -> Ve
         }
     }
     // Placed in the SDK's sections, as the SDK compiles them (not part of the stack graph).
-    for src in ["demo.c", "weights.c"] {
+    for src in ["demo.c", "Weights.c"] {
         let s = d.join(src);
         if s.is_file() {
             let o = d.join(format!("{src}.sections.o"));
