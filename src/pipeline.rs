@@ -220,7 +220,10 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
         Ok(m)
     };
     let mut raw = timed((&mut t, o.on_stage), "import", Stage::Import, load)?;
-    timed((&mut t, o.on_stage), "dims", Stage::Bind, || bind::dims::specialise(&mut raw))?;
+    timed((&mut t, o.on_stage), "dims", Stage::Bind, || {
+        bind::dims::specialise(&mut raw)?;
+        bind::pinned::pin(&mut raw)
+    })?;
     let mut model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
     let binding = timed((&mut t, o.on_stage), "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {
@@ -241,6 +244,7 @@ pub fn lowered(path: &Path, train: &import::TrainRequest, attrs: import::Unknown
     let mut m = import::load_with(path, train)?;
     import::check_attributes(&mut m, attrs)?;
     bind::dims::specialise(&mut m)?;
+    bind::pinned::pin(&mut m)?;
     lower::lower(m)
 }
 

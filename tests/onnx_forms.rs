@@ -265,3 +265,102 @@ fn rmsnorm_eps_is_epsilon() {
     let o = run(dir.path());
     assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
 }
+
+/// The graph inputs of a lowered model folder, and what was pinned.
+fn lowered(dir: &Path) -> deploygen::Result<deploygen::ir::Model> {
+    deploygen::pipeline::lowered(
+        &dir.join("network.onnx"),
+        &Default::default(),
+        deploygen::import::UnknownAttrs::Refuse,
+    )
+}
+
+/// A Slice whose `starts` is a graph input (as ONNX's backend cases give
+/// it) is generated for the value inputs.npz holds: starts = 1 keeps the
+/// last two of three rows. With starts = 0 the output has three rows,
+/// which the two-row reference does not bind to.
+#[test]
+fn shape_operands_fed_as_graph_inputs_take_the_test_datas_value() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[3, 2])
+        .input("starts", I64, &[1])
+        .init_i64("ends", &[3])
+        .node("Slice", &["x", "starts", "ends"], &["y"], vec![])
+        .output("y", F32, &[2, 2]);
+    let x = f32s(&[3, 2], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let y = f32s(&[2, 2], &[2.0, 3.0, 4.0, 5.0]);
+    let dir = folder(&b, &[("x", x.clone()), ("starts", i64s(&[1], &[1]))], &[("y", y.clone())]);
+    let m = lowered(dir.path()).unwrap();
+    assert_eq!(m.pinned.len(), 1);
+    assert!(m.graph.inputs.iter().all(|&t| m.graph.name_of(t) != "starts"));
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(4));
+    let dir = folder(&b, &[("x", x), ("starts", i64s(&[1], &[0]))], &[("y", y)]);
+    let o = run(dir.path());
+    assert!(!o.passed(), "starts = 0 must not compute the starts = 1 rows:\n{}", o.output);
+}
+
+/// Without the value, the refusal says which graph input the operand
+/// comes from (through foldable arithmetic: Max is folded) and what to do.
+#[test]
+fn an_unknown_shape_operand_names_the_graph_input_it_comes_from() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 3])
+        .input("want", I64, &[2])
+        .init_i64("one", &[1, 1])
+        .node("Max", &["want", "one"], &["shape"], vec![])
+        .node("Reshape", &["x", "shape"], &["y"], vec![])
+        .output("y", F32, &[3, 2]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let e = lowered(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("node 'Reshape_1' (Reshape): input 1 ('shape', shape) must be a constant"), "{e}");
+    assert!(e.contains("computed from graph input(s) 'want' fed at run time"), "{e}");
+    write_npz(&dir.path().join("inputs.npz"), &[("want", i64s(&[2], &[3, 2]))]);
+    let m = lowered(dir.path()).unwrap();
+    let y = m.graph.id("y").unwrap();
+    assert_eq!(m.graph.tensor(y).ty.shape(), Some(vec![3, 2]), "Max(want, 1) folded to [3, 2]");
+}
+
+/// Gather's indices are data (token ids): a graph input there stays an
+/// input of the generated code, never built into it.
+#[test]
+fn gather_indices_are_never_pinned() {
+    let mut b = ModelBuilder::new();
+    b.input("ids", I64, &[3])
+        .init("table", &[3, 2], &[0.0; 6])
+        .node("Gather", &["table", "ids"], &["y"], vec![])
+        .output("y", F32, &[3, 2]);
+    let dir = folder(&b, &[("ids", i64s(&[3], &[2, 0, 1]))], &[]);
+    let m = lowered(dir.path()).unwrap();
+    assert!(m.pinned.is_empty());
+    assert!(m.graph.inputs.iter().any(|&t| m.graph.name_of(t) == "ids"));
+}
+
+/// An empty `axes` input (declared [0]) is accepted as a pinned value —
+/// ReduceSum then reduces every axis — but an empty data input is refused
+/// by name.
+#[test]
+fn an_empty_axes_input_is_a_value_but_empty_data_is_refused() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 2])
+        .input("axes", I64, &[0])
+        .node("ReduceSum", &["x", "axes"], &["y"], vec![attr_int("keepdims", 0)])
+        .output("y", F32, &[]);
+    let x = f32s(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let dir = folder(&b, &[("x", x), ("axes", i64s(&[0], &[]))], &[("y", f32s(&[], &[10.0]))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    let mut b = ModelBuilder::new();
+    b.input("x", I64, &[0]).node("Shape", &["x"], &["y"], vec![]).output("y", I64, &[1]);
+    let dir = folder(&b, &[("x", i64s(&[0], &[]))], &[]);
+    let e = lowered(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("graph input 'x' declares dim 0 as 0"), "{e}");
+}

@@ -96,6 +96,8 @@ impl<'a> Draft<'a> {
                     named.push(key);
                     raw.push((Target::Name(n), mb, key));
                 }
+                // A pinned input's value is built into the code already.
+                Key::Value { target: Target::Name(n), .. } if self.model.pinned.iter().any(|p| p.name == n) => {}
                 Key::Value { target: Target::Name(_), .. } => self.unknown.push(key),
                 Key::Value { target: Target::Position(p), mb } => {
                     positional.push(key);

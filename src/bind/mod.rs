@@ -27,6 +27,7 @@ pub mod dims;
 pub mod layout;
 pub mod npz;
 mod pairing;
+pub mod pinned;
 pub mod report;
 pub mod schedule;
 
@@ -295,6 +296,13 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
     }
     let slots = d.slots(&schedule)?;
     d.unused_keys(&schedule);
+    d.notes.extend(model.pinned.iter().map(|p| {
+        format!(
+            "graph input '{}' is read when generating code (shapes, axes, pads): the code is generated for its \
+             value {} from inputs.npz '{}'",
+            p.name, p.value, p.keys[0]
+        )
+    }));
     d.inference_inputs_present()?;
 
     // Weights ↔ gradient buffers ↔ optimizer updates.

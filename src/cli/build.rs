@@ -135,6 +135,13 @@ pub fn generate(a: &Args) -> Result<Built> {
     });
     let mut warnings: Vec<String> =
         g.model.graph.warnings.iter().chain(g.model.optimizer.iter().flat_map(|o| &o.warnings)).cloned().collect();
+    for p in &g.model.pinned {
+        warnings.push(format!(
+            "graph input '{}' decides shapes or constants, so it is not an input of the generated code: the code \
+             computes for its value {} from inputs.npz '{}' only",
+            p.name, p.value, p.keys[0]
+        ));
+    }
     if g.binding.is_none() {
         warnings.push(format!(
             "{} has no test data (inputs.npz, outputs.npz): the project builds, but its run compares nothing and \

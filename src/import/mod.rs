@@ -239,5 +239,6 @@ pub fn load_with(arg: &Path, req: &TrainRequest) -> Result<Model> {
         derived: None,
         dims: vec![],
         initial: Default::default(),
+        pinned: vec![],
     })
 }

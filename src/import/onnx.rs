@@ -75,7 +75,10 @@ fn check_declared(what: &str, vi: &pb::ValueInfoProto) -> Result<()> {
     }
     for (i, d) in tensor.shape.iter().flat_map(|s| &s.dim).enumerate() {
         if let Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) = &d.value {
-            if *v <= 0 {
+            // An empty list (axes, shape) may be a graph input read when
+            // generating code; `bind::pinned` refuses it if it stays data.
+            let empty_list = *v == 0 && what == "graph input" && DType::from_onnx(tensor.elem_type()).is_int();
+            if *v < 0 || *v == 0 && !empty_list {
                 return Err(Error::Model {
                     tensor: Some(name.to_string()),
                     node: None,

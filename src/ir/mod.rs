@@ -41,6 +41,19 @@ pub struct Model {
     /// (the weights a derived step trains, BatchNorm running statistics):
     /// bound where the test data has no key of the same name.
     pub initial: indexmap::IndexMap<String, TensorData>,
+    /// Graph inputs read when generating code whose values the test data
+    /// gave (set before lowering): constants now, no longer graph inputs.
+    pub pinned: Vec<PinnedInput>,
+}
+
+/// A graph input the code is generated for one value of (a shape, axes or
+/// pads operand), and the `inputs.npz` keys that gave it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PinnedInput {
+    pub name: String,
+    pub keys: Vec<String>,
+    /// The value, as the notes print it.
+    pub value: String,
 }
 
 /// A symbolic dim's value and its source, for messages and `inspect`.

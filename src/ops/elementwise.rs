@@ -140,16 +140,32 @@ fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
 
 /// Integer arithmetic on shape values (e.g. `Shape → Div → Concat`).
 fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let op = ctx.node.op.as_str();
+    fold_int_pair(ctx, out, |x, y| match op {
+        "Add" => Ok(Some(x.wrapping_add(y))),
+        "Sub" => Ok(Some(x.wrapping_sub(y))),
+        "Mul" => Ok(Some(x.wrapping_mul(y))),
+        "Div" if y != 0 => Ok(Some(x.wrapping_div(y))),
+        "Div" => Err(ctx.err("integer division by zero in a constant shape expression")),
+        _ => Ok(None),
+    })
+}
+
+/// `f` of inputs 0 and 1, both constant integers of one dtype, broadcast
+/// numpy-style; `None` (not folded) when they are not, when the output is
+/// too big to fold, or when `f` gives `None`.
+pub(super) fn fold_int_pair(
+    ctx: &Ctx,
+    out: &[TensorType],
+    f: impl Fn(i64, i64) -> Result<Option<i64>>,
+) -> Result<Option<Vec<TensorData>>> {
     let (Some(a), Some(b)) = (ctx.konst(0), ctx.konst(1)) else {
         return Ok(None);
     };
     if !a.dtype.is_int() || a.dtype != b.dtype {
         return Ok(None);
     }
-    let out = match out.first().and_then(|t| t.shape()) {
-        Some(s) => s,
-        None => return Ok(None),
-    };
+    let Some(out) = out.first().and_then(|t| t.shape()) else { return Ok(None) };
     let n: usize = out.iter().product();
     if n > FOLD_LIMIT {
         return Ok(None);
@@ -157,38 +173,32 @@ fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
     let (Some(va), Some(vb)) = (a.to_i64(), b.to_i64()) else {
         return Ok(None);
     };
-    let at = |v: &[i64], s: &[usize], flat: usize| -> i64 {
-        // Map an output flat index to a broadcast input element.
-        let mut idx = 0usize;
-        let mut stride = 1usize;
-        let mut rem = flat;
-        let mut pos = vec![0usize; out.len()];
-        for k in (0..out.len()).rev() {
-            pos[k] = rem % out[k];
-            rem /= out[k];
-        }
-        for k in (0..s.len()).rev() {
-            let o = out.len() - s.len() + k;
-            let p = if s[k] == 1 { 0 } else { pos[o] };
-            idx += p * stride;
-            stride *= s[k];
-        }
-        v[idx]
-    };
     let mut res = Vec::with_capacity(n);
-    for f in 0..n {
-        let x = at(&va, &a.shape, f);
-        let y = at(&vb, &b.shape, f);
-        res.push(match ctx.node.op.as_str() {
-            "Add" => x.wrapping_add(y),
-            "Sub" => x.wrapping_sub(y),
-            "Mul" => x.wrapping_mul(y),
-            "Div" if y != 0 => x.wrapping_div(y),
-            "Div" => return Err(ctx.err("integer division by zero in a constant shape expression")),
-            _ => return Ok(None),
-        });
+    for flat in 0..n {
+        let x = va[broadcast_index(&out, &a.shape, flat)];
+        let y = vb[broadcast_index(&out, &b.shape, flat)];
+        let Some(v) = f(x, y)? else { return Ok(None) };
+        res.push(v);
     }
     Ok(TensorData::from_i64_as(a.dtype, out, &res).map(|t| vec![t]))
+}
+
+/// The element of an input of shape `s` that output element `flat` (of
+/// shape `out`) reads under numpy broadcasting.
+fn broadcast_index(out: &[usize], s: &[usize], flat: usize) -> usize {
+    let mut pos = vec![0usize; out.len()];
+    let mut rem = flat;
+    for k in (0..out.len()).rev() {
+        pos[k] = rem % out[k];
+        rem /= out[k];
+    }
+    let (mut idx, mut stride) = (0usize, 1usize);
+    for k in (0..s.len()).rev() {
+        let p = if s[k] == 1 { 0 } else { pos[out.len() - s.len() + k] };
+        idx += p * stride;
+        stride *= s[k];
+    }
+    idx
 }
 
 // ---- kernel bindings --------------------------------------------------------

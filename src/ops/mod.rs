@@ -38,7 +38,7 @@ mod training;
 mod unary;
 
 use crate::error::{Error, Result};
-use crate::ir::{DType, Graph, Node, OpId, TensorData, TensorType};
+use crate::ir::{DType, Graph, Node, OpId, Origin, TensorData, TensorId, TensorType};
 
 /// Shape and dtype rule: the type of every output slot, in order. Unknown
 /// dims are allowed (`TensorType::unknown`); the rule must never panic.
@@ -129,6 +129,10 @@ pub struct OpDef {
     /// Input slots read when generating code, when constant (shapes, axes,
     /// bounds): such constants need no buffer.
     pub compile_time: &'static [usize],
+    /// Of those, the slots that may be run-time data when not constant
+    /// (Gather's indices; Shape reads only its input's shape): a graph
+    /// input there is never built into the code (`bind::pinned`).
+    pub data_when_not_constant: &'static [usize],
     /// Output 0 is input 0 under another shape: it can alias it (no copy).
     pub view: bool,
     pub update: Update,
@@ -240,6 +244,7 @@ impl OpDef {
         explicit_pads: None,
         fold_when: FoldWhen::ConstantInts,
         compile_time: &[],
+        data_when_not_constant: &[],
         view: false,
         update: Update::None,
         gradient: false,
@@ -267,6 +272,12 @@ impl OpDef {
     /// Whether input `slot` is read at generation time (when constant).
     pub fn compile_time_input(&self, slot: usize) -> bool {
         self.compile_time.contains(&slot)
+    }
+
+    /// Whether input `slot` must have a value when generating code: a
+    /// run-time value there cannot be computed with.
+    pub fn value_at_generation(&self, slot: usize) -> bool {
+        self.compile_time_input(slot) && !self.data_when_not_constant.contains(&slot)
     }
 }
 
@@ -450,9 +461,7 @@ impl<'a> Ctx<'a> {
             return Ok(from_attr);
         }
         let name = self.graph.name_of(self.node.input(i).expect("checked by has"));
-        let Some(from_input) = self.konst_i64(i) else {
-            return Err(self.err(format!("input {i} ('{name}', {attr}) must be a constant known when generating code")));
-        };
+        let Some(from_input) = self.konst_i64(i) else { return Err(self.not_constant(i, attr)) };
         match from_attr {
             Some(a) if a != from_input => Err(self.err(format!(
                 "{attr} is given both as attribute ({a:?}) and as input {i} ('{name}', {from_input:?}), and they \
@@ -460,6 +469,29 @@ impl<'a> Ctx<'a> {
             ))),
             _ => Ok(Some(from_input)),
         }
+    }
+
+    /// The error for input `i` (the operand `what`) having no value when
+    /// generating code, with the graph inputs fed at run time it comes
+    /// from and what to do about them.
+    pub fn not_constant(&self, i: usize, what: &str) -> Error {
+        let g = self.graph;
+        let t = self.node.input(i).expect("a present input");
+        let name = g.name_of(t);
+        let fed = runtime_inputs_behind(g, t);
+        let why = match fed.as_slice() {
+            [] => String::new(),
+            [only] if only == name => format!(
+                ": it is a graph input fed at run time; give its value in inputs.npz under '{name}' (the code is \
+                 then generated for that value) or make it an initializer"
+            ),
+            v => format!(
+                ": it is computed from graph input(s) {} fed at run time; give their values in inputs.npz (the \
+                 code is then generated for them) or make them initializers",
+                v.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        self.err(format!("input {i} ('{name}', {what}) must be a constant known when generating code{why}"))
     }
 
     /// An INT attribute naming an axis of a rank-`rank` tensor, normalised
@@ -490,6 +522,26 @@ impl<'a> Ctx<'a> {
     pub fn same_as(&self, i: usize) -> Result<TensorType> {
         Ok(self.ty(i)?.clone())
     }
+}
+
+/// The graph inputs fed at run time that tensor `t` is computed from
+/// (through every producer), in the order found.
+fn runtime_inputs_behind(g: &Graph, t: TensorId) -> Vec<String> {
+    let (mut seen, mut todo, mut out) = (std::collections::HashSet::new(), vec![t], vec![]);
+    while let Some(x) = todo.pop() {
+        if !seen.insert(x) {
+            continue;
+        }
+        let tensor = g.tensor(x);
+        if tensor.origin == Origin::Input {
+            out.push(tensor.name.clone());
+        } else if tensor.data.is_none() {
+            if let Some(p) = g.producer(x) {
+                todo.extend(g.node(p).inputs.iter().flatten());
+            }
+        }
+    }
+    out
 }
 
 /// Numpy-style broadcast of static shapes.

@@ -2,17 +2,32 @@
 //! (bool results) and And. All broadcast numpy-style; onnxruntime-training
 //! builds the gradients of Max, Min, Clip and Abs from them.
 
+use super::elementwise::fold_int_pair;
 use super::grad::GradCtx;
 use super::kernel::{
     broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, Arg, KernelCall, KernelCtx, Local,
 };
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorId, TensorType};
+use crate::ir::{DType, TensorData, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
-    OpDef { name: "Max", infer: same_type, kernel: Some(bind_variadic), grad: Some(max_grad), ..OpDef::BASE },
-    OpDef { name: "Min", infer: same_type, kernel: Some(bind_variadic), grad: Some(min_grad), ..OpDef::BASE },
+    OpDef {
+        name: "Max",
+        infer: same_type,
+        fold: Some(fold_min_max),
+        kernel: Some(bind_variadic),
+        grad: Some(max_grad),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Min",
+        infer: same_type,
+        fold: Some(fold_min_max),
+        kernel: Some(bind_variadic),
+        grad: Some(min_grad),
+        ..OpDef::BASE
+    },
     // Where(condition: bool, X, Y): X where the condition holds, else Y.
     OpDef {
         name: "Where",
@@ -70,6 +85,19 @@ fn same_type(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
     same_dtype(ctx, 0..n, dtype)?;
     Ok(vec![typed(dtype, broadcast_slots(ctx, 0..n)?)])
+}
+
+/// Max or Min of two constant integer inputs (shape arithmetic such as
+/// `Max(Shape(x), target)`); one input is itself.
+fn fold_min_max(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    match ctx.node.inputs.len() {
+        1 => Ok(ctx.konst(0).filter(|d| d.dtype.is_int()).map(|d| vec![d.clone()])),
+        2 => {
+            let max = ctx.node.op.as_str() == "Max";
+            fold_int_pair(ctx, out, |x, y| Ok(Some(if max { x.max(y) } else { x.min(y) })))
+        }
+        _ => Ok(None),
+    }
 }
 
 fn where_(ctx: &Ctx) -> Result<Vec<TensorType>> {

@@ -114,6 +114,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_shape),
         fold_when: FoldWhen::Shapes,
         compile_time: &[0],
+        data_when_not_constant: &[0],
         ..OpDef::BASE
     },
     OpDef {
@@ -122,6 +123,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_size),
         fold_when: FoldWhen::Shapes,
         compile_time: &[0],
+        data_when_not_constant: &[0],
         ..OpDef::BASE
     },
     OpDef {
@@ -130,6 +132,7 @@ pub const OPS: &[OpDef] = &[
         infer: gather,
         required: &[0, 1],
         compile_time: &[1],
+        data_when_not_constant: &[1],
         fold: Some(fold_gather),
         kernel: Some(bind_gather),
         grad: Some(gather_grad),

@@ -168,6 +168,8 @@ pub const OPS: &[OpDef] = &[
         attrs: &["max", "min"],
         infer: clip,
         compile_time: &[1, 2],
+        // The kernel reads run-time bounds from their buffers.
+        data_when_not_constant: &[1, 2],
         kernel: Some(bind_clip),
         tile: Some(tile::POINTWISE),
         grad: Some(clip_grad),
@@ -261,10 +263,7 @@ pub fn scalar_attr_or_input(ctx: &Ctx, attr: &str, slot: usize, constant: bool) 
         Some(t) => {
             let name = ctx.graph.name_of(t);
             match ctx.konst(slot) {
-                None if constant || from_attr.is_some() => {
-                    return Err(ctx
-                        .err(format!("input {slot} ('{name}', {attr}) must be a constant known when generating code")))
-                }
+                None if constant || from_attr.is_some() => return Err(ctx.not_constant(slot, attr)),
                 None => None,
                 Some(d) => match d.to_f32().or_else(|| d.to_i64().map(|v| v.iter().map(|&x| x as f32).collect())) {
                     Some(v) if v.len() == 1 => Some(v[0]),
