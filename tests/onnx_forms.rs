@@ -364,3 +364,21 @@ fn an_empty_axes_input_is_a_value_but_empty_data_is_refused() {
     let e = lowered(dir.path()).unwrap_err().to_string();
     assert!(e.contains("graph input 'x' declares dim 0 as 0"), "{e}");
 }
+
+/// The code is generated for one value: mini-batches that give a shape
+/// operand different values are refused naming both keys.
+#[test]
+fn a_shape_operand_must_be_the_same_in_every_mini_batch() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[3, 2])
+        .input("starts", I64, &[1])
+        .init_i64("ends", &[3])
+        .node("Slice", &["x", "starts", "ends"], &["y"], vec![])
+        .output("y", F32, &[2, 2]);
+    let x = f32s(&[3, 2], &[0.0; 6]);
+    let inputs = [("x", x.clone()), ("mb1_x", x), ("starts", i64s(&[1], &[1])), ("mb1_starts", i64s(&[1], &[0]))];
+    let dir = folder(&b, &inputs, &[]);
+    let e = lowered(dir.path()).unwrap_err().to_string();
+    assert!(e.contains("graph input 'starts' decides shapes"), "{e}");
+    assert!(e.contains("'starts' and 'mb1_starts' differ"), "{e}");
+}

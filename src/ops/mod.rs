@@ -23,6 +23,7 @@ pub mod kernel;
 mod linear;
 pub mod loss;
 mod norm;
+pub use norm::saved_stats_form;
 mod norm2;
 mod pad;
 mod pool;

@@ -95,6 +95,19 @@ fn batch_norm_internal_recompute(g: &Graph, n: &Node) -> Option<Recompute> {
     (n.output(3).is_some() && n.output(4).is_some()).then_some(Recompute::SavedStats { mean: 3, inv_std: 4 })
 }
 
+/// A copy of a training BatchNorm rewritten to run again from its saved
+/// batch statistics ([`Recompute::SavedStats`]): BatchNormalization in
+/// inference form whose mean and variance inputs are the saved mean and
+/// `1 / sqrt(var + eps)` ([`super::SAVED_STATS`]).
+pub fn saved_stats_form(copy: &mut Node) {
+    copy.op = "BatchNormalization".into();
+    copy.op_id = super::resolve("BatchNormalization").expect("this module registers BatchNormalization");
+    copy.domain = String::new();
+    copy.attrs.shift_remove("momentum");
+    copy.attrs.insert("training_mode".into(), Attr::Int(0));
+    copy.attrs.insert(super::SAVED_STATS.into(), Attr::Int(1));
+}
+
 /// onnxruntime's training BatchNorm: training_mode defaults to 1. Read on
 /// typed nodes only: the shape rule validated the attribute.
 fn ort_training_mode(n: &Node) -> bool {

@@ -347,12 +347,7 @@ fn copy_of(
     copy.outputs = vec![Some(out)];
     copy.attrs.insert(ops::RECOMPUTED.into(), Attr::String(node.name.clone()));
     if let Recompute::SavedStats { .. } = how {
-        copy.op = "BatchNormalization".into();
-        copy.op_id = ops::resolve("BatchNormalization")?;
-        copy.domain = String::new();
-        copy.attrs.shift_remove("momentum");
-        copy.attrs.insert("training_mode".into(), Attr::Int(0));
-        copy.attrs.insert(ops::SAVED_STATS.into(), Attr::Int(1));
+        ops::saved_stats_form(&mut copy);
     }
     let ni = g.dag.add_node(copy);
     g.schedule.insert(*at, ni);
