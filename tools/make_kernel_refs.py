@@ -1817,6 +1817,74 @@ def pow_negative_base_int():
     # integer exponents of negative bases are defined (odd ones negative)
     return _pow(rnd2(4, 1, lo=-3, hi=-0.2), np.array([2.0, 3.0, -1.0, 0.0, 1.0, 4.0], F32))
 
+
+# ---------------------------------------------------------------- second wave: activations
+# LeakyRelu, Elu, Softplus, PRelu: after the cases above, so that those keep
+# their RNG2 draws (and their reference files).
+ACT_EDGES = [0.0, -0.0, 1e-6, -1e-6, 1e-3, -1e-3, 20.0, -20.0]
+
+
+def _unary_alpha(op, alpha, attrs, lo=-5, hi=5):
+    d = _unary2(op, edges2(rnd2(5, 9, lo=lo, hi=hi), ACT_EDGES), attrs)
+    d["f_param"] = Fv([alpha, 0.0])
+    return d
+
+
+@case2("ort")
+def leaky_relu_default():
+    return _unary_alpha("LeakyRelu", 0.01, {})
+
+
+@case2("ort")
+def leaky_relu_custom():
+    return _unary_alpha("LeakyRelu", 0.3, {"alpha": 0.3})
+
+
+@case2("ort")
+def elu_default():
+    return _unary_alpha("Elu", 1.0, {})
+
+
+@case2("ort")
+def elu_custom():
+    return _unary_alpha("Elu", 0.5, {"alpha": 0.5})
+
+
+@case2("ort")
+def softplus():
+    # +-90: e^90 overflows float, so only the stable form stays finite
+    d = _unary2("Softplus", edges2(rnd2(5, 9, lo=-12, hi=12), ACT_EDGES + [90.0, -90.0, 40.0]))
+    xd = d["in_x"].astype(np.float64)
+    assert np.allclose(d["out_y"], np.logaddexp(0.0, xd), rtol=1e-5, atol=1e-6)
+    return d
+
+
+def _prelu(x, slope):
+    y = run_op("PRelu", [("X", x), ("slope", slope)], [("Y", list(x.shape), F)])["Y"]
+    d = {"in_a": x, "in_b": slope, "out_y": y}
+    if slope.shape != x.shape:
+        d.update({"p_shape": I(x.shape), "p_astr": I(bcast_strides(x.shape, x.shape)),
+                  "p_bstr": I(bcast_strides(slope.shape, x.shape))})
+    return d
+
+
+@case2("ort")
+def prelu_channel():
+    # the slope per channel of [N, C, H, W], as [C, 1, 1]
+    x = edges2(rnd2(2, 3, 4, 5, lo=-4, hi=4), ACT_EDGES)
+    return _prelu(x, rnd2(3, 1, 1, lo=-0.5, hi=1.5))
+
+
+@case2("ort")
+def prelu_last_axis():
+    return _prelu(edges2(rnd2(3, 2, 7, lo=-4, hi=4), ACT_EDGES), rnd2(7, lo=-0.5, hi=1.5))
+
+
+@case2("ort")
+def prelu_same():
+    return _prelu(edges2(rnd2(4, 9, lo=-4, hi=4), ACT_EDGES), rnd2(4, 9, lo=-0.5, hi=1.5))
+
+
 # Gelu with approximate = "tanh" (runtime/kernels/gelu_tanh.c), written to
 # runtime/tests/refs/gelu_tanh/ and checked end to end by
 # tests/third_party.rs (a generated project against these references). Its

@@ -599,12 +599,14 @@ enum dg_fault_id_wave2 {
     DG_FAULT_GROUPNORM, DG_FAULT_INSTANCENORM, DG_FAULT_RMSNORM_Y, DG_FAULT_RMSNORM_INVSTD,
     DG_FAULT_CONV_TRANSPOSE,
     DG_FAULT_SIGN, DG_FAULT_COMPARE, DG_FAULT_GATHER_GRAD,
+    DG_FAULT_LEAKY_RELU, DG_FAULT_ELU, DG_FAULT_SOFTPLUS, DG_FAULT_PRELU,
     DG_FAULT_W2_COUNT
 };
 
 /* ---- unary elementwise (dg_unary_args_t: x, y, n; y may alias x) -------
  * Ceil, Floor, Exp, Log, Sqrt, Neg, Abs, Tanh, Sigmoid (1 / (1 + e^-x)),
- * Erf, HardSwish (x * max(0, min(1, x / 6 + 1/2))). */
+ * Erf, HardSwish (x * max(0, min(1, x / 6 + 1/2))), Softplus (ln(1 + e^x),
+ * as x + ln(1 + e^-x) for x > 0 so that it never overflows). */
 void dg_ceil_f32(void *args);
 void dg_floor_f32(void *args);
 void dg_exp_f32(void *args);
@@ -616,13 +618,18 @@ void dg_tanh_f32(void *args);
 void dg_sigmoid_f32(void *args);
 void dg_erf_f32(void *args);
 void dg_hard_swish_f32(void *args);
+void dg_softplus_f32(void *args);
 
 /* Unary with parameters. y may alias x.
  *   dg_hard_sigmoid_f32  y = max(0, min(1, alpha x + beta))  (ONNX defaults
  *                        alpha 0.2, beta 0.5)
  *   dg_swish_f32         y = x * sigmoid(alpha x)  (Swish, opset 24 and
  *                        com.microsoft QuickGelu; Swish's default alpha is 1,
- *                        QuickGelu's 1.702; beta unused) */
+ *                        QuickGelu's 1.702; beta unused)
+ *   dg_leaky_relu_f32    y = x < 0 ? alpha x : x  (LeakyRelu, default alpha
+ *                        0.01; beta unused)
+ *   dg_elu_f32           y = x < 0 ? alpha (e^x - 1) : x  (Elu, default
+ *                        alpha 1; beta unused) */
 typedef struct {
     const float *x;
     float *y;
@@ -631,6 +638,13 @@ typedef struct {
 } dg_unary_param_args_t;
 void dg_hard_sigmoid_f32(void *args);
 void dg_swish_f32(void *args);
+void dg_leaky_relu_f32(void *args);
+void dg_elu_f32(void *args);
+
+/* PRelu(X, slope): y = x < 0 ? slope x : x, with dg_binary_args_t: a = X,
+ * b = slope broadcast to X (numpy strides, 0 on a broadcast dimension, as for
+ * Add; ndim = 0 when both have X's size); y may alias a. */
+void dg_prelu_f32(void *args);
 
 /* Clip: y = min(max(x, lo), hi). lo = *min_ptr when min_ptr != NULL (the
  * opset >= 11 input), else `min` (the opset-6 attribute) when has_min, else

@@ -28,6 +28,12 @@ static inline float hard_sigmoid_(float v, float alpha, float beta)
     return t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t);
 }
 
+/* ln(1 + e^v) without overflow: v + ln(1 + e^-v) for v > 0. */
+static inline float softplus_(float v)
+{
+    return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+}
+
 DG_UNARY_KERNEL(dg_ceil_f32, DG_FAULT_CEIL, ceilf(v))
 DG_UNARY_KERNEL(dg_floor_f32, DG_FAULT_FLOOR, floorf(v))
 DG_UNARY_KERNEL(dg_exp_f32, DG_FAULT_EXP, expf(v))
@@ -39,6 +45,7 @@ DG_UNARY_KERNEL(dg_tanh_f32, DG_FAULT_TANH, tanhf(v))
 DG_UNARY_KERNEL(dg_sigmoid_f32, DG_FAULT_SIGMOID, sigmoidf_(v))
 DG_UNARY_KERNEL(dg_erf_f32, DG_FAULT_ERF, erff(v))
 DG_UNARY_KERNEL(dg_hard_swish_f32, DG_FAULT_HARD_SWISH, v * hard_sigmoid_(v, 1.0f / 6.0f, 0.5f))
+DG_UNARY_KERNEL(dg_softplus_f32, DG_FAULT_SOFTPLUS, softplus_(v))
 
 void dg_hard_sigmoid_f32(void *args)
 {
@@ -47,6 +54,28 @@ void dg_hard_sigmoid_f32(void *args)
     uint32_t i;
     for (i = r.start; i < r.end; i++)
         p->y[i] = DG_FAULT(DG_FAULT_HARD_SIGMOID, hard_sigmoid_(p->x[i], p->alpha, p->beta));
+}
+
+void dg_leaky_relu_f32(void *args)
+{
+    const dg_unary_param_args_t *p = (const dg_unary_param_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const float v = p->x[i];
+        p->y[i] = DG_FAULT(DG_FAULT_LEAKY_RELU, v < 0.0f ? p->alpha * v : v);
+    }
+}
+
+void dg_elu_f32(void *args)
+{
+    const dg_unary_param_args_t *p = (const dg_unary_param_args_t *)args;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const float v = p->x[i];
+        p->y[i] = DG_FAULT(DG_FAULT_ELU, v < 0.0f ? p->alpha * expm1f(v) : v);
+    }
 }
 
 void dg_swish_f32(void *args)

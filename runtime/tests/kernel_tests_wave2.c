@@ -48,6 +48,7 @@ static void c_tanh(tc_t *t) { c_unary(t, dg_tanh_f32); }
 static void c_sigmoid(tc_t *t) { c_unary(t, dg_sigmoid_f32); }
 static void c_erf(tc_t *t) { c_unary(t, dg_erf_f32); }
 static void c_hard_swish(tc_t *t) { c_unary(t, dg_hard_swish_f32); }
+static void c_softplus(tc_t *t) { c_unary(t, dg_softplus_f32); }
 
 static void c_unary_param(tc_t *t, void (*k)(void *))
 {
@@ -61,6 +62,8 @@ static void c_unary_param(tc_t *t, void (*k)(void *))
 }
 static void c_hard_sigmoid(tc_t *t) { c_unary_param(t, dg_hard_sigmoid_f32); }
 static void c_swish(tc_t *t) { c_unary_param(t, dg_swish_f32); }
+static void c_leaky_relu(tc_t *t) { c_unary_param(t, dg_leaky_relu_f32); }
+static void c_elu(tc_t *t) { c_unary_param(t, dg_elu_f32); }
 
 /* p_clip = [has_min, has_max, as_inputs]; f_clip = [min, max]. The input
  * form passes the bounds by pointer, the attribute form by value. */
@@ -453,6 +456,26 @@ static void c_pow(tc_t *t)
     FORK(dg_pow_f32, &a);
 }
 
+/* PRelu: a = X, b = slope; p_shape / p_astr / p_bstr when the slope
+ * broadcasts, else the same-size form (ndim 0) */
+static void c_prelu(tc_t *t)
+{
+    dg_binary_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.ndim = find(t, "p_", "shape") ? pn(t, "shape") : 0;
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(dg_prelu_f32, &a);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 #define R 1e-5f
 #define EXACT 0.0f, 0.0f
@@ -538,6 +561,14 @@ static const case_t CASES[] = {
      {DG_FAULT_CONV, DG_FAULT_CONV_GRAD_DW, DG_FAULT_CONV_GRAD_DB}},
     {"pow_bcast_exponents", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
     {"pow_negative_base_int", NULL, c_pow, R, 1e-6f, {DG_FAULT_POW}},
+    {"leaky_relu_default", NULL, c_leaky_relu, R, 1e-6f, {DG_FAULT_LEAKY_RELU}},
+    {"leaky_relu_custom", NULL, c_leaky_relu, R, 1e-6f, {DG_FAULT_LEAKY_RELU}},
+    {"elu_default", NULL, c_elu, R, 1e-6f, {DG_FAULT_ELU}},
+    {"elu_custom", NULL, c_elu, R, 1e-6f, {DG_FAULT_ELU}},
+    {"softplus", NULL, c_softplus, R, 1e-6f, {DG_FAULT_SOFTPLUS}},
+    {"prelu_channel", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
+    {"prelu_last_axis", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
+    {"prelu_same", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 

@@ -210,6 +210,7 @@ pub(super) fn bind_binary(ctx: &KernelCtx) -> Result<KernelCall> {
         "Sub" => "dg_sub_f32",
         "Mul" => "dg_mul_f32",
         "Div" => "dg_div_f32",
+        "PRelu" => "dg_prelu_f32",
         _ => "dg_pow_f32",
     };
     let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);

@@ -139,6 +139,48 @@ pub const OPS: &[OpDef] = &[
         recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
+    // LeakyRelu{alpha=0.01}, Elu{alpha=1}, Softplus = ln(1 + exp(x)).
+    OpDef {
+        name: "LeakyRelu",
+        attrs: &["alpha"],
+        infer: alpha_beta,
+        kernel: Some(bind_unary_param),
+        tile: Some(tile::POINTWISE),
+        grad: Some(leaky_relu_grad),
+        recompute: Some(super::recompute_copy),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Elu",
+        attrs: &["alpha"],
+        infer: alpha_beta,
+        kernel: Some(bind_unary_param),
+        tile: Some(tile::POINTWISE),
+        grad: Some(elu_grad),
+        recompute: Some(super::recompute_copy),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "Softplus",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::POINTWISE),
+        grad: Some(softplus_grad),
+        recompute: Some(super::recompute_copy),
+        ..OpDef::BASE
+    },
+    // PRelu(X, slope): the slope broadcasts to X (one way); the kernel is
+    // the broadcasting binary one's.
+    OpDef {
+        name: "PRelu",
+        infer: prelu,
+        required: &[0, 1],
+        kernel: Some(super::elementwise::bind_binary),
+        tile: Some(tile::BROADCAST),
+        grad: Some(prelu_grad),
+        recompute: Some(super::recompute_copy),
+        ..OpDef::BASE
+    },
     // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
     // QuickGelu{alpha=1.702} is the same function.
     OpDef {
@@ -286,6 +328,22 @@ pub fn scalar_attr_or_input(ctx: &Ctx, attr: &str, slot: usize, constant: bool) 
     }
 }
 
+/// PRelu: X's type; the slope must broadcast to X's shape (ONNX's
+/// unidirectional broadcasting).
+fn prelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let x = float_unary(ctx)?;
+    if ctx.dtype(1)? != x[0].dtype {
+        return Err(ctx.err(format!("slope must be {} as X is, got {}", x[0].dtype, ctx.dtype(1)?)));
+    }
+    let both = super::broadcast_inputs(ctx)?;
+    if let (Some(xs), Some(s), Some(b)) = (x[0].shape(), ctx.shape(1)?, both.shape()) {
+        if b != xs {
+            return Err(ctx.err(format!("slope {s:?} does not broadcast to X {xs:?}")));
+        }
+    }
+    Ok(x)
+}
+
 fn clip(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let t = ctx.same_as(0)?;
     let lo = scalar_attr_or_input(ctx, "min", 1, false)?;
@@ -349,6 +407,7 @@ pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
         "Sigmoid" => "dg_sigmoid_f32",
         "Erf" => "dg_erf_f32",
         "HardSwish" => "dg_hard_swish_f32",
+        "Softplus" => "dg_softplus_f32",
         _ => "dg_sign_f32",
     };
     let func = if ctx.node.op == "Gelu" && tanh_form(ctx)? { "dg_gelu_tanh_f32" } else { func };
@@ -382,6 +441,8 @@ pub(super) fn bind_unary_param(ctx: &KernelCtx) -> Result<KernelCall> {
     let (func, alpha, beta) = match ctx.node.op.as_str() {
         "HardSigmoid" => ("dg_hard_sigmoid_f32", float_attr(ctx, "alpha", 0.2)?, float_attr(ctx, "beta", 0.5)?),
         "QuickGelu" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.702)?, 0.0),
+        "LeakyRelu" => ("dg_leaky_relu_f32", float_attr(ctx, "alpha", 0.01)?, 0.0),
+        "Elu" => ("dg_elu_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
         _ => ("dg_swish_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
     };
     let n = numel(&ctx.out_shape(0)?);
@@ -567,6 +628,66 @@ fn hard_sigmoid_grad(ctx: &mut GradCtx) -> Result<()> {
         let a = ctx.scalar("alpha", alpha);
         let d = ctx.op("Mul", &[inside, a], "derivative")?;
         ctx.set_product(0, dy, d)?;
+    }
+    Ok(())
+}
+
+/// LeakyRelu{alpha}: dX = dY * (X > 0 ? 1 : alpha).
+fn leaky_relu_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let alpha = ctx.node.float("alpha")?.unwrap_or(0.01);
+        let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+        let (zero, one) = (ctx.scalar("zero", 0.0), ctx.scalar("one", 1.0));
+        let a = ctx.scalar("alpha", alpha);
+        let positive = ctx.op("Greater", &[x, zero], "positive")?;
+        let d = ctx.op("Where", &[positive, one, a], "derivative")?;
+        ctx.set_product(0, dy, d)?;
+    }
+    Ok(())
+}
+
+/// Elu{alpha}: dX = dY * (X > 0 ? 1 : Y + alpha), as Y = alpha (e^X - 1)
+/// where X <= 0.
+fn elu_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let alpha = ctx.node.float("alpha")?.unwrap_or(1.0);
+        let (dy, x, y) = (ctx.dy(0)?, ctx.x(0)?, ctx.y(0)?);
+        let (zero, one) = (ctx.scalar("zero", 0.0), ctx.scalar("one", 1.0));
+        let a = ctx.scalar("alpha", alpha);
+        let positive = ctx.op("Greater", &[x, zero], "positive")?;
+        let below = ctx.op("Add", &[y, a], "y_plus_alpha")?;
+        let d = ctx.op("Where", &[positive, one, below], "derivative")?;
+        ctx.set_product(0, dy, d)?;
+    }
+    Ok(())
+}
+
+/// PRelu(X, slope): dX = dY * (X > 0 ? 1 : slope); dSlope = dY * (X > 0 ?
+/// 0 : X), summed over the dimensions the slope was broadcast along.
+fn prelu_grad(ctx: &mut GradCtx) -> Result<()> {
+    if !ctx.needs(0) && !ctx.needs(1) {
+        return Ok(());
+    }
+    let (dy, x, slope) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    let (zero, one) = (ctx.scalar("zero", 0.0), ctx.scalar("one", 1.0));
+    let positive = ctx.op("Greater", &[x, zero], "positive")?;
+    if ctx.needs(0) {
+        let d = ctx.op("Where", &[positive, one, slope], "derivative")?;
+        ctx.set_product(0, dy, d)?;
+    }
+    if ctx.needs(1) {
+        let d = ctx.op("Where", &[positive, zero, x], "slope_derivative")?;
+        ctx.set_product(1, dy, d)?;
+    }
+    Ok(())
+}
+
+/// Softplus: dX = dY * Sigmoid(X).
+fn softplus_grad(ctx: &mut GradCtx) -> Result<()> {
+    if ctx.needs(0) {
+        let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
+        let s = ctx.op("Sigmoid", &[x], "sigmoid")?;
+        ctx.set_product(0, dy, s)?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 cannot take the deployed inference graph as it is.
 
 onnxruntime-training 1.19.2 has no gradient for HardSwish, HardSigmoid,
-ReduceMax, GlobalMaxPool, GroupNormalization, InstanceNormalization,
+Elu, Softplus, PRelu, ReduceMax, GlobalMaxPool, GroupNormalization, InstanceNormalization,
 Floor, Ceil, reflect and edge Pad, or the log_prob output of
 SoftmaxCrossEntropyLoss; its
 ConvTransposeGrad has no CPU kernel (NOT_IMPLEMENTED); it knows neither
@@ -14,6 +14,8 @@ the same function and gradient, keeping every initializer's name, so the
 references (losses, `<w>_updated`) are those of the deployed graph:
 
 - HardSigmoid{a, b}(x) = Clip(a x + b, 0, 1); HardSwish(x) = x HardSigmoid(x){1/6, 1/2};
+- Elu{a}(x) = Where(x > 0, x, a (Exp(x) - 1)); Softplus(x) = Log(Exp(x) + 1);
+  PRelu(x, s) = Where(x < 0, x s, x);
 - RMSNormalization / RMSNorm(x, s){axis, eps} = x / Sqrt(ReduceMean(x x) + eps) * s;
 - ReduceMax and GlobalMaxPool = the mean of the elements equal to TopK(k = 1)'s
   value (trailing axes merged by a Reshape): the same value, and dY / k to
@@ -89,6 +91,20 @@ def rewrite(r, n, shapes):
         h = r.fresh("hard_sigmoid")
         nodes = hard_sigmoid(r, x, h, 1.0 / 6.0, 0.5)
         return nodes + [r.node("Mul", [x, h], [n.output[0]])[0]]
+    if n.op_type == "Elu":
+        p, po = r.node("Greater", [x, r.const("zero", 0.0)], [""])
+        e, eo = r.node("Exp", [x], [""])
+        m, mo = r.node("Sub", [eo[0], r.const("one", 1.0)], [""])
+        a, ao = r.node("Mul", [mo[0], r.const("alpha", at.get("alpha", 1.0))], [""])
+        return [p, e, m, a, r.node("Where", [po[0], x, ao[0]], [n.output[0]])[0]]
+    if n.op_type == "Softplus":
+        e, eo = r.node("Exp", [x], [""])
+        a, ao = r.node("Add", [eo[0], r.const("one", 1.0)], [""])
+        return [e, a, r.node("Log", [ao[0]], [n.output[0]])[0]]
+    if n.op_type == "PRelu":
+        p, po = r.node("Less", [x, r.const("zero", 0.0)], [""])
+        m, mo = r.node("Mul", [x, n.input[1]], [""])
+        return [p, m, r.node("Where", [po[0], mo[0], x], [n.output[0]])[0]]
     if n.op_type in ("RMSNormalization", "RMSNorm"):
         axis = at.get("axis", -1)
         # negative: counted from the end, so no rank is needed
