@@ -382,3 +382,25 @@ fn a_shape_operand_must_be_the_same_in_every_mini_batch() {
     assert!(e.contains("graph input 'starts' decides shapes"), "{e}");
     assert!(e.contains("'starts' and 'mb1_starts' differ"), "{e}");
 }
+
+/// Opset 6 PRelu's per-channel slope [C] (axis 1) is refused by name, not
+/// broadcast along the last axis as opset 7 would.
+#[test]
+fn opset_6_channel_slope_of_prelu_is_refused_by_name() {
+    let prelu = |opset: i64| {
+        let mut b = ModelBuilder::new();
+        b.opsets = vec![("".into(), opset)];
+        b.input("x", F32, &[1, 2, 3]).init("s", &[2], &[0.1, 0.2]).node("PRelu", &["x", "s"], &["y"], vec![]).output(
+            "y",
+            F32,
+            &[1, 2, 3],
+        );
+        let dir = tempfile::tempdir().unwrap();
+        b.write(dir.path(), "network.onnx");
+        lowered(dir.path()).map(|_| ()).unwrap_err().to_string()
+    };
+    let e = prelu(6);
+    assert!(e.contains("the opset < 7 form of PRelu, a per-channel slope [2]"), "{e}");
+    let e = prelu(7);
+    assert!(e.contains("do not broadcast"), "{e}");
+}

@@ -335,6 +335,7 @@ fn prelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if ctx.dtype(1)? != x[0].dtype {
         return Err(ctx.err(format!("slope must be {} as X is, got {}", x[0].dtype, ctx.dtype(1)?)));
     }
+    legacy_channel_slope(ctx, &x[0])?;
     let both = super::broadcast_inputs(ctx)?;
     if let (Some(xs), Some(s), Some(b)) = (x[0].shape(), ctx.shape(1)?, both.shape()) {
         if b != xs {
@@ -342,6 +343,22 @@ fn prelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
         }
     }
     Ok(x)
+}
+
+/// Before opset 7 a 1-D slope of X's channel count applies along axis 1
+/// (not numpy's last axis): refused by name rather than as a broadcast
+/// failure.
+fn legacy_channel_slope(ctx: &Ctx, x: &TensorType) -> Result<()> {
+    let old = ctx.graph.opsets.get("").is_some_and(|&v| v < 7);
+    if let (true, Some(xs), Some(s)) = (old, x.shape(), ctx.shape(1)?) {
+        if xs.len() > 2 && s.len() == 1 && s[0] == xs[1] && s[0] != xs[xs.len() - 1] {
+            return Err(ctx.err(format!(
+                "the opset < 7 form of PRelu, a per-channel slope {s:?} applied along axis 1 of X {xs:?}, is not \
+                 supported; export at opset 7 or later (a slope of shape [C, 1, ..])"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn clip(ctx: &Ctx) -> Result<Vec<TensorType>> {
