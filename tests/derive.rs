@@ -123,6 +123,43 @@ fn an_operator_without_a_gradient_rule_is_refused_by_name() {
     assert_eq!(names(&ok["derived"]["trainable"]), ["fc.weight", "fc.bias"]);
 }
 
+/// Conv3d -> MaxPool3d -> AveragePool3d -> GlobalAveragePool -> Flatten -> Gemm.
+fn conv3d_pools() -> common::ModelBuilder {
+    use common::{attr_int, attr_ints, F32};
+    let mut b = common::ModelBuilder::new();
+    b.input("x", F32, &[2, 2, 4, 4, 4])
+        .init("conv.weight", &[4, 2, 3, 3, 3], &[0.1; 216])
+        .init("fc.weight", &[3, 4], &[0.2; 12])
+        .init("fc.bias", &[3], &[0.0; 3])
+        .node("Conv", &["x", "conv.weight"], &["c"], vec![attr_ints("pads", &[1; 6])])
+        .node("MaxPool", &["c"], &["m"], vec![attr_ints("kernel_shape", &[2, 2, 2]), attr_ints("strides", &[2, 2, 2])])
+        .node("AveragePool", &["m"], &["a"], vec![attr_ints("kernel_shape", &[2, 2, 2])])
+        .node("GlobalAveragePool", &["a"], &["p"], vec![])
+        .node("Flatten", &["p"], &["f"], vec![attr_int("axis", 1)])
+        .node("Gemm", &["f", "fc.weight", "fc.bias"], &["logits"], vec![attr_int("transB", 1)])
+        .output("logits", F32, &[2, 3]);
+    b
+}
+
+/// 3-D windows run forward only: training through one names the node
+/// and says its 3-D form has no gradient rule; behind frozen layers the
+/// same graph trains.
+#[test]
+fn a_3d_window_in_the_trained_region_is_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let onnx = conv3d_pools().write(tmp.path(), "network.onnx");
+    let out =
+        deploygen().args(["inspect"]).arg(&onnx).args(["--loss", "cross-entropy", "--lr", "0.1"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("(AveragePool)") && err.contains("the 3-D form of AveragePool"), "{err}");
+    assert!(err.contains("has no gradient rule"), "{err}");
+    let ok = inspect_json(&onnx, &["--loss", "cross-entropy", "--lr", "0.1", "--trainable", "fc.*"]);
+    assert_eq!(names(&ok["derived"]["trainable"]), ["fc.weight", "fc.bias"]);
+    let ops = ok["ops"].as_object().unwrap();
+    assert!(!ops.contains_key("ConvGrad") && !ops.contains_key("MaxPoolGrad"), "{ops:?}");
+}
+
 #[test]
 fn a_batchnorm_in_a_frozen_region_trains_with_batch_statistics() {
     // As in onnxruntime's training graph (BatchNormInternal, training_mode

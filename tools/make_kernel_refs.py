@@ -1885,6 +1885,135 @@ def prelu_same():
     return _prelu(edges2(rnd2(4, 9, lo=-4, hi=4), ACT_EDGES), rnd2(4, 9, lo=-0.5, hi=1.5))
 
 
+# ---------------------------------------------------------------- second wave: 3-D windows
+# dg_maxpool3d_f32, dg_avgpool3d_f32, dg_conv3d_f32 (runtime/kernels/window3d.c,
+# dg_window3d_args_t). p_win is the struct's shape fields in order: batch,
+# in_c, in_d, in_h, in_w, out_c, out_d, out_h, out_w, k (3), strides (3),
+# dilations (3), begin pads (3), group, count_include_pad (the end pads are
+# implied by the output extents).
+def _win_out(n, k, s, d, p0, p1, ceil):
+    # ONNX's output extent (ceil_mode drops a window starting in the end pad)
+    span = n + p0 + p1 - (d * (k - 1) + 1)
+    o = (-(-span // s) if ceil else span // s) + 1
+    if ceil and o > 1 and (o - 1) * s >= n + p0:
+        o -= 1
+    return o
+
+
+def _win_params(xs, ys, k, s, d, pads, group=1, cip=0):
+    return I(list(xs) + list(ys[1:]) + list(k) + list(s) + list(d) + list(pads[:3]) + [group, cip])
+
+
+def _pool3d(op, xs, k, s, pads, dil=(1, 1, 1), ceil=0, cip=0, x=None):
+    x = rnd2(*xs) if x is None else x
+    ys = list(xs[:2]) + [_win_out(xs[2 + i], k[i], s[i], dil[i], pads[i], pads[3 + i], ceil)
+                         for i in range(3)]
+    attrs = {"kernel_shape": list(k), "strides": list(s), "pads": list(pads),
+             "dilations": list(dil), "ceil_mode": ceil}
+    outs = [("Y", ys, F)]
+    if op == "MaxPool":
+        outs.append(("I", ys, L))
+    else:
+        attrs["count_include_pad"] = cip
+    r = run_op(op, [("X", x)], outs, attrs)
+    d = {"in_x": x, "out_y": r["Y"], "p_win": _win_params(xs, ys, k, s, dil, pads, 1, cip)}
+    if op == "MaxPool":
+        d["out_indices"] = r["I"]
+    return d
+
+
+@case2("ort")
+def maxpool3d_pad_stride2():
+    return _pool3d("MaxPool", (2, 3, 5, 6, 7), (3, 2, 3), (2, 2, 1), (1, 0, 1, 1, 1, 0))
+
+
+@case2("ort")
+def maxpool3d_dil2_ceil_ties():
+    # dilation 2, ceil_mode windows overhanging the input, ties (first max wins)
+    x = (np.round(rnd2(1, 2, 8, 6, 5) * 2) / 2).astype(F32)
+    return _pool3d("MaxPool", (1, 2, 8, 6, 5), (2, 2, 2), (2, 1, 2), (0, 1, 0, 0, 0, 0),
+                   dil=(2, 2, 1), ceil=1, x=x)
+
+
+@case2("ort")
+def avgpool3d_excl_pad():
+    return _pool3d("AveragePool", (2, 3, 5, 6, 7), (3, 3, 2), (2, 2, 2), (1, 1, 0, 1, 0, 1))
+
+
+@case2("ort")
+def avgpool3d_incl_pad_ceil():
+    # the last depth and width windows overhang the end pads: onnxruntime
+    # still divides by the whole kernel
+    return _pool3d("AveragePool", (1, 2, 7, 5, 8), (3, 2, 3), (2, 2, 2), (1, 0, 1, 0, 1, 1),
+                   ceil=1, cip=1)
+
+
+@case2("ort")
+def avgpool3d_dil2():
+    return _pool3d("AveragePool", (1, 2, 7, 7, 6), (2, 3, 2), (1, 2, 2), (1, 1, 0, 0, 1, 1),
+                   dil=(2, 2, 2))
+
+
+def _conv3d(xs, ws, s, pads, dil, group, bias):
+    x, w = rnd2(*xs), rnd2(*ws)
+    ys = [xs[0], ws[0]] + [_win_out(xs[2 + i], ws[2 + i], s[i], dil[i], pads[i], pads[3 + i], 0)
+                           for i in range(3)]
+    attrs = {"kernel_shape": list(ws[2:]), "strides": list(s), "pads": list(pads),
+             "dilations": list(dil), "group": group}
+    ins = [("X", x), ("W", w)]
+    d = {"in_x": x, "in_w": w}
+    if bias:
+        b = rnd2(ws[0])
+        ins.append(("B", b))
+        d["in_b"] = b
+    d["out_y"] = run_op("Conv", ins, [("Y", ys, F)], attrs)["Y"]
+    d["p_win"] = _win_params(xs, ys, ws[2:], s, dil, pads, group)
+    return d
+
+
+@case2("ort")
+def conv3d_pad_stride2_bias():
+    return _conv3d((2, 3, 5, 6, 7), (4, 3, 3, 2, 3), (2, 1, 2), (1, 0, 1, 1, 1, 0), (1, 1, 1), 1, True)
+
+
+@case2("ort")
+def conv3d_dil2_groups():
+    return _conv3d((1, 4, 6, 7, 5), (6, 2, 2, 3, 2), (1, 2, 1), (0, 1, 1, 1, 0, 0), (2, 1, 2), 2, True)
+
+
+@case2("ort")
+def conv3d_depthwise_nobias():
+    return _conv3d((1, 3, 4, 5, 6), (3, 1, 3, 3, 3), (1, 1, 1), (1, 1, 1, 1, 1, 1), (1, 1, 1), 3, False)
+
+def _convt3d(xs, ws, group, s, pads, dil, out_pad, bias):
+    x, w = rnd2(*xs), rnd2(*ws)
+    ys = [xs[0], ws[1] * group] + [s[i] * (xs[2 + i] - 1) + out_pad[i] + dil[i] * (ws[2 + i] - 1) + 1
+                                   - pads[i] - pads[3 + i] for i in range(3)]
+    attrs = {"kernel_shape": list(ws[2:]), "strides": list(s), "pads": list(pads),
+             "dilations": list(dil), "group": group, "output_padding": list(out_pad)}
+    ins = [("X", x), ("W", w)]
+    d = {"in_x": x, "in_w": w}
+    if bias:
+        b = rnd2(ys[1])
+        ins.append(("B", b))
+        d["in_b"] = b
+    d["out_y"] = run_op("ConvTranspose", ins, [("Y", ys, F)], attrs)["Y"]
+    d["p_win"] = _win_params(xs, ys, ws[2:], s, dil, pads, group)
+    return d
+
+
+@case2("ort")
+def convtranspose3d_s2_pad_bias():
+    return _convt3d((2, 3, 3, 4, 3), (3, 2, 3, 2, 3), 1, (2, 1, 2), (1, 0, 1, 0, 1, 1), (1, 1, 1),
+                    (1, 0, 0), True)
+
+
+@case2("ort")
+def convtranspose3d_dil2_groups():
+    return _convt3d((1, 4, 3, 3, 4), (4, 2, 2, 3, 2), 2, (1, 2, 1), (0, 1, 0, 1, 0, 0), (2, 1, 2),
+                    (0, 1, 0), False)
+
+
 # Gelu with approximate = "tanh" (runtime/kernels/gelu_tanh.c), written to
 # runtime/tests/refs/gelu_tanh/ and checked end to end by
 # tests/third_party.rs (a generated project against these references). Its

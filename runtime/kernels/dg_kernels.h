@@ -600,6 +600,8 @@ enum dg_fault_id_wave2 {
     DG_FAULT_CONV_TRANSPOSE,
     DG_FAULT_SIGN, DG_FAULT_COMPARE, DG_FAULT_GATHER_GRAD,
     DG_FAULT_LEAKY_RELU, DG_FAULT_ELU, DG_FAULT_SOFTPLUS, DG_FAULT_PRELU,
+    DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX, DG_FAULT_AVGPOOL3D, DG_FAULT_CONV3D,
+    DG_FAULT_CONV_TRANSPOSE3D,
     DG_FAULT_W2_COUNT
 };
 
@@ -842,6 +844,52 @@ void dg_rmsnorm_f32(void *args);
  * - pad_top - pad_bottom). Each output element sums, in (in channel, k_h,
  * k_w) order, the inputs that map onto it, then adds the bias. */
 void dg_conv_transpose_f32(void *args);
+
+/* ---- 3-D windows (NCDHW; window3d.c) -------------------------------------
+ * One args struct for the forward 3-D pools and convolution:
+ *   dg_maxpool3d_f32  x -> y, indices (int64, may be NULL)
+ *   dg_avgpool3d_f32  x -> y
+ *   dg_conv3d_f32     x, w, b (may be NULL) -> y; w is [out_c, in_c / group,
+ *                     k_d, k_h, k_w]; act 1 applies ReLU after the bias
+ *   dg_conv_transpose3d_f32  x, w, b (may be NULL) -> y; w is [in_c,
+ *                     out_c / group, k_d, k_h, k_w] (ONNX's ConvTranspose
+ *                     layout); output o of an axis sums the inputs
+ *                     (o + pad - k dil) / stride that divide and lie in
+ *                     the input, in (input channel, k_d, k_h, k_w) order;
+ *                     the end pads and output_padding are implied by the
+ *                     output extents
+ * Output position o of a spatial axis reads the input at o * stride - pad
+ * + k * dil for k < kernel, the taps outside the input skipped (zero
+ * padding for Conv). Pools: out_c == in_c (the channels). MaxPool keeps the
+ * first maximum in window order (k_d, k_h, k_w); its index is the flat
+ * position in the whole input, (((n * C + c) * D + d) * H + h) * W + w; a
+ * window with no tap in the input gives -FLT_MAX. AveragePool divides by
+ * the taps inside the input, with count_include_pad by k_d k_h k_w, also
+ * for a ceil_mode window that overhangs the end pad (onnxruntime 1.19 and
+ * the ONNX reference agree there in 3-D). The end pads are implied by the
+ * output extents. Each output element is computed by one core (the outputs
+ * split evenly over the cores).
+ * ====================================================================== */
+typedef struct {
+    const float *x;
+    const float *w; /* optional: NULL where the kernel does not read it */
+    const float *b; /* optional: NULL where the kernel does not read it */
+    float *y;
+    int64_t *indices; /* optional: NULL where the kernel does not read it */
+    uint32_t batch, in_c, in_d, in_h, in_w;
+    uint32_t out_c, out_d, out_h, out_w;
+    uint32_t k_d, k_h, k_w;
+    uint32_t stride_d, stride_h, stride_w;
+    uint32_t dil_d, dil_h, dil_w;
+    uint32_t pad_front, pad_top, pad_left;
+    uint32_t group; /* optional: 0 = 1 (read by dg_conv3d_f32) */
+    uint32_t count_include_pad; /* optional: 0 = no */
+    uint32_t act; /* optional: 0 = none */
+} dg_window3d_args_t;
+void dg_maxpool3d_f32(void *args);
+void dg_avgpool3d_f32(void *args);
+void dg_conv3d_f32(void *args);
+void dg_conv_transpose3d_f32(void *args);
 
 /* ---- operators of onnxruntime-training's gradient graphs ------------------
  * Sign (Abs gradient): dg_unary_args_t, y = -1, 0 or 1 (0 for +-0; NaN

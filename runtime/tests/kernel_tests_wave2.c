@@ -2,7 +2,8 @@
  * Second-wave kernel tests: the dg_* kernels of the second operator wave
  * (unary math and activations, their gradients, Clip, Max / Min, Where,
  * Cast, Gather, Split, Pad, ReduceMax, GlobalMaxPool, Group / Instance /
- * RMS normalization, ConvTranspose, Conv 1-D) against onnxruntime reference
+ * RMS normalization, ConvTranspose, Conv 1-D, the 3-D MaxPool, AveragePool,
+ * Conv and ConvTranspose) against onnxruntime reference
  * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/wave2).
  *
  *   kernel_tests_wave2 REFDIR [--cores 1,3,8] [--fault] [CASE...]
@@ -476,6 +477,70 @@ static void c_prelu(tc_t *t)
     FORK(dg_prelu_f32, &a);
 }
 
+/* 3-D windows (dg_window3d_args_t; p_win as make_kernel_refs.py writes it) */
+static void win3d_params(tc_t *t, dg_window3d_args_t *a)
+{
+    memset(a, 0, sizeof *a);
+    a->batch = P("win", 0);
+    a->in_c = P("win", 1);
+    a->in_d = P("win", 2);
+    a->in_h = P("win", 3);
+    a->in_w = P("win", 4);
+    a->out_c = P("win", 5);
+    a->out_d = P("win", 6);
+    a->out_h = P("win", 7);
+    a->out_w = P("win", 8);
+    a->k_d = P("win", 9);
+    a->k_h = P("win", 10);
+    a->k_w = P("win", 11);
+    a->stride_d = P("win", 12);
+    a->stride_h = P("win", 13);
+    a->stride_w = P("win", 14);
+    a->dil_d = P("win", 15);
+    a->dil_h = P("win", 16);
+    a->dil_w = P("win", 17);
+    a->pad_front = P("win", 18);
+    a->pad_top = P("win", 19);
+    a->pad_left = P("win", 20);
+    a->group = P("win", 21);
+    a->count_include_pad = P("win", 22);
+    a->x = IN("x");
+    a->y = OUT("y");
+}
+
+static void c_maxpool3d(tc_t *t)
+{
+    dg_window3d_args_t a;
+    win3d_params(t, &a);
+    a.indices = (int64_t *)out_(t, "indices", NULL);
+    FORK(dg_maxpool3d_f32, &a);
+}
+
+static void c_avgpool3d(tc_t *t)
+{
+    dg_window3d_args_t a;
+    win3d_params(t, &a);
+    FORK(dg_avgpool3d_f32, &a);
+}
+
+static void c_conv3d(tc_t *t)
+{
+    dg_window3d_args_t a;
+    win3d_params(t, &a);
+    a.w = IN("w");
+    a.b = find(t, "in_", "b") ? IN("b") : NULL;
+    FORK(dg_conv3d_f32, &a);
+}
+
+static void c_conv_transpose3d(tc_t *t)
+{
+    dg_window3d_args_t a;
+    win3d_params(t, &a);
+    a.w = IN("w");
+    a.b = find(t, "in_", "b") ? IN("b") : NULL;
+    FORK(dg_conv_transpose3d_f32, &a);
+}
+
 /* ---- the table ----------------------------------------------------------------- */
 #define R 1e-5f
 #define EXACT 0.0f, 0.0f
@@ -569,6 +634,19 @@ static const case_t CASES[] = {
     {"prelu_channel", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
     {"prelu_last_axis", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
     {"prelu_same", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
+}
+
+    {"maxpool3d_pad_stride2", NULL, c_maxpool3d, EXACT, {DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX}},
+    {"maxpool3d_dil2_ceil_ties", NULL, c_maxpool3d, EXACT,
+     {DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX}},
+    {"avgpool3d_excl_pad", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
+    {"avgpool3d_incl_pad_ceil", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
+    {"avgpool3d_dil2", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
+    {"conv3d_pad_stride2_bias", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},
+    {"conv3d_dil2_groups", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},
+    {"conv3d_depthwise_nobias", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},
+    {"convtranspose3d_s2_pad_bias", NULL, c_conv_transpose3d, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE3D}},
+    {"convtranspose3d_dil2_groups", NULL, c_conv_transpose3d, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE3D}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 

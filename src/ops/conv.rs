@@ -17,7 +17,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_conv),
         grad: Some(conv_grad_rule),
         tile: Some(CONV_TILES),
-        // dg_conv_f32 applies `act` in every path; its tiles split output
+        // dg_conv_f32 (and dg_conv3d_f32) apply `act` in every path; its tiles split output
         // channels, never the input channels it sums over.
         fuses_act: Some(|_, _| true),
         // Output channel m is W[m] convolved with its group's inputs, plus B[m].
@@ -260,13 +260,9 @@ pub(super) struct Geom {
     pub(super) pads: [usize; 4],
 }
 
-/// `x` the input, `y` the output (both full NCHW / NCL shapes), `kernel`
-/// the spatial kernel size.
-pub(super) fn geom(ctx: &KernelCtx, x: &[usize], y: &[usize], kernel: &[usize]) -> Result<Geom> {
-    let sp = x.len().saturating_sub(2);
-    if !(1..=2).contains(&sp) || y.len() != x.len() || kernel.len() != sp {
-        return Err(ctx.err(format!("only 1-D and 2-D windows are supported (input {x:?}, output {y:?})")));
-    }
+/// The strides, dilations and pads (begin then end, as in ONNX) of a
+/// window over `sp` spatial dims, from the node's attributes.
+fn window_params(ctx: &KernelCtx, sp: usize) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
     if let Some(p) = ctx.attr_str("auto_pad")? {
         if p != "NOTSET" && p != "VALID" {
             return Err(ctx.err(format!("auto_pad '{p}' is not supported: give explicit pads")));
@@ -279,9 +275,61 @@ pub(super) fn geom(ctx: &KernelCtx, x: &[usize], y: &[usize], kernel: &[usize]) 
         }
         v.iter().map(|&x| to_u32(ctx, name, x)).collect()
     };
-    let strides = get("strides", sp, 1)?;
-    let dil = get("dilations", sp, 1)?;
-    let pads = get("pads", 2 * sp, 0)?;
+    Ok((get("strides", sp, 1)?, get("dilations", sp, 1)?, get("pads", 2 * sp, 0)?))
+}
+
+/// Whether `x` is an N, C, D, H, W input: a 3-D window, bound to the
+/// kernels of `dg_window3d_args_t` (runtime/kernels/window3d.c).
+pub(super) fn is_3d(x: &[usize]) -> bool {
+    x.len() == 5
+}
+
+/// The shape fields of `dg_window3d_args_t` for input `x`, output `y`
+/// (NCDHW) and the spatial `kernel`; the end pads are implied by the
+/// output extents.
+pub(super) fn window3d_fields(
+    ctx: &KernelCtx,
+    x: &[usize],
+    y: &[usize],
+    kernel: &[usize],
+) -> Result<Vec<(&'static str, Arg)>> {
+    if x.len() != 5 || y.len() != 5 || kernel.len() != 3 {
+        return Err(ctx.err(format!("a 3-D window needs N, C, D, H, W (input {x:?}, output {y:?}, kernel {kernel:?})")));
+    }
+    let (s, d, p) = window_params(ctx, 3)?;
+    Ok(vec![
+        ("batch", u(x[0])),
+        ("in_c", u(x[1])),
+        ("in_d", u(x[2])),
+        ("in_h", u(x[3])),
+        ("in_w", u(x[4])),
+        ("out_c", u(y[1])),
+        ("out_d", u(y[2])),
+        ("out_h", u(y[3])),
+        ("out_w", u(y[4])),
+        ("k_d", u(kernel[0])),
+        ("k_h", u(kernel[1])),
+        ("k_w", u(kernel[2])),
+        ("stride_d", u(s[0])),
+        ("stride_h", u(s[1])),
+        ("stride_w", u(s[2])),
+        ("dil_d", u(d[0])),
+        ("dil_h", u(d[1])),
+        ("dil_w", u(d[2])),
+        ("pad_front", u(p[0])),
+        ("pad_top", u(p[1])),
+        ("pad_left", u(p[2])),
+    ])
+}
+
+/// `x` the input, `y` the output (both full NCHW / NCL shapes), `kernel`
+/// the spatial kernel size.
+pub(super) fn geom(ctx: &KernelCtx, x: &[usize], y: &[usize], kernel: &[usize]) -> Result<Geom> {
+    let sp = x.len().saturating_sub(2);
+    if !(1..=2).contains(&sp) || y.len() != x.len() || kernel.len() != sp {
+        return Err(ctx.err(format!("only 1-D and 2-D windows are supported (input {x:?}, output {y:?})")));
+    }
+    let (strides, dil, pads) = window_params(ctx, sp)?;
     let two = |v: &[usize], d: usize| {
         if sp == 1 {
             if d == 0 {
@@ -334,15 +382,21 @@ pub(super) fn conv_fields(g: &Geom, group: usize) -> Vec<(&'static str, Arg)> {
 pub(super) fn bind_conv(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
-    let g = geom(ctx, &x, &y, &w[2..])?;
     let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
     let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
-    fields.extend(conv_fields(&g, group));
     let act = ctx.attr_int(super::FUSED_ACT, 0)?;
+    let (func, args) = if is_3d(&x) {
+        fields.extend(window3d_fields(ctx, &x, &y, &w[2..])?);
+        fields.push(("group", u(group)));
+        ("dg_conv3d_f32", "dg_window3d_args_t")
+    } else {
+        fields.extend(conv_fields(&geom(ctx, &x, &y, &w[2..])?, group));
+        ("dg_conv_f32", "dg_conv_args_t")
+    };
     if act != 0 {
         fields.push(("act", u(act as usize)));
     }
-    one(call("dg_conv_f32", "dg_conv_args_t", fields))
+    one(call(func, args, fields))
 }
 
 pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -487,6 +541,7 @@ fn conv_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result
 /// outputs needed are computed.
 fn conv_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     let (dy, x, w) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    refuse_3d_grad(ctx, x, "Conv")?;
     let outs = ctx.dx_names(&[0, 1, 2]);
     let attrs = ctx.same_attrs();
     let g = ctx.emit("ConvGrad", grad::MS, &[Some(dy), Some(x), Some(w)], &outs, attrs)?;
@@ -494,6 +549,18 @@ fn conv_grad_rule(ctx: &mut GradCtx) -> Result<()> {
         if let Some(t) = t {
             ctx.set(slot, t);
         }
+    }
+    Ok(())
+}
+
+/// Forward inference only for 3-D windows: their gradient kernels are
+/// 1-D and 2-D.
+pub(super) fn refuse_3d_grad(ctx: &GradCtx, x: crate::ir::TensorId, op: &str) -> Result<()> {
+    let xs = ctx.shape(x)?;
+    if is_3d(&xs) {
+        return Err(ctx.err(format!(
+            "the 3-D form of {op} (input {xs:?}) has no gradient rule: 3-D windows run forward (inference) only"
+        )));
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! ConvTranspose (1-D and 2-D, groups, output_padding, output_shape,
+//! ConvTranspose (1-D, 2-D and 3-D, groups, output_padding, output_shape,
 //! auto_pad), fp32.
 
 use super::grad::{self, GradCtx};
@@ -143,8 +143,8 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
     let sp = x.len().saturating_sub(2);
-    if !(1..=2).contains(&sp) || y.len() != x.len() || w.len() != x.len() {
-        return Err(ctx.err(format!("only 1-D and 2-D ConvTranspose is supported (input {x:?}, output {y:?})")));
+    if !(1..=3).contains(&sp) || y.len() != x.len() || w.len() != x.len() {
+        return Err(ctx.err(format!("only 1-D, 2-D and 3-D ConvTranspose is supported (input {x:?}, output {y:?})")));
     }
     let get = |name: &str, n: usize, default: i64| -> Result<Vec<usize>> {
         let v = ctx.node.ints(name)?.map_or_else(|| vec![default; n], <[i64]>::to_vec);
@@ -179,6 +179,22 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
         };
     }
     let group = to_u32(ctx, "group", ctx.node.int("group")?.unwrap_or(1))?;
+    if sp == 3 {
+        let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
+        let names = [
+            ["in_d", "in_h", "in_w"],
+            ["out_d", "out_h", "out_w"],
+            ["k_d", "k_h", "k_w"],
+            ["stride_d", "stride_h", "stride_w"],
+            ["dil_d", "dil_h", "dil_w"],
+            ["pad_front", "pad_top", "pad_left"],
+        ];
+        fields.extend([("batch", u(x[0])), ("in_c", u(x[1])), ("out_c", u(y[1])), ("group", u(group))]);
+        for (names, v) in names.iter().zip([&x[2..], &y[2..], &w[2..], &strides[..], &dil[..], &begin[..]]) {
+            fields.extend(names.iter().zip(v).map(|(&n, &v)| (n, u(v))));
+        }
+        return one(call("dg_conv_transpose3d_f32", "dg_window3d_args_t", fields));
+    }
     let last = |v: &[usize], d: usize, one: usize| if sp == 1 { [one, v[0]][d] } else { v[d] };
     let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
     fields.extend([
@@ -209,6 +225,7 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
 /// (the weight gradient of that Conv); dB sums dY over batch and space.
 fn conv_transpose_grad(ctx: &mut GradCtx) -> Result<()> {
     let (dy, x, w) = (ctx.dy(0)?, ctx.x(0)?, ctx.x(1)?);
+    super::conv::refuse_3d_grad(ctx, x, "ConvTranspose")?;
     let (xs, ws) = (ctx.shape(x)?, ctx.shape(w)?);
     let kernel = ws[2..].to_vec();
     let pads = {

@@ -1,6 +1,6 @@
 //! Pooling and its gradients.
 
-use super::conv::{geom, kernel_attr, window, Geom, MAX_EXTENT};
+use super::conv::{geom, is_3d, kernel_attr, refuse_3d_grad, window, window3d_fields, Geom, MAX_EXTENT};
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
@@ -15,7 +15,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
-        kernel: Some(bind_pool),
+        kernel: Some(bind_maxpool),
         grad: Some(max_pool_grad_rule),
         tile: Some(POOL_TILES),
         ..OpDef::BASE
@@ -35,7 +35,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
-        kernel: Some(bind_pool),
+        kernel: Some(bind_avgpool),
         grad: Some(avg_pool_grad_rule),
         tile: Some(POOL_TILES),
         ..OpDef::BASE
@@ -285,29 +285,45 @@ pub(super) fn kernel_dims(ctx: &KernelCtx) -> Result<Vec<usize>> {
     k.iter().map(|&v| to_u32(ctx, "kernel_shape", v)).collect()
 }
 
-pub(super) fn bind_pool(ctx: &KernelCtx) -> Result<KernelCall> {
+/// MaxPool -> Y and, when wanted, its int64 Indices (flat positions in the
+/// whole input): `dg_maxpool_f32` (1-D, 2-D) or `dg_maxpool3d_f32`.
+pub(super) fn bind_maxpool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
-    let g = geom(ctx, &x, &y, &kernel_dims(ctx)?)?;
-    if ctx.node.op == "MaxPool" {
-        if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
-            return Err(ctx.err("MaxPool indices must be int64"));
-        }
-        if ctx.attr_int("storage_order", 0)? != 0 {
-            return Err(ctx.err("MaxPool storage_order=1 is not supported"));
-        }
-        let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
-        fields.extend(pool_fields(&g));
-        one(call("dg_maxpool_f32", "dg_pool_args_t", fields))
-    } else {
-        if g.dil != [1, 1] {
-            return Err(ctx.err("AveragePool with dilations is not supported by the kernel"));
-        }
-        let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)];
-        fields.extend(pool_fields(&g));
-        fields.push(("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0))));
-        one(call("dg_avgpool_f32", "dg_pool_args_t", fields))
+    if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
+        return Err(ctx.err("MaxPool indices must be int64"));
     }
+    if ctx.attr_int("storage_order", 0)? != 0 {
+        return Err(ctx.err("MaxPool storage_order=1 is not supported"));
+    }
+    let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
+    if is_3d(&x) {
+        fields.extend(window3d_fields(ctx, &x, &y, &kernel_dims(ctx)?)?);
+        return one(call("dg_maxpool3d_f32", "dg_window3d_args_t", fields));
+    }
+    fields.extend(pool_fields(&geom(ctx, &x, &y, &kernel_dims(ctx)?)?));
+    one(call("dg_maxpool_f32", "dg_pool_args_t", fields))
+}
+
+/// AveragePool: `dg_avgpool_f32` (1-D, 2-D; no dilations) or
+/// `dg_avgpool3d_f32` (dilations too).
+pub(super) fn bind_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
+    let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)];
+    let include_pad = ("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0)));
+    if is_3d(&x) {
+        fields.extend(window3d_fields(ctx, &x, &y, &kernel_dims(ctx)?)?);
+        fields.push(include_pad);
+        return one(call("dg_avgpool3d_f32", "dg_window3d_args_t", fields));
+    }
+    let g = geom(ctx, &x, &y, &kernel_dims(ctx)?)?;
+    if g.dil != [1, 1] {
+        return Err(ctx.err("AveragePool with dilations is not supported by the kernel"));
+    }
+    fields.extend(pool_fields(&g));
+    fields.push(include_pad);
+    one(call("dg_avgpool_f32", "dg_pool_args_t", fields))
 }
 
 pub(super) fn bind_maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -385,6 +401,7 @@ fn max_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
     }
+    refuse_3d_grad(ctx, ctx.x(0)?, "MaxPool")?;
     let dy = ctx.dy(0)?;
     let indices = ctx.y(1)?;
     let (out, attrs) = (ctx.dx_name(0), ctx.same_attrs());
@@ -398,6 +415,7 @@ fn avg_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
     }
+    refuse_3d_grad(ctx, ctx.x(0)?, "AveragePool")?;
     let dy = ctx.dy(0)?;
     let (out, attrs) = (ctx.dx_name(0), ctx.same_attrs());
     let dx = ctx.emit1("AveragePoolGrad", "", &[dy], &out, attrs)?;
