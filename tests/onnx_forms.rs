@@ -383,24 +383,37 @@ fn a_shape_operand_must_be_the_same_in_every_mini_batch() {
     assert!(e.contains("'starts' and 'mb1_starts' differ"), "{e}");
 }
 
-/// Opset 6 PRelu's per-channel slope [C] (axis 1) is refused by name, not
-/// broadcast along the last axis as opset 7 would.
+/// Opset 6 PRelu's per-channel slope [C] applies along axis 1: a
+/// constant one computes so (channel 0 scaled by 0.1, channel 1 by 0.5);
+/// one fed at run time is refused by name; at opset 7 the same shapes do
+/// not broadcast.
 #[test]
-fn opset_6_channel_slope_of_prelu_is_refused_by_name() {
-    let prelu = |opset: i64| {
+fn opset_6_prelu_slope_is_per_channel() {
+    if !have_gcc() {
+        return;
+    }
+    let prelu = |opset: i64, constant: bool| {
         let mut b = ModelBuilder::new();
         b.opsets = vec![("".into(), opset)];
-        b.input("x", F32, &[1, 2, 3]).init("s", &[2], &[0.1, 0.2]).node("PRelu", &["x", "s"], &["y"], vec![]).output(
-            "y",
-            F32,
-            &[1, 2, 3],
-        );
-        let dir = tempfile::tempdir().unwrap();
-        b.write(dir.path(), "network.onnx");
-        lowered(dir.path()).map(|_| ()).unwrap_err().to_string()
+        b.input("x", F32, &[1, 2, 3]);
+        if constant {
+            b.init("s", &[2], &[0.1, 0.5]);
+        } else {
+            b.input("s", F32, &[2]);
+        }
+        b.node("PRelu", &["x", "s"], &["y"], vec![]).output("y", F32, &[1, 2, 3]);
+        b
     };
-    let e = prelu(6);
+    let x = f32s(&[1, 2, 3], &[-1.0, -2.0, 3.0, -1.0, -2.0, 3.0]);
+    let y = f32s(&[1, 2, 3], &[-0.1, -0.2, 3.0, -0.5, -1.0, 3.0]);
+    let dir = folder(&prelu(6, true), &[("x", x.clone())], &[("y", y.clone())]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    let dir = folder(&prelu(6, false), &[("x", x.clone()), ("s", f32s(&[2], &[0.1, 0.5]))], &[("y", y.clone())]);
+    let e = lowered(dir.path()).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("the opset < 7 form of PRelu, a per-channel slope [2]"), "{e}");
-    let e = prelu(7);
+    assert!(e.contains("fed at run time"), "{e}");
+    let dir = folder(&prelu(7, true), &[("x", x)], &[("y", y)]);
+    let e = lowered(dir.path()).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("do not broadcast"), "{e}");
 }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 
 use crate::error::{Error, Result};
-use crate::ir::{Attr, DType, Dim, Graph, Origin, TensorData, TensorId, TensorType};
+use crate::ir::{Attr, DType, Dim, Graph, Origin, Tensor, TensorData, TensorId, TensorType};
 use crate::ops::{self, Ctx, FoldWhen};
 
 /// Fold and infer in schedule order. Returns the number of folded nodes.
@@ -18,6 +18,11 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
     for n in schedule {
         let def = ops::of(&graph.dag[n]);
         required_inputs(&Ctx { graph, node: &graph.dag[n] }, def)?;
+        if let Some(legacy) = def.legacy_input {
+            if let Some((slot, value)) = legacy(&Ctx { graph, node: &graph.dag[n] })? {
+                give_constant(graph, n, slot, value);
+            }
+        }
         let inferred = rule_with_int_lists(graph, n, def)?;
         if let Some(explicit) = def.explicit_pads {
             if let Some(pads) = explicit(&Ctx { graph, node: &graph.dag[n] })? {
@@ -61,6 +66,23 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         graph.rebuild_edges();
     }
     Ok(folded)
+}
+
+/// Input `slot` of node `n` becomes a new constant tensor holding `value`
+/// (named after the input it replaces; the old one stays for its other
+/// readers).
+fn give_constant(graph: &mut Graph, n: petgraph::graph::NodeIndex, slot: usize, value: TensorData) {
+    let old = graph.dag[n].input(slot).map(|t| graph.name_of(t).to_string()).unwrap_or_default();
+    let mut name = format!("{old}.current_form");
+    let mut k = 2;
+    while graph.tensors.contains_key(&name) {
+        name = format!("{old}.current_form.{k}");
+        k += 1;
+    }
+    let tensor =
+        Tensor { name: name.clone(), ty: value.ty(), origin: Origin::Initializer, data: Some(value), sequence: false };
+    let (id, _) = graph.tensors.insert_full(name, tensor);
+    graph.dag[n].inputs[slot] = Some(id);
 }
 
 /// The operator's shape rule; a single INT given where the rule reads

@@ -51,6 +51,10 @@ pub type FoldFn = fn(&Ctx, &[TensorType]) -> Result<Option<Vec<TensorData>>>;
 /// `auto_pad` as explicit pads (begin then end), or `None` when it is not SAME_*.
 pub type PadsFn = fn(&Ctx) -> Result<Option<Vec<i64>>>;
 
+/// An input an older opset's form of the operator lays out otherwise,
+/// as the constant the current form reads: `(slot, value)`.
+pub type LegacyInputFn = fn(&Ctx) -> Result<Option<(usize, TensorData)>>;
+
 /// Bytes of per-kernel scratch a node needs (runtime/kernels/dg_kernels.h).
 pub type ScratchFn = fn(&Graph, &Node) -> u64;
 
@@ -126,6 +130,10 @@ pub struct OpDef {
     /// `pads` (begin then end), once the input shape is known: typing
     /// rewrites the node with them, so later stages see only `pads`.
     pub explicit_pads: Option<PadsFn>,
+    /// A constant input of an older opset's form in the current form's
+    /// layout: typing gives the node that constant (a new tensor) before
+    /// its rule runs, so later stages see only the current form.
+    pub legacy_input: Option<LegacyInputFn>,
     pub fold_when: FoldWhen,
     /// Input slots read when generating code, when constant (shapes, axes,
     /// bounds): such constants need no buffer.
@@ -243,6 +251,7 @@ impl OpDef {
         required: &[0],
         fold: None,
         explicit_pads: None,
+        legacy_input: None,
         fold_when: FoldWhen::ConstantInts,
         compile_time: &[],
         data_when_not_constant: &[],

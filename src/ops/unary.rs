@@ -174,6 +174,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "PRelu",
         infer: prelu,
+        legacy_input: Some(prelu_channel_slope),
         required: &[0, 1],
         kernel: Some(super::elementwise::bind_binary),
         tile: Some(tile::BROADCAST),
@@ -345,18 +346,37 @@ fn prelu(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(x)
 }
 
-/// Before opset 7 a 1-D slope of X's channel count applies along axis 1
-/// (not numpy's last axis): refused by name rather than as a broadcast
-/// failure.
-fn legacy_channel_slope(ctx: &Ctx, x: &TensorType) -> Result<()> {
+/// Before opset 7 a 1-D slope of X's channel count applies along axis 1,
+/// not along numpy's last axis: X's shape and the slope, when the node
+/// has that form.
+fn channel_slope(ctx: &Ctx) -> Result<Option<(Vec<usize>, Vec<usize>)>> {
     let old = ctx.graph.opsets.get("").is_some_and(|&v| v < 7);
-    if let (true, Some(xs), Some(s)) = (old, x.shape(), ctx.shape(1)?) {
-        if xs.len() > 2 && s.len() == 1 && s[0] == xs[1] && s[0] != xs[xs.len() - 1] {
-            return Err(ctx.err(format!(
-                "the opset < 7 form of PRelu, a per-channel slope {s:?} applied along axis 1 of X {xs:?}, is not \
-                 supported; export at opset 7 or later (a slope of shape [C, 1, ..])"
-            )));
-        }
+    match (old, ctx.shape(0)?, ctx.shape(1)?) {
+        (true, Some(xs), Some(s)) if xs.len() > 2 && s.len() == 1 && s[0] == xs[1] => Ok(Some((xs, s))),
+        _ => Ok(None),
+    }
+}
+
+/// The opset < 7 per-channel slope `[C]` of a constant, as the `[C, 1,
+/// ..]` slope that broadcasts along axis 1 in the current form.
+fn prelu_channel_slope(ctx: &Ctx) -> Result<Option<(usize, TensorData)>> {
+    let Some((xs, s)) = channel_slope(ctx)? else { return Ok(None) };
+    let Some(k) = ctx.konst(1) else { return Ok(None) };
+    let mut shape = vec![s[0]];
+    shape.resize(xs.len() - 1, 1);
+    Ok(Some((1, TensorData { shape, ..k.clone() })))
+}
+
+/// A per-channel slope of the opset < 7 form that is not a constant (so
+/// it could not be given the current form's layout) is refused by name
+/// rather than as a broadcast failure.
+fn legacy_channel_slope(ctx: &Ctx, _x: &TensorType) -> Result<()> {
+    if let Some((xs, s)) = channel_slope(ctx)? {
+        return Err(ctx.err(format!(
+            "the opset < 7 form of PRelu, a per-channel slope {s:?} applied along axis 1 of X {xs:?}, is \
+             supported when the slope is a constant; this one is fed at run time: export at opset 7 or later (a \
+             slope of shape [C, 1, ..])"
+        )));
     }
     Ok(())
 }
