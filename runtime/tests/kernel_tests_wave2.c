@@ -634,8 +634,6 @@ static const case_t CASES[] = {
     {"prelu_channel", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
     {"prelu_last_axis", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
     {"prelu_same", NULL, c_prelu, R, 1e-6f, {DG_FAULT_PRELU}},
-}
-
     {"maxpool3d_pad_stride2", NULL, c_maxpool3d, EXACT, {DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX}},
     {"maxpool3d_dil2_ceil_ties", NULL, c_maxpool3d, EXACT,
      {DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX}},
