@@ -95,7 +95,7 @@ fn pin_one(model: &mut Model, t: TensorId, data: &npz::Npz) -> Result<()> {
     let Some(&first) = keys.first() else { return Ok(()) };
     let value = data.get(first)?.expect("a listed key").clone();
     let declared = &model.graph.tensor(t).ty;
-    if value.dtype != declared.dtype || !fits(declared.dims.as_deref(), &value.shape) {
+    if !super::data::fits(declared, &npz::Header::of(&value)) {
         return Err(Error::binding(format!(
             "graph input '{name}' is {declared} but inputs.npz '{first}' is {} {:?}",
             value.dtype.name(),
@@ -124,11 +124,6 @@ fn pin_one(model: &mut Model, t: TensorId, data: &npz::Npz) -> Result<()> {
     model.graph.inputs.retain(|&i| i != t);
     model.pinned.push(PinnedInput { name, keys: keys.iter().map(|k| k.to_string()).collect(), value: shown });
     Ok(())
-}
-
-fn fits(dims: Option<&[Dim]>, shape: &[usize]) -> bool {
-    let Some(dims) = dims else { return true };
-    dims.len() == shape.len() && dims.iter().zip(shape).all(|(d, &s)| !matches!(d, Dim::Fixed(v) if *v != s))
 }
 
 /// Import lets an integer graph input declare an empty dim (an empty axes
