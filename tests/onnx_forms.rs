@@ -9,9 +9,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{attr_float, attr_int, attr_ints, attr_str, ModelBuilder, F32, I64};
+use common::{attr_float, attr_int, attr_ints, attr_str, ModelBuilder, BOOL, F32, I64};
 use deploygen::bind::npz;
-use deploygen::ir::TensorData;
+use deploygen::ir::{DType, TensorData};
 use deploygen::verify::{generate_case, run_case, Case, Kind, Outcome, Stage};
 
 fn have_gcc() -> bool {
@@ -416,4 +416,69 @@ fn opset_6_prelu_slope_is_per_channel() {
     let dir = folder(&prelu(7, true), &[("x", x)], &[("y", y)]);
     let e = lowered(dir.path()).map(|_| ()).unwrap_err().to_string();
     assert!(e.contains("do not broadcast"), "{e}");
+}
+
+/// The integer forms: i64 Add / Sub / Mul wrap around, Div truncates
+/// toward zero, Pow is exact (a negative exponent of a base other than
+/// ±1 gives 0), Pow mixes an f32 base with an i64 exponent and the other
+/// way round with the base's type as the output's, Max / Min compare
+/// integers, ReduceMax of bool is "any"; one wrong integer is one error.
+#[test]
+fn integer_forms_compute_exactly() {
+    if !have_gcc() {
+        return;
+    }
+    const MAX: i64 = i64::MAX;
+    let mut b = ModelBuilder::new();
+    b.input("a", I64, &[2, 3]).input("b", I64, &[3]).input("f", F32, &[3]).input("m", BOOL, &[2, 3]);
+    let outs: [(&str, &str, &str, &str); 9] = [
+        ("Add", "a", "b", "add"),
+        ("Sub", "a", "b", "sub"),
+        ("Mul", "a", "b", "mul"),
+        ("Div", "a", "b", "div"),
+        ("Pow", "a", "b", "pow"),
+        ("Pow", "a", "f", "pow_if"),
+        ("Pow", "f", "b", "pow_fi"),
+        ("Max", "a", "b", "max"),
+        ("Min", "a", "b", "min"),
+    ];
+    for (op, x, y, z) in outs {
+        b.node(op, &[x, y], &[z], vec![]);
+        if z == "pow_fi" {
+            b.output(z, F32, &[3]);
+        } else {
+            b.output(z, I64, &[2, 3]);
+        }
+    }
+    b.node("ReduceMax", &["m"], &["any"], vec![attr_ints("axes", &[1]), attr_int("keepdims", 0)]);
+    b.output("any", BOOL, &[2]);
+    let bools = |shape: &[usize], v: &[i64]| TensorData::from_i64_as(DType::Bool, shape.to_vec(), v).unwrap();
+    let inputs = [
+        ("a", i64s(&[2, 3], &[7, -7, MAX, -9, 5, 3])),
+        ("b", i64s(&[3], &[2, -3, 1])),
+        ("f", f32s(&[3], &[2.0, 1.0, 0.5])),
+        ("m", bools(&[2, 3], &[0, 1, 0, 0, 0, 0])),
+    ];
+    let expected = |add_first: i64| {
+        vec![
+            ("add", i64s(&[2, 3], &[add_first, -10, i64::MIN, -7, 2, 4])),
+            ("sub", i64s(&[2, 3], &[5, -4, MAX - 1, -11, 8, 2])),
+            ("mul", i64s(&[2, 3], &[14, 21, MAX, -18, -15, 3])),
+            ("div", i64s(&[2, 3], &[3, 2, MAX, -4, -1, 3])),
+            ("pow", i64s(&[2, 3], &[49, 0, MAX, 81, 0, 3])),
+            ("pow_if", i64s(&[2, 3], &[49, -7, 3037000499, 81, 5, 1])),
+            ("pow_fi", f32s(&[3], &[4.0, 1.0, 0.5])),
+            ("max", i64s(&[2, 3], &[7, -3, MAX, 2, 5, 3])),
+            ("min", i64s(&[2, 3], &[2, -7, 1, -9, -3, 1])),
+            ("any", bools(&[2], &[1, 0])),
+        ]
+    };
+    let dir = folder(&b, &inputs, &expected(9));
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(6 * 8 + 3 + 2), "{}", o.output);
+    let dir = folder(&b, &inputs, &expected(10));
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(1), "{}", o.output);
 }

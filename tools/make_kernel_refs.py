@@ -23,7 +23,10 @@ import sys
 
 import numpy as np
 import onnx
-import onnxruntime as ort
+try:
+    import onnxruntime as ort
+except ImportError:  # --int-forms needs numpy only
+    ort = None
 from onnx import TensorProto, helper
 
 OPSET = 20
@@ -2062,12 +2065,178 @@ def write_wave2(out_dir):
         print(f"{name:28s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
     print(f"{len(WAVE2)} second-wave cases, {total} bytes in {os.path.relpath(out_dir)}")
 
+# ---------------------------------------------------------- integer forms
+# The int64 / bool / mixed-type kernels of runtime/kernels/integer.c, with
+# numpy references (ONNX defines these operators as numpy computes them;
+# where numpy has no answer - Div's truncation, Pow's negative integer
+# exponents - the reference is onnxruntime's C++ arithmetic, written out
+# here). Written into the second-wave folder and run by the same driver.
+INT_FORMS = {}  # name -> function
+RNG3 = np.random.default_rng(20261204)
+
+
+def case_int(fn):
+    INT_FORMS[fn.__name__] = fn
+    return fn
+
+
+def ints(shape, lo, hi):
+    return RNG3.integers(lo, hi, size=shape, dtype=np.int64)
+
+
+def _binary_typed(a, b, y):
+    out = y.shape
+    d = {"in_a": a, "in_b": b, "out_y": y}
+    if a.shape == b.shape:
+        d.update(p_shape=I([]), p_astr=I([]), p_bstr=I([]))
+    else:
+        d.update(p_shape=I(out), p_astr=I(bcast_strides(a.shape, out)), p_bstr=I(bcast_strides(b.shape, out)))
+    return d
+
+
+BIG = np.iinfo(np.int64)
+
+
+@case_int
+def add_i64_bcast():
+    # the full range: sums wrap around as two's complement
+    a, b = ints((2, 3, 4), BIG.min, BIG.max), ints((3, 1), BIG.min, BIG.max)
+    return _binary_typed(a, b, a + b)
+
+
+@case_int
+def sub_i64_same():
+    a, b = ints((4, 5), BIG.min, BIG.max), ints((4, 5), BIG.min, BIG.max)
+    return _binary_typed(a, b, a - b)
+
+
+@case_int
+def mul_i64_bcast():
+    a, b = ints((2, 3, 4), BIG.min, BIG.max), ints((4,), -1000, 1000)
+    return _binary_typed(a, b, a * b)
+
+
+@case_int
+def div_i64_bcast():
+    # mixed signs: the quotient truncates toward zero (not numpy's floor)
+    a, b = ints((3, 5), -10**6, 10**6), ints((5,), 1, 50) * np.array([1, -1, 1, -1, 1])
+    q = (np.abs(a) // np.abs(b)) * np.sign(a) * np.sign(b)
+    return _binary_typed(a, b, q)
+
+
+def _ipow(x, e):
+    """onnxruntime's int64 Pow, exact: wrapping repeated squaring; a negative
+    exponent gives 1 for 1, +-1 for -1, 0 otherwise."""
+    if e < 0:
+        return 1 if x == 1 else ((-1 if e % 2 else 1) if x == -1 else 0)
+    r = pow(int(x), int(e), 1 << 64)
+    return r - (1 << 64) if r >= 1 << 63 else r
+
+
+@case_int
+def pow_i64_bcast():
+    a, b = ints((2, 6), -6, 7), ints((6,), -2, 40)
+    a[0, :3] = [1, -1, 0]
+    b[:3] = [-3, -3, 5]
+    y = np.array([[_ipow(x, e) for x, e in zip(row, b)] for row in a], dtype=np.int64)
+    return _binary_typed(a, b, y)
+
+
+@case_int
+def pow_i64_f32():
+    # base >= 0 with fractional exponents, any base with integral ones;
+    # the result truncates toward zero
+    a = ints((3, 4), 0, 9)
+    b = np.array([0.5, 2.0, 3.0, 1.5], dtype=F32)
+    y = np.trunc(np.power(a.astype(np.float64), b.astype(np.float64))).astype(np.int64)
+    return _binary_typed(a, b, y)
+
+
+@case_int
+def pow_f32_i64():
+    a = RNG3.uniform(-3, 3, size=(4, 3)).astype(F32)
+    b = ints((4, 3), -3, 5)
+    y = np.power(a.astype(np.float64), b.astype(np.float64)).astype(F32)
+    return _binary_typed(a, b, y)
+
+
+def _variadic_i64(op, shapes):
+    xs = [ints(s, -5, 5) for s in shapes]  # narrow: many ties
+    out = np.broadcast_shapes(*shapes)
+    f = np.maximum if op == "Max" else np.minimum
+    y = xs[0]
+    for x in xs[1:]:
+        y = f(y, x)
+    d = {f"in_x{i}": x for i, x in enumerate(xs)}
+    d["out_y"] = np.broadcast_to(y, out).astype(np.int64)
+    if all(tuple(s) == tuple(out) for s in shapes):
+        d.update(p_shape=I([]), p_strides=I([]))
+    else:
+        d.update(p_shape=I(out), p_strides=I([bcast_strides(s, out) for s in shapes]))
+    return d
+
+
+@case_int
+def max_i64_bcast3():
+    return _variadic_i64("Max", [(2, 3, 4), (3, 1), (4,)])
+
+
+@case_int
+def min_i64_same2():
+    return _variadic_i64("Min", [(3, 5), (3, 5)])
+
+
+def _reduce_max_typed(x, axes, keepdims):
+    shape = x.shape
+    ax = sorted(a % len(shape) for a in axes)
+    y = np.max(x, axis=tuple(ax), keepdims=bool(keepdims))
+    strides = [int(np.prod(shape[i + 1:])) for i in range(len(shape))]
+    keep = [i for i in range(len(shape)) if i not in ax]
+    return {"in_x": x, "out_y": np.ascontiguousarray(y),
+            "p_keep_shape": I([shape[i] for i in keep]),
+            "p_keep_strides": I([strides[i] for i in keep]),
+            "p_red_shape": I([shape[i] for i in ax]), "p_red_strides": I([strides[i] for i in ax])}
+
+
+@case_int
+def reducemax_i64_axes02():
+    # all negative: an accumulator started at 0 fails
+    return _reduce_max_typed(ints((2, 3, 4), -10**12, -1), [0, 2], 0)
+
+
+@case_int
+def reducemax_bool_last_keep():
+    x = RNG3.random((4, 3)) < 0.3
+    x[0] = False  # one all-false row
+    return _reduce_max_typed(x, [-1], 1)
+
+
+def write_int_forms(out_dir):
+    """Writes the integer-form cases into out_dir (runtime/tests/refs/wave2),
+    leaving the other cases there."""
+    os.makedirs(out_dir, exist_ok=True)
+    for name, fn in INT_FORMS.items():
+        d = fn()
+        for k in d:
+            assert k.split("_")[0] in ("in", "out", "p", "f"), k
+        np.savez_compressed(os.path.join(out_dir, name + ".npz"),
+                            **{k: np.ascontiguousarray(v) for k, v in d.items()})
+        print(f"{name:28s} numpy  {', '.join(k for k in d if k.startswith('out_'))}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--out", default=os.path.join(here, "..", "runtime", "tests", "refs"))
     ap.add_argument("--gelu-tanh", action="store_true", help="write only OUT/gelu_tanh/ (leave the others)")
+    ap.add_argument("--int-forms", action="store_true",
+                    help="write only the integer-form cases into OUT/wave2/ (leave the others; numpy only)")
     args = ap.parse_args()
+    if args.int_forms:
+        write_int_forms(os.path.join(args.out, "wave2"))
+        return 0
+    if ort is None:
+        sys.exit("make_kernel_refs.py: onnxruntime is not installed (tools/requirements.txt)")
     assert ort.__version__ == "1.19.2", f"expected onnxruntime 1.19.2, found {ort.__version__}"
     assert onnx.__version__ == "1.17.0", f"expected onnx 1.17.0, found {onnx.__version__}"
     if args.gelu_tanh:
@@ -2090,6 +2259,7 @@ def main():
         print(f"{name:24s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
     print(f"{len(CASES)} cases, {total} bytes in {os.path.relpath(args.out)}")
     write_wave2(os.path.join(args.out, "wave2"))
+    write_int_forms(os.path.join(args.out, "wave2"))
     write_gelu_tanh(os.path.join(args.out, "gelu_tanh"))
     return 0
 

@@ -955,6 +955,71 @@ void dg_gather_grad_f32(void *args);
 void dg_gelu_tanh_f32(void *args);
 void dg_gelu_tanh_grad_f32(void *args);
 
+/* ---- integer and mixed-type forms (integer.c) ------------------------------
+ * Element types are the kernel's name: dg_<op>_<a> computes on a, b and y of
+ * that type, dg_pow_<a>_<b> on a base of type <a> and an exponent of type
+ * <b> with y of the base's type (ONNX's Pow). The fault ids are the f32
+ * kernels' (tests only).
+ *
+ * Add, Sub, Mul, Div, Pow on int64 with numpy broadcasting, same layout as
+ * dg_binary_args_t (y may alias a when a is not broadcast):
+ *   Add, Sub, Mul wrap around (two's complement), as onnxruntime does;
+ *   Div truncates toward zero (C's and onnxruntime's); a zero divisor gives 0
+ *     (the host emulation aborts), INT64_MIN / -1 gives INT64_MIN;
+ *   dg_pow_i64: exact repeated squaring, wrapping; a negative exponent gives
+ *     what onnxruntime's static_cast of pow() gives where that is defined
+ *     (1 for a base of 1, +-1 for -1) and 0 otherwise;
+ *   dg_pow_i64_f32: (int64_t)pow((double)a, (double)b), truncated toward
+ *     zero (onnxruntime's static_cast<int64_t>(std::pow(a, b)));
+ *   dg_pow_f32_i64: (float)pow((double)a, (double)b) (std::pow as
+ *     onnxruntime calls it, in double). */
+typedef struct {
+    const void *a;
+    const void *b;
+    void *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t a_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t b_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+} dg_binary_typed_args_t;
+void dg_add_i64(void *args);
+void dg_sub_i64(void *args);
+void dg_mul_i64(void *args);
+void dg_div_i64(void *args);
+void dg_pow_i64(void *args);
+void dg_pow_i64_f32(void *args);
+void dg_pow_f32_i64(void *args);
+
+/* Variadic Max / Min on int64: as dg_variadic_args_t (x holds nin pointers to
+ * int64 inputs, y is int64). */
+typedef struct {
+    const void *const *x;
+    uint32_t nin;
+    void *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t strides[DG_MAX_VARIADIC][DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+} dg_variadic_typed_args_t;
+void dg_max_i64(void *args);
+void dg_min_i64(void *args);
+
+/* ReduceMax on int64 and on bool (one byte, 0 / 1: the result is 1 when any
+ * reduced element is nonzero), laid out as dg_reduce_args_t. */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t nkeep;
+    uint32_t keep_shape[DG_MAX_DIMS];
+    uint32_t keep_strides[DG_MAX_DIMS];
+    uint32_t nred;
+    uint32_t red_shape[DG_MAX_DIMS];
+    uint32_t red_strides[DG_MAX_DIMS];
+} dg_reduce_typed_args_t;
+void dg_reduce_max_i64(void *args);
+void dg_reduce_max_bool(void *args);
+
 #ifdef __cplusplus
 }
 #endif

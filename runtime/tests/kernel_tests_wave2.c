@@ -4,7 +4,9 @@
  * Cast, Gather, Split, Pad, ReduceMax, GlobalMaxPool, Group / Instance /
  * RMS normalization, ConvTranspose, Conv 1-D, the 3-D MaxPool, AveragePool,
  * Conv and ConvTranspose) against onnxruntime reference
- * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/wave2).
+ * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/wave2), and
+ * the int64 / bool / mixed-type forms of integer.c against numpy ones made
+ * by the same script (--int-forms).
  *
  *   kernel_tests_wave2 REFDIR [--cores 1,3,8] [--fault] [CASE...]
  *
@@ -544,6 +546,78 @@ static void c_conv_transpose3d(tc_t *t)
 /* ---- the table ----------------------------------------------------------------- */
 #define R 1e-5f
 #define EXACT 0.0f, 0.0f
+/* ---- integer and mixed-type forms (integer.c) --------------------------------- */
+static void c_binary_typed(tc_t *t, void (*k)(void *))
+{
+    dg_binary_typed_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = in_(t, "a");
+    a.b = in_(t, "b");
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(k, &a);
+}
+static void c_add_i64(tc_t *t) { c_binary_typed(t, dg_add_i64); }
+static void c_sub_i64(tc_t *t) { c_binary_typed(t, dg_sub_i64); }
+static void c_mul_i64(tc_t *t) { c_binary_typed(t, dg_mul_i64); }
+static void c_div_i64(tc_t *t) { c_binary_typed(t, dg_div_i64); }
+static void c_pow_i64(tc_t *t) { c_binary_typed(t, dg_pow_i64); }
+static void c_pow_i64_f32(tc_t *t) { c_binary_typed(t, dg_pow_i64_f32); }
+static void c_pow_f32_i64(tc_t *t) { c_binary_typed(t, dg_pow_f32_i64); }
+
+static void c_variadic_i64(tc_t *t, void (*k)(void *))
+{
+    static const char *names[DG_MAX_VARIADIC] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+    const void *xs[DG_MAX_VARIADIC];
+    dg_variadic_typed_args_t a;
+    uint32_t i, d;
+    memset(&a, 0, sizeof a);
+    for (i = 0; i < DG_MAX_VARIADIC && find(t, "in_", names[i]); i++)
+        xs[i] = in_(t, names[i]);
+    a.x = xs;
+    a.nin = i;
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        for (i = 0; i < a.nin; i++)
+            a.strides[i][d] = P("strides", i * a.ndim + d);
+    }
+    FORK(k, &a);
+}
+static void c_max_i64(tc_t *t) { c_variadic_i64(t, dg_max_i64); }
+static void c_min_i64(tc_t *t) { c_variadic_i64(t, dg_min_i64); }
+
+static void c_reduce_max_typed(tc_t *t, void (*k)(void *))
+{
+    dg_reduce_typed_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.nkeep = pn(t, "keep_shape");
+    a.nred = pn(t, "red_shape");
+    for (d = 0; d < a.nkeep; d++) {
+        a.keep_shape[d] = P("keep_shape", d);
+        a.keep_strides[d] = P("keep_strides", d);
+    }
+    for (d = 0; d < a.nred; d++) {
+        a.red_shape[d] = P("red_shape", d);
+        a.red_strides[d] = P("red_strides", d);
+    }
+    FORK(k, &a);
+}
+static void c_reduce_max_i64(tc_t *t) { c_reduce_max_typed(t, dg_reduce_max_i64); }
+static void c_reduce_max_bool(tc_t *t) { c_reduce_max_typed(t, dg_reduce_max_bool); }
+
 static const case_t CASES[] = {
     {"ceil", NULL, c_ceil, EXACT, {DG_FAULT_CEIL}},
     {"floor", NULL, c_floor, EXACT, {DG_FAULT_FLOOR}},
@@ -645,6 +719,17 @@ static const case_t CASES[] = {
     {"conv3d_depthwise_nobias", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},
     {"convtranspose3d_s2_pad_bias", NULL, c_conv_transpose3d, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE3D}},
     {"convtranspose3d_dil2_groups", NULL, c_conv_transpose3d, R, 1e-6f, {DG_FAULT_CONV_TRANSPOSE3D}},
+    {"add_i64_bcast", NULL, c_add_i64, EXACT, {DG_FAULT_ADD}},
+    {"sub_i64_same", NULL, c_sub_i64, EXACT, {DG_FAULT_SUB}},
+    {"mul_i64_bcast", NULL, c_mul_i64, EXACT, {DG_FAULT_MUL}},
+    {"div_i64_bcast", NULL, c_div_i64, EXACT, {DG_FAULT_DIV}},
+    {"pow_i64_bcast", NULL, c_pow_i64, EXACT, {DG_FAULT_POW}},
+    {"pow_i64_f32", NULL, c_pow_i64_f32, EXACT, {DG_FAULT_POW}},
+    {"pow_f32_i64", NULL, c_pow_f32_i64, R, 1e-6f, {DG_FAULT_POW}},
+    {"max_i64_bcast3", NULL, c_max_i64, EXACT, {DG_FAULT_MAX}},
+    {"min_i64_same2", NULL, c_min_i64, EXACT, {DG_FAULT_MIN}},
+    {"reducemax_i64_axes02", NULL, c_reduce_max_i64, EXACT, {DG_FAULT_REDUCE_MAX}},
+    {"reducemax_bool_last_keep", NULL, c_reduce_max_bool, EXACT, {DG_FAULT_REDUCE_MAX}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 

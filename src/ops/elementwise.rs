@@ -16,7 +16,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_add),
         grad: Some(add_grad),
         tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
@@ -28,7 +28,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_sub),
         grad: Some(sub_grad),
         tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
@@ -40,7 +40,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_mul),
         grad: Some(mul_grad),
         tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
@@ -52,7 +52,7 @@ pub const OPS: &[OpDef] = &[
         infer: binary,
         required: &[0, 1],
         fold: Some(fold_arith),
-        kernel: Some(bind_binary),
+        kernel: Some(bind_div),
         grad: Some(div_grad),
         tile: Some(tile::BROADCAST),
         ..OpDef::BASE
@@ -62,7 +62,7 @@ pub const OPS: &[OpDef] = &[
         legacy: super::LEGACY_BROADCAST,
         infer: pow,
         required: &[0, 1],
-        kernel: Some(bind_binary),
+        kernel: Some(bind_pow),
         tile: Some(tile::BROADCAST),
         grad: Some(pow_grad),
         ..OpDef::BASE
@@ -203,15 +203,55 @@ fn broadcast_index(out: &[usize], s: &[usize], flat: usize) -> usize {
 
 // ---- kernel bindings --------------------------------------------------------
 
-pub(super) fn bind_binary(ctx: &KernelCtx) -> Result<KernelCall> {
-    ctx.require_f32(&[0, 1])?;
-    let func = match ctx.node.op.as_str() {
-        "Add" => "dg_add_f32",
-        "Sub" => "dg_sub_f32",
-        "Mul" => "dg_mul_f32",
-        "Div" => "dg_div_f32",
-        "PRelu" => "dg_prelu_f32",
-        _ => "dg_pow_f32",
+/// The element types a binary kernel is built for: input 0's, input 1's,
+/// the kernel name's suffix and its args struct; the output has input 0's
+/// type (runtime/kernels/dg_kernels.h).
+type BinaryForms = &'static [(DType, DType, &'static str, &'static str)];
+
+const F32_FORM: (DType, DType, &str, &str) = (DType::F32, DType::F32, "f32", "dg_binary_args_t");
+const I64_FORM: (DType, DType, &str, &str) = (DType::I64, DType::I64, "i64", "dg_binary_typed_args_t");
+
+/// f32 only (PRelu).
+pub(super) const F32_ONLY: BinaryForms = &[F32_FORM];
+/// Add, Sub, Mul, Div: f32 and i64.
+const ARITH: BinaryForms = &[F32_FORM, I64_FORM];
+/// Pow: also a base and an exponent of different types (ONNX's T and T1).
+const POW_FORMS: BinaryForms = &[
+    F32_FORM,
+    I64_FORM,
+    (DType::F32, DType::I64, "f32_i64", "dg_binary_typed_args_t"),
+    (DType::I64, DType::F32, "i64_f32", "dg_binary_typed_args_t"),
+];
+
+fn bind_add(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_binary(ctx, "dg_add", ARITH)
+}
+
+fn bind_sub(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_binary(ctx, "dg_sub", ARITH)
+}
+
+fn bind_mul(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_binary(ctx, "dg_mul", ARITH)
+}
+
+fn bind_div(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_binary(ctx, "dg_div", ARITH)
+}
+
+fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_binary(ctx, "dg_pow", POW_FORMS)
+}
+
+/// A broadcasting binary kernel `<stem>_<suffix>`, the form chosen by the
+/// input element types.
+pub(super) fn bind_binary(ctx: &KernelCtx, stem: &str, forms: BinaryForms) -> Result<KernelCall> {
+    let (da, db) = (ctx.in_dtype(0)?, ctx.in_dtype(1)?);
+    let Some(&(_, _, suffix, args_type)) = forms.iter().find(|(a, b, ..)| (*a, *b) == (da, db)) else {
+        let known: Vec<String> = forms.iter().map(|(a, b, ..)| format!("({a}, {b})")).collect();
+        return Err(
+            ctx.err(format!("inputs are ({da}, {db}); the kernel binding computes on {} only", known.join(", ")))
+        );
     };
     let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
     let n = numel(&y);
@@ -229,7 +269,7 @@ pub(super) fn bind_binary(ctx: &KernelCtx) -> Result<KernelCall> {
     } else {
         fields.push(("ndim", u(0)));
     }
-    one(call(func, "dg_binary_args_t", fields))
+    one(call(&format!("{stem}_{suffix}"), args_type, fields))
 }
 
 pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {

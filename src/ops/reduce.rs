@@ -6,7 +6,7 @@ use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, Kern
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -15,7 +15,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce),
+        kernel: Some(bind_reduce_sum),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_sum_grad),
         ..OpDef::BASE
@@ -26,7 +26,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce),
+        kernel: Some(bind_reduce_mean),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_mean_grad),
         ..OpDef::BASE
@@ -37,7 +37,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce),
+        kernel: Some(bind_reduce_max),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_max_grad),
         ..OpDef::BASE
@@ -106,8 +106,35 @@ fn reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 // ---- kernel bindings --------------------------------------------------------
 
-pub(super) fn bind_reduce(ctx: &KernelCtx) -> Result<KernelCall> {
-    ctx.require_f32(&[0])?;
+/// The element types a reduction kernel is built for: the input's (the
+/// output's too), the kernel and its args struct.
+type ReduceForms = &'static [(DType, &'static str, &'static str)];
+
+fn bind_reduce_sum(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_reduce(ctx, &[(DType::F32, "dg_reduce_sum_f32", "dg_reduce_args_t")])
+}
+
+fn bind_reduce_mean(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_reduce(ctx, &[(DType::F32, "dg_reduce_mean_f32", "dg_reduce_args_t")])
+}
+
+fn bind_reduce_max(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_reduce(
+        ctx,
+        &[
+            (DType::F32, "dg_reduce_max_f32", "dg_reduce_args_t"),
+            (DType::I64, "dg_reduce_max_i64", "dg_reduce_typed_args_t"),
+            (DType::Bool, "dg_reduce_max_bool", "dg_reduce_typed_args_t"),
+        ],
+    )
+}
+
+fn bind_reduce(ctx: &KernelCtx, forms: ReduceForms) -> Result<KernelCall> {
+    let d = ctx.in_dtype(0)?;
+    let Some(&(_, func, args_type)) = forms.iter().find(|(t, ..)| *t == d) else {
+        let known: Vec<String> = forms.iter().map(|(t, ..)| t.to_string()).collect();
+        return Err(ctx.err(format!("input 0 is {d}; the kernel binding computes in {} only", known.join(", "))));
+    };
     let x = ctx.in_shape(0)?;
     max_dims(ctx, x.len())?;
     let axes = ctx.ops().ints_attr_or_input("axes", 1)?.unwrap_or_default();
@@ -130,14 +157,9 @@ pub(super) fn bind_reduce(ctx: &KernelCtx) -> Result<KernelCall> {
             kst.push(st[d]);
         }
     }
-    let func = match ctx.node.op.as_str() {
-        "ReduceSum" => "dg_reduce_sum_f32",
-        "ReduceMax" => "dg_reduce_max_f32",
-        _ => "dg_reduce_mean_f32",
-    };
     one(call(
         func,
-        "dg_reduce_args_t",
+        args_type,
         vec![
             ("x", ctx.inp(0)?),
             ("y", ctx.out(0)?),

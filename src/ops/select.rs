@@ -16,7 +16,7 @@ pub const OPS: &[OpDef] = &[
         name: "Max",
         infer: same_type,
         fold: Some(fold_min_max),
-        kernel: Some(bind_variadic),
+        kernel: Some(bind_max),
         grad: Some(max_grad),
         ..OpDef::BASE
     },
@@ -24,7 +24,7 @@ pub const OPS: &[OpDef] = &[
         name: "Min",
         infer: same_type,
         fold: Some(fold_min_max),
-        kernel: Some(bind_variadic),
+        kernel: Some(bind_min),
         grad: Some(min_grad),
         ..OpDef::BASE
     },
@@ -149,15 +149,28 @@ pub(super) fn broadcast_layout(ctx: &KernelCtx, slots: &[usize]) -> Result<Layou
     Ok((y, Some(st)))
 }
 
-pub(super) fn bind_variadic(ctx: &KernelCtx) -> Result<KernelCall> {
+fn bind_max(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_variadic(ctx, "dg_max")
+}
+
+fn bind_min(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_variadic(ctx, "dg_min")
+}
+
+/// Variadic `<stem>_f32` or `<stem>_i64` (every input has one type, the
+/// shape rule's check).
+fn bind_variadic(ctx: &KernelCtx, stem: &str) -> Result<KernelCall> {
     let slots: Vec<usize> = (0..ctx.node.inputs.len()).filter(|&i| ctx.node.input(i).is_some()).collect();
     if slots.is_empty() || slots.len() > 8 {
         return Err(ctx.err(format!("{} inputs; the kernel takes 1 to 8", slots.len())));
     }
-    ctx.require_f32(&slots)?;
+    let (suffix, args_type, ctype) = match ctx.in_dtype(slots[0])? {
+        DType::F32 => ("f32", "dg_variadic_args_t", "const float *const"),
+        DType::I64 => ("i64", "dg_variadic_typed_args_t", "const void *const"),
+        d => return Err(ctx.err(format!("input 0 is {d}; the kernel binding computes in f32 or i64 only"))),
+    };
     let xs = slots.iter().map(|&i| ctx.inp(i)).collect::<Result<Vec<_>>>()?;
     let (y, st) = broadcast_layout(ctx, &slots)?;
-    let func = if ctx.node.op == "Max" { "dg_max_f32" } else { "dg_min_f32" };
     let mut fields = vec![("x", Arg::Local("xs")), ("nin", u(xs.len())), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
     match st {
         None => fields.push(("ndim", u(0))),
@@ -167,8 +180,8 @@ pub(super) fn bind_variadic(ctx: &KernelCtx) -> Result<KernelCall> {
             fields.push(("strides", Arg::List(st.iter().map(|s| dims_list(s)).collect())));
         }
     }
-    let mut inv = call(func, "dg_variadic_args_t", fields);
-    inv.locals.push(Local { ctype: "const float *const", name: "xs", values: xs });
+    let mut inv = call(&format!("{stem}_{suffix}"), args_type, fields);
+    inv.locals.push(Local { ctype, name: "xs", values: xs });
     one(inv)
 }
 

@@ -176,7 +176,7 @@ pub const OPS: &[OpDef] = &[
         infer: prelu,
         legacy_input: Some(prelu_channel_slope),
         required: &[0, 1],
-        kernel: Some(super::elementwise::bind_binary),
+        kernel: Some(bind_prelu),
         tile: Some(tile::BROADCAST),
         grad: Some(prelu_grad),
         recompute: Some(super::recompute_copy),
@@ -427,6 +427,11 @@ fn gelu_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 // ---- kernel bindings --------------------------------------------------------
+
+/// PRelu: the broadcasting binary kernel, X as `a` and the slope as `b`.
+fn bind_prelu(ctx: &KernelCtx) -> Result<KernelCall> {
+    super::elementwise::bind_binary(ctx, "dg_prelu", super::elementwise::F32_ONLY)
+}
 
 pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;

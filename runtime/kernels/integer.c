@@ -1,0 +1,197 @@
+/* Integer and mixed-type forms of the elementwise binary operators, of the
+ * variadic Max / Min and of ReduceMax (see dg_kernels.h for each one's
+ * arithmetic). */
+#include "dg_internal.h"
+
+/* As DG_BINARY_KERNEL (elementwise.c) on a of type TA, b of type TB and y
+ * of type TY; FAULT is DG_FAULT or DG_FAULT_I. */
+#define DG_TYPED_BINARY_KERNEL(name, TA, TB, TY, FAULT, fault, EXPR)                 \
+    void name(void *args)                                                            \
+    {                                                                                \
+        const dg_binary_typed_args_t *p = (const dg_binary_typed_args_t *)args;      \
+        const TA *A = (const TA *)p->a;                                              \
+        const TB *B = (const TB *)p->b;                                              \
+        TY *Y = (TY *)p->y;                                                          \
+        dg_range_t r = dg_split(p->n);                                               \
+        uint32_t i, d;                                                               \
+        if (p->ndim == 0) {                                                          \
+            for (i = r.start; i < r.end; i++) {                                      \
+                const TA va = A[i];                                                  \
+                const TB vb = B[i];                                                  \
+                Y[i] = FAULT(fault, (EXPR));                                         \
+            }                                                                        \
+        } else {                                                                     \
+            uint32_t idx[DG_MAX_DIMS], oa = 0, ob = 0, flat = r.start;               \
+            for (d = p->ndim; d-- > 0;) {                                            \
+                idx[d] = flat % p->shape[d];                                         \
+                flat /= p->shape[d];                                                 \
+                oa += idx[d] * p->a_strides[d];                                      \
+                ob += idx[d] * p->b_strides[d];                                      \
+            }                                                                        \
+            for (i = r.start; i < r.end; i++) {                                      \
+                const TA va = A[oa];                                                 \
+                const TB vb = B[ob];                                                 \
+                Y[i] = FAULT(fault, (EXPR));                                         \
+                for (d = p->ndim; d-- > 0;) {                                        \
+                    oa += p->a_strides[d];                                           \
+                    ob += p->b_strides[d];                                           \
+                    if (++idx[d] < p->shape[d])                                      \
+                        break;                                                       \
+                    oa -= p->a_strides[d] * p->shape[d];                             \
+                    ob -= p->b_strides[d] * p->shape[d];                             \
+                    idx[d] = 0;                                                      \
+                }                                                                    \
+            }                                                                        \
+        }                                                                            \
+    }
+
+/* Two's complement wrap-around without signed overflow. */
+#define DG_WRAP(op, a, b) ((int64_t)((uint64_t)(a) op (uint64_t)(b)))
+
+static inline int64_t div_i64(int64_t a, int64_t b)
+{
+    DG_CHECK(b != 0, "integer Div by zero");
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return DG_WRAP(-, 0, a);
+    return a / b;
+}
+
+static inline int64_t pow_i64(int64_t base, int64_t e)
+{
+    uint64_t acc = 1, b = (uint64_t)base;
+    if (e < 0) {
+        if (base == 1)
+            return 1;
+        if (base == -1)
+            return (e & 1) ? -1 : 1;
+        return 0;
+    }
+    while (e > 0) {
+        if (e & 1)
+            acc *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int64_t)acc;
+}
+
+DG_TYPED_BINARY_KERNEL(dg_add_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP(+, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_sub_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP(-, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mul_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MUL, DG_WRAP(*, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_div_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_DIV, div_i64(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_pow_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_POW, pow_i64(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_pow_i64_f32, int64_t, float, int64_t, DG_FAULT_I, DG_FAULT_POW,
+                       (int64_t)pow((double)va, (double)vb))
+DG_TYPED_BINARY_KERNEL(dg_pow_f32_i64, float, int64_t, float, DG_FAULT, DG_FAULT_POW,
+                       (float)pow((double)va, (double)vb))
+
+/* ---- variadic Max / Min on int64 ------------------------------------------- */
+static void variadic_i64(const dg_variadic_typed_args_t *p, int is_max, int fault)
+{
+    const int64_t *const *x = (const int64_t *const *)p->x;
+    int64_t *y = (int64_t *)p->y;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i, j, d;
+    (void)fault;
+    DG_CHECK(p->nin >= 1 && p->nin <= DG_MAX_VARIADIC, "Max/Min: nin out of range");
+    if (r.start >= r.end)
+        return;
+    if (p->ndim == 0) {
+        for (i = r.start; i < r.end; i++) {
+            int64_t acc = x[0][i];
+            for (j = 1; j < p->nin; j++) {
+                const int64_t v = x[j][i];
+                if (is_max ? v > acc : v < acc)
+                    acc = v;
+            }
+            y[i] = DG_FAULT_I(fault, acc);
+        }
+    } else {
+        uint32_t idx[DG_MAX_DIMS], off[DG_MAX_VARIADIC], flat = r.start;
+        for (j = 0; j < p->nin; j++)
+            off[j] = 0;
+        for (d = p->ndim; d-- > 0;) {
+            idx[d] = flat % p->shape[d];
+            flat /= p->shape[d];
+            for (j = 0; j < p->nin; j++)
+                off[j] += idx[d] * p->strides[j][d];
+        }
+        for (i = r.start; i < r.end; i++) {
+            int64_t acc = x[0][off[0]];
+            for (j = 1; j < p->nin; j++) {
+                const int64_t v = x[j][off[j]];
+                if (is_max ? v > acc : v < acc)
+                    acc = v;
+            }
+            y[i] = DG_FAULT_I(fault, acc);
+            for (d = p->ndim; d-- > 0;) {
+                for (j = 0; j < p->nin; j++)
+                    off[j] += p->strides[j][d];
+                if (++idx[d] < p->shape[d])
+                    break;
+                for (j = 0; j < p->nin; j++)
+                    off[j] -= p->strides[j][d] * p->shape[d];
+                idx[d] = 0;
+            }
+        }
+    }
+}
+
+void dg_max_i64(void *args)
+{
+    variadic_i64((const dg_variadic_typed_args_t *)args, 1, DG_FAULT_MAX);
+}
+
+void dg_min_i64(void *args)
+{
+    variadic_i64((const dg_variadic_typed_args_t *)args, 0, DG_FAULT_MIN);
+}
+
+/* ---- ReduceMax on int64 and bool --------------------------------------------
+ * As dg_reduce_max_f32: outputs split across cores, each scans its elements
+ * in row-major order. */
+#define DG_REDUCE_MAX_KERNEL(name, T, MAX)                                           \
+    void name(void *args)                                                            \
+    {                                                                                \
+        const dg_reduce_typed_args_t *p = (const dg_reduce_typed_args_t *)args;      \
+        const T *x = (const T *)p->x;                                                \
+        T *y = (T *)p->y;                                                            \
+        uint32_t n_out = 1, n_red = 1, d, o, k;                                      \
+        dg_range_t r;                                                                \
+        for (d = 0; d < p->nkeep; d++)                                               \
+            n_out *= p->keep_shape[d];                                               \
+        for (d = 0; d < p->nred; d++)                                                \
+            n_red *= p->red_shape[d];                                                \
+        DG_CHECK(n_red > 0, "ReduceMax over an empty set");                          \
+        r = dg_split(n_out);                                                         \
+        for (o = r.start; o < r.end; o++) {                                          \
+            uint32_t rem = o, idx[DG_MAX_DIMS], off = 0;                             \
+            T acc;                                                                   \
+            for (d = p->nkeep; d-- > 0;) {                                           \
+                off += (rem % p->keep_shape[d]) * p->keep_strides[d];                \
+                rem /= p->keep_shape[d];                                             \
+            }                                                                        \
+            for (d = 0; d < p->nred; d++)                                            \
+                idx[d] = 0;                                                          \
+            acc = x[off];                                                            \
+            for (k = 0; k < n_red; k++) {                                            \
+                acc = MAX(acc, x[off]);                                              \
+                for (d = p->nred; d-- > 0;) {                                        \
+                    off += p->red_strides[d];                                        \
+                    if (++idx[d] < p->red_shape[d])                                  \
+                        break;                                                       \
+                    off -= p->red_strides[d] * p->red_shape[d];                      \
+                    idx[d] = 0;                                                      \
+                }                                                                    \
+            }                                                                        \
+            y[o] = (T)DG_FAULT_I(DG_FAULT_REDUCE_MAX, acc);                          \
+        }                                                                            \
+    }
+
+#define DG_MAX_I64(a, v) ((v) > (a) ? (v) : (a))
+#define DG_ANY(a, v) ((uint8_t)((a) != 0 || (v) != 0))
+
+DG_REDUCE_MAX_KERNEL(dg_reduce_max_i64, int64_t, DG_MAX_I64)
+DG_REDUCE_MAX_KERNEL(dg_reduce_max_bool, uint8_t, DG_ANY)
