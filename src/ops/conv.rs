@@ -22,6 +22,10 @@ pub const OPS: &[OpDef] = &[
         fuses_act: Some(|_, _| true),
         // Output channel m is W[m] convolved with its group's inputs, plus B[m].
         channel_weights: Some(ChannelWeights { weight: 1, bias: 2 }),
+        // A forward Conv is pure: the planner may run it again when the
+        // bytes it saves are worth its multiply-adds.
+        recompute: Some(super::recompute_copy),
+        macs: Some(|g, n| super::conv_macs(g, n.output(0), n.input(1))),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
@@ -33,6 +37,11 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         kernel: Some(bind_conv_grad),
         tile: Some(CONV_GRAD_TILES),
+        // dX and dW each cost the forward's multiply-adds, when wanted.
+        macs: Some(|g, n| {
+            let one = super::conv_macs(g, n.input(0), n.input(2))?;
+            Some(one * n.outputs.iter().take(2).flatten().count() as u64)
+        }),
         ..OpDef::BASE
     },
 ];

@@ -19,6 +19,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(gemm_grad),
         tile: Some(GEMM_TILES),
         fuses_act: Some(gemm_fuses_act),
+        macs: Some(product_macs),
         ..OpDef::BASE
     },
     OpDef {
@@ -28,6 +29,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_matmul),
         grad: Some(matmul_grad),
         tile: Some(MATMUL_TILES),
+        macs: Some(product_macs),
         ..OpDef::BASE
     },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *
@@ -39,9 +41,18 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(bind_matmul),
         tile: Some(MATMUL_TILES),
+        macs: Some(product_macs),
         ..OpDef::BASE
     },
 ];
+
+/// Multiply-adds of a product on the last two dims: every output element
+/// sums over A's inner dim (its second-to-last with `transA`).
+fn product_macs(g: &Graph, n: &Node) -> Option<u64> {
+    let a = g.tensor(n.input(0)?).ty.shape()?;
+    let k = if n.flag("transA", false).ok()? { a.len().checked_sub(2)? } else { a.len().checked_sub(1)? };
+    super::matmul_macs(g, n.output(0), *a.get(k)?)
+}
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from
 /// Deeploy's exporters also use leading batch dims (`[1, 64, 128] x

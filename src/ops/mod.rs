@@ -190,6 +190,10 @@ pub struct OpDef {
     /// backward pass reads it instead of keeping it (`plan::recompute`).
     /// `None` from the function: not this node.
     pub recompute: Option<fn(&Graph, &Node) -> Option<Recompute>>,
+    /// Multiply-adds the node computes (convolutions and matrix products):
+    /// the compute part of a node's estimated cost, next to the bytes it
+    /// moves (`plan::tile::compute_cost`). `None`: bytes only.
+    pub macs: Option<fn(&Graph, &Node) -> Option<u64>>,
 }
 
 /// How a [`OpDef::recompute`] node is run again.
@@ -206,6 +210,24 @@ pub enum Recompute {
 /// Recompute rule of an operator that is pure and one-output.
 pub fn recompute_copy(_: &Graph, n: &Node) -> Option<Recompute> {
     (n.outputs.iter().flatten().count() == 1).then_some(Recompute::Copy)
+}
+
+/// Elements of a node's tensor `t` (static shapes only).
+fn numel_of(g: &Graph, t: Option<crate::ir::TensorId>) -> Option<u64> {
+    g.tensor(t?).ty.numel().map(|n| n as u64)
+}
+
+/// Multiply-adds of a convolution with output (or output gradient) `y`
+/// and weight `w`: every output element sums `w`'s `C/group x kernel`.
+pub fn conv_macs(g: &Graph, y: Option<crate::ir::TensorId>, w: Option<crate::ir::TensorId>) -> Option<u64> {
+    let ws = g.tensor(w?).ty.shape()?;
+    let per: usize = ws.get(1..)?.iter().product();
+    Some(numel_of(g, y)? * per as u64)
+}
+
+/// Multiply-adds of a matrix product `y = a x b` that sums over `k`.
+pub fn matmul_macs(g: &Graph, y: Option<crate::ir::TensorId>, k: usize) -> Option<u64> {
+    Some(numel_of(g, y)? * k as u64)
 }
 
 /// The attribute `plan::recompute` sets on a BatchNormalization copy in
@@ -272,6 +294,7 @@ impl OpDef {
         channel_weights: None,
         class_labels: None,
         recompute: None,
+        macs: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.

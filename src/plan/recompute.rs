@@ -2,10 +2,10 @@
 //! kept until that read, and which are computed again just before it.
 //!
 //! A training step keeps every forward value a backward node reads until
-//! that read. A value whose producer the registry calls cheap and pure
+//! that read. A value whose producer the registry calls pure
 //! (`OpDef::recompute`: Relu and other unary maps, Add, Transpose, views,
-//! Pad, BatchNorm in inference form, training BatchNorm from the batch
-//! statistics it saved) can instead be made again from inputs that are
+//! Pad, Conv, BatchNorm in inference form, training BatchNorm from the
+//! batch statistics it saved) can instead be made again from inputs that are
 //! kept anyway: a copy of its producer goes just before its first backward
 //! reader, the backward readers read the copy, and the original dies at
 //! its last forward read. When an input of the copy would itself only be
@@ -18,7 +18,11 @@
 //! every copy so far stays within the budget, a percentage of the step's
 //! estimated cost. A node's cost is the tiler's (`plan::tile`: bytes
 //! between L2 and L1, DMA commands, kernel calls), for a node without a
-//! tile choice the bytes of its operands plus one kernel call. Training
+//! tile choice the bytes of its operands plus one kernel call, plus its
+//! multiply-adds (`plan::tile::compute_cost`), so a Conv is run again only
+//! where the bytes it frees are worth its work. A choice that lowered one
+//! of several equal peaks is dropped again when the peak stays where it is
+//! without it (it would add cost for nothing). Training
 //! BatchNorm is never run again on fresh batch statistics: its copy
 //! normalises with the saved ones, so the values equal the original's.
 //!
@@ -32,7 +36,7 @@ use petgraph::stable_graph::NodeIndex;
 use serde::Serialize;
 
 use super::buffers::{self, Kind};
-use super::{tile_choices, PlanOptions};
+use super::{tile, tile_choices, PlanOptions};
 use crate::error::{Error, Result};
 use crate::ir::{Attr, Graph, Model, Node, Origin, Role, TensorId};
 use crate::ops::{self, Recompute, Train};
@@ -97,6 +101,9 @@ pub struct Report {
     pub cost_without: u64,
     pub cost_added: u64,
     pub chosen: Vec<Choice>,
+    /// Gradient accumulations moved up to just after the gradient they
+    /// add (node names), so the gradient dies there.
+    pub accumulated_early: Vec<String>,
     /// Candidates tried and left out, with why.
     pub rejected: Vec<String>,
 }
@@ -123,68 +130,144 @@ pub fn apply(model: &mut Model, opts: &PlanOptions) -> Result<Option<Report>> {
         return Ok(None);
     }
     let backward = backward_nodes(model);
-    let ((peak_without, mut area), costs) = measure(model, opts, true)?;
+    let ((peak_without, _), costs) = measure(model, opts, true)?;
     let cost_without: u64 = costs.values().sum();
-    let budget = cost_without * u64::from(opts.recompute_budget) / 100;
-    let mut report = Report {
+    let accumulated_early = accumulate_early(&mut model.graph);
+    let ((peak_early, area), _) = measure(model, opts, false)?;
+    let base = Report {
         mode: opts.recompute,
         budget_pct: opts.recompute_budget,
         peak_without,
-        peak_with: peak_without,
+        peak_with: peak_early,
         cost_without,
+        accumulated_early,
         ..Report::default()
     };
+    let search = Search { model, opts, backward: &backward, costs: &costs, area };
     let mut cands = candidates(model, &backward);
     let g = &model.graph;
     cands.sort_by_key(|&t| (std::cmp::Reverse(g.tensor(t).ty.bytes().unwrap_or(0)), t));
-    let mut copies: HashMap<TensorId, Vec<TensorId>> = HashMap::new();
-    for t in cands {
-        let name = model.graph.name_of(t).to_string();
-        let mut trial = model.clone();
-        let mut trial_copies = copies.clone();
-        let Some(added) = remake(&mut trial, &backward, &mut trial_copies, t) else {
-            report.rejected.push(format!("'{name}': no copy can be made before its backward reads"));
-            continue;
-        };
-        let cost: u64 = added.iter().map(|(_, orig)| costs.get(orig).copied().unwrap_or(0)).sum();
-        if report.cost_added + cost > budget {
-            report.rejected.push(format!("'{name}': its cost {cost} would pass the budget"));
-            continue;
+    let (mut best, mut report) = search.greedy(&cands, base.clone())?;
+    // A choice made while the peak was a plateau (it lowered one of
+    // several equal steps) may be worth nothing once the rest are chosen:
+    // drop each whose absence leaves the peak where it is, dearest first.
+    let mut chosen: Vec<(TensorId, u64)> =
+        report.chosen.iter().filter_map(|c| Some((model.graph.id(&c.tensor)?, c.cost_added))).collect();
+    chosen.sort_by_key(|&(t, cost)| (std::cmp::Reverse(cost), t));
+    for (t, _) in chosen {
+        let keep: Vec<TensorId> =
+            report.chosen.iter().filter_map(|c| model.graph.id(&c.tensor)).filter(|&c| c != t).collect();
+        let (m, r) = search.greedy(&keep, base.clone())?;
+        if r.peak_with <= report.peak_with && r.cost_added < report.cost_added {
+            let mut rejected = report.rejected.clone();
+            rejected.push(format!("'{}': the peak stays where it is without it", model.graph.name_of(t)));
+            report = Report { rejected, ..r };
+            best = m;
         }
-        let ((peak, trial_area), _) = match measure(&trial, opts, false) {
-            Ok(m) => m,
-            Err(_) => {
-                report.rejected.push(format!("'{name}': the copies leave a buffer without a size"));
+    }
+    *model = best;
+    Ok(Some(report))
+}
+
+/// What the greedy choice works from: the model before any copy, and the
+/// measures of it.
+struct Search<'a> {
+    model: &'a Model,
+    opts: &'a PlanOptions,
+    backward: &'a HashSet<NodeIndex>,
+    costs: &'a HashMap<NodeIndex, u64>,
+    area: u64,
+}
+
+impl Search<'_> {
+    /// Try `cands` in order, keeping each that lowers the peak (or the
+    /// bytes live over the step at the same peak) within the budget: the
+    /// model with the copies kept, and the report.
+    fn greedy(&self, cands: &[TensorId], mut report: Report) -> Result<(Model, Report)> {
+        let budget = report.cost_without * u64::from(self.opts.recompute_budget) / 100;
+        let mut model = self.model.clone();
+        let mut area = self.area;
+        let mut copies: HashMap<TensorId, Vec<TensorId>> = HashMap::new();
+        for &t in cands {
+            let name = model.graph.name_of(t).to_string();
+            let mut trial = model.clone();
+            let mut trial_copies = copies.clone();
+            let Some(added) = remake(&mut trial, self.backward, &mut trial_copies, t) else {
+                report.rejected.push(format!("'{name}': no copy can be made before its backward reads"));
+                continue;
+            };
+            let cost: u64 = added.iter().map(|(_, orig)| self.costs.get(orig).copied().unwrap_or(0)).sum();
+            if report.cost_added + cost > budget {
+                report.rejected.push(format!("'{name}': its cost {cost} would pass the budget"));
                 continue;
             }
-        };
-        // A lower peak, or the same peak with fewer bytes live over the
-        // step (a plateau of equal peaks goes down one step at a time).
-        if (peak, trial_area) >= (report.peak_with, area) {
-            report.rejected.push(format!("'{name}': the peak would not go down ({peak} B)"));
+            let Ok(((peak, trial_area), _)) = measure(&trial, self.opts, false) else {
+                report.rejected.push(format!("'{name}': the copies leave a buffer without a size"));
+                continue;
+            };
+            // A lower peak, or the same peak with fewer bytes live over the
+            // step (a plateau of equal peaks goes down one step at a time).
+            if (peak, trial_area) >= (report.peak_with, area) {
+                report.rejected.push(format!("'{name}': the peak would not go down ({peak} B)"));
+                continue;
+            }
+            area = trial_area;
+            let nodes = added.iter().map(|&(n, orig)| copy_entry(&trial.graph, n, orig)).collect();
+            report.chosen.push(Choice { tensor: name, nodes, bytes_saved: report.peak_with - peak, cost_added: cost });
+            report.peak_with = peak;
+            report.cost_added += cost;
+            model = trial;
+            copies = trial_copies;
+        }
+        Ok((model, report))
+    }
+}
+
+fn copy_entry(g: &Graph, n: NodeIndex, orig: NodeIndex) -> Copy {
+    let node = g.node(n);
+    Copy {
+        node: node.name.clone(),
+        copy_of: g.node(orig).name.clone(),
+        op: node.op.clone(),
+        tensor: node.output(0).map(|o| g.name_of(o).to_string()).unwrap_or_default(),
+    }
+}
+
+/// Move every gradient accumulation (`Train::Accumulator`) up to just
+/// after the last producer of its inputs. A training step's file order
+/// puts them all at the end, which keeps every weight gradient alive from
+/// its node to there; run at once, each gradient dies where it is added.
+/// The buffer it updates in place is read by nothing else in the graph
+/// (the optimizer runs after the step), so the values do not change; an
+/// accumulation whose buffer another node reads stays where it is. The
+/// names of the moved nodes.
+fn accumulate_early(g: &mut Graph) -> Vec<String> {
+    let readers = g.readers();
+    let mut moved = vec![];
+    let nodes: Vec<NodeIndex> = g.schedule.clone();
+    for n in nodes {
+        let node = g.node(n);
+        let def = ops::of(node);
+        let ops::Update::Always { input, .. } = def.update else { continue };
+        if def.train != Train::Accumulator {
             continue;
         }
-        area = trial_area;
-        let tg = &trial.graph;
-        let nodes = added
-            .iter()
-            .map(|&(n, orig)| {
-                let node = tg.node(n);
-                Copy {
-                    node: node.name.clone(),
-                    copy_of: tg.node(orig).name.clone(),
-                    op: node.op.clone(),
-                    tensor: node.output(0).map(|o| tg.name_of(o).to_string()).unwrap_or_default(),
-                }
-            })
-            .collect();
-        report.chosen.push(Choice { tensor: name, nodes, bytes_saved: report.peak_with - peak, cost_added: cost });
-        report.peak_with = peak;
-        report.cost_added += cost;
-        *model = trial;
-        copies = trial_copies;
+        let shared = node.input(input).is_some_and(|b| readers.get(&b).is_some_and(|rs| rs.iter().any(|&r| r != n)));
+        if shared {
+            continue;
+        }
+        let pos = |g: &Graph, m: NodeIndex| g.schedule.iter().position(|&x| x == m);
+        let from = pos(g, n).expect("a scheduled node");
+        let after = node.inputs.iter().flatten().filter_map(|&t| g.producer(t)).filter_map(|p| pos(g, p)).max();
+        let to = after.map_or(0, |a| a + 1);
+        if to < from {
+            let name = node.name.clone();
+            g.schedule.remove(from);
+            g.schedule.insert(to, n);
+            moved.push(name);
+        }
     }
-    Ok(Some(report))
+    moved
 }
 
 /// The nodes of the loss, the backward pass, gradient accumulation and
@@ -409,10 +492,11 @@ fn measure(model: &Model, opts: &PlanOptions, costs: bool) -> Result<((u64, u64)
             if s.graph != buffers::GraphSel::Main {
                 continue;
             }
-            let cost = match choice {
+            let moved = match choice {
                 Some(Ok(ch)) => ch.cost,
                 _ => s.operands.iter().map(|&(b, _)| disc.buffers[b].bytes).sum::<u64>() + 1024,
             };
+            let cost = moved + tile::compute_cost(&model.graph, model.graph.node(s.node));
             c.insert(s.node, if s.alias_only { 0 } else { cost });
         }
     }

@@ -274,6 +274,14 @@ fn recompute(o: &mut String, r: &super::recompute::Report) {
         r.cost_pct(),
         thousands(r.cost_without)
     );
+    if !r.accumulated_early.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {} gradient accumulation(s) run as soon as their gradient is made (no cost): {}",
+            r.accumulated_early.len(),
+            r.accumulated_early.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+        );
+    }
     for c in &r.chosen {
         let nodes: Vec<String> =
             c.nodes.iter().map(|n| format!("'{}' ({}, copy of '{}')", n.node, n.op, n.copy_of)).collect();

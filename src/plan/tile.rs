@@ -419,6 +419,17 @@ const COMMAND_COST: u64 = 256;
 /// The fixed cost of one tile's kernel call, in bytes moved.
 const TILE_COST: u64 = 6144;
 
+/// The compute part of a node's cost, in bytes moved: its multiply-adds
+/// (`OpDef::macs`) at 4/3 each. The cluster's convolution and matrix
+/// kernels reach 2.4-3.4 multiply-adds per cycle on GVSoC Siracusa (about
+/// 0.36 cycles each), a byte moved costs about 0.27 cycles. The same for
+/// every tile choice of a node, so it ranks nothing within the tiler; it
+/// weighs a node's work against another's (`plan::recompute`).
+pub fn compute_cost(g: &Graph, node: &Node) -> u64 {
+    let macs = ops::of(node).macs.and_then(|f| f(g, node)).unwrap_or(0);
+    macs.saturating_mul(4) / 3
+}
+
 /// Estimated cost of candidate `e` with buffering `double`: tiles times
 /// each streamed operand's largest part, whole operands once.
 fn estimate(e: &Eval, access: &[Access], double: &[bool]) -> u64 {

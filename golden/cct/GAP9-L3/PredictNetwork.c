@@ -105,68 +105,40 @@ void RunPredictNetwork(void *arg)
     }
     DG_PROFILE_END(0u, "Conv", "Conv_1");
 
-    /* step 1: Relu 'Relu_2' computes in L1, 3 tile(s) of [5462], double-buffered */
+    /* step 1: Relu 'Relu_2' computes in L1, 1 tile(s) of [16384] */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 65536u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[3] = {
-            {0u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {21848u, 21848u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {43696u, 21840u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        static const uint32_t c0_n[3] = {
-            5462u,
-            5462u,
-            5460u,
-        };
-        /* o0: tok.conv1.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(21848) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(21848) };
+        /* o0: tok.conv1.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: tok.conv1.relu (L3, written) */
-        void *const o1_l1[2] = { DG_L1(43696), DG_L1(65544) };
-        void *const o1_l2[2] = { DG_L2(43696), DG_L2(65544) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_dma_init(&o0_q[1]);
-        dg_dma_init(&o1_q[0]);
-        dg_dma_init(&o1_q[1]);
         dg_tile_in(DG_L3(209168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        for (t = 0; t < 3u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(209168), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
+        dg_dma_wait(&o0_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_unary_args_t args = {
-                    .x = o0_l1[cur],
-                    .y = o1_l1[cur],
-                    .n = c0_n[t],
+                    .x = o0_l1[0],
+                    .y = o0_l1[0],
+                    .n = 16384u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(274704), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
+        dg_tile_out(DG_L3(209168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
-        dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
-        DG_DUMP("tok.conv1.relu", DG_L3(274704), 16384u);
+        DG_DUMP("tok.conv1.relu", DG_L3(209168), 16384u);
     }
     DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: MaxPool 'MaxPool_3' computes in L2 */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L2(0), DG_L3(274704), 65536u); /* tok.conv1.relu L3->L2 */
+        dg_copy(DG_L2(0), DG_L3(209168), 65536u); /* tok.conv1.out L3->L2 */
         {
             dg_pool_args_t args = {
                 .x = DG_L2(0),
@@ -191,9 +163,9 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
         }
-        dg_copy(DG_L3(439192), DG_L2(98304), 16384u); /* tok.pool1.out L2->L3 */
-        dg_copy(DG_L3(340240), DG_L2(65536), 32768u); /* tok.pool1.indices L2->L3 */
-        DG_DUMP("tok.pool1.out", DG_L3(439192), 4096u);
+        dg_copy(DG_L3(405776), DG_L2(98304), 16384u); /* tok.pool1.out L2->L3 */
+        dg_copy(DG_L3(274704), DG_L2(65536), 32768u); /* tok.pool1.indices L2->L3 */
+        DG_DUMP("tok.pool1.out", DG_L3(405776), 4096u);
     }
     DG_PROFILE_END(2u, "MaxPool", "MaxPool_3");
 
@@ -229,7 +201,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(439192), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(405776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(14024), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -265,14 +237,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(209168), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("tok.conv2.out", DG_L3(274704), 8192u);
+        DG_DUMP("tok.conv2.out", DG_L3(209168), 8192u);
     }
     DG_PROFILE_END(3u, "Conv", "Conv_4");
 
@@ -300,14 +272,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(209168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(209168), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_unary_args_t args = {
@@ -317,20 +289,20 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(241936), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("tok.conv2.relu", DG_L3(307472), 8192u);
+        DG_DUMP("tok.conv2.relu", DG_L3(241936), 8192u);
     }
     DG_PROFILE_END(4u, "Relu", "Relu_5");
 
     /* step 5: MaxPool 'MaxPool_6' computes in L1 */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L3(307472), 32768u); /* tok.conv2.relu L3->L1 */
+        dg_copy(DG_L1(0), DG_L3(241936), 32768u); /* tok.conv2.relu L3->L1 */
         {
             dg_pool_args_t args = {
                 .x = DG_L1(0),
@@ -355,9 +327,9 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
         }
-        dg_copy(DG_L3(373008), DG_L1(49152), 8192u); /* tok.pool2.out L1->L3 */
-        dg_copy(DG_L3(455576), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
-        DG_DUMP("tok.pool2.out", DG_L3(373008), 2048u);
+        dg_copy(DG_L3(307472), DG_L1(49152), 8192u); /* tok.pool2.out L1->L3 */
+        dg_copy(DG_L3(422160), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
+        DG_DUMP("tok.pool2.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(5u, "MaxPool", "MaxPool_6");
 
@@ -385,14 +357,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -406,13 +378,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(660800), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(471312), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("tok.tokens.out", DG_L3(660800), 2048u);
+        DG_DUMP("tok.tokens.out", DG_L3(471312), 2048u);
     }
     DG_PROFILE_END(7u, "Transpose", "Transpose_8");
 
@@ -436,7 +408,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(660800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(32456), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -452,10 +424,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(660800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("pos.out", DG_L3(660800), 2048u);
+        DG_DUMP("pos.out", DG_L3(471312), 2048u);
     }
     DG_PROFILE_END(8u, "Add", "Add_9");
 
@@ -519,7 +491,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(660800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40648), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(40776), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -532,7 +504,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(660800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -548,9 +520,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(471960), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(680008), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(586648), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(479504), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(602384), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(602640), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -562,9 +534,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk0.ln1.out", DG_L3(471960), 2048u);
-        DG_DUMP("blk0.ln1.mean", DG_L3(680008), 64u);
-        DG_DUMP("blk0.ln1.inv_std", DG_L3(586648), 64u);
+        DG_DUMP("blk0.ln1.out", DG_L3(479504), 2048u);
+        DG_DUMP("blk0.ln1.mean", DG_L3(602384), 64u);
+        DG_DUMP("blk0.ln1.inv_std", DG_L3(602640), 64u);
     }
     DG_PROFILE_END(9u, "LayerNormalization", "LayerNormalization_10");
 
@@ -600,7 +572,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(471960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(49352), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -609,7 +581,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(471960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -627,14 +599,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(241936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.v.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.v.mm", DG_L3(241936), 2048u);
     }
     DG_PROFILE_END(10u, "MatMul", "MatMul_19");
 
@@ -658,7 +630,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(53448), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -677,10 +649,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.v.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.v.out", DG_L3(241936), 2048u);
     }
     DG_PROFILE_END(11u, "Add", "Add_20");
 
@@ -708,14 +680,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(241936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -729,13 +701,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(488344), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(495888), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.v_t.out", DG_L3(488344), 2048u);
+        DG_DUMP("blk0.v_t.out", DG_L3(495888), 2048u);
     }
     DG_PROFILE_END(13u, "Transpose", "Transpose_22");
 
@@ -771,7 +743,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(471960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -780,7 +752,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(471960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -798,14 +770,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(241936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.q.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.q.mm", DG_L3(241936), 2048u);
     }
     DG_PROFILE_END(14u, "MatMul", "MatMul_11");
 
@@ -829,7 +801,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(45000), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -848,10 +820,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.q.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.q.out", DG_L3(241936), 2048u);
     }
     DG_PROFILE_END(15u, "Add", "Add_12");
 
@@ -879,14 +851,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(241936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -900,13 +872,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(480152), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(487696), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.q_t.out", DG_L3(480152), 2048u);
+        DG_DUMP("blk0.q_t.out", DG_L3(487696), 2048u);
     }
     DG_PROFILE_END(17u, "Transpose", "Transpose_14");
 
@@ -942,7 +914,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(471960), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(45128), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -951,7 +923,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(471960), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -969,14 +941,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(241936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.k.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.k.mm", DG_L3(241936), 2048u);
     }
     DG_PROFILE_END(18u, "MatMul", "MatMul_15");
 
@@ -1000,7 +972,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(49224), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1019,10 +991,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.k.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.k.out", DG_L3(241936), 2048u);
     }
     DG_PROFILE_END(19u, "Add", "Add_16");
 
@@ -1050,14 +1022,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(241936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -1071,13 +1043,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(512920), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(504080), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.k_t.out", DG_L3(512920), 2048u);
+        DG_DUMP("blk0.k_t.out", DG_L3(504080), 2048u);
     }
     DG_PROFILE_END(21u, "Transpose", "Transpose_18");
 
@@ -1115,8 +1087,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(480152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(512920), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(487696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(504080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1124,10 +1096,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(480152), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(487696), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(512920), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(504080), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1145,7 +1117,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1153,7 +1125,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.qk", DG_L3(373008), 8192u);
+        DG_DUMP("blk0.qk", DG_L3(307472), 8192u);
     }
     DG_PROFILE_END(22u, "MatMul", "MatMul_23");
 
@@ -1177,7 +1149,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(209136), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1196,10 +1168,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.scores", DG_L3(373008), 8192u);
+        DG_DUMP("blk0.scores", DG_L3(307472), 8192u);
     }
     DG_PROFILE_END(23u, "Mul", "Mul_24");
 
@@ -1231,14 +1203,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_softmax_args_t args = {
@@ -1250,13 +1222,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(241936), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.attn", DG_L3(307472), 8192u);
+        DG_DUMP("blk0.attn", DG_L3(241936), 8192u);
     }
     DG_PROFILE_END(24u, "Softmax", "Softmax_25");
 
@@ -1294,8 +1266,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(488344), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(495888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1303,10 +1275,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(241936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(488344), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(495888), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1324,7 +1296,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1332,7 +1304,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.av", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.av", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(25u, "MatMul", "MatMul_26");
 
@@ -1360,14 +1332,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -1381,13 +1353,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(529304), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(512272), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.av_t.out", DG_L3(529304), 2048u);
+        DG_DUMP("blk0.av_t.out", DG_L3(512272), 2048u);
     }
     DG_PROFILE_END(26u, "Transpose", "Transpose_27");
 
@@ -1423,7 +1395,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(529304), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(512272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(53576), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1432,7 +1404,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(529304), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(512272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1450,14 +1422,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.proj.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.proj.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(28u, "MatMul", "MatMul_29");
 
@@ -1481,7 +1453,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(57672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1500,10 +1472,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.proj.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.proj.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(29u, "Add", "Add_30");
 
@@ -1541,8 +1513,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(660800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1550,10 +1522,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(660800), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -1565,7 +1537,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(545688), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(520464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1573,7 +1545,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.res1", DG_L3(545688), 2048u);
+        DG_DUMP("blk0.res1", DG_L3(520464), 2048u);
     }
     DG_PROFILE_END(30u, "Add", "Add_31");
 
@@ -1637,7 +1609,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(545688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(520464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(57800), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(57928), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1650,7 +1622,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(545688), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(520464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -1666,9 +1638,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(553880), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(669256), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(669000), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(528656), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(602896), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(603152), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1680,9 +1652,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk0.ln2.out", DG_L3(553880), 2048u);
-        DG_DUMP("blk0.ln2.mean", DG_L3(669256), 64u);
-        DG_DUMP("blk0.ln2.inv_std", DG_L3(669000), 64u);
+        DG_DUMP("blk0.ln2.out", DG_L3(528656), 2048u);
+        DG_DUMP("blk0.ln2.mean", DG_L3(602896), 64u);
+        DG_DUMP("blk0.ln2.inv_std", DG_L3(603152), 64u);
     }
     DG_PROFILE_END(31u, "LayerNormalization", "LayerNormalization_32");
 
@@ -1718,7 +1690,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(553880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(528656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(58056), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1727,7 +1699,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(553880), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(528656), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1745,14 +1717,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(496536), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(438544), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.fc1.mm", DG_L3(496536), 4096u);
+        DG_DUMP("blk0.fc1.mm", DG_L3(438544), 4096u);
     }
     DG_PROFILE_END(32u, "MatMul", "MatMul_33");
 
@@ -1776,7 +1748,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(496536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(66248), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1795,10 +1767,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(496536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.fc1.out", DG_L3(496536), 4096u);
+        DG_DUMP("blk0.fc1.out", DG_L3(438544), 4096u);
     }
     DG_PROFILE_END(33u, "Add", "Add_34");
 
@@ -1826,14 +1798,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(496536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(496536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(438544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_unary_args_t args = {
@@ -1843,13 +1815,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
             }
-            dg_tile_out(DG_L3(406296), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(454928), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.fc1.gelu", DG_L3(406296), 4096u);
+        DG_DUMP("blk0.fc1.gelu", DG_L3(454928), 4096u);
     }
     DG_PROFILE_END(34u, "Gelu", "Gelu_35");
 
@@ -1885,7 +1857,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(406296), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(454928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(66504), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1894,7 +1866,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(406296), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(454928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1912,14 +1884,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.fc2.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.fc2.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(35u, "MatMul", "MatMul_36");
 
@@ -1943,7 +1915,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(74696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1962,10 +1934,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.fc2.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk0.fc2.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(36u, "Add", "Add_37");
 
@@ -2003,8 +1975,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(545688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(520464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -2012,10 +1984,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(545688), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(520464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -2027,7 +1999,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(562072), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(536848), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2035,7 +2007,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.res2", DG_L3(562072), 2048u);
+        DG_DUMP("blk0.res2", DG_L3(536848), 2048u);
     }
     DG_PROFILE_END(37u, "Add", "Add_38");
 
@@ -2099,7 +2071,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(562072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(536848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(74824), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(74952), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2112,7 +2084,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(562072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(536848), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -2128,9 +2100,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(570264), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(670024), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(669768), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(545040), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(603408), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(603664), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2142,9 +2114,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk1.ln1.out", DG_L3(570264), 2048u);
-        DG_DUMP("blk1.ln1.mean", DG_L3(670024), 64u);
-        DG_DUMP("blk1.ln1.inv_std", DG_L3(669768), 64u);
+        DG_DUMP("blk1.ln1.out", DG_L3(545040), 2048u);
+        DG_DUMP("blk1.ln1.mean", DG_L3(603408), 64u);
+        DG_DUMP("blk1.ln1.inv_std", DG_L3(603664), 64u);
     }
     DG_PROFILE_END(38u, "LayerNormalization", "LayerNormalization_39");
 
@@ -2180,7 +2152,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(570264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(545040), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(83528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2189,7 +2161,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(570264), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(545040), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2207,14 +2179,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.v.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.v.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(39u, "MatMul", "MatMul_48");
 
@@ -2238,7 +2210,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(87624), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2257,10 +2229,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.v.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.v.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(40u, "Add", "Add_49");
 
@@ -2288,14 +2260,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2309,13 +2281,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(397848), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(561424), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.v_t.out", DG_L3(397848), 2048u);
+        DG_DUMP("blk1.v_t.out", DG_L3(561424), 2048u);
     }
     DG_PROFILE_END(42u, "Transpose", "Transpose_51");
 
@@ -2351,7 +2323,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(570264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(545040), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(75080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2360,7 +2332,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(570264), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(545040), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2378,14 +2350,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.q.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.q.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(43u, "MatMul", "MatMul_40");
 
@@ -2409,7 +2381,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(79176), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2428,10 +2400,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.q.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.q.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(44u, "Add", "Add_41");
 
@@ -2459,14 +2431,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2480,13 +2452,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(578456), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(553232), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.q_t.out", DG_L3(578456), 2048u);
+        DG_DUMP("blk1.q_t.out", DG_L3(553232), 2048u);
     }
     DG_PROFILE_END(46u, "Transpose", "Transpose_43");
 
@@ -2522,7 +2494,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(570264), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(545040), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(79304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2531,7 +2503,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(570264), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(545040), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2549,14 +2521,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.k.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.k.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(47u, "MatMul", "MatMul_44");
 
@@ -2580,7 +2552,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(83400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2599,10 +2571,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.k.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.k.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(48u, "Add", "Add_45");
 
@@ -2630,14 +2602,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2651,13 +2623,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(586904), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(569616), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.k_t.out", DG_L3(586904), 2048u);
+        DG_DUMP("blk1.k_t.out", DG_L3(569616), 2048u);
     }
     DG_PROFILE_END(50u, "Transpose", "Transpose_47");
 
@@ -2695,8 +2667,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(578456), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(586904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(553232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(569616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -2704,10 +2676,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(578456), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(553232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(586904), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(569616), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2725,7 +2697,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(595096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2733,7 +2705,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.qk", DG_L3(595096), 8192u);
+        DG_DUMP("blk1.qk", DG_L3(340240), 8192u);
     }
     DG_PROFILE_END(51u, "MatMul", "MatMul_52");
 
@@ -2757,7 +2729,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(209136), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2776,10 +2748,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.scores", DG_L3(595096), 8192u);
+        DG_DUMP("blk1.scores", DG_L3(340240), 8192u);
     }
     DG_PROFILE_END(52u, "Mul", "Mul_53");
 
@@ -2811,14 +2783,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_softmax_args_t args = {
@@ -2830,13 +2802,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
             }
-            dg_tile_out(DG_L3(628032), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(307472), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.attn", DG_L3(628032), 8192u);
+        DG_DUMP("blk1.attn", DG_L3(307472), 8192u);
     }
     DG_PROFILE_END(53u, "Softmax", "Softmax_54");
 
@@ -2874,8 +2846,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(628032), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(397848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(561424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -2883,10 +2855,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(628032), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(397848), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(561424), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2904,7 +2876,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2912,7 +2884,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.av", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.av", DG_L3(340240), 2048u);
     }
     DG_PROFILE_END(54u, "MatMul", "MatMul_55");
 
@@ -2940,14 +2912,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2961,13 +2933,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(595096), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(373008), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.av_t.out", DG_L3(595096), 2048u);
+        DG_DUMP("blk1.av_t.out", DG_L3(373008), 2048u);
     }
     DG_PROFILE_END(55u, "Transpose", "Transpose_56");
 
@@ -3003,7 +2975,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(595096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(87752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -3012,7 +2984,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(595096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -3030,14 +3002,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.proj.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.proj.mm", DG_L3(340240), 2048u);
     }
     DG_PROFILE_END(57u, "MatMul", "MatMul_58");
 
@@ -3061,7 +3033,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3080,10 +3052,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.proj.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.proj.out", DG_L3(340240), 2048u);
     }
     DG_PROFILE_END(58u, "Add", "Add_59");
 
@@ -3121,8 +3093,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(562072), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(536848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -3130,10 +3102,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(562072), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(536848), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(340240), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -3145,7 +3117,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(603288), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(381200), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3153,7 +3125,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.res1", DG_L3(603288), 2048u);
+        DG_DUMP("blk1.res1", DG_L3(381200), 2048u);
     }
     DG_PROFILE_END(59u, "Add", "Add_60");
 
@@ -3217,7 +3189,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(603288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(381200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(92104), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3230,7 +3202,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(603288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(381200), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -3246,9 +3218,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(611480), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(619672), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(619928), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(389392), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(603920), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(604176), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3260,9 +3232,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk1.ln2.out", DG_L3(611480), 2048u);
-        DG_DUMP("blk1.ln2.mean", DG_L3(619672), 64u);
-        DG_DUMP("blk1.ln2.inv_std", DG_L3(619928), 64u);
+        DG_DUMP("blk1.ln2.out", DG_L3(389392), 2048u);
+        DG_DUMP("blk1.ln2.mean", DG_L3(603920), 64u);
+        DG_DUMP("blk1.ln2.inv_std", DG_L3(604176), 64u);
     }
     DG_PROFILE_END(60u, "LayerNormalization", "LayerNormalization_61");
 
@@ -3298,7 +3270,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(611480), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(389392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(92232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -3307,7 +3279,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(611480), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(389392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -3325,14 +3297,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(381464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.fc1.mm", DG_L3(381464), 4096u);
+        DG_DUMP("blk1.fc1.mm", DG_L3(340240), 4096u);
     }
     DG_PROFILE_END(61u, "MatMul", "MatMul_62");
 
@@ -3356,7 +3328,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(100424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3375,10 +3347,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.fc1.out", DG_L3(381464), 4096u);
+        DG_DUMP("blk1.fc1.out", DG_L3(340240), 4096u);
     }
     DG_PROFILE_END(62u, "Add", "Add_63");
 
@@ -3406,14 +3378,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(381464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(381464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_unary_args_t args = {
@@ -3423,13 +3395,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
             }
-            dg_tile_out(DG_L3(422680), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(356624), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.fc1.gelu", DG_L3(422680), 4096u);
+        DG_DUMP("blk1.fc1.gelu", DG_L3(356624), 4096u);
     }
     DG_PROFILE_END(63u, "Gelu", "Gelu_64");
 
@@ -3465,7 +3437,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(422680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(356624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(100680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -3474,7 +3446,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(422680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(356624), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -3492,14 +3464,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(577808), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.fc2.mm", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.fc2.mm", DG_L3(577808), 2048u);
     }
     DG_PROFILE_END(64u, "MatMul", "MatMul_65");
 
@@ -3523,7 +3495,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(577808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(108872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3542,10 +3514,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(577808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.fc2.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.fc2.out", DG_L3(577808), 2048u);
     }
     DG_PROFILE_END(65u, "Add", "Add_66");
 
@@ -3583,8 +3555,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(603288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(373008), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(381200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(577808), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -3592,10 +3564,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(603288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(381200), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(577808), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -3607,7 +3579,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(521112), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(397584), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3615,7 +3587,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.res2", DG_L3(521112), 2048u);
+        DG_DUMP("blk1.res2", DG_L3(397584), 2048u);
     }
     DG_PROFILE_END(66u, "Add", "Add_67");
 
@@ -3679,7 +3651,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(521112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(397584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109000), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(109128), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3692,7 +3664,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(521112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(397584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -3708,9 +3680,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(373272), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(620184), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(406040), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(577808), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(604432), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(604688), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3722,9 +3694,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("norm.out", DG_L3(373272), 2048u);
-        DG_DUMP("norm.mean", DG_L3(620184), 64u);
-        DG_DUMP("norm.inv_std", DG_L3(406040), 64u);
+        DG_DUMP("norm.out", DG_L3(577808), 2048u);
+        DG_DUMP("norm.mean", DG_L3(604432), 64u);
+        DG_DUMP("norm.inv_std", DG_L3(604688), 64u);
     }
     DG_PROFILE_END(67u, "LayerNormalization", "LayerNormalization_68");
 
@@ -3756,7 +3728,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
-        dg_tile_in(DG_L3(373272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(577808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109256), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3778,11 +3750,11 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(586000), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("seqpool.mm", DG_L3(373008), 64u);
+        DG_DUMP("seqpool.mm", DG_L3(586000), 64u);
     }
     DG_PROFILE_END(68u, "MatMul", "MatMul_69");
 
@@ -3806,7 +3778,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(586000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109384), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3825,10 +3797,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(586000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("seqpool.out", DG_L3(373008), 64u);
+        DG_DUMP("seqpool.out", DG_L3(586000), 64u);
     }
     DG_PROFILE_END(69u, "Add", "Add_70");
 
@@ -3852,7 +3824,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(586000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -3866,10 +3838,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(537496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(587280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("seqpool.attn", DG_L3(537496), 64u);
+        DG_DUMP("seqpool.attn", DG_L3(587280), 64u);
     }
     DG_PROFILE_END(71u, "Softmax", "Softmax_72");
 
@@ -3901,8 +3873,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
-        dg_tile_in(DG_L3(537496), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(373272), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(587280), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(577808), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -3923,11 +3895,11 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373088), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(587536), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("seqpool.out_1", DG_L3(373088), 32u);
+        DG_DUMP("seqpool.out_1", DG_L3(587536), 32u);
     }
     DG_PROFILE_END(72u, "MatMul", "MatMul_73");
 
@@ -3967,7 +3939,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L3(373088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(587536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109392), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(110672), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -3993,12 +3965,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(373048), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(586000), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc.out", DG_L3(373048), 10u);
+        DG_DUMP("fc.out", DG_L3(586000), 10u);
     }
     DG_PROFILE_END(74u, "Gemm", "Gemm_75");
 }

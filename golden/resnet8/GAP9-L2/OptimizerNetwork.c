@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L2(324088);
     DeeployOptNetwork_inputs[1] = DG_L2(324096);
-    DeeployOptNetwork_outputs[0] = DG_L2(324152);
+    DeeployOptNetwork_outputs[0] = DG_L2(324112);
     DeeployOptNetwork_learning_rate = DG_L2(324088);
     return 0;
 }
@@ -30,7 +30,7 @@ void RunOptimizerNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 102: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
+    /* step 103: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
     DG_PROFILE_BEGIN();
     {
         {
@@ -358,5 +358,5 @@ void RunOptimizerNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
     }
-    DG_PROFILE_END(102u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
+    DG_PROFILE_END(103u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

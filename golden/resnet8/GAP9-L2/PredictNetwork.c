@@ -94,14 +94,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(545288), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(389640), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("conv1.out", DG_L2(545288), 16384u);
+        DG_DUMP("conv1.out", DG_L2(389640), 16384u);
     }
     DG_PROFILE_END(0u, "Conv", "Conv_1");
 
@@ -224,7 +224,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(545288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(389640), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w3, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w4, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w5, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -243,7 +243,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(545288), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(389640), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in((void *)dg_w3, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -278,10 +278,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
             dg_tile_out(DG_L2(324104), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(389640), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(389704), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(1074056), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(1074120), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(455176), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(455240), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(865800), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(865864), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -303,13 +303,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w5, DG_L2(389640), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w6, DG_L2(389704), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        dg_copy((void *)dg_w5, DG_L2(455176), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w6, DG_L2(455240), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
         DG_DUMP("bn1.out", DG_L2(324104), 16384u);
-        DG_DUMP("bn1.running_mean_out", DG_L2(389640), 16u);
-        DG_DUMP("bn1.running_var_out", DG_L2(389704), 16u);
-        DG_DUMP("bn1.saved_mean", DG_L2(1074056), 16u);
-        DG_DUMP("bn1.saved_inv_std", DG_L2(1074120), 16u);
+        DG_DUMP("bn1.running_mean_out", DG_L2(455176), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L2(455240), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L2(865800), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L2(865864), 16u);
     }
     DG_PROFILE_END(1u, "BatchNormInternal", "BatchNormInternal_2");
 
@@ -428,14 +428,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(610824), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(471560), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv1.out", DG_L2(610824), 16384u);
+        DG_DUMP("stack1.conv1.out", DG_L2(471560), 16384u);
     }
     DG_PROFILE_END(3u, "Conv", "Conv_4");
 
@@ -558,7 +558,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(610824), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(471560), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w8, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w9, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w10, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -577,7 +577,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(610824), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(471560), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in((void *)dg_w8, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -614,8 +614,8 @@ void RunPredictNetwork(void *arg)
             dg_tile_out(DG_L2(389640), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L2(455176), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L2(455240), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(1074184), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(1074248), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(865928), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(865992), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -642,8 +642,8 @@ void RunPredictNetwork(void *arg)
         DG_DUMP("stack1.bn1.out", DG_L2(389640), 16384u);
         DG_DUMP("stack1.bn1.running_mean_out", DG_L2(455176), 16u);
         DG_DUMP("stack1.bn1.running_var_out", DG_L2(455240), 16u);
-        DG_DUMP("stack1.bn1.saved_mean", DG_L2(1074184), 16u);
-        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(1074248), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L2(865928), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(865992), 16u);
     }
     DG_PROFILE_END(4u, "BatchNormInternal", "BatchNormInternal_5");
 
@@ -762,14 +762,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(676360), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(537096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv2.out", DG_L2(676360), 16384u);
+        DG_DUMP("stack1.conv2.out", DG_L2(537096), 16384u);
     }
     DG_PROFILE_END(6u, "Conv", "Conv_7");
 
@@ -892,7 +892,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(676360), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(537096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w13, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w14, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w15, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -911,7 +911,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(676360), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(537096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in((void *)dg_w13, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -945,11 +945,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(741896), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(602632), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L2(389640), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L2(389704), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(1074312), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(1074376), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(866056), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(866120), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -973,11 +973,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w15, DG_L2(389640), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w16, DG_L2(389704), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn2.out", DG_L2(741896), 16384u);
+        DG_DUMP("stack1.bn2.out", DG_L2(602632), 16384u);
         DG_DUMP("stack1.bn2.running_mean_out", DG_L2(389640), 16u);
         DG_DUMP("stack1.bn2.running_var_out", DG_L2(389704), 16u);
-        DG_DUMP("stack1.bn2.saved_mean", DG_L2(1074312), 16u);
-        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1074376), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L2(866056), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(866120), 16u);
     }
     DG_PROFILE_END(7u, "BatchNormInternal", "BatchNormInternal_8");
 
@@ -1012,7 +1012,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L2(741896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(324104), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -1021,7 +1021,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
                 dg_dma_wait(&o0_q[nxt]);
-                dg_tile_in(DG_L2(741896), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(602632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in(DG_L2(324104), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1036,13 +1036,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L2(741896), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
+            dg_tile_out(DG_L2(602632), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.add", DG_L2(741896), 16384u);
+        DG_DUMP("stack1.add", DG_L2(602632), 16384u);
     }
     DG_PROFILE_END(8u, "Add", "Add_9");
 
@@ -1058,7 +1058,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(741896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1070,9 +1070,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(741896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack1.add.relu", DG_L2(741896), 16384u);
+        DG_DUMP("stack1.add.relu", DG_L2(602632), 16384u);
     }
     DG_PROFILE_END(9u, "Relu", "Relu_10");
 
@@ -1116,7 +1116,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
         dg_dma_init(&o3_q[1]);
-        dg_tile_in(DG_L2(741896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w27, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w28, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1127,7 +1127,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(741896), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(602632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1215,7 +1215,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(741896), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w17, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1224,7 +1224,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(741896), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(602632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1251,14 +1251,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(807432), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(356872), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv1.out", DG_L2(807432), 8192u);
+        DG_DUMP("stack2.conv1.out", DG_L2(356872), 8192u);
     }
     DG_PROFILE_END(11u, "Conv", "Conv_11");
 
@@ -1366,7 +1366,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(807432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(356872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w18, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w19, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w20, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -1385,7 +1385,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(807432), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(356872), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w18, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1419,11 +1419,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(356872), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(668168), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L2(389640), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L2(389768), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(1040904), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(1041032), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(865288), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(865416), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1447,11 +1447,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w20, DG_L2(389640), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w21, DG_L2(389768), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn1.out", DG_L2(356872), 8192u);
+        DG_DUMP("stack2.bn1.out", DG_L2(668168), 8192u);
         DG_DUMP("stack2.bn1.running_mean_out", DG_L2(389640), 32u);
         DG_DUMP("stack2.bn1.running_var_out", DG_L2(389768), 32u);
-        DG_DUMP("stack2.bn1.saved_mean", DG_L2(1040904), 32u);
-        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(1041032), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L2(865288), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(865416), 32u);
     }
     DG_PROFILE_END(12u, "BatchNormInternal", "BatchNormInternal_12");
 
@@ -1467,7 +1467,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(356872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(668168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1479,9 +1479,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(356872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(668168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack2.bn1.relu", DG_L2(356872), 8192u);
+        DG_DUMP("stack2.bn1.relu", DG_L2(668168), 8192u);
     }
     DG_PROFILE_END(13u, "Relu", "Relu_13");
 
@@ -1517,7 +1517,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(356872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(668168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w22, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1553,14 +1553,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(840200), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(700936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv2.out", DG_L2(840200), 8192u);
+        DG_DUMP("stack2.conv2.out", DG_L2(700936), 8192u);
     }
     DG_PROFILE_END(14u, "Conv", "Conv_14");
 
@@ -1668,7 +1668,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(840200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(700936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w23, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w24, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w25, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -1687,7 +1687,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(840200), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(700936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w23, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1721,11 +1721,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(872968), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(733704), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L2(356872), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L2(357000), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(1004040), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(1004168), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(865544), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(865672), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1749,11 +1749,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w25, DG_L2(356872), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w26, DG_L2(357000), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn2.out", DG_L2(872968), 8192u);
+        DG_DUMP("stack2.bn2.out", DG_L2(733704), 8192u);
         DG_DUMP("stack2.bn2.running_mean_out", DG_L2(356872), 32u);
         DG_DUMP("stack2.bn2.running_var_out", DG_L2(357000), 32u);
-        DG_DUMP("stack2.bn2.saved_mean", DG_L2(1004040), 32u);
-        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(1004168), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L2(865544), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(865672), 32u);
     }
     DG_PROFILE_END(15u, "BatchNormInternal", "BatchNormInternal_15");
 
@@ -1777,7 +1777,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L2(872968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L2(324104), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1793,10 +1793,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(872968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack2.add", DG_L2(872968), 8192u);
+        DG_DUMP("stack2.add", DG_L2(733704), 8192u);
     }
     DG_PROFILE_END(16u, "Add", "Add_17");
 
@@ -1812,7 +1812,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(872968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1824,9 +1824,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(872968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack2.add.relu", DG_L2(872968), 8192u);
+        DG_DUMP("stack2.add.relu", DG_L2(733704), 8192u);
     }
     DG_PROFILE_END(17u, "Relu", "Relu_18");
 
@@ -1874,7 +1874,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
         dg_dma_init(&o3_q[1]);
-        dg_tile_in(DG_L2(872968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w39, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w40, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1885,7 +1885,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(872968), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(733704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1963,7 +1963,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(872968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w29, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1999,14 +1999,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(471560), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(799240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack3.conv1.out", DG_L2(471560), 4096u);
+        DG_DUMP("stack3.conv1.out", DG_L2(799240), 4096u);
     }
     DG_PROFILE_END(19u, "Conv", "Conv_19");
 
@@ -2114,7 +2114,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(471560), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(799240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w30, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w31, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w32, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -2133,7 +2133,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(471560), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(799240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w30, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -2167,11 +2167,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(487944), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(815624), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L2(324104), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L2(324360), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(537096), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(537352), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(864776), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(865032), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2195,11 +2195,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy((void *)dg_w32, DG_L2(324104), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy((void *)dg_w33, DG_L2(324360), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn1.out", DG_L2(487944), 4096u);
+        DG_DUMP("stack3.bn1.out", DG_L2(815624), 4096u);
         DG_DUMP("stack3.bn1.running_mean_out", DG_L2(324104), 64u);
         DG_DUMP("stack3.bn1.running_var_out", DG_L2(324360), 64u);
-        DG_DUMP("stack3.bn1.saved_mean", DG_L2(537096), 64u);
-        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(537352), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L2(864776), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(865032), 64u);
     }
     DG_PROFILE_END(20u, "BatchNormInternal", "BatchNormInternal_20");
 
@@ -2215,7 +2215,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(487944), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(815624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -2227,9 +2227,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(487944), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(815624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack3.bn1.relu", DG_L2(487944), 4096u);
+        DG_DUMP("stack3.bn1.relu", DG_L2(815624), 4096u);
     }
     DG_PROFILE_END(21u, "Relu", "Relu_21");
 
@@ -2269,7 +2269,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(487944), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(815624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w34, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 4u; t++) {

@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L3(637800);
     DeeployOptNetwork_inputs[1] = DG_L3(637808);
-    DeeployOptNetwork_outputs[0] = DG_L3(637864);
+    DeeployOptNetwork_outputs[0] = DG_L3(637824);
     DeeployOptNetwork_learning_rate = DG_L3(637800);
     return 0;
 }
@@ -30,7 +30,7 @@ void RunOptimizerNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 102: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
+    /* step 103: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
     DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(294912), DG_L3(637800), 4u); /* learning_rate L3->L2 */
@@ -439,7 +439,7 @@ void RunOptimizerNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             dg_copy(DG_L3(325960), DG_L2(0), 40u); /* fc.bias L2->L3 */
         }
-        dg_copy(DG_L3(637864), DG_L2(294920), 1u); /* onnx::update_completed::26 L2->L3 */
+        dg_copy(DG_L3(637824), DG_L2(294920), 1u); /* onnx::update_completed::26 L2->L3 */
     }
-    DG_PROFILE_END(102u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
+    DG_PROFILE_END(103u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

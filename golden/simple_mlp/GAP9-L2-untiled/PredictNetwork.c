@@ -43,15 +43,15 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(14416), DG_L1(8704), 256u); /* fc1.out L1->L2 */
-        DG_DUMP("fc1.out", DG_L2(14416), 64u);
+        dg_copy(DG_L2(18512), DG_L1(8704), 256u); /* fc1.out L1->L2 */
+        DG_DUMP("fc1.out", DG_L2(18512), 64u);
     }
     DG_PROFILE_END(0u, "Gemm", "Gemm_1");
 
     /* step 1: Relu 'Relu_2' computes in L1 */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(14416), 256u); /* fc1.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(18512), 256u); /* fc1.out L2->L1 */
         {
             dg_unary_args_t args = {
                 .x = DG_L1(0),
@@ -60,15 +60,15 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
-        dg_copy(DG_L2(14416), DG_L1(0), 256u); /* fc1.out L1->L2 */
-        DG_DUMP("fc1.relu", DG_L2(14416), 64u);
+        dg_copy(DG_L2(18512), DG_L1(0), 256u); /* fc1.out L1->L2 */
+        DG_DUMP("fc1.relu", DG_L2(18512), 64u);
     }
     DG_PROFILE_END(1u, "Relu", "Relu_2");
 
     /* step 2: Gemm 'Gemm_3' computes in L1 */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(4096), DG_L2(14416), 256u); /* fc1.out L2->L1 */
+        dg_copy(DG_L1(4096), DG_L2(18512), 256u); /* fc1.out L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w4, 4096u); /* fc2.weight L2->L1 */
         dg_copy(DG_L1(4608), (void *)dg_w5, 128u); /* fc2.bias L2->L1 */
         {
@@ -89,15 +89,15 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(14672), DG_L1(4352), 256u); /* fc2.out L1->L2 */
-        DG_DUMP("fc2.out", DG_L2(14672), 64u);
+        dg_copy(DG_L2(15696), DG_L1(4352), 256u); /* fc2.out L1->L2 */
+        DG_DUMP("fc2.out", DG_L2(15696), 64u);
     }
     DG_PROFILE_END(2u, "Gemm", "Gemm_3");
 
     /* step 3: Relu 'Relu_4' computes in L1 */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(0), DG_L2(14672), 256u); /* fc2.out L2->L1 */
+        dg_copy(DG_L1(0), DG_L2(15696), 256u); /* fc2.out L2->L1 */
         {
             dg_unary_args_t args = {
                 .x = DG_L1(0),
@@ -106,15 +106,15 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
         }
-        dg_copy(DG_L2(14672), DG_L1(0), 256u); /* fc2.out L1->L2 */
-        DG_DUMP("fc2.relu", DG_L2(14672), 64u);
+        dg_copy(DG_L2(15696), DG_L1(0), 256u); /* fc2.out L1->L2 */
+        DG_DUMP("fc2.relu", DG_L2(15696), 64u);
     }
     DG_PROFILE_END(3u, "Relu", "Relu_4");
 
     /* step 4: Gemm 'Gemm_5' computes in L1 */
     DG_PROFILE_BEGIN();
     {
-        dg_copy(DG_L1(1280), DG_L2(14672), 256u); /* fc2.out L2->L1 */
+        dg_copy(DG_L1(1280), DG_L2(15696), 256u); /* fc2.out L2->L1 */
         dg_copy(DG_L1(0), (void *)dg_w6, 1280u); /* fc3.weight L2->L1 */
         dg_copy(DG_L1(1616), (void *)dg_w7, 40u); /* fc3.bias L2->L1 */
         {
@@ -135,8 +135,8 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
         }
-        dg_copy(DG_L2(14928), DG_L1(1536), 80u); /* fc3.out L1->L2 */
-        DG_DUMP("fc3.out", DG_L2(14928), 20u);
+        dg_copy(DG_L2(14416), DG_L1(1536), 80u); /* fc3.out L1->L2 */
+        DG_DUMP("fc3.out", DG_L2(14416), 20u);
     }
     DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 }

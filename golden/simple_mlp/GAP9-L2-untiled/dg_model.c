@@ -80,7 +80,7 @@ static void fill_tables(void)
     dg_inputs[0].bytes = 512u;
     dg_inputs[1].buf = DG_L2(512);
     dg_inputs[1].bytes = 16u;
-    dg_outputs[0].buf = DG_L2(14928);
+    dg_outputs[0].buf = DG_L2(14416);
     dg_outputs[0].bytes = 80u;
     dg_state[0].buf = (void *)dg_w2; /* 'fc1.weight' f32 [32, 64], 8192 B, trainable weight */
     dg_state[0].bytes = 8192u;
@@ -200,7 +200,7 @@ int dg_model_train_step(void)
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L2(28536), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L2(22864), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;

@@ -84,12 +84,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14416), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(18512), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc1.out", DG_L2(14416), 64u);
+        DG_DUMP("fc1.out", DG_L2(18512), 64u);
     }
     DG_PROFILE_END(0u, "Gemm", "Gemm_1");
 
@@ -105,7 +105,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(18512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -117,9 +117,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(18512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("fc1.relu", DG_L2(14416), 64u);
+        DG_DUMP("fc1.relu", DG_L2(18512), 64u);
     }
     DG_PROFILE_END(1u, "Relu", "Relu_2");
 
@@ -159,7 +159,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L2(14416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(18512), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w4, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w5, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -185,12 +185,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14672), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(15696), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc2.out", DG_L2(14672), 64u);
+        DG_DUMP("fc2.out", DG_L2(15696), 64u);
     }
     DG_PROFILE_END(2u, "Gemm", "Gemm_3");
 
@@ -206,7 +206,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(15696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -218,9 +218,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(15696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("fc2.relu", DG_L2(14672), 64u);
+        DG_DUMP("fc2.relu", DG_L2(15696), 64u);
     }
     DG_PROFILE_END(3u, "Relu", "Relu_4");
 
@@ -260,7 +260,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L2(14672), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(15696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w6, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w7, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -286,12 +286,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(14928), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(14416), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc3.out", DG_L2(14928), 20u);
+        DG_DUMP("fc3.out", DG_L2(14416), 20u);
     }
     DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 }

@@ -80,7 +80,7 @@ static void fill_tables(void)
     dg_inputs[0].bytes = 512u;
     dg_inputs[1].buf = DG_L3(512);
     dg_inputs[1].bytes = 16u;
-    dg_outputs[0].buf = DG_L3(28800);
+    dg_outputs[0].buf = DG_L3(28288);
     dg_outputs[0].bytes = 80u;
     dg_state[0].buf = DG_L3(528); /* 'fc1.weight' f32 [32, 64], 8192 B, trainable weight */
     dg_state[0].bytes = 8192u;
@@ -200,7 +200,7 @@ int dg_model_train_step(void)
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L3(42408), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L3(36736), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;

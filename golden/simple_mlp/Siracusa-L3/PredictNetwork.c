@@ -84,12 +84,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(32384), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc1.out", DG_L3(28288), 64u);
+        DG_DUMP("fc1.out", DG_L3(32384), 64u);
     }
     DG_PROFILE_END(0u, "Gemm", "Gemm_1");
 
@@ -105,7 +105,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(32384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -117,9 +117,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(32384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("fc1.relu", DG_L3(28288), 64u);
+        DG_DUMP("fc1.relu", DG_L3(32384), 64u);
     }
     DG_PROFILE_END(1u, "Relu", "Relu_2");
 
@@ -159,7 +159,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L3(28288), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(32384), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(8848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(12944), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -185,12 +185,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28544), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(29568), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc2.out", DG_L3(28544), 64u);
+        DG_DUMP("fc2.out", DG_L3(29568), 64u);
     }
     DG_PROFILE_END(2u, "Gemm", "Gemm_3");
 
@@ -206,7 +206,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(29568), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -218,9 +218,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(29568), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("fc2.relu", DG_L3(28544), 64u);
+        DG_DUMP("fc2.relu", DG_L3(29568), 64u);
     }
     DG_PROFILE_END(3u, "Relu", "Relu_4");
 
@@ -260,7 +260,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L3(28544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(29568), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(13072), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(14352), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -286,12 +286,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(28800), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(28288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc3.out", DG_L3(28800), 20u);
+        DG_DUMP("fc3.out", DG_L3(28288), 20u);
     }
     DG_PROFILE_END(4u, "Gemm", "Gemm_5");
 }
