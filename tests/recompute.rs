@@ -85,6 +85,32 @@ fn mobilenet_v1_l2_arena_goes_down_by_a_fifth() {
     assert!(auto * 5 <= off * 4, "auto {auto} B is not 20 % below off {off} B");
 }
 
+/// On a GAP9 whose L2 holds 1,400,000 B, resnet8 without recompute must
+/// move weights to L3; with it, every weight stays in L2 and the case
+/// passes on the host emulation of that chip.
+#[test]
+fn with_recompute_resnet8_keeps_its_weights_in_a_smaller_l2_and_passes() {
+    let weights_in_l3 = |mode| {
+        let mut o = options("GAP9", mode);
+        o.plan = PlanOptions::named("GAP9", "L2", [None, Some(1_400_000), None]).unwrap();
+        o.plan.recompute = mode;
+        let p = pipeline::plan(&common::zoo("resnet8"), &o).unwrap_or_else(|e| panic!("{}", e.error));
+        p.plan.level(Level::L3).weights_bytes
+    };
+    assert!(weights_in_l3(Mode::Off) > 0, "off fits L2 anyway: the case shows nothing");
+    assert_eq!(weights_in_l3(Mode::Auto), 0);
+    if !have_gcc() {
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .args(["test", &common::zoo("resnet8").display().to_string(), "--platform", "GAP9", "--default-mem", "L2"])
+        .args(["--l2", "1400000", "--recompute", "auto"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success() && text.contains("PASSED"), "{text}");
+}
+
 /// An inference model and `--recompute off` leave the graph alone.
 #[test]
 fn off_and_inference_add_no_node() {
