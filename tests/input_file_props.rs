@@ -2,7 +2,7 @@
 //! `report --profile` run output, `merge-junit` reports — and the keys
 //! `triage` resolves give a result or an error, never a panic; a triage
 //! key never resolves outside the root; profile totals never wrap.
-//! A few hundred cases each (seconds); `PROPTEST_CASES` raises it in CI.
+//! 3,000 cases each (about ten seconds); `PROPTEST_CASES` sets another count.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
@@ -57,7 +57,7 @@ fn train_toml() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(cases(300))]
+    #![proptest_config(cases(3000))]
 
     #[test]
     fn train_toml_is_read_or_refused_never_a_panic(text in train_toml()) {
