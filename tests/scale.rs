@@ -5,7 +5,7 @@
 //! cargo test --release --test scale -- --ignored --nocapture
 //! ```
 //!
-//! It builds Relu chains of 12.5k, 50k and 100k nodes (with test data and
+//! It builds Relu chains of 1k, 12.5k, 25k, 50k and 100k nodes (with test data and
 //! references; then the same with every other node an `Add` of its own
 //! weight and a small L2, so that weights move to L3) through the whole
 //! pipeline in memory and prints each stage's time. The 100k Relu chain
@@ -72,7 +72,9 @@ fn generate(n: usize, weights: bool) -> Duration {
 #[ignore = "a timing check: run in release with --ignored"]
 fn generation_time_is_near_linear_in_the_node_count() {
     for weights in [false, true] {
+        generate(1_000, weights);
         let small = generate(12_500, weights);
+        generate(25_000, weights);
         generate(50_000, weights);
         let big = generate(100_000, weights);
         assert!(big < small * 16, "12.5k nodes: {small:?}, 100k nodes: {big:?}: worse than near-linear");

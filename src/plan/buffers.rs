@@ -521,6 +521,17 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
         }
     };
 
+    // Per buffer, the last step any of its tensors is read (kept as tensors
+    // join it, so that an in-place check need not scan every tensor).
+    let mut member_end: HashMap<BufId, u32> = HashMap::new();
+    let joins = |member_end: &mut HashMap<BufId, u32>, id: BufId, t: TensorId| {
+        let e = member_end.entry(id).or_insert(0);
+        *e = (*e).max(last_read(t));
+    };
+    for (&t, &id) in b.map(sel) {
+        joins(&mut member_end, id, t);
+    }
+
     let mut viewed_seq = false;
     for (i, (ni, n)) in sched.iter().enumerate() {
         let s = base + i as u32;
@@ -569,6 +580,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                 // A constant read as data that discovery did not see: give
                 // it a buffer now.
                 let id = b.persistent(sel, t, Kind::Constant)?;
+                joins(&mut member_end, id, t);
                 add(&mut operands, id, Access::Read);
             } else {
                 return Err(Error::plan(format!(
@@ -602,6 +614,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                     if inplace_ok && out_bytes == Some(b.buffers[id].bytes) {
                         let why = format!("{} '{}' writes '{}' in place", n.op, n.name, b.buffers[id].name);
                         b.alias(sel, t, id, why);
+                        joins(&mut member_end, id, t);
                         if is_output(t) {
                             b.touch(id, last);
                         }
@@ -636,6 +649,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                             None => {
                                 let why = format!("{op} '{}' views '{}' (shape only, no copy)", n.name, g.name_of(x));
                                 b.alias(sel, t, id, why);
+                                joins(&mut member_end, id, t);
                                 if is_output(t) {
                                     b.touch(id, last);
                                 }
@@ -657,10 +671,11 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
                     let transient = matches!(buf.kind, Kind::Activation | Kind::Gradient) && !buf.persistent;
                     // Every tensor of the buffer (views included) is last
                     // read here: no later node sees the overwrite.
-                    let dies = b.map(sel).iter().filter(|(_, &v)| v == id).all(|(&k, _)| last_read(k) <= s);
+                    let dies = member_end.get(&id).is_none_or(|&end| end <= s);
                     if transient && dies && out_bytes == Some(buf.bytes) && b.buffers[id].graph == sel {
                         let why = format!("{} '{}' overwrites '{}', read by no later node", n.op, n.name, buf.name);
                         b.alias(sel, t, id, why);
+                        joins(&mut member_end, id, t);
                         add(&mut operands, id, Access::ReadWrite);
                         continue;
                     }
@@ -670,6 +685,7 @@ fn walk(b: &mut Builder, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Res
             let kind = if is_output(t) { Kind::Output } else { value_kind(g, n, t) };
             let end = if is_output(t) { last } else { s };
             let id = b.new_buffer(sel, t, kind, s, end, false)?;
+            joins(&mut member_end, id, t);
             add(&mut operands, id, Access::Write);
         }
         // Later reads extend lifetimes as the walk reaches them.
