@@ -16,7 +16,7 @@ void dg_softmax_f32(void *args)
             if (x[(uint32_t)j * p->inner] > mx)
                 mx = x[(uint32_t)j * p->inner];
         for (j = 0; j < p->dim; j++) {
-            const float e = expf(x[(uint32_t)j * p->inner] - mx);
+            const float e = dg_expf(x[(uint32_t)j * p->inner] - mx);
             y[(uint32_t)j * p->inner] = e;
             sum += e;
         }
