@@ -305,6 +305,82 @@ fn kernels_and_layer_build_as_strict_c99() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+// ---------------------------------------------------------------- dg_math.h
+
+/// Builds runtime/tests/math_tests.c against the dg_math.h in `kernels`
+/// with gcc, runs it on every `stride`-th float and returns whether it
+/// passed, with its report.
+fn math_tests(tmp: &Path, kernels: &Path, stride: &str) -> (bool, String) {
+    let exe = tmp.join("math_tests");
+    let o = Command::new("gcc")
+        .args(STRICT)
+        .arg("-O2")
+        .arg(format!("-I{}", kernels.display()))
+        .arg(root().join("tests/math_tests.c"))
+        .args(["-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("running gcc (is it installed?)");
+    assert!(o.status.success(), "gcc failed for math_tests.c:\n{}", String::from_utf8_lossy(&o.stderr));
+    let (o, text) = run(&exe, &[stride]);
+    (o.status.success(), text)
+}
+
+/// The kernels' expf and erff (dg_math.h) stay within 2 ulp of the
+/// correctly rounded result over every 17th float of their ranges, on the
+/// host and as the 32-bit cores build them (ziglang clang, zfinx, under
+/// qemu-riscv32, every 1021st float; skipped without those tools).
+#[test]
+fn kernel_math_within_two_ulp() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ok, text) = math_tests(tmp.path(), &root().join("kernels"), "17");
+    assert!(ok && text.contains("math_tests: ok"), "{text}");
+
+    let have_zig =
+        Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
+    let have_qemu = Command::new("qemu-riscv32").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !have_zig || !have_qemu {
+        assert!(std::env::var_os("CI").is_none(), "rv32 math tests: python3 -m ziglang or qemu-riscv32 missing");
+        println!("SKIPPED: rv32 math tests (pip install ziglang; apt-get install qemu-user)");
+        return;
+    }
+    let exe = tmp.path().join("math_tests.rv32");
+    let o = Command::new("python3")
+        .args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx", "-O3"])
+        .args(STRICT)
+        .arg(format!("-I{}", root().join("kernels").display()))
+        .arg(root().join("tests/math_tests.c"))
+        .args(["-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("running the ziglang clang");
+    assert!(o.status.success(), "rv32 build of math_tests.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("qemu-riscv32")
+        .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
+        .arg(&exe)
+        .arg("1021")
+        .output()
+        .expect("running qemu-riscv32");
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success() && text.contains("math_tests: ok"), "rv32 math_tests failed:\n{text}");
+}
+
+/// Each of the three polynomials of dg_math.h, one coefficient changed in
+/// its fourth digit, fails math_tests.
+#[test]
+fn kernel_math_checks_catch_a_wrong_coefficient() {
+    let src = fs::read_to_string(root().join("kernels/dg_math.h")).unwrap();
+    for (good, bad) in
+        [("4.166814312e-02f", "4.160e-02f"), ("-2.679177746e-02f", "-2.670e-02f"), ("2.187913656e-01f", "2.180e-01f")]
+    {
+        assert_eq!(src.matches(good).count(), 1, "dg_math.h no longer has the coefficient {good}");
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join("dg_math.h"), src.replace(good, bad)).unwrap();
+        let (ok, text) = math_tests(tmp.path(), tmp.path(), "101");
+        assert!(!ok && text.contains("math_tests: FAILED"), "{good} -> {bad} went unnoticed:\n{text}");
+    }
+}
+
 // ---------------------------------------------------------------- emulation
 
 fn emu_build(tmp: &Path, name: &str, opt: &str, extra: &[&str]) -> PathBuf {

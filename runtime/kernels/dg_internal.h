@@ -3,6 +3,7 @@
 #define DG_INTERNAL_H
 
 #include "dg_kernels.h"
+#include "dg_math.h"
 
 #include <math.h>
 #include <stddef.h>

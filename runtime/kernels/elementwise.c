@@ -68,7 +68,7 @@ void dg_gelu_f32(void *args)
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
         const float v = p->x[i];
-        p->y[i] = DG_FAULT(DG_FAULT_GELU, 0.5f * v * (1.0f + erff(v * DG_SQRT1_2)));
+        p->y[i] = DG_FAULT(DG_FAULT_GELU, 0.5f * v * (1.0f + dg_erff(v * DG_SQRT1_2)));
     }
 }
 
@@ -116,8 +116,8 @@ void dg_gelu_grad_f32(void *args)
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
         const float v = p->x[i];
-        const float cdf = 0.5f * (1.0f + erff(v * DG_SQRT1_2));
-        const float pdf = DG_INV_SQRT_2PI * expf(-0.5f * v * v);
+        const float cdf = 0.5f * (1.0f + dg_erff(v * DG_SQRT1_2));
+        const float pdf = DG_INV_SQRT_2PI * dg_expf(-0.5f * v * v);
         p->dx[i] = DG_FAULT(DG_FAULT_GELU_GRAD, p->dy[i] * (cdf + v * pdf));
     }
 }

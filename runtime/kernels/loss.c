@@ -24,7 +24,7 @@ void dg_sce_loss_f32(void *args)
             if (x[(uint32_t)j * p->inner] > mx)
                 mx = x[(uint32_t)j * p->inner];
         for (j = 0; j < p->classes; j++)
-            sum += expf(x[(uint32_t)j * p->inner] - mx);
+            sum += dg_expf(x[(uint32_t)j * p->inner] - mx);
         lse = logf(sum);
         for (j = 0; j < p->classes; j++)
             lp[(uint32_t)j * p->inner] =
@@ -88,7 +88,7 @@ void dg_sce_loss_grad_f32(void *args)
             const uint32_t o = base + (uint32_t)j * p->inner;
             float g = 0.0f;
             if (!ignored)
-                g = (expf(p->log_prob[o]) - ((int64_t)j == l ? 1.0f : 0.0f)) * scale;
+                g = (dg_expf(p->log_prob[o]) - ((int64_t)j == l ? 1.0f : 0.0f)) * scale;
             p->dx[o] = DG_FAULT(DG_FAULT_SCE_GRAD, g);
         }
     }

@@ -19,7 +19,7 @@
 
 static inline float sigmoidf_(float v)
 {
-    return 1.0f / (1.0f + expf(-v));
+    return 1.0f / (1.0f + dg_expf(-v));
 }
 
 static inline float hard_sigmoid_(float v, float alpha, float beta)
@@ -31,19 +31,19 @@ static inline float hard_sigmoid_(float v, float alpha, float beta)
 /* ln(1 + e^v) without overflow: v + ln(1 + e^-v) for v > 0. */
 static inline float softplus_(float v)
 {
-    return v > 0.0f ? v + log1pf(expf(-v)) : log1pf(expf(v));
+    return v > 0.0f ? v + log1pf(dg_expf(-v)) : log1pf(dg_expf(v));
 }
 
 DG_UNARY_KERNEL(dg_ceil_f32, DG_FAULT_CEIL, ceilf(v))
 DG_UNARY_KERNEL(dg_floor_f32, DG_FAULT_FLOOR, floorf(v))
-DG_UNARY_KERNEL(dg_exp_f32, DG_FAULT_EXP, expf(v))
+DG_UNARY_KERNEL(dg_exp_f32, DG_FAULT_EXP, dg_expf(v))
 DG_UNARY_KERNEL(dg_log_f32, DG_FAULT_LOG, logf(v))
 DG_UNARY_KERNEL(dg_sqrt_f32, DG_FAULT_SQRT, sqrtf(v))
 DG_UNARY_KERNEL(dg_neg_f32, DG_FAULT_NEG, -v)
 DG_UNARY_KERNEL(dg_abs_f32, DG_FAULT_ABS, fabsf(v))
 DG_UNARY_KERNEL(dg_tanh_f32, DG_FAULT_TANH, tanhf(v))
 DG_UNARY_KERNEL(dg_sigmoid_f32, DG_FAULT_SIGMOID, sigmoidf_(v))
-DG_UNARY_KERNEL(dg_erf_f32, DG_FAULT_ERF, erff(v))
+DG_UNARY_KERNEL(dg_erf_f32, DG_FAULT_ERF, dg_erff(v))
 DG_UNARY_KERNEL(dg_hard_swish_f32, DG_FAULT_HARD_SWISH, v * hard_sigmoid_(v, 1.0f / 6.0f, 0.5f))
 DG_UNARY_KERNEL(dg_softplus_f32, DG_FAULT_SOFTPLUS, softplus_(v))
 
