@@ -4,7 +4,7 @@
 //! attributes of an older opset's schema, SAME padding, run-time Gather
 //! indices, the forms of SoftmaxCrossEntropyLoss, and the operators added
 //! with the conformance cases (ConstantOfShape, Range, Tile, Mod, Not,
-//! ArgMax, LogSoftmax).
+//! ArgMax, LogSoftmax, Resize).
 
 mod common;
 
@@ -580,4 +580,50 @@ fn added_operators_refuse_what_they_do_not_compute() {
     b.input("x", F32, &[3]).input("r", I64, &[1]).node("Tile", &["x", "r"], &["z"], vec![]).output("z", F32, &[6]);
     let e = refusal(&b);
     assert!(e.contains("(Tile): input 1 ('r', repeats) must be a constant"), "{e}");
+}
+
+/// Resize: a 2x nearest upsample by scales (each input pixel a 2x2 block)
+/// and a linear align_corners resize by sizes (the midpoints average
+/// their neighbours) run against hand-computed values; one wrong value is
+/// one error. A resize of a leading axis is refused by name.
+#[test]
+fn resize_nearest_and_linear() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 2, 2])
+        .init("scales", &[4], &[1.0, 1.0, 2.0, 2.0])
+        .init_i64("sizes", &[1, 1, 3, 3])
+        .node("Resize", &["x", "", "scales"], &["near"], vec![attr_str("mode", "nearest")])
+        .node(
+            "Resize",
+            &["x", "", "", "sizes"],
+            &["lin"],
+            vec![attr_str("mode", "linear"), attr_str("coordinate_transformation_mode", "align_corners")],
+        )
+        .output("near", F32, &[1, 1, 4, 4])
+        .output("lin", F32, &[1, 1, 3, 3]);
+    let x = f32s(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let near = [1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 3.0, 3.0, 4.0, 4.0];
+    let lin = |c: f32| f32s(&[1, 1, 3, 3], &[1.0, 1.5, 2.0, 2.0, c, 3.0, 3.0, 3.5, 4.0]);
+    if have_gcc() {
+        let dir = folder(&b, &[("x", x.clone())], &[("near", f32s(&[1, 1, 4, 4], &near)), ("lin", lin(2.5))]);
+        let o = run(dir.path());
+        assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+        assert_eq!(o.compared, Some(16 + 9), "{}", o.output);
+        let dir = folder(&b, &[("x", x)], &[("near", f32s(&[1, 1, 4, 4], &near)), ("lin", lin(2.0))]);
+        let o = run(dir.path());
+        assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+        assert_eq!(o.errors, Some(1), "{}", o.output);
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 2, 2, 2])
+        .init("scales", &[4], &[1.0, 2.0, 1.0, 1.0])
+        .node("Resize", &["x", "", "scales"], &["y"], vec![])
+        .output("y", F32, &[1, 4, 2, 2]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let e = lowered(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("(Resize): resizing [1, 2, 2, 2] to [1, 4, 2, 2]: deploygen resizes the last two axes only"),
+        "{e}"
+    );
 }

@@ -2318,6 +2318,54 @@ def log_softmax_last_large():
     return _log_softmax(RNG3.uniform(500, 1000, size=(3, 7)).astype(F32), 1)
 
 
+def _onnx_resize(x, out_hw, **attrs):
+    """ONNX's reference Resize of x (N, C, H, W) to out_hw by sizes."""
+    from onnx.reference import ReferenceEvaluator
+    node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], **attrs)
+    g = helper.make_graph([node], "resize", [helper.make_tensor_value_info("X", F, list(x.shape))],
+                          [helper.make_tensor_value_info("Y", F, None)],
+                          [onnx.numpy_helper.from_array(np.array(list(x.shape[:2]) + list(out_hw), np.int64),
+                                                        "sizes")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    return ReferenceEvaluator(m).run(None, {"X": x})[0].astype(F32)
+
+
+def _resize_case(x, out_hw, taps, **attrs):
+    """taps(in_len, out_len) -> (k, indices, weights) per axis, as the
+    generator computes them for attrs."""
+    (kh, iy, wy), (kw, ix, wx) = taps(x.shape[2], out_hw[0]), taps(x.shape[3], out_hw[1])
+    return {"in_x": x, "out_y": _onnx_resize(x, out_hw, **attrs),
+            "p_resize": I([x.shape[0] * x.shape[1], x.shape[2], x.shape[3], out_hw[0], out_hw[1], kh, kw]),
+            "p_iy": I(iy), "p_ix": I(ix), "f_wy": Fv(wy), "f_wx": Fv(wx), "f_extrapolation": Fv([0.0])}
+
+
+def _align_corners_linear(n_in, n_out):
+    idx, w = [], []
+    for o in range(n_out):
+        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        i0 = int(np.floor(x))
+        r = x - i0
+        idx += [i0, min(i0 + 1, n_in - 1)]
+        w += [1 - r, r]
+    return 2, idx, w
+
+
+def _asymmetric_floor(n_in, n_out):
+    return 1, [min(int(np.floor(o * n_in / n_out)), n_in - 1) for o in range(n_out)], [1.0] * n_out
+
+
+@case_int
+def resize_linear_align_corners():
+    return _resize_case(RNG3.uniform(-1, 1, size=(1, 2, 3, 4)).astype(F32), (5, 7), _align_corners_linear,
+                        mode="linear", coordinate_transformation_mode="align_corners")
+
+
+@case_int
+def resize_nearest_asymmetric_floor():
+    return _resize_case(RNG3.uniform(-1, 1, size=(2, 1, 4, 3)).astype(F32), (8, 6), _asymmetric_floor,
+                        mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
 def write_int_forms(out_dir):
     """Writes the integer-form cases into out_dir (runtime/tests/refs/wave2),
     leaving the other cases there."""
@@ -2338,7 +2386,8 @@ def main():
     ap.add_argument("--gelu-tanh", action="store_true", help="write only OUT/gelu_tanh/ (leave the others)")
     ap.add_argument("--int-forms", action="store_true",
                     help="write only the numpy-referenced cases (integer forms, Mod, Not, ArgMax / ArgMin, fill, "
-                         "Tile, LogSoftmax) into OUT/wave2/ (leave the others; numpy only)")
+                         "Tile, LogSoftmax; Resize against ONNX's reference) into OUT/wave2/ (leave the others; no "
+                         "onnxruntime)")
     args = ap.parse_args()
     if args.int_forms:
         write_int_forms(os.path.join(args.out, "wave2"))

@@ -602,7 +602,7 @@ enum dg_fault_id_wave2 {
     DG_FAULT_LEAKY_RELU, DG_FAULT_ELU, DG_FAULT_SOFTPLUS, DG_FAULT_PRELU,
     DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX, DG_FAULT_AVGPOOL3D, DG_FAULT_CONV3D,
     DG_FAULT_CONV_TRANSPOSE3D,
-    DG_FAULT_MOD, DG_FAULT_NOT, DG_FAULT_ARG, DG_FAULT_FILL, DG_FAULT_TILE, DG_FAULT_LOG_SOFTMAX,
+    DG_FAULT_MOD, DG_FAULT_NOT, DG_FAULT_ARG, DG_FAULT_FILL, DG_FAULT_TILE, DG_FAULT_LOG_SOFTMAX, DG_FAULT_RESIZE,
     DG_FAULT_W2_COUNT
 };
 
@@ -1077,6 +1077,28 @@ void dg_tile(void *args);
 
 /* LogSoftmax on dg_softmax_args_t: y = x - max - log(sum(exp(x - max))). */
 void dg_log_softmax_f32(void *args);
+
+/* Resize (resize.c) of `planes` [in_h, in_w] maps to [out_h, out_w] by
+ * tables of taps: output row oy reads input rows iy[oy * kh + i] with
+ * weights wy[oy * kh + i] (i < kh), output column ox columns
+ * ix[ox * kw + j] with weights wx[ox * kw + j]; y is the weighted sum
+ * (nearest: one tap of weight 1); a row or column whose first index is
+ * -1 lies outside a tf_crop_and_resize crop and is `extrapolation`. The
+ * generator computes the taps (mode, coordinate transformation, antialias,
+ * edge clamping). */
+typedef struct {
+    const float *x;
+    float *y;
+    uint32_t planes;
+    uint32_t in_h, in_w, out_h, out_w;
+    uint32_t kh, kw;
+    const int32_t *iy;
+    const float *wy;
+    const int32_t *ix;
+    const float *wx;
+    float extrapolation;
+} dg_resize_args_t;
+void dg_resize_f32(void *args);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,9 @@
  * Conv and ConvTranspose) against onnxruntime reference
  * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/wave2), and
  * the int64 / bool / mixed-type forms of integer.c, Mod, Not, ArgMax /
- * ArgMin, ConstantOfShape's fill, Tile and LogSoftmax against numpy ones
- * made by the same script (--int-forms).
+ * ArgMin, ConstantOfShape's fill, Tile, LogSoftmax and Resize against
+ * numpy ones (ONNX's reference implementation for Resize) made by the same
+ * script (--int-forms).
  *
  *   kernel_tests_wave2 REFDIR [--cores 1,3,8] [--fault] [CASE...]
  *
@@ -692,6 +693,41 @@ static void c_tile(tc_t *t)
     FORK(dg_tile, &a);
 }
 
+/* p_resize = [planes, in_h, in_w, out_h, out_w, kh, kw], p_iy / p_ix the
+ * tap indices, f_wy / f_wx their weights */
+static void c_resize(tc_t *t)
+{
+    dg_resize_args_t a;
+    int32_t *iy = (int32_t *)temp(t, pn(t, "iy") * sizeof(int32_t));
+    int32_t *ix = (int32_t *)temp(t, pn(t, "ix") * sizeof(int32_t));
+    float *wy = (float *)temp(t, pn(t, "iy") * sizeof(float));
+    float *wx = (float *)temp(t, pn(t, "ix") * sizeof(float));
+    uint32_t i;
+    for (i = 0; i < pn(t, "iy"); i++) {
+        iy[i] = PL("iy", i);
+        wy[i] = fv(t, "wy", i);
+    }
+    for (i = 0; i < pn(t, "ix"); i++) {
+        ix[i] = PL("ix", i);
+        wx[i] = fv(t, "wx", i);
+    }
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.planes = P("resize", 0);
+    a.in_h = P("resize", 1);
+    a.in_w = P("resize", 2);
+    a.out_h = P("resize", 3);
+    a.out_w = P("resize", 4);
+    a.kh = P("resize", 5);
+    a.kw = P("resize", 6);
+    a.iy = iy;
+    a.wy = wy;
+    a.ix = ix;
+    a.wx = wx;
+    a.extrapolation = fv(t, "extrapolation", 0);
+    FORK(dg_resize_f32, &a);
+}
+
 static void c_log_softmax(tc_t *t)
 {
     dg_softmax_args_t a;
@@ -829,6 +865,8 @@ static const case_t CASES[] = {
     {"tile_i64_rank6", NULL, c_tile, EXACT, {DG_FAULT_TILE}},
     {"log_softmax_axis1", NULL, c_log_softmax, R, 1e-6f, {DG_FAULT_LOG_SOFTMAX}},
     {"log_softmax_last_large", NULL, c_log_softmax, R, 1e-6f, {DG_FAULT_LOG_SOFTMAX}},
+    {"resize_linear_align_corners", NULL, c_resize, R, 1e-6f, {DG_FAULT_RESIZE}},
+    {"resize_nearest_asymmetric_floor", NULL, c_resize, EXACT, {DG_FAULT_RESIZE}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 
