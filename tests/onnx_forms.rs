@@ -2,7 +2,9 @@
 //! on a small model built here: exact comparison of integer outputs,
 //! constant graph outputs, NaN references, the ceil-mode pool shape, the
 //! attributes of an older opset's schema, SAME padding, run-time Gather
-//! indices, and the forms of SoftmaxCrossEntropyLoss.
+//! indices, the forms of SoftmaxCrossEntropyLoss, and the operators added
+//! with the conformance cases (ConstantOfShape, Range, Tile, Mod, Not,
+//! ArgMax, LogSoftmax, Resize).
 
 mod common;
 
@@ -481,4 +483,147 @@ fn integer_forms_compute_exactly() {
     let o = run(dir.path());
     assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
     assert_eq!(o.errors, Some(1), "{}", o.output);
+}
+
+/// ConstantOfShape and Range of constant inputs fold when generating code
+/// (no node of theirs is left); Tile, Mod (both forms), Not, ArgMax with
+/// `select_last_index` and LogSoftmax run on the host emulation against
+/// hand-computed values, and one wrong index is one error.
+#[test]
+fn added_operators_compute_and_fold() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 3])
+        .input("a", I64, &[2, 3])
+        .input("d", I64, &[3])
+        .input("m", BOOL, &[2, 3])
+        .init_i64("shape", &[2, 2])
+        .init_i64("start", &[1])
+        .init_i64("limit", &[10])
+        .init_i64("delta", &[3])
+        .init_i64("reps", &[2, 1])
+        .node("ConstantOfShape", &["shape"], &["zeros"], vec![])
+        .node("Range", &["start", "limit", "delta"], &["range"], vec![])
+        .node("Tile", &["x", "reps"], &["tiled"], vec![])
+        .node("Mod", &["a", "d"], &["mod"], vec![])
+        .node("Mod", &["a", "d"], &["fmod"], vec![attr_int("fmod", 1)])
+        .node("Not", &["m"], &["not"], vec![])
+        .node(
+            "ArgMax",
+            &["x"],
+            &["argmax"],
+            vec![attr_int("axis", 1), attr_int("keepdims", 0), attr_int("select_last_index", 1)],
+        )
+        .node("LogSoftmax", &["x"], &["logsm"], vec![])
+        .output("zeros", F32, &[2, 2])
+        .output("range", I64, &[3])
+        .output("tiled", F32, &[4, 3])
+        .output("mod", I64, &[2, 3])
+        .output("fmod", I64, &[2, 3])
+        .output("not", BOOL, &[2, 3])
+        .output("argmax", I64, &[2])
+        .output("logsm", F32, &[2, 3]);
+    let bools = |v: &[i64]| TensorData::from_i64_as(DType::Bool, vec![2, 3], v).unwrap();
+    let x = [3.0, 1.0, 3.0, 0.5, -1.0, 2.0];
+    let inputs = [
+        ("x", f32s(&[2, 3], &x)),
+        ("a", i64s(&[2, 3], &[7, -7, 9, -9, 5, 0])),
+        ("d", i64s(&[3], &[3, -3, 4])),
+        ("m", bools(&[1, 0, 0, 0, 1, 1])),
+    ];
+    let expected = |last: i64| {
+        vec![
+            ("zeros", f32s(&[2, 2], &[0.0; 4])),
+            ("range", i64s(&[3], &[1, 4, 7])),
+            ("tiled", f32s(&[4, 3], &[x, x].concat())),
+            ("mod", i64s(&[2, 3], &[1, -1, 1, 0, -1, 0])),
+            ("fmod", i64s(&[2, 3], &[1, -1, 1, 0, 2, 0])),
+            ("not", bools(&[0, 1, 1, 1, 0, 0])),
+            ("argmax", i64s(&[2], &[last, 2])),
+            ("logsm", f32s(&[2, 3], &[-0.75862366, -2.7586236, -0.75862366, -1.7413113, -3.2413113, -0.2413113])),
+        ]
+    };
+    let dir = folder(&b, &inputs, &expected(2));
+    let m = lowered(dir.path()).unwrap();
+    let left: Vec<&str> = m.graph.nodes().map(|(_, n)| n.op.as_str()).collect();
+    assert!(!left.contains(&"ConstantOfShape") && !left.contains(&"Range"), "{left:?}");
+    if !have_gcc() {
+        return;
+    }
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(4 + 3 + 12 + 6 * 3 + 2 + 6), "{}", o.output);
+    let dir = folder(&b, &inputs, &expected(0));
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(1), "{}", o.output);
+}
+
+/// The forms deploygen does not compute are refused naming node and
+/// attribute or input: Mod of floats with fmod = 0 (ONNX defines none),
+/// ConstantOfShape of a run-time shape, Tile of a run-time repeat count.
+#[test]
+fn added_operators_refuse_what_they_do_not_compute() {
+    let refusal = |b: &ModelBuilder| {
+        let dir = tempfile::tempdir().unwrap();
+        b.write(dir.path(), "network.onnx");
+        lowered(dir.path()).unwrap_err().to_string()
+    };
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[3]).input("y", F32, &[3]).node("Mod", &["x", "y"], &["z"], vec![]).output("z", F32, &[3]);
+    let e = refusal(&b);
+    assert!(e.contains("node 'Mod_0' (Mod): attribute 'fmod' must be 1 for f32 inputs"), "{e}");
+    let mut b = ModelBuilder::new();
+    b.input("s", I64, &[2]).node("ConstantOfShape", &["s"], &["z"], vec![]).output("z", F32, &[2, 2]);
+    let e = refusal(&b);
+    assert!(e.contains("(ConstantOfShape): input 0 ('s', the output shape) must be a constant"), "{e}");
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[3]).input("r", I64, &[1]).node("Tile", &["x", "r"], &["z"], vec![]).output("z", F32, &[6]);
+    let e = refusal(&b);
+    assert!(e.contains("(Tile): input 1 ('r', repeats) must be a constant"), "{e}");
+}
+
+/// Resize: a 2x nearest upsample by scales (each input pixel a 2x2 block)
+/// and a linear align_corners resize by sizes (the midpoints average
+/// their neighbours) run against hand-computed values; one wrong value is
+/// one error. A resize of a leading axis is refused by name.
+#[test]
+fn resize_nearest_and_linear() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 2, 2])
+        .init("scales", &[4], &[1.0, 1.0, 2.0, 2.0])
+        .init_i64("sizes", &[1, 1, 3, 3])
+        .node("Resize", &["x", "", "scales"], &["near"], vec![attr_str("mode", "nearest")])
+        .node(
+            "Resize",
+            &["x", "", "", "sizes"],
+            &["lin"],
+            vec![attr_str("mode", "linear"), attr_str("coordinate_transformation_mode", "align_corners")],
+        )
+        .output("near", F32, &[1, 1, 4, 4])
+        .output("lin", F32, &[1, 1, 3, 3]);
+    let x = f32s(&[1, 1, 2, 2], &[1.0, 2.0, 3.0, 4.0]);
+    let near = [1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0, 3.0, 3.0, 4.0, 4.0, 3.0, 3.0, 4.0, 4.0];
+    let lin = |c: f32| f32s(&[1, 1, 3, 3], &[1.0, 1.5, 2.0, 2.0, c, 3.0, 3.0, 3.5, 4.0]);
+    if have_gcc() {
+        let dir = folder(&b, &[("x", x.clone())], &[("near", f32s(&[1, 1, 4, 4], &near)), ("lin", lin(2.5))]);
+        let o = run(dir.path());
+        assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+        assert_eq!(o.compared, Some(16 + 9), "{}", o.output);
+        let dir = folder(&b, &[("x", x)], &[("near", f32s(&[1, 1, 4, 4], &near)), ("lin", lin(2.0))]);
+        let o = run(dir.path());
+        assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+        assert_eq!(o.errors, Some(1), "{}", o.output);
+    }
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 2, 2, 2])
+        .init("scales", &[4], &[1.0, 2.0, 1.0, 1.0])
+        .node("Resize", &["x", "", "scales"], &["y"], vec![])
+        .output("y", F32, &[1, 4, 2, 2]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let e = lowered(dir.path()).unwrap_err().to_string();
+    assert!(
+        e.contains("(Resize): resizing [1, 2, 2, 2] to [1, 4, 2, 2]: deploygen resizes the last two axes only"),
+        "{e}"
+    );
 }

@@ -2211,6 +2211,161 @@ def reducemax_bool_last_keep():
     return _reduce_max_typed(x, [-1], 1)
 
 
+# ---- Mod, Not, ArgMax / ArgMin, ConstantOfShape's fill, Tile, LogSoftmax
+# (numpy references, float64 rounded to float32 where it computes in float)
+@case_int
+def mod_i64_bcast():
+    # fmod = 0: the remainder takes the divisor's sign (numpy's mod)
+    a, b = ints((3, 4), -50, 50), np.array([7, -7, 3, -5], dtype=np.int64)
+    return _binary_typed(a, b, np.mod(a, b))
+
+
+@case_int
+def fmod_i64_same():
+    # fmod = 1: the remainder takes the dividend's sign (C's %)
+    a, b = ints((4, 5), -10**9, 10**9), ints((4, 5), 1, 100) * np.where(ints((4, 5), 0, 2) == 1, 1, -1)
+    return _binary_typed(a, b, np.fmod(a, b))
+
+
+@case_int
+def fmod_f32_bcast():
+    a = RNG3.uniform(-10, 10, size=(2, 3, 4)).astype(F32)
+    b = np.array([1.5, -2.25, 3.0, -0.75], dtype=F32)
+    return _binary_typed(a, b, np.fmod(a, b))
+
+
+@case_int
+def not_bool():
+    x = RNG3.random((5, 7)) < 0.5
+    return {"in_x": x, "out_y": ~x}
+
+
+def _arg(x, axis, last, is_min):
+    f = np.argmin if is_min else np.argmax
+    if last:
+        flipped = np.flip(x, axis)
+        y = x.shape[axis] - 1 - f(flipped, axis=axis)
+    else:
+        y = f(x, axis=axis)
+    return {"in_x": x, "out_y": y.astype(np.int64),
+            "p_arg": I([int(np.prod(x.shape[:axis])), x.shape[axis], int(np.prod(x.shape[axis + 1:])), int(last)]),
+            "p_min": I([int(is_min)])}
+
+
+@case_int
+def argmax_axis1_ties():
+    # few distinct values: ties, the first index wins
+    return _arg(RNG3.integers(0, 3, size=(2, 5, 3)).astype(F32), 1, False, False)
+
+
+@case_int
+def argmin_last_select_last():
+    return _arg(RNG3.integers(0, 3, size=(3, 6)).astype(F32), 1, True, True)
+
+
+def _fill(value, n):
+    v = np.array([value])
+    bits = int.from_bytes(v.tobytes().ljust(8, b"\0"), "little", signed=True)
+    return {"out_y": np.full(n, value, dtype=v.dtype), "p_fill": I([v.itemsize]), "p_value": I([bits])}
+
+
+@case_int
+def fill_f32():
+    return _fill(np.float32(-2.5), 37)
+
+
+@case_int
+def fill_i64():
+    return _fill(np.int64(-(2**40) - 3), 29)
+
+
+@case_int
+def fill_bool():
+    return _fill(np.bool_(True), 41)
+
+
+def _tile(x, reps):
+    y = np.tile(x, reps)
+    return {"in_x": x, "out_y": y, "p_tile": I([x.itemsize]), "p_in_shape": I(x.shape), "p_out_shape": I(y.shape)}
+
+
+@case_int
+def tile_f32_3d():
+    return _tile(RNG3.uniform(-1, 1, size=(2, 1, 3)).astype(F32), (2, 3, 1))
+
+
+@case_int
+def tile_i64_rank6():
+    return _tile(ints((1, 2, 1, 2, 3, 1), -100, 100), (2, 1, 3, 1, 1, 2))
+
+
+def _log_softmax(x, axis):
+    x64 = x.astype(np.float64)
+    m = x64.max(axis=axis, keepdims=True)
+    y = x64 - m - np.log(np.exp(x64 - m).sum(axis=axis, keepdims=True))
+    return {"in_x": x, "out_y": y.astype(F32),
+            "p_sm": I([int(np.prod(x.shape[:axis])), x.shape[axis], int(np.prod(x.shape[axis + 1:]))])}
+
+
+@case_int
+def log_softmax_axis1():
+    return _log_softmax(RNG3.uniform(-3, 3, size=(2, 4, 3)).astype(F32), 1)
+
+
+@case_int
+def log_softmax_last_large():
+    # large logits: the max is subtracted before exp
+    return _log_softmax(RNG3.uniform(500, 1000, size=(3, 7)).astype(F32), 1)
+
+
+def _onnx_resize(x, out_hw, **attrs):
+    """ONNX's reference Resize of x (N, C, H, W) to out_hw by sizes."""
+    from onnx.reference import ReferenceEvaluator
+    node = helper.make_node("Resize", ["X", "", "", "sizes"], ["Y"], **attrs)
+    g = helper.make_graph([node], "resize", [helper.make_tensor_value_info("X", F, list(x.shape))],
+                          [helper.make_tensor_value_info("Y", F, None)],
+                          [onnx.numpy_helper.from_array(np.array(list(x.shape[:2]) + list(out_hw), np.int64),
+                                                        "sizes")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    return ReferenceEvaluator(m).run(None, {"X": x})[0].astype(F32)
+
+
+def _resize_case(x, out_hw, taps, **attrs):
+    """taps(in_len, out_len) -> (k, indices, weights) per axis, as the
+    generator computes them for attrs."""
+    (kh, iy, wy), (kw, ix, wx) = taps(x.shape[2], out_hw[0]), taps(x.shape[3], out_hw[1])
+    return {"in_x": x, "out_y": _onnx_resize(x, out_hw, **attrs),
+            "p_resize": I([x.shape[0] * x.shape[1], x.shape[2], x.shape[3], out_hw[0], out_hw[1], kh, kw]),
+            "p_iy": I(iy), "p_ix": I(ix), "f_wy": Fv(wy), "f_wx": Fv(wx), "f_extrapolation": Fv([0.0])}
+
+
+def _align_corners_linear(n_in, n_out):
+    idx, w = [], []
+    for o in range(n_out):
+        x = o * (n_in - 1) / (n_out - 1) if n_out > 1 else 0.0
+        i0 = int(np.floor(x))
+        r = x - i0
+        idx += [i0, min(i0 + 1, n_in - 1)]
+        w += [1 - r, r]
+    return 2, idx, w
+
+
+def _asymmetric_floor(n_in, n_out):
+    return 1, [min(int(np.floor(o * n_in / n_out)), n_in - 1) for o in range(n_out)], [1.0] * n_out
+
+
+@case_int
+def resize_linear_align_corners():
+    return _resize_case(RNG3.uniform(-1, 1, size=(1, 2, 3, 4)).astype(F32), (5, 7), _align_corners_linear,
+                        mode="linear", coordinate_transformation_mode="align_corners")
+
+
+@case_int
+def resize_nearest_asymmetric_floor():
+    return _resize_case(RNG3.uniform(-1, 1, size=(2, 1, 4, 3)).astype(F32), (8, 6), _asymmetric_floor,
+                        mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
+
+
 def write_int_forms(out_dir):
     """Writes the integer-form cases into out_dir (runtime/tests/refs/wave2),
     leaving the other cases there."""
@@ -2230,7 +2385,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "..", "runtime", "tests", "refs"))
     ap.add_argument("--gelu-tanh", action="store_true", help="write only OUT/gelu_tanh/ (leave the others)")
     ap.add_argument("--int-forms", action="store_true",
-                    help="write only the integer-form cases into OUT/wave2/ (leave the others; numpy only)")
+                    help="write only the numpy-referenced cases (integer forms, Mod, Not, ArgMax / ArgMin, fill, "
+                         "Tile, LogSoftmax; Resize against ONNX's reference) into OUT/wave2/ (leave the others; no "
+                         "onnxruntime)")
     args = ap.parse_args()
     if args.int_forms:
         write_int_forms(os.path.join(args.out, "wave2"))

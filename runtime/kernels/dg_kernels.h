@@ -602,6 +602,7 @@ enum dg_fault_id_wave2 {
     DG_FAULT_LEAKY_RELU, DG_FAULT_ELU, DG_FAULT_SOFTPLUS, DG_FAULT_PRELU,
     DG_FAULT_MAXPOOL3D_Y, DG_FAULT_MAXPOOL3D_IDX, DG_FAULT_AVGPOOL3D, DG_FAULT_CONV3D,
     DG_FAULT_CONV_TRANSPOSE3D,
+    DG_FAULT_MOD, DG_FAULT_NOT, DG_FAULT_ARG, DG_FAULT_FILL, DG_FAULT_TILE, DG_FAULT_LOG_SOFTMAX, DG_FAULT_RESIZE,
     DG_FAULT_W2_COUNT
 };
 
@@ -1019,6 +1020,85 @@ typedef struct {
 } dg_reduce_typed_args_t;
 void dg_reduce_max_i64(void *args);
 void dg_reduce_max_bool(void *args);
+
+/* Mod with numpy broadcasting (dg_binary_typed_args_t; dg_fmod_f32 on
+ * dg_binary_args_t): dg_mod_i64 is ONNX's fmod = 0, the remainder with the
+ * divisor's sign (Python's %); dg_fmod_i64 and dg_fmod_f32 are fmod = 1,
+ * the remainder with the dividend's sign (C's % and fmodf). An integer
+ * divisor of 0 gives 0 (a check failure in debug builds). */
+void dg_mod_i64(void *args);
+void dg_fmod_i64(void *args);
+void dg_fmod_f32(void *args);
+
+/* ---- logic, index and fill kernels (index.c) ------------------------------
+ * Not on bool (one byte, 0 / 1): y = !x over n elements. */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t n;
+} dg_unary_typed_args_t;
+void dg_not_bool(void *args);
+
+/* ArgMax / ArgMin over the middle axis of x viewed as [outer, dim, inner]:
+ * y[o, i] (int64) is the index of the largest (smallest) element of
+ * x[o, :, i], the first one among equals, the last when select_last; the
+ * first NaN, when there is one (numpy's argmax / argmin). */
+typedef struct {
+    const float *x;
+    void *y;
+    uint32_t outer, dim, inner;
+    uint32_t select_last;
+} dg_arg_reduce_args_t;
+void dg_argmax_f32(void *args);
+void dg_argmin_f32(void *args);
+
+/* ConstantOfShape: n elements of elem_size bytes (1, 4 or 8), each the
+ * low elem_size bytes of value's little-endian bytes. */
+typedef struct {
+    void *y;
+    uint32_t n;
+    uint32_t elem_size;
+    int64_t value;
+} dg_fill_args_t;
+void dg_fill(void *args);
+
+/* Tile: y (out_shape) repeats x (in_shape, same rank ndim): y[i0, i1, ...]
+ * = x[i0 % in_shape[0], i1 % in_shape[1], ...], elements of elem_size
+ * bytes (1, 4 or 8). */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t elem_size;
+    uint32_t ndim;
+    uint32_t in_shape[DG_MAX_DIMS];
+    uint32_t out_shape[DG_MAX_DIMS];
+} dg_tile_args_t;
+void dg_tile(void *args);
+
+/* LogSoftmax on dg_softmax_args_t: y = x - max - log(sum(exp(x - max))). */
+void dg_log_softmax_f32(void *args);
+
+/* Resize (resize.c) of `planes` [in_h, in_w] maps to [out_h, out_w] by
+ * tables of taps: output row oy reads input rows iy[oy * kh + i] with
+ * weights wy[oy * kh + i] (i < kh), output column ox columns
+ * ix[ox * kw + j] with weights wx[ox * kw + j]; y is the weighted sum
+ * (nearest: one tap of weight 1); a row or column whose first index is
+ * -1 lies outside a tf_crop_and_resize crop and is `extrapolation`. The
+ * generator computes the taps (mode, coordinate transformation, antialias,
+ * edge clamping). */
+typedef struct {
+    const float *x;
+    float *y;
+    uint32_t planes;
+    uint32_t in_h, in_w, out_h, out_w;
+    uint32_t kh, kw;
+    const int32_t *iy;
+    const float *wy;
+    const int32_t *ix;
+    const float *wx;
+    float extrapolation;
+} dg_resize_args_t;
+void dg_resize_f32(void *args);
 
 #ifdef __cplusplus
 }

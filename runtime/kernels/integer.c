@@ -77,11 +77,27 @@ static inline int64_t pow_i64(int64_t base, int64_t e)
     return (int64_t)acc;
 }
 
+static inline int64_t fmod_i64(int64_t a, int64_t b)
+{
+    DG_CHECK(b != 0, "integer Mod by zero");
+    if (b == 0 || b == -1)
+        return 0;
+    return a % b;
+}
+
+static inline int64_t mod_i64(int64_t a, int64_t b)
+{
+    const int64_t r = fmod_i64(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
 DG_TYPED_BINARY_KERNEL(dg_add_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP(+, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_sub_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP(-, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_mul_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MUL, DG_WRAP(*, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_div_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_DIV, div_i64(va, vb))
 DG_TYPED_BINARY_KERNEL(dg_pow_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_POW, pow_i64(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mod_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MOD, mod_i64(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_fmod_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MOD, fmod_i64(va, vb))
 DG_TYPED_BINARY_KERNEL(dg_pow_i64_f32, int64_t, float, int64_t, DG_FAULT_I, DG_FAULT_POW,
                        (int64_t)pow((double)va, (double)vb))
 DG_TYPED_BINARY_KERNEL(dg_pow_f32_i64, float, int64_t, float, DG_FAULT, DG_FAULT_POW,

@@ -1,4 +1,4 @@
-/* Softmax and SoftmaxGrad over one axis of an [outer, dim, inner] view;
+/* Softmax, LogSoftmax and SoftmaxGrad over one axis of an [outer, dim, inner] view;
  * the outer * inner rows are split across cores. */
 #include "dg_internal.h"
 
@@ -25,6 +25,27 @@ void dg_softmax_f32(void *args)
         inv = 1.0f / sum;
         for (j = 0; j < p->dim; j++)
             y[(uint32_t)j * p->inner] = DG_FAULT(DG_FAULT_SOFTMAX, y[(uint32_t)j * p->inner] * inv);
+    }
+}
+
+void dg_log_softmax_f32(void *args)
+{
+    const dg_softmax_args_t *p = (const dg_softmax_args_t *)args;
+    dg_range_t r = dg_split(p->outer * p->inner);
+    uint32_t row, j;
+    for (row = r.start; row < r.end; row++) {
+        const uint32_t base = (uint32_t)(row / p->inner) * p->dim * p->inner + row % p->inner;
+        const float *x = p->x + base;
+        float *y = p->y + base;
+        float mx = x[0], sum = 0.0f, lse;
+        for (j = 1; j < p->dim; j++)
+            if (x[(uint32_t)j * p->inner] > mx)
+                mx = x[(uint32_t)j * p->inner];
+        for (j = 0; j < p->dim; j++)
+            sum += expf(x[(uint32_t)j * p->inner] - mx);
+        lse = mx + logf(sum);
+        for (j = 0; j < p->dim; j++)
+            y[(uint32_t)j * p->inner] = DG_FAULT(DG_FAULT_LOG_SOFTMAX, x[(uint32_t)j * p->inner] - lse);
     }
 }
 

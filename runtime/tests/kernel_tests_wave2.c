@@ -5,8 +5,10 @@
  * RMS normalization, ConvTranspose, Conv 1-D, the 3-D MaxPool, AveragePool,
  * Conv and ConvTranspose) against onnxruntime reference
  * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/wave2), and
- * the int64 / bool / mixed-type forms of integer.c against numpy ones made
- * by the same script (--int-forms).
+ * the int64 / bool / mixed-type forms of integer.c, Mod, Not, ArgMax /
+ * ArgMin, ConstantOfShape's fill, Tile, LogSoftmax and Resize against
+ * numpy ones (ONNX's reference implementation for Resize) made by the same
+ * script (--int-forms).
  *
  *   kernel_tests_wave2 REFDIR [--cores 1,3,8] [--fault] [CASE...]
  *
@@ -616,6 +618,126 @@ static void c_reduce_max_typed(tc_t *t, void (*k)(void *))
     FORK(k, &a);
 }
 static void c_reduce_max_i64(tc_t *t) { c_reduce_max_typed(t, dg_reduce_max_i64); }
+static void c_mod_i64(tc_t *t) { c_binary_typed(t, dg_mod_i64); }
+static void c_fmod_i64(tc_t *t) { c_binary_typed(t, dg_fmod_i64); }
+static void c_fmod_f32(tc_t *t)
+{
+    dg_binary_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.a = IN("a");
+    a.b = IN("b");
+    a.y = OUT("y");
+    a.n = N("out_y");
+    a.ndim = pn(t, "shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.shape[d] = P("shape", d);
+        a.a_strides[d] = P("astr", d);
+        a.b_strides[d] = P("bstr", d);
+    }
+    FORK(dg_fmod_f32, &a);
+}
+
+/* ---- logic, index and fill kernels (index.c), LogSoftmax ----------------------- */
+static void c_not(tc_t *t)
+{
+    dg_unary_typed_args_t a;
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    FORK(dg_not_bool, &a);
+}
+
+/* p_arg = [outer, dim, inner, select_last]; p_min = [1] for ArgMin */
+static void c_arg_reduce(tc_t *t)
+{
+    dg_arg_reduce_args_t a;
+    a.x = IN("x");
+    a.y = out_(t, "y", NULL);
+    a.outer = P("arg", 0);
+    a.dim = P("arg", 1);
+    a.inner = P("arg", 2);
+    a.select_last = P("arg", 3);
+    FORK(P("min", 0) ? dg_argmin_f32 : dg_argmax_f32, &a);
+}
+
+/* p_fill = [elem_size], p_value = [the value's bytes as an int64], read
+ * whole (pv's long is 32 bits on rv32) */
+static void c_fill(tc_t *t)
+{
+    dg_fill_args_t a;
+    arr_t *v = need(t, "p_", "value");
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.elem_size = P("fill", 0);
+    a.value = v && v->numel == 1 ? ((const int64_t *)v->data)[0] : 0;
+    if (!v || v->numel != 1)
+        t->failed_setup = 1;
+    FORK(dg_fill, &a);
+}
+
+/* p_tile = [elem_size], p_in_shape, p_out_shape */
+static void c_tile(tc_t *t)
+{
+    dg_tile_args_t a;
+    uint32_t d;
+    memset(&a, 0, sizeof a);
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.elem_size = P("tile", 0);
+    a.ndim = pn(t, "in_shape");
+    for (d = 0; d < a.ndim; d++) {
+        a.in_shape[d] = P("in_shape", d);
+        a.out_shape[d] = P("out_shape", d);
+    }
+    FORK(dg_tile, &a);
+}
+
+/* p_resize = [planes, in_h, in_w, out_h, out_w, kh, kw], p_iy / p_ix the
+ * tap indices, f_wy / f_wx their weights */
+static void c_resize(tc_t *t)
+{
+    dg_resize_args_t a;
+    int32_t *iy = (int32_t *)temp(t, pn(t, "iy") * sizeof(int32_t));
+    int32_t *ix = (int32_t *)temp(t, pn(t, "ix") * sizeof(int32_t));
+    float *wy = (float *)temp(t, pn(t, "iy") * sizeof(float));
+    float *wx = (float *)temp(t, pn(t, "ix") * sizeof(float));
+    uint32_t i;
+    for (i = 0; i < pn(t, "iy"); i++) {
+        iy[i] = PL("iy", i);
+        wy[i] = fv(t, "wy", i);
+    }
+    for (i = 0; i < pn(t, "ix"); i++) {
+        ix[i] = PL("ix", i);
+        wx[i] = fv(t, "wx", i);
+    }
+    a.x = IN("x");
+    a.y = OUT("y");
+    a.planes = P("resize", 0);
+    a.in_h = P("resize", 1);
+    a.in_w = P("resize", 2);
+    a.out_h = P("resize", 3);
+    a.out_w = P("resize", 4);
+    a.kh = P("resize", 5);
+    a.kw = P("resize", 6);
+    a.iy = iy;
+    a.wy = wy;
+    a.ix = ix;
+    a.wx = wx;
+    a.extrapolation = fv(t, "extrapolation", 0);
+    FORK(dg_resize_f32, &a);
+}
+
+static void c_log_softmax(tc_t *t)
+{
+    dg_softmax_args_t a;
+    a.outer = P("sm", 0);
+    a.dim = P("sm", 1);
+    a.inner = P("sm", 2);
+    a.x = IN("x");
+    a.y = OUT("y");
+    FORK(dg_log_softmax_f32, &a);
+}
 static void c_reduce_max_bool(tc_t *t) { c_reduce_max_typed(t, dg_reduce_max_bool); }
 
 static const case_t CASES[] = {
@@ -730,6 +852,21 @@ static const case_t CASES[] = {
     {"min_i64_same2", NULL, c_min_i64, EXACT, {DG_FAULT_MIN}},
     {"reducemax_i64_axes02", NULL, c_reduce_max_i64, EXACT, {DG_FAULT_REDUCE_MAX}},
     {"reducemax_bool_last_keep", NULL, c_reduce_max_bool, EXACT, {DG_FAULT_REDUCE_MAX}},
+    {"mod_i64_bcast", NULL, c_mod_i64, EXACT, {DG_FAULT_MOD}},
+    {"fmod_i64_same", NULL, c_fmod_i64, EXACT, {DG_FAULT_MOD}},
+    {"fmod_f32_bcast", NULL, c_fmod_f32, EXACT, {DG_FAULT_MOD}},
+    {"not_bool", NULL, c_not, EXACT, {DG_FAULT_NOT}},
+    {"argmax_axis1_ties", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},
+    {"argmin_last_select_last", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},
+    {"fill_f32", NULL, c_fill, EXACT, {DG_FAULT_FILL}},
+    {"fill_i64", NULL, c_fill, EXACT, {DG_FAULT_FILL}},
+    {"fill_bool", NULL, c_fill, EXACT, {DG_FAULT_FILL}},
+    {"tile_f32_3d", NULL, c_tile, EXACT, {DG_FAULT_TILE}},
+    {"tile_i64_rank6", NULL, c_tile, EXACT, {DG_FAULT_TILE}},
+    {"log_softmax_axis1", NULL, c_log_softmax, R, 1e-6f, {DG_FAULT_LOG_SOFTMAX}},
+    {"log_softmax_last_large", NULL, c_log_softmax, R, 1e-6f, {DG_FAULT_LOG_SOFTMAX}},
+    {"resize_linear_align_corners", NULL, c_resize, R, 1e-6f, {DG_FAULT_RESIZE}},
+    {"resize_nearest_asymmetric_floor", NULL, c_resize, EXACT, {DG_FAULT_RESIZE}},
 };
 #define NCASES ((int)(sizeof CASES / sizeof CASES[0]))
 

@@ -78,6 +78,28 @@ pub const OPS: &[OpDef] = &[
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
+    // CastLike(x, like): Cast to `like`'s element type (only its type is read).
+    OpDef {
+        name: "CastLike",
+        attrs: &["saturate"],
+        infer: cast_like,
+        required: &[0, 1],
+        fold: Some(fold_cast_like),
+        kernel: Some(bind_cast),
+        ..OpDef::BASE
+    },
+    // Mod{fmod}: fmod = 0 (integers only) takes the divisor's sign, fmod = 1
+    // the dividend's.
+    OpDef {
+        name: "Mod",
+        attrs: &["fmod"],
+        infer: modulo,
+        required: &[0, 1],
+        fold: Some(fold_mod),
+        kernel: Some(bind_mod),
+        tile: Some(tile::BROADCAST),
+        ..OpDef::BASE
+    },
     // com.microsoft Scale(X, scale) = X * scale (or / with scale_down).
     OpDef {
         name: "Scale",
@@ -127,6 +149,50 @@ fn cast_to(ctx: &Ctx) -> Result<DType> {
         }
         Ok(d) => Ok(d),
     }
+}
+
+fn cast_like(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let to = ctx.dtype(1)?;
+    if let DType::Other(code) = to {
+        return Err(
+            ctx.err(format!("input 1 has ONNX element type {code}, which deploygen does not support as a cast target"))
+        );
+    }
+    let mut t = ctx.same_as(0)?;
+    t.dtype = to;
+    Ok(vec![t])
+}
+
+fn fold_cast_like(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let to = ctx.dtype(1)?;
+    let Some(v) = ctx.konst(0).and_then(|d| Some((d.shape.clone(), d.to_i64()?))) else { return Ok(None) };
+    Ok(TensorData::from_i64_as(to, v.0, &v.1).map(|t| vec![t]))
+}
+
+/// Mod: both inputs of one type; `fmod` is 0 or 1, and 1 on floating point
+/// (ONNX defines no floor remainder of floats).
+fn modulo(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let fmod = ctx.node.flag("fmod", false)?;
+    let (a, b) = (ctx.dtype(0)?, ctx.dtype(1)?);
+    if a != b {
+        return Err(ctx.err(format!("inputs must have one element type, got {a} and {b}")));
+    }
+    if a.is_float() && !fmod {
+        return Err(ctx.err(format!("attribute 'fmod' must be 1 for {a} inputs (ONNX's Mod of floats is fmod)")));
+    }
+    binary(ctx)
+}
+
+/// Mod of constant integers (shape arithmetic).
+fn fold_mod(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let fmod = ctx.node.flag("fmod", false)?;
+    fold_int_pair(ctx, out, |x, y| {
+        if y == 0 {
+            return Err(ctx.err("integer Mod by zero in a constant expression"));
+        }
+        let r = x.wrapping_rem(y);
+        Ok(Some(if !fmod && r != 0 && ((r < 0) != (y < 0)) { r + y } else { r }))
+    })
 }
 
 fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
@@ -243,6 +309,15 @@ fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
     bind_binary(ctx, "dg_pow", POW_FORMS)
 }
 
+/// Mod: `dg_mod_i64` (fmod = 0), `dg_fmod_{f32,i64}` (fmod = 1).
+fn bind_mod(ctx: &KernelCtx) -> Result<KernelCall> {
+    if ctx.attr_int("fmod", 0)? != 0 {
+        bind_binary(ctx, "dg_fmod", ARITH)
+    } else {
+        bind_binary(ctx, "dg_mod", &[I64_FORM])
+    }
+}
+
 /// A broadcasting binary kernel `<stem>_<suffix>`, the form chosen by the
 /// input element types.
 pub(super) fn bind_binary(ctx: &KernelCtx, stem: &str, forms: BinaryForms) -> Result<KernelCall> {
@@ -305,13 +380,19 @@ pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
     one(inv)
 }
 
+/// Sum: same-shaped inputs; two that broadcast add as Add does.
 pub(super) fn bind_sum(ctx: &KernelCtx) -> Result<KernelCall> {
     let y = ctx.out_shape(0)?;
+    if ctx.node.inputs.len() == 2 && (0..2).any(|i| ctx.in_shape(i).map(|s| s != y).unwrap_or(false)) {
+        return bind_binary(ctx, "dg_add", &[F32_FORM]);
+    }
     let mut xs = vec![];
     for i in 0..ctx.node.inputs.len() {
         ctx.require_f32(&[i])?;
         if numel(&ctx.in_shape(i)?) != numel(&y) {
-            return Err(ctx.err("Sum with broadcasting: the kernel adds same-shaped inputs only"));
+            return Err(
+                ctx.err("Sum of more than two inputs with broadcasting: the kernel adds same-shaped inputs only")
+            );
         }
         xs.push(ctx.inp(i)?);
     }

@@ -28,6 +28,7 @@ mod norm2;
 mod pad;
 mod pool;
 mod reduce;
+mod resize;
 mod select;
 mod shape;
 mod softmax;
@@ -397,6 +398,7 @@ const FAMILIES: &[&[OpDef]] = &[
     split::OPS,
     norm2::OPS,
     conv_transpose::OPS,
+    resize::OPS,
 ];
 
 /// Resolve an operator type to its registry handle.

@@ -1,5 +1,5 @@
 //! ReduceSum / ReduceMean / ReduceMax (axes as attribute before opset 13/18, as an
-//! input after).
+//! input after), and ArgMax / ArgMin (one axis, int64 indices).
 
 use super::grad::GradCtx;
 use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
@@ -9,6 +9,20 @@ use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
+    OpDef {
+        name: "ArgMax",
+        attrs: &["axis", "keepdims", "select_last_index"],
+        infer: arg_reduce,
+        kernel: Some(bind_argmax),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "ArgMin",
+        attrs: &["axis", "keepdims", "select_last_index"],
+        infer: arg_reduce,
+        kernel: Some(bind_argmin),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "ReduceSum",
         attrs: &["axes", "keepdims", "noop_with_empty_axes"],
@@ -80,6 +94,28 @@ pub fn reduce_axes(ctx: &Ctx, rank: usize) -> Result<Option<Vec<usize>>> {
     Ok(Some(v))
 }
 
+/// ArgMax / ArgMin: int64 indices along `axis` (default 0), which stays
+/// as a size-1 dim unless `keepdims` = 0.
+fn arg_reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let keep = ctx.node.flag("keepdims", true)?;
+    ctx.node.flag("select_last_index", false)?;
+    let Some(x) = ctx.shape(0)? else {
+        ctx.node.int("axis")?;
+        return Ok(vec![TensorType::unknown(DType::I64)]);
+    };
+    let axis = ctx.axis_attr("axis", 0, x.len())?;
+    if x[axis] == 0 {
+        return Err(ctx.err(format!("axis {axis} of input shape {x:?} is empty: there is no index to select")));
+    }
+    let mut out = x.clone();
+    if keep {
+        out[axis] = 1;
+    } else {
+        out.remove(axis);
+    }
+    Ok(vec![TensorType::new(DType::I64, &out)])
+}
+
 fn reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
     let keep = ctx.node.flag("keepdims", true)?;
@@ -127,6 +163,32 @@ fn bind_reduce_max(ctx: &KernelCtx) -> Result<KernelCall> {
             (DType::Bool, "dg_reduce_max_bool", "dg_reduce_typed_args_t"),
         ],
     )
+}
+
+fn bind_argmax(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_arg_reduce(ctx, "dg_argmax_f32")
+}
+
+fn bind_argmin(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_arg_reduce(ctx, "dg_argmin_f32")
+}
+
+fn bind_arg_reduce(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
+    ctx.require_f32(&[0])?;
+    let x = ctx.in_shape(0)?;
+    let axis = ctx.axis(ctx.attr_int("axis", 0)?, x.len())?;
+    one(call(
+        func,
+        "dg_arg_reduce_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("outer", u(x[..axis].iter().product())),
+            ("dim", u(x[axis])),
+            ("inner", u(x[axis + 1..].iter().product())),
+            ("select_last", u(usize::from(ctx.attr_int("select_last_index", 0)? != 0))),
+        ],
+    ))
 }
 
 fn bind_reduce(ctx: &KernelCtx, forms: ReduceForms) -> Result<KernelCall> {

@@ -1,4 +1,4 @@
-//! Softmax and its gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
+//! Softmax, LogSoftmax and Softmax's gradient (`SoftmaxGrad`, or `SoftmaxGrad_13` for the
 //! opset-13 axis semantics).
 
 use super::grad::{self, GradCtx};
@@ -15,6 +15,15 @@ pub const OPS: &[OpDef] = &[
         infer: same,
         kernel: Some(bind_softmax),
         grad: Some(softmax_grad_rule),
+        tile: Some(SOFTMAX_TILES),
+        ..OpDef::BASE
+    },
+    // log(Softmax(x)), computed as x - max - log(sum(exp(x - max))).
+    OpDef {
+        name: "LogSoftmax",
+        attrs: &["axis"],
+        infer: same,
+        kernel: Some(bind_log_softmax),
         tile: Some(SOFTMAX_TILES),
         ..OpDef::BASE
     },
@@ -67,11 +76,20 @@ pub(super) fn softmax_dims(ctx: &KernelCtx, x: &[usize], coerce: bool, default_a
 }
 
 pub(super) fn bind_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_softmax_form(ctx, "dg_softmax_f32")
+}
+
+fn bind_log_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_softmax_form(ctx, "dg_log_softmax_f32")
+}
+
+/// Softmax or LogSoftmax: one axis (opset >= 13) or the pre-13 2-D form.
+fn bind_softmax_form(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let old = ctx.opset() < 13;
     let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(0)?, old, if old { 1 } else { -1 })?;
     one(call(
-        "dg_softmax_f32",
+        func,
         "dg_softmax_args_t",
         vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("outer", u(o)), ("dim", u(d)), ("inner", u(i))],
     ))

@@ -8,7 +8,7 @@ use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, Arg, Kerne
 use super::tile;
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, TensorData, TensorId, TensorType};
+use crate::ir::{Attr, DType, TensorData, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -91,6 +91,7 @@ pub const OPS: &[OpDef] = &[
         recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
+    OpDef { name: "Not", infer: logical_not, kernel: Some(bind_not), tile: Some(tile::POINTWISE), ..OpDef::BASE },
     OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
     OpDef {
         name: "Tanh",
@@ -274,6 +275,15 @@ fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![ctx.same_as(0)?])
 }
 
+/// Not: bool in, bool out.
+fn logical_not(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let t = ctx.same_as(0)?;
+    if t.dtype != DType::Bool {
+        return Err(ctx.err(format!("input must be bool, got {}", t.dtype)));
+    }
+    Ok(vec![t])
+}
+
 /// Functions only defined on floating-point inputs.
 fn float_unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let t = ctx.same_as(0)?;
@@ -431,6 +441,11 @@ fn gelu_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 /// PRelu: the broadcasting binary kernel, X as `a` and the slope as `b`.
 fn bind_prelu(ctx: &KernelCtx) -> Result<KernelCall> {
     super::elementwise::bind_binary(ctx, "dg_prelu", super::elementwise::F32_ONLY)
+}
+
+fn bind_not(ctx: &KernelCtx) -> Result<KernelCall> {
+    let n = numel(&ctx.out_shape(0)?);
+    one(call("dg_not_bool", "dg_unary_typed_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
 }
 
 pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
