@@ -93,12 +93,15 @@ fn test_data_in_l3_is_streamed_and_still_compared() {
 
 #[test]
 fn when_l2_is_short_the_test_data_leaves_it_first() {
-    // resnet8 for GAP9 at L2 does not fit with its 362,904 B of test data
-    // in L2: the test data moves to L3 and every weight stays baked in L2.
+    // resnet8 for GAP9 at L2, every activation kept (no recompute), does
+    // not fit with its 362,904 B of test data in L2: the test data moves to
+    // L3 and every weight stays baked in L2.
+    let off = || deploygen::cli::plan_args::PlanArgs { recompute: Some("off".into()), ..Default::default() };
     let args = BuildArgs {
         model: common::zoo("resnet8"),
         platform: "GAP9".into(),
         default_mem: Some("L2".into()),
+        plan: off(),
         ..Default::default()
     };
     let b = generate(&args).unwrap();
@@ -110,7 +113,7 @@ fn when_l2_is_short_the_test_data_leaves_it_first() {
     assert!(l3_weights.is_empty(), "weights moved although the test data could: {l3_weights:?}");
 
     // Asked to keep it in L2, the network's weights move instead.
-    let plan = deploygen::cli::plan_args::PlanArgs { test_data: Some("L2".into()), ..Default::default() };
+    let plan = deploygen::cli::plan_args::PlanArgs { test_data: Some("L2".into()), ..off() };
     let b = generate(&BuildArgs { plan, ..args }).unwrap();
     let td = b.plan.buffers.iter().find(|x| x.kind == Kind::Static && x.name == TEST_DATA).unwrap();
     assert_eq!(td.level, Level::L2);
@@ -121,9 +124,10 @@ fn when_l2_is_short_the_test_data_leaves_it_first() {
 fn the_capacity_error_names_the_harness_bytes_and_hints_within_the_chip() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("p");
-    // 1.2 MB of L2 cannot hold resnet8's arena with its test data kept in
-    // L2; what it would need is more than GAP9's 1,638,400 B of L2.
-    let o = build(&common::zoo("resnet8"), &out, &["--l2", "1200000", "--test-data", "L2"]);
+    // 1.2 MB of L2 cannot hold resnet8's arena (every activation kept)
+    // with its test data kept in L2; what it would need is more than
+    // GAP9's 1,638,400 B of L2.
+    let o = build(&common::zoo("resnet8"), &out, &["--l2", "1200000", "--test-data", "L2", "--recompute", "off"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("harness data"), "{err}");
