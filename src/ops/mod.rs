@@ -24,7 +24,7 @@ mod linear;
 pub mod loss;
 mod norm;
 pub use norm::saved_stats_form;
-mod norm2;
+mod group_norm;
 mod pad;
 mod pool;
 mod reduce;
@@ -396,7 +396,7 @@ const FAMILIES: &[&[OpDef]] = &[
     select::OPS,
     pad::OPS,
     split::OPS,
-    norm2::OPS,
+    group_norm::OPS,
     conv_transpose::OPS,
     resize::OPS,
 ];

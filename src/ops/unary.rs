@@ -1,4 +1,4 @@
-//! Second-wave elementwise unary operators (fp32): activations, rounding,
+//! Elementwise unary operators (fp32): activations, rounding,
 //! transcendental functions, Clip, and the gradients onnxruntime-training
 //! emits for them (SigmoidGrad, TanhGrad, QuickGeluGrad; Sign as part of
 //! Abs's gradient).

@@ -1,4 +1,4 @@
-//! The second-wave operators' kernel bindings, end to end on the host
+//! Every family of kernel bindings, end to end on the host
 //! emulation: a few zoo models that together use every binding family
 //! (unary and parameterised activations, Clip with constant bounds,
 //! Max / Min, Where, Cast, Gather, Split, Pad, the group / instance / RMS
