@@ -5,7 +5,7 @@ use super::kernel::{call, one, to_u32, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{ChannelWeights, Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, TensorType};
+use crate::ir::{Attr, Graph, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -25,7 +25,7 @@ pub const OPS: &[OpDef] = &[
         // A forward Conv is pure: the planner may run it again when the
         // bytes it saves are worth its multiply-adds.
         recompute: Some(super::recompute_copy),
-        macs: Some(|g, n| super::conv_macs(g, n.output(0), n.input(1))),
+        macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(1)?)),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].
@@ -39,12 +39,19 @@ pub const OPS: &[OpDef] = &[
         tile: Some(CONV_GRAD_TILES),
         // dX and dW each cost the forward's multiply-adds, when wanted.
         macs: Some(|g, n| {
-            let one = super::conv_macs(g, n.input(0), n.input(2))?;
+            let one = conv_macs(g, n.input(0)?, n.input(2)?)?;
             Some(one * n.outputs.iter().take(2).flatten().count() as u64)
         }),
         ..OpDef::BASE
     },
 ];
+
+/// Multiply-adds of a convolution with output (or output gradient) `y`
+/// and weight `w`: every element of `y` sums `w`'s `C/group x kernel`.
+fn conv_macs(g: &Graph, y: TensorId, w: TensorId) -> Option<u64> {
+    let per: usize = g.tensor(w).ty.shape()?.get(1..)?.iter().product();
+    Some(g.tensor(y).ty.numel()? as u64 * per as u64)
+}
 
 /// Spatial geometry shared by Conv and the pooling operators.
 pub struct Window {

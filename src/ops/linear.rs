@@ -51,7 +51,7 @@ pub const OPS: &[OpDef] = &[
 fn product_macs(g: &Graph, n: &Node) -> Option<u64> {
     let a = g.tensor(n.input(0)?).ty.shape()?;
     let k = if n.flag("transA", false).ok()? { a.len().checked_sub(2)? } else { a.len().checked_sub(1)? };
-    super::matmul_macs(g, n.output(0), *a.get(k)?)
+    Some(g.tensor(n.output(0)?).ty.numel()? as u64 * *a.get(k)? as u64)
 }
 
 /// Gemm on the last two dims. ONNX defines 2-D operands only; graphs from

@@ -213,24 +213,6 @@ pub fn recompute_copy(_: &Graph, n: &Node) -> Option<Recompute> {
     (n.outputs.iter().flatten().count() == 1).then_some(Recompute::Copy)
 }
 
-/// Elements of a node's tensor `t` (static shapes only).
-fn numel_of(g: &Graph, t: Option<crate::ir::TensorId>) -> Option<u64> {
-    g.tensor(t?).ty.numel().map(|n| n as u64)
-}
-
-/// Multiply-adds of a convolution with output (or output gradient) `y`
-/// and weight `w`: every output element sums `w`'s `C/group x kernel`.
-pub fn conv_macs(g: &Graph, y: Option<crate::ir::TensorId>, w: Option<crate::ir::TensorId>) -> Option<u64> {
-    let ws = g.tensor(w?).ty.shape()?;
-    let per: usize = ws.get(1..)?.iter().product();
-    Some(numel_of(g, y)? * per as u64)
-}
-
-/// Multiply-adds of a matrix product `y = a x b` that sums over `k`.
-pub fn matmul_macs(g: &Graph, y: Option<crate::ir::TensorId>, k: usize) -> Option<u64> {
-    Some(numel_of(g, y)? * k as u64)
-}
-
 /// The attribute `plan::recompute` sets on a BatchNormalization copy in
 /// inference form whose input 3 is a saved batch mean and input 4 the
 /// saved `1 / sqrt(var + eps)` (not a variance). Never read from a file.
