@@ -22,7 +22,7 @@ fn have_gcc() -> bool {
 }
 
 #[test]
-fn second_wave_models_compute_their_references_on_host() {
+fn operator_family_models_compute_their_references_on_host() {
     if !have_gcc() {
         return;
     }

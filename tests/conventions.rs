@@ -195,10 +195,10 @@ fn constant_log_prob_only_loss_and_outputs_that_are_inputs_or_initializers() {
     }
 }
 
-/// Every new zoo model imports, binds and plans on both chips at both
+/// The operator-family zoo models import, bind and plan on both chips at both
 /// levels (or fails with the planner's capacity error).
 #[test]
-fn second_wave_models_import_bind_and_plan() {
+fn operator_family_models_import_bind_and_plan() {
     for name in [
         "mobilenet_v3_block",
         "mobilenet_v3_block_train",
@@ -225,7 +225,7 @@ fn second_wave_models_import_bind_and_plan() {
 }
 
 #[test]
-fn registry_facts_of_the_second_wave() {
+fn registry_facts_of_the_operator_families() {
     let def = |n: &str| ops::lookup(n).unwrap_or_else(|| panic!("{n} is not registered"));
     for g in ["SigmoidGrad", "TanhGrad", "GatherGrad", "QuickGeluGrad"] {
         assert!(def(g).gradient, "{g}");

@@ -170,7 +170,7 @@ fn kernels_match_onnxruntime_gap9_1_3_8_cores() {
 fn kernels_match_onnxruntime_with_the_inline_team() {
     kernels_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "1,3,8"]);
     kernels_pass("-DDG_PLATFORM_HOST", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "8"]);
-    wave2_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "1,3,8"]);
+    ops_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_HOST_TEAM_INLINE"], &["--cores", "1,3,8"]);
 }
 
 /// The 32-bit cores' code paths (4-wide tiles, the A panels of the matrix
@@ -184,7 +184,7 @@ fn kernels_match_onnxruntime_with_the_rv32_tiling() {
         &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
         &["--cores", "1,3,8"],
     );
-    wave2_pass(
+    ops_pass(
         "-DDG_PLATFORM_GAP9",
         "-O2",
         &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
@@ -228,7 +228,7 @@ fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
 /// The kernels as the 32-bit cores build them: floats in the integer
 /// registers (zfinx), so the written-out RISC-V loops of linear.c and
 /// conv.c are compiled in, by the ziglang clang at -O3, run under
-/// qemu-riscv32 on the same references (both waves), 1, 3 and 8 cores.
+/// qemu-riscv32 on the same references (both drivers), 1, 3 and 8 cores.
 /// Needs the tools of tests/rv32.rs; without them it prints `SKIPPED:`
 /// (fails under CI).
 #[test]
@@ -246,8 +246,8 @@ fn kernels_match_onnxruntime_on_rv32_zfinx() {
     let names = unpack_refs(&refs);
     rv32_pass(tmp.path(), "kernel_tests.c", &refs, &names);
     let refs2 = tmp.path().join("refs2");
-    let names2 = unpack_wave2(&refs2);
-    rv32_pass(tmp.path(), "kernel_tests_wave2.c", &refs2, &names2);
+    let names2 = unpack_ops(&refs2);
+    rv32_pass(tmp.path(), "kernel_tests_ops.c", &refs2, &names2);
 }
 
 #[test]
@@ -551,56 +551,56 @@ fn emulation_aborts_on_misuse() {
     assert!(o.status.success() && text.contains("did not abort"), "GAP9 takes overlapping RAM requests:\n{text}");
 }
 
-// ---------------------------------------------------------------- second wave
+// ---------------------------------------------------------------- operator kernels
 
-/// Second-wave references (runtime/tests/refs/wave2) unpacked into `dir`.
-fn unpack_wave2(dir: &Path) -> Vec<String> {
-    unpack_refs_from(&root().join("tests/refs/wave2"), dir)
+/// The operator kernels' references (runtime/tests/refs/ops) unpacked into `dir`.
+fn unpack_ops(dir: &Path) -> Vec<String> {
+    unpack_refs_from(&root().join("tests/refs/ops"), dir)
 }
 
-/// Builds kernel_tests_wave2.c with `platform` / `extra`, runs it with
-/// `args` and asserts that every second-wave case passed.
-fn wave2_pass(platform: &str, opt: &str, extra: &[&str], args: &[&str]) {
+/// Builds kernel_tests_ops.c with `platform` / `extra`, runs it with
+/// `args` and asserts that every operator case passed.
+fn ops_pass(platform: &str, opt: &str, extra: &[&str], args: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();
     let refs = tmp.path().join("refs");
-    let names = unpack_wave2(&refs);
-    assert!(names.len() >= 60, "only {} second-wave reference cases", names.len());
-    let exe = tmp.path().join("kernel_tests_wave2");
+    let names = unpack_ops(&refs);
+    assert!(names.len() >= 60, "only {} operator reference cases", names.len());
+    let exe = tmp.path().join("kernel_tests_ops");
     let mut flags = vec![platform];
     flags.extend_from_slice(extra);
-    build(&exe, "kernel_tests_wave2.c", opt, &flags);
+    build(&exe, "kernel_tests_ops.c", opt, &flags);
     let mut a = vec![refs.to_str().unwrap()];
     a.extend_from_slice(args);
     let (o, text) = run(&exe, &a);
-    assert!(o.status.success(), "second-wave kernel tests failed ({flags:?}):\n{text}");
+    assert!(o.status.success(), "operator kernel tests failed ({flags:?}):\n{text}");
     assert!(!text.contains("ThreadSanitizer") && !text.contains("runtime error"), "{text}");
     for n in &names {
         assert!(text.contains(&format!("ok   {n} ")), "case {n} did not pass:\n{text}");
     }
-    assert!(text.contains(&format!("kernel tests (wave 2): {} passed, 0 failed", names.len())), "{text}");
+    assert!(text.contains(&format!("operator kernel tests: {} passed, 0 failed", names.len())), "{text}");
 }
 
 #[test]
-fn wave2_refs_are_small() {
+fn operator_refs_are_small() {
     let total: u64 =
-        fs::read_dir(root().join("tests/refs/wave2")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
-    assert!(total < 500_000, "second-wave reference vectors take {total} bytes");
+        fs::read_dir(root().join("tests/refs/ops")).unwrap().map(|e| e.unwrap().metadata().unwrap().len()).sum();
+    assert!(total < 500_000, "operator reference vectors take {total} bytes");
 }
 
 #[test]
-fn wave2_kernels_match_onnxruntime_gap9_1_3_8_cores() {
-    wave2_pass("-DDG_PLATFORM_GAP9", "-O2", &[], &["--cores", "1,3,8"]);
+fn operator_kernels_match_onnxruntime_gap9_1_3_8_cores() {
+    ops_pass("-DDG_PLATFORM_GAP9", "-O2", &[], &["--cores", "1,3,8"]);
 }
 
 #[test]
-fn wave2_kernels_match_onnxruntime_siracusa_and_host() {
-    wave2_pass("-DDG_PLATFORM_SIRACUSA", "-O2", &[], &["--cores", "8,1"]);
-    wave2_pass("-DDG_PLATFORM_HOST", "-O2", &[], &["--cores", "1"]);
+fn operator_kernels_match_onnxruntime_siracusa_and_host() {
+    ops_pass("-DDG_PLATFORM_SIRACUSA", "-O2", &[], &["--cores", "8,1"]);
+    ops_pass("-DDG_PLATFORM_HOST", "-O2", &[], &["--cores", "1"]);
 }
 
 #[test]
-fn wave2_kernels_clean_under_asan_ubsan() {
-    wave2_pass(
+fn operator_kernels_clean_under_asan_ubsan() {
+    ops_pass(
         "-DDG_PLATFORM_GAP9",
         "-O1",
         &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
@@ -609,17 +609,17 @@ fn wave2_kernels_clean_under_asan_ubsan() {
 }
 
 #[test]
-fn wave2_kernels_clean_under_tsan() {
-    wave2_pass("-DDG_PLATFORM_GAP9", "-O1", &["-g", "-fsanitize=thread"], &["--cores", "3,8"]);
+fn operator_kernels_clean_under_tsan() {
+    ops_pass("-DDG_PLATFORM_GAP9", "-O1", &["-g", "-fsanitize=thread"], &["--cores", "3,8"]);
 }
 
 #[test]
-fn wave2_kernel_checks_catch_injected_faults() {
+fn operator_kernel_checks_catch_injected_faults() {
     let tmp = tempfile::tempdir().unwrap();
     let refs = tmp.path().join("refs");
-    let names = unpack_wave2(&refs);
-    let exe = tmp.path().join("kernel_tests_wave2_fault");
-    build(&exe, "kernel_tests_wave2.c", "-O2", &["-DDG_PLATFORM_GAP9", "-DDG_FAULT_INJECTION"]);
+    let names = unpack_ops(&refs);
+    let exe = tmp.path().join("kernel_tests_ops_fault");
+    build(&exe, "kernel_tests_ops.c", "-O2", &["-DDG_PLATFORM_GAP9", "-DDG_FAULT_INJECTION"]);
     // the hooks are inert until a fault is selected
     let (o, text) = run(&exe, &[refs.to_str().unwrap(), "--cores", "8"]);
     assert!(o.status.success(), "{text}");

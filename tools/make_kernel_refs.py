@@ -1005,12 +1005,12 @@ def convgrad_k3_w12():
 
 
 
-# ================================================================ second wave
-# Second-wave operators, written to runtime/tests/refs/wave2/ for
-# runtime/tests/kernel_tests_wave2.c. They draw from their own RNG so that
+# ================================================================ operator kernels
+# The operators beyond a CNN training step's core, written to
+# runtime/tests/refs/ops/ for runtime/tests/kernel_tests_ops.c. They draw from their own RNG so that
 # neither set's reference files change when the other gains cases.
-WAVE2 = {}  # name -> (source, function)
-RNG2 = np.random.default_rng(20261201)
+OPS = {}  # name -> (source, function)
+RNG_OPS = np.random.default_rng(20261201)
 U8 = TensorProto.UINT8
 I32 = TensorProto.INT32
 B = TensorProto.BOOL
@@ -1018,13 +1018,13 @@ B = TensorProto.BOOL
 
 def case2(source):
     def deco(fn):
-        WAVE2[fn.__name__] = (source, fn)
+        OPS[fn.__name__] = (source, fn)
         return fn
     return deco
 
 
 def rnd2(*shape, lo=-1.0, hi=1.0):
-    return RNG2.uniform(lo, hi, size=shape).astype(F32)
+    return RNG_OPS.uniform(lo, hi, size=shape).astype(F32)
 
 
 def _elem2(a):
@@ -1038,7 +1038,7 @@ def run_graph(nodes, inputs, outputs, opset=OPSET, ms=True):
     inputs: (name, array) - array None for an omitted optional input (its
     name is simply not fed); outputs: (name, shape, elem type)."""
     g = helper.make_graph(
-        nodes, "wave2",
+        nodes, "case",
         [helper.make_tensor_value_info(n, _elem2(a), list(a.shape)) for n, a in inputs
          if a is not None],
         [helper.make_tensor_value_info(n, t, s) for n, s, t in outputs])
@@ -1311,7 +1311,7 @@ def min_single():
 
 
 def _where(cshape, xshape, yshape, dtype=F32):
-    c = RNG2.random(cshape) < 0.5
+    c = RNG_OPS.random(cshape) < 0.5
     x = (rnd2(*xshape) * 100).astype(dtype)
     y = (rnd2(*yshape) * 100).astype(dtype)
     out = np.broadcast_shapes(cshape, xshape, yshape)
@@ -1375,36 +1375,36 @@ def cast_f32_bool():
 @case2("ort")
 def cast_i64_f32():
     # 2^24 + 1 and 2^40 + 1 round to nearest even in float
-    v = RNG2.integers(-2**40, 2**40, size=(3, 9)).astype(np.int64)
+    v = RNG_OPS.integers(-2**40, 2**40, size=(3, 9)).astype(np.int64)
     return _cast(edges2(v, [0, 1, -1, 2**24 + 1, 2**40 + 1, -(2**24 + 3), 2**62]), F32)
 
 
 @case2("ort")
 def cast_i32_f32():
-    v = RNG2.integers(-2**31, 2**31 - 1, size=(3, 9)).astype(np.int32)
+    v = RNG_OPS.integers(-2**31, 2**31 - 1, size=(3, 9)).astype(np.int32)
     return _cast(edges2(v, [0, 1, -1, 2**24 + 1, -(2**24 + 3), 2**31 - 1, -2**31]), F32)
 
 
 @case2("ort")
 def cast_bool_f32():
-    return _cast(RNG2.random((3, 9)) < 0.5, F32)
+    return _cast(RNG_OPS.random((3, 9)) < 0.5, F32)
 
 
 @case2("ort")
 def cast_u8_f32():
-    return _cast(RNG2.integers(0, 256, size=(3, 9)).astype(np.uint8), F32)
+    return _cast(RNG_OPS.integers(0, 256, size=(3, 9)).astype(np.uint8), F32)
 
 
 @case2("ort")
 def cast_i64_i32():
     # narrowing wraps (two's complement), as onnxruntime's static_cast
-    v = RNG2.integers(-2**40, 2**40, size=(3, 9)).astype(np.int64)
+    v = RNG_OPS.integers(-2**40, 2**40, size=(3, 9)).astype(np.int64)
     return _cast(edges2(v, [0, -1, 2**31, 2**32 + 5, -(2**31) - 1]), np.int32)
 
 
 @case2("ort")
 def cast_i64_bool():
-    v = RNG2.integers(-3, 3, size=(3, 9)).astype(np.int64)
+    v = RNG_OPS.integers(-3, 3, size=(3, 9)).astype(np.int64)
     return _cast(edges2(v, [0, 2**32, -2**40]), np.bool_)
 
 
@@ -1667,9 +1667,9 @@ def conv1d():
 
 
 
-# ---------------------------------------------------------------- second wave: gradient graphs
+# ---------------------------------------------------------------- operator kernels: gradient graphs
 # Operators onnxruntime-training 1.19.2 puts into the gradient graphs of the
-# second-wave ops (checked with generate_artifacts): Sign (Abs), Equal +
+# operators above (checked with generate_artifacts): Sign (Abs), Equal +
 # Cast + Sum + Div + Mul (Max / Min), GreaterOrEqual / LessOrEqual / And +
 # Cast + Mul (Clip), GatherGrad (Gather), Concat (Split), Pad with negated
 # pads (Pad), ConvTransposeGrad (ConvTranspose).
@@ -1681,7 +1681,7 @@ def sign():
 
 def _compare(op, ashape, bshape, ties=True, dtype=F32):
     if dtype == np.bool_:
-        a, b = RNG2.random(ashape) < 0.5, RNG2.random(bshape) < 0.5
+        a, b = RNG_OPS.random(ashape) < 0.5, RNG_OPS.random(bshape) < 0.5
     else:
         a, b = rnd2(*ashape), rnd2(*bshape)
         if ties:  # half the pairs equal
@@ -1800,8 +1800,8 @@ def convtranspose_grad_1d():
     return _convt_grad((2, 3, 7), (3, 2, 4), 1, [3], [1, 2], [2], [0])
 
 
-# ---------------------------------------------------------------- second wave: Pow
-# Pow is a first-wave kernel (dg_pow_f32, dg_binary_args_t); these cases pin
+# ---------------------------------------------------------------- operator kernels: Pow
+# Pow is a kernel of the core set (dg_pow_f32, dg_binary_args_t); these cases pin
 # it beyond the Pow(x, 2) of onnxruntime's MSE decomposition.
 def _pow(base, expo):
     out = np.broadcast_shapes(base.shape, expo.shape)
@@ -1821,9 +1821,9 @@ def pow_negative_base_int():
     return _pow(rnd2(4, 1, lo=-3, hi=-0.2), np.array([2.0, 3.0, -1.0, 0.0, 1.0, 4.0], F32))
 
 
-# ---------------------------------------------------------------- second wave: activations
+# ---------------------------------------------------------------- operator kernels: activations
 # LeakyRelu, Elu, Softplus, PRelu: after the cases above, so that those keep
-# their RNG2 draws (and their reference files).
+# their RNG_OPS draws (and their reference files).
 ACT_EDGES = [0.0, -0.0, 1e-6, -1e-6, 1e-3, -1e-3, 20.0, -20.0]
 
 
@@ -1888,7 +1888,7 @@ def prelu_same():
     return _prelu(edges2(rnd2(4, 9, lo=-4, hi=4), ACT_EDGES), rnd2(4, 9, lo=-0.5, hi=1.5))
 
 
-# ---------------------------------------------------------------- second wave: 3-D windows
+# ---------------------------------------------------------------- operator kernels: 3-D windows
 # dg_maxpool3d_f32, dg_avgpool3d_f32, dg_conv3d_f32 (runtime/kernels/window3d.c,
 # dg_window3d_args_t). p_win is the struct's shape fields in order: batch,
 # in_c, in_d, in_h, in_w, out_c, out_d, out_h, out_w, k (3), strides (3),
@@ -2046,14 +2046,14 @@ def write_gelu_tanh(out_dir):
         print(f"{name:28s} ort    {', '.join(k for k in d if k.startswith('out_'))}")
 
 
-def write_wave2(out_dir):
-    """Writes the second-wave cases to out_dir (runtime/tests/refs/wave2)."""
+def write_ops(out_dir):
+    """Writes the operator cases to out_dir (runtime/tests/refs/ops)."""
     os.makedirs(out_dir, exist_ok=True)
     for f in os.listdir(out_dir):
         if f.endswith(".npz"):
             os.remove(os.path.join(out_dir, f))
     total = 0
-    for name, (source, fn) in WAVE2.items():
+    for name, (source, fn) in OPS.items():
         d = fn()
         for k, v in d.items():
             assert k.split("_")[0] in ("in", "out", "p", "f"), k
@@ -2063,14 +2063,14 @@ def write_wave2(out_dir):
         np.savez_compressed(path, **{k: np.ascontiguousarray(v) for k, v in d.items()})
         total += os.path.getsize(path)
         print(f"{name:28s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
-    print(f"{len(WAVE2)} second-wave cases, {total} bytes in {os.path.relpath(out_dir)}")
+    print(f"{len(OPS)} operator cases, {total} bytes in {os.path.relpath(out_dir)}")
 
 # ---------------------------------------------------------- integer forms
 # The int64 / bool / mixed-type kernels of runtime/kernels/integer.c, with
 # numpy references (ONNX defines these operators as numpy computes them;
 # where numpy has no answer - Div's truncation, Pow's negative integer
 # exponents - the reference is onnxruntime's C++ arithmetic, written out
-# here). Written into the second-wave folder and run by the same driver.
+# here). Written into the operator folder and run by the same driver.
 INT_FORMS = {}  # name -> function
 RNG3 = np.random.default_rng(20261204)
 
@@ -2367,7 +2367,7 @@ def resize_nearest_asymmetric_floor():
 
 
 def write_int_forms(out_dir):
-    """Writes the integer-form cases into out_dir (runtime/tests/refs/wave2),
+    """Writes the integer-form cases into out_dir (runtime/tests/refs/ops),
     leaving the other cases there."""
     os.makedirs(out_dir, exist_ok=True)
     for name, fn in INT_FORMS.items():
@@ -2386,11 +2386,11 @@ def main():
     ap.add_argument("--gelu-tanh", action="store_true", help="write only OUT/gelu_tanh/ (leave the others)")
     ap.add_argument("--int-forms", action="store_true",
                     help="write only the numpy-referenced cases (integer forms, Mod, Not, ArgMax / ArgMin, fill, "
-                         "Tile, LogSoftmax; Resize against ONNX's reference) into OUT/wave2/ (leave the others; no "
+                         "Tile, LogSoftmax; Resize against ONNX's reference) into OUT/ops/ (leave the others; no "
                          "onnxruntime)")
     args = ap.parse_args()
     if args.int_forms:
-        write_int_forms(os.path.join(args.out, "wave2"))
+        write_int_forms(os.path.join(args.out, "ops"))
         return 0
     if ort is None:
         sys.exit("make_kernel_refs.py: onnxruntime is not installed (tools/requirements.txt)")
@@ -2415,8 +2415,8 @@ def main():
         total += os.path.getsize(path)
         print(f"{name:24s} {source:6s} {', '.join(k for k in d if k.startswith('out_'))}")
     print(f"{len(CASES)} cases, {total} bytes in {os.path.relpath(args.out)}")
-    write_wave2(os.path.join(args.out, "wave2"))
-    write_int_forms(os.path.join(args.out, "wave2"))
+    write_ops(os.path.join(args.out, "ops"))
+    write_int_forms(os.path.join(args.out, "ops"))
     write_gelu_tanh(os.path.join(args.out, "gelu_tanh"))
     return 0
 

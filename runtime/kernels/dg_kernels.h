@@ -583,13 +583,14 @@ typedef struct {
 void dg_adamw_f32(void *args);
 
 /* ######################################################################
- * Second-wave operators (fp32). Same calling convention as above.
+ * The operators beyond a CNN training step's core (fp32): unary maps,
+ * selection and movement, reductions, normalization variants, 3-D and
+ * transposed windows. Same calling convention as above.
  * ###################################################################### */
 
-/* Fault ids of the second-wave kernels (tests only), after the first wave's. */
-enum dg_fault_id_wave2 {
-    DG_FAULT_W2_FIRST = DG_FAULT_COUNT,
-    DG_FAULT_CEIL = DG_FAULT_W2_FIRST, DG_FAULT_FLOOR, DG_FAULT_EXP, DG_FAULT_LOG,
+/* Fault ids of these kernels (tests only), after the ones above. */
+enum dg_fault_id_ops {
+    DG_FAULT_CEIL = DG_FAULT_COUNT, DG_FAULT_FLOOR, DG_FAULT_EXP, DG_FAULT_LOG,
     DG_FAULT_SQRT, DG_FAULT_NEG, DG_FAULT_ABS, DG_FAULT_TANH, DG_FAULT_SIGMOID,
     DG_FAULT_ERF, DG_FAULT_HARD_SWISH, DG_FAULT_HARD_SIGMOID, DG_FAULT_SWISH,
     DG_FAULT_CLIP, DG_FAULT_CLIP_GRAD, DG_FAULT_SIGMOID_GRAD, DG_FAULT_TANH_GRAD,
@@ -945,9 +946,9 @@ void dg_gather_grad_f32(void *args);
  *   dW = dg_conv_grad_dw_f32 with dy = X, x = dY, dw = dW (same args);
  *   dB = dg_conv_grad_db_f32 with dy = dY viewed as that Conv's input, i.e.
  *        out_c = ConvTranspose's out_c and out_h / out_w its output size.
- * (tests/kernel_tests_wave2.c case convtranspose_grad does exactly this.) */
+ * (tests/kernel_tests_ops.c case convtranspose_grad does exactly this.) */
 
-/* ###################### end of the second-wave operators ###################### */
+/* ###################### end of the operators beyond the core ###################### */
 
 /* ---- Gelu, approximate = "tanh" (gelu_tanh.c) ----------------------------
  * y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) on dg_unary_args_t;

@@ -46,7 +46,7 @@ DG_BINARY_KERNEL(dg_div_f32, DG_FAULT_DIV, va / vb)
 DG_BINARY_KERNEL(dg_pow_f32, DG_FAULT_POW, vb == 2.0f ? va * va : powf(va, vb))
 /* Mod with fmod = 1 (declared with the integer forms) */
 DG_BINARY_KERNEL(dg_fmod_f32, DG_FAULT_MOD, fmodf(va, vb))
-/* PRelu: a = X, b = the slope broadcast to X (declared with the second wave) */
+/* PRelu: a = X, b = the slope broadcast to X (declared with the operators beyond the core) */
 DG_BINARY_KERNEL(dg_prelu_f32, DG_FAULT_PRELU, va < 0.0f ? va * vb : va)
 
 void dg_relu_f32(void *args)

@@ -1,4 +1,4 @@
-/* Second-wave data movement and selection: Where, Cast, Gather, Split.
+/* Data movement and selection: Where, Cast, Gather, Split.
  * Element size 1, 2, 4 or 8 bytes where the op is type-agnostic. */
 #include "dg_internal.h"
 

@@ -1,4 +1,4 @@
-/* Second-wave elementwise kernels: unary math and activations, Clip, the
+/* Elementwise kernels: unary math and activations, Clip, the
  * activation gradients onnxruntime-training emits from Y, and variadic
  * Max / Min with broadcasting. */
 #include "dg_internal.h"

@@ -1,8 +1,9 @@
 /*
  * The reference-vector harness shared by the kernel test drivers
- * (kernel_tests.c, kernel_tests_wave2.c): case folders, typed arrays,
- * per-core-count runs, tolerance checks and fault injection. Included once
- * per driver, after pmsis.h and the C headers it needs.
+ * (kernel_tests.c, kernel_tests_ops.c): case folders, typed arrays,
+ * per-core-count runs, tolerance checks, fault injection and the driver's
+ * main loop (kt_main). Included once per driver, after pmsis.h and the C
+ * headers it needs; each driver's main passes its case table.
  */
 #ifndef DG_REF_HARNESS_H
 #define DG_REF_HARNESS_H
@@ -224,5 +225,212 @@ static void *out_(tc_t *t, const char *name, const char *init)
 #define N(key) numel(t, key)
 #define P(name, i) ((uint32_t)pv(t, name, i))
 #define FORK(kernel, args) pi_cl_team_fork(t->nc, kernel, args)
+
+/* ---- running ------------------------------------------------------------------ */
+static void case_entry(void *arg)
+{
+    tc_t *t = (tc_t *)arg;
+    t->fn(t);
+}
+
+static struct pi_device g_cluster;
+
+static void run_once(tc_t *t, const case_t *c, int nc)
+{
+    struct pi_cluster_task task;
+    t->nout = 0;
+    t->ntemp = 0;
+    t->nc = nc;
+    t->fn = c->fn;
+    pi_cluster_send_task_to_cl(&g_cluster, pi_cluster_task(&task, case_entry, t));
+}
+
+static void release_run(tc_t *t)
+{
+    int i;
+    for (i = 0; i < t->nout; i++)
+        free(t->outs[i].buf);
+    for (i = 0; i < t->ntemp; i++)
+        free(t->temps[i]);
+    t->nout = 0;
+    t->ntemp = 0;
+}
+
+/* Returns the number of bad elements over all outputs; reports the worst. */
+static size_t compare(tc_t *t, const case_t *c, int verbose, double *max_rel)
+{
+    size_t bad = 0, i;
+    int k;
+    *max_rel = 0.0;
+    for (k = 0; k < t->nout; k++) {
+        const out_t *o = &t->outs[k];
+        size_t obad = 0, first = (size_t)-1;
+        if (!strcmp(o->ref->dtype, "f4")) {
+            const float *got = (const float *)o->buf, *ref = (const float *)o->ref->data;
+            for (i = 0; i < o->ref->numel; i++) {
+                const double d = fabs((double)got[i] - (double)ref[i]);
+                const double tol = (double)c->rtol * fabs((double)ref[i]) + (double)c->atol;
+                const double rel = d / (fabs((double)ref[i]) > 1e-30 ? fabs((double)ref[i]) : 1e-30);
+                if (!(d <= tol)) {
+                    if (first == (size_t)-1)
+                        first = i;
+                    obad++;
+                }
+                if (d == d && rel > *max_rel)
+                    *max_rel = rel;
+            }
+            if (obad && verbose)
+                printf("  %s: %zu of %zu outside tolerance; first [%zu] got %.9g ref %.9g\n",
+                       o->name, obad, o->ref->numel, first, (double)got[first],
+                       (double)ref[first]);
+        } else {
+            if (memcmp(o->buf, o->ref->data, o->ref->bytes) != 0) {
+                obad = 1;
+                if (verbose)
+                    printf("  %s: integer output differs from the reference\n", o->name);
+            }
+        }
+        bad += obad;
+    }
+    return bad;
+}
+
+static int parse_cores(const char *s, int *out, int max)
+{
+    int n = 0;
+    while (*s && n < max) {
+        out[n++] = atoi(s);
+        while (*s && *s != ',')
+            s++;
+        if (*s == ',')
+            s++;
+    }
+    return n;
+}
+
+/* The driver: runs `cases` as the usage line says; `title` names the
+ * summary line. Returns the process exit status. */
+static int kt_main(int argc, char **argv, const case_t *cases, int ncases, const char *title)
+{
+    struct pi_cluster_conf conf;
+    static tc_t t;
+    const char *root = NULL;
+    int cores[8] = {1, 3, 8}, ncores = 3, fault_mode = 0, i, j, k;
+    int passed = 0, failed = 0, detected = 0, missed = 0;
+    const char *only[128];
+    int nonly = 0;
+
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--cores") && i + 1 < argc)
+            ncores = parse_cores(argv[++i], cores, 8);
+        else if (!strcmp(argv[i], "--fault"))
+            fault_mode = 1;
+        else if (!root)
+            root = argv[i];
+        else if (nonly < 128)
+            only[nonly++] = argv[i];
+    }
+    if (!root) {
+        fprintf(stderr, "usage: %s REFDIR [--cores 1,3,8] [--fault] [CASE...]\n", argv[0]);
+        return 2;
+    }
+#ifndef DG_FAULT_INJECTION
+    if (fault_mode) {
+        fprintf(stderr, "--fault needs a build with -DDG_FAULT_INJECTION\n");
+        return 2;
+    }
+#endif
+    pi_cluster_conf_init(&conf);
+    pi_open_from_conf(&g_cluster, &conf);
+    if (pi_cluster_open(&g_cluster) != 0)
+        return 2;
+    printf("cases: %d\n", ncases);
+
+    for (i = 0; i < ncases; i++) {
+        const case_t *c = &cases[i];
+        int ok = 1;
+        if (nonly) {
+            for (j = 0; j < nonly && strcmp(only[j], c->name); j++)
+                ;
+            if (j == nonly)
+                continue;
+        }
+        memset(&t, 0, sizeof t);
+        if (load_case(&t, root, c->dir ? c->dir : c->name) != 0) {
+            failed++;
+            continue;
+        }
+        if (!fault_mode) {
+            void *first[MAX_OUTS];
+            size_t first_bytes[MAX_OUTS];
+            int nfirst = 0;
+            double worst = 0.0, rel = 0.0;
+            for (k = 0; k < ncores && ok; k++) {
+                run_once(&t, c, cores[k]);
+                if (t.failed_setup) {
+                    printf("  setup failed\n");
+                    ok = 0;
+                } else if (compare(&t, c, 1, &rel) != 0) {
+                    printf("  (with %d cores)\n", cores[k]);
+                    ok = 0;
+                } else if (k == 0) {
+                    for (j = 0; j < t.nout; j++) {
+                        first_bytes[j] = t.outs[j].ref->bytes;
+                        first[j] = malloc(first_bytes[j] ? first_bytes[j] : 1);
+                        memcpy(first[j], t.outs[j].buf, first_bytes[j]);
+                    }
+                    nfirst = t.nout;
+                } else {
+                    for (j = 0; j < t.nout && j < nfirst; j++) {
+                        if (memcmp(first[j], t.outs[j].buf, first_bytes[j]) != 0) {
+                            printf("  %s: %d cores not bit-identical to %d cores\n",
+                                   t.outs[j].name, cores[k], cores[0]);
+                            ok = 0;
+                        }
+                    }
+                }
+                if (rel > worst)
+                    worst = rel;
+                release_run(&t);
+            }
+            for (j = 0; j < nfirst; j++)
+                free(first[j]);
+            printf("%s %s (max rel err %.2e)\n", ok ? "ok  " : "FAIL", c->name, worst);
+            if (ok)
+                passed++;
+            else
+                failed++;
+        } else {
+#ifdef DG_FAULT_INJECTION
+            for (k = 0; k < 6 && c->faults[k] != DG_FAULT_NONE; k++) {
+                double rel;
+                size_t bad;
+                dg_fault_id = c->faults[k];
+                run_once(&t, c, cores[ncores - 1]);
+                dg_fault_id = DG_FAULT_NONE;
+                bad = compare(&t, c, 0, &rel);
+                release_run(&t);
+                printf("fault %s #%d: %s\n", c->name, c->faults[k], bad ? "detected" : "MISSED");
+                if (bad)
+                    detected++;
+                else
+                    missed++;
+            }
+            if (k == 0) {
+                printf("fault %s: no fault listed\n", c->name);
+                missed++;
+            }
+#endif
+        }
+        free_case(&t);
+    }
+    pi_cluster_close(&g_cluster);
+    if (fault_mode) {
+        printf("fault injection: %d detected, %d missed\n", detected, missed);
+        return missed == 0 && detected > 0 ? 0 : 1;
+    }
+    printf("%s: %d passed, %d failed\n", title, passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
 
 #endif /* DG_REF_HARNESS_H */

@@ -15,6 +15,7 @@
 //! domain in the wild). Each node is resolved once, at import, to an
 //! `ir::OpId` that indexes this registry.
 
+mod constant;
 pub mod conv;
 mod conv_transpose;
 mod elementwise;
@@ -373,6 +374,7 @@ const FAMILIES: &[&[OpDef]] = &[
     loss::OPS,
     reduce::OPS,
     shape::OPS,
+    constant::OPS,
     training::OPS,
     unary::OPS,
     select::OPS,
