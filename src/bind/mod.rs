@@ -28,6 +28,7 @@ pub mod layout;
 pub mod npz;
 mod pairing;
 pub mod pinned;
+mod positional;
 pub mod report;
 pub mod schedule;
 

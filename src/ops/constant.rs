@@ -263,4 +263,3 @@ pub(super) fn bind_fill(ctx: &KernelCtx) -> Result<KernelCall> {
         ],
     ))
 }
-
