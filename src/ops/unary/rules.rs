@@ -233,36 +233,3 @@ pub(super) fn clip_grad(ctx: &mut GradCtx) -> Result<()> {
     let f = ctx.as_float(mask, "inside_f")?;
     ctx.set_product(0, dy, f)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::testing::{infer, infer_one, Fixture};
-    use crate::ir::{Attr, DType};
-
-    #[test]
-    fn clip_bounds_from_attributes_or_inputs() {
-        let mut f = Fixture::new("Clip");
-        f.input("x", DType::F32, &[1, 4]);
-        f.node.attrs.insert("min".into(), Attr::Float(-0.5));
-        f.node.attrs.insert("max".into(), Attr::Float(0.8));
-        assert_eq!(infer_one(&f).unwrap(), vec![1, 4]);
-        f.skip();
-        f.konst_f32("max_in", &[], &[0.8]);
-        assert_eq!(infer_one(&f).unwrap(), vec![1, 4]);
-        f.node.attrs.insert("max".into(), Attr::Float(0.9));
-        let e = infer(&f).unwrap_err().to_string();
-        assert!(e.contains("max") && e.contains("disagree"), "{e}");
-        f.node.attrs.insert("max".into(), Attr::Int(1));
-        assert!(infer(&f).unwrap_err().to_string().contains("FLOAT"));
-    }
-
-    #[test]
-    fn float_functions_refuse_integers() {
-        let mut f = Fixture::new("Sqrt");
-        f.input("x", DType::I64, &[3]);
-        assert!(infer(&f).is_err());
-        let mut f = Fixture::new("Neg");
-        f.input("x", DType::I64, &[3]);
-        assert_eq!(infer_one(&f).unwrap(), vec![3]);
-    }
-}
