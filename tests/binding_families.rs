@@ -14,11 +14,7 @@ use assert_cmd::cargo::CommandCargoExt;
 mod common;
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: no gcc on this machine");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 #[test]

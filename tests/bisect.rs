@@ -99,9 +99,13 @@ fn bisect_names_the_node_a_broken_kernel_computes_wrong() {
 #[test]
 fn bisect_never_runs_the_working_directorys_tools() {
     let Some(py) = which_python() else {
-        eprintln!("SKIPPED: no python3 to run a planted script with");
+        common::skip_unless_ci(
+            "bisect_never_runs_the_working_directorys_tools",
+            "no python3 to run a planted script with",
+        );
         return;
     };
+    common::ran("bisect_never_runs_the_working_directorys_tools");
     let cwd = tempfile::tempdir().unwrap();
     let marker = cwd.path().join("planted-script-ran");
     std::fs::create_dir(cwd.path().join("tools")).unwrap();

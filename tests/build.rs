@@ -27,11 +27,7 @@ fn build(model: &Path, platform: &str, level: &str, out: &Path, extra: &[&str]) 
 }
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: no gcc on this machine");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 /// `make -f Makefile.host` with the runtime from the shared archive (the

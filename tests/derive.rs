@@ -384,8 +384,7 @@ fn a_train_toml_that_is_not_a_file_or_not_toml_says_so() {
 /// references for that split (`models/frozen_splits/`), on the host.
 #[test]
 fn every_frozen_split_of_the_zoo_cnns_trains_like_onnxruntime() {
-    if std::process::Command::new("gcc").arg("--version").output().is_err() {
-        println!("SKIPPED: derive: no gcc on this machine");
+    if !common::have_gcc(module_path!()) {
         return;
     }
     let root = common::root().join("models/frozen_splits");

@@ -28,11 +28,7 @@ fn say(line: &str) {
 }
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        say("SKIPPED: e2e: no gcc on this machine");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 fn jobs() -> String {

@@ -18,11 +18,7 @@ use deploygen::verify::generate_case as pipeline;
 use deploygen::verify::{run_case, Case, Kind, Outcome, Stage, StageError};
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: no gcc on this machine");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 fn case(model: &Path, platform: &str, level: &str) -> Case {

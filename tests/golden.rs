@@ -205,8 +205,7 @@ fn generated_projects_match_the_golden_files() {
 /// others link the runtime from the archive `deploygen test` uses.
 #[test]
 fn golden_projects_compile_on_the_host() {
-    if std::process::Command::new("gcc").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: no gcc");
+    if !common::have_gcc(module_path!()) {
         return;
     }
     let work = tempfile::tempdir().unwrap();

@@ -5,6 +5,8 @@
 //! is wrong, and a checkpoint of another model or with one byte changed
 //! is refused.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,11 +15,7 @@ fn root() -> PathBuf {
 }
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: no gcc");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 /// `deploygen build` of a zoo model, then `make -f Makefile.host demo`.

@@ -15,11 +15,7 @@ use deploygen::plan::{Kind, Level, Placement, PlanOptions};
 use deploygen::verify::{run_case, Case, Outcome, Stage, StageError};
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: no gcc on this machine");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 fn options(platform: &str, mode: Mode) -> Options {

@@ -5,6 +5,8 @@
 //!
 //! Needs gcc with libasan, libubsan and libtsan.
 
+mod common;
+
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -184,12 +186,7 @@ fn kernels_match_onnxruntime_with_the_rv32_tiling() {
         &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
         &["--cores", "1,3,8"],
     );
-    ops_pass(
-        "-DDG_PLATFORM_GAP9",
-        "-O2",
-        &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"],
-        &["--cores", "1,8"],
-    );
+    ops_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"], &["--cores", "1,8"]);
 }
 
 /// Builds `driver` and the kernels with the ziglang clang for riscv32 +
@@ -237,10 +234,13 @@ fn kernels_match_onnxruntime_on_rv32_zfinx() {
         Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
     let have_qemu = Command::new("qemu-riscv32").arg("--version").output().is_ok_and(|o| o.status.success());
     if !have_zig || !have_qemu {
-        assert!(std::env::var_os("CI").is_none(), "rv32 kernel tests: python3 -m ziglang or qemu-riscv32 missing");
-        println!("SKIPPED: rv32 kernel tests (pip install ziglang; apt-get install qemu-user)");
+        common::skip_unless_ci(
+            "rv32 kernel tests",
+            "python3 -m ziglang or qemu-riscv32 missing (pip install ziglang; apt-get install qemu-user)",
+        );
         return;
     }
+    common::ran("rv32 kernel tests");
     let tmp = tempfile::tempdir().unwrap();
     let refs = tmp.path().join("refs");
     let names = unpack_refs(&refs);
@@ -340,10 +340,13 @@ fn kernel_math_within_two_ulp() {
         Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
     let have_qemu = Command::new("qemu-riscv32").arg("--version").output().is_ok_and(|o| o.status.success());
     if !have_zig || !have_qemu {
-        assert!(std::env::var_os("CI").is_none(), "rv32 math tests: python3 -m ziglang or qemu-riscv32 missing");
-        println!("SKIPPED: rv32 math tests (pip install ziglang; apt-get install qemu-user)");
+        common::skip_unless_ci(
+            "rv32 math tests",
+            "python3 -m ziglang or qemu-riscv32 missing (pip install ziglang; apt-get install qemu-user)",
+        );
         return;
     }
+    common::ran("rv32 math tests");
     let exe = tmp.path().join("math_tests.rv32");
     let o = Command::new("python3")
         .args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx", "-O3"])

@@ -8,17 +8,14 @@
 //! `qemu-user`); `.ci/run` installs both. Without them the test prints
 //! `SKIPPED:`, except under CI (`CI` set), where a missing tool fails.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
 /// Growth over the baseline that fails the test.
 const TOLERANCE: f64 = 1.10;
-
-fn say(line: &str) {
-    let _ = std::io::stdout().lock().write_all(format!("{line}\n").as_bytes());
-}
 
 fn bench_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("runtime/bench")
@@ -82,9 +79,10 @@ fn kernels_on_rv32_stay_within_the_baseline() {
             if have_qemu { "" } else { " qemu-riscv32" }
         );
         assert!(!ci, "{msg}");
-        say(&format!("SKIPPED: {msg}"));
+        common::skip("rv32 instrument", &msg);
         return;
     }
+    common::ran("rv32 instrument");
     let tmp = tempfile::tempdir().unwrap();
     let o = Command::new("make")
         .args(["-s", "-C"])

@@ -27,11 +27,7 @@ fn build(model: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
 }
 
 fn have_gcc() -> bool {
-    let ok = Command::new("gcc").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: no gcc on this machine");
-    }
-    ok
+    common::have_gcc(module_path!())
 }
 
 /// make, then ./app: (exit code, stdout).

@@ -169,9 +169,13 @@ fn python_with_onnxruntime() -> Option<PathBuf> {
 #[test]
 fn with_refs_and_onnxruntime_the_references_are_regenerated_and_it_passes() {
     let Some(py) = python_with_onnxruntime() else {
-        eprintln!("SKIPPED: no Python with onnxruntime (set DEPLOYGEN_PYTHON); --refs not exercised");
+        common::skip(
+            "with_refs_and_onnxruntime",
+            "no Python with onnxruntime (set DEPLOYGEN_PYTHON); --refs not exercised",
+        );
         return;
     };
+    common::ran("with_refs_and_onnxruntime");
     let root = stale_refs_repo();
     // The root has no tools/: tools/make_refs.py of deploygen's own tree is used.
     let opts = Options {
@@ -497,9 +501,13 @@ fn a_derived_inference_regression_reverts_the_fix() {
 #[test]
 fn with_refs_the_derived_inference_variant_is_compared_and_later_runs_reuse_them() {
     let Some(py) = python_with_onnxruntime() else {
-        eprintln!("SKIPPED: no Python with onnxruntime (set DEPLOYGEN_PYTHON); derived references not made");
+        common::skip(
+            "with_refs_the_derived_inference_variant",
+            "no Python with onnxruntime (set DEPLOYGEN_PYTHON); derived references not made",
+        );
         return;
     };
+    common::ran("with_refs_the_derived_inference_variant");
     let root = repo(&["missing_labels"], &xfail(ML_KEY, TARGETS));
     let run = |args: &[&str]| {
         let out = Command::cargo_bin("deploygen")

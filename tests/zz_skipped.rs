@@ -22,3 +22,22 @@ fn skipped_tests_are_counted() {
         let _ = write!(out, "  {l}");
     }
 }
+
+/// Every skip goes through tests/common (`skip`, `skip_unless_ci`,
+/// `have_gcc`), so the count above sees it: no test file prints its own
+/// SKIPPED line.
+#[test]
+fn every_skip_is_recorded_for_the_count() {
+    let dir = common::root().join("tests");
+    let mut own = vec![];
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".rs") || name == "zz_skipped.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        own.extend(text.lines().filter(|l| l.contains("\"SKIPPED:")).map(|l| format!("{name}: {}", l.trim())));
+    }
+    assert!(own.is_empty(), "SKIPPED lines printed outside tests/common (not counted):\n{}", own.join("\n"));
+}
