@@ -129,6 +129,8 @@ fn a_missing_l3_image_names_the_folder_looked_in() {
     let all = format!("{}\n{}\n{}", o.message, o.details.join("\n"), o.output);
     assert!(all.contains("FATAL: cannot open l3.bin in /"), "{all}");
     assert!(all.contains("/hex (the readfs folder"), "{all}");
+    // The host emulation looks relative to the working directory, not the app.
+    assert!(all.contains("default hex/ in the working directory"), "{all}");
 }
 
 /// The README's synopsis of each command: (command, long flags named,

@@ -401,7 +401,7 @@ static void dg_file_close(dg_file_t *f) { pi_fs_close(f); }
 static void dg_cannot_open(const char *name)
 {
 #ifdef DG_PMSIS_HOST
-    printf("FATAL: cannot open %s in %s (the readfs folder: DG_HEX_DIR, default hex/ beside the app)\r\n", name,
+    printf("FATAL: cannot open %s in %s (the readfs folder: DG_HEX_DIR, default hex/ in the working directory)\r\n", name,
            dg_host_fs_dir());
 #else
     printf("FATAL: cannot open %s in the flash file system (readfs)\r\n", name);
