@@ -41,24 +41,54 @@ impl Optimizer {
 }
 
 /// Every key of `train.toml`, each optional: the file, then the command
-/// line's flags over it, then the defaults of [`TrainSpec::resolve`].
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// line's flags over it (the same keys, as flags of `build`, `test` and
+/// `inspect`), then the defaults of [`TrainSpec::resolve`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Training (train.toml keys)")]
 pub struct TrainKeys {
+    /// Loss read from the logits against the labels.
+    #[arg(long, value_enum)]
     pub loss: Option<Loss>,
+    /// The graph output the loss reads (default: the only float output).
+    #[arg(long, value_name = "OUTPUT")]
     pub logits: Option<String>,
+    /// npz key and graph input of the targets (default: labels).
+    #[arg(long, value_name = "NAME")]
     pub labels: Option<String>,
+    /// Optimizer applied after each accumulation of gradients.
+    #[arg(long, value_enum)]
     pub optimizer: Option<Optimizer>,
+    /// Learning rate.
+    #[arg(long = "lr", value_name = "RATE")]
     pub learning_rate: Option<f32>,
+    /// Momentum factor (momentum; default 0.9).
+    #[arg(long, value_name = "M")]
     pub momentum: Option<f32>,
+    /// Weight decay (default 0).
+    #[arg(long, value_name = "W")]
     pub weight_decay: Option<f32>,
+    /// First-moment decay (adamw; default 0.9).
+    #[arg(long, value_name = "B")]
     pub beta1: Option<f32>,
+    /// Second-moment decay (adamw; default 0.999).
+    #[arg(long, value_name = "B")]
     pub beta2: Option<f32>,
+    /// Term added to the denominator (adamw; default 1e-6).
+    #[arg(long, value_name = "E")]
     pub epsilon: Option<f32>,
+    /// Initializers that train (glob; repeat); the others are frozen.
+    #[arg(long, value_name = "GLOB", num_args = 1)]
     pub trainable: Option<Vec<String>>,
+    /// Initializers that stay frozen (glob; repeat); the others train.
+    #[arg(long, value_name = "GLOB", num_args = 1)]
     pub frozen: Option<Vec<String>>,
+    /// Forward passes whose gradients are summed before each optimizer step.
+    #[arg(long, value_name = "N")]
     pub accumulation_steps: Option<u32>,
-    /// Values of symbolic dims (`dims = { batch = 8 }`).
+    /// Values of symbolic dims (`dims = { batch = 8 }`); on the command
+    /// line `--dim NAME=VALUE`, which inference takes too.
+    #[arg(skip)]
     pub dims: Option<std::collections::BTreeMap<String, u64>>,
 }
 
@@ -67,28 +97,22 @@ impl TrainKeys {
     /// key: `trainable` or `frozen` given over the file replaces the
     /// file's, whichever of the two that was.
     pub fn overlay(self, over: &TrainKeys) -> TrainKeys {
-        let o = over.clone();
-        let (trainable, frozen) = if o.trainable.is_some() || o.frozen.is_some() {
-            (o.trainable, o.frozen)
-        } else {
-            (self.trainable, self.frozen)
+        // Key by key through the serialized form, so that a key added to
+        // the struct needs no line here.
+        let value = |k: &TrainKeys| match serde_json::to_value(k) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => unreachable!("TrainKeys serializes to an object"),
         };
-        TrainKeys {
-            loss: o.loss.or(self.loss),
-            logits: o.logits.or(self.logits),
-            labels: o.labels.or(self.labels),
-            optimizer: o.optimizer.or(self.optimizer),
-            learning_rate: o.learning_rate.or(self.learning_rate),
-            momentum: o.momentum.or(self.momentum),
-            weight_decay: o.weight_decay.or(self.weight_decay),
-            beta1: o.beta1.or(self.beta1),
-            beta2: o.beta2.or(self.beta2),
-            epsilon: o.epsilon.or(self.epsilon),
-            trainable,
-            frozen,
-            accumulation_steps: o.accumulation_steps.or(self.accumulation_steps),
-            dims: o.dims.or(self.dims),
+        let (mut merged, over) = (value(&self), value(over));
+        let selects = |m: &serde_json::Map<String, serde_json::Value>| {
+            ["trainable", "frozen"].iter().any(|k| m.get(*k).is_some_and(|v| !v.is_null()))
+        };
+        if selects(&over) {
+            merged.remove("trainable");
+            merged.remove("frozen");
         }
+        merged.extend(over.into_iter().filter(|(_, v)| !v.is_null()));
+        serde_json::from_value(serde_json::Value::Object(merged)).expect("merged keys of one struct")
     }
 
     pub fn is_empty(&self) -> bool {
