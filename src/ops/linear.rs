@@ -5,7 +5,7 @@ use super::grad::{self, GradCtx};
 use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, LegacyAttr, OpDef};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
@@ -39,18 +39,69 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha", "transA", "transB", "transBatchA", "transBatchB"],
         infer: fused_matmul,
         required: &[0, 1],
-        kernel: Some(bind_matmul),
+        kernel: Some(bind_fused_matmul),
         tile: Some(MATMUL_TILES),
         macs: Some(product_macs),
         ..OpDef::BASE
     },
 ];
 
+/// A matrix product's attributes, read and checked once: Gemm's and
+/// FusedMatMul's transposes and scales (MatMul has none: the default).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Product {
+    trans_a: bool,
+    trans_b: bool,
+    alpha: f32,
+    beta: f32,
+}
+
+impl Default for Product {
+    fn default() -> Product {
+        Product { trans_a: false, trans_b: false, alpha: 1.0, beta: 1.0 }
+    }
+}
+
+impl Product {
+    fn of(node: &Node) -> Result<Product> {
+        // FusedMatMul's batch transposes: no kernel takes them.
+        for attr in ["transBatchA", "transBatchB"] {
+            if node.flag(attr, false)? {
+                return Err(Error::node(node, format!("{attr}=1 is not supported")));
+            }
+        }
+        let scale = |name: &str| match node.float(name)? {
+            Some(v) if !v.is_finite() => {
+                Err(Error::node(node, format!("attribute '{name}' = {v} must be a finite number")))
+            }
+            v => Ok(v.unwrap_or(1.0)),
+        };
+        Ok(Product {
+            trans_a: node.flag("transA", false)?,
+            trans_b: node.flag("transB", false)?,
+            alpha: scale("alpha")?,
+            beta: scale("beta")?,
+        })
+    }
+
+    /// The attributes a Gemm or FusedMatMul node of this product carries.
+    fn attrs(self, alpha: bool) -> Vec<(String, Attr)> {
+        let mut v = vec![
+            ("transA".to_string(), Attr::Int(self.trans_a as i64)),
+            ("transB".to_string(), Attr::Int(self.trans_b as i64)),
+        ];
+        if alpha {
+            v.push(("alpha".to_string(), Attr::Float(self.alpha)));
+        }
+        v
+    }
+}
+
 /// Multiply-adds of a product on the last two dims: every output element
 /// sums over A's inner dim (its second-to-last with `transA`).
 fn product_macs(g: &Graph, n: &Node) -> Option<u64> {
     let a = g.tensor(n.input(0)?).ty.shape()?;
-    let k = if n.flag("transA", false).ok()? { a.len().checked_sub(2)? } else { a.len().checked_sub(1)? };
+    let k = if Product::of(n).ok()?.trans_a { a.len().checked_sub(2)? } else { a.len().checked_sub(1)? };
     Some(g.tensor(n.output(0)?).ty.numel()? as u64 * *a.get(k)? as u64)
 }
 
@@ -58,10 +109,7 @@ fn product_macs(g: &Graph, n: &Node) -> Option<u64> {
 /// Deeploy's exporters also use leading batch dims (`[1, 64, 128] x
 /// [128, 128]`), which broadcast as in MatMul.
 fn gemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    let ta = ctx.node.flag("transA", false)?;
-    let tb = ctx.node.flag("transB", false)?;
-    finite(ctx, "alpha")?;
-    finite(ctx, "beta")?;
+    let Product { trans_a: ta, trans_b: tb, .. } = Product::of(ctx.node)?;
     let dtype = ctx.dtype(0)?;
     let (Some(a), Some(b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
         return Ok(vec![TensorType::unknown(dtype)]);
@@ -106,14 +154,7 @@ pub fn finite(ctx: &Ctx, name: &str) -> Result<Option<f32>> {
 
 fn fused_matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    for attr in ["transBatchA", "transBatchB"] {
-        if ctx.node.flag(attr, false)? {
-            return Err(ctx.err(format!("{attr}=1 is not supported")));
-        }
-    }
-    let ta = ctx.node.flag("transA", false)?;
-    let tb = ctx.node.flag("transB", false)?;
-    finite(ctx, "alpha")?;
+    let Product { trans_a: ta, trans_b: tb, .. } = Product::of(ctx.node)?;
     let (Some(mut a), Some(mut b)) = (ctx.shape(0)?, ctx.shape(1)?) else {
         return Ok(vec![TensorType::unknown(dtype)]);
     };
@@ -165,19 +206,19 @@ fn matmul_shapes(ctx: &Ctx, mut a: Vec<usize>, mut b: Vec<usize>) -> Result<Vec<
 pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
-    let ta = ctx.attr_int("transA", 0)? != 0;
-    let tb = ctx.attr_int("transB", 0)? != 0;
+    let p = Product::of(ctx.node)?;
+    let (ta, tb) = (p.trans_a, p.trans_b);
     // Exporters feed Gemm [.., M, K] with leading 1s or batch dims (rows
     // of A, unless transposed): the rows flatten into M.
     let ok = plain_gemm_operands(&a, &b, ta) && !y.is_empty();
-    let act = ctx.attr_int(super::FUSED_ACT, 0)?;
+    let act = ctx.node.marks.fused_act.unwrap_or(0);
     if batched_gemm(ctx)? {
         // A batched Gemm (some exporters write MatMul gradients so): a
         // batched matmul with transposes and a scale.
         if act != 0 {
             return Err(ctx.err("a batched Gemm cannot apply a fused activation (the matmul kernel has no act)"));
         }
-        return matmul_with(ctx, ta, tb, ctx.attr_float("alpha", 1.0)?, true);
+        return matmul_with(ctx, p, true);
     }
     if !ok {
         return Err(ctx.err(format!("Gemm operands must be 2-D (A {a:?}, B {b:?}, Y {y:?})")));
@@ -209,8 +250,8 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("k", u(k)),
             ("trans_a", u(usize::from(ta))),
             ("trans_b", u(usize::from(tb))),
-            ("alpha", f(ctx.attr_float("alpha", 1.0)?)),
-            ("beta", f(ctx.attr_float("beta", 1.0)?)),
+            ("alpha", f(p.alpha)),
+            ("beta", f(p.beta)),
             ("c_stride_m", u(csm)),
             ("c_stride_n", u(csn)),
         ]
@@ -224,27 +265,23 @@ pub(super) fn bind_gemm(ctx: &KernelCtx) -> Result<KernelCall> {
 /// has none); the Gemm tiles split rows and columns, never K.
 fn gemm_fuses_act(g: &Graph, node: &Node) -> bool {
     let shape = |i: usize| node.input(i).and_then(|t| g.tensor(t).ty.shape());
-    let trans_a = node.attr_int("transA").unwrap_or(0) != 0;
-    match (shape(0), shape(1)) {
-        (Some(a), Some(b)) => plain_gemm_operands(&a, &b, trans_a),
+    match (shape(0), shape(1), Product::of(node)) {
+        (Some(a), Some(b), Ok(p)) => plain_gemm_operands(&a, &b, p.trans_a),
         _ => false,
     }
 }
 
-pub(super) fn bind_matmul(ctx: &KernelCtx) -> Result<KernelCall> {
-    let fused = ctx.node.op == "FusedMatMul";
-    let (ta, tb, alpha) = if fused {
-        if ctx.attr_int("transBatchA", 0)? != 0 || ctx.attr_int("transBatchB", 0)? != 0 {
-            return Err(ctx.err("FusedMatMul with transBatchA/transBatchB is not supported by the kernel"));
-        }
-        (ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0, ctx.attr_float("alpha", 1.0)?)
-    } else {
-        (false, false, 1.0)
-    };
-    matmul_with(ctx, ta, tb, alpha, fused)
+fn bind_matmul(ctx: &KernelCtx) -> Result<KernelCall> {
+    matmul_with(ctx, Product::default(), false)
 }
 
-pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused: bool) -> Result<KernelCall> {
+/// com.microsoft FusedMatMul: the matmul kernel with transposes and alpha.
+fn bind_fused_matmul(ctx: &KernelCtx) -> Result<KernelCall> {
+    matmul_with(ctx, Product::of(ctx.node)?, true)
+}
+
+fn matmul_with(ctx: &KernelCtx, p: Product, fused: bool) -> Result<KernelCall> {
+    let (ta, tb) = (p.trans_a, p.trans_b);
     ctx.require_f32(&[0, 1])?;
     let (mut a, mut b) = (ctx.in_shape(0)?, ctx.in_shape(1)?);
     if a.len() == 1 {
@@ -299,7 +336,7 @@ pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused
     let func = if fused {
         fields.push(("trans_a", u(usize::from(ta))));
         fields.push(("trans_b", u(usize::from(tb))));
-        fields.push(("alpha", f(alpha)));
+        fields.push(("alpha", f(p.alpha)));
         "dg_fused_matmul_f32"
     } else {
         "dg_matmul_f32"
@@ -313,14 +350,10 @@ pub(super) fn matmul_with(ctx: &KernelCtx, ta: bool, tb: bool, alpha: f32, fused
 /// transposes, C's is dY summed back over what broadcast (beta = 1 only).
 fn gemm_grad(ctx: &mut GradCtx) -> Result<()> {
     let dy = ctx.dy(0)?;
-    let (ta, tb) = (ctx.node.flag("transA", false)?, ctx.node.flag("transB", false)?);
-    let alpha = ctx.node.float("alpha")?.unwrap_or(1.0);
+    let prod = Product::of(&ctx.node)?;
+    let (ta, tb) = (prod.trans_a, prod.trans_b);
     let gemm = |ctx: &mut GradCtx, slot: usize, p: TensorId, q: TensorId, tp: bool, tq: bool| -> Result<()> {
-        let attrs = vec![
-            ("transA".to_string(), Attr::Int(tp as i64)),
-            ("transB".to_string(), Attr::Int(tq as i64)),
-            ("alpha".to_string(), Attr::Float(alpha)),
-        ];
+        let attrs = Product { trans_a: tp, trans_b: tq, ..prod }.attrs(true);
         let out = ctx.dx_name(slot);
         let g = ctx.emit1("Gemm", "", &[p, q], &out, attrs)?;
         ctx.set(slot, g);
@@ -343,7 +376,7 @@ fn gemm_grad(ctx: &mut GradCtx) -> Result<()> {
         }
     }
     if ctx.needs(2) {
-        let beta = ctx.node.float("beta")?.unwrap_or(1.0);
+        let beta = prod.beta;
         if beta != 1.0 {
             return Err(ctx.err(format!("beta = {beta}: the bias gradient is derived for beta = 1 only")));
         }
@@ -365,7 +398,7 @@ fn matmul_grad(ctx: &mut GradCtx) -> Result<()> {
         return Err(ctx.err("the gradient is derived for operands of rank 2 or more only"));
     }
     let fused = |ctx: &mut GradCtx, p: TensorId, q: TensorId, tp: bool, tq: bool, out: &str| {
-        let attrs = vec![("transA".to_string(), Attr::Int(tp as i64)), ("transB".to_string(), Attr::Int(tq as i64))];
+        let attrs = Product { trans_a: tp, trans_b: tq, ..Product::default() }.attrs(false);
         ctx.emit1("FusedMatMul", grad::MS, &[p, q], out, attrs)
     };
     if ctx.needs(0) {
@@ -458,8 +491,7 @@ fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<Tile
     if batched_gemm(ctx)? {
         return matmul_tile_map(ctx, start, len);
     }
-    let ta = ctx.attr_int("transA", 0)? != 0;
-    let tb = ctx.attr_int("transB", 0)? != 0;
+    let Product { trans_a: ta, trans_b: tb, .. } = Product::of(ctx.node)?;
     let (m, n) = (Some((start[0], len[0])), Some((start[1], len[1])));
     let a = ctx.graph_in_shape(0)?;
     let b = ctx.graph_in_shape(1)?;
@@ -478,16 +510,9 @@ fn gemm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<Tile
 /// graph's shapes decide, so that every tile of one node binds alike.
 fn batched_gemm(ctx: &KernelCtx) -> Result<bool> {
     let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
-    let ta = ctx.attr_int("transA", 0)? != 0;
+    let ta = Product::of(ctx.node)?.trans_a;
     let ok = plain_gemm_operands(&a, &b, ta) && !ctx.graph_out_shape(0)?.is_empty();
     Ok(!ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none())
-}
-
-fn matmul_trans(ctx: &KernelCtx) -> Result<(bool, bool)> {
-    if ctx.node.op != "FusedMatMul" && ctx.node.op != "Gemm" {
-        return Ok((false, false));
-    }
-    Ok((ctx.attr_int("transA", 0)? != 0, ctx.attr_int("transB", 0)? != 0))
 }
 
 fn matmul_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
@@ -524,9 +549,9 @@ fn matmul_part(shape: &[usize], rows_axis: Option<usize>, start: &[usize], len: 
 
 fn matmul_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let (a, b) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?);
-    let (ta, _) = matmul_trans(ctx)?;
+    let ta = Product::of(ctx.node)?.trans_a;
     let rows = if ta { a.len() - 1 } else { a.len() - 2 };
     let inputs = vec![Some(matmul_part(&a, Some(rows), start, len)), Some(matmul_part(&b, None, start, len))];
     let y = ctx.graph_out_shape(0)?;
-    Ok(TileMap { inputs, outputs: vec![Some(tile::broadcast_part(&y, start, len))], attrs: vec![] })
+    Ok(TileMap { inputs, outputs: vec![Some(tile::broadcast_part(&y, start, len))], ..Default::default() })
 }
