@@ -32,7 +32,7 @@ fn mlp_imports_with_shapes_and_roles() {
 
 /// The ops and fused-activation codes of a loaded graph's nodes, in schedule order.
 fn ops_and_acts(g: &deploygen::ir::Graph) -> Vec<(String, Option<i64>)> {
-    g.nodes().map(|(_, n)| (n.op.clone(), n.attr_int(deploygen::ops::FUSED_ACT))).collect()
+    g.nodes().map(|(_, n)| (n.op.clone(), n.marks.fused_act)).collect()
 }
 
 /// Gemm -> Relu in an inference graph: the Gemm writes the Relu's output

@@ -162,7 +162,7 @@ fn a_copy_reading_a_stale_input_gives_wrong_results() {
         let (xi, at) = g
             .nodes()
             .enumerate()
-            .filter(|(_, (_, n))| n.attr_str(deploygen::ops::RECOMPUTED).is_some())
+            .filter(|(_, (_, n))| n.marks.recomputed_from.is_some())
             .find_map(|(step, (_, node))| {
                 let x = g.name_of(node.input(0)?).to_string();
                 let xb = bufs.iter().find(|b| b.name == x)?;

@@ -385,7 +385,7 @@ fn schedule_node(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeIndex> {
 /// `; recomputed: copy of 'node'` after a node the planner added to
 /// compute a forward value again for the backward pass.
 fn recomputed_note(node: &ir::Node) -> String {
-    node.attr_str(ops::RECOMPUTED).map(|of| format!("; recomputed: copy of '{of}'")).unwrap_or_default()
+    node.marks.recomputed_from.as_ref().map(|of| format!("; recomputed: copy of '{of}'")).unwrap_or_default()
 }
 
 /// The elements of a local array's initialiser, `a, b, c`.

@@ -198,7 +198,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
             .iter()
             .map(|a| Ok((a.name().to_string(), attr(a, dir)?)))
             .collect::<Result<IndexMap<_, _>>>()?;
-        nodes.push(Node { name, op, op_id, domain, inputs: vec![], outputs, attrs, order });
+        nodes.push(Node { name, op, op_id, domain, inputs: vec![], outputs, attrs, marks: Default::default(), order });
     }
 
     for (np, node) in gp.node.iter().zip(nodes.iter_mut()) {

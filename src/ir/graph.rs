@@ -84,8 +84,24 @@ pub struct Node {
     pub inputs: Vec<Option<TensorId>>,
     pub outputs: Vec<Option<TensorId>>,
     pub attrs: IndexMap<String, Attr>,
+    /// What deploygen's own passes record on the node (never read from a file).
+    pub marks: Marks,
     /// Position in the ONNX file's node list; breaks schedule ties.
     pub order: usize,
+}
+
+/// What a pass of deploygen records on a node, beside its ONNX attributes,
+/// for the later stages that read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Marks {
+    /// The activation the kernel applies to the output (`lower::fuse`):
+    /// the `act` code of the activation's `OpDef::act`.
+    pub fused_act: Option<i64>,
+    /// A copy `plan::recompute` made: the name of the node it copies.
+    pub recomputed_from: Option<String>,
+    /// A BatchNorm copy that normalises with the statistics its training
+    /// original saved (input 4 is `1 / sqrt(var + eps)`).
+    pub saved_stats: bool,
 }
 
 impl Node {

@@ -10,7 +10,7 @@
 //!   activation as it stores its output (Conv, Gemm: [`OpDef::fuses_act`])
 //!   and whose output 0 only an activation node reads (Relu: [`OpDef::act`])
 //!   writes the activation's output itself, with the activation's code in
-//!   its [`ops::FUSED_ACT`] attribute, and the activation node goes. That
+//!   its `marks.fused_act`, and the activation node goes. That
 //!   saves a pass over the tensor, its buffer, and (tiled) a round trip
 //!   through L1.
 //!
@@ -27,7 +27,7 @@ use std::collections::HashSet;
 
 use petgraph::stable_graph::NodeIndex;
 
-use crate::ir::{Attr, DType, Graph, Origin, TensorData, TensorId};
+use crate::ir::{DType, Graph, Origin, TensorData, TensorId};
 use crate::ops::{self, ChannelAffine, ChannelWeights};
 
 /// Fuse every activation that can be; returns how many were.
@@ -36,7 +36,7 @@ pub fn fuse_activations(g: &mut Graph) -> usize {
     let mut fused = 0;
     for n in g.schedule.clone() {
         let Some((act_node, code, z)) = fusable(g, n, &readers, &outputs) else { continue };
-        g.dag[n].attrs.insert(ops::FUSED_ACT.into(), Attr::Int(code));
+        g.dag[n].marks.fused_act = Some(code);
         absorb(g, n, act_node, z);
         fused += 1;
     }
@@ -80,7 +80,7 @@ type Outputs = HashSet<TensorId>;
 /// reads nothing a later check asks about.)
 fn sole_reader(g: &Graph, n: NodeIndex, readers: &Readers, outputs: &Outputs) -> Option<(NodeIndex, TensorId)> {
     let node = g.dag.node_weight(n)?;
-    if node.attrs.contains_key(ops::FUSED_ACT) || node.outputs.iter().skip(1).any(Option::is_some) {
+    if node.marks.fused_act.is_some() || node.outputs.iter().skip(1).any(Option::is_some) {
         return None;
     }
     let y = node.output(0)?;

@@ -400,7 +400,7 @@ pub(super) fn bind_conv(ctx: &KernelCtx) -> Result<KernelCall> {
     let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
     let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
     let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
-    let act = ctx.attr_int(super::FUSED_ACT, 0)?;
+    let act = ctx.node.marks.fused_act.unwrap_or(0);
     let (func, args) = if is_3d(&x) {
         fields.extend(window3d_fields(ctx, &x, &y, &w[2..])?);
         fields.push(("group", u(group)));
@@ -438,7 +438,8 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             fields.extend(conv_fields(&g, group));
             if slot > 0 && ctx.tile.is_some() {
                 // dW and dB: a later batch tile adds to the earlier ones.
-                fields.push(("accumulate", u(ctx.attr_int(tile::ACCUMULATE, 0)? as usize)));
+                let accumulate = ctx.tile.as_ref().is_some_and(|t| t.accumulate);
+                fields.push(("accumulate", u(usize::from(accumulate))));
             }
             calls.push(call(func, "dg_conv_args_t", fields));
         }
@@ -520,7 +521,7 @@ fn conv_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result
             let batch = |shape: Vec<usize>| axis_part(shape, 0, start[0], len[0]);
             m.inputs =
                 vec![Some(batch(ctx.graph_in_shape(0)?)), Some(batch(ctx.graph_in_shape(1)?)), Some(Part::Whole)];
-            m.attrs = vec![(tile::ACCUMULATE.into(), Attr::Int(i64::from(start[0] > 0)))];
+            m.accumulate = start[0] > 0;
         }
         GradSplit::Channels { depthwise } => {
             let (c0, lc) = (start[1], len[1]);

@@ -108,6 +108,7 @@ impl<'g> Builder<'g> {
             inputs: inputs.to_vec(),
             outputs: outputs.clone(),
             attrs: attrs.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+            marks: Default::default(),
             order: self.next_order,
         };
         self.next_order += 1;

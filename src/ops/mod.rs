@@ -205,7 +205,7 @@ pub enum Recompute {
     Copy,
     /// A training BatchNorm: output 0 again from the batch statistics it
     /// saved (outputs `mean` and `inv_std`), in inference form with the
-    /// [`SAVED_STATS`] attribute: the statistics are never recomputed.
+    /// `marks.saved_stats`: the statistics are never recomputed.
     SavedStats { mean: usize, inv_std: usize },
 }
 
@@ -213,16 +213,6 @@ pub enum Recompute {
 pub fn recompute_copy(_: &Graph, n: &Node) -> Option<Recompute> {
     (n.outputs.iter().flatten().count() == 1).then_some(Recompute::Copy)
 }
-
-/// The attribute `plan::recompute` sets on a BatchNormalization copy in
-/// inference form whose input 3 is a saved batch mean and input 4 the
-/// saved `1 / sqrt(var + eps)` (not a variance). Never read from a file.
-pub const SAVED_STATS: &str = "deploygen.saved_stats";
-
-/// The attribute `plan::recompute` sets on a node it added: the name of
-/// the node it copies (for the generated code's comments). Never read
-/// from a file.
-pub const RECOMPUTED: &str = "deploygen.recomputed";
 
 /// What a class-index labels input may hold: `0..classes`, or `ignore`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,12 +287,6 @@ impl OpDef {
         self.compile_time_input(slot) && !self.data_when_not_constant.contains(&slot)
     }
 }
-
-/// The attribute `lower::fuse` sets on a node that applies a fused
-/// activation (the `act` code of the activation's [`OpDef::act`]); the
-/// bindings read it. Never read from a file (import refuses unknown
-/// attributes).
-pub const FUSED_ACT: &str = "deploygen.act";
 
 /// Attributes any operator may carry: onnxruntime-training writes a
 /// `description` on the nodes its gradient builder makes.
@@ -406,10 +390,10 @@ pub fn lookup(op: &str) -> Option<&'static OpDef> {
     resolve(op).map(def)
 }
 
-/// The activation a node applies fused (its [`FUSED_ACT`] code, named by
-/// the operator whose [`OpDef::act`] it is), for comments.
+/// The activation a node applies fused (its `marks.fused_act` code, named
+/// by the operator whose [`OpDef::act`] it is), for comments.
 pub fn fused_activation(node: &Node) -> Option<&'static str> {
-    let code = node.attr_int(FUSED_ACT)?;
+    let code = node.marks.fused_act?;
     FAMILIES.iter().flat_map(|f| f.iter()).find(|d| d.act == Some(code)).map(|d| d.name)
 }
 

@@ -98,14 +98,14 @@ fn batch_norm_internal_recompute(g: &Graph, n: &Node) -> Option<Recompute> {
 /// A copy of a training BatchNorm rewritten to run again from its saved
 /// batch statistics ([`Recompute::SavedStats`]): BatchNormalization in
 /// inference form whose mean and variance inputs are the saved mean and
-/// `1 / sqrt(var + eps)` ([`super::SAVED_STATS`]).
+/// `1 / sqrt(var + eps)` (`marks.saved_stats`).
 pub fn saved_stats_form(copy: &mut Node) {
     copy.op = "BatchNormalization".into();
     copy.op_id = super::resolve("BatchNormalization").expect("this module registers BatchNormalization");
     copy.domain = String::new();
     copy.attrs.shift_remove("momentum");
     copy.attrs.insert("training_mode".into(), Attr::Int(0));
-    copy.attrs.insert(super::SAVED_STATS.into(), Attr::Int(1));
+    copy.marks.saved_stats = true;
 }
 
 /// onnxruntime's training BatchNorm: training_mode defaults to 1. Read on
@@ -270,7 +270,7 @@ pub(super) fn bind_batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3, 4])?;
     let [b, c, s] = bn_dims(ctx, &ctx.in_shape(0)?)?;
     // A copy from saved statistics reads input 4 as 1 / sqrt(var + eps).
-    let saved = ctx.node.attr_int(super::SAVED_STATS) == Some(1);
+    let saved = ctx.node.marks.saved_stats;
     let train = !saved && (ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0);
     let mut fields = vec![
         ("x", ctx.inp(0)?),

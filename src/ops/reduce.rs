@@ -286,7 +286,7 @@ fn reduce_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<Ti
     if ctx.node.input(1).is_some() {
         inputs.push(Some(Part::Whole));
     }
-    Ok(TileMap { inputs, outputs: vec![Some(ypart)], attrs: vec![] })
+    Ok(TileMap { inputs, outputs: vec![Some(ypart)], ..Default::default() })
 }
 
 // ---- gradient rules ------------------------------------------------------------------------

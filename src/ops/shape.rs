@@ -671,7 +671,7 @@ fn transpose_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result
     Ok(TileMap {
         inputs: vec![Some(part(&x, xs, xl))],
         outputs: vec![Some(part(&y, start.to_vec(), len.to_vec()))],
-        attrs: vec![],
+        ..Default::default()
     })
 }
 

@@ -36,6 +36,7 @@ impl Fixture {
             inputs: vec![],
             outputs: outs,
             attrs: Default::default(),
+            marks: Default::default(),
             order: 0,
         };
         Fixture { graph, node }

@@ -22,11 +22,6 @@ use super::kernel::{numel, to_u32, KernelCtx};
 use crate::error::Result;
 use crate::ir::Attr;
 
-/// A tile attribute (never an ONNX one) that is 1 on the tiles after the
-/// first of a split the kernel sums over: the binding sets the kernel's
-/// `accumulate` from it.
-pub const ACCUMULATE: &str = "deploygen.accumulate";
-
 /// The part of one operand a tile touches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Part {
@@ -67,6 +62,9 @@ pub struct TileMap {
     pub inputs: Vec<Option<Part>>,
     pub outputs: Vec<Option<Part>>,
     pub attrs: Vec<(String, Attr)>,
+    /// A tile after the first of a split the kernel sums over: the binding
+    /// sets the kernel's `accumulate`.
+    pub accumulate: bool,
 }
 
 /// The shapes and attributes a binding sees for one tile.
@@ -75,6 +73,8 @@ pub struct TileView {
     pub in_shapes: Vec<Option<Vec<usize>>>,
     pub out_shapes: Vec<Option<Vec<usize>>>,
     pub attrs: Vec<(String, Attr)>,
+    /// See [`TileMap::accumulate`].
+    pub accumulate: bool,
 }
 
 /// The iteration space of a node, or `None` when this node cannot be
@@ -107,6 +107,7 @@ impl TileMap {
                 .map(|i| Some(self.outputs.get(i)?.as_ref()?.shape(&full_out(i)?)))
                 .collect(),
             attrs: self.attrs.clone(),
+            accumulate: self.accumulate,
         }
     }
 }

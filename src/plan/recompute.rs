@@ -27,7 +27,7 @@
 //! normalises with the saved ones, so the values equal the original's.
 //!
 //! The copies are ordinary nodes of the main graph (named `<node>.recomputed`,
-//! with [`ops::RECOMPUTED`] naming the node they copy): buffers, lifetimes,
+//! with `marks.recomputed_from` naming the node they copy): buffers, lifetimes,
 //! the arena verifier and the harness treat them as any other node.
 
 use std::collections::{HashMap, HashSet};
@@ -38,7 +38,7 @@ use serde::Serialize;
 use super::buffers::{self, Kind};
 use super::{tile, tile_choices, PlanOptions};
 use crate::error::{Error, Result};
-use crate::ir::{Attr, Graph, Model, Node, Origin, Role, TensorId};
+use crate::ir::{Graph, Model, Node, Origin, Role, TensorId};
 use crate::ops::{self, Recompute, Train};
 
 /// Most nodes copied to remake one value.
@@ -428,7 +428,7 @@ fn copy_of(
     copy.name = unique(g, &format!("{}.recomputed", node.name), |g, n| g.dag.node_weights().any(|w| w.name == n));
     copy.inputs = inputs;
     copy.outputs = vec![Some(out)];
-    copy.attrs.insert(ops::RECOMPUTED.into(), Attr::String(node.name.clone()));
+    copy.marks.recomputed_from = Some(node.name.clone());
     if let Recompute::SavedStats { .. } = how {
         ops::saved_stats_form(&mut copy);
     }
@@ -474,7 +474,7 @@ fn measure(model: &Model, opts: &PlanOptions, costs: bool) -> Result<((u64, u64)
     let counted: Vec<bool> = disc
         .steps
         .iter()
-        .map(|s| s.graph != buffers::GraphSel::Main || model.graph.node(s.node).attr_str(ops::RECOMPUTED).is_none())
+        .map(|s| s.graph != buffers::GraphSel::Main || model.graph.node(s.node).marks.recomputed_from.is_none())
         .collect();
     let (mut live, mut peak, mut area) = (0i64, 0i64, 0u64);
     for (i, d) in delta[..steps].iter().enumerate() {
