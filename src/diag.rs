@@ -1,5 +1,5 @@
 //! Diagnostics shared by every stage and the error type: the findings of
-//! the training check (SPEC §2.4) with their canonical reasons, and the
+//! the training check (docs/triage.md) with their canonical reasons, and the
 //! typed hints a stage attaches to an error for the command line to word
 //! (stages never name command-line flags).
 
@@ -30,7 +30,7 @@ impl TriageFlavor {
     }
 
     /// Classify a recorded reason string (a status-table entry) by the
-    /// substrings SPEC §2.4 and the triage workflow use.
+    /// substrings of the canonical reasons (docs/triage.md) and the triage workflow use.
     pub fn from_reason(reason: &str) -> Option<TriageFlavor> {
         if reason.contains(BN_SINGLE_VALUE_REASON) {
             Some(TriageFlavor::BnSingleValue)

@@ -1,6 +1,6 @@
 //! One error type for the whole pipeline. Every message names the thing the
 //! user has to look at (file, node, op, tensor, key, slot) and every variant
-//! maps to the exit code of SPEC §1: 2 for bad input or an unmeetable
+//! maps to an exit code (docs/cli.md): 2 for bad input or an unmeetable
 //! request, 1 for a deployed network that computed wrong results.
 
 use std::path::PathBuf;
@@ -90,7 +90,7 @@ pub enum Error {
     #[error("{detail}")]
     Binding { slot: Option<usize>, input: Option<String>, key: Option<String>, detail: String },
 
-    /// Training cannot run with this data (SPEC §2.4), classified.
+    /// Training cannot run with this data (docs/triage.md), classified.
     #[error("{}", crate::diag::describe(.0))]
     Triage(Vec<Finding>),
 

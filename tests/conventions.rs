@@ -244,7 +244,7 @@ fn registry_facts_of_the_operator_families() {
 }
 
 #[test]
-fn help_and_readme_list_exactly_the_registry() {
+fn help_and_docs_list_exactly_the_registry() {
     let out = Command::cargo_bin("deploygen").unwrap().arg("--help").output().unwrap();
     let help = String::from_utf8(out.stdout).unwrap();
     let listed = |text: &str, start: &str, end: &str| -> Vec<String> {
@@ -255,6 +255,6 @@ fn help_and_readme_list_exactly_the_registry() {
     };
     let want: Vec<String> = ops::supported().iter().map(|s| s.to_string()).collect();
     assert_eq!(listed(&help, "Supported operators (matched by type, any domain):", "\n\n"), want);
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    assert_eq!(listed(&readme, "that the two agree):\n", "."), want);
+    let doc = std::fs::read_to_string(root().join("docs/operators.md")).unwrap();
+    assert_eq!(listed(&doc, "that the two agree):\n", "."), want);
 }

@@ -133,12 +133,12 @@ fn a_missing_l3_image_names_the_folder_looked_in() {
     assert!(all.contains("default hex/ in the working directory"), "{all}");
 }
 
-/// The README's synopsis of each command: (command, long flags named,
+/// The synopsis of each command in docs/cli.md: (command, long flags named,
 /// those outside brackets). `-j` stands for `--jobs`; `[PLAN]` and `[TRAIN]` for the
 /// flags their `PLAN = …` and `TRAIN = …` lines list.
 fn synopsis() -> Vec<(String, BTreeSet<String>, BTreeSet<String>)> {
-    let readme = std::fs::read_to_string(common::root().join("README.md")).unwrap();
-    let block = readme.split("## Commands").nth(1).unwrap().split("\n\n").nth(1).unwrap();
+    let doc = std::fs::read_to_string(common::root().join("docs/cli.md")).unwrap();
+    let block = doc.split("## Synopsis").nth(1).expect("a '## Synopsis' section").split("\n\n").nth(1).unwrap();
     // The `NAME = [...]` lines after the commands: flag groups, `[NAME]` in a command.
     let start = block.find("    PLAN").expect("a PLAN = line").min(block.find("    TRAIN").expect("a TRAIN = line"));
     let (block, groups_text) = block.split_at(start);
@@ -189,10 +189,10 @@ fn flags_of(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(|f| f.trim_end_matches(']').to_string())
 }
 
-/// The README synopsis and `--help` agree: every flag in both, and the
-/// same ones required.
+/// The synopsis of docs/cli.md and `--help` agree: every flag in both, and
+/// the same ones required.
 #[test]
-fn the_readme_synopsis_agrees_with_help() {
+fn the_cli_synopsis_agrees_with_help() {
     let commands = synopsis();
     assert_eq!(commands.len(), 6, "{commands:?}");
     for (cmd, all, required) in commands {
@@ -211,8 +211,8 @@ fn the_readme_synopsis_agrees_with_help() {
             .filter(|l| l.starts_with('-'))
             .flat_map(|l| flags(l.split("  ").next().unwrap_or("")))
             .collect();
-        assert_eq!(all, listed, "deploygen {cmd}: README synopsis flags vs --help");
-        assert_eq!(required, flags(&usage), "deploygen {cmd}: required flags (README vs {usage})");
+        assert_eq!(all, listed, "deploygen {cmd}: docs/cli.md synopsis flags vs --help");
+        assert_eq!(required, flags(&usage), "deploygen {cmd}: required flags (docs/cli.md vs {usage})");
     }
 }
 

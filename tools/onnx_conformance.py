@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Turn the onnx wheel's backend test cases into deploygen model folders.
 
-    python tools/onnx_conformance.py [--out DIR] [--readme README.md]
+    python tools/onnx_conformance.py [--out DIR] [--readme docs/operators.md]
 
 Reads the cases shipped in the pinned `onnx` wheel (onnx==1.17.0):
 onnx/backend/test/data/{node,simple,pytorch-converted,pytorch-operator}/<case>/
 with model.onnx and test_data_set_0/{input,output}_<k>.pb. A case is taken
 when every node's operator is one deploygen lists (the "Supported operators"
-list of README.md, the same list as `deploygen --help`), no node holds a
+list of docs/operators.md, the same list as `deploygen --help`), no node holds a
 subgraph, and every graph input and output is a tensor of f32, i64 or bool.
 Each taken case becomes DIR/<name>/ with network.onnx, inputs.npz and
 outputs.npz keyed by the graph's input and output names, as `deploygen test`
@@ -32,7 +32,7 @@ SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator"]
 
 
 def listed_operators(readme):
-    """The operator names of README.md's "Supported operators" section."""
+    """The operator names of docs/operators.md's "Supported operators" section."""
     with open(readme, encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"^## Supported operators\n(.*?)^## ", text, re.S | re.M)
@@ -46,7 +46,7 @@ def main(argv=None):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(root, "target", "onnx-conformance", "cases"))
-    ap.add_argument("--readme", default=os.path.join(root, "README.md"))
+    ap.add_argument("--readme", default=os.path.join(root, "docs", "operators.md"))
     args = ap.parse_args(argv)
     try:
         import numpy as np

@@ -1,5 +1,5 @@
 //! Symbolic dims (`dim_param`, e.g. PyTorch's dynamic batch) take a value
-//! before the graph is typed (SPEC §2.5): from `--dim` / `dims` in the
+//! before the graph is typed (docs/training.md, "Symbolic dims"): from `--dim` / `dims` in the
 //! spec file, else from the test data when every array bound to the dim
 //! agrees. Code generation needs static shapes, so a dim without a value,
 //! or with values that disagree, is an error naming the dim, the tensors

@@ -1,4 +1,4 @@
-//! The two `inputs.npz` layouts (SPEC §2.2) and their keys.
+//! The `inputs.npz` layouts (docs/cli.md, "Test data") and their keys.
 //!
 //! - named: `<input>` for mini-batch 0, `mb<i>_<input>` for mini-batch i;
 //! - positional (TrainDeeploy's exporter): `arr_NNNN` for the N-th graph

@@ -1,5 +1,5 @@
 //! Binding: test data (`inputs.npz`, `outputs.npz`) to the graph, by name
-//! (SPEC §2.2–2.3).
+//! (docs/cli.md, "Test data").
 //!
 //! Every array lands on a graph input by name; positional keys (`arr_NNNN`)
 //! are accepted only after each one's dtype and shape are checked against
@@ -16,7 +16,7 @@
 //! Symbolic dims get their values before typing (`dims`).
 //!
 //! A required input the data lacks is not an error here: the binding records
-//! it (`Binding::missing`) and `check` classifies it (SPEC §2.4).
+//! it (`Binding::missing`) and `check` classifies it (docs/triage.md).
 //!
 //! Slot order — the order of the generated input tables — is data inputs
 //! `[0, D)`, trainable weights, frozen parameters, gradient buffers (in the

@@ -1,4 +1,4 @@
-//! The mini-batch schedule (SPEC §2.2): how many distinct samples the data
+//! The mini-batch schedule (docs/cli.md, "Test data"): how many distinct samples the data
 //! holds, how many forward passes run, how many of them accumulate into one
 //! optimizer step. Pass `p` uses sample `p % data_size`; the gradient buffers
 //! are reset on the first pass of every step.

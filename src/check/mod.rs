@@ -1,4 +1,4 @@
-//! Before anything is emitted: can training run with this data? (SPEC §2.4)
+//! Before anything is emitted: can training run with this data? (docs/triage.md, "The training check")
 //!
 //! What cannot run is classified into one of three flavors, each with its
 //! canonical reason string, so that other code (the status table, `deploygen

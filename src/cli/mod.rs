@@ -48,7 +48,7 @@ enum Command {
     Triage(triage::Args),
 }
 
-/// Run the command line; the process exit code per SPEC §1.
+/// Run the command line; the process exit code (docs/cli.md, "Exit codes").
 pub fn main() -> ExitCode {
     let matches = Cli::command().after_help(supported_operators()).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {

@@ -1,5 +1,5 @@
 //! The training flags shared by `build`, `test` and `inspect`: the keys of
-//! `train.toml` (SPEC §2.5), each over the file's value.
+//! `train.toml` (docs/training.md), each over the file's value.
 
 use std::path::PathBuf;
 

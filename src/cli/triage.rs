@@ -1,5 +1,5 @@
 //! `deploygen triage`: the missing-input training triage, one model per
-//! invocation (SPEC §2.4, §7).
+//! invocation (docs/triage.md).
 
 use std::path::PathBuf;
 

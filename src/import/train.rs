@@ -1,4 +1,4 @@
-//! `train.toml`: the training spec beside an inference model (SPEC §2.5),
+//! `train.toml`: the training spec beside an inference model (docs/training.md),
 //! with the command line's keys over it.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The training spec of an inference model (`train.toml`, SPEC §2.5):
+//! The training spec of an inference model (`train.toml`, docs/training.md):
 //! which loss reads which output against which labels, the optimizer and
 //! its hyperparameters, which weights train, and gradient accumulation.
 //! Plain data: `import` reads it, `lower` derives the training step from it.

@@ -1,4 +1,4 @@
-//! The training step of an inference model (SPEC §2.5): forward, loss,
+//! The training step of an inference model (docs/training.md): forward, loss,
 //! backward and optimizer, derived from the training spec and each
 //! operator's gradient rule (`ops::grad`), as the same IR that
 //! onnxruntime-training's artifacts give — weights as graph inputs, one

@@ -3,7 +3,7 @@
 //! compute them. What is left out is the loss, the backward pass, gradient
 //! accumulation and the optimizer, with the inputs only they read (labels,
 //! gradient buffers, `lazy_reset_grad`). `deploygen triage` derives the
-//! inference variant of a training model from it (SPEC §7).
+//! inference variant of a training model from it (docs/triage.md, "Re-run").
 //!
 //! Which node is which comes from the registry (`ops::of`) and the roles
 //! of `roles.rs`, never from names:

@@ -1,5 +1,5 @@
 //! Gradient rules: how an operator's backward nodes are built (SGD-style
-//! reverse mode, SPEC §2.5). Each `OpDef` names its rule (`OpDef::grad`);
+//! reverse mode; docs/training.md, "Backward"). Each `OpDef` names its rule (`OpDef::grad`);
 //! a rule reads the forward node and the gradients of its outputs and
 //! adds nodes of operators the runtime already has (ConvGrad, ReluGrad,
 //! Gemm with transposes, ReduceSum to undo a broadcast, …) that compute

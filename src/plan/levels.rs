@@ -1,5 +1,5 @@
 //! Levels: where each buffer lives, and why; and the execution model of
-//! SPEC §4.4, node by node.
+//! docs/architecture.md ("Execution: tiling through L1"), node by node.
 //!
 //! Rules:
 //! 1. Graph I/O, weights, gradient buffers and optimizer inputs live at the

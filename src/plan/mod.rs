@@ -1,4 +1,4 @@
-//! Memory planning (SPEC §4): which level every buffer lives in and why,
+//! Memory planning (docs/architecture.md): which level every buffer lives in and why,
 //! how every weight gets there, and where in its level's arena each buffer
 //! sits.
 //!

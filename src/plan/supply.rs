@@ -1,4 +1,4 @@
-//! Weight supply (SPEC §4.2): how each weight's initial value reaches its
+//! Weight supply (docs/architecture.md, "Memory planning"): how each weight's initial value reaches its
 //! buffer. Decided per weight by where the weight lives and what fits,
 //! never by platform name:
 //!

@@ -1,5 +1,5 @@
 //! The inference variant of a training model, derived by dropping the loss
-//! and the backward part (SPEC §7): the forward part that
+//! and the backward part (docs/triage.md, "Re-run"): the forward part that
 //! `lower::forward` finds, written as an inference model folder.
 //!
 //! - `network.onnx`: the training file's own forward nodes (attributes,

@@ -1,4 +1,4 @@
-//! The minimal test-data fix per flavor (SPEC §2.4, §7). Each function
+//! The minimal test-data fix per flavor (docs/triage.md, "Fix"). Each function
 //! returns the arrays of the fixed `inputs.npz`, in order, and says what
 //! changed; none of them writes anything.
 

@@ -1,4 +1,4 @@
-//! The inference variant triage re-runs after a fix (SPEC §7): the
+//! The inference variant triage re-runs after a fix (docs/triage.md, "Re-run"): the
 //! inference model `<name>` beside a training model `<name>_train`, or
 //! else one derived from the training model by dropping the loss and the
 //! backward part (`derive.rs`), before the fix from the original folder

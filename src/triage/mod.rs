@@ -1,4 +1,4 @@
-//! `deploygen triage`: the missing-input training triage (SPEC §2.4, §7)
+//! `deploygen triage`: the missing-input training triage (docs/triage.md)
 //! as one workflow, for one model per invocation.
 //!
 //! ```text

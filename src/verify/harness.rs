@@ -1,6 +1,6 @@
 //! What the harness printed, read line by line, and the verdict on it.
 //!
-//! Lines the harness prints (SPEC §5):
+//! Lines the harness prints (docs/testing.md, "The harness"):
 //!
 //! ```text
 //! [loss i] computed=%.6f ref=%.6f diff=%.6f tol=%.6f

@@ -1,4 +1,4 @@
-//! Verification (SPEC §7): generate a case's project into a temp folder,
+//! Verification (docs/testing.md): generate a case's project into a temp folder,
 //! build it with gcc (host emulation for GAP9 and Siracusa, plain C for
 //! host), run it under a time limit, read what the harness printed, and
 //! classify the result by the stage where it went wrong.
@@ -183,7 +183,7 @@ pub struct Loss {
 }
 
 impl Loss {
-    /// What rule 3 of SPEC §5 demands: NaN (anywhere) fails; equal
+    /// What the harness's rule 3 demands (docs/testing.md): NaN (anywhere) fails; equal
     /// infinities pass. The printed
     /// `diff` is not trusted alone: |computed - ref| is recomputed from the
     /// printed values (which carry 6 decimals, hence the slack), so a

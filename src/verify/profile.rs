@@ -88,7 +88,7 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
     }
     if by_step.is_empty() {
         return Err(
-            "no `BENCH node` lines: was the project built with DG_PROFILE (README, \"Per-layer cycles\")?".into()
+            "no `BENCH node` lines: was the project built with DG_PROFILE (docs/cli.md, \"Per-layer cycles\")?".into(),
         );
     }
     Ok(by_step.into_values().collect())

@@ -1,4 +1,4 @@
-//! The status table (SPEC §7): one checked-in TOML file, `status.toml` at
+//! The status table (docs/testing.md): one checked-in TOML file, `status.toml` at
 //! the repository root, that gives each (model, platform, level) a status.
 //! A case without an entry is expected to pass.
 //!
