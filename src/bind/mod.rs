@@ -356,13 +356,43 @@ pub(crate) fn quoted<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 /// Match `outputs.npz` keys: losses, `<param>_updated`, inference outputs.
 fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
     let g = &model.graph;
-    let frozen: Vec<String> = b.slots_with(Role::Frozen).map(|s| s.input.clone()).collect();
-    let output_names: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
-    // A reference that fits, or fits after a conversion (f64 to f32) or a
-    // reshape of the same element count, which a note reports.
-    let mut notes: Vec<String> = Vec::new();
-    // The header is checked first: only a reference that fits is read.
-    let mut check = |key: &str, what: &str, ty: &TensorType, h: &Header| -> Result<TensorData> {
+    let mut refs = OutputKeys {
+        model,
+        o,
+        frozen: b.slots_with(Role::Frozen).map(|s| s.input.clone()).collect(),
+        output_names: g.outputs.iter().map(|&t| g.name_of(t)).collect(),
+        notes: Vec::new(),
+    };
+    let keys: Vec<&str> = o.keys().collect();
+    let ordered = refs.ordered_layout(b, &keys);
+    for (key, t) in o.headers() {
+        let target = ordered.get(key);
+        if !ordered.is_empty() && target.is_none() {
+            continue;
+        }
+        refs.bind_key(b, key, t, target)?;
+    }
+    b.notes.extend(std::mem::take(&mut refs.notes));
+    refs.check_complete(b, &keys)
+}
+
+/// What matching `outputs.npz` keys needs besides the binding.
+struct OutputKeys<'a> {
+    model: &'a Model,
+    o: &'a Npz,
+    frozen: Vec<String>,
+    output_names: Vec<&'a str>,
+    /// Conversions and reshapes of references, reported after the keys.
+    notes: Vec<String>,
+}
+
+impl OutputKeys<'_> {
+    /// The reference under `key` for `what` (of type `ty`): one that fits,
+    /// or fits after a conversion (f64 to f32) or a reshape of the same
+    /// element count, which a note reports. The header is checked first:
+    /// only a reference that fits is read.
+    fn read(&mut self, key: &str, what: &str, ty: &TensorType, h: &Header) -> Result<TensorData> {
+        let o = self.o;
         let narrowed = h.dtype == DType::F64 && ty.dtype == DType::F32;
         let as_read = Header { dtype: if narrowed { DType::F32 } else { h.dtype }, shape: h.shape.clone() };
         let same_count = ty.shape().is_some_and(|s| s.iter().product::<usize>() == as_read.numel());
@@ -380,11 +410,11 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         };
         let mut t = o.get(key)?.expect("a listed key").clone();
         if narrowed {
-            notes.push(format!("{}: key '{key}' is f64; converted to f32", o.path.display()));
+            self.notes.push(format!("{}: key '{key}' is f64; converted to f32", o.path.display()));
             t = TensorData::from_f32(t.shape.clone(), &t.to_f32().unwrap_or_default());
         }
         if let Some(s) = reshape {
-            notes.push(format!(
+            self.notes.push(format!(
                 "{}: key '{key}' has shape {:?}, {what} is {ty}: same element count, read as {s:?}",
                 o.path.display(),
                 t.shape
@@ -392,25 +422,34 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             t.shape = s;
         }
         Ok(t)
-    };
-    let param_ty = |name: &str| -> Option<TensorType> { g.id(name).map(|t| g.tensor(t).ty.clone()) };
-    // Ordered layout: no key is a loss, `<param>_updated` or graph-output
-    // key; key k (by trailing number) is then graph output k.
-    let matches_by_name = |key: &str| {
-        key.contains("loss")
-            || output_names.contains(&key)
-            || key
-                .strip_suffix("_updated")
-                .is_some_and(|n| b.params.iter().any(|p| p.name == n) || frozen.iter().any(|f| f == n))
-    };
-    let keys: Vec<&str> = o.keys().collect();
-    let mut ordered: IndexMap<String, String> = IndexMap::new();
-    // A step derived from train.toml has its references from
-    // make_train_refs.py, by name; positions would read an inference
-    // reference as the loss.
-    let derived = model.derived.is_some();
-    if !derived && !keys.is_empty() && !keys.iter().any(|k| matches_by_name(k)) {
-        let (base, _) = layout::ordered(&keys);
+    }
+
+    fn param_ty(&self, name: &str) -> Option<TensorType> {
+        let g = &self.model.graph;
+        g.id(name).map(|t| g.tensor(t).ty.clone())
+    }
+
+    /// Ordered layout: no key is a loss, `<param>_updated` or graph-output
+    /// key; key k (by trailing number) is then graph output k. Returns key
+    /// -> graph output, empty when the keys bind by name.
+    fn ordered_layout(&self, b: &mut Binding, keys: &[&str]) -> IndexMap<String, String> {
+        let (o, output_names) = (self.o, &self.output_names);
+        let matches_by_name = |key: &str| {
+            key.contains("loss")
+                || output_names.contains(&key)
+                || key
+                    .strip_suffix("_updated")
+                    .is_some_and(|n| b.params.iter().any(|p| p.name == n) || self.frozen.iter().any(|f| f == n))
+        };
+        let mut ordered: IndexMap<String, String> = IndexMap::new();
+        // A step derived from train.toml has its references from
+        // make_train_refs.py, by name; positions would read an inference
+        // reference as the loss.
+        let derived = self.model.derived.is_some();
+        if derived || keys.is_empty() || keys.iter().any(|k| matches_by_name(k)) {
+            return ordered;
+        }
+        let (base, _) = layout::ordered(keys);
         for (k, key) in base.iter().enumerate() {
             match output_names.get(k) {
                 Some(out) => {
@@ -430,15 +469,17 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
             short(&o.path),
             ordered.iter().map(|(k, out)| format!("'{k}' -> '{out}'")).collect::<Vec<_>>().join(", ")
         ));
+        ordered
     }
-    let loss_name = model.roles.loss.clone();
-    for (key, t) in o.headers() {
-        let target = ordered.get(key);
-        if !ordered.is_empty() && target.is_none() {
-            continue;
-        }
+
+    /// Bind one key, by name or as the graph output `target` of the
+    /// ordered layout: the loss, a weight after training, or a graph output;
+    /// any other key is ignored with a warning.
+    fn bind_key(&mut self, b: &mut Binding, key: &str, t: &Header, target: Option<&String>) -> Result<()> {
+        let (model, o) = (self.model, self.o);
+        let g = &model.graph;
         let is_loss = match target {
-            Some(out) => loss_name.as_deref() == Some(out.as_str()),
+            Some(out) => model.roles.loss.as_deref() == Some(out.as_str()),
             None => b.loss.is_none() && key.contains("loss"),
         };
         // `<param>_updated`, or the graph output that is a weight's update.
@@ -450,103 +491,128 @@ fn bind_outputs(model: &Model, b: &mut Binding, o: &Npz) -> Result<()> {
         };
         let output: Option<&str> = match target {
             Some(out) => Some(out.as_str()),
-            None => output_names.iter().find(|&&n| n == key).copied(),
+            None => self.output_names.iter().find(|&&n| n == key).copied(),
         };
         if is_loss {
-            if !t.dtype.is_float() {
-                return Err(Error::binding(format!(
-                    "{}: key '{key}' holds the loss references but is {}, not a float",
-                    o.path.display(),
-                    t.dtype
-                )));
-            }
-            let n = t.numel();
-            if n != b.schedule.n_batches {
-                return Err(Error::binding(format!(
-                    "{}: key '{key}' holds {n} loss(es) but the schedule runs {} forward passes (meta_n_batches, or \
-                     1 + the highest mini-batch index); one loss per forward pass is needed",
-                    o.path.display(),
-                    b.schedule.n_batches,
-                ))
-                .at_key(key));
-            }
-            let target = model.roles.loss.clone().unwrap_or_default();
-            if target.is_empty() {
-                b.warnings.push(format!(
-                    "{}: '{key}' holds loss references but the graph computes no loss value",
-                    o.path.display()
-                ));
-            }
-            let data = o.get(key)?.expect("a listed key").clone();
-            b.loss = Some(Reference { key: key.to_string(), kind: RefKind::Loss, target, data });
-            continue;
+            return self.bind_loss(b, key, t);
         }
         if let Some(name) = updated.as_deref() {
-            if let Some(p) = b.params.iter_mut().find(|p| p.name == name) {
-                let ty = param_ty(name).expect("parameters are graph tensors");
-                let data = check(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
-                p.reference = Some(key.to_string());
-                b.references.push(Reference {
-                    key: key.to_string(),
-                    kind: RefKind::UpdatedParam,
-                    target: name.to_string(),
-                    data,
-                });
-                continue;
-            }
-            if frozen.iter().any(|f| f == name) {
-                let ty = param_ty(name).expect("frozen parameters are graph inputs");
-                let data = check(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
-                b.references.push(Reference {
-                    key: key.to_string(),
-                    kind: RefKind::Frozen,
-                    target: name.to_string(),
-                    data,
-                });
-                continue;
+            if self.bind_updated(b, key, name, t)? {
+                return Ok(());
             }
         }
         if let Some(out) = output {
             let ty = &g.tensor(g.id(out).expect("outputs are tensors")).ty;
-            let data = check(key, &format!("graph output '{out}'"), ty, t)?;
+            let data = self.read(key, &format!("graph output '{out}'"), ty, t)?;
             b.references.push(Reference { key: key.to_string(), kind: RefKind::Output, target: out.to_string(), data });
-            continue;
+            return Ok(());
         }
         b.warnings.push(format!(
             "{}: key '{key}' matches no loss, parameter or graph output and is ignored",
             o.path.display()
         ));
+        Ok(())
     }
-    b.notes.extend(notes);
-    if derived && b.loss.is_none() {
-        return Err(Error::binding(format!(
-            "{}: no loss references for the training step of {} (keys found: {}): outputs.npz needs 'loss', one per \
-             forward pass, and '<weight>_updated'; make them with `python tools/make_train_refs.py {}` \
-             (onnxruntime-training, tools/requirements.txt)",
-            o.path.display(),
-            model.train.as_ref().map_or("train.toml", |t| t.source.as_str()),
-            quoted(keys.iter().copied()),
-            model.dir.display()
-        )));
-    }
-    if model.roles.flavor == Flavor::Inference {
-        for out in &output_names {
-            if !b.references.iter().any(|r| r.target == *out) {
-                b.warnings.push(format!("{}: no reference for graph output '{out}'", o.path.display()));
-            }
-        }
-    } else {
-        let unchecked: Vec<&str> = b.params.iter().filter(|p| p.reference.is_none()).map(|p| p.name.as_str()).collect();
-        if !unchecked.is_empty() {
-            b.warnings.push(format!(
-                "{}: no '<param>_updated' reference for {} trainable weight(s): {}",
+
+    /// The loss references: floats, one per forward pass.
+    fn bind_loss(&self, b: &mut Binding, key: &str, t: &Header) -> Result<()> {
+        let o = self.o;
+        if !t.dtype.is_float() {
+            return Err(Error::binding(format!(
+                "{}: key '{key}' holds the loss references but is {}, not a float",
                 o.path.display(),
-                unchecked.len(),
-                quoted(unchecked.iter().take(5).copied())
+                t.dtype
+            )));
+        }
+        let n = t.numel();
+        if n != b.schedule.n_batches {
+            return Err(Error::binding(format!(
+                "{}: key '{key}' holds {n} loss(es) but the schedule runs {} forward passes (meta_n_batches, or \
+                 1 + the highest mini-batch index); one loss per forward pass is needed",
+                o.path.display(),
+                b.schedule.n_batches,
+            ))
+            .at_key(key));
+        }
+        let target = self.model.roles.loss.clone().unwrap_or_default();
+        if target.is_empty() {
+            b.warnings.push(format!(
+                "{}: '{key}' holds loss references but the graph computes no loss value",
+                o.path.display()
             ));
         }
+        let data = o.get(key)?.expect("a listed key").clone();
+        b.loss = Some(Reference { key: key.to_string(), kind: RefKind::Loss, target, data });
+        Ok(())
     }
-    Ok(())
+
+    /// Weight `name` after the run: a trainable weight's or a frozen
+    /// parameter's reference. False when `name` is neither.
+    fn bind_updated(&mut self, b: &mut Binding, key: &str, name: &str, t: &Header) -> Result<bool> {
+        if b.params.iter().any(|p| p.name == name) {
+            let ty = self.param_ty(name).expect("parameters are graph tensors");
+            let data = self.read(key, &format!("trainable weight '{name}' after training"), &ty, t)?;
+            if let Some(p) = b.params.iter_mut().find(|p| p.name == name) {
+                p.reference = Some(key.to_string());
+            }
+            b.references.push(Reference {
+                key: key.to_string(),
+                kind: RefKind::UpdatedParam,
+                target: name.to_string(),
+                data,
+            });
+            return Ok(true);
+        }
+        if self.frozen.iter().any(|f| f == name) {
+            let ty = self.param_ty(name).expect("frozen parameters are graph inputs");
+            let data = self.read(key, &format!("frozen parameter '{name}' after the run"), &ty, t)?;
+            b.references.push(Reference {
+                key: key.to_string(),
+                kind: RefKind::Frozen,
+                target: name.to_string(),
+                data,
+            });
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// After every key: a derived step needs its loss references; every
+    /// graph output (inference) or trainable weight (training) should have
+    /// a reference.
+    fn check_complete(&self, b: &mut Binding, keys: &[&str]) -> Result<()> {
+        let (model, o) = (self.model, self.o);
+        if model.derived.is_some() && b.loss.is_none() {
+            return Err(Error::binding(format!(
+                "{}: no loss references for the training step of {} (keys found: {}): outputs.npz needs 'loss', one per \
+                 forward pass, and '<weight>_updated'; make them with `python tools/make_train_refs.py {}` \
+                 (onnxruntime-training, tools/requirements.txt)",
+                o.path.display(),
+                model.train.as_ref().map_or("train.toml", |t| t.source.as_str()),
+                quoted(keys.iter().copied()),
+                model.dir.display()
+            )));
+        }
+        if model.roles.flavor == Flavor::Inference {
+            for out in &self.output_names {
+                if !b.references.iter().any(|r| r.target == *out) {
+                    b.warnings.push(format!("{}: no reference for graph output '{out}'", o.path.display()));
+                }
+            }
+        } else {
+            let unchecked: Vec<&str> =
+                b.params.iter().filter(|p| p.reference.is_none()).map(|p| p.name.as_str()).collect();
+            if !unchecked.is_empty() {
+                b.warnings.push(format!(
+                    "{}: no '<param>_updated' reference for {} trainable weight(s): {}",
+                    o.path.display(),
+                    unchecked.len(),
+                    quoted(unchecked.iter().take(5).copied())
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Helper for messages elsewhere: a path relative to the model folder.

@@ -7,8 +7,9 @@ use serde::Serialize;
 
 use super::{quoted, Slot};
 use crate::error::{Error, Result};
+use crate::ir::roles::ParamRoles;
 use crate::ir::{Flavor, Model, Role};
-use crate::lower::training::{self, SgdNode};
+use crate::lower::training::{self, SgdNode, Structure};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -62,19 +63,46 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     if roles.flavor == Flavor::Inference {
         return Ok((vec![], None, None));
     }
-    let slot_of = |name: &str| slots.iter().find(|s| s.input == name).map(|s| s.index);
-    let bad = |m: String| Error::binding(m);
 
     // W: the trainable weights, in slot order (initializers after slots).
     let mut params = roles.params.clone();
-    params.sort_by_key(|p| slot_of(&p.name).unwrap_or(usize::MAX));
+    params.sort_by_key(|p| slot_of(slots, &p.name).unwrap_or(usize::MAX));
 
     // NG: the gradient buffers, each accumulated by one InPlaceAccumulatorV2
     // and tied to its weight when lowering (`lower::training`).
     let buffers: Vec<&Slot> = slots.iter().filter(|s| s.role == Role::GradBuffer).collect();
     let names: Vec<String> = params.iter().map(|p| p.name.clone()).collect();
     let st = training::structure(model, &names)?;
-    for b in &buffers {
+    check_accumulated(&st, &params, &buffers)?;
+    let accumulating = !st.accumulators.is_empty();
+
+    let updates = updates(&st, &params, meta_lr);
+    let mut out = match_updates(&st, &params, &updates, slots)?;
+    check_counts(&params, &buffers, &out, accumulating)?;
+    // Buffer slots follow their weights by construction (`slot_order`);
+    // that the graph lists them in the order of their weights, which the
+    // harness relies on, was asserted when lowering.
+    out.sort_by_key(|p| (p.slot.unwrap_or(usize::MAX), params.iter().position(|q| q.name == p.name)));
+
+    if out.is_empty() {
+        return Ok((out, None, None));
+    }
+    let (lr, source) = learning_rate(&st, &mut out, meta_lr, warnings)?;
+    Ok((out, lr, source))
+}
+
+fn slot_of(slots: &[Slot], name: &str) -> Option<usize> {
+    slots.iter().find(|s| s.input == name).map(|s| s.index)
+}
+
+fn bad(m: String) -> Error {
+    Error::binding(m)
+}
+
+/// Every gradient buffer slot is accumulated, and when gradients are
+/// accumulated every weight has a buffer.
+fn check_accumulated(st: &Structure, params: &[ParamRoles], buffers: &[&Slot]) -> Result<()> {
+    for b in buffers {
         if !st.accumulators.iter().any(|a| a.buffer == b.input) {
             return Err(bad(format!(
                 "gradient buffer '{}' (slot {}) is accumulated by no InPlaceAccumulatorV2",
@@ -82,15 +110,18 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
             )));
         }
     }
-    let accumulating = !st.accumulators.is_empty();
-    if accumulating {
+    if !st.accumulators.is_empty() {
         let without: Vec<&str> = params.iter().filter(|p| p.grad_buffer.is_none()).map(|p| p.name.as_str()).collect();
         if !without.is_empty() {
             return Err(bad(format!("trainable weight(s) {} have no gradient buffer", quoted(without))));
         }
     }
+    Ok(())
+}
 
-    // The updates.
+/// The updates, each with the weight it names: SGD nodes of either graph,
+/// then one per weight for an `SGDOptimizerV2` (in the weights' order).
+fn updates(st: &Structure, params: &[ParamRoles], meta_lr: Option<f32>) -> Vec<(String, Update)> {
     let mut updates: Vec<(String, Update)> = Vec::new();
     let sgd = |nodes: &[SgdNode], kind: UpdateKind| -> Vec<(String, Update)> {
         nodes
@@ -110,26 +141,34 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     };
     updates.extend(sgd(&st.inline_sgd, UpdateKind::InlineSgd));
     updates.extend(sgd(&st.optimizer_sgd, UpdateKind::Sgd));
-    let v2 = st.sequence.as_ref().map(|v| (v.node.clone(), v.params.clone(), v.gradients.clone()));
-    if let Some((node, pseq, gseq)) = &v2 {
+    if let Some(v) = &st.sequence {
         for (i, p) in params.iter().enumerate() {
             updates.push((
                 p.name.clone(),
                 Update {
                     kind: UpdateKind::SgdOptimizerV2 { index: i },
-                    node: node.clone(),
-                    weight_input: pseq.clone(),
-                    grad_input: gseq.clone(),
+                    node: v.node.clone(),
+                    weight_input: v.params.clone(),
+                    grad_input: v.gradients.clone(),
                     output: None,
                     lr: meta_lr,
                 },
             ));
         }
     }
+    updates
+}
 
-    // Every update writes a known weight, once, from that weight's gradient.
+/// Every update writes a known weight, once, from that weight's gradient;
+/// the pairs in update order.
+fn match_updates(
+    st: &Structure,
+    params: &[ParamRoles],
+    updates: &[(String, Update)],
+    slots: &[Slot],
+) -> Result<Vec<ParamBinding>> {
     let mut out: Vec<ParamBinding> = Vec::with_capacity(params.len());
-    for (w, u) in &updates {
+    for (w, u) in updates {
         let Some(p) = params.iter().find(|p| p.name == *w) else {
             let op = st.optimizer_sgd.iter().chain(&st.inline_sgd).find(|n| n.node == u.node).map(|n| n.op.as_str());
             let op = op.or(st.sequence.as_ref().map(|v| v.op.as_str())).unwrap_or("?");
@@ -141,85 +180,100 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
         if out.iter().any(|q| q.name == *w) {
             return Err(bad(format!("trainable weight '{w}' is updated twice (second time by '{}')", u.node)));
         }
-        if u.kind == UpdateKind::Sgd {
-            let expected = p.grad_buffer.as_deref().unwrap_or("");
-            if u.grad_input != expected {
-                return Err(bad(format!(
-                    "optimizer SGD node '{}' updates '{w}' with '{}', but the gradient buffer of '{w}' is \
-                     '{expected}': the weight would move along another weight's gradient",
-                    u.node, u.grad_input
-                )));
-            }
-        }
-        if u.kind == UpdateKind::InlineSgd && p.gradient.as_deref() != Some(u.grad_input.as_str()) {
-            return Err(bad(format!(
-                "SGD node '{}' updates '{w}' with '{}', but the gradient of '{w}' is {}",
-                u.node,
-                u.grad_input,
-                p.gradient.as_deref().map(|x| format!("'{x}'")).unwrap_or_else(|| "unknown".into())
-            )));
-        }
+        check_gradient(p, w, u)?;
         out.push(ParamBinding {
             name: p.name.clone(),
-            slot: slot_of(&p.name),
+            slot: slot_of(slots, &p.name),
             grad_buffer: p.grad_buffer.clone(),
-            grad_buffer_slot: p.grad_buffer.as_deref().and_then(slot_of),
+            grad_buffer_slot: p.grad_buffer.as_deref().and_then(|b| slot_of(slots, b)),
             gradient: p.gradient.clone(),
             update: u.clone(),
             reference: None,
         });
     }
+    Ok(out)
+}
+
+/// An SGD update of weight `w` reads that weight's gradient buffer (optimizer
+/// graph) or its gradient (inline).
+fn check_gradient(p: &ParamRoles, w: &str, u: &Update) -> Result<()> {
+    if u.kind == UpdateKind::Sgd {
+        let expected = p.grad_buffer.as_deref().unwrap_or("");
+        if u.grad_input != expected {
+            return Err(bad(format!(
+                "optimizer SGD node '{}' updates '{w}' with '{}', but the gradient buffer of '{w}' is \
+                 '{expected}': the weight would move along another weight's gradient",
+                u.node, u.grad_input
+            )));
+        }
+    }
+    if u.kind == UpdateKind::InlineSgd && p.gradient.as_deref() != Some(u.grad_input.as_str()) {
+        return Err(bad(format!(
+            "SGD node '{}' updates '{w}' with '{}', but the gradient of '{w}' is {}",
+            u.node,
+            u.grad_input,
+            p.gradient.as_deref().map(|x| format!("'{x}'")).unwrap_or_else(|| "unknown".into())
+        )));
+    }
+    Ok(())
+}
+
+/// `W == NG == number of updates` (NG only when gradients are accumulated)
+/// and every weight is updated; otherwise name what does not pair.
+fn check_counts(params: &[ParamRoles], buffers: &[&Slot], out: &[ParamBinding], accumulating: bool) -> Result<()> {
     let not_updated: Vec<&str> =
         params.iter().filter(|p| !out.iter().any(|q| q.name == p.name)).map(|p| p.name.as_str()).collect();
     let (w, ng, u) = (params.len(), buffers.len(), out.len());
     let counts_ok = w == u && (!accumulating || ng == w);
-    if !not_updated.is_empty() || !counts_ok {
-        // Name what does not pair: weights without a buffer slot, buffer
-        // slots no weight claims.
-        let no_buffer: Vec<&str> = params
-            .iter()
-            .filter(|p| !p.grad_buffer.as_deref().is_some_and(|b| buffers.iter().any(|s| s.input == b)))
-            .map(|p| p.name.as_str())
-            .collect();
-        let stray: Vec<&str> = buffers
-            .iter()
-            .filter(|s| !params.iter().any(|p| p.grad_buffer.as_deref() == Some(s.input.as_str())))
-            .map(|s| s.input.as_str())
-            .collect();
-        let mut detail = String::new();
-        if !not_updated.is_empty() {
-            detail += &format!("; no update for {}", quoted(not_updated));
-        }
-        if accumulating && !no_buffer.is_empty() {
-            detail += &format!("; no gradient buffer for {}", quoted(no_buffer));
-        }
-        if !stray.is_empty() {
-            detail += &format!("; buffer(s) {} pair with no weight", quoted(stray));
-        }
-        return Err(bad(format!(
-            "weights, gradient buffers and optimizer updates do not pair up: W = {w} trainable weights, NG = {ng} \
-             gradient buffers, {u} optimizer updates{detail}"
-        )));
+    if not_updated.is_empty() && counts_ok {
+        return Ok(());
     }
-    // Buffer slots follow their weights by construction (`slot_order`);
-    // that the graph lists them in the order of their weights, which the
-    // harness relies on, was asserted when lowering.
-    out.sort_by_key(|p| (p.slot.unwrap_or(usize::MAX), params.iter().position(|q| q.name == p.name)));
-
-    if out.is_empty() {
-        return Ok((out, None, None));
+    // Name what does not pair: weights without a buffer slot, buffer
+    // slots no weight claims.
+    let no_buffer: Vec<&str> = params
+        .iter()
+        .filter(|p| !p.grad_buffer.as_deref().is_some_and(|b| buffers.iter().any(|s| s.input == b)))
+        .map(|p| p.name.as_str())
+        .collect();
+    let stray: Vec<&str> = buffers
+        .iter()
+        .filter(|s| !params.iter().any(|p| p.grad_buffer.as_deref() == Some(s.input.as_str())))
+        .map(|s| s.input.as_str())
+        .collect();
+    let mut detail = String::new();
+    if !not_updated.is_empty() {
+        detail += &format!("; no update for {}", quoted(not_updated));
     }
+    if accumulating && !no_buffer.is_empty() {
+        detail += &format!("; no gradient buffer for {}", quoted(no_buffer));
+    }
+    if !stray.is_empty() {
+        detail += &format!("; buffer(s) {} pair with no weight", quoted(stray));
+    }
+    Err(bad(format!(
+        "weights, gradient buffers and optimizer updates do not pair up: W = {w} trainable weights, NG = {ng} \
+         gradient buffers, {u} optimizer updates{detail}"
+    )))
+}
 
-    // The learning rate.
+/// The learning rate and where it came from: an `SGDOptimizerV2` takes
+/// inputs.npz's; SGD nodes their shared attribute, else inputs.npz's, else
+/// each its own. Updates without a rate get the shared one.
+fn learning_rate(
+    st: &Structure,
+    out: &mut [ParamBinding],
+    meta_lr: Option<f32>,
+    warnings: &mut Vec<String>,
+) -> Result<(Option<f32>, Option<String>)> {
     let mut rates: Vec<f32> = out.iter().filter_map(|p| p.update.lr).collect();
     rates.sort_by(f32::total_cmp);
     rates.dedup();
-    let (lr, source) = if v2.is_some() {
+    let (lr, source) = if let Some(v2) = &st.sequence {
         let Some(lr) = meta_lr else {
             return Err(bad(format!(
                 "the optimizer graph's SGDOptimizerV2 '{}' takes the learning rate as an input, but inputs.npz has \
                  no meta_learning_rate",
-                v2.as_ref().map(|v| v.0.as_str()).unwrap_or("")
+                v2.node
             )));
         };
         (Some(lr), Some("meta_learning_rate".to_string()))
@@ -234,7 +288,7 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     } else if rates.is_empty() {
         match meta_lr {
             Some(lr) => {
-                for p in &mut out {
+                for p in out.iter_mut() {
                     p.update.lr = Some(lr);
                 }
                 (Some(lr), Some("meta_learning_rate".to_string()))
@@ -250,9 +304,9 @@ pub fn pair(model: &Model, slots: &[Slot], meta_lr: Option<f32>, warnings: &mut 
     };
     if out.iter().any(|p| p.update.lr.is_none()) {
         let lr = lr.or(meta_lr);
-        for p in &mut out {
+        for p in out.iter_mut() {
             p.update.lr = p.update.lr.or(lr);
         }
     }
-    Ok((out, lr, source))
+    Ok((lr, source))
 }

@@ -224,132 +224,29 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
     let ni = schedule_node(ctx, n)?;
     let node = g.node(ni);
-    let binding = ops::of(node).kernel.ok_or_else(|| {
-        let known = ops::with_kernels();
-        Error::Node {
-            node: node.name.clone(),
-            op: node.op.clone(),
-            detail: format!(
-                "operator '{}' (domain '{}') has no kernel binding, so no code can be generated for it; operators with kernel bindings: {}",
-                node.op,
-                if node.domain.is_empty() { "ai.onnx" } else { &node.domain },
-                known.join(", ")
-            ),
-        }
-    })?;
+    let binding = kernel_binding(node)?;
     if let Some(t) = &n.tiling {
-        let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
-        let comment = format!(
-            "step {}: {}{} '{}' computes in L1, {} tile(s) of {:?}{}{}",
-            n.step,
-            node.op,
-            fused_note(node),
-            c_comment(&node.name),
-            t.count,
-            t.tile,
-            match t.buffering() {
-                "double" => ", double-buffered",
-                "mixed" => ", some operands double-buffered",
-                _ => "",
-            },
-            c_comment(&recomputed_note(node))
-        );
-        let post = state_copies(ctx, n, g, node, &code.state_updates);
-        let dumps = dumps(ctx, n, g, node);
-        let profile = profile_args(n, node);
-        return Ok(NodeCode { comment, pre: vec![], calls: vec![], post, tiled: Some(code), dumps, profile });
+        return tiled_node_code(ctx, n, t, node, binding);
     }
-    let at = |id: BufId| -> String {
-        match n.operands.iter().find(|o| o.buffer == id) {
-            Some(o) => match (o.l1_copy, o.l2_staging) {
-                (Some(c), _) | (None, Some(c)) => ctx.expr(c),
-                _ => ctx.expr(id),
-            },
-            None => ctx.expr(id),
-        }
-    };
     let ptr = |t: Option<ir::TensorId>| -> Option<String> {
         let t = t?;
         if g.tensor(t).sequence {
             return None;
         }
-        ctx.buffer_of(n.graph, g.name_of(t)).map(at)
+        ctx.buffer_of(n.graph, g.name_of(t)).map(|id| operand_at(ctx, n, id))
     };
     let inputs: Vec<Option<String>> = node.inputs.iter().map(|t| ptr(*t)).collect();
     let outputs: Vec<Option<String>> = node.outputs.iter().map(|t| ptr(*t)).collect();
     let scratch = n.scratch.map(|s| ctx.expr(s));
-    // Sequence members (the optimizer's params / gradients), by name.
-    let mut members = vec![];
-    if node.inputs.iter().flatten().any(|&t| g.tensor(t).sequence) {
-        for p in &ctx.model.roles.params {
-            let (Some(w), Some(gb)) = (
-                ctx.buffer_of(GraphSel::Main, &p.name),
-                p.grad_buffer.as_deref().and_then(|gname| ctx.buffer_of(GraphSel::Main, gname)),
-            ) else {
-                return Err(Error::node(
-                    node,
-                    format!("parameter '{}' has no gradient buffer to update it from", p.name),
-                ));
-            };
-            let numel = ctx.plan.buffers[w].bytes / 4;
-            members.push(kernel::Member {
-                name: p.name.clone(),
-                param: at(w),
-                grad: at(gb),
-                numel: numel as usize,
-                stage: vec![w, gb],
-            });
-        }
-    }
+    let members = sequence_members(ctx, n, node)?;
     let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members, tile: None };
     let kc = binding(&kctx)?;
 
-    let copies = |ids: &dyn Fn(BufId) -> bool| -> (Vec<Copy>, Vec<Copy>) {
-        let (mut pre, mut post) = (vec![], vec![]);
-        for o in &n.operands {
-            if !ids(o.buffer) {
-                continue;
-            }
-            let Some(cp) = o.l1_copy.or(o.l2_staging) else { continue };
-            let home = ctx.expr(o.buffer);
-            let b = &ctx.plan.buffers[o.buffer];
-            let copy = ctx.expr(cp);
-            let name = &b.name;
-            if matches!(o.access, Access::Read | Access::ReadWrite) {
-                let what = c_comment(&format!("{name} {}->{}", o.home, o.at));
-                pre.push(Copy { dst: copy.clone(), src: home.clone(), bytes: b.bytes, what });
-            }
-            if matches!(o.access, Access::Write | Access::ReadWrite) {
-                let what = c_comment(&format!("{name} {}->{}", o.at, o.home));
-                post.push(Copy { dst: home, src: copy, bytes: b.bytes, what });
-            }
-        }
-        (pre, post)
-    };
+    // Operands a call stages for itself are copied around that call; the
+    // rest around the node.
     let per_call: Vec<BufId> = kc.calls.iter().flat_map(|c| c.stage.iter().copied()).collect();
-    let (pre, mut post) = copies(&|b| !per_call.contains(&b));
-    let calls = kc
-        .calls
-        .iter()
-        .map(|inv| {
-            let (cpre, cpost) = copies(&|b| inv.stage.contains(&b));
-            args::check(inv).map_err(|e| Error::node(node, e))?;
-            Ok(CallCode {
-                comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
-                func: inv.func.clone(),
-                args_type: inv.args_type.clone(),
-                fields: inv.fields.iter().map(|(n, a)| (n.to_string(), args::c(a))).collect(),
-                forked: inv.forked,
-                locals: inv
-                    .locals
-                    .iter()
-                    .map(|l| (l.ctype.to_string(), l.name.to_string(), elements(&l.values)))
-                    .collect(),
-                pre: cpre,
-                post: cpost,
-            })
-        })
-        .collect::<Result<_>>()?;
+    let (pre, mut post) = staging_copies(ctx, n, &|b| !per_call.contains(&b));
+    let calls = kc.calls.iter().map(|inv| call_code(ctx, n, node, inv)).collect::<Result<_>>()?;
     post.extend(state_copies(ctx, n, g, node, &kc.state_updates));
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
     let dumps = dumps(ctx, n, g, node);
@@ -369,6 +266,136 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         tiled: None,
         dumps,
         profile: profile_args(n, node),
+    })
+}
+
+/// The operator's kernel binding; an operator without one has no code.
+fn kernel_binding(node: &ir::Node) -> Result<kernel::KernelFn> {
+    ops::of(node).kernel.ok_or_else(|| {
+        let known = ops::with_kernels();
+        Error::Node {
+            node: node.name.clone(),
+            op: node.op.clone(),
+            detail: format!(
+                "operator '{}' (domain '{}') has no kernel binding, so no code can be generated for it; operators with kernel bindings: {}",
+                node.op,
+                if node.domain.is_empty() { "ai.onnx" } else { &node.domain },
+                known.join(", ")
+            ),
+        }
+    })
+}
+
+/// A node the plan tiles through L1: its tile loop, with no staging around it.
+fn tiled_node_code(
+    ctx: &Ctx,
+    n: &plan::NodePlan,
+    t: &plan::Tiling,
+    node: &ir::Node,
+    binding: kernel::KernelFn,
+) -> Result<NodeCode> {
+    let g = ctx.graph(n.graph);
+    let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;
+    let comment = format!(
+        "step {}: {}{} '{}' computes in L1, {} tile(s) of {:?}{}{}",
+        n.step,
+        node.op,
+        fused_note(node),
+        c_comment(&node.name),
+        t.count,
+        t.tile,
+        match t.buffering() {
+            "double" => ", double-buffered",
+            "mixed" => ", some operands double-buffered",
+            _ => "",
+        },
+        c_comment(&recomputed_note(node))
+    );
+    let post = state_copies(ctx, n, g, node, &code.state_updates);
+    let dumps = dumps(ctx, n, g, node);
+    let profile = profile_args(n, node);
+    Ok(NodeCode { comment, pre: vec![], calls: vec![], post, tiled: Some(code), dumps, profile })
+}
+
+/// Where the kernel finds buffer `id`: its L1 copy or L2 staging when the
+/// plan moves it there, else its home.
+fn operand_at(ctx: &Ctx, n: &plan::NodePlan, id: BufId) -> String {
+    match n.operands.iter().find(|o| o.buffer == id) {
+        Some(o) => match (o.l1_copy, o.l2_staging) {
+            (Some(c), _) | (None, Some(c)) => ctx.expr(c),
+            _ => ctx.expr(id),
+        },
+        None => ctx.expr(id),
+    }
+}
+
+/// Sequence members (the optimizer's params / gradients), by name, when the
+/// node reads a sequence.
+fn sequence_members(ctx: &Ctx, n: &plan::NodePlan, node: &ir::Node) -> Result<Vec<kernel::Member>> {
+    let g = ctx.graph(n.graph);
+    let mut members = vec![];
+    if !node.inputs.iter().flatten().any(|&t| g.tensor(t).sequence) {
+        return Ok(members);
+    }
+    for p in &ctx.model.roles.params {
+        let (Some(w), Some(gb)) = (
+            ctx.buffer_of(GraphSel::Main, &p.name),
+            p.grad_buffer.as_deref().and_then(|gname| ctx.buffer_of(GraphSel::Main, gname)),
+        ) else {
+            return Err(Error::node(node, format!("parameter '{}' has no gradient buffer to update it from", p.name)));
+        };
+        let numel = ctx.plan.buffers[w].bytes / 4;
+        members.push(kernel::Member {
+            name: p.name.clone(),
+            param: operand_at(ctx, n, w),
+            grad: operand_at(ctx, n, gb),
+            numel: numel as usize,
+            stage: vec![w, gb],
+        });
+    }
+    Ok(members)
+}
+
+/// The copies in (before) and out (after) for the operands `ids` selects
+/// that the plan stages in L1 or L2: in for those read, out for those
+/// written.
+fn staging_copies(ctx: &Ctx, n: &plan::NodePlan, ids: &dyn Fn(BufId) -> bool) -> (Vec<Copy>, Vec<Copy>) {
+    let (mut pre, mut post) = (vec![], vec![]);
+    for o in &n.operands {
+        if !ids(o.buffer) {
+            continue;
+        }
+        let Some(cp) = o.l1_copy.or(o.l2_staging) else { continue };
+        let home = ctx.expr(o.buffer);
+        let b = &ctx.plan.buffers[o.buffer];
+        let copy = ctx.expr(cp);
+        let name = &b.name;
+        if matches!(o.access, Access::Read | Access::ReadWrite) {
+            let what = c_comment(&format!("{name} {}->{}", o.home, o.at));
+            pre.push(Copy { dst: copy.clone(), src: home.clone(), bytes: b.bytes, what });
+        }
+        if matches!(o.access, Access::Write | Access::ReadWrite) {
+            let what = c_comment(&format!("{name} {}->{}", o.at, o.home));
+            post.push(Copy { dst: home, src: copy, bytes: b.bytes, what });
+        }
+    }
+    (pre, post)
+}
+
+/// One kernel call, with the staging copies of the operands it stages
+/// itself.
+fn call_code(ctx: &Ctx, n: &plan::NodePlan, node: &ir::Node, inv: &kernel::Invocation) -> Result<CallCode> {
+    let (cpre, cpost) = staging_copies(ctx, n, &|b| inv.stage.contains(&b));
+    args::check(inv).map_err(|e| Error::node(node, e))?;
+    Ok(CallCode {
+        comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
+        func: inv.func.clone(),
+        args_type: inv.args_type.clone(),
+        fields: inv.fields.iter().map(|(n, a)| (n.to_string(), args::c(a))).collect(),
+        forked: inv.forked,
+        locals: inv.locals.iter().map(|l| (l.ctype.to_string(), l.name.to_string(), elements(&l.values))).collect(),
+        pre: cpre,
+        post: cpost,
     })
 }
 

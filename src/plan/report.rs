@@ -29,6 +29,20 @@ fn table(o: &mut String, head: &[&str], rows: &[Vec<String>]) {
 /// Text for `deploygen inspect --platform P`.
 pub fn text(plan: &Plan) -> String {
     let mut o = String::new();
+    levels_text(&mut o, plan);
+    if let Some(r) = &plan.recompute {
+        recompute(&mut o, r);
+    }
+    weights_text(&mut o, plan);
+    buffers_text(&mut o, plan);
+    tiling_text(&mut o, plan);
+    decisions_text(&mut o, plan);
+    o
+}
+
+/// The header (platform, schedule) and each level's capacity and use, its
+/// arena's split and its reservations.
+fn levels_text(o: &mut String, plan: &Plan) {
     let p = &plan.platform;
     let _ = writeln!(
         o,
@@ -66,7 +80,7 @@ pub fn text(plan: &Plan) -> String {
         .collect();
     let _ = writeln!(o);
     table(
-        &mut o,
+        o,
         &["level", "", "capacity", "reserved", "static", "arena", "lower bound", "efficiency", "weights", "free"],
         &rows,
     );
@@ -93,12 +107,11 @@ pub fn text(plan: &Plan) -> String {
             let _ = writeln!(o, "  {l} reserved: {}", r.join("; "));
         }
     }
+}
 
-    if let Some(r) = &plan.recompute {
-        recompute(&mut o, r);
-    }
-
-    // Weights.
+/// The weights: counts by supply, a row each, and one line per distinct
+/// reason.
+fn weights_text(o: &mut String, plan: &Plan) {
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     for w in &plan.weights {
         *counts.entry(w.supply.name()).or_insert(0) += 1;
@@ -120,7 +133,7 @@ pub fn text(plan: &Plan) -> String {
         })
         .collect();
     if !rows.is_empty() {
-        table(&mut o, &["name", "kind", "bytes", "level", "supply", "file"], &rows);
+        table(o, &["name", "kind", "bytes", "level", "supply", "file"], &rows);
         // One line per distinct reason.
         let mut reasons: Vec<(String, usize)> = vec![];
         for w in &plan.weights {
@@ -145,8 +158,11 @@ pub fn text(plan: &Plan) -> String {
         if plan.skip_initweight_copy.skip { "defined" } else { "not defined" },
         plan.skip_initweight_copy.reason
     );
+}
 
-    // Where the rest lives.
+/// Where the rest lives: buffers by level and kind, how many tensors share a
+/// buffer, where nodes compute, and the largest arena buffers.
+fn buffers_text(o: &mut String, plan: &Plan) {
     let _ = writeln!(o, "\nbuffers");
     let mut rows = vec![];
     for l in Level::ALL {
@@ -160,7 +176,7 @@ pub fn text(plan: &Plan) -> String {
             rows.push(vec![l.to_string(), k.to_string(), n.to_string(), thousands(bytes)]);
         }
     }
-    table(&mut o, &["level", "kind", "count", "bytes (sum)"], &rows);
+    table(o, &["level", "kind", "count", "bytes (sum)"], &rows);
     let aliased: usize =
         plan.buffers.iter().map(|b| b.aliases.iter().filter(|a| !a.why.starts_with("same name")).count()).sum();
     let execs = |e: Option<Level>| plan.nodes.iter().filter(|n| n.exec == e).count();
@@ -200,11 +216,12 @@ pub fn text(plan: &Plan) -> String {
                 ]
             })
             .collect();
-        table(&mut o, &["  name", "kind", "bytes", "offset", "live"], &rows);
+        table(o, &["  name", "kind", "bytes", "offset", "live"], &rows);
     }
+}
 
-    tiling_text(&mut o, plan);
-
+/// The decisions the plan made, and how many weights are staged from L3.
+fn decisions_text(o: &mut String, plan: &Plan) {
     if !plan.decisions.is_empty() {
         let _ = writeln!(o, "\ndecisions");
         for d in &plan.decisions {
@@ -215,7 +232,6 @@ pub fn text(plan: &Plan) -> String {
     if staged > 0 {
         let _ = writeln!(o, "  - {staged} weight(s) l3-staged");
     }
-    o
 }
 
 /// The tiling section: each tiled node's tiles, buffering and traffic,
