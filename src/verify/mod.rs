@@ -168,7 +168,7 @@ impl Case {
     /// `<model>/<platform>-<level>-training` (or `-inference`): the key of
     /// the status table and the JUnit test-case name.
     pub fn key(&self) -> String {
-        format!("{}/{}-{}-{}", self.name, self.platform, self.default_mem, self.kind)
+        status::Key::text(&self.name, &self.platform, &self.default_mem, self.kind)
     }
 }
 
