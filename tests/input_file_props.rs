@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use deploygen::import::train::{spec, TrainRequest};
 use deploygen::triage::resolve::{self, is_plain_name};
-use deploygen::triage::status::StatusTable;
+use deploygen::verify::status::StatusTable;
 use deploygen::verify::{junit, profile};
 use proptest::prelude::*;
 
@@ -129,7 +129,7 @@ proptest! {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(outside.join("training_model.onnx"), b"").unwrap();
         let key = format!("{}/{tail}", parts.join("/"));
-        let table = StatusTable::read(&root.join("status.toml")).unwrap();
+        let table = StatusTable::open(&root.join("status.toml")).unwrap();
         let r = catch_unwind(AssertUnwindSafe(|| resolve::resolve(&root, &key, &table)));
         prop_assert!(r.is_ok(), "panicked on {key:?}");
         if let Ok(Ok(found)) = r {

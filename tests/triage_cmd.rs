@@ -13,7 +13,9 @@ use assert_cmd::Command;
 use common::*;
 use deploygen::bind::npz;
 use deploygen::triage::runner::{self, CaseOutcome};
-use deploygen::triage::{self, status::StatusTable, Options, STALE_REFS_REASON};
+use deploygen::triage::{self, Options, STALE_REFS_REASON};
+use deploygen::verify::status::{Entry, Status, StatusTable};
+use deploygen::verify::Stage;
 use predicates::prelude::*;
 
 /// A repository root holding copies of `fixtures` under `tests/fixtures/`
@@ -39,8 +41,8 @@ fn triage_cmd(root: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     Command::cargo_bin("deploygen").unwrap().arg("triage").args(args).arg("--root").arg(root).assert()
 }
 
-fn entry(root: &Path, key: &str) -> deploygen::triage::status::Entry {
-    StatusTable::read(&root.join("status.toml")).unwrap().entry(key).unwrap().unwrap_or_else(|| panic!("no {key}"))
+fn entry(root: &Path, key: &str) -> Entry {
+    StatusTable::read(&root.join("status.toml")).unwrap().get(key).cloned().unwrap_or_else(|| panic!("no {key}"))
 }
 
 fn xfail(key: &str, reason: &str) -> String {
@@ -80,8 +82,8 @@ fn missing_labels_fix_adds_targets_and_the_entry_names_the_fixed_file() {
     // The case still reads inputs.npz: it passes once the fixed file
     // replaces it, and the entry says so (it is not EXPECTED_PASSING yet).
     let e = entry(root.path(), ML_KEY);
-    assert_eq!((e.status.as_str(), e.reason.as_deref()), ("KNOWN_FAILURE_XFAIL", Some(TARGETS)), "{out}");
-    assert!(e.evidence.as_deref().unwrap().contains("inputs.triage.npz"), "{e:?}");
+    assert_eq!((e.status, e.reason.as_str()), (Status::KnownFailure, TARGETS), "{out}");
+    assert!(e.evidence.contains("inputs.triage.npz"), "{e:?}");
     assert!(std::fs::read_to_string(root.path().join("status.toml")).unwrap().starts_with("# triage tests\n"));
     assert!(out.contains(&format!("status    wrote {}", root.path().join("status.toml").display())), "{out}");
     // No inference model beside a fixture: one is derived (see
@@ -95,9 +97,9 @@ fn without_fix_the_failure_is_recorded_with_its_canonical_reason() {
     let root = repo(&["missing_labels"], "");
     triage_cmd(root.path(), &[ML_KEY]).code(0).stdout(predicate::str::contains("no --fix"));
     let e = entry(root.path(), ML_KEY);
-    assert_eq!((e.status.as_str(), e.reason.as_deref()), ("KNOWN_FAILURE_XFAIL", Some(TARGETS)));
-    assert_eq!(e.stage.as_deref(), Some("FAILED_BIND"));
-    assert!(e.evidence.unwrap().contains("inputs.npz has no key 'labels'"));
+    assert_eq!((e.status, e.reason.as_str()), (Status::KnownFailure, TARGETS));
+    assert_eq!(e.stage, Some(Stage::Bind));
+    assert!(e.evidence.contains("inputs.npz has no key 'labels'"));
     assert!(!root.path().join("tests/fixtures/missing_labels/inputs.triage.npz").exists());
 }
 
@@ -140,16 +142,16 @@ fn a_fixed_run_against_stale_references_is_an_xfail_never_a_pass() {
     let r = triage::run(&opts, &simulated_host).unwrap();
     assert_eq!(r.exit_code, 1, "{}", triage::text(&r));
     let e = entry(root.path(), ML_KEY);
-    assert_eq!(e.status, "KNOWN_FAILURE_XFAIL");
-    assert_eq!(e.stage.as_deref(), Some("INCORRECT_RESULT"));
-    assert_eq!(e.reason.as_deref(), Some(STALE_REFS_REASON));
-    assert!(e.evidence.unwrap().contains("Errors: 9 out of 172"));
+    assert_eq!(e.status, Status::KnownFailure);
+    assert_eq!(e.stage, Some(Stage::Result));
+    assert_eq!(e.reason, STALE_REFS_REASON);
+    assert!(e.evidence.contains("Errors: 9 out of 172"));
     assert!(triage::text(&r).contains("references: not regenerated (no --refs)"));
 
     // The same through the command line, where the real host run decides.
     let root = stale_refs_repo();
     triage_cmd(root.path(), &[ML_KEY, "--fix"]).code(1);
-    assert_eq!(entry(root.path(), ML_KEY).reason.as_deref(), Some(STALE_REFS_REASON));
+    assert_eq!(entry(root.path(), ML_KEY).reason, STALE_REFS_REASON);
 }
 
 /// A Python with onnxruntime for tools/make_refs.py, if there is one.
@@ -191,7 +193,7 @@ fn with_refs_and_onnxruntime_the_references_are_regenerated_and_it_passes() {
     let report = triage::text(&r);
     assert_eq!(r.exit_code, 0, "{report}");
     assert!(report.contains("references: regenerated outputs.npz"), "{report}");
-    assert!(entry(root.path(), ML_KEY).evidence.unwrap().contains("outputs.triage.npz"));
+    assert!(entry(root.path(), ML_KEY).evidence.contains("outputs.triage.npz"));
     // onnxruntime with the synthetic labels (1 everywhere) gives the
     // references the fixture was made with.
     let dir = root.path().join("tests/fixtures/missing_labels");
@@ -227,10 +229,10 @@ fn bn_single_value_reports_the_shape_and_writes_a_rebatched_copy() {
     let e = entry(root.path(), key);
     if code == Some(0) {
         // It passes with the copy; the case named in the table reads the original.
-        assert_eq!((e.status.as_str(), e.reason.as_deref()), ("KNOWN_FAILURE_XFAIL", Some(reason)));
-        assert!(e.evidence.unwrap().contains("bn_single_value.triage"));
+        assert_eq!((e.status, e.reason.as_str()), (Status::KnownFailure, reason));
+        assert!(e.evidence.contains("bn_single_value.triage"));
     } else {
-        assert_eq!((e.reason.as_deref(), code), (Some(STALE_REFS_REASON), Some(1)));
+        assert_eq!((e.reason.as_str(), code), (STALE_REFS_REASON, Some(1)));
     }
 }
 
@@ -254,7 +256,7 @@ fn swapped_slots_are_rekeyed_by_name() {
     let good = npz::read_all(&fixture("tiny_classifier").join("inputs.npz")).unwrap();
     let (_, w) = fixed.iter().find(|(n, _)| n == "fc1.weight").unwrap();
     assert_eq!(Some(w), good.get("arr_0002"));
-    assert_eq!(entry(root.path(), key).status, "EXPECTED_PASSING");
+    assert_eq!(entry(root.path(), key).status, Status::ExpectedPassing);
 }
 
 #[test]
@@ -297,6 +299,46 @@ fn names_that_do_not_resolve_are_refused_naming_the_candidates() {
         .stderr(predicate::str::contains("models/missing_labels"))
         .stderr(predicate::str::contains("tests/fixtures/missing_labels"));
     assert_eq!(std::fs::read_to_string(root.path().join("status.toml")).unwrap(), "");
+}
+
+/// A misspelt key, given or in the table, is refused naming the nearest
+/// model folders, platforms and kinds; nothing is written.
+#[test]
+fn a_misspelt_key_names_the_nearest_candidates() {
+    let root = repo(&["missing_labels"], "");
+    let refused = |name: &str, needles: &[&str]| {
+        let out = triage_cmd(root.path(), &[name]).code(2).get_output().stderr.clone();
+        let err = String::from_utf8(out).unwrap();
+        for n in needles {
+            assert!(err.contains(n), "{name}: expected {n:?} in: {err}");
+        }
+    };
+    refused(
+        "missing_lables/host-L2-training",
+        &["no model folder 'missing_lables'", "did you mean 'missing_labels/host-L2-training'?"],
+    );
+    refused("missing_labels/host-L2-trainig", &["'trainig'", "did you mean 'training'?"]);
+    refused("missing_labels/GAPP9-L2-training", &["unknown platform 'GAPP9'", "did you mean 'GAP9'?"]);
+    refused("missing_labels/host-L4-training", &["level 'L4'", "L2 or L3"]);
+    refused("missing_lables", &["did you mean 'missing_labels/host-L2-training'?"]);
+    assert_eq!(std::fs::read_to_string(root.path().join("status.toml")).unwrap(), "");
+    // The table's own keys follow the same rules.
+    let table = xfail("missing_labels/gap9-L2-training", TARGETS);
+    std::fs::write(root.path().join("status.toml"), &table).unwrap();
+    refused(ML_KEY, &["entry \"missing_labels/gap9-L2-training\"", "spelled 'GAP9'"]);
+    assert_eq!(std::fs::read_to_string(root.path().join("status.toml")).unwrap(), table);
+}
+
+/// A model folder whose table entry is misspelt: the resolution says
+/// which entry of a near name there is.
+#[test]
+fn a_model_folder_without_an_entry_names_the_entries_of_a_near_name() {
+    let root = repo(&["missing_labels"], &xfail("missing_lables/GAP9-L3-training", TARGETS));
+    let table = StatusTable::read(&root.path().join("status.toml")).unwrap();
+    let dir = root.path().join("tests/fixtures/missing_labels");
+    let r = triage::resolve::resolve(root.path(), dir.to_str().unwrap(), &table).unwrap();
+    assert_eq!(r.key.to_string(), ML_KEY);
+    assert!(r.how.contains("'missing_lables/GAP9-L3-training' of a near name"), "{}", r.how);
 }
 
 #[test]
@@ -377,13 +419,9 @@ fn an_inference_regression_reverts_the_fix() {
     assert!(r.fix.written.is_empty());
     assert!(!root.path().join("models/ml_train/inputs.triage.npz").exists());
     let e = entry(root.path(), key);
-    assert_eq!((e.status.as_str(), e.reason.as_deref()), ("KNOWN_FAILURE_XFAIL", Some(TARGETS)));
+    assert_eq!((e.status, e.reason.as_str()), (Status::KnownFailure, TARGETS));
     // The inference entry is not written by triage.
-    assert!(StatusTable::read(&root.path().join("status.toml"))
-        .unwrap()
-        .entry("ml/host-L2-inference")
-        .unwrap()
-        .is_none());
+    assert!(StatusTable::read(&root.path().join("status.toml")).unwrap().get("ml/host-L2-inference").is_none());
 }
 
 /// The report's lines about the inference variant.
@@ -437,9 +475,9 @@ fn missing_labels_fix_reports_its_derived_inference_variant_honestly() {
         );
     }
     // The training entry is the training run's; no inference entry is written.
-    assert_eq!(entry(root.path(), ML_KEY).status, "KNOWN_FAILURE_XFAIL");
+    assert_eq!(entry(root.path(), ML_KEY).status, Status::KnownFailure);
     let table = StatusTable::read(&root.path().join("status.toml")).unwrap();
-    assert!(table.entry("missing_labels/host-L2-inference").unwrap().is_none());
+    assert!(table.get("missing_labels/host-L2-inference").is_none());
 }
 
 #[test]
@@ -495,7 +533,7 @@ fn a_derived_inference_regression_reverts_the_fix() {
     assert!(!dir.join("inputs.triage.npz").exists());
     assert!(!root.path().join("tests/fixtures/missing_labels.derived").exists());
     let e = entry(root.path(), ML_KEY);
-    assert_eq!((e.status.as_str(), e.reason.as_deref()), ("KNOWN_FAILURE_XFAIL", Some(TARGETS)));
+    assert_eq!((e.status, e.reason.as_str()), (Status::KnownFailure, TARGETS));
 }
 
 #[test]

@@ -228,7 +228,7 @@ impl Partition {
 pub fn status_table(arg: Option<&Path>) -> Result<StatusTable> {
     match arg {
         Some(p) => StatusTable::read(p),
-        None if Path::new(status::DEFAULT_PATH).is_file() => StatusTable::read(Path::new(status::DEFAULT_PATH)),
+        None if Path::new(status::FILE).is_file() => StatusTable::read(Path::new(status::FILE)),
         None => Ok(StatusTable::empty()),
     }
 }

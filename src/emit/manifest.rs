@@ -1,7 +1,9 @@
 //! `deploygen.json`: what a generated project promises its test runner
 //! (which model, platform and level it is for, how many values its
 //! harness compares and why others are not), and where each weight and
-//! the test data went. `verify` reads it back.
+//! the test data went. One type for the file: emission writes it, `verify`
+//! (and `build --force`) read it back. Fields `verify` does not need may
+//! be absent when read.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +14,9 @@ use super::model_api::ModelApi;
 use super::weights::Weights;
 use super::{Common, L3_IMAGE, TEST_DATA_IMAGE};
 use crate::plan::{self, Level};
+
+/// The manifest's file name in the project folder.
+pub const FILE: &str = "deploygen.json";
 
 /// What a generated project promises its test runner (`deploygen.json`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -27,16 +32,22 @@ pub struct Manifest {
     pub loss_refs: u64,
     pub tolerance: f32,
     /// Compared tensors: name and element count.
+    #[serde(default)]
     pub compared: Vec<Compared>,
     /// References or outputs not compared, with why.
+    #[serde(default)]
     pub not_compared: Vec<NotCompared>,
     pub steps: u64,
     pub accum: u64,
     /// Bytes per level: arena, and static data outside it.
+    #[serde(default)]
     pub memory: BTreeMap<String, LevelBytes>,
     /// Where each weight went.
+    #[serde(default)]
     pub weights: Vec<WeightSupply>,
+    #[serde(default)]
     pub l3_image: Option<String>,
+    #[serde(default)]
     pub l3_image_bytes: u64,
     /// Where the harness keeps its test data and references.
     #[serde(skip_serializing_if = "Option::is_none")]

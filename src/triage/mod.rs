@@ -14,7 +14,7 @@
 //!           regressing reverts the fix
 //! write     the fix next to the original (or over it with --in-place),
 //!           a derived inference variant as `<name>.derived/`, and the
-//!           status entries                                   (status.rs)
+//!           status entries                             (verify/status.rs)
 //! ```
 
 pub mod derive;
@@ -24,7 +24,6 @@ pub mod rebatch;
 pub mod refs;
 pub mod resolve;
 pub mod runner;
-pub mod status;
 
 use std::path::{Path, PathBuf};
 
@@ -35,8 +34,9 @@ use crate::bind::{self, BindOptions};
 use crate::diag::{Finding, TriageFlavor};
 use crate::error::{Error, Result};
 use crate::ir::Model;
+use crate::verify::status::{self, Entry, Key, Status, StatusTable};
+use crate::verify::{Kind, Stage};
 pub use runner::{CaseOutcome, RunCase};
-use status::{Entry, Key, StatusTable};
 
 /// The reason recorded when a fixed run mismatches references computed
 /// for the original data.
@@ -79,7 +79,7 @@ pub struct FixReport {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Variant {
-    pub key: String,
+    pub key: Key,
     /// The model folder run; for a derived inference variant, the
     /// training model folder it is derived from.
     pub dir: PathBuf,
@@ -141,7 +141,7 @@ pub struct Report {
     pub inference: Option<Variant>,
     pub inference_note: Option<String>,
     pub fix: FixReport,
-    pub status_written: Vec<(String, Entry)>,
+    pub status_written: Vec<(Key, Entry)>,
     /// The status table the entries were written to; `None` when none was.
     pub status_file: Option<PathBuf>,
     pub human: Vec<String>,
@@ -246,6 +246,11 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
+/// The stage a run failed at, for its status entry; `or` when it names none.
+fn stage_of(o: &CaseOutcome, or: Stage) -> Stage {
+    o.stage.as_deref().and_then(Stage::parse).unwrap_or(or)
+}
+
 /// Copy the regular files of `from` into a new folder `to`.
 pub(crate) fn copy_dir(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).map_err(|e| Error::write(to, e))?;
@@ -321,11 +326,11 @@ fn plan_fix(d: &Diagnosis, flavor: TriageFlavor) -> Plan {
 /// name, not a missing-input flavor), with nothing changed.
 pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     let table_path = opts.status.clone().unwrap_or_else(|| opts.root.join(status::FILE));
-    let mut table = StatusTable::read(&table_path)?;
+    let mut table = StatusTable::open(&table_path)?;
     let writable = opts.status.is_some() || table_path.is_file();
     let r = resolve::resolve(&opts.root, &opts.name, &table)?;
     let key = r.key.clone();
-    let prior = table.entry(&key.to_string())?;
+    let prior = table.get(&key.to_string()).cloned();
 
     // Gate.
     let d = match diagnose(&r.dir) {
@@ -360,10 +365,10 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         outcome: String::new(),
         exit_code: 0,
     };
-    let before = run_case(&r.dir, &key.platform, &key.level);
+    let before = run_case(&r.dir, &key.platform, key.level.name());
     let Some(first) = d.findings.first() else {
         report.training.push(Variant {
-            key: key.to_string(),
+            key: key.clone(),
             dir: r.dir.clone(),
             before: before.clone(),
             after: None,
@@ -371,7 +376,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         });
         if before.passed() {
             report.outcome = match &prior {
-                Some(p) if p.status != status::EXPECTED_PASSING => format!(
+                Some(p) if p.status != Status::ExpectedPassing => format!(
                     "training check finds nothing missing and the host run passes: the status entry '{key}' ({}) is \
                      stale; re-run `deploygen test` for it. Nothing changed.",
                     p.summary()
@@ -389,7 +394,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     let reason = first.reason.clone();
     let seen = first_line(&first.detail).to_string();
     report.flavor = Some(flavor.name().to_string());
-    if let Some(p) = prior.as_ref().and_then(|p| p.reason.as_deref()) {
+    if let Some(p) = prior.as_ref().map(|p| p.reason.as_str()).filter(|r| !r.is_empty()) {
         if TriageFlavor::from_reason(p) != Some(flavor) {
             report.human.push(format!(
                 "the status entry's reason \"{p}\" is not of the flavor the check finds ({})",
@@ -408,7 +413,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     // Reproduce, for this key and every other training variant of the model.
     if !same_reason(&before, first) {
         report.training.push(Variant {
-            key: key.to_string(),
+            key: key.clone(),
             dir: r.dir.clone(),
             before: before.clone(),
             after: None,
@@ -428,13 +433,12 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             before.summary()
         )));
     }
-    report.training.push(Variant { key: key.to_string(), dir: r.dir.clone(), before, after: None, derived: None });
+    report.training.push(Variant { key: key.clone(), dir: r.dir.clone(), before, after: None, derived: None });
     for k in table.keys() {
-        let Some(other) = Key::parse(&k) else { continue };
-        if other.model != key.model || other.mode != "training" || other == key {
+        if k.model != key.model || k.kind != Kind::Training || *k == key {
             continue;
         }
-        let o = run_case(&r.dir, &other.platform, &other.level);
+        let o = run_case(&r.dir, &k.platform, k.level.name());
         if same_reason(&o, first) {
             report.training.push(Variant { key: k.clone(), dir: r.dir.clone(), before: o, after: None, derived: None });
         } else {
@@ -446,8 +450,8 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     let mut derived_before: Option<derive::Derived> = None;
     match inference::sibling(&r.dir) {
         Ok(Some((name, dir))) => {
-            let ikey = key.with(&name, "inference").to_string();
-            let before = run_case(&dir, &key.platform, &key.level);
+            let ikey = key.with(&name, Kind::Inference);
+            let before = run_case(&dir, &key.platform, key.level.name());
             report.inference = Some(Variant { key: ikey, dir, before, after: None, derived: None });
         }
         Ok(None) => match crate::lower::forward::forward(&d.model) {
@@ -476,7 +480,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
                     written: None,
                 };
                 report.inference = Some(Variant {
-                    key: key.with(&key.model, "inference").to_string(),
+                    key: key.with(&key.model, Kind::Inference),
                     dir: r.dir.clone(),
                     before,
                     after: None,
@@ -487,17 +491,18 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         Err(note) => report.inference_note = Some(note),
     }
 
-    let xfail_all = |report: &mut Report, table: &mut StatusTable, why: &str| {
+    let xfail_all = |report: &mut Report, table: &mut StatusTable, why: &str| -> Result<()> {
         for v in &report.training {
             let e = Entry::xfail(
-                v.before.stage.as_deref().unwrap_or("FAILED_BIND"),
+                stage_of(&v.before, Stage::Bind),
                 &reason,
                 &format!("deploygen triage: host run of {}: {}; {seen}", v.key, first_line(&v.before.message)),
             );
-            table.set(&v.key, &e);
+            table.set(&v.key, &e)?;
             report.status_written.push((v.key.clone(), e));
         }
         report.outcome = why.to_string();
+        Ok(())
     };
 
     if !opts.fix {
@@ -505,7 +510,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             &mut report,
             &mut table,
             &format!("{} reproduced; recorded as a known failure (no --fix)", flavor.name()),
-        );
+        )?;
         note_inference(&mut report, &dest);
         record(&table, writable, &mut report)?;
         return Ok(report);
@@ -517,7 +522,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         Plan::NotFixable(why) => {
             report.fix.not_fixable = Some(why.clone());
             report.human.push(format!("no test-data fix: {why}"));
-            xfail_all(&mut report, &mut table, &format!("{} reproduced; no test-data fix applies", flavor.name()));
+            xfail_all(&mut report, &mut table, &format!("{} reproduced; no test-data fix applies", flavor.name()))?;
             report.exit_code = 1;
             note_inference(&mut report, &dest);
             record(&table, writable, &mut report)?;
@@ -540,7 +545,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             report.fix.not_fixable = Some(why.clone());
             report.fix.attempted = false;
             report.human.push(format!("the fix could not be made: {why}"));
-            xfail_all(&mut report, &mut table, &format!("{} reproduced; the fix could not be made", flavor.name()));
+            xfail_all(&mut report, &mut table, &format!("{} reproduced; the fix could not be made", flavor.name()))?;
             report.exit_code = 1;
             note_inference(&mut report, &dest);
             record(&table, writable, &mut report)?;
@@ -557,7 +562,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
         all_pass &= kept && after.passed();
         let e = if !kept {
             Entry::xfail(
-                v.before.stage.as_deref().unwrap_or("FAILED_BIND"),
+                stage_of(&v.before, Stage::Bind),
                 &reason,
                 &format!("deploygen triage: host run of {}: {}; {seen}", v.key, first_line(&v.before.message)),
             )
@@ -565,7 +570,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             // The case, as the status table names it, still reads the
             // original data: it passes only once the fixed files replace it.
             Entry::xfail(
-                v.before.stage.as_deref().unwrap_or("FAILED_BIND"),
+                stage_of(&v.before, Stage::Bind),
                 &reason,
                 &format!(
                     "deploygen triage --fix: {} passes with the fixed test data written beside the original \
@@ -577,7 +582,7 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             Entry::passing()
         } else if after.stage.as_deref() == Some("INCORRECT_RESULT") && !refs_regenerated {
             Entry::xfail(
-                "INCORRECT_RESULT",
+                Stage::Result,
                 STALE_REFS_REASON,
                 &format!(
                     "deploygen triage --fix: host run of {} with the fixed data: {}",
@@ -587,12 +592,14 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             )
         } else {
             Entry::xfail(
-                after.stage.as_deref().unwrap_or("FAILED_RUNTIME"),
-                first_line(&after.message),
+                stage_of(&after, Stage::Runtime),
+                Some(first_line(&after.message))
+                    .filter(|l| !l.trim().is_empty())
+                    .unwrap_or("the host run printed no message"),
                 &format!("deploygen triage --fix: host run of {} with the fixed data", v.key),
             )
         };
-        table.set(&v.key, &e);
+        table.set(&v.key, &e)?;
         report.status_written.push((v.key.clone(), e));
     }
     if kept && all_pass && !opts.in_place {
@@ -622,12 +629,12 @@ fn record(table: &StatusTable, writable: bool, report: &mut Report) -> Result<()
         report.human.push(format!(
             "the status entries above were not recorded: there is no {} (pass --status FILE to name the table \
              that governs this model)",
-            table.path.display()
+            table.path_text()
         ));
         return Ok(());
     }
     table.write()?;
-    report.status_file = Some(table.path.clone());
+    report.status_file = table.path.clone();
     Ok(())
 }
 
@@ -636,7 +643,7 @@ fn record(table: &StatusTable, writable: bool, report: &mut Report) -> Result<()
 /// up to the memory plan are checked, and nothing is called a pass of it.
 fn run_derived(run: &inference::DerivedRun, key: &Key, run_case: &RunCase<'_>) -> CaseOutcome {
     if run.derived.references.is_empty() {
-        let o = runner::stages_only(&run.scratch, &key.platform, &key.level);
+        let o = runner::stages_only(&run.scratch, &key.platform, key.level.name());
         if !o.passed() {
             return o;
         }
@@ -648,7 +655,7 @@ fn run_derived(run: &inference::DerivedRun, key: &Key, run_case: &RunCase<'_>) -
             0,
         )
     } else {
-        run_case(&run.scratch, &key.platform, &key.level)
+        run_case(&run.scratch, &key.platform, key.level.name())
     }
 }
 
@@ -732,17 +739,17 @@ fn fix_and_rerun(
             Some(format!("not regenerated (no --refs): {} was computed for the original data", bind::OUTPUTS_FILE));
     }
     for i in 0..report.training.len() {
-        let key = Key::parse(&report.training[i].key).expect("variants are status keys");
-        report.training[i].after = Some(run_case(scratch, &key.platform, &key.level));
+        let key = report.training[i].key.clone();
+        report.training[i].after = Some(run_case(scratch, &key.platform, key.level.name()));
     }
     // The inference model beside it has its own test data: the fix does
     // not reach it, and the re-run confirms that. A derived variant is
     // derived again, from the fixed copy: the fix reaches it as it reaches
     // training.
     if let Some(inf) = report.inference.as_mut() {
-        let key = Key::parse(&inf.key).expect("a status key");
+        let key = inf.key.clone();
         let after = match inf.derived.as_mut() {
-            None => run_case(&inf.dir, &key.platform, &key.level),
+            None => run_case(&inf.dir, &key.platform, key.level.name()),
             Some(dv) => {
                 let prepared = crate::load(scratch).and_then(|m| {
                     let b = bind::bind(&m, &BindOptions::default())?;

@@ -120,7 +120,7 @@ where
     })?;
     let dumps = read_dumps(&bytes)?;
     let refs = npz::read(&refs_file).map_err(|e| e.to_string())?;
-    let tol = o.tolerance.unwrap_or(1e-3) as f32;
+    let tol = o.tolerance.unwrap_or(1e-3);
     let found = compare(&dumps, &refs, tol)?;
     let mut s = String::new();
     match &found.first_bad {

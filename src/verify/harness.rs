@@ -148,7 +148,7 @@ pub fn judge(m: &Manifest, ran: &Ran, limit: Duration) -> Outcome {
         losses: r.losses.clone(),
         bench: r.bench.clone(),
         expected: Some(m.expected_compared),
-        tolerance: m.tolerance,
+        tolerance: Some(m.tolerance),
         ..Default::default()
     };
     let tail = super::tail(&ran.text(), 12);
@@ -232,21 +232,18 @@ pub fn judge(m: &Manifest, ran: &Ran, limit: Duration) -> Outcome {
         );
         return fail(Stage::Result, msg, evidence(&r));
     }
-    if let Some(refs) = &m.loss_refs {
-        let mut seen: Vec<usize> = r.losses.iter().map(|l| l.index).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        if seen.len() as u64 != refs.count() {
-            let msg =
-                format!("the harness printed {} `[loss i]` line(s) for {} reference losses", seen.len(), refs.count());
-            return fail(Stage::Result, msg, vec![]);
-        }
+    let mut seen: Vec<usize> = r.losses.iter().map(|l| l.index).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    if seen.len() as u64 != m.loss_refs {
+        let msg = format!("the harness printed {} `[loss i]` line(s) for {} reference losses", seen.len(), m.loss_refs);
+        return fail(Stage::Result, msg, vec![]);
     }
     if !ran.success() {
         let msg = format!("the app reported `Errors: 0 out of {n}` but ended with {}", ran.describe_status());
         return fail(Stage::Runtime, msg, tail);
     }
-    let tol = m.tolerance.map(|t| format!(", tolerance {t}")).unwrap_or_default();
+    let tol = format!(", tolerance {}", m.tolerance);
     Outcome { message: format!("Errors: 0 out of {n}{tol}"), ..base }
 }
 

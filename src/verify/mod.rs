@@ -168,7 +168,7 @@ impl Case {
     /// `<model>/<platform>-<level>-training` (or `-inference`): the key of
     /// the status table and the JUnit test-case name.
     pub fn key(&self) -> String {
-        format!("{}/{}-{}-{}", self.name, self.platform, self.default_mem, self.kind)
+        status::Key::text(&self.name, &self.platform, &self.default_mem, self.kind)
     }
 }
 
@@ -216,7 +216,7 @@ pub struct Outcome {
     /// `expected_compared` of the project.
     pub expected: Option<u64>,
     /// The tolerance the project compares with.
-    pub tolerance: Option<f64>,
+    pub tolerance: Option<f32>,
     pub losses: Vec<Loss>,
     /// The `BENCH …` line, without the prefix.
     pub bench: Option<String>,
@@ -329,14 +329,14 @@ where
 
 /// Build and run a generated project folder, and judge what it printed.
 pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
-    let m = match manifest::Manifest::read(dir) {
+    let m = match manifest::read(dir) {
         Ok(m) => m,
         Err(msg) => return Outcome::fail(Stage::Emit, msg),
     };
-    if let Err(msg) = m.agrees_with(case) {
+    if let Err(msg) = manifest::agrees_with(&m, case) {
         return Outcome::fail(Stage::Emit, msg);
     }
-    let base = Outcome { expected: Some(m.expected_compared), tolerance: m.tolerance, ..Default::default() };
+    let base = Outcome { expected: Some(m.expected_compared), tolerance: Some(m.tolerance), ..Default::default() };
 
     // Build: the case's sources, linked with the cached runtime archive.
     let mut extra: Vec<&str> = vec![];

@@ -92,7 +92,7 @@ impl CaseResult {
 }
 
 /// The verdict on an outcome, given the case's table entry.
-pub fn judge(entry: Option<&Entry>, outcome: &Outcome, opts: &RunOptions) -> (Verdict, String) {
+pub fn judge(key: &str, entry: Option<&Entry>, outcome: &Outcome, opts: &RunOptions) -> (Verdict, String) {
     let real = |o: &Outcome| (if o.passed() { Verdict::Passed } else { Verdict::Failed }, o.message.clone());
     let Some(e) = entry else { return real(outcome) };
     match e.status {
@@ -102,7 +102,7 @@ pub fn judge(entry: Option<&Entry>, outcome: &Outcome, opts: &RunOptions) -> (Ve
             // Only run under --force-run: the real outcome, with a nudge.
             let (v, m) = real(outcome);
             if v == Verdict::Passed {
-                (v, format!("{m} (forced; {} is NOT_SUPPORTED_SKIP in the status table)", e.key))
+                (v, format!("{m} (forced; {key} is NOT_SUPPORTED_SKIP in the status table)"))
             } else {
                 (v, m)
             }
@@ -113,16 +113,16 @@ pub fn judge(entry: Option<&Entry>, outcome: &Outcome, opts: &RunOptions) -> (Ve
                 None => (
                     Verdict::XPassed,
                     format!(
-                        "unexpected pass of strict xfail \"{}\" ({}: {}): it passes now — promote it by removing the entry from the status table",
-                        e.key, recorded, e.reason
+                        "unexpected pass of strict xfail \"{key}\" ({}: {}): it passes now — promote it by removing the entry from the status table",
+                        recorded, e.reason
                     ),
                 ),
                 Some(s) if s == recorded => (Verdict::XFailed, format!("{} (known: {})", outcome.message, e.reason)),
                 Some(s) => (
                     Verdict::Failed,
                     format!(
-                        "{} — \"{}\" records a known failure at {recorded} ({}), but it now fails at {s}",
-                        outcome.message, e.key, e.reason
+                        "{} — \"{key}\" records a known failure at {recorded} ({}), but it now fails at {s}",
+                        outcome.message, e.reason
                     ),
                 ),
             }
@@ -261,7 +261,7 @@ where
         };
     }
     let outcome = run_case(case, gen);
-    let (verdict, message) = judge(entry.as_ref(), &outcome, opts);
+    let (verdict, message) = judge(&key, entry.as_ref(), &outcome, opts);
     CaseResult { case: case.clone(), key, entry, verdict, message, outcome: Some(outcome) }
 }
 
@@ -279,9 +279,8 @@ where
 {
     let mut warnings = vec![];
     for c in cases {
-        for e in table.other_kind(&c.name, &c.platform, &c.default_mem, c.kind) {
-            warnings
-                .push(format!("status table entry \"{}\" can match no case: {} is a {} model", e.key, c.name, c.kind));
+        for k in table.other_kind(&c.name, &c.platform, &c.default_mem, c.kind) {
+            warnings.push(format!("status table entry \"{k}\" can match no case: {} is a {} model", c.name, c.kind));
         }
     }
     warnings.sort();
