@@ -22,8 +22,13 @@ pub mod fix;
 pub mod inference;
 pub mod rebatch;
 pub mod refs;
+mod rerun;
 pub mod resolve;
 pub mod runner;
+mod text;
+
+use rerun::*;
+pub use text::text;
 
 use std::path::{Path, PathBuf};
 
@@ -332,70 +337,143 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
     let key = r.key.clone();
     let prior = table.get(&key.to_string()).cloned();
 
-    // Gate.
-    let d = match diagnose(&r.dir) {
-        Ok(d) => d,
-        Err(e) => {
-            return Err(Error::Usage(format!(
-                "{key}: not a missing-input failure, nothing changed. The failing reason here is ({}): {}",
-                crate::pipeline::Stage::of(&e),
-                e
-            )))
-        }
-    };
-    let (inputs, unused_keys) = input_rows(&d);
-    let mut report = Report {
-        name: opts.name.clone(),
-        model: key.model.clone(),
-        key: key.to_string(),
-        dir: r.dir.clone(),
-        resolved_how: r.how.clone(),
-        prior: prior.clone(),
-        flavor: None,
-        findings: d.findings.clone(),
-        inputs,
-        unused_keys,
-        training: vec![],
-        inference: None,
-        inference_note: None,
-        fix: FixReport::default(),
-        status_written: vec![],
-        status_file: None,
-        human: vec![],
-        outcome: String::new(),
-        exit_code: 0,
-    };
+    let d = gate(&r.dir, &key)?;
+    let mut report = Report::new(opts, &r, prior.clone(), &d);
     let before = run_case(&r.dir, &key.platform, key.level.name());
     let Some(first) = d.findings.first() else {
-        report.training.push(Variant {
-            key: key.clone(),
-            dir: r.dir.clone(),
-            before: before.clone(),
-            after: None,
-            derived: None,
-        });
-        if before.passed() {
-            report.outcome = match &prior {
-                Some(p) if p.status != Status::ExpectedPassing => format!(
-                    "training check finds nothing missing and the host run passes: the status entry '{key}' ({}) is \
-                     stale; re-run `deploygen test` for it. Nothing changed.",
-                    p.summary()
-                ),
-                _ => "training check finds nothing missing and the host run passes: nothing to do".into(),
-            };
-            return Ok(report);
+        return nothing_missing(report, &key, &r.dir, before);
+    };
+    let failure =
+        Failure { flavor: first.flavor, reason: first.reason.clone(), seen: first_line(&first.detail).to_string() };
+    report.flavor = Some(failure.flavor.name().to_string());
+    note_flavors(&mut report, &d, failure.flavor);
+
+    // Reproduce, for this key and every other training variant of the model.
+    if !same_reason(&before, first) {
+        return not_reproduced(report, &key, &r.dir, before, &failure);
+    }
+    report.training.push(Variant { key: key.clone(), dir: r.dir.clone(), before, after: None, derived: None });
+    other_training_variants(&mut report, &table, &r.dir, first, run_case);
+    let dest = inference::derived_dir(&r.dir);
+    let ictx = inference::Ctx { make_refs: opts.refs, dest: &dest };
+    let derived_before = inference_variant(&mut report, &ictx, &r.dir, &d, run_case);
+    let done = Done { writable, dest: &dest };
+
+    if !opts.fix {
+        failure.xfail_all(&mut report, &mut table, "reproduced; recorded as a known failure (no --fix)")?;
+        return done.finish(report, &table);
+    }
+
+    // Fix, in a scratch copy.
+    let (arrays, changes, rebatch_inputs) = match plan_fix(&d, failure.flavor) {
+        Plan::NotFixable(why) => {
+            report.fix.not_fixable = Some(why.clone());
+            report.human.push(format!("no test-data fix: {why}"));
+            failure.xfail_all(&mut report, &mut table, "reproduced; no test-data fix applies")?;
+            report.exit_code = 1;
+            return done.finish(report, &table);
         }
+        Plan::Data { arrays, changes } => (arrays, changes, None),
+        Plan::Rebatch { arrays, changes, inputs } => (arrays, changes, Some(inputs)),
+    };
+    report.fix.attempted = true;
+    report.fix.changes = changes;
+    let scratch = scratch_dir(&key.model)?;
+    let fixing = Fixing { opts, d: &d, arrays: &arrays, rebatch_inputs: rebatch_inputs.as_deref() };
+    let inf = InferenceCtx { ctx: &ictx, before: derived_before.as_ref() };
+    let kept = match fix_in(&scratch, &fixing, &inf, &mut report, run_case) {
+        Ok(k) => k,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&scratch);
+            let why = e.to_string();
+            report.fix.not_fixable = Some(why.clone());
+            report.fix.attempted = false;
+            report.human.push(format!("the fix could not be made: {why}"));
+            failure.xfail_all(&mut report, &mut table, "reproduced; the fix could not be made")?;
+            report.exit_code = 1;
+            return done.finish(report, &table);
+        }
+    };
+    record_reruns(&mut report, &mut table, &failure, kept, opts.in_place)?;
+    done.finish(report, &table)
+}
+
+/// The gate: the training check's findings on the model, or why triage
+/// does not apply.
+fn gate(dir: &Path, key: &Key) -> Result<Diagnosis> {
+    diagnose(dir).map_err(|e| {
+        Error::Usage(format!(
+            "{key}: not a missing-input failure, nothing changed. The failing reason here is ({}): {}",
+            crate::pipeline::Stage::of(&e),
+            e
+        ))
+    })
+}
+
+impl Report {
+    fn new(opts: &Options, r: &resolve::Resolved, prior: Option<Entry>, d: &Diagnosis) -> Report {
+        let (inputs, unused_keys) = input_rows(d);
+        Report {
+            name: opts.name.clone(),
+            model: r.key.model.clone(),
+            key: r.key.to_string(),
+            dir: r.dir.clone(),
+            resolved_how: r.how.clone(),
+            prior,
+            flavor: None,
+            findings: d.findings.clone(),
+            inputs,
+            unused_keys,
+            training: vec![],
+            inference: None,
+            inference_note: None,
+            fix: FixReport::default(),
+            status_written: vec![],
+            status_file: None,
+            human: vec![],
+            outcome: String::new(),
+            exit_code: 0,
+        }
+    }
+
+    /// The status key of the case triage was asked about.
+    fn case_key(&self) -> &Key {
+        &self.training[0].key
+    }
+}
+
+/// The check finds nothing missing: a passing run means nothing to do (or
+/// a stale status entry); a failing one is not triage's to fix.
+fn nothing_missing(mut report: Report, key: &Key, dir: &Path, before: CaseOutcome) -> Result<Report> {
+    report.training.push(Variant {
+        key: key.clone(),
+        dir: dir.to_path_buf(),
+        before: before.clone(),
+        after: None,
+        derived: None,
+    });
+    if !before.passed() {
         return Err(Error::Usage(format!(
             "{key}: not a missing-input failure, nothing changed. The failing reason here is {}",
             before.summary()
         )));
+    }
+    report.outcome = match &report.prior {
+        Some(p) if p.status != Status::ExpectedPassing => format!(
+            "training check finds nothing missing and the host run passes: the status entry '{key}' ({}) is \
+             stale; re-run `deploygen test` for it. Nothing changed.",
+            p.summary()
+        ),
+        _ => "training check finds nothing missing and the host run passes: nothing to do".into(),
     };
-    let flavor = first.flavor;
-    let reason = first.reason.clone();
-    let seen = first_line(&first.detail).to_string();
-    report.flavor = Some(flavor.name().to_string());
-    if let Some(p) = prior.as_ref().map(|p| p.reason.as_str()).filter(|r| !r.is_empty()) {
-        if TriageFlavor::from_reason(p) != Some(flavor) {
+    Ok(report)
+}
+
+/// Say when the status entry's reason is of another flavor than the one
+/// found, and when other flavors were found too (one per invocation).
+fn note_flavors(report: &mut Report, d: &Diagnosis, flavor: TriageFlavor) {
+    if let Some(p) = report.prior.as_ref().map(|p| p.reason.clone()).filter(|r| !r.is_empty()) {
+        if TriageFlavor::from_reason(&p) != Some(flavor) {
             report.human.push(format!(
                 "the status entry's reason \"{p}\" is not of the flavor the check finds ({})",
                 flavor.name()
@@ -409,214 +487,146 @@ pub fn run(opts: &Options, run_case: &RunCase<'_>) -> Result<Report> {
             d.findings.iter().filter(|f| f.flavor != flavor).map(|f| f.reason.as_str()).collect::<Vec<_>>().join("; ")
         ));
     }
+}
 
-    // Reproduce, for this key and every other training variant of the model.
-    if !same_reason(&before, first) {
-        report.training.push(Variant {
-            key: key.clone(),
-            dir: r.dir.clone(),
-            before: before.clone(),
-            after: None,
-            derived: None,
-        });
-        if before.passed() {
-            report.outcome = format!(
-                "the training check reports {} but the host run passes: the status entry is stale or the check is \
-                 wrong; nothing changed",
-                flavor.name()
-            );
-            report.human.push("the check and the host run disagree".into());
-            return Ok(report);
-        }
-        return Err(Error::Usage(format!(
-            "{key}: the host run does not fail for the canonical reason \"{reason}\"; it fails with {}. Nothing changed.",
-            before.summary()
-        )));
+/// The host run does not fail for the check's reason: a pass means the
+/// entry or the check is wrong; another failure is not triage's to fix.
+fn not_reproduced(mut report: Report, key: &Key, dir: &Path, before: CaseOutcome, failure: &Failure) -> Result<Report> {
+    report.training.push(Variant {
+        key: key.clone(),
+        dir: dir.to_path_buf(),
+        before: before.clone(),
+        after: None,
+        derived: None,
+    });
+    if before.passed() {
+        report.outcome = format!(
+            "the training check reports {} but the host run passes: the status entry is stale or the check is \
+             wrong; nothing changed",
+            failure.flavor.name()
+        );
+        report.human.push("the check and the host run disagree".into());
+        return Ok(report);
     }
-    report.training.push(Variant { key: key.clone(), dir: r.dir.clone(), before, after: None, derived: None });
+    Err(Error::Usage(format!(
+        "{key}: the host run does not fail for the canonical reason \"{}\"; it fails with {}. Nothing changed.",
+        failure.reason,
+        before.summary()
+    )))
+}
+
+/// The model's other training entries in the table that fail the same way.
+fn other_training_variants(
+    report: &mut Report,
+    table: &StatusTable,
+    dir: &Path,
+    first: &Finding,
+    run_case: &RunCase<'_>,
+) {
+    let key = report.case_key().clone();
     for k in table.keys() {
         if k.model != key.model || k.kind != Kind::Training || *k == key {
             continue;
         }
-        let o = run_case(&r.dir, &k.platform, k.level.name());
+        let o = run_case(dir, &k.platform, k.level.name());
         if same_reason(&o, first) {
-            report.training.push(Variant { key: k.clone(), dir: r.dir.clone(), before: o, after: None, derived: None });
+            report.training.push(Variant {
+                key: k.clone(),
+                dir: dir.to_path_buf(),
+                before: o,
+                after: None,
+                derived: None,
+            });
         } else {
             report.human.push(format!("'{k}' does not reproduce ({}); left as it is", o.summary()));
         }
     }
-    let dest = inference::derived_dir(&r.dir);
-    let ictx = inference::Ctx { make_refs: opts.refs, dest: &dest };
-    let mut derived_before: Option<derive::Derived> = None;
-    match inference::sibling(&r.dir) {
-        Ok(Some((name, dir))) => {
+}
+
+/// The inference variant: the model beside it, or one derived by dropping
+/// the loss and the backward part (returned, to compare after the fix).
+fn inference_variant(
+    report: &mut Report,
+    ictx: &inference::Ctx<'_>,
+    dir: &Path,
+    d: &Diagnosis,
+    run_case: &RunCase<'_>,
+) -> Option<derive::Derived> {
+    let key = report.case_key().clone();
+    match inference::sibling(dir) {
+        Ok(Some((name, idir))) => {
             let ikey = key.with(&name, Kind::Inference);
-            let before = run_case(&dir, &key.platform, key.level.name());
-            report.inference = Some(Variant { key: ikey, dir, before, after: None, derived: None });
+            let before = run_case(&idir, &key.platform, key.level.name());
+            report.inference = Some(Variant { key: ikey, dir: idir, before, after: None, derived: None });
+            None
         }
-        Ok(None) => match crate::lower::forward::forward(&d.model) {
-            Err(e) => {
-                report.inference_note =
-                    Some(format!("no inference variant: there is no inference model beside it, and {e}"))
-            }
-            Ok(f) => {
-                let prepared = scratch_dir(&format!("{}-inference", key.model))
-                    .and_then(|scratch| inference::prepare(&ictx, &d.model, d.binding.as_ref(), None, scratch));
-                let (before, side) = match prepared {
-                    Ok(run) => {
-                        let o = run_derived(&run, &key, run_case);
-                        let _ = std::fs::remove_dir_all(&run.scratch);
-                        let side = DerivedSide::of(&run);
-                        derived_before = Some(run.derived);
-                        (o, Some(side))
-                    }
-                    Err(e) => (CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()), None),
-                };
-                let derived = DerivedVariant {
-                    outputs: f.outputs.iter().map(|&t| d.model.graph.name_of(t).to_string()).collect(),
-                    changes: derived_before.as_ref().map(|x| x.changes.clone()).unwrap_or_default(),
-                    before: side,
-                    after: None,
-                    written: None,
-                };
-                report.inference = Some(Variant {
-                    key: key.with(&key.model, Kind::Inference),
-                    dir: r.dir.clone(),
-                    before,
-                    after: None,
-                    derived: Some(derived),
-                });
-            }
-        },
-        Err(note) => report.inference_note = Some(note),
+        Ok(None) => derived_inference(report, ictx, dir, d, run_case),
+        Err(note) => {
+            report.inference_note = Some(note);
+            None
+        }
     }
+}
 
-    let xfail_all = |report: &mut Report, table: &mut StatusTable, why: &str| -> Result<()> {
-        for v in &report.training {
-            let e = Entry::xfail(
-                stage_of(&v.before, Stage::Bind),
-                &reason,
-                &format!("deploygen triage: host run of {}: {}; {seen}", v.key, first_line(&v.before.message)),
-            );
-            table.set(&v.key, &e)?;
-            report.status_written.push((v.key.clone(), e));
-        }
-        report.outcome = why.to_string();
-        Ok(())
-    };
-
-    if !opts.fix {
-        xfail_all(
-            &mut report,
-            &mut table,
-            &format!("{} reproduced; recorded as a known failure (no --fix)", flavor.name()),
-        )?;
-        note_inference(&mut report, &dest);
-        record(&table, writable, &mut report)?;
-        return Ok(report);
-    }
-
-    // Fix, in a scratch copy.
-    let plan = plan_fix(&d, flavor);
-    let (arrays, changes, rebatch_inputs) = match plan {
-        Plan::NotFixable(why) => {
-            report.fix.not_fixable = Some(why.clone());
-            report.human.push(format!("no test-data fix: {why}"));
-            xfail_all(&mut report, &mut table, &format!("{} reproduced; no test-data fix applies", flavor.name()))?;
-            report.exit_code = 1;
-            note_inference(&mut report, &dest);
-            record(&table, writable, &mut report)?;
-            return Ok(report);
-        }
-        Plan::Data { arrays, changes } => (arrays, changes, None),
-        Plan::Rebatch { arrays, changes, inputs } => (arrays, changes, Some(inputs)),
-    };
-    report.fix.attempted = true;
-    report.fix.changes = changes;
-    let scratch = scratch_dir(&key.model)?;
-    let fixing = Fixing { opts, d: &d, arrays: &arrays, rebatch_inputs: rebatch_inputs.as_deref() };
-    let inf = InferenceCtx { ctx: &ictx, before: derived_before.as_ref() };
-    let result = fix_in(&scratch, &fixing, &inf, &mut report, run_case);
-    let kept = match result {
-        Ok(k) => k,
+fn derived_inference(
+    report: &mut Report,
+    ictx: &inference::Ctx<'_>,
+    dir: &Path,
+    d: &Diagnosis,
+    run_case: &RunCase<'_>,
+) -> Option<derive::Derived> {
+    let key = report.case_key().clone();
+    let f = match crate::lower::forward::forward(&d.model) {
+        Ok(f) => f,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&scratch);
-            let why = e.to_string();
-            report.fix.not_fixable = Some(why.clone());
-            report.fix.attempted = false;
-            report.human.push(format!("the fix could not be made: {why}"));
-            xfail_all(&mut report, &mut table, &format!("{} reproduced; the fix could not be made", flavor.name()))?;
-            report.exit_code = 1;
-            note_inference(&mut report, &dest);
-            record(&table, writable, &mut report)?;
-            return Ok(report);
+            report.inference_note =
+                Some(format!("no inference variant: there is no inference model beside it, and {e}"));
+            return None;
         }
     };
-
-    // Status entries from the re-runs.
-    let refs_regenerated = report.fix.refs.as_deref().is_some_and(|s| s.starts_with("regenerated"));
-    let mut all_pass = true;
-    let written = report.fix.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
-    for v in &report.training {
-        let after = v.after.clone().expect("every variant is re-run");
-        all_pass &= kept && after.passed();
-        let e = if !kept {
-            Entry::xfail(
-                stage_of(&v.before, Stage::Bind),
-                &reason,
-                &format!("deploygen triage: host run of {}: {}; {seen}", v.key, first_line(&v.before.message)),
-            )
-        } else if after.passed() && !opts.in_place {
-            // The case, as the status table names it, still reads the
-            // original data: it passes only once the fixed files replace it.
-            Entry::xfail(
-                stage_of(&v.before, Stage::Bind),
-                &reason,
-                &format!(
-                    "deploygen triage --fix: {} passes with the fixed test data written beside the original \
-                     ({written}); it is EXPECTED_PASSING once those replace the originals (or with --in-place)",
-                    v.key
-                ),
-            )
-        } else if after.passed() {
-            Entry::passing()
-        } else if after.stage.as_deref() == Some("INCORRECT_RESULT") && !refs_regenerated {
-            Entry::xfail(
-                Stage::Result,
-                STALE_REFS_REASON,
-                &format!(
-                    "deploygen triage --fix: host run of {} with the fixed data: {}",
-                    v.key,
-                    first_line(&after.message)
-                ),
-            )
-        } else {
-            Entry::xfail(
-                stage_of(&after, Stage::Runtime),
-                Some(first_line(&after.message))
-                    .filter(|l| !l.trim().is_empty())
-                    .unwrap_or("the host run printed no message"),
-                &format!("deploygen triage --fix: host run of {} with the fixed data", v.key),
-            )
-        };
-        table.set(&v.key, &e)?;
-        report.status_written.push((v.key.clone(), e));
-    }
-    if kept && all_pass && !opts.in_place {
-        report.human.push(format!(
-            "the case passes with the fixed files: move {written} over the originals (or run with --in-place), \
-             then the strict xfail entries fail as XPASS and say to promote them"
-        ));
-    }
-    report.exit_code = if kept && all_pass { 0 } else { 1 };
-    report.outcome = match (kept, all_pass) {
-        (true, true) => format!("fixed: {} passes with the fixed test data", key),
-        (true, false) => format!("fix kept, but {key} still does not pass"),
-        (false, _) => "fix reverted; recorded as a known failure".into(),
+    let prepared = scratch_dir(&format!("{}-inference", key.model))
+        .and_then(|scratch| inference::prepare(ictx, &d.model, d.binding.as_ref(), None, scratch));
+    let mut derived_before = None;
+    let (before, side) = match prepared {
+        Ok(run) => {
+            let o = run_derived(&run, &key, run_case);
+            let _ = std::fs::remove_dir_all(&run.scratch);
+            let side = DerivedSide::of(&run);
+            derived_before = Some(run.derived);
+            (o, Some(side))
+        }
+        Err(e) => (CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()), None),
     };
-    note_inference(&mut report, &dest);
-    record(&table, writable, &mut report)?;
-    Ok(report)
+    let derived = DerivedVariant {
+        outputs: f.outputs.iter().map(|&t| d.model.graph.name_of(t).to_string()).collect(),
+        changes: derived_before.as_ref().map(|x: &derive::Derived| x.changes.clone()).unwrap_or_default(),
+        before: side,
+        after: None,
+        written: None,
+    };
+    report.inference = Some(Variant {
+        key: key.with(&key.model, Kind::Inference),
+        dir: dir.to_path_buf(),
+        before,
+        after: None,
+        derived: Some(derived),
+    });
+    derived_before
+}
+
+/// The last steps of every way through: the note on an unreferenced
+/// derived inference variant, then the status table.
+struct Done<'a> {
+    writable: bool,
+    dest: &'a Path,
+}
+
+impl Done<'_> {
+    fn finish(&self, mut report: Report, table: &StatusTable) -> Result<Report> {
+        note_inference(&mut report, self.dest);
+        record(table, self.writable, &mut report)?;
+        Ok(report)
+    }
 }
 
 /// Write the status table when it may be: an explicit `--status FILE`,
@@ -636,311 +646,4 @@ fn record(table: &StatusTable, writable: bool, report: &mut Report) -> Result<()
     table.write()?;
     report.status_file = table.path.clone();
     Ok(())
-}
-
-/// Run a derived inference variant. Without a single reference the
-/// project would compare nothing (emission refuses it): only the stages
-/// up to the memory plan are checked, and nothing is called a pass of it.
-fn run_derived(run: &inference::DerivedRun, key: &Key, run_case: &RunCase<'_>) -> CaseOutcome {
-    if run.derived.references.is_empty() {
-        let o = runner::stages_only(&run.scratch, &key.platform, key.level.name());
-        if !o.passed() {
-            return o;
-        }
-        CaseOutcome::pass(
-            format!(
-                "not run, nothing compared: no references for {}; import, bind, check and memory plan pass",
-                run.derived.outputs.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
-            ),
-            0,
-        )
-    } else {
-        run_case(&run.scratch, &key.platform, key.level.name())
-    }
-}
-
-/// Say plainly when a derived inference variant was run without
-/// references: it ran, but nothing was compared, so it did not pass.
-fn note_inference(report: &mut Report, dest: &Path) {
-    let Some(dv) = report.inference.as_ref().and_then(|v| v.derived.as_ref()) else { return };
-    let Some(side) = dv.after.as_ref().or(dv.before.as_ref()) else { return };
-    if side.unreferenced.is_empty() {
-        return;
-    }
-    let note = inference::no_references_note(&side.unreferenced, dv.written.as_deref(), dest);
-    report.outcome.push_str("; the derived inference variant was not compared (it has no references)");
-    report.human.push(note.clone());
-    report.inference_note = Some(note);
-}
-
-/// The fix to apply.
-struct Fixing<'a> {
-    opts: &'a Options,
-    d: &'a Diagnosis,
-    arrays: &'a fix::Arrays,
-    rebatch_inputs: Option<&'a [String]>,
-}
-
-/// What re-deriving the inference variant after the fix needs.
-struct InferenceCtx<'a> {
-    ctx: &'a inference::Ctx<'a>,
-    /// The variant derived before the fix.
-    before: Option<&'a derive::Derived>,
-}
-
-/// Apply the fix in `scratch`, re-run, and write the deliverables when the
-/// fix is kept. Returns whether it was kept.
-fn fix_in(
-    scratch: &Path,
-    fixing: &Fixing<'_>,
-    inf: &InferenceCtx<'_>,
-    report: &mut Report,
-    run_case: &RunCase<'_>,
-) -> Result<bool> {
-    let mut derived_after: Option<inference::DerivedRun> = None;
-    let kept = fix_and_rerun(scratch, fixing, inf, &mut derived_after, report, run_case);
-    if let Some(run) = derived_after {
-        if let (Ok(true), Some(dv)) = (&kept, report.inference.as_mut().and_then(|v| v.derived.as_mut())) {
-            match inference::persist(&run.scratch, inf.ctx.dest) {
-                Ok(()) => dv.written = Some(inf.ctx.dest.to_path_buf()),
-                Err(e) => report.human.push(format!("the derived inference variant was not written: {e}")),
-            }
-        }
-        let _ = std::fs::remove_dir_all(&run.scratch);
-    }
-    kept
-}
-
-fn fix_and_rerun(
-    scratch: &Path,
-    fixing: &Fixing<'_>,
-    inf_ctx: &InferenceCtx<'_>,
-    derived_after: &mut Option<inference::DerivedRun>,
-    report: &mut Report,
-    run_case: &RunCase<'_>,
-) -> Result<bool> {
-    let Fixing { opts, d, arrays, rebatch_inputs } = *fixing;
-    let dir = report.dir.clone();
-    copy_dir(&dir, scratch)?;
-    write_npz(&scratch.join(bind::INPUTS_FILE), arrays)?;
-    if let Some(inputs) = rebatch_inputs {
-        let main = d.model.path.file_name().map(PathBuf::from).unwrap_or_else(|| "network.onnx".into());
-        let changes = rebatch::rebatch(&d.model, inputs, &scratch.join(main))?;
-        report.fix.changes.extend(changes);
-    }
-    if opts.refs {
-        report.fix.refs = Some(match refs::make_refs(scratch) {
-            refs::Refs::Regenerated(s) => format!("regenerated outputs.npz: {s}"),
-            refs::Refs::Unavailable(s) => format!("not regenerated: {s}"),
-            refs::Refs::Failed(s) => format!("not regenerated: {s}"),
-        });
-    } else {
-        report.fix.refs =
-            Some(format!("not regenerated (no --refs): {} was computed for the original data", bind::OUTPUTS_FILE));
-    }
-    for i in 0..report.training.len() {
-        let key = report.training[i].key.clone();
-        report.training[i].after = Some(run_case(scratch, &key.platform, key.level.name()));
-    }
-    // The inference model beside it has its own test data: the fix does
-    // not reach it, and the re-run confirms that. A derived variant is
-    // derived again, from the fixed copy: the fix reaches it as it reaches
-    // training.
-    if let Some(inf) = report.inference.as_mut() {
-        let key = inf.key.clone();
-        let after = match inf.derived.as_mut() {
-            None => run_case(&inf.dir, &key.platform, key.level.name()),
-            Some(dv) => {
-                let prepared = crate::load(scratch).and_then(|m| {
-                    let b = bind::bind(&m, &BindOptions::default())?;
-                    let to = scratch_dir(&format!("{}-inference", key.model))?;
-                    inference::prepare(inf_ctx.ctx, &m, Some(&b), inf_ctx.before, to)
-                });
-                match prepared {
-                    Ok(run) => {
-                        let o = run_derived(&run, &key, run_case);
-                        dv.after = Some(DerivedSide::of(&run));
-                        if dv.changes.is_empty() {
-                            dv.changes = run.derived.changes.clone();
-                        }
-                        *derived_after = Some(run);
-                        o
-                    }
-                    Err(e) => CaseOutcome::fail(crate::pipeline::Stage::of(&e).name(), e.to_string()),
-                }
-            }
-        };
-        if inf.before.passed() && !after.passed() {
-            let what = if inf.derived.is_some() { " (derived)" } else { "" };
-            report.fix.reverted = Some(format!("inference '{}'{what} regressed: {}", inf.key, after.summary()));
-        }
-        inf.after = Some(after);
-    }
-    let training_reason_gone = report
-        .training
-        .iter()
-        .all(|v| !v.after.as_ref().is_some_and(|a| a.message.contains(&report.findings[0].reason)));
-    if report.fix.reverted.is_none() && !training_reason_gone {
-        report.fix.reverted = Some("the fixed data still fails for the same canonical reason".into());
-    }
-    if let Some(why) = &report.fix.reverted {
-        report.human.push(format!("fix reverted: {why}"));
-        let _ = std::fs::remove_dir_all(scratch);
-        return Ok(false);
-    }
-    // Deliverables.
-    let regenerated = report.fix.refs.as_deref().is_some_and(|s| s.starts_with("regenerated"));
-    let mut written = Vec::new();
-    if rebatch_inputs.is_some() {
-        if opts.in_place {
-            let main = d.model.path.file_name().map(PathBuf::from).unwrap_or_else(|| "network.onnx".into());
-            let mut files = vec![main, bind::INPUTS_FILE.into()];
-            if regenerated {
-                files.push(bind::OUTPUTS_FILE.into());
-            }
-            for f in files {
-                std::fs::copy(scratch.join(&f), dir.join(&f)).map_err(|e| Error::write(dir.join(&f), e))?;
-                written.push(dir.join(f));
-            }
-        } else {
-            let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            let copy = dir.with_file_name(format!("{name}.triage"));
-            if copy.exists() {
-                std::fs::remove_dir_all(&copy).map_err(|e| Error::write(&copy, e))?;
-            }
-            copy_dir(scratch, &copy)?;
-            written.push(copy);
-        }
-    } else {
-        let (inp, out) =
-            if opts.in_place { (bind::INPUTS_FILE, bind::OUTPUTS_FILE) } else { (FIXED_INPUTS, FIXED_OUTPUTS) };
-        std::fs::copy(scratch.join(bind::INPUTS_FILE), dir.join(inp)).map_err(|e| Error::write(dir.join(inp), e))?;
-        written.push(dir.join(inp));
-        if regenerated {
-            std::fs::copy(scratch.join(bind::OUTPUTS_FILE), dir.join(out))
-                .map_err(|e| Error::write(dir.join(out), e))?;
-            written.push(dir.join(out));
-        }
-    }
-    let _ = std::fs::remove_dir_all(scratch);
-    report.fix.written = written;
-    Ok(true)
-}
-
-/// The one-screen report.
-pub fn text(r: &Report) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(s, "triage {}", r.name);
-    let _ = writeln!(s, "  model     {} ({}; {})", r.model, r.dir.display(), r.resolved_how);
-    let _ = writeln!(s, "  key       {}", r.key);
-    let _ = writeln!(s, "  prior     {}", r.prior.as_ref().map_or("no status entry".into(), Entry::summary));
-    let _ = writeln!(s, "  flavor    {}", r.flavor.as_deref().unwrap_or("none"));
-    for f in &r.findings {
-        let _ = writeln!(s, "  reason    {}", f.reason);
-        for line in f.detail.lines() {
-            let _ = writeln!(s, "            {}", line.trim_start());
-        }
-        if let Some(b) = f.batch2_fixes {
-            let _ = writeln!(s, "            batch 2 fixes it: {}", if b { "yes" } else { "no" });
-        }
-    }
-    let _ = writeln!(s, "  inputs    (graph needs / data holds)");
-    for row in &r.inputs {
-        let holds = match (&row.key, &row.holds) {
-            (Some(k), Some(h)) => format!("'{k}' {h}"),
-            (None, Some(h)) => h.clone(),
-            _ => "MISSING".into(),
-        };
-        let _ = writeln!(s, "    {:<24} {:<20} {holds}", row.input, row.needs);
-    }
-    if !r.unused_keys.is_empty() {
-        let _ = writeln!(s, "    unused keys: {}", r.unused_keys.join(", "));
-    }
-    for v in &r.training {
-        let _ = writeln!(s, "  before    {}: {}", v.key, v.before.summary());
-    }
-    if r.fix.attempted || r.fix.not_fixable.is_some() {
-        let _ = writeln!(s, "  fix");
-        for c in &r.fix.changes {
-            let _ = writeln!(s, "    - {c}");
-        }
-        if let Some(n) = &r.fix.not_fixable {
-            let _ = writeln!(s, "    not fixable: {n}");
-        }
-        if let Some(refs) = &r.fix.refs {
-            let _ = writeln!(s, "    references: {refs}");
-        }
-        for w in &r.fix.written {
-            let _ = writeln!(s, "    wrote {}", w.display());
-        }
-        if let Some(why) = &r.fix.reverted {
-            let _ = writeln!(s, "    reverted: {why}");
-        }
-    }
-    for v in &r.training {
-        if let Some(a) = &v.after {
-            let _ = writeln!(s, "  after     {}: {}", v.key, a.summary());
-        }
-    }
-    match r.inference.as_ref().map(|v| (v, v.derived.as_ref())) {
-        Some((v, None)) => {
-            let _ = writeln!(s, "  inference {}: before {}", v.key, v.before.summary());
-            if let Some(a) = &v.after {
-                let _ = writeln!(s, "            after  {}", a.summary());
-            }
-        }
-        Some((v, Some(dv))) => {
-            let _ = writeln!(s, "  inference {} (derived: no inference model beside it)", v.key);
-            for c in &dv.changes {
-                let _ = writeln!(s, "            - {c}");
-            }
-            let _ = writeln!(s, "            before {}", derived_summary(&v.before, dv.before.as_ref()));
-            if let Some(a) = &v.after {
-                let _ = writeln!(s, "            after  {}", derived_summary(a, dv.after.as_ref()));
-            }
-            if let Some(w) = &dv.written {
-                let _ = writeln!(s, "            wrote {} (the variant of the fixed model and data)", w.display());
-            }
-        }
-        None => {}
-    }
-    if let Some(n) = &r.inference_note {
-        let _ = writeln!(s, "  inference {n}");
-    }
-    match &r.status_file {
-        Some(f) => {
-            let _ = writeln!(s, "  status    wrote {}", f.display());
-        }
-        None if !r.status_written.is_empty() => {
-            let _ = writeln!(s, "  status    not written (no status table; see below)");
-        }
-        None => {
-            let _ = writeln!(s, "  status    unchanged");
-        }
-    }
-    for (k, e) in &r.status_written {
-        let _ = writeln!(s, "            \"{k}\" = {}", e.summary());
-    }
-    for h in &r.human {
-        let _ = writeln!(s, "  look      {h}");
-    }
-    let _ = writeln!(s, "  outcome   {}", r.outcome);
-    s
-}
-
-/// One run of a derived inference variant: a run without references is
-/// not called a pass.
-fn derived_summary(o: &CaseOutcome, side: Option<&DerivedSide>) -> String {
-    let Some(side) = side else { return o.summary() };
-    let notes = if side.notes.is_empty() { String::new() } else { format!(" ({})", side.notes.join("; ")) };
-    let list = side.unreferenced.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
-    match (side.references.as_deref(), o.passed()) {
-        (None, true) => format!("{}{notes}", o.message),
-        (None, false) => {
-            format!("{} (stages up to the memory plan only: no references for {list}{notes})", o.summary())
-        }
-        (Some(src), _) if side.unreferenced.is_empty() => format!("{}; references: {src}", o.summary()),
-        (Some(src), _) => format!("{}; references: {src}; none for {list}", o.summary()),
-    }
 }
