@@ -4,13 +4,22 @@
 //! A training step keeps every forward value a backward node reads until
 //! that read. A value whose producer the registry calls pure
 //! (`OpDef::recompute`: Relu and other unary maps, Add, Transpose, views,
-//! Pad, Conv, BatchNorm in inference form, training BatchNorm from the
-//! batch statistics it saved) can instead be made again from inputs that are
-//! kept anyway: a copy of its producer goes just before its first backward
-//! reader, the backward readers read the copy, and the original dies at
-//! its last forward read. When an input of the copy would itself only be
-//! kept for the copy, its producer is copied too (a chain, at most
-//! [`DEPTH`] nodes deep).
+//! Pad, Conv, MaxPool with its indices, BatchNorm in inference form,
+//! training BatchNorm from the batch statistics it saved) can instead be
+//! made again from inputs that are kept anyway: a copy of its producer
+//! goes just before its first backward reader, the backward readers read
+//! the copy, and the original dies at its last forward read. A copy makes
+//! every output of its node again (MaxPool's Y with the indices
+//! MaxPoolGrad reads; the others are written and not read). When an input
+//! of the copy would itself only be kept for the copy, its producer is
+//! copied too (a chain, at most [`DEPTH`] nodes deep).
+//!
+//! A copy is made once: a value a copy needs, or a candidate itself, is
+//! first taken from a copy an earlier choice made, still read at that
+//! point or made later and moved up (with the copies it reads) to just
+//! before its new reader; the node then costs nothing again. cct's
+//! tokenizer so runs Conv_1 once for the Relu gradient and for the
+//! MaxPool copy that remakes the indices.
 //!
 //! The choice is greedy, largest value first: a candidate stays when the
 //! most bytes live at any step of the default level (arena lower bound,
