@@ -201,7 +201,7 @@ pub struct OpDef {
 /// How a [`OpDef::recompute`] node is run again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Recompute {
-    /// The same node on the same inputs (its one output).
+    /// The same node on the same inputs, every output made again.
     Copy,
     /// A training BatchNorm: output 0 again from the batch statistics it
     /// saved (outputs `mean` and `inv_std`), in inference form with the

@@ -4,7 +4,7 @@ use super::conv::{geom, is_3d, kernel_attr, refuse_3d_grad, window, window3d_fie
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
-use super::{Ctx, OpDef};
+use super::{Ctx, OpDef, Recompute};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
 
@@ -18,6 +18,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_maxpool),
         grad: Some(max_pool_grad_rule),
         tile: Some(POOL_TILES),
+        recompute: Some(max_pool_recompute),
         ..OpDef::BASE
     },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
@@ -408,6 +409,15 @@ fn max_pool_grad_rule(ctx: &mut GradCtx) -> Result<()> {
     let dx = ctx.emit1("MaxPoolGrad", "", &[dy, indices], &out, attrs)?;
     ctx.set(0, dx);
     Ok(())
+}
+
+/// MaxPool is pure, indices too: the same input gives the same maxima at
+/// the same places (`dg_maxpool_f32` and `dg_maxpool3d_f32` keep the first
+/// maximum of each window in scan order, whatever the tiles), so a copy
+/// makes both outputs again and MaxPoolGrad may read the copy's indices
+/// (`plan::recompute`; the copy's Y is written and not read).
+fn max_pool_recompute(_: &Graph, _: &Node) -> Option<Recompute> {
+    Some(Recompute::Copy)
 }
 
 /// AveragePoolGrad(dY) with the forward attributes.

@@ -4,13 +4,22 @@
 //! A training step keeps every forward value a backward node reads until
 //! that read. A value whose producer the registry calls pure
 //! (`OpDef::recompute`: Relu and other unary maps, Add, Transpose, views,
-//! Pad, Conv, BatchNorm in inference form, training BatchNorm from the
-//! batch statistics it saved) can instead be made again from inputs that are
-//! kept anyway: a copy of its producer goes just before its first backward
-//! reader, the backward readers read the copy, and the original dies at
-//! its last forward read. When an input of the copy would itself only be
-//! kept for the copy, its producer is copied too (a chain, at most
-//! [`DEPTH`] nodes deep).
+//! Pad, Conv, MaxPool with its indices, BatchNorm in inference form,
+//! training BatchNorm from the batch statistics it saved) can instead be
+//! made again from inputs that are kept anyway: a copy of its producer
+//! goes just before its first backward reader, the backward readers read
+//! the copy, and the original dies at its last forward read. A copy makes
+//! every output of its node again (MaxPool's Y with the indices
+//! MaxPoolGrad reads; the others are written and not read). When an input
+//! of the copy would itself only be kept for the copy, its producer is
+//! copied too (a chain, at most [`DEPTH`] nodes deep).
+//!
+//! A copy is made once: a value a copy needs, or a candidate itself, is
+//! first taken from a copy an earlier choice made, still read at that
+//! point or made later and moved up (with the copies it reads) to just
+//! before its new reader; the node then costs nothing again. cct's
+//! tokenizer so runs Conv_1 once for the Relu gradient and for the
+//! MaxPool copy that remakes the indices.
 //!
 //! The choice is greedy, largest value first: a candidate stays when the
 //! most bytes live at any step of the default level (arena lower bound,
@@ -196,7 +205,7 @@ impl Search<'_> {
                 report.rejected.push(format!("'{name}': no copy can be made before its backward reads"));
                 continue;
             };
-            let cost: u64 = added.iter().map(|(_, orig)| self.costs.get(orig).copied().unwrap_or(0)).sum();
+            let cost: u64 = added.iter().filter(|m| m.new).map(|m| self.costs.get(&m.orig).copied().unwrap_or(0)).sum();
             if report.cost_added + cost > budget {
                 report.rejected.push(format!("'{name}': its cost {cost} would pass the budget"));
                 continue;
@@ -212,7 +221,7 @@ impl Search<'_> {
                 continue;
             }
             area = trial_area;
-            let nodes = added.iter().map(|&(n, orig)| copy_entry(&trial.graph, n, orig)).collect();
+            let nodes = added.iter().map(|m| copy_entry(&trial.graph, m)).collect();
             report.chosen.push(Choice { tensor: name, nodes, bytes_saved: report.peak_with - peak, cost_added: cost });
             report.peak_with = peak;
             report.cost_added += cost;
@@ -223,13 +232,24 @@ impl Search<'_> {
     }
 }
 
-fn copy_entry(g: &Graph, n: NodeIndex, orig: NodeIndex) -> Copy {
-    let node = g.node(n);
+/// A node a choice runs: added by it (`new`), or added by an earlier
+/// choice and read again.
+struct Made {
+    node: NodeIndex,
+    /// The node it copies.
+    orig: NodeIndex,
+    /// The value it makes that is read.
+    tensor: TensorId,
+    new: bool,
+}
+
+fn copy_entry(g: &Graph, m: &Made) -> Copy {
+    let node = g.node(m.node);
     Copy {
         node: node.name.clone(),
-        copy_of: g.node(orig).name.clone(),
+        copy_of: g.node(m.orig).name.clone(),
         op: node.op.clone(),
-        tensor: node.output(0).map(|o| g.name_of(o).to_string()).unwrap_or_default(),
+        tensor: g.name_of(m.tensor).to_string(),
     }
 }
 
@@ -300,15 +320,19 @@ fn candidates(model: &Model, backward: &HashSet<NodeIndex>) -> Vec<TensorId> {
     let readers = g.readers();
     let mut v = vec![];
     for (n, node) in g.nodes() {
-        if backward.contains(&n) || rule(g, node).is_none() {
-            continue;
-        }
-        let Some(t) = node.output(0) else { continue };
-        if outputs.contains(&t) || g.tensor(t).ty.bytes().is_none() {
-            continue;
-        }
-        if readers.get(&t).is_some_and(|rs| rs.iter().any(|r| backward.contains(r))) {
-            v.push(t);
+        let Some(how) = (!backward.contains(&n)).then(|| rule(g, node)).flatten() else { continue };
+        // A copy from saved statistics makes output 0 only.
+        let made = match how {
+            Recompute::Copy => node.outputs.len(),
+            Recompute::SavedStats { .. } => 1,
+        };
+        for &t in node.outputs[..made].iter().flatten() {
+            if outputs.contains(&t) || g.tensor(t).ty.bytes().is_none() {
+                continue;
+            }
+            if readers.get(&t).is_some_and(|rs| rs.iter().any(|r| backward.contains(r))) {
+                v.push(t);
+            }
         }
     }
     v
@@ -319,21 +343,39 @@ fn rule(g: &Graph, node: &Node) -> Option<Recompute> {
 }
 
 /// Remake `t` before its first backward read: copies inserted there, the
-/// readers from there on switched to the copy. The added nodes with the
-/// node each copies; `None` when `t` cannot be remade.
+/// readers from there on switched to the copy. The nodes that remake it;
+/// `None` when `t` cannot be remade.
 fn remake(
     m: &mut Model,
     backward: &HashSet<NodeIndex>,
     copies: &mut HashMap<TensorId, Vec<TensorId>>,
     t: TensorId,
-) -> Option<Vec<(NodeIndex, NodeIndex)>> {
+) -> Option<Vec<Made>> {
     let g = &m.graph;
     let pos = g.schedule.iter().position(|n| backward.contains(n) && g.node(*n).inputs.contains(&Some(t)))?;
     let switch: Vec<NodeIndex> =
         g.schedule[pos..].iter().copied().filter(|&n| g.node(n).inputs.contains(&Some(t))).collect();
     let mut at = pos;
     let mut added = vec![];
-    let copy = copy_of(m, copies, t, &mut at, DEPTH, &mut added)?;
+    // A copy another choice made serves these readers too (its node is
+    // listed again, at no cost).
+    let copy = match reuse(&mut m.graph, copies, t, &mut at) {
+        Some(c) => {
+            let n = m.graph.producer(c)?;
+            let o = m.graph.node(n).marks.recomputed_from.clone()?;
+            let orig = m.graph.nodes().find(|(_, nd)| nd.name == o)?.0;
+            added.push(Made { node: n, orig, tensor: c, new: false });
+            c
+        }
+        None => copy_of(m, copies, t, &mut at, DEPTH, &mut added)?,
+    };
+    // Every reader switched runs after the copy (a copy moved up may read
+    // `t` itself).
+    let order: HashMap<NodeIndex, usize> = m.graph.schedule.iter().enumerate().map(|(i, &n)| (n, i)).collect();
+    let made = order.get(&m.graph.producer(copy)?)?;
+    if switch.iter().any(|r| order.get(r).is_none_or(|i| i <= made)) {
+        return None;
+    }
     for n in switch {
         for s in m.graph.dag[n].inputs.iter_mut() {
             if *s == Some(t) {
@@ -361,7 +403,7 @@ fn copy_of(
     u: TensorId,
     at: &mut usize,
     depth: usize,
-    added: &mut Vec<(NodeIndex, NodeIndex)>,
+    added: &mut Vec<Made>,
 ) -> Option<TensorId> {
     if depth == 0 {
         return None;
@@ -369,10 +411,11 @@ fn copy_of(
     let g = &m.graph;
     let p = g.producer(u)?;
     let node = g.node(p).clone();
-    if node.output(0) != Some(u) {
+    let how = rule(g, &node)?;
+    let k = node.outputs.iter().position(|&o| o == Some(u))?;
+    if matches!(how, Recompute::SavedStats { .. }) && k != 0 {
         return None;
     }
-    let how = rule(g, &node)?;
     let mut inputs = match how {
         Recompute::Copy => node.inputs.clone(),
         Recompute::SavedStats { mean, inv_std } => {
@@ -397,18 +440,10 @@ fn copy_of(
         if writes_in_place(&m.graph, x) {
             return None;
         }
-        let g = &m.graph;
-        if kept(g, x, *at) {
+        if kept(&m.graph, x, *at) {
             continue;
         }
-        // A copy made earlier that is still read at `at`.
-        if let Some(c) = copies.get(&x).and_then(|cs| {
-            cs.iter().copied().find(|&c| {
-                let prod = g.producer(c);
-                let made = prod.and_then(|pn| g.schedule.iter().position(|&n| n == pn));
-                made.is_some_and(|i| i < *at) && kept(g, c, *at)
-            })
-        }) {
+        if let Some(c) = reuse(&mut m.graph, copies, x, at) {
             *s = Some(c);
             continue;
         }
@@ -417,17 +452,33 @@ fn copy_of(
         }
     }
     let g = &mut m.graph;
-    let name = unique(g, &format!("{}.recomputed", g.name_of(u)), |g, n| g.tensors.contains_key(n));
-    let mut tensor = g.tensor(u).clone();
-    tensor.name = name.clone();
-    tensor.origin = Origin::Value;
-    tensor.data = None;
-    g.tensors.insert(name.clone(), tensor);
-    let out = g.id(&name).expect("just inserted");
+    // Every output again (the ones not asked for are written and not
+    // read), or output 0 alone from saved statistics.
+    let made: Vec<Option<TensorId>> = match how {
+        Recompute::Copy => node.outputs.clone(),
+        Recompute::SavedStats { .. } => vec![Some(u)],
+    };
+    let mut outs = vec![];
+    for o in made {
+        let Some(o) = o else {
+            outs.push(None);
+            continue;
+        };
+        let name = unique(g, &format!("{}.recomputed", g.name_of(o)), |g, n| g.tensors.contains_key(n));
+        let mut tensor = g.tensor(o).clone();
+        tensor.name = name.clone();
+        tensor.origin = Origin::Value;
+        tensor.data = None;
+        g.tensors.insert(name.clone(), tensor);
+        let c = g.id(&name).expect("just inserted");
+        copies.entry(o).or_default().push(c);
+        outs.push(Some(c));
+    }
+    let out = outs[k].expect("the asked output");
     let mut copy = node.clone();
     copy.name = unique(g, &format!("{}.recomputed", node.name), |g, n| g.dag.node_weights().any(|w| w.name == n));
     copy.inputs = inputs;
-    copy.outputs = vec![Some(out)];
+    copy.outputs = outs;
     copy.marks.recomputed_from = Some(node.name.clone());
     if let Recompute::SavedStats { .. } = how {
         ops::saved_stats_form(&mut copy);
@@ -435,9 +486,69 @@ fn copy_of(
     let ni = g.dag.add_node(copy);
     g.schedule.insert(*at, ni);
     *at += 1;
-    copies.entry(u).or_default().push(out);
-    added.push((ni, p));
+    added.push(Made { node: ni, orig: p, tensor: out, new: true });
     Some(out)
+}
+
+/// A copy of `x` already made that can be read at `*at`: one made before
+/// and still read there or later, or one made later whose node (with the
+/// copies it reads that are made later too) moves up to `*at`, past
+/// `*at`.
+fn reuse(g: &mut Graph, copies: &HashMap<TensorId, Vec<TensorId>>, x: TensorId, at: &mut usize) -> Option<TensorId> {
+    let cs = copies.get(&x)?;
+    let pos = |g: &Graph, n: NodeIndex| g.schedule.iter().position(|&m| m == n);
+    let before = cs.iter().copied().find(|&c| {
+        let made = g.producer(c).and_then(|pn| pos(g, pn));
+        made.is_some_and(|i| i < *at) && kept(g, c, *at)
+    });
+    if before.is_some() {
+        return before;
+    }
+    for &c in cs {
+        if let Some(moved) = hoist(g, c, *at) {
+            *at += moved;
+            return Some(c);
+        }
+    }
+    None
+}
+
+/// Move the node making the copy `c`, and the copies it reads that run at
+/// or after `at`, up to schedule position `at` in their order: the same
+/// nodes run earlier, their other inputs made before `at` (none is written
+/// in place, or they would not be copies). How many moved; `None` (nothing
+/// moved) when `c` is made before `at` or reads a value made at or after
+/// `at` that is no copy.
+fn hoist(g: &mut Graph, c: TensorId, at: usize) -> Option<usize> {
+    let pos = |g: &Graph, n: NodeIndex| g.schedule.iter().position(|&m| m == n);
+    let root = g.producer(c)?;
+    if pos(g, root)? < at {
+        return None;
+    }
+    let mut moving = vec![];
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if moving.contains(&n) {
+            continue;
+        }
+        let node = g.node(n);
+        node.marks.recomputed_from.as_ref()?;
+        moving.push(n);
+        for &i in node.inputs.iter().flatten() {
+            if let Some(q) = g.producer(i) {
+                if pos(g, q)? >= at {
+                    stack.push(q);
+                }
+            }
+        }
+    }
+    moving.sort_by_key(|&n| pos(g, n));
+    g.schedule.retain(|n| !moving.contains(n));
+    let moved = moving.len();
+    for (k, n) in moving.into_iter().enumerate() {
+        g.schedule.insert(at + k, n);
+    }
+    Some(moved)
 }
 
 fn unique(g: &Graph, base: &str, taken: impl Fn(&Graph, &str) -> bool) -> String {

@@ -163,9 +163,9 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
         }
-        dg_copy(DG_L3(405776), DG_L2(98304), 16384u); /* tok.pool1.out L2->L3 */
+        dg_copy(DG_L3(307472), DG_L2(98304), 16384u); /* tok.pool1.out L2->L3 */
         dg_copy(DG_L3(274704), DG_L2(65536), 32768u); /* tok.pool1.indices L2->L3 */
-        DG_DUMP("tok.pool1.out", DG_L3(405776), 4096u);
+        DG_DUMP("tok.pool1.out", DG_L3(307472), 4096u);
     }
     DG_PROFILE_END(2u, "MaxPool", "MaxPool_3");
 
@@ -201,7 +201,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(405776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(14024), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -327,9 +327,9 @@ void RunPredictNetwork(void *arg)
             };
             pi_cl_team_fork(NUM_CORES, dg_maxpool_f32, &args);
         }
-        dg_copy(DG_L3(307472), DG_L1(49152), 8192u); /* tok.pool2.out L1->L3 */
-        dg_copy(DG_L3(422160), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
-        DG_DUMP("tok.pool2.out", DG_L3(307472), 2048u);
+        dg_copy(DG_L3(291088), DG_L1(49152), 8192u); /* tok.pool2.out L1->L3 */
+        dg_copy(DG_L3(274704), DG_L1(32768), 16384u); /* tok.pool2.indices L1->L3 */
+        DG_DUMP("tok.pool2.out", DG_L3(291088), 2048u);
     }
     DG_PROFILE_END(5u, "MaxPool", "MaxPool_6");
 
@@ -357,14 +357,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(291088), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(291088), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -378,13 +378,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(471312), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(438544), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("tok.tokens.out", DG_L3(471312), 2048u);
+        DG_DUMP("tok.tokens.out", DG_L3(438544), 2048u);
     }
     DG_PROFILE_END(7u, "Transpose", "Transpose_8");
 
@@ -408,7 +408,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(32456), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -424,10 +424,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("pos.out", DG_L3(471312), 2048u);
+        DG_DUMP("pos.out", DG_L3(438544), 2048u);
     }
     DG_PROFILE_END(8u, "Add", "Add_9");
 
@@ -491,7 +491,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40648), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(40776), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -504,7 +504,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(438544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -520,9 +520,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(479504), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(602384), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(602640), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(405776), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(528656), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(528912), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -534,9 +534,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk0.ln1.out", DG_L3(479504), 2048u);
-        DG_DUMP("blk0.ln1.mean", DG_L3(602384), 64u);
-        DG_DUMP("blk0.ln1.inv_std", DG_L3(602640), 64u);
+        DG_DUMP("blk0.ln1.out", DG_L3(405776), 2048u);
+        DG_DUMP("blk0.ln1.mean", DG_L3(528656), 64u);
+        DG_DUMP("blk0.ln1.inv_std", DG_L3(528912), 64u);
     }
     DG_PROFILE_END(9u, "LayerNormalization", "LayerNormalization_10");
 
@@ -572,7 +572,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(405776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(49352), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -581,7 +581,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(405776), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -701,13 +701,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(495888), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(422160), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.v_t.out", DG_L3(495888), 2048u);
+        DG_DUMP("blk0.v_t.out", DG_L3(422160), 2048u);
     }
     DG_PROFILE_END(13u, "Transpose", "Transpose_22");
 
@@ -743,7 +743,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(405776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(40904), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -752,7 +752,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(405776), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -872,13 +872,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(487696), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(413968), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.q_t.out", DG_L3(487696), 2048u);
+        DG_DUMP("blk0.q_t.out", DG_L3(413968), 2048u);
     }
     DG_PROFILE_END(17u, "Transpose", "Transpose_14");
 
@@ -914,7 +914,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(405776), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(45128), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -923,7 +923,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(405776), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1043,13 +1043,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(504080), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(430352), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.k_t.out", DG_L3(504080), 2048u);
+        DG_DUMP("blk0.k_t.out", DG_L3(430352), 2048u);
     }
     DG_PROFILE_END(21u, "Transpose", "Transpose_18");
 
@@ -1087,8 +1087,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(487696), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(504080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(413968), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(430352), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1096,10 +1096,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(487696), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(413968), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(504080), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(430352), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1117,7 +1117,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1125,7 +1125,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.qk", DG_L3(307472), 8192u);
+        DG_DUMP("blk0.qk", DG_L3(274704), 8192u);
     }
     DG_PROFILE_END(22u, "MatMul", "MatMul_23");
 
@@ -1149,7 +1149,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(209136), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1168,10 +1168,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.scores", DG_L3(307472), 8192u);
+        DG_DUMP("blk0.scores", DG_L3(274704), 8192u);
     }
     DG_PROFILE_END(23u, "Mul", "Mul_24");
 
@@ -1203,14 +1203,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_softmax_args_t args = {
@@ -1267,7 +1267,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
         dg_tile_in(DG_L3(241936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(495888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(422160), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1278,7 +1278,7 @@ void RunPredictNetwork(void *arg)
                 dg_tile_in(DG_L3(241936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(495888), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(422160), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1296,7 +1296,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1304,7 +1304,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.av", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.av", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(25u, "MatMul", "MatMul_26");
 
@@ -1332,14 +1332,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -1353,13 +1353,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(512272), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(446736), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.av_t.out", DG_L3(512272), 2048u);
+        DG_DUMP("blk0.av_t.out", DG_L3(446736), 2048u);
     }
     DG_PROFILE_END(26u, "Transpose", "Transpose_27");
 
@@ -1395,7 +1395,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(512272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(446736), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(53576), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1404,7 +1404,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(512272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(446736), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1422,14 +1422,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.proj.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.proj.mm", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(28u, "MatMul", "MatMul_29");
 
@@ -1453,7 +1453,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(57672), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1472,80 +1472,53 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.proj.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.proj.out", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(29u, "Add", "Add_30");
 
-    /* step 30: Add 'Add_31' computes in L1, 2 tile(s) of [1024], double-buffered */
+    /* step 30: Add 'Add_31' computes in L1, 1 tile(s) of [2048] */
     DG_PROFILE_BEGIN();
     {
-        static const dg_box_t o0_box[2] = {
-            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o0_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o1_box[2] = {
-            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
+        static const dg_box_t o1_box[1] = {
+            {0u, 8192u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        static const dg_box_t o2_box[2] = {
-            {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-            {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
-        };
-        /* o0: tok.tokens.out (L3, read) */
-        void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
-        void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
+        /* o0: tok.tokens.out (L3, read and written), whole */
+        void *const o0_l1[1] = { DG_L1(0) };
+        void *const o0_l2[1] = { DG_L2(0) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
-        /* o1: blk0.proj.mm (L3, read) */
-        void *const o1_l1[2] = { DG_L1(8192), DG_L1(12288) };
-        void *const o1_l2[2] = { DG_L2(8192), DG_L2(12288) };
-        dg_dma_q_t *const o1_q = &dg_dma_pool[2];
-        /* o2: blk0.res1 (L3, written) */
-        void *const o2_l1[2] = { DG_L1(16384), DG_L1(20480) };
-        void *const o2_l2[2] = { DG_L2(16384), DG_L2(20480) };
-        dg_dma_q_t *const o2_q = &dg_dma_pool[4];
+        /* o1: blk0.proj.mm (L3, read), whole */
+        void *const o1_l1[1] = { DG_L1(8192) };
+        void *const o1_l2[1] = { DG_L2(8192) };
+        dg_dma_q_t *const o1_q = &dg_dma_pool[1];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
-        dg_dma_init(&o1_q[1]);
-        dg_dma_init(&o2_q[0]);
-        dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
-        for (t = 0; t < 2u; t++) {
-            const uint32_t cur = t & 1u, nxt = cur ^ 1u;
-            (void)nxt;
-            dg_dma_wait(&o0_q[cur]);
-            dg_dma_wait(&o1_q[cur]);
-            dg_dma_wait(&o2_q[cur]);
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
-            }
-            if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
-            }
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_dma_wait(&o0_q[0]);
+        dg_dma_wait(&o1_q[0]);
+        for (t = 0; t < 1u; t++) {
             {
                 dg_binary_args_t args = {
-                    .a = o0_l1[cur],
-                    .b = o1_l1[cur],
-                    .y = o2_l1[cur],
-                    .n = 1024u,
+                    .a = o0_l1[0],
+                    .b = o1_l1[0],
+                    .y = o0_l1[0],
+                    .n = 2048u,
                     .ndim = 0u,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(520464), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
+        dg_tile_out(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
-        dg_dma_wait(&o1_q[1]);
-        dg_dma_wait(&o2_q[0]);
-        dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.res1", DG_L3(520464), 2048u);
+        DG_DUMP("blk0.res1", DG_L3(438544), 2048u);
     }
     DG_PROFILE_END(30u, "Add", "Add_31");
 
@@ -1574,7 +1547,7 @@ void RunPredictNetwork(void *arg)
             {0u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {128u, 128u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res1 (L3, read) */
+        /* o0: tok.tokens.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
@@ -1609,7 +1582,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(520464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(57800), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(57928), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1622,7 +1595,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(520464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(438544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -1638,9 +1611,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(528656), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(602896), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(603152), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(454928), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(529168), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(529424), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1652,9 +1625,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk0.ln2.out", DG_L3(528656), 2048u);
-        DG_DUMP("blk0.ln2.mean", DG_L3(602896), 64u);
-        DG_DUMP("blk0.ln2.inv_std", DG_L3(603152), 64u);
+        DG_DUMP("blk0.ln2.out", DG_L3(454928), 2048u);
+        DG_DUMP("blk0.ln2.mean", DG_L3(529168), 64u);
+        DG_DUMP("blk0.ln2.inv_std", DG_L3(529424), 64u);
     }
     DG_PROFILE_END(31u, "LayerNormalization", "LayerNormalization_32");
 
@@ -1690,7 +1663,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(528656), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(454928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(58056), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1699,7 +1672,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(528656), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(454928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1717,14 +1690,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(438544), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(373008), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.fc1.mm", DG_L3(438544), 4096u);
+        DG_DUMP("blk0.fc1.mm", DG_L3(373008), 4096u);
     }
     DG_PROFILE_END(32u, "MatMul", "MatMul_33");
 
@@ -1748,7 +1721,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(66248), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1767,10 +1740,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.fc1.out", DG_L3(438544), 4096u);
+        DG_DUMP("blk0.fc1.out", DG_L3(373008), 4096u);
     }
     DG_PROFILE_END(33u, "Add", "Add_34");
 
@@ -1798,14 +1771,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(438544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_unary_args_t args = {
@@ -1815,13 +1788,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
             }
-            dg_tile_out(DG_L3(454928), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(389392), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk0.fc1.gelu", DG_L3(454928), 4096u);
+        DG_DUMP("blk0.fc1.gelu", DG_L3(389392), 4096u);
     }
     DG_PROFILE_END(34u, "Gelu", "Gelu_35");
 
@@ -1857,7 +1830,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(454928), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(389392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(66504), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1866,7 +1839,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(454928), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(389392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -1884,14 +1857,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.fc2.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.fc2.mm", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(35u, "MatMul", "MatMul_36");
 
@@ -1915,7 +1888,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(74696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1934,10 +1907,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk0.fc2.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk0.fc2.out", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(36u, "Add", "Add_37");
 
@@ -1956,7 +1929,7 @@ void RunPredictNetwork(void *arg)
             {0u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
             {4096u, 4096u, {1u, 1u, 1u}, {0u, 0u, 0u}},
         };
-        /* o0: blk0.res1 (L3, read) */
+        /* o0: tok.tokens.out (L3, read) */
         void *const o0_l1[2] = { DG_L1(0), DG_L1(4096) };
         void *const o0_l2[2] = { DG_L2(0), DG_L2(4096) };
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
@@ -1975,8 +1948,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(520464), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(438544), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1984,10 +1957,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(520464), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(438544), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(274704), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -1999,7 +1972,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(536848), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(463120), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2007,7 +1980,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk0.res2", DG_L3(536848), 2048u);
+        DG_DUMP("blk0.res2", DG_L3(463120), 2048u);
     }
     DG_PROFILE_END(37u, "Add", "Add_38");
 
@@ -2071,7 +2044,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(536848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(463120), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(74824), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(74952), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2084,7 +2057,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(536848), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(463120), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -2100,9 +2073,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(545040), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(603408), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(603664), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(471312), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(529680), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(529936), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2114,9 +2087,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk1.ln1.out", DG_L3(545040), 2048u);
-        DG_DUMP("blk1.ln1.mean", DG_L3(603408), 64u);
-        DG_DUMP("blk1.ln1.inv_std", DG_L3(603664), 64u);
+        DG_DUMP("blk1.ln1.out", DG_L3(471312), 2048u);
+        DG_DUMP("blk1.ln1.mean", DG_L3(529680), 64u);
+        DG_DUMP("blk1.ln1.inv_std", DG_L3(529936), 64u);
     }
     DG_PROFILE_END(38u, "LayerNormalization", "LayerNormalization_39");
 
@@ -2152,7 +2125,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(545040), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(83528), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2161,7 +2134,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(545040), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2179,14 +2152,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.v.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk1.v.mm", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(39u, "MatMul", "MatMul_48");
 
@@ -2210,7 +2183,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(87624), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2229,10 +2202,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.v.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk1.v.out", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(40u, "Add", "Add_49");
 
@@ -2260,14 +2233,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2281,13 +2254,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(561424), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(487696), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.v_t.out", DG_L3(561424), 2048u);
+        DG_DUMP("blk1.v_t.out", DG_L3(487696), 2048u);
     }
     DG_PROFILE_END(42u, "Transpose", "Transpose_51");
 
@@ -2323,7 +2296,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(545040), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(75080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2332,7 +2305,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(545040), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2350,14 +2323,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.q.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk1.q.mm", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(43u, "MatMul", "MatMul_40");
 
@@ -2381,7 +2354,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(79176), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2400,10 +2373,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.q.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk1.q.out", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(44u, "Add", "Add_41");
 
@@ -2431,14 +2404,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2452,13 +2425,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(553232), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(479504), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.q_t.out", DG_L3(553232), 2048u);
+        DG_DUMP("blk1.q_t.out", DG_L3(479504), 2048u);
     }
     DG_PROFILE_END(46u, "Transpose", "Transpose_43");
 
@@ -2494,7 +2467,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(545040), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(471312), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(79304), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2503,7 +2476,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(545040), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(471312), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2521,14 +2494,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(274704), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.k.mm", DG_L3(307472), 2048u);
+        DG_DUMP("blk1.k.mm", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(47u, "MatMul", "MatMul_44");
 
@@ -2552,7 +2525,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(83400), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2571,10 +2544,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.k.out", DG_L3(307472), 2048u);
+        DG_DUMP("blk1.k.out", DG_L3(274704), 2048u);
     }
     DG_PROFILE_END(48u, "Add", "Add_45");
 
@@ -2602,14 +2575,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2623,13 +2596,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(569616), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(495888), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.k_t.out", DG_L3(569616), 2048u);
+        DG_DUMP("blk1.k_t.out", DG_L3(495888), 2048u);
     }
     DG_PROFILE_END(50u, "Transpose", "Transpose_47");
 
@@ -2667,8 +2640,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(553232), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(569616), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(479504), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(495888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -2676,10 +2649,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(553232), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(479504), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(569616), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(495888), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2697,7 +2670,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2705,7 +2678,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.qk", DG_L3(340240), 8192u);
+        DG_DUMP("blk1.qk", DG_L3(307472), 8192u);
     }
     DG_PROFILE_END(51u, "MatMul", "MatMul_52");
 
@@ -2729,7 +2702,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(209136), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -2748,10 +2721,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_mul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.scores", DG_L3(340240), 8192u);
+        DG_DUMP("blk1.scores", DG_L3(307472), 8192u);
     }
     DG_PROFILE_END(52u, "Mul", "Mul_53");
 
@@ -2783,14 +2756,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_softmax_args_t args = {
@@ -2802,13 +2775,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
             }
-            dg_tile_out(DG_L3(307472), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(274704), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.attn", DG_L3(307472), 8192u);
+        DG_DUMP("blk1.attn", DG_L3(274704), 8192u);
     }
     DG_PROFILE_END(53u, "Softmax", "Softmax_54");
 
@@ -2846,8 +2819,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(561424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(274704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(487696), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -2855,10 +2828,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(274704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(561424), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(487696), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -2876,7 +2849,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2884,7 +2857,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.av", DG_L3(340240), 2048u);
+        DG_DUMP("blk1.av", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(54u, "MatMul", "MatMul_55");
 
@@ -2912,14 +2885,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_strided_copy_args_t args = {
@@ -2933,13 +2906,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_transpose, &args);
             }
-            dg_tile_out(DG_L3(373008), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(340240), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.av_t.out", DG_L3(373008), 2048u);
+        DG_DUMP("blk1.av_t.out", DG_L3(340240), 2048u);
     }
     DG_PROFILE_END(55u, "Transpose", "Transpose_56");
 
@@ -2975,7 +2948,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(373008), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(87752), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -2984,7 +2957,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(373008), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -3002,14 +2975,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.proj.mm", DG_L3(340240), 2048u);
+        DG_DUMP("blk1.proj.mm", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(57u, "MatMul", "MatMul_58");
 
@@ -3033,7 +3006,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91848), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3052,10 +3025,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.proj.out", DG_L3(340240), 2048u);
+        DG_DUMP("blk1.proj.out", DG_L3(307472), 2048u);
     }
     DG_PROFILE_END(58u, "Add", "Add_59");
 
@@ -3093,8 +3066,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(536848), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(340240), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(463120), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -3102,10 +3075,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(536848), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(463120), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(340240), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(307472), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -3117,7 +3090,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(381200), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(348432), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3125,7 +3098,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.res1", DG_L3(381200), 2048u);
+        DG_DUMP("blk1.res1", DG_L3(348432), 2048u);
     }
     DG_PROFILE_END(59u, "Add", "Add_60");
 
@@ -3189,7 +3162,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(381200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(348432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91976), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(92104), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3202,7 +3175,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(381200), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(348432), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -3218,9 +3191,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(389392), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(603920), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(604176), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(356624), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(530192), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(530448), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3232,9 +3205,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("blk1.ln2.out", DG_L3(389392), 2048u);
-        DG_DUMP("blk1.ln2.mean", DG_L3(603920), 64u);
-        DG_DUMP("blk1.ln2.inv_std", DG_L3(604176), 64u);
+        DG_DUMP("blk1.ln2.out", DG_L3(356624), 2048u);
+        DG_DUMP("blk1.ln2.mean", DG_L3(530192), 64u);
+        DG_DUMP("blk1.ln2.inv_std", DG_L3(530448), 64u);
     }
     DG_PROFILE_END(60u, "LayerNormalization", "LayerNormalization_61");
 
@@ -3270,7 +3243,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(389392), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(356624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(92232), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -3279,7 +3252,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(389392), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(356624), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -3297,14 +3270,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(340240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(307472), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.fc1.mm", DG_L3(340240), 4096u);
+        DG_DUMP("blk1.fc1.mm", DG_L3(307472), 4096u);
     }
     DG_PROFILE_END(61u, "MatMul", "MatMul_62");
 
@@ -3328,7 +3301,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(100424), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3347,10 +3320,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.fc1.out", DG_L3(340240), 4096u);
+        DG_DUMP("blk1.fc1.out", DG_L3(307472), 4096u);
     }
     DG_PROFILE_END(62u, "Add", "Add_63");
 
@@ -3378,14 +3351,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(340240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(307472), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(340240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(307472), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_unary_args_t args = {
@@ -3395,13 +3368,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_gelu_f32, &args);
             }
-            dg_tile_out(DG_L3(356624), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L3(323856), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("blk1.fc1.gelu", DG_L3(356624), 4096u);
+        DG_DUMP("blk1.fc1.gelu", DG_L3(323856), 4096u);
     }
     DG_PROFILE_END(63u, "Gelu", "Gelu_64");
 
@@ -3437,7 +3410,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(356624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(323856), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(100680), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -3446,7 +3419,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(356624), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(323856), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_matmul_args_t args = {
@@ -3464,14 +3437,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
-            dg_tile_out(DG_L3(577808), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(504080), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.fc2.mm", DG_L3(577808), 2048u);
+        DG_DUMP("blk1.fc2.mm", DG_L3(504080), 2048u);
     }
     DG_PROFILE_END(64u, "MatMul", "MatMul_65");
 
@@ -3495,7 +3468,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(577808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(504080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(108872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3514,10 +3487,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(577808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(504080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("blk1.fc2.out", DG_L3(577808), 2048u);
+        DG_DUMP("blk1.fc2.out", DG_L3(504080), 2048u);
     }
     DG_PROFILE_END(65u, "Add", "Add_66");
 
@@ -3555,8 +3528,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(381200), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(577808), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(348432), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(504080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -3564,10 +3537,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(381200), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(348432), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(577808), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L3(504080), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -3579,7 +3552,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(397584), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(364816), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3587,7 +3560,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("blk1.res2", DG_L3(397584), 2048u);
+        DG_DUMP("blk1.res2", DG_L3(364816), 2048u);
     }
     DG_PROFILE_END(66u, "Add", "Add_67");
 
@@ -3651,7 +3624,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o4_q[1]);
         dg_dma_init(&o5_q[0]);
         dg_dma_init(&o5_q[1]);
-        dg_tile_in(DG_L3(397584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(364816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109000), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(109128), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3664,7 +3637,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o4_q[cur]);
             dg_dma_wait(&o5_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(397584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(364816), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_layernorm_args_t args = {
@@ -3680,9 +3653,9 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_layernorm_f32, &args);
             }
-            dg_tile_out(DG_L3(577808), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
-            dg_tile_out(DG_L3(604432), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
-            dg_tile_out(DG_L3(604688), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(504080), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L3(530704), o4_l2[cur], o4_l1[cur], &o4_box[t], &o4_q[cur]);
+            dg_tile_out(DG_L3(530960), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -3694,9 +3667,9 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o4_q[1]);
         dg_dma_wait(&o5_q[0]);
         dg_dma_wait(&o5_q[1]);
-        DG_DUMP("norm.out", DG_L3(577808), 2048u);
-        DG_DUMP("norm.mean", DG_L3(604432), 64u);
-        DG_DUMP("norm.inv_std", DG_L3(604688), 64u);
+        DG_DUMP("norm.out", DG_L3(504080), 2048u);
+        DG_DUMP("norm.mean", DG_L3(530704), 64u);
+        DG_DUMP("norm.inv_std", DG_L3(530960), 64u);
     }
     DG_PROFILE_END(67u, "LayerNormalization", "LayerNormalization_68");
 
@@ -3728,7 +3701,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
-        dg_tile_in(DG_L3(577808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(504080), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109256), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3750,11 +3723,11 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(586000), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(512272), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("seqpool.mm", DG_L3(586000), 64u);
+        DG_DUMP("seqpool.mm", DG_L3(512272), 64u);
     }
     DG_PROFILE_END(68u, "MatMul", "MatMul_69");
 
@@ -3778,7 +3751,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(586000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(512272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109384), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -3797,10 +3770,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(586000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(512272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("seqpool.out", DG_L3(586000), 64u);
+        DG_DUMP("seqpool.out", DG_L3(512272), 64u);
     }
     DG_PROFILE_END(69u, "Add", "Add_70");
 
@@ -3824,7 +3797,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(586000), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(512272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -3838,10 +3811,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_softmax_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(587280), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_out(DG_L3(513552), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("seqpool.attn", DG_L3(587280), 64u);
+        DG_DUMP("seqpool.attn", DG_L3(513552), 64u);
     }
     DG_PROFILE_END(71u, "Softmax", "Softmax_72");
 
@@ -3873,8 +3846,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
-        dg_tile_in(DG_L3(587280), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L3(577808), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L3(513552), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(504080), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -3895,11 +3868,11 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_matmul_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(587536), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
+        dg_tile_out(DG_L3(513808), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
-        DG_DUMP("seqpool.out_1", DG_L3(587536), 32u);
+        DG_DUMP("seqpool.out_1", DG_L3(513808), 32u);
     }
     DG_PROFILE_END(72u, "MatMul", "MatMul_73");
 
@@ -3939,7 +3912,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L3(587536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(513808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(109392), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(110672), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -3965,12 +3938,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(586000), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L3(512272), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc.out", DG_L3(586000), 10u);
+        DG_DUMP("fc.out", DG_L3(512272), 10u);
     }
     DG_PROFILE_END(74u, "Gemm", "Gemm_75");
 }

@@ -80,7 +80,7 @@ static void fill_tables(void)
     dg_inputs[0].bytes = 12288u;
     dg_inputs[1].buf = DG_L3(12288);
     dg_inputs[1].bytes = 8u;
-    dg_outputs[0].buf = DG_L3(586000);
+    dg_outputs[0].buf = DG_L3(512272);
     dg_outputs[0].bytes = 40u;
     dg_state[0].buf = DG_L3(12296); /* 'tok.conv1.weight' f32 [16, 3, 3, 3], 1728 B, trainable weight */
     dg_state[0].bytes = 1728u;
@@ -270,7 +270,7 @@ int dg_model_train_step(void)
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L3(604944), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L3(531216), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;

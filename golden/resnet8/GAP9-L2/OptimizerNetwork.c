@@ -19,10 +19,10 @@ void *DeeployOptNetwork_learning_rate;
 
 int InitOptimizerNetwork(void)
 {
-    DeeployOptNetwork_inputs[0] = DG_L2(324088);
-    DeeployOptNetwork_inputs[1] = DG_L2(324096);
-    DeeployOptNetwork_outputs[0] = DG_L2(324112);
-    DeeployOptNetwork_learning_rate = DG_L2(324088);
+    DeeployOptNetwork_inputs[0] = DG_L2(582136);
+    DeeployOptNetwork_inputs[1] = DG_L2(582144);
+    DeeployOptNetwork_outputs[0] = DG_L2(582160);
+    DeeployOptNetwork_learning_rate = DG_L2(582136);
     return 0;
 }
 
@@ -30,18 +30,18 @@ void RunOptimizerNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 103: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
+    /* step 104: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
     DG_PROFILE_BEGIN();
     {
         {
             /* conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w2,
-                .g = DG_L2(12296),
+                .g = DG_L2(270344),
                 .w_out = (void *)dg_w2,
                 .n = 432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -49,11 +49,11 @@ void RunOptimizerNetwork(void *arg)
             /* bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w3,
-                .g = DG_L2(14024),
+                .g = DG_L2(272072),
                 .w_out = (void *)dg_w3,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -61,11 +61,11 @@ void RunOptimizerNetwork(void *arg)
             /* bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w4,
-                .g = DG_L2(14088),
+                .g = DG_L2(272136),
                 .w_out = (void *)dg_w4,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -73,11 +73,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w7,
-                .g = DG_L2(14152),
+                .g = DG_L2(272200),
                 .w_out = (void *)dg_w7,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -85,11 +85,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w8,
-                .g = DG_L2(23368),
+                .g = DG_L2(281416),
                 .w_out = (void *)dg_w8,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -97,11 +97,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w9,
-                .g = DG_L2(23432),
+                .g = DG_L2(281480),
                 .w_out = (void *)dg_w9,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -109,11 +109,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.conv2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w12,
-                .g = DG_L2(23496),
+                .g = DG_L2(281544),
                 .w_out = (void *)dg_w12,
                 .n = 2304u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -121,11 +121,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w13,
-                .g = DG_L2(32712),
+                .g = DG_L2(290760),
                 .w_out = (void *)dg_w13,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -133,11 +133,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack1.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w14,
-                .g = DG_L2(32776),
+                .g = DG_L2(290824),
                 .w_out = (void *)dg_w14,
                 .n = 16u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -145,11 +145,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.conv1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w17,
-                .g = DG_L2(32840),
+                .g = DG_L2(290888),
                 .w_out = (void *)dg_w17,
                 .n = 4608u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -157,11 +157,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w18,
-                .g = DG_L2(51272),
+                .g = DG_L2(309320),
                 .w_out = (void *)dg_w18,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -169,23 +169,23 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w19,
-                .g = DG_L2(51400),
+                .g = DG_L2(309448),
                 .w_out = (void *)dg_w19,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack2.conv2.weight */
             dg_sgd_args_t args = {
-                .w = (void *)dg_w22,
-                .g = DG_L2(51528),
-                .w_out = (void *)dg_w22,
+                .w = DG_L2(12296),
+                .g = DG_L2(309576),
+                .w_out = DG_L2(12296),
                 .n = 9216u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -193,11 +193,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w23,
-                .g = DG_L2(88392),
+                .g = DG_L2(346440),
                 .w_out = (void *)dg_w23,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -205,11 +205,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w24,
-                .g = DG_L2(88520),
+                .g = DG_L2(346568),
                 .w_out = (void *)dg_w24,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -217,11 +217,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w27,
-                .g = DG_L2(88648),
+                .g = DG_L2(346696),
                 .w_out = (void *)dg_w27,
                 .n = 512u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -229,23 +229,23 @@ void RunOptimizerNetwork(void *arg)
             /* stack2.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w28,
-                .g = DG_L2(90696),
+                .g = DG_L2(348744),
                 .w_out = (void *)dg_w28,
                 .n = 32u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack3.conv1.weight */
             dg_sgd_args_t args = {
-                .w = (void *)dg_w29,
-                .g = DG_L2(90824),
-                .w_out = (void *)dg_w29,
+                .w = DG_L2(49160),
+                .g = DG_L2(348872),
+                .w_out = DG_L2(49160),
                 .n = 18432u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -253,11 +253,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn1.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w30,
-                .g = DG_L2(164552),
+                .g = DG_L2(422600),
                 .w_out = (void *)dg_w30,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -265,23 +265,23 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn1.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w31,
-                .g = DG_L2(164808),
+                .g = DG_L2(422856),
                 .w_out = (void *)dg_w31,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
         {
             /* stack3.conv2.weight */
             dg_sgd_args_t args = {
-                .w = (void *)dg_w34,
-                .g = DG_L2(165064),
-                .w_out = (void *)dg_w34,
+                .w = DG_L2(122888),
+                .g = DG_L2(423112),
+                .w_out = DG_L2(122888),
                 .n = 36864u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -289,11 +289,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn2.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w35,
-                .g = DG_L2(312520),
+                .g = DG_L2(570568),
                 .w_out = (void *)dg_w35,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -301,11 +301,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.bn2.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w36,
-                .g = DG_L2(312776),
+                .g = DG_L2(570824),
                 .w_out = (void *)dg_w36,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -313,11 +313,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w39,
-                .g = DG_L2(313032),
+                .g = DG_L2(571080),
                 .w_out = (void *)dg_w39,
                 .n = 2048u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -325,11 +325,11 @@ void RunOptimizerNetwork(void *arg)
             /* stack3.shortcut.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w40,
-                .g = DG_L2(321224),
+                .g = DG_L2(579272),
                 .w_out = (void *)dg_w40,
                 .n = 64u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -337,11 +337,11 @@ void RunOptimizerNetwork(void *arg)
             /* fc.weight */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w41,
-                .g = DG_L2(321480),
+                .g = DG_L2(579528),
                 .w_out = (void *)dg_w41,
                 .n = 640u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
@@ -349,14 +349,14 @@ void RunOptimizerNetwork(void *arg)
             /* fc.bias */
             dg_sgd_args_t args = {
                 .w = (void *)dg_w42,
-                .g = DG_L2(324040),
+                .g = DG_L2(582088),
                 .w_out = (void *)dg_w42,
                 .n = 10u,
                 .lr = 0.0f,
-                .lr_ptr = DG_L2(324088),
+                .lr_ptr = DG_L2(582136),
             };
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
         }
     }
-    DG_PROFILE_END(103u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
+    DG_PROFILE_END(104u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

@@ -94,14 +94,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(389640), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(647688), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("conv1.out", DG_L2(389640), 16384u);
+        DG_DUMP("conv1.out", DG_L2(647688), 16384u);
     }
     DG_PROFILE_END(0u, "Conv", "Conv_1");
 
@@ -224,7 +224,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(389640), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(647688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w3, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w4, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w5, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -243,7 +243,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(389640), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(647688), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in((void *)dg_w3, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -277,11 +277,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(324104), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(455176), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(455240), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(865800), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(865864), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(582152), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(713224), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(713288), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1058312), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1058376), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -303,13 +303,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w5, DG_L2(455176), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w6, DG_L2(455240), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
-        DG_DUMP("bn1.out", DG_L2(324104), 16384u);
-        DG_DUMP("bn1.running_mean_out", DG_L2(455176), 16u);
-        DG_DUMP("bn1.running_var_out", DG_L2(455240), 16u);
-        DG_DUMP("bn1.saved_mean", DG_L2(865800), 16u);
-        DG_DUMP("bn1.saved_inv_std", DG_L2(865864), 16u);
+        dg_copy((void *)dg_w5, DG_L2(713224), 64u); /* bn1.running_mean <- bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w6, DG_L2(713288), 64u); /* bn1.running_var <- bn1.running_var_out (carried to the next run) */
+        DG_DUMP("bn1.out", DG_L2(582152), 16384u);
+        DG_DUMP("bn1.running_mean_out", DG_L2(713224), 16u);
+        DG_DUMP("bn1.running_var_out", DG_L2(713288), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L2(1058312), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L2(1058376), 16u);
     }
     DG_PROFILE_END(1u, "BatchNormInternal", "BatchNormInternal_2");
 
@@ -325,7 +325,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(324104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(582152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -337,9 +337,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(324104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(582152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("bn1.relu", DG_L2(324104), 16384u);
+        DG_DUMP("bn1.relu", DG_L2(582152), 16384u);
     }
     DG_PROFILE_END(2u, "Relu", "Relu_3");
 
@@ -392,7 +392,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(324104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(582152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w7, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -401,7 +401,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(324104), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(582152), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -428,14 +428,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(471560), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(713224), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv1.out", DG_L2(471560), 16384u);
+        DG_DUMP("stack1.conv1.out", DG_L2(713224), 16384u);
     }
     DG_PROFILE_END(3u, "Conv", "Conv_4");
 
@@ -558,7 +558,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(471560), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(713224), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w8, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w9, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w10, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -577,7 +577,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(471560), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(713224), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in((void *)dg_w8, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -611,11 +611,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(389640), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(455176), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(455240), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(865928), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(865992), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(647688), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(778760), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(778824), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1058440), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1058504), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -637,13 +637,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w10, DG_L2(455176), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w11, DG_L2(455240), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn1.out", DG_L2(389640), 16384u);
-        DG_DUMP("stack1.bn1.running_mean_out", DG_L2(455176), 16u);
-        DG_DUMP("stack1.bn1.running_var_out", DG_L2(455240), 16u);
-        DG_DUMP("stack1.bn1.saved_mean", DG_L2(865928), 16u);
-        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(865992), 16u);
+        dg_copy((void *)dg_w10, DG_L2(778760), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w11, DG_L2(778824), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn1.out", DG_L2(647688), 16384u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L2(778760), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L2(778824), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L2(1058440), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L2(1058504), 16u);
     }
     DG_PROFILE_END(4u, "BatchNormInternal", "BatchNormInternal_5");
 
@@ -659,7 +659,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(389640), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(647688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -671,9 +671,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(389640), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(647688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack1.bn1.relu", DG_L2(389640), 16384u);
+        DG_DUMP("stack1.bn1.relu", DG_L2(647688), 16384u);
     }
     DG_PROFILE_END(5u, "Relu", "Relu_6");
 
@@ -726,7 +726,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(389640), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(647688), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w12, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -735,7 +735,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(389640), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(647688), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -762,14 +762,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(537096), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(729608), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv2.out", DG_L2(537096), 16384u);
+        DG_DUMP("stack1.conv2.out", DG_L2(729608), 16384u);
     }
     DG_PROFILE_END(6u, "Conv", "Conv_7");
 
@@ -892,7 +892,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(537096), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(729608), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w13, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w14, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w15, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -911,7 +911,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(537096), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(729608), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in((void *)dg_w13, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -945,11 +945,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(602632), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(389640), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(389704), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(866056), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(866120), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(795144), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(647688), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(647752), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1058568), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1058632), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -971,13 +971,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w15, DG_L2(389640), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w16, DG_L2(389704), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn2.out", DG_L2(602632), 16384u);
-        DG_DUMP("stack1.bn2.running_mean_out", DG_L2(389640), 16u);
-        DG_DUMP("stack1.bn2.running_var_out", DG_L2(389704), 16u);
-        DG_DUMP("stack1.bn2.saved_mean", DG_L2(866056), 16u);
-        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(866120), 16u);
+        dg_copy((void *)dg_w15, DG_L2(647688), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w16, DG_L2(647752), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack1.bn2.out", DG_L2(795144), 16384u);
+        DG_DUMP("stack1.bn2.running_mean_out", DG_L2(647688), 16u);
+        DG_DUMP("stack1.bn2.running_var_out", DG_L2(647752), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L2(1058568), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L2(1058632), 16u);
     }
     DG_PROFILE_END(7u, "BatchNormInternal", "BatchNormInternal_8");
 
@@ -1012,8 +1012,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(324104), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(795144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(582152), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
@@ -1021,10 +1021,10 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
                 dg_dma_wait(&o0_q[nxt]);
-                dg_tile_in(DG_L2(602632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(795144), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(324104), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(582152), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_binary_args_t args = {
@@ -1036,13 +1036,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L2(602632), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
+            dg_tile_out(DG_L2(795144), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.add", DG_L2(602632), 16384u);
+        DG_DUMP("stack1.add", DG_L2(795144), 16384u);
     }
     DG_PROFILE_END(8u, "Add", "Add_9");
 
@@ -1058,7 +1058,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(795144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1070,9 +1070,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(795144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack1.add.relu", DG_L2(602632), 16384u);
+        DG_DUMP("stack1.add.relu", DG_L2(795144), 16384u);
     }
     DG_PROFILE_END(9u, "Relu", "Relu_10");
 
@@ -1116,7 +1116,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
         dg_dma_init(&o3_q[1]);
-        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(795144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w27, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w28, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1127,7 +1127,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(602632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(795144), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1154,7 +1154,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(324104), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L2(582152), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1162,7 +1162,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
-        DG_DUMP("stack2.shortcut.out", DG_L2(324104), 8192u);
+        DG_DUMP("stack2.shortcut.out", DG_L2(582152), 8192u);
     }
     DG_PROFILE_END(10u, "Conv", "Conv_16");
 
@@ -1215,7 +1215,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(602632), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(795144), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w17, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1224,7 +1224,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L2(602632), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(795144), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1251,14 +1251,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(356872), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(860680), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv1.out", DG_L2(356872), 8192u);
+        DG_DUMP("stack2.conv1.out", DG_L2(860680), 8192u);
     }
     DG_PROFILE_END(11u, "Conv", "Conv_11");
 
@@ -1366,7 +1366,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(356872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(860680), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w18, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w19, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w20, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -1385,7 +1385,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(356872), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(860680), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w18, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1419,11 +1419,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(668168), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(389640), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(389768), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(865288), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(865416), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(614920), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(647688), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(647816), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1057800), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1057928), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1445,13 +1445,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w20, DG_L2(389640), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w21, DG_L2(389768), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn1.out", DG_L2(668168), 8192u);
-        DG_DUMP("stack2.bn1.running_mean_out", DG_L2(389640), 32u);
-        DG_DUMP("stack2.bn1.running_var_out", DG_L2(389768), 32u);
-        DG_DUMP("stack2.bn1.saved_mean", DG_L2(865288), 32u);
-        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(865416), 32u);
+        dg_copy((void *)dg_w20, DG_L2(647688), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w21, DG_L2(647816), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn1.out", DG_L2(614920), 8192u);
+        DG_DUMP("stack2.bn1.running_mean_out", DG_L2(647688), 32u);
+        DG_DUMP("stack2.bn1.running_var_out", DG_L2(647816), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L2(1057800), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L2(1057928), 32u);
     }
     DG_PROFILE_END(12u, "BatchNormInternal", "BatchNormInternal_12");
 
@@ -1467,7 +1467,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(668168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(614920), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1479,9 +1479,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(668168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(614920), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack2.bn1.relu", DG_L2(668168), 8192u);
+        DG_DUMP("stack2.bn1.relu", DG_L2(614920), 8192u);
     }
     DG_PROFILE_END(13u, "Relu", "Relu_13");
 
@@ -1517,8 +1517,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(668168), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in((void *)dg_w22, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(614920), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(12296), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -1526,7 +1526,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in((void *)dg_w22, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(12296), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1553,14 +1553,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(700936), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(893448), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv2.out", DG_L2(700936), 8192u);
+        DG_DUMP("stack2.conv2.out", DG_L2(893448), 8192u);
     }
     DG_PROFILE_END(14u, "Conv", "Conv_14");
 
@@ -1668,7 +1668,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(700936), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(893448), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w23, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w24, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w25, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -1687,7 +1687,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(700936), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(893448), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w23, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1721,11 +1721,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(733704), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(356872), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(357000), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(865544), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(865672), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(926216), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(614920), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(615048), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1058056), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1058184), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1747,13 +1747,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w25, DG_L2(356872), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w26, DG_L2(357000), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn2.out", DG_L2(733704), 8192u);
-        DG_DUMP("stack2.bn2.running_mean_out", DG_L2(356872), 32u);
-        DG_DUMP("stack2.bn2.running_var_out", DG_L2(357000), 32u);
-        DG_DUMP("stack2.bn2.saved_mean", DG_L2(865544), 32u);
-        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(865672), 32u);
+        dg_copy((void *)dg_w25, DG_L2(614920), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w26, DG_L2(615048), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack2.bn2.out", DG_L2(926216), 8192u);
+        DG_DUMP("stack2.bn2.running_mean_out", DG_L2(614920), 32u);
+        DG_DUMP("stack2.bn2.running_var_out", DG_L2(615048), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L2(1058056), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L2(1058184), 32u);
     }
     DG_PROFILE_END(15u, "BatchNormInternal", "BatchNormInternal_15");
 
@@ -1777,8 +1777,8 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(324104), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(926216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(582152), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -1793,10 +1793,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(926216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack2.add", DG_L2(733704), 8192u);
+        DG_DUMP("stack2.add", DG_L2(926216), 8192u);
     }
     DG_PROFILE_END(16u, "Add", "Add_17");
 
@@ -1812,7 +1812,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(926216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1824,9 +1824,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(926216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack2.add.relu", DG_L2(733704), 8192u);
+        DG_DUMP("stack2.add.relu", DG_L2(926216), 8192u);
     }
     DG_PROFILE_END(17u, "Relu", "Relu_18");
 
@@ -1874,7 +1874,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
         dg_dma_init(&o3_q[1]);
-        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(926216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w39, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w40, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1885,7 +1885,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L2(733704), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(926216), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1912,7 +1912,7 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(356872), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
+            dg_tile_out(DG_L2(614920), o3_l2[cur], o3_l1[cur], &o3_box[t], &o3_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1920,7 +1920,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
         dg_dma_wait(&o3_q[1]);
-        DG_DUMP("stack3.shortcut.out", DG_L2(356872), 4096u);
+        DG_DUMP("stack3.shortcut.out", DG_L2(614920), 4096u);
     }
     DG_PROFILE_END(18u, "Conv", "Conv_24");
 
@@ -1963,8 +1963,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(733704), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in((void *)dg_w29, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(926216), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(49160), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -1972,7 +1972,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in((void *)dg_w29, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(49160), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1999,14 +1999,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(799240), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(991752), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack3.conv1.out", DG_L2(799240), 4096u);
+        DG_DUMP("stack3.conv1.out", DG_L2(991752), 4096u);
     }
     DG_PROFILE_END(19u, "Conv", "Conv_19");
 
@@ -2114,7 +2114,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(799240), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(991752), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w30, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w31, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w32, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -2133,7 +2133,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(799240), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(991752), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w30, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -2167,11 +2167,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(815624), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(324104), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(324360), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(864776), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(865032), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(1008136), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(582152), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(582408), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(1057288), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(1057544), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2193,13 +2193,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w32, DG_L2(324104), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w33, DG_L2(324360), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn1.out", DG_L2(815624), 4096u);
-        DG_DUMP("stack3.bn1.running_mean_out", DG_L2(324104), 64u);
-        DG_DUMP("stack3.bn1.running_var_out", DG_L2(324360), 64u);
-        DG_DUMP("stack3.bn1.saved_mean", DG_L2(864776), 64u);
-        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(865032), 64u);
+        dg_copy((void *)dg_w32, DG_L2(582152), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w33, DG_L2(582408), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn1.out", DG_L2(1008136), 4096u);
+        DG_DUMP("stack3.bn1.running_mean_out", DG_L2(582152), 64u);
+        DG_DUMP("stack3.bn1.running_var_out", DG_L2(582408), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L2(1057288), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L2(1057544), 64u);
     }
     DG_PROFILE_END(20u, "BatchNormInternal", "BatchNormInternal_20");
 
@@ -2215,7 +2215,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L2(815624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(1008136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -2227,9 +2227,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(815624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(1008136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack3.bn1.relu", DG_L2(815624), 4096u);
+        DG_DUMP("stack3.bn1.relu", DG_L2(1008136), 4096u);
     }
     DG_PROFILE_END(21u, "Relu", "Relu_21");
 
@@ -2269,8 +2269,8 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L2(815624), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in((void *)dg_w34, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(1008136), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(122888), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 4u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -2278,7 +2278,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in((void *)dg_w34, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
+                dg_tile_in(DG_L2(122888), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -2305,14 +2305,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L2(324104), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L2(582152), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack3.conv2.out", DG_L2(324104), 4096u);
+        DG_DUMP("stack3.conv2.out", DG_L2(582152), 4096u);
     }
     DG_PROFILE_END(22u, "Conv", "Conv_22");
 
@@ -2420,7 +2420,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L2(324104), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(582152), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w35, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w36, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in((void *)dg_w37, o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -2439,7 +2439,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(324104), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(582152), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in((void *)dg_w35, o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -2473,11 +2473,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L2(340488), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L2(373768), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L2(374024), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L2(373256), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L2(373512), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L2(598536), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L2(631816), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L2(632072), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L2(631304), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L2(631560), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2499,13 +2499,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy((void *)dg_w37, DG_L2(373768), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
-        dg_copy((void *)dg_w38, DG_L2(374024), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn2.out", DG_L2(340488), 4096u);
-        DG_DUMP("stack3.bn2.running_mean_out", DG_L2(373768), 64u);
-        DG_DUMP("stack3.bn2.running_var_out", DG_L2(374024), 64u);
-        DG_DUMP("stack3.bn2.saved_mean", DG_L2(373256), 64u);
-        DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(373512), 64u);
+        dg_copy((void *)dg_w37, DG_L2(631816), 256u); /* stack3.bn2.running_mean <- stack3.bn2.running_mean_out (carried to the next run) */
+        dg_copy((void *)dg_w38, DG_L2(632072), 256u); /* stack3.bn2.running_var <- stack3.bn2.running_var_out (carried to the next run) */
+        DG_DUMP("stack3.bn2.out", DG_L2(598536), 4096u);
+        DG_DUMP("stack3.bn2.running_mean_out", DG_L2(631816), 64u);
+        DG_DUMP("stack3.bn2.running_var_out", DG_L2(632072), 64u);
+        DG_DUMP("stack3.bn2.saved_mean", DG_L2(631304), 64u);
+        DG_DUMP("stack3.bn2.saved_inv_std", DG_L2(631560), 64u);
     }
     DG_PROFILE_END(23u, "BatchNormInternal", "BatchNormInternal_23");
 
@@ -2529,8 +2529,8 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L2(340488), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
-        dg_tile_in(DG_L2(356872), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
+        dg_tile_in(DG_L2(598536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(614920), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 1u; t++) {
@@ -2545,10 +2545,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(340488), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L2(598536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack3.add", DG_L2(340488), 4096u);
+        DG_DUMP("stack3.add", DG_L2(598536), 4096u);
     }
     DG_PROFILE_END(24u, "Add", "Add_25");
 
@@ -2576,14 +2576,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L2(340488), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(598536), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(340488), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(598536), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_unary_args_t args = {
@@ -2593,13 +2593,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
-            dg_tile_out(DG_L2(356872), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(614920), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack3.add.relu", DG_L2(356872), 4096u);
+        DG_DUMP("stack3.add.relu", DG_L2(614920), 4096u);
     }
     DG_PROFILE_END(25u, "Relu", "Relu_26");
 
@@ -2627,14 +2627,14 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L2(356872), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(614920), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         for (t = 0; t < 2u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
             (void)nxt;
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L2(356872), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L2(614920), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_pool_args_t args = {
@@ -2660,13 +2660,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_avgpool_f32, &args);
             }
-            dg_tile_out(DG_L2(373768), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
+            dg_tile_out(DG_L2(631816), o1_l2[cur], o1_l1[cur], &o1_box[t], &o1_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("avgpool.out", DG_L2(373768), 64u);
+        DG_DUMP("avgpool.out", DG_L2(631816), 64u);
     }
     DG_PROFILE_END(26u, "AveragePool", "AveragePool_27");
 
@@ -2706,7 +2706,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
-        dg_tile_in(DG_L2(373768), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L2(631816), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in((void *)dg_w41, o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in((void *)dg_w42, o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o0_q[0]);
@@ -2732,12 +2732,12 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_gemm_f32, &args);
             }
         }
-        dg_tile_out(DG_L2(356872), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
+        dg_tile_out(DG_L2(614920), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o3_q[0]);
-        DG_DUMP("fc.out", DG_L2(356872), 10u);
+        DG_DUMP("fc.out", DG_L2(614920), 10u);
     }
     DG_PROFILE_END(28u, "Gemm", "Gemm_29");
 }

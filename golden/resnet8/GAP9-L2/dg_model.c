@@ -80,7 +80,7 @@ static void fill_tables(void)
     dg_inputs[0].bytes = 12288u;
     dg_inputs[1].buf = DG_L2(12288);
     dg_inputs[1].bytes = 8u;
-    dg_outputs[0].buf = DG_L2(356872);
+    dg_outputs[0].buf = DG_L2(614920);
     dg_outputs[0].bytes = 40u;
     dg_state[0].buf = (void *)dg_w2; /* 'conv1.weight' f32 [16, 3, 3, 3], 1728 B, trainable weight */
     dg_state[0].bytes = 1728u;
@@ -106,7 +106,7 @@ static void fill_tables(void)
     dg_state[10].bytes = 128u;
     dg_state[11].buf = (void *)dg_w19; /* 'stack2.bn1.bias' f32 [32], 128 B, trainable weight */
     dg_state[11].bytes = 128u;
-    dg_state[12].buf = (void *)dg_w22; /* 'stack2.conv2.weight' f32 [32, 32, 3, 3], 36864 B, trainable weight */
+    dg_state[12].buf = DG_L2(12296); /* 'stack2.conv2.weight' f32 [32, 32, 3, 3], 36864 B, trainable weight */
     dg_state[12].bytes = 36864u;
     dg_state[13].buf = (void *)dg_w23; /* 'stack2.bn2.weight' f32 [32], 128 B, trainable weight */
     dg_state[13].bytes = 128u;
@@ -116,13 +116,13 @@ static void fill_tables(void)
     dg_state[15].bytes = 2048u;
     dg_state[16].buf = (void *)dg_w28; /* 'stack2.shortcut.bias' f32 [32], 128 B, trainable weight */
     dg_state[16].bytes = 128u;
-    dg_state[17].buf = (void *)dg_w29; /* 'stack3.conv1.weight' f32 [64, 32, 3, 3], 73728 B, trainable weight */
+    dg_state[17].buf = DG_L2(49160); /* 'stack3.conv1.weight' f32 [64, 32, 3, 3], 73728 B, trainable weight */
     dg_state[17].bytes = 73728u;
     dg_state[18].buf = (void *)dg_w30; /* 'stack3.bn1.weight' f32 [64], 256 B, trainable weight */
     dg_state[18].bytes = 256u;
     dg_state[19].buf = (void *)dg_w31; /* 'stack3.bn1.bias' f32 [64], 256 B, trainable weight */
     dg_state[19].bytes = 256u;
-    dg_state[20].buf = (void *)dg_w34; /* 'stack3.conv2.weight' f32 [64, 64, 3, 3], 147456 B, trainable weight */
+    dg_state[20].buf = DG_L2(122888); /* 'stack3.conv2.weight' f32 [64, 64, 3, 3], 147456 B, trainable weight */
     dg_state[20].bytes = 147456u;
     dg_state[21].buf = (void *)dg_w35; /* 'stack3.bn2.weight' f32 [64], 256 B, trainable weight */
     dg_state[21].bytes = 256u;
@@ -154,6 +154,7 @@ int dg_model_init(struct pi_device *cluster)
     if (dg_stacks == NULL)
         return DG_MODEL_EMEMORY;
 #endif
+    CopyInitialWeights();
     fill_tables();
     dg_layout = hash_bytes(0x811c9dc5u, (const uint8_t *)dg_layout_text, (uint32_t)(sizeof dg_layout_text - 1));
     dg_ready = 1;
@@ -237,12 +238,12 @@ int dg_model_train_step(void)
     {
         /* The first pass of an accumulation overwrites the gradients. */
         uint8_t reset = (uint8_t)(dg_accum == 0);
-        dg_copy(DG_L2(324080), &reset, 1);
+        dg_copy(DG_L2(582128), &reset, 1);
     }
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L2(866184), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L2(1058696), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;

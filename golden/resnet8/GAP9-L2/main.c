@@ -86,87 +86,87 @@ static void compare_task(void *arg)
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
                                     &check_compared);
-    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, DG_L3(49200u), 432u,
+    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, testRef_0, 432u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, DG_L3(50928u), 16u,
+    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, testRef_1, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, DG_L3(50992u), 16u,
+    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, testRef_2, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, DG_L3(51056u), 16u,
+    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, testRef_3, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, DG_L3(51120u), 16u,
+    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, testRef_4, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, DG_L3(51184u), 2304u,
+    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, testRef_5, 2304u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, DG_L3(60400u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, testRef_6, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, DG_L3(60464u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, testRef_7, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, DG_L3(60528u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, testRef_8, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, DG_L3(60592u), 16u,
+    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, testRef_9, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, DG_L3(60656u), 2304u,
+    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, testRef_10, 2304u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, DG_L3(69872u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, testRef_11, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, DG_L3(69936u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, testRef_12, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, DG_L3(70000u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, testRef_13, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, DG_L3(70064u), 16u,
+    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, testRef_14, 16u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, DG_L3(70128u), 4608u,
+    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, testRef_15, 4608u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, DG_L3(88560u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, testRef_16, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, DG_L3(88688u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, testRef_17, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, DG_L3(88816u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, testRef_18, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, DG_L3(88944u), 32u,
+    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, testRef_19, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv2.weight_updated", (void *)dg_w22, DG_L3(89072u), 9216u,
+    check_errors += dg_check_tensor("stack2.conv2.weight_updated", DG_L2(12296), testRef_20, 9216u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, DG_L3(125936u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, testRef_21, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, DG_L3(126064u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, testRef_22, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, DG_L3(126192u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, testRef_23, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, DG_L3(126320u), 32u,
+    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, testRef_24, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, DG_L3(126448u), 512u,
+    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, testRef_25, 512u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, DG_L3(128496u), 32u,
+    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, testRef_26, 32u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv1.weight_updated", (void *)dg_w29, DG_L3(128624u), 18432u,
+    check_errors += dg_check_tensor("stack3.conv1.weight_updated", DG_L2(49160), testRef_27, 18432u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, DG_L3(202352u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, testRef_28, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, DG_L3(202608u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, testRef_29, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, DG_L3(202864u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, testRef_30, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, DG_L3(203120u), 64u,
+    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, testRef_31, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv2.weight_updated", (void *)dg_w34, DG_L3(203376u), 36864u,
+    check_errors += dg_check_tensor("stack3.conv2.weight_updated", DG_L2(122888), testRef_32, 36864u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, DG_L3(350832u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, testRef_33, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, DG_L3(351088u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, testRef_34, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, DG_L3(351344u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, testRef_35, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, DG_L3(351600u), 64u,
+    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, testRef_36, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, DG_L3(351856u), 2048u,
+    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, testRef_37, 2048u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, DG_L3(360048u), 64u,
+    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, testRef_38, 64u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, DG_L3(360304u), 640u,
+    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, testRef_39, 640u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, DG_L3(362864u), 10u,
+    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, testRef_40, 10u,
                                     TRAINING_TOLERANCE_ABS, &check_compared);
 }
 
@@ -273,8 +273,6 @@ static int harness(void)
 #ifndef TRAINING_SKIP_INITWEIGHT_COPY
     CopyInitialWeights();
 #endif
-    if (dg_load_file_to_l3(DG_L3(TEST_DATA_L3_BASE), TEST_DATA_L3_FILE, TEST_DATA_L3_BYTES) != TEST_DATA_L3_BYTES)
-        return init_failed("cannot load the test data (" TEST_DATA_L3_FILE ") into L3");
     if (DeeployOptNetwork_learning_rate != NULL) {
         float lr = TRAINING_LEARNING_RATE;
         dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);

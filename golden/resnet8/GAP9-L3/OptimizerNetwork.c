@@ -30,7 +30,7 @@ void RunOptimizerNetwork(void *arg)
 {
     (void)arg;
 
-    /* step 103: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
+    /* step 104: SGDOptimizerV2 'onnx::SGDOptimizerV2::27' computes in L2 */
     DG_PROFILE_BEGIN();
     {
         dg_copy(DG_L2(294912), DG_L3(637800), 4u); /* learning_rate L3->L2 */
@@ -441,5 +441,5 @@ void RunOptimizerNetwork(void *arg)
         }
         dg_copy(DG_L3(637824), DG_L2(294920), 1u); /* onnx::update_completed::26 L2->L3 */
     }
-    DG_PROFILE_END(103u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
+    DG_PROFILE_END(104u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

@@ -280,8 +280,8 @@ void RunPredictNetwork(void *arg)
             dg_tile_out(DG_L3(637816), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L3(768888), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L3(768952), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L3(1179512), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L3(1179576), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L3(1113976), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1114040), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -308,8 +308,8 @@ void RunPredictNetwork(void *arg)
         DG_DUMP("bn1.out", DG_L3(637816), 16384u);
         DG_DUMP("bn1.running_mean_out", DG_L3(768888), 16u);
         DG_DUMP("bn1.running_var_out", DG_L3(768952), 16u);
-        DG_DUMP("bn1.saved_mean", DG_L3(1179512), 16u);
-        DG_DUMP("bn1.saved_inv_std", DG_L3(1179576), 16u);
+        DG_DUMP("bn1.saved_mean", DG_L3(1113976), 16u);
+        DG_DUMP("bn1.saved_inv_std", DG_L3(1114040), 16u);
     }
     DG_PROFILE_END(1u, "BatchNormInternal", "BatchNormInternal_2");
 
@@ -428,14 +428,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(785272), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(768888), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv1.out", DG_L3(785272), 16384u);
+        DG_DUMP("stack1.conv1.out", DG_L3(768888), 16384u);
     }
     DG_PROFILE_END(3u, "Conv", "Conv_4");
 
@@ -558,7 +558,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L3(785272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(768888), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(23496), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(23560), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(23624), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -577,7 +577,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(785272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(768888), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in(DG_L3(23496), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -612,10 +612,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
             dg_tile_out(DG_L3(703352), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
-            dg_tile_out(DG_L3(768888), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
-            dg_tile_out(DG_L3(768952), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L3(1179640), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L3(1179704), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L3(834424), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
+            dg_tile_out(DG_L3(834488), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
+            dg_tile_out(DG_L3(1114104), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1114168), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -637,13 +637,13 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o8_q[1]);
         dg_dma_wait(&o9_q[0]);
         dg_dma_wait(&o9_q[1]);
-        dg_copy(DG_L3(23624), DG_L3(768888), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
-        dg_copy(DG_L3(23688), DG_L3(768952), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
+        dg_copy(DG_L3(23624), DG_L3(834424), 64u); /* stack1.bn1.running_mean <- stack1.bn1.running_mean_out (carried to the next run) */
+        dg_copy(DG_L3(23688), DG_L3(834488), 64u); /* stack1.bn1.running_var <- stack1.bn1.running_var_out (carried to the next run) */
         DG_DUMP("stack1.bn1.out", DG_L3(703352), 16384u);
-        DG_DUMP("stack1.bn1.running_mean_out", DG_L3(768888), 16u);
-        DG_DUMP("stack1.bn1.running_var_out", DG_L3(768952), 16u);
-        DG_DUMP("stack1.bn1.saved_mean", DG_L3(1179640), 16u);
-        DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1179704), 16u);
+        DG_DUMP("stack1.bn1.running_mean_out", DG_L3(834424), 16u);
+        DG_DUMP("stack1.bn1.running_var_out", DG_L3(834488), 16u);
+        DG_DUMP("stack1.bn1.saved_mean", DG_L3(1114104), 16u);
+        DG_DUMP("stack1.bn1.saved_inv_std", DG_L3(1114168), 16u);
     }
     DG_PROFILE_END(4u, "BatchNormInternal", "BatchNormInternal_5");
 
@@ -762,14 +762,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(850808), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(785272), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack1.conv2.out", DG_L3(850808), 16384u);
+        DG_DUMP("stack1.conv2.out", DG_L3(785272), 16384u);
     }
     DG_PROFILE_END(6u, "Conv", "Conv_7");
 
@@ -892,7 +892,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L3(850808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(785272), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(32968), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(33032), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(33096), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -911,7 +911,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(850808), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(785272), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in(DG_L3(32968), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -945,11 +945,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(916344), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(850808), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L3(703352), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L3(703416), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L3(1179768), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L3(1179832), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L3(1114232), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1114296), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -973,11 +973,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(33096), DG_L3(703352), 64u); /* stack1.bn2.running_mean <- stack1.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(33160), DG_L3(703416), 64u); /* stack1.bn2.running_var <- stack1.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack1.bn2.out", DG_L3(916344), 16384u);
+        DG_DUMP("stack1.bn2.out", DG_L3(850808), 16384u);
         DG_DUMP("stack1.bn2.running_mean_out", DG_L3(703352), 16u);
         DG_DUMP("stack1.bn2.running_var_out", DG_L3(703416), 16u);
-        DG_DUMP("stack1.bn2.saved_mean", DG_L3(1179768), 16u);
-        DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1179832), 16u);
+        DG_DUMP("stack1.bn2.saved_mean", DG_L3(1114232), 16u);
+        DG_DUMP("stack1.bn2.saved_inv_std", DG_L3(1114296), 16u);
     }
     DG_PROFILE_END(7u, "BatchNormInternal", "BatchNormInternal_8");
 
@@ -1012,7 +1012,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o0_q[1]);
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o1_q[1]);
-        dg_tile_in(DG_L3(916344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         for (t = 0; t < 3u; t++) {
             const uint32_t cur = t & 1u, nxt = cur ^ 1u;
@@ -1021,7 +1021,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o1_q[cur]);
             if (t + 1u < 3u) {
                 dg_dma_wait(&o0_q[nxt]);
-                dg_tile_in(DG_L3(916344), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(850808), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 3u) {
                 dg_tile_in(DG_L3(637816), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1036,13 +1036,13 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
-            dg_tile_out(DG_L3(916344), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
+            dg_tile_out(DG_L3(850808), o0_l2[cur], o0_l1[cur], &o0_box[t], &o0_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
-        DG_DUMP("stack1.add", DG_L3(916344), 16384u);
+        DG_DUMP("stack1.add", DG_L3(850808), 16384u);
     }
     DG_PROFILE_END(8u, "Add", "Add_9");
 
@@ -1058,7 +1058,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L3(916344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1070,9 +1070,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(916344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(850808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack1.add.relu", DG_L3(916344), 16384u);
+        DG_DUMP("stack1.add.relu", DG_L3(850808), 16384u);
     }
     DG_PROFILE_END(9u, "Relu", "Relu_10");
 
@@ -1116,7 +1116,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
         dg_dma_init(&o3_q[1]);
-        dg_tile_in(DG_L3(916344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(89544), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(91592), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1127,7 +1127,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(916344), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(850808), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1215,7 +1215,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[0]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(916344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(850808), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(33224), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o1_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1224,7 +1224,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o2_q[cur]);
             if (t + 1u < 3u) {
-                dg_tile_in(DG_L3(916344), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(850808), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1251,14 +1251,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(670584), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(916344), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv1.out", DG_L3(670584), 8192u);
+        DG_DUMP("stack2.conv1.out", DG_L3(916344), 8192u);
     }
     DG_PROFILE_END(11u, "Conv", "Conv_11");
 
@@ -1366,7 +1366,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(916344), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(51656), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(51784), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(51912), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -1385,7 +1385,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(670584), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(916344), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(51656), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1419,11 +1419,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(981880), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(670584), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L3(703352), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L3(703480), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L3(1179000), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L3(1179128), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L3(1113464), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1113592), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1447,11 +1447,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(51912), DG_L3(703352), 128u); /* stack2.bn1.running_mean <- stack2.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(52040), DG_L3(703480), 128u); /* stack2.bn1.running_var <- stack2.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn1.out", DG_L3(981880), 8192u);
+        DG_DUMP("stack2.bn1.out", DG_L3(670584), 8192u);
         DG_DUMP("stack2.bn1.running_mean_out", DG_L3(703352), 32u);
         DG_DUMP("stack2.bn1.running_var_out", DG_L3(703480), 32u);
-        DG_DUMP("stack2.bn1.saved_mean", DG_L3(1179000), 32u);
-        DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1179128), 32u);
+        DG_DUMP("stack2.bn1.saved_mean", DG_L3(1113464), 32u);
+        DG_DUMP("stack2.bn1.saved_inv_std", DG_L3(1113592), 32u);
     }
     DG_PROFILE_END(12u, "BatchNormInternal", "BatchNormInternal_12");
 
@@ -1467,7 +1467,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1479,9 +1479,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack2.bn1.relu", DG_L3(981880), 8192u);
+        DG_DUMP("stack2.bn1.relu", DG_L3(670584), 8192u);
     }
     DG_PROFILE_END(13u, "Relu", "Relu_13");
 
@@ -1517,7 +1517,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(670584), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(52168), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 2u; t++) {
@@ -1553,14 +1553,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1014648), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(949112), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack2.conv2.out", DG_L3(1014648), 8192u);
+        DG_DUMP("stack2.conv2.out", DG_L3(949112), 8192u);
     }
     DG_PROFILE_END(14u, "Conv", "Conv_14");
 
@@ -1668,7 +1668,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L3(1014648), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(949112), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(89032), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(89160), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(89288), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -1687,7 +1687,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1014648), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(949112), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(89032), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -1721,11 +1721,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(1047416), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(981880), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L3(670584), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L3(670712), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L3(1179256), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L3(1179384), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L3(1113720), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1113848), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -1749,11 +1749,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(89288), DG_L3(670584), 128u); /* stack2.bn2.running_mean <- stack2.bn2.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(89416), DG_L3(670712), 128u); /* stack2.bn2.running_var <- stack2.bn2.running_var_out (carried to the next run) */
-        DG_DUMP("stack2.bn2.out", DG_L3(1047416), 8192u);
+        DG_DUMP("stack2.bn2.out", DG_L3(981880), 8192u);
         DG_DUMP("stack2.bn2.running_mean_out", DG_L3(670584), 32u);
         DG_DUMP("stack2.bn2.running_var_out", DG_L3(670712), 32u);
-        DG_DUMP("stack2.bn2.saved_mean", DG_L3(1179256), 32u);
-        DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1179384), 32u);
+        DG_DUMP("stack2.bn2.saved_mean", DG_L3(1113720), 32u);
+        DG_DUMP("stack2.bn2.saved_inv_std", DG_L3(1113848), 32u);
     }
     DG_PROFILE_END(15u, "BatchNormInternal", "BatchNormInternal_15");
 
@@ -1777,7 +1777,7 @@ void RunPredictNetwork(void *arg)
         uint32_t t;
         dg_dma_init(&o0_q[0]);
         dg_dma_init(&o1_q[0]);
-        dg_tile_in(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(637816), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1793,10 +1793,10 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_add_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
-        DG_DUMP("stack2.add", DG_L3(1047416), 8192u);
+        DG_DUMP("stack2.add", DG_L3(981880), 8192u);
     }
     DG_PROFILE_END(16u, "Add", "Add_17");
 
@@ -1812,7 +1812,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -1824,9 +1824,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack2.add.relu", DG_L3(1047416), 8192u);
+        DG_DUMP("stack2.add.relu", DG_L3(981880), 8192u);
     }
     DG_PROFILE_END(17u, "Relu", "Relu_18");
 
@@ -1874,7 +1874,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o3_q[0]);
         dg_dma_init(&o3_q[1]);
-        dg_tile_in(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(314952), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(323144), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_dma_wait(&o1_q[0]);
@@ -1885,7 +1885,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o0_q[cur]);
             dg_dma_wait(&o3_q[cur]);
             if (t + 1u < 4u) {
-                dg_tile_in(DG_L3(1047416), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(981880), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             {
                 dg_conv_args_t args = {
@@ -1963,7 +1963,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(981880), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(91720), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 3u; t++) {
@@ -1999,14 +1999,14 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_conv_f32, &args);
             }
-            dg_tile_out(DG_L3(1112952), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
+            dg_tile_out(DG_L3(1047416), o2_l2[cur], o2_l1[cur], &o2_box[t], &o2_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o1_q[0]);
         dg_dma_wait(&o1_q[1]);
         dg_dma_wait(&o2_q[0]);
         dg_dma_wait(&o2_q[1]);
-        DG_DUMP("stack3.conv1.out", DG_L3(1112952), 4096u);
+        DG_DUMP("stack3.conv1.out", DG_L3(1047416), 4096u);
     }
     DG_PROFILE_END(19u, "Conv", "Conv_19");
 
@@ -2114,7 +2114,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o8_q[1]);
         dg_dma_init(&o9_q[0]);
         dg_dma_init(&o9_q[1]);
-        dg_tile_in(DG_L3(1112952), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1047416), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(165448), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_tile_in(DG_L3(165704), o2_l2[0], o2_l1[0], &o2_box[0], &o2_q[0]);
         dg_tile_in(DG_L3(165960), o3_l2[0], o3_l1[0], &o3_box[0], &o3_q[0]);
@@ -2133,7 +2133,7 @@ void RunPredictNetwork(void *arg)
             dg_dma_wait(&o8_q[cur]);
             dg_dma_wait(&o9_q[cur]);
             if (t + 1u < 2u) {
-                dg_tile_in(DG_L3(1112952), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
+                dg_tile_in(DG_L3(1047416), o0_l2[nxt], o0_l1[nxt], &o0_box[t + 1u], &o0_q[nxt]);
             }
             if (t + 1u < 2u) {
                 dg_tile_in(DG_L3(165448), o1_l2[nxt], o1_l1[nxt], &o1_box[t + 1u], &o1_q[nxt]);
@@ -2167,11 +2167,11 @@ void RunPredictNetwork(void *arg)
                 };
                 pi_cl_team_fork(NUM_CORES, dg_batchnorm_train_f32, &args);
             }
-            dg_tile_out(DG_L3(1129336), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
+            dg_tile_out(DG_L3(1063800), o5_l2[cur], o5_l1[cur], &o5_box[t], &o5_q[cur]);
             dg_tile_out(DG_L3(637816), o6_l2[cur], o6_l1[cur], &o6_box[t], &o6_q[cur]);
             dg_tile_out(DG_L3(638072), o7_l2[cur], o7_l1[cur], &o7_box[t], &o7_q[cur]);
-            dg_tile_out(DG_L3(1178488), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
-            dg_tile_out(DG_L3(1178744), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
+            dg_tile_out(DG_L3(1112952), o8_l2[cur], o8_l1[cur], &o8_box[t], &o8_q[cur]);
+            dg_tile_out(DG_L3(1113208), o9_l2[cur], o9_l1[cur], &o9_box[t], &o9_q[cur]);
         }
         dg_dma_wait(&o0_q[0]);
         dg_dma_wait(&o0_q[1]);
@@ -2195,11 +2195,11 @@ void RunPredictNetwork(void *arg)
         dg_dma_wait(&o9_q[1]);
         dg_copy(DG_L3(165960), DG_L3(637816), 256u); /* stack3.bn1.running_mean <- stack3.bn1.running_mean_out (carried to the next run) */
         dg_copy(DG_L3(166216), DG_L3(638072), 256u); /* stack3.bn1.running_var <- stack3.bn1.running_var_out (carried to the next run) */
-        DG_DUMP("stack3.bn1.out", DG_L3(1129336), 4096u);
+        DG_DUMP("stack3.bn1.out", DG_L3(1063800), 4096u);
         DG_DUMP("stack3.bn1.running_mean_out", DG_L3(637816), 64u);
         DG_DUMP("stack3.bn1.running_var_out", DG_L3(638072), 64u);
-        DG_DUMP("stack3.bn1.saved_mean", DG_L3(1178488), 64u);
-        DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(1178744), 64u);
+        DG_DUMP("stack3.bn1.saved_mean", DG_L3(1112952), 64u);
+        DG_DUMP("stack3.bn1.saved_inv_std", DG_L3(1113208), 64u);
     }
     DG_PROFILE_END(20u, "BatchNormInternal", "BatchNormInternal_20");
 
@@ -2215,7 +2215,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_q_t *const o0_q = &dg_dma_pool[0];
         uint32_t t;
         dg_dma_init(&o0_q[0]);
-        dg_tile_in(DG_L3(1129336), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1063800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 1u; t++) {
             {
@@ -2227,9 +2227,9 @@ void RunPredictNetwork(void *arg)
                 pi_cl_team_fork(NUM_CORES, dg_relu_f32, &args);
             }
         }
-        dg_tile_out(DG_L3(1129336), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_out(DG_L3(1063800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_dma_wait(&o0_q[0]);
-        DG_DUMP("stack3.bn1.relu", DG_L3(1129336), 4096u);
+        DG_DUMP("stack3.bn1.relu", DG_L3(1063800), 4096u);
     }
     DG_PROFILE_END(21u, "Relu", "Relu_21");
 
@@ -2269,7 +2269,7 @@ void RunPredictNetwork(void *arg)
         dg_dma_init(&o1_q[1]);
         dg_dma_init(&o2_q[0]);
         dg_dma_init(&o2_q[1]);
-        dg_tile_in(DG_L3(1129336), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
+        dg_tile_in(DG_L3(1063800), o0_l2[0], o0_l1[0], &o0_box[0], &o0_q[0]);
         dg_tile_in(DG_L3(166472), o1_l2[0], o1_l1[0], &o1_box[0], &o1_q[0]);
         dg_dma_wait(&o0_q[0]);
         for (t = 0; t < 4u; t++) {

@@ -242,7 +242,7 @@ int dg_model_train_step(void)
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L3(1179896), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L3(1114360), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;
