@@ -279,8 +279,20 @@ static void mm_packed(const float *a, uint32_t a_si, uint32_t a_sk, const float 
 static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, float *ap)
 {
     const float *a1 = a + a_si, *a2 = a1 + a_si, *a3 = a2 + a_si;
-    uint32_t kk, o = 0;
-    for (kk = 0; kk < kc; kk++, o += a_sk, ap += 4) {
+    uint32_t kk = 0, o = 0;
+    /* rows of A contiguous: four k a pass, each row read at immediate offsets */
+    if (a_sk == 1)
+        for (; kk + 4 <= kc; kk += 4, a += 4, a1 += 4, a2 += 4, a3 += 4, ap += 16) {
+            const float v00 = a[0], v01 = a[1], v02 = a[2], v03 = a[3];
+            const float v10 = a1[0], v11 = a1[1], v12 = a1[2], v13 = a1[3];
+            const float v20 = a2[0], v21 = a2[1], v22 = a2[2], v23 = a2[3];
+            const float v30 = a3[0], v31 = a3[1], v32 = a3[2], v33 = a3[3];
+            ap[0] = v00, ap[1] = v10, ap[2] = v20, ap[3] = v30;
+            ap[4] = v01, ap[5] = v11, ap[6] = v21, ap[7] = v31;
+            ap[8] = v02, ap[9] = v12, ap[10] = v22, ap[11] = v32;
+            ap[12] = v03, ap[13] = v13, ap[14] = v23, ap[15] = v33;
+        }
+    for (; kk < kc; kk++, o += a_sk, ap += 4) {
         ap[0] = a[o];
         ap[1] = a1[o];
         ap[2] = a2[o];
@@ -317,128 +329,173 @@ static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, f
     y[2 * ldy] = c20, y[2 * ldy + 1] = c21, y[2 * ldy + 2] = c22, y[2 * ldy + 3] = c23;     \
     y[3 * ldy] = c30, y[3 * ldy + 1] = c31, y[3 * ldy + 2] = c32, y[3 * ldy + 3] = c33;
 
-/* ntile 4 x 4 tiles side by side: the panel's 4 rows (kc > 0 k values)
- * times B(k, j + t) = pb[k * b_sk + t], tile after tile 4 columns on. */
 #if defined(__riscv_zfinx) && !defined(DG_NO_ASM)
 /* The 32-bit cores with floats in the integer registers: clang keeps a
  * frame pointer, so 27 registers are left, and its schedule loads the next
  * k step's values while the multiply-adds of this one run, which spills
- * accumulators; the k loop is therefore written out (16 accumulators, the
- * step's 4 + 4 values, %[a], %[b] and the end take all 27; the B stride is
- * read from the stack). Each sum runs k by k from 0.0f or from y, as in the
- * C tile. */
-#define DG_ASM_TILE_OUT(mode)                                                               \
-    [c00] mode(c00), [c01] mode(c01), [c02] mode(c02), [c03] mode(c03), [c10] mode(c10),     \
-    [c11] mode(c11), [c12] mode(c12), [c13] mode(c13), [c20] mode(c20), [c21] mode(c21),     \
-    [c22] mode(c22), [c23] mode(c23), [c30] mode(c30), [c31] mode(c31), [c32] mode(c32),     \
-    [c33] mode(c33), [a] "=&r"(a), [b] "=&r"(b), [a0] "=&r"(a0), [a1] "=&r"(a1),              \
-    [a2] "=&r"(a2), [a3] "=&r"(a3), [e0] "=&r"(e0), [e1] "=&r"(e1), [e2] "=&r"(e2),          \
-    [e3] "=&r"(e3)
-#define DG_ASM_NEW(v) "=&r"(v)
+ * accumulators; the k loop is therefore written out. The multiply-adds of
+ * a step go row 0, row 1, then rows 2 and 3 column by column, so two
+ * registers take the panel's four values in turn (%[x]: rows 0 and 2,
+ * %[w]: rows 1 and 3) and each B value's register is free for the next
+ * step's after its last use: 16 accumulators, x, w, e0 .. e3, %[a], %[b],
+ * the end, the B stride and %[y] take all 27. Each sum runs k by k from
+ * 0.0f (the first step adds its products to the zero register, which reads
+ * +0.0f) or from y, as in the C tile.
+ *
+ * Siracusa's cores i and i + 4 share an FPU that takes one operation a
+ * cycle. There every multiply-add is followed by exactly one other
+ * instruction (DG_ASM_PACE, a nop, where a step has nothing else to do),
+ * so a core asks for the FPU every other cycle: two cores one cycle apart
+ * never meet, and two in step meet once, after which one of them is a
+ * cycle behind. The pair then runs at the FPU's full rate with neither
+ * core waiting on the other (with multiply-adds back to back, which core
+ * waits depends on the phase the two settle in, and one core ended 4,000
+ * cycles after the other in the 64 x 64 x 64 Gemm). Elsewhere the nops
+ * would only cost time. */
+#if defined(DG_PLATFORM_SIRACUSA)
+#define DG_ASM_PACE "nop"
+#else
+#define DG_ASM_PACE ""
+#endif
+#define DG_ASM_TILE_OUT                                                                     \
+    [c00] "=&r"(c00), [c01] "=&r"(c01), [c02] "=&r"(c02), [c03] "=&r"(c03),                   \
+    [c10] "=&r"(c10), [c11] "=&r"(c11), [c12] "=&r"(c12), [c13] "=&r"(c13),                   \
+    [c20] "=&r"(c20), [c21] "=&r"(c21), [c22] "=&r"(c22), [c23] "=&r"(c23),                   \
+    [c30] "=&r"(c30), [c31] "=&r"(c31), [c32] "=&r"(c32), [c33] "=&r"(c33),                   \
+    [a] "=&r"(a), [b] "=&r"(b), [x] "=&r"(x), [w] "=&r"(w), [e0] "=&r"(e0), [e1] "=&r"(e1),   \
+    [e2] "=&r"(e2), [e3] "=&r"(e3), [y] "+r"(y), [tgt] "=m"(tgt)
+#define DG_ASM_TILE_IN                                                                      \
+    [end] "r"(a_end), [bs] "r"(bs), [ly] "m"(ly), [ap] "m"(ap), [pbd] "m"(pbd),               \
+    [yend] "m"(y_end), [adj] "m"(adj), [sk] "m"(skip)
 
-/* the 16 accumulators from y (%[y], row stride %[ly] bytes), via a0 / a1 */
-#define DG_ASM_LOAD_Y                                                                       \
-    "lw %[a0], %[y]\n\t" "lw %[a1], %[ly]\n\t"                                               \
-    "lw %[c00], 0(%[a0])\n\t" "lw %[c01], 4(%[a0])\n\t" "lw %[c02], 8(%[a0])\n\t"             \
-    "lw %[c03], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
-    "lw %[c10], 0(%[a0])\n\t" "lw %[c11], 4(%[a0])\n\t" "lw %[c12], 8(%[a0])\n\t"             \
-    "lw %[c13], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
-    "lw %[c20], 0(%[a0])\n\t" "lw %[c21], 4(%[a0])\n\t" "lw %[c22], 8(%[a0])\n\t"             \
-    "lw %[c23], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
-    "lw %[c30], 0(%[a0])\n\t" "lw %[c31], 4(%[a0])\n\t" "lw %[c32], 8(%[a0])\n\t"             \
-    "lw %[c33], 12(%[a0])\n\t"
-#define DG_ASM_STORE_Y                                                                      \
-    "lw %[a0], %[y]\n\t" "lw %[a1], %[ly]\n\t"                                               \
-    "sw %[c00], 0(%[a0])\n\t" "sw %[c01], 4(%[a0])\n\t" "sw %[c02], 8(%[a0])\n\t"             \
-    "sw %[c03], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
-    "sw %[c10], 0(%[a0])\n\t" "sw %[c11], 4(%[a0])\n\t" "sw %[c12], 8(%[a0])\n\t"             \
-    "sw %[c13], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
-    "sw %[c20], 0(%[a0])\n\t" "sw %[c21], 4(%[a0])\n\t" "sw %[c22], 8(%[a0])\n\t"             \
-    "sw %[c23], 12(%[a0])\n\t" "add %[a0], %[a0], %[a1]\n\t"                                  \
-    "sw %[c30], 0(%[a0])\n\t" "sw %[c31], 4(%[a0])\n\t" "sw %[c32], 8(%[a0])\n\t"             \
-    "sw %[c33], 12(%[a0])\n\t"
+/* one multiply-add, then the instruction `then` (one, or none): FA adds to the sum
+ * in the register, FZ to +0.0f (a sum's first product) */
+#define DG_ASM_FA(c, x, y, then) "fmadd.s %[" #c "], %[" #x "], %[" #y "], %[" #c "]\n\t" then "\n\t"
+#define DG_ASM_FZ(c, x, y, then) "fmadd.s %[" #c "], %[" #x "], %[" #y "], zero\n\t" then "\n\t"
+/* One k step: its a_0 in x, its B row in e0 .. e2 (e3 comes first) and
+ * %[b], its panel entries at byte o of %[a]. It loads a_1 .. a_3, moves
+ * %[b] to the next B row and loads that row and the next a_0 (panel byte
+ * ox of %[a]); t9, t16: the loop's own two instructions, or DG_ASM_PACE. */
+#define DG_ASM_STEP(F, o, ox, t9, t16)                                                      \
+    F(c00, x, e0, "lw %[e3], 12(%[b])") F(c01, x, e1, "add %[b], %[b], %[bs]")                \
+    F(c02, x, e2, "lw %[w], " #o "+4(%[a])") F(c03, x, e3, "lw %[x], " #o "+8(%[a])")         \
+    F(c10, w, e0, DG_ASM_PACE) F(c11, w, e1, DG_ASM_PACE) F(c12, w, e2, DG_ASM_PACE)            \
+    F(c13, w, e3, "lw %[w], " #o "+12(%[a])") F(c20, x, e0, t9)                              \
+    F(c30, w, e0, "lw %[e0], 0(%[b])") F(c21, x, e1, DG_ASM_PACE)                            \
+    F(c31, w, e1, "lw %[e1], 4(%[b])") F(c22, x, e2, DG_ASM_PACE)                            \
+    F(c32, w, e2, "lw %[e2], 8(%[b])")                                                       \
+    F(c23, x, e3, "lw %[x], " #ox "(%[a])") F(c33, w, e3, t16)
+
+/* The tile's start: %[b] = y + pbd (B moves 4 columns on with y), the
+ * first step's a_0 and B row but e3. */
+#define DG_ASM_TILE_START                                                                   \
+    "0:\n\t"                                                                                 \
+    "lw %[b], %[pbd]\n\t" "lw %[a], %[ap]\n\t" "add %[b], %[b], %[y]\n\t"                     \
+    "lw %[x], 0(%[a])\n\t" "lw %[e0], 0(%[b])\n\t" "lw %[e1], 4(%[b])\n\t"                    \
+    "lw %[e2], 8(%[b])\n\t"
+/* Into the loop of two steps a pass: at its first step, or (sk != 0, out
+ * of line) at the step that leaves a whole number of passes, %[a] moved by
+ * adj bytes so that the passes end at the last step's entries, or straight
+ * to the last step. */
+#define DG_ASM_ENTER "lw %[w], %[sk]\n\t" "bnez %[w], 8f\n"
+#define DG_ASM_LOOP                                                                         \
+    "10:\n\t" DG_ASM_STEP(DG_ASM_FA, 0, 16, DG_ASM_PACE, DG_ASM_PACE)                                     \
+    "11:\n\t" DG_ASM_STEP(DG_ASM_FA, 16, 0, "addi %[a], %[a], 32", "bne %[a], %[end], 10b")
+/* %[tgt] for the out-of-line entry: the loop's second step (sk 1) or the
+ * last step (sk 2) */
+#define DG_ASM_TARGET                                                                       \
+    "lw %[x], %[sk]\n\t" "lla %[w], 11f\n\t" "addi %[x], %[x], -1\n\t" "beqz %[x], 7f\n\t"    \
+    "lla %[w], 4f\n"                                                                         \
+    "7:\n\t" "sw %[w], %[tgt]\n\t"
+/* the last step, storing each sum after its last product (rows 0 and 1
+ * between the multiply-adds, then rows 2 and 3); the next tile, or the
+ * end; the out-of-line entry */
+#define DG_ASM_LAST                                                                         \
+    "4:\n\t"                                                                                 \
+    DG_ASM_FA(c00, x, e0, "lw %[e3], 12(%[b])") DG_ASM_FA(c01, x, e1, "sw %[c00], 0(%[y])")   \
+    DG_ASM_FA(c02, x, e2, "lw %[w], 4(%[a])") DG_ASM_FA(c03, x, e3, "lw %[x], 8(%[a])")       \
+    DG_ASM_FA(c10, w, e0, "sw %[c01], 4(%[y])") DG_ASM_FA(c11, w, e1, "sw %[c02], 8(%[y])")   \
+    DG_ASM_FA(c12, w, e2, "sw %[c03], 12(%[y])") DG_ASM_FA(c13, w, e3, "lw %[w], 12(%[a])")   \
+    DG_ASM_FA(c20, x, e0, "lw %[c00], %[ly]") DG_ASM_FA(c30, w, e0, "add %[c01], %[y], %[c00]") \
+    DG_ASM_FA(c21, x, e1, "sw %[c10], 0(%[c01])") DG_ASM_FA(c31, w, e1, "sw %[c11], 4(%[c01])") \
+    DG_ASM_FA(c22, x, e2, "sw %[c12], 8(%[c01])") DG_ASM_FA(c32, w, e2, "sw %[c13], 12(%[c01])") \
+    DG_ASM_FA(c23, x, e3, "add %[c01], %[c01], %[c00]") DG_ASM_FA(c33, w, e3, "sw %[c20], 0(%[c01])") \
+    "sw %[c21], 4(%[c01])\n\t" "sw %[c22], 8(%[c01])\n\t" "sw %[c23], 12(%[c01])\n\t"         \
+    "add %[c01], %[c01], %[c00]\n\t" "sw %[c30], 0(%[c01])\n\t" "sw %[c31], 4(%[c01])\n\t"    \
+    "sw %[c32], 8(%[c01])\n\t" "sw %[c33], 12(%[c01])\n\t"                                   \
+    "lw %[x], %[yend]\n\t" "addi %[y], %[y], 16\n\t" "bne %[y], %[x], 0b\n\t"                 \
+    "j 9f\n"                                                                                 \
+    "8:\n\t" "lw %[w], %[adj]\n\t" "add %[a], %[a], %[w]\n\t" "lw %[w], %[tgt]\n\t" "jr %[w]\n" \
+    "9:\n"
 
 /* The whole row of tiles in one block, so that no accumulator crosses
  * compiler-made code and the code between two tiles' k loops stays short
- * (the cores' instruction caches are 512 bytes). Cores 0-3 share their
- * FPUs with cores 4-7: a k step alternates one multiply-add with one other
- * instruction, which lets the two cores of a pair take turns cycle by
- * cycle whatever their phase. The multiply-adds go row 0, column 0, row
- * 1, column 1, ... so that a register is free for the next step's value
- * early; the next step's first three values load in this one. */
-#define DG_ASM_FA(c, x, y, then) "fmadd.s %[" #c "], %[" #x "], %[" #y "], %[" #c "]\n\t" then "\n\t"
-/* the multiply-adds of one step (panel entries at byte offset o of %[a])
- * with its own loads of e2, e3, a1 .. a3 */
-#define DG_ASM_STEP_HEAD(o)                                                                 \
-    DG_ASM_FA(c00, a0, e0, "lw %[e2], 8(%[b])") DG_ASM_FA(c01, a0, e1, "lw %[e3], 12(%[b])")  \
-    DG_ASM_FA(c02, a0, e2, "lw %[a1], " #o "+4(%[a])")                                       \
-    DG_ASM_FA(c03, a0, e3, "lw %[a2], " #o "+8(%[a])")                                       \
-    DG_ASM_FA(c10, a1, e0, "lw %[a3], " #o "+12(%[a])")
-/* ... and the next step's a0, e0, e1; t1, t2: the loop's own two */
-#define DG_ASM_STEP_NEXT(o, t1, t2)                                                         \
-    DG_ASM_FA(c20, a2, e0, "lw %[a0], %[bs]") DG_ASM_FA(c30, a3, e0, "")                      \
-    DG_ASM_FA(c11, a1, e1, "add %[b], %[b], %[a0]")                                          \
-    DG_ASM_FA(c12, a1, e2, "lw %[a0], " #o "+16(%[a])")                                      \
-    DG_ASM_FA(c13, a1, e3, "lw %[e0], 0(%[b])") DG_ASM_FA(c21, a2, e1, "")                    \
-    DG_ASM_FA(c31, a3, e1, "lw %[e1], 4(%[b])") DG_ASM_FA(c22, a2, e2, "")                    \
-    DG_ASM_FA(c23, a2, e3, "") DG_ASM_FA(c32, a3, e2, t1) DG_ASM_FA(c33, a3, e3, t2)
-#define DG_ASM_STEP_LAST                                                                    \
-    DG_ASM_FA(c20, a2, e0, "") DG_ASM_FA(c30, a3, e0, "") DG_ASM_FA(c11, a1, e1, "")          \
-    DG_ASM_FA(c12, a1, e2, "") DG_ASM_FA(c13, a1, e3, "") DG_ASM_FA(c21, a2, e1, "")          \
-    DG_ASM_FA(c31, a3, e1, "") DG_ASM_FA(c22, a2, e2, "") DG_ASM_FA(c23, a2, e3, "")          \
-    DG_ASM_FA(c32, a3, e2, "") DG_ASM_FA(c33, a3, e3, "")
-static DG_NOINLINE void panel_rowb(const float *ap, const float *pb, uint32_t b_sk, float *y,
-                                   uint32_t ldy, uint32_t kc, uint32_t ntile, int acc)
+ * (the cores' instruction caches are 512 bytes). Needs kc >= 2. */
+static DG_NOINLINE void panel_rowb_asm(const float *ap, const float *pb, uint32_t b_sk, float *y,
+                                       uint32_t ldy, uint32_t kc, uint32_t ntile, int acc)
 {
     const uint32_t bs = 4 * b_sk, ly = 4 * ldy;
-    const float *const a_end = ap + 4 * (kc - 1); /* the last step's panel entries */
-    const float *a, *b;
-    float a0, a1, a2, a3, e0, e1, e2, e3;
+    const float *const a_end = ap + 4 * (kc - 1); /* the last step's entries */
+    const uintptr_t pbd = (uintptr_t)pb - (uintptr_t)y;
+    const float *const y_end = y + 4 * ntile;
+    /* the loop's steps: all but the last, and without acc but the first */
+    const uint32_t n = acc ? kc - 1 : kc - 2;
+    /* entering the loop s steps into a pass (s = 2: straight to the last
+     * step), %[a] moved by -16 s bytes */
+    const uint32_t skip = n == 0 ? 2 : n % 2;
+    const uint32_t adj = 0u - 16u * (skip % 2);
+    /* registers x8 .. x15 (but the frame pointer) for the loop's loads,
+     * which then take 2 bytes: the code between two tiles' loops stays
+     * within the 512-byte instruction cache */
+    register const float *a __asm__("s1");
+    register const float *b __asm__("a0");
+    register float x __asm__("a1"), w __asm__("a2");
+    register float e0 __asm__("a3"), e1 __asm__("a4"), e2 __asm__("a5");
+    float e3;
+    void *tgt;
     float c00, c01, c02, c03, c10, c11, c12, c13, c20, c21, c22, c23, c30, c31, c32, c33;
     if (ntile == 0)
         return;
-    __asm__ volatile(
-        "0:\n\t"
-        "lw %[a], %[ap]\n\t"
-        "lw %[b], %[pb]\n\t"
-        "lw %[a0], %[acc]\n\t"
-        "beqz %[a0], 2f\n\t"
-        DG_ASM_LOAD_Y
-        "j 3f\n"
-        "2:\n\t"
-        "li %[c00], 0\n\t" "li %[c01], 0\n\t" "li %[c02], 0\n\t" "li %[c03], 0\n\t"
-        "li %[c10], 0\n\t" "li %[c11], 0\n\t" "li %[c12], 0\n\t" "li %[c13], 0\n\t"
-        "li %[c20], 0\n\t" "li %[c21], 0\n\t" "li %[c22], 0\n\t" "li %[c23], 0\n\t"
-        "li %[c30], 0\n\t" "li %[c31], 0\n\t" "li %[c32], 0\n\t" "li %[c33], 0\n"
-        "3:\n\t"
-        "lw %[a0], 0(%[a])\n\t" "lw %[e0], 0(%[b])\n\t" "lw %[e1], 4(%[b])\n\t"
-        "beq %[a], %[end], 4f\n\t"
-        /* two steps a pass; an odd count enters at the second one */
-        "sub %[e2], %[end], %[a]\n\t"
-        "andi %[e2], %[e2], 16\n\t"
-        "beqz %[e2], 1f\n\t"
-        "addi %[a], %[a], -16\n\t"
-        "j 5f\n"
-        "1:\n\t"
-        DG_ASM_STEP_HEAD(0) DG_ASM_STEP_NEXT(0, "", "")
-        "5:\n\t"
-        DG_ASM_STEP_HEAD(16) DG_ASM_STEP_NEXT(16, "addi %[a], %[a], 32", "bne %[a], %[end], 1b")
-        "4:\n\t"
-        DG_ASM_STEP_HEAD(0) DG_ASM_STEP_LAST
-        DG_ASM_STORE_Y
-        "lw %[a0], %[y]\n\t" "addi %[a0], %[a0], 16\n\t" "sw %[a0], %[y]\n\t"
-        "lw %[a0], %[pb]\n\t" "addi %[a0], %[a0], 16\n\t" "sw %[a0], %[pb]\n\t"
-        "lw %[a0], %[nt]\n\t" "addi %[a0], %[a0], -1\n\t" "sw %[a0], %[nt]\n\t"
-        "bnez %[a0], 0b\n\t"
-        : DG_ASM_TILE_OUT(DG_ASM_NEW), [y] "+m"(y), [pb] "+m"(pb), [nt] "+m"(ntile)
-        : [end] "r"(a_end), [bs] "m"(bs), [ly] "m"(ly), [acc] "m"(acc), [ap] "m"(ap)
-        : "memory");
+    if (!acc) {
+        /* the first step from +0.0f, %[a] on to the loop's first step */
+        __asm__ volatile(DG_ASM_TARGET DG_ASM_TILE_START
+                         DG_ASM_STEP(DG_ASM_FZ, 0, 0, "addi %[a], %[a], 16", DG_ASM_PACE)
+                         DG_ASM_ENTER DG_ASM_LOOP DG_ASM_LAST
+                         : DG_ASM_TILE_OUT
+                         : DG_ASM_TILE_IN
+                         : "memory");
+        return;
+    }
+    /* the sums from y, then the loop from the first step */
+    __asm__ volatile(DG_ASM_TARGET DG_ASM_TILE_START
+                     "lw %[c30], %[ly]\n\t"
+                     "lw %[c00], 0(%[y])\n\t" "lw %[c01], 4(%[y])\n\t" "lw %[c02], 8(%[y])\n\t"
+                     "lw %[c03], 12(%[y])\n\t" "add %[c31], %[y], %[c30]\n\t"
+                     "lw %[c10], 0(%[c31])\n\t" "lw %[c11], 4(%[c31])\n\t" "lw %[c12], 8(%[c31])\n\t"
+                     "lw %[c13], 12(%[c31])\n\t" "add %[c31], %[c31], %[c30]\n\t"
+                     "lw %[c20], 0(%[c31])\n\t" "lw %[c21], 4(%[c31])\n\t" "lw %[c22], 8(%[c31])\n\t"
+                     "lw %[c23], 12(%[c31])\n\t" "add %[c31], %[c31], %[c30]\n\t"
+                     "lw %[c30], 0(%[c31])\n\t" "lw %[c32], 8(%[c31])\n\t" "lw %[c33], 12(%[c31])\n\t"
+                     "lw %[c31], 4(%[c31])\n\t"
+                     DG_ASM_ENTER DG_ASM_LOOP DG_ASM_LAST
+                     : DG_ASM_TILE_OUT
+                     : DG_ASM_TILE_IN
+                     : "memory");
 }
-#else
+#endif
+
+/* ntile 4 x 4 tiles side by side: the panel's 4 rows (kc > 0 k values)
+ * times B(k, j + t) = pb[k * b_sk + t], tile after tile 4 columns on. */
 static DG_NOINLINE void panel_rowb(const float *ap, const float *pb, uint32_t b_sk, float *y,
                                    uint32_t ldy, uint32_t kc, uint32_t ntile, int acc)
 {
     const float *const a_end = ap + 4 * kc;
+#if defined(__riscv_zfinx) && !defined(DG_NO_ASM)
+    if (kc >= 2) {
+        panel_rowb_asm(ap, pb, b_sk, y, ldy, kc, ntile, acc);
+        return;
+    }
+#endif
     for (; ntile > 0; ntile--, pb += 4, y += 4) {
         const float *a = ap, *b = pb;
         DG_PANEL_LOAD(acc, y, ldy)
@@ -447,7 +504,6 @@ static DG_NOINLINE void panel_rowb(const float *ap, const float *pb, uint32_t b_
         DG_PANEL_STORE(y, ldy)
     }
 }
-#endif
 
 /* One 4 x 4 tile as panel_rowb's with B(k, j + t) = pb[t * b_sj + k]
  * (columns contiguous): four column pointers. */
