@@ -92,8 +92,11 @@ pub fn describe(findings: &[Finding]) -> String {
 pub enum Hint {
     /// Put graph I/O, weights and buffers at this level by default.
     DefaultMem { level: Level },
-    /// Give a level at least this many bytes.
+    /// Give a level at least this many bytes (a stage's own finding).
     Capacity { level: Level, bytes: u64 },
+    /// Give each of these levels at least so many bytes, together: the
+    /// planner checked that the plan then fits.
+    Capacities(Vec<(Level, u64)>),
     /// Keep the harness's test data and references in L3.
     TestDataL3,
 }

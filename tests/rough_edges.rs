@@ -247,3 +247,48 @@ fn a_lone_onnx_file_has_one_name_in_build_and_test() {
     assert!(text(&t).contains("mycnn/host-L2-inference"), "{}", text(&t));
     assert!(!text(&t).contains("lone/host-L2"), "{}", text(&t));
 }
+
+/// A capacity error's breakdown adds up to what the level needs, and its
+/// capacity hint names every level to change at once: following it, the
+/// plan fits (giving L2 what it asked for used to leave L3 short).
+#[test]
+fn a_capacity_hint_fixes_every_level_at_once_and_its_breakdown_adds_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cct = common::zoo("cct").display().to_string();
+    let cases: [&[&str]; 3] = [&["--l2", "300000"], &["--l2", "135169", "--l3", "100000"], &["--l2", "100000"]];
+    for given in cases {
+        let mut args = vec!["inspect", &cct, "--platform", "GAP9"];
+        args.extend(given);
+        let o = deploygen(&args, tmp.path());
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{given:?}: {t}");
+        if let Some(needed) = t.split("it needs ").nth(1).map(|s| number(s.split(" B").next().unwrap())) {
+            let parts: u64 = t.lines().filter_map(breakdown_part).sum();
+            assert_eq!(parts, needed, "{given:?}: the breakdown does not add up: {t}");
+        }
+        let hint = t.split("try:").nth(1).and_then(|h| h.split(", or ").find(|h| h.trim().starts_with("--l")));
+        let hint = hint.unwrap_or_else(|| panic!("{given:?}: no capacity hint: {t}"));
+        let flags: Vec<&str> = hint.trim().trim_end_matches("(or more)").split_whitespace().collect();
+        // The hint's flags replace the given ones they name.
+        let mut again = vec!["inspect", &cct, "--platform", "GAP9"];
+        for pair in given.chunks(2) {
+            if !flags.contains(&pair[0]) {
+                again.extend(pair);
+            }
+        }
+        again.extend(&flags);
+        let o = deploygen(&again, tmp.path());
+        assert_eq!(o.status.code(), Some(0), "{given:?} then the hint {flags:?}: {}", text(&o));
+    }
+}
+
+fn number(s: &str) -> u64 {
+    s.trim().replace(',', "").parse().unwrap_or_else(|_| panic!("not a number: {s:?}"))
+}
+
+/// A breakdown line's bytes: `  arena   432,824 B  (...)`.
+fn breakdown_part(line: &str) -> Option<u64> {
+    let labels = ["arena", "weights, baked", "harness data", "other static", "stacks/reserved"];
+    let rest = labels.iter().find_map(|l| line.strip_prefix("  ")?.strip_prefix(l))?;
+    Some(number(rest.trim_start().split(" B").next()?))
+}

@@ -109,6 +109,11 @@ fn hint(h: &Hint) -> String {
     match h {
         Hint::DefaultMem { level } => format!("--default-mem {level}"),
         Hint::Capacity { level, bytes } => format!("--{} {bytes} (or more)", level.name().to_ascii_lowercase()),
+        Hint::Capacities(caps) => {
+            let flags: Vec<String> =
+                caps.iter().map(|(l, bytes)| format!("--{} {bytes}", l.name().to_ascii_lowercase())).collect();
+            format!("{} (or more)", flags.join(" "))
+        }
         Hint::TestDataL3 => "--test-data L3".to_string(),
     }
 }

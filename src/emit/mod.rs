@@ -211,7 +211,7 @@ pub fn generate(
     manifest.files = files.iter().map(|(p, d)| manifest::WrittenFile::of(p, d)).collect();
     let mut json = serde_json::to_string_pretty(&manifest).map_err(|e| Error::model(e.to_string()))?;
     json.push('\n');
-    files.push((PathBuf::from("deploygen.json"), json.into_bytes()));
+    files.push((PathBuf::from(manifest::FILE), json.into_bytes()));
     files.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(Project { files, manifest })
 }

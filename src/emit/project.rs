@@ -213,7 +213,7 @@ fn made_by_make(rel: &Path, listed: &std::collections::BTreeSet<PathBuf>) -> boo
 /// them there and unchanged, and nothing else but what make builds?
 /// `Err`: why not, naming the file.
 fn only_what_deploygen_wrote(dir: &Path) -> std::result::Result<(), String> {
-    let manifest_path = dir.join("deploygen.json");
+    let manifest_path = dir.join(super::manifest::FILE);
     let text = crate::limits::read(&manifest_path, crate::limits::MANIFEST, "a project manifest").map_err(|_| {
         "it holds files but no readable deploygen.json manifest, so deploygen did not make it".to_string()
     })?;
@@ -235,7 +235,7 @@ fn only_what_deploygen_wrote(dir: &Path) -> std::result::Result<(), String> {
     let mut found = vec![];
     list_entries(dir, Path::new(""), &mut found).map_err(|e| e.to_string())?;
     for (rel, is_dir) in found {
-        let ok = rel == Path::new("deploygen.json")
+        let ok = rel == Path::new(super::manifest::FILE)
             || made_by_make(&rel, &listed)
             || (!is_dir && listed.contains(&rel))
             || (is_dir && listed.iter().any(|l| l.starts_with(&rel)));

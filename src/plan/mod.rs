@@ -403,22 +403,18 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
     let reserved: Vec<String> = lp.reserved.iter().map(|r| format!("{} {}", r.name, thousands(r.bytes))).collect();
     let mut v = vec![
         format!(
-            "  arena            {:>11} B  (weights {}, gradient buffers {}, graph I/O {}, activations/gradients/staging {})",
+            "  arena            {:>11} B  (weights {}, gradient buffers {}, graph I/O {}{}, activations/gradients/staging {})",
             thousands(lp.arena_bytes),
             thousands(w),
             thousands(g),
             thousands(io),
+            if harness_in_arena > 0 { format!(", harness data {}", thousands(harness_in_arena)) } else { String::new() },
             thousands(t)
         ),
         format!("  weights, baked   {:>11} B", thousands(baked_w)),
     ];
-    if harness_static + harness_in_arena > 0 {
-        // The test harness's own data, not the network's: it can move.
-        v.push(format!(
-            "  harness data     {:>11} B  (test data and references: the harness's own, not the network's{})",
-            thousands(harness_static + harness_in_arena),
-            if l == Level::L2 { "; --test-data L3 keeps it in L3" } else { "" }
-        ));
+    if harness_static > 0 {
+        v.push(format!("  harness data     {:>11} B  (static arrays)", thousands(harness_static)));
     }
     if other_static > 0 {
         v.push(format!("  other static     {:>11} B", thousands(other_static)));
@@ -428,6 +424,15 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
         thousands(lp.reserved_bytes),
         if reserved.is_empty() { String::new() } else { format!("  ({})", reserved.join(", ")) }
     ));
+    if harness_static + harness_in_arena > 0 {
+        // The test harness's own data, not the network's: it can move. Said
+        // apart so that the lines above add up to what the level needs.
+        v.push(format!(
+            "  of these, {} B are harness data: test data and references, the harness's own, not the network's{}",
+            thousands(harness_static + harness_in_arena),
+            if l == Level::L2 { "; --test-data L3 keeps it in L3" } else { "" }
+        ));
+    }
     v
 }
 
@@ -530,6 +535,64 @@ fn tile_operands<'m>(
 
 /// Plan a model's memory for a platform.
 pub fn plan(model: &Model, opts: &PlanOptions) -> Result<Plan> {
+    match plan_once(model, opts) {
+        Err(Error::Capacity { platform, level, needed, available, message, hints }) => {
+            let hints = joint_hints(model, opts, hints);
+            Err(Error::Capacity { platform, level, needed, available, message, hints })
+        }
+        r => r,
+    }
+}
+
+/// A capacity hint names the level that failed first; giving it those
+/// bytes can leave another level short (L2's moves land in L3). Plan again
+/// with every hinted capacity until the plan fits, so that the one hint
+/// names every level it takes. Without such a fit the capacity hint goes:
+/// following it would only lead to the next error.
+fn joint_hints(model: &Model, opts: &PlanOptions, hints: Vec<Hint>) -> Vec<Hint> {
+    let capacity = |h: &Hint| match *h {
+        Hint::Capacity { level, bytes } => Some((level, bytes)),
+        _ => None,
+    };
+    let mut caps: BTreeMap<Level, u64> = hints.iter().filter_map(capacity).collect();
+    if caps.is_empty() {
+        return hints;
+    }
+    let mut joint = None;
+    // Capacities only grow, and each round adds or grows one: a few rounds
+    // settle any chip's three levels.
+    for _ in 0..8 {
+        let mut o = opts.clone();
+        for (&l, &bytes) in &caps {
+            o.platform = o.platform.with_capacity(l, bytes.max(opts.platform.capacity(l)));
+        }
+        let more: Vec<(Level, u64)> = match plan_once(model, &o) {
+            Ok(_) => {
+                joint = Some(caps);
+                break;
+            }
+            Err(Error::Capacity { hints, .. }) => hints.iter().filter_map(capacity).collect(),
+            Err(_) => vec![],
+        };
+        let before = caps.clone();
+        for (l, bytes) in more {
+            let c = caps.entry(l).or_insert(0);
+            *c = (*c).max(bytes);
+        }
+        if caps == before {
+            break;
+        }
+    }
+    let mut out: Vec<Hint> = hints.into_iter().filter(|h| capacity(h).is_none()).collect();
+    if let Some(caps) = joint {
+        // After "--default-mem L3": moving the defaults costs no memory.
+        let at = out.iter().take_while(|h| matches!(h, Hint::DefaultMem { .. })).count();
+        out.insert(at, Hint::Capacities(caps.into_iter().collect()));
+    }
+    out
+}
+
+fn plan_once(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     let p = &opts.platform;
     p.validate()?;
     if opts.default_mem == Level::L1 {
