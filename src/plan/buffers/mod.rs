@@ -422,7 +422,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
             compile_time.push(g.name_of(t).to_string());
         }
     }
-    for t in 0..g.tensors.len() {
+    for t in g.tensors.ids() {
         if g.tensor(t).origin == Origin::Folded && !b.main.contains_key(&t) && read(t) {
             if data_use(g, &readers, t) || output(t) {
                 b.persistent(GraphSel::Main, t, Kind::Constant)?;
