@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::escape::dot_string;
-use crate::ir::{Dim, Flavor, Graph, Model, Origin, Role, TensorType};
+use crate::ir::{Dim, Flavor, Graph, Model, Origin, Role, TensorId, TensorType};
 
 #[derive(Serialize)]
 pub struct Report {
@@ -101,7 +101,7 @@ fn shape_json(ty: &TensorType) -> Value {
     }
 }
 
-fn values(g: &Graph, ids: &[usize], role: impl Fn(&str) -> Option<Role>, seq_note: bool) -> Vec<ValueReport> {
+fn values(g: &Graph, ids: &[TensorId], role: impl Fn(&str) -> Option<Role>, seq_note: bool) -> Vec<ValueReport> {
     ids.iter()
         .map(|&t| {
             let tensor = g.tensor(t);

@@ -10,7 +10,7 @@ use assert_cmd::Command;
 use common::*;
 use deploygen::diag::Hint;
 use deploygen::ir::Model;
-use deploygen::plan::{self, Kind, Level, Placement, Plan, PlanOptions, Platform, Supply};
+use deploygen::plan::{self, BufId, Kind, Level, Placement, Plan, PlanOptions, Platform, Supply};
 use deploygen::Error;
 use predicates::prelude::*;
 
@@ -573,7 +573,7 @@ fn the_verifier_catches_overlap_and_overflow() {
 
     // Two buffers live at the same step put at the same offset.
     let mut bad = good.clone();
-    let l3: Vec<usize> = bad
+    let l3: Vec<BufId> = bad
         .buffers
         .iter()
         .filter(|b| b.level == Level::L3 && !b.persistent && b.kind == Kind::Activation)

@@ -148,7 +148,8 @@ fn the_verifier_sees_a_whole_operand_double_buffered() {
     let t = p.nodes[i].tiling.as_mut().unwrap();
     let o = t.operands.iter_mut().find(|o| o.whole).unwrap();
     o.double = true;
-    o.l1.push(o.l1[0] + 1);
+    let next = p.buffers.iter().map(|b| b.id).find(|&b| b > o.l1[0]).unwrap();
+    o.l1.push(next);
     let e = p.verify().unwrap_err();
     assert!(e.contains("loaded once"), "{e}");
 }

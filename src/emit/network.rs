@@ -244,8 +244,8 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
 
     // Operands a call stages for itself are copied around that call; the
     // rest around the node.
-    let per_call: Vec<BufId> = kc.calls.iter().flat_map(|c| c.stage.iter().copied()).collect();
-    let (pre, mut post) = staging_copies(ctx, n, &|b| !per_call.contains(&b));
+    let per_call: Vec<usize> = kc.calls.iter().flat_map(|c| c.stage.iter().copied()).collect();
+    let (pre, mut post) = staging_copies(ctx, n, &|b| !per_call.contains(&b.index()));
     let calls = kc.calls.iter().map(|inv| call_code(ctx, n, node, inv)).collect::<Result<_>>()?;
     post.extend(state_copies(ctx, n, g, node, &kc.state_updates));
     let exec = n.exec.map(|l| l.to_string()).unwrap_or_default();
@@ -350,7 +350,7 @@ fn sequence_members(ctx: &Ctx, n: &plan::NodePlan, node: &ir::Node) -> Result<Ve
             param: operand_at(ctx, n, w),
             grad: operand_at(ctx, n, gb),
             numel: numel as usize,
-            stage: vec![w, gb],
+            stage: vec![w.index(), gb.index()],
         });
     }
     Ok(members)
@@ -385,7 +385,7 @@ fn staging_copies(ctx: &Ctx, n: &plan::NodePlan, ids: &dyn Fn(BufId) -> bool) ->
 /// One kernel call, with the staging copies of the operands it stages
 /// itself.
 fn call_code(ctx: &Ctx, n: &plan::NodePlan, node: &ir::Node, inv: &kernel::Invocation) -> Result<CallCode> {
-    let (cpre, cpost) = staging_copies(ctx, n, &|b| inv.stage.contains(&b));
+    let (cpre, cpost) = staging_copies(ctx, n, &|b| inv.stage.contains(&b.index()));
     args::check(inv).map_err(|e| Error::node(node, e))?;
     Ok(CallCode {
         comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),

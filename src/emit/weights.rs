@@ -55,7 +55,7 @@ pub struct Weights {
 
 /// The C name of a baked weight.
 pub(super) fn baked_name(id: BufId) -> String {
-    c_ident("dg_w", id)
+    c_ident("dg_w", id.index())
 }
 
 /// The initial value of a weight buffer: the graph's constant, else the

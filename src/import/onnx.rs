@@ -8,7 +8,7 @@ use prost::Message;
 
 use super::{pb, tensor};
 use crate::error::{Error, Result};
-use crate::ir::{Attr, DType, Dim, Graph, Node, Origin, Tensor, TensorType};
+use crate::ir::{Attr, DType, Dim, Graph, Node, Origin, Tensor, TensorId, TensorType};
 use crate::ops;
 
 /// Read, decode and convert one `.onnx` file; the graph comes back
@@ -257,7 +257,7 @@ fn no_nul(what: &str, name: &str) -> Result<()> {
 
 /// A graph output that is a graph input or an initializer passes that
 /// value through unchanged: its declaration must be the value's type.
-fn pass_through_declared(g: &Graph, id: usize, vi: &pb::ValueInfoProto) -> Result<()> {
+fn pass_through_declared(g: &Graph, id: TensorId, vi: &pb::ValueInfoProto) -> Result<()> {
     let t = &g.tensors[id];
     if !matches!(t.origin, Origin::Input | Origin::Initializer) {
         return Ok(());

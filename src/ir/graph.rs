@@ -3,6 +3,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::ops::{Index, IndexMut};
 
 use indexmap::IndexMap;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
@@ -12,8 +13,88 @@ use petgraph::Direction;
 use super::types::{TensorData, TensorType};
 use crate::error::{Error, Result};
 
-/// Index of a tensor in `Graph::tensors`.
-pub type TensorId = usize;
+/// Index of a tensor in its graph's [`Tensors`] table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TensorId(usize);
+
+impl TensorId {
+    /// The position in the tensor table.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+/// The tensor table: tensors by name in insertion order, indexed by
+/// [`TensorId`] (a tensor's id is its position).
+#[derive(Clone, Debug, Default)]
+pub struct Tensors(IndexMap<String, Tensor>);
+
+impl Tensors {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn contains_key(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tensor> {
+        self.0.get(name)
+    }
+
+    pub fn get_index_of(&self, name: &str) -> Option<TensorId> {
+        self.0.get_index_of(name).map(TensorId)
+    }
+
+    /// Adds `tensor` under `name`, or replaces the one of that name (which
+    /// keeps its id): the id and the tensor replaced.
+    pub fn insert_full(&mut self, name: String, tensor: Tensor) -> (TensorId, Option<Tensor>) {
+        let (i, old) = self.0.insert_full(name, tensor);
+        (TensorId(i), old)
+    }
+
+    /// Every id, in table order.
+    pub fn ids(&self) -> impl Iterator<Item = TensorId> {
+        (0..self.0.len()).map(TensorId)
+    }
+
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Tensor> + '_ {
+        self.0.values_mut()
+    }
+
+    /// Gives the tensors in `names` their new names; every id stays.
+    pub fn rename(&mut self, names: &HashMap<TensorId, String>) {
+        self.0 = std::mem::take(&mut self.0)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (k, mut t))| match names.get(&TensorId(i)) {
+                Some(n) => {
+                    t.name = n.clone();
+                    (n.clone(), t)
+                }
+                None => (k, t),
+            })
+            .collect();
+    }
+}
+
+impl Index<TensorId> for Tensors {
+    type Output = Tensor;
+
+    fn index(&self, id: TensorId) -> &Tensor {
+        &self.0[id.0]
+    }
+}
+
+impl IndexMut<TensorId> for Tensors {
+    fn index_mut(&mut self, id: TensorId) -> &mut Tensor {
+        &mut self.0[id.0]
+    }
+}
 
 /// An attribute value, every kind ONNX defines.
 #[derive(Clone, Debug, PartialEq)]
@@ -252,7 +333,7 @@ impl Node {
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
     pub name: String,
-    pub tensors: IndexMap<String, Tensor>,
+    pub tensors: Tensors,
     pub dag: StableDiGraph<Node, TensorId>,
     /// Graph inputs in file order, initializers excluded.
     pub inputs: Vec<TensorId>,

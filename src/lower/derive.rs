@@ -363,18 +363,7 @@ fn rename_gradients(g: &mut Graph, trainable: &[TensorId], grads: &HashMap<Tenso
     if rename.is_empty() {
         return;
     }
-    let tensors = std::mem::take(&mut g.tensors);
-    g.tensors = tensors
-        .into_iter()
-        .enumerate()
-        .map(|(i, (k, mut t))| match rename.get(&i) {
-            Some(n) => {
-                t.name = n.clone();
-                (n.clone(), t)
-            }
-            None => (k, t),
-        })
-        .collect();
+    g.tensors.rename(&rename);
 }
 
 /// The spec's optimizer as an update rule.

@@ -25,7 +25,7 @@ pub fn detect(model: &Model) -> Roles {
     let optimizer = model.optimizer.as_ref().map(|og| optimizer_roles(og, &mut params)).unwrap_or_default();
 
     // Keep parameters in graph-input (or initializer) order.
-    let position = |name: &str| g.id(name).unwrap_or(usize::MAX);
+    let position = |name: &str| g.id(name).map_or(usize::MAX, TensorId::index);
     params.sort_by_key(|p| position(&p.name));
     for p in &params {
         main.insert(p.name.clone(), Role::Param);

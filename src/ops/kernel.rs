@@ -24,7 +24,8 @@ pub struct Member {
     pub grad: String,
     pub numel: usize,
     /// Buffers whose per-node copy serves this member (filled before, and
-    /// written back after, this member's call).
+    /// written back after, this member's call), by their index in the
+    /// plan's buffer list.
     pub stage: Vec<usize>,
 }
 

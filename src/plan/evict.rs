@@ -16,7 +16,7 @@ use crate::target::Level;
 
 /// Try the level assignment in `base`, relieving L2 until it fits.
 pub(super) fn fit(
-    base: &mut [crate::plan::Buffer],
+    base: &mut crate::plan::Buffers,
     disc: &Discovery,
     opts: &PlanOptions,
     tiler: &[super::levels::Tiler],
@@ -137,7 +137,7 @@ pub(super) fn fit(
 /// and references) there, before any of the network's own buffers: they
 /// cost the network nothing in L3. Whether anything moved.
 fn move_movable_statics(
-    base: &mut [crate::plan::Buffer],
+    base: &mut crate::plan::Buffers,
     opts: &PlanOptions,
     short: u64,
     decisions: &mut Vec<String>,
@@ -185,7 +185,8 @@ fn pick_moves(
     let (mut picks, mut freed) = (vec![], 0u64);
     while freed < short && !left.is_empty() {
         let need = short - freed;
-        let covering = left.range((need, 0)..).map(|&(_, id)| id).min_by_key(|&id| (touches(id), size(id), id));
+        let covering =
+            left.range((need, BufId::FIRST)..).map(|&(_, id)| id).min_by_key(|&id| (touches(id), size(id), id));
         let id = match covering {
             Some(id) => id,
             None => by_score.find(|&id| left.contains(&(size(id), id))).expect("a candidate is left"),

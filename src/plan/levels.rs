@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use crate::ir::DType;
 
-use super::buffers::{Access, BufId, Buffer, GraphSel, Kind, Step, Value};
+use super::buffers::{Access, BufId, Buffer, Buffers, GraphSel, Kind, Step, Value};
 use super::tile::{Choice, OperandIn, Slot, Tile};
 use crate::ir::OpId;
 use crate::ops::{self, Update};
@@ -28,7 +28,7 @@ use crate::target::{Level, Platform};
 
 /// Give every discovered buffer its level under the default, with the
 /// rule that put it there.
-pub fn initial(buffers: &mut [Buffer], default: Level) {
+pub fn initial(buffers: &mut Buffers, default: Level) {
     for b in buffers.iter_mut() {
         let reason = match b.kind {
             Kind::Input | Kind::Output | Kind::OptimizerInput => {
@@ -156,7 +156,7 @@ pub struct Tiling {
 }
 
 fn per_node(
-    buffers: &mut Vec<Buffer>,
+    buffers: &mut Buffers,
     step: &Step,
     kind: Kind,
     level: Level,
@@ -164,7 +164,7 @@ fn per_node(
     align: u64,
     of: Option<BufId>,
 ) -> BufId {
-    let id = buffers.len();
+    let id = buffers.next_id();
     let (name, dtype, shape, reason) = match of {
         Some(b) => {
             let src = &buffers[b];
@@ -190,7 +190,7 @@ fn per_node(
 
 /// Add the per-node buffers (staging, L1 copies, scratch) to `buffers`,
 /// which must hold only the discovered ones, and say how each node runs.
-pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform, choices: &[Tiler]) -> Vec<NodePlan> {
+pub fn derive(buffers: &mut Buffers, steps: &[Step], platform: &Platform, choices: &[Tiler]) -> Vec<NodePlan> {
     let align = platform.alignment.max(1);
     let l1_budget = platform.budget(Level::L1);
     let aligned = |b: u64| b.div_ceil(align) * align;
@@ -298,15 +298,7 @@ pub fn derive(buffers: &mut Vec<Buffer>, steps: &[Step], platform: &Platform, ch
 pub type Tiler = (Option<Result<Choice, String>>, Vec<OperandIn>);
 
 /// A tile buffer of a node: L1 (or an L2 stage) for one operand.
-fn tile_buffer(
-    buffers: &mut Vec<Buffer>,
-    step: &Step,
-    of: BufId,
-    kind: Kind,
-    bytes: u64,
-    k: usize,
-    align: u64,
-) -> BufId {
+fn tile_buffer(buffers: &mut Buffers, step: &Step, of: BufId, kind: Kind, bytes: u64, k: usize, align: u64) -> BufId {
     let level = if kind == Kind::Staging { Level::L2 } else { Level::L1 };
     let id = per_node(buffers, step, kind, level, bytes, align, Some(of));
     let src = buffers[of].name.clone();
@@ -321,7 +313,7 @@ fn tile_buffer(
 }
 
 /// The per-node buffers and the record of a tiled node.
-fn tiled(buffers: &mut Vec<Buffer>, step: &Step, c: &Choice, ops: &[OperandIn], align: u64) -> NodePlan {
+fn tiled(buffers: &mut Buffers, step: &Step, c: &Choice, ops: &[OperandIn], align: u64) -> NodePlan {
     let count = c.tiles.len();
     let mut operands = vec![];
     let mut tiled_ops = vec![];

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use crate::target::{Level, Platform};
-pub use buffers::{Access, BufId, Buffer, GraphSel, Kind, Placement, StaticRequest};
+pub use buffers::{Access, BufId, Buffer, Buffers, GraphSel, Kind, Placement, StaticRequest};
 pub use levels::{Moved, NodePlan, Operand, TiledOperand, Tiling};
 pub use supply::{SkipCopy, Supply, WeightPlan};
 
@@ -162,7 +162,7 @@ pub struct Plan {
     pub levels: BTreeMap<Level, LevelPlan>,
     pub weights: Vec<WeightPlan>,
     pub skip_initweight_copy: SkipCopy,
-    pub buffers: Vec<Buffer>,
+    pub buffers: Buffers,
     pub nodes: Vec<NodePlan>,
     /// Decisions a person should know about, in the order they were made.
     pub decisions: Vec<String>,
@@ -271,7 +271,7 @@ impl Plan {
 
 /// One try at fitting the current level assignment.
 struct Attempt {
-    buffers: Vec<Buffer>,
+    buffers: Buffers,
     nodes: Vec<NodePlan>,
     weights: Vec<WeightPlan>,
     skip: SkipCopy,
@@ -286,7 +286,7 @@ impl Attempt {
 
 /// Lay one level's arena out: the persistent band (buffers live at every
 /// step) at the bottom in buffer order, the rest above it.
-fn pack(buffers: &mut [Buffer], l: Level, last: u32, align: u64) -> (u64, u64, u64, u64, u64, String) {
+fn pack(buffers: &mut Buffers, l: Level, last: u32, align: u64) -> (u64, u64, u64, u64, u64, String) {
     let ids: Vec<BufId> =
         buffers.iter().filter(|b| b.level == l && b.placement != Placement::Static).map(|b| b.id).collect();
     let full = |b: &Buffer| b.persistent && b.start == 0 && b.end == last;
@@ -307,11 +307,11 @@ fn pack(buffers: &mut [Buffer], l: Level, last: u32, align: u64) -> (u64, u64, u
     (band, a.arena, a.lower_bound, a.greedy_arena, band + a.arena, a.strategy)
 }
 
-fn attempt(base: &[Buffer], disc: &buffers::Discovery, opts: &PlanOptions, tiler: &[levels::Tiler]) -> Attempt {
+fn attempt(base: &Buffers, disc: &buffers::Discovery, opts: &PlanOptions, tiler: &[levels::Tiler]) -> Attempt {
     let p = &opts.platform;
     let align = p.alignment.max(1);
     let last = disc.steps.len().max(1) as u32 - 1;
-    let mut bufs = base.to_vec();
+    let mut bufs = base.clone();
     let image_limit = opts.l2_image_limit.or(p.level(Level::L2).image_limit);
     let (weights, skip) = supply::decide(&mut bufs, image_limit);
     let nodes = levels::derive(&mut bufs, &disc.steps, p, tiler);

@@ -469,8 +469,7 @@ fn copy_of(
         tensor.name = name.clone();
         tensor.origin = Origin::Value;
         tensor.data = None;
-        g.tensors.insert(name.clone(), tensor);
-        let c = g.id(&name).expect("just inserted");
+        let c = g.tensors.insert_full(name, tensor).0;
         copies.entry(o).or_default().push(c);
         outs.push(Some(c));
     }

@@ -20,7 +20,7 @@
 
 use serde::Serialize;
 
-use super::buffers::{BufId, Buffer, Kind, Placement};
+use super::buffers::{BufId, Buffers, Kind, Placement};
 use crate::target::Level;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -69,7 +69,7 @@ pub struct SkipCopy {
 /// Decide every weight's supply and place baked weights and static
 /// buffers of L2 as static arrays. `image_limit` bounds the bytes baked
 /// into L2 (None: only the capacity does).
-pub fn decide(buffers: &mut [Buffer], image_limit: Option<u64>) -> (Vec<WeightPlan>, SkipCopy) {
+pub fn decide(buffers: &mut Buffers, image_limit: Option<u64>) -> (Vec<WeightPlan>, SkipCopy) {
     let weights: Vec<BufId> = buffers.iter().filter(|b| b.kind.is_weight()).map(|b| b.id).collect();
     let mut supply: Vec<(BufId, Supply)> = weights
         .iter()

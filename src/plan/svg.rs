@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::buffers::{Buffer, Kind};
+use super::buffers::{BufId, Buffer, Kind};
 use super::{thousands, Level, Plan};
 use crate::escape::xml_text;
 
@@ -212,7 +212,7 @@ fn panel(o: &mut String, plan: &Plan, l: Level, y0: f64, steps: f64) {
 }
 
 /// Per tile buffer (L1 tiles and L2 stages): what it holds for which node.
-fn tile_buffers(plan: &Plan) -> std::collections::HashMap<usize, String> {
+fn tile_buffers(plan: &Plan) -> std::collections::HashMap<BufId, String> {
     let mut m = std::collections::HashMap::new();
     for n in &plan.nodes {
         let Some(t) = &n.tiling else { continue };

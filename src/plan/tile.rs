@@ -51,7 +51,7 @@ use crate::ops::kernel::{numel, KernelCtx};
 use crate::ops::tile::{Part, Space, TileMap, TileRule};
 use crate::ops::{self};
 
-use super::buffers::Access;
+use super::buffers::{Access, BufId};
 
 /// Largest 1-D DMA command the emitted code issues (the SDK truncates a
 /// 1-D copy of 64 KiB or more; 2-D lines must stay below 64 KiB too).
@@ -152,7 +152,7 @@ pub struct Slot {
 /// One distinct buffer a tiled node touches, as the tiler sees it.
 #[derive(Clone, Debug)]
 pub struct OperandIn {
-    pub buffer: usize,
+    pub buffer: BufId,
     pub access: Access,
     pub slots: Vec<(Slot, TensorId)>,
 }
@@ -585,7 +585,7 @@ fn traffic_of(tiles: &[Tile], whole: &[bool], access: &[Access], pick: impl Fn(u
 /// once (a grid: per axis, the tiles' intervals partition the axis, and
 /// every combination occurs once), every tile's part fits its L1 buffer
 /// (and L2 stage), double buffers are two distinct buffers.
-pub fn verify(name: &str, t: &super::Tiling, buffers: &[super::Buffer]) -> Result<(), String> {
+pub fn verify(name: &str, t: &super::Tiling, buffers: &super::Buffers) -> Result<(), String> {
     let err = |m: String| Err(format!("node '{name}': {m}"));
     let r = t.space.len();
     if t.tiles.len() != t.count as usize || t.tiles.is_empty() {

@@ -26,6 +26,8 @@
 //! shapes, axes, bounds) need no buffer.
 
 use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::ops::{Index, IndexMut};
 
 use petgraph::stable_graph::NodeIndex;
 use serde::Serialize;
@@ -39,7 +41,90 @@ use crate::target::Level;
 mod walk;
 use walk::walk;
 
-pub type BufId = usize;
+/// Index of a buffer in its plan's [`Buffers`]; its number in the plan's
+/// JSON.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct BufId(usize);
+
+impl BufId {
+    /// The lowest id (a bound for ranges over ids).
+    pub const FIRST: BufId = BufId(0);
+
+    /// The position in the buffer list.
+    pub fn index(self) -> usize {
+        self.0
+    }
+}
+
+impl fmt::Display for BufId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// The buffer list, indexed by [`BufId`] (a buffer's id is its position).
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(transparent)]
+pub struct Buffers(Vec<Buffer>);
+
+impl Buffers {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The id the next buffer pushed gets.
+    pub fn next_id(&self) -> BufId {
+        BufId(self.0.len())
+    }
+
+    /// Appends `b`, whose id must be [`Buffers::next_id`].
+    pub fn push(&mut self, b: Buffer) -> BufId {
+        let id = self.next_id();
+        assert_eq!(b.id, id, "buffer '{}' pushed with another id than its position", b.name);
+        self.0.push(b);
+        id
+    }
+
+    pub fn get(&self, id: BufId) -> Option<&Buffer> {
+        self.0.get(id.0)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Buffer> {
+        self.0.iter()
+    }
+
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Buffer> {
+        self.0.iter_mut()
+    }
+}
+
+impl Index<BufId> for Buffers {
+    type Output = Buffer;
+
+    fn index(&self, id: BufId) -> &Buffer {
+        &self.0[id.0]
+    }
+}
+
+impl IndexMut<BufId> for Buffers {
+    fn index_mut(&mut self, id: BufId) -> &mut Buffer {
+        &mut self.0[id.0]
+    }
+}
+
+impl<'a> IntoIterator for &'a Buffers {
+    type Item = &'a Buffer;
+    type IntoIter = std::slice::Iter<'a, Buffer>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
 
 /// What a buffer holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -243,7 +328,7 @@ pub struct Step {
 /// Everything discovered from the graphs, before levels and offsets.
 #[derive(Clone, Debug)]
 pub struct Discovery {
-    pub buffers: Vec<Buffer>,
+    pub buffers: Buffers,
     pub steps: Vec<Step>,
     /// Steps of the main graph (the optimizer's start here).
     pub main_steps: u32,
@@ -287,7 +372,7 @@ struct Builder<'a> {
     model: &'a Model,
     align: u64,
     last: u32,
-    buffers: Vec<Buffer>,
+    buffers: Buffers,
     main: HashMap<TensorId, BufId>,
     opt: HashMap<TensorId, BufId>,
     notes: Vec<String>,
@@ -326,7 +411,7 @@ impl<'a> Builder<'a> {
     ) -> Result<BufId> {
         let g = self.graph(sel);
         let (bytes, shape) = size_of(g, t, kind.name())?;
-        let id = self.buffers.len();
+        let id = self.buffers.next_id();
         let v = Value { bytes, dtype: g.tensor(t).ty.dtype, shape };
         let name = g.name_of(t).to_string();
         self.buffers
@@ -379,7 +464,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         model,
         align: align.max(1),
         last: total - 1,
-        buffers: vec![],
+        buffers: Buffers::default(),
         main: HashMap::new(),
         opt: HashMap::new(),
         notes: vec![],
@@ -422,7 +507,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
             compile_time.push(g.name_of(t).to_string());
         }
     }
-    for t in 0..g.tensors.len() {
+    for t in g.tensors.ids() {
         if g.tensor(t).origin == Origin::Folded && !b.main.contains_key(&t) && read(t) {
             if data_use(g, &readers, t) || output(t) {
                 b.persistent(GraphSel::Main, t, Kind::Constant)?;
@@ -464,7 +549,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
     }
 
     for s in statics {
-        let id = b.buffers.len();
+        let id = b.buffers.next_id();
         let v = Value { bytes: s.bytes, dtype: DType::U8, shape: vec![s.bytes as usize] };
         let buf = Buffer::new(id, s.name.clone(), Kind::Static, v, b.align, (0, b.last), true);
         b.buffers.push(Buffer { level: s.level, ..buf });
