@@ -26,6 +26,7 @@ pub struct ArgsError {
     pub fault: ArgsFault,
 }
 
+/// What is wrong with the call.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ArgsFault {
     #[error("runtime/kernels/dg_kernels.h declares no such args struct")]
