@@ -447,7 +447,7 @@ fn many_cases_run_in_parallel_and_report_in_order() {
 #[test]
 fn status_table_errors_name_the_entry() {
     let bad = |text: &str, needle: &str| {
-        let e = StatusTable::parse(text).unwrap_err();
+        let e = StatusTable::parse(text).unwrap_err().to_string();
         assert!(e.contains(needle), "expected {needle:?} in: {e}");
     };
     let entry = |key: &str, body: &str| format!("[\"{key}\"]\n{body}\n");

@@ -80,6 +80,56 @@ impl Header {
     }
 }
 
+/// What is wrong with one `.npy` array: a sentence without the key (the
+/// caller names the file and the key, [`Error::Npz`]).
+#[derive(Debug, thiserror::Error)]
+pub enum NpyError {
+    #[error("not an .npy array (magic string missing)")]
+    NoMagic,
+    #[error(".npy format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")]
+    Version { major: u8, minor: u8 },
+    #[error("the .npy header is cut short")]
+    HeaderCut,
+    #[error("the .npy header claims {0} bytes (at most {MAX_HEADER} are accepted)")]
+    HeaderTooLong(usize),
+    #[error("the .npy header claims {0} bytes but the array is cut short")]
+    HeaderPastEnd(usize),
+    #[error("the .npy header is nested too deeply")]
+    TooDeep,
+    #[error("the .npy header is not valid: {0}")]
+    Header(#[source] ndarray_npy::npy::header::ReadHeaderError),
+    /// A descriptor that is not a plain type (a structured dtype), as written.
+    #[error("dtype descriptor {0} is not a plain type ({SUPPORTED})")]
+    NotPlain(String),
+    #[error("dtype descriptor '{0}' is not supported ({SUPPORTED})")]
+    Unsupported(String),
+    #[error("dtype {0} has no fixed element size")]
+    NoElementSize(DType),
+    #[error("shape {0:?} is too large")]
+    TooLarge(Vec<usize>),
+    #[error("{} {:?} needs {needs} bytes of data but the array holds {holds}", header.dtype, header.shape)]
+    DataSize { header: Header, needs: usize, holds: u64 },
+    #[error("cannot decompress: {0}")]
+    Decompress(#[source] std::io::Error),
+}
+
+/// Why an array cannot be written as `.npy` (or into an `.npz`).
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    #[error("cannot write {0} to .npy")]
+    Dtype(DType),
+    #[error("{0}")]
+    Header(#[from] ndarray_npy::npy::header::FormatHeaderError),
+    #[error("{0}")]
+    Zip(#[from] zip::result::ZipError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The descriptors [`descriptor`] reads, for messages.
+const SUPPORTED: &str =
+    "supported: f32 '<f4', f64 '<f8', i64 '<i8', i32 '<i4', i16, i8, u8 '|u1', u16, u32, u64, bool '|b1', f16";
+
 /// A parsed `.npy` header and where its data starts.
 struct NpyHeader {
     header: Header,
@@ -104,7 +154,7 @@ impl Npz {
 
     /// An archive of `arrays` (as [`write_npz`] writes them), opened.
     pub fn from_arrays(path: &Path, arrays: &[(&str, &TensorData)]) -> Result<Npz> {
-        let bytes = write_npz(arrays).map_err(|e| npz_err(path, None, e))?;
+        let bytes = write_npz(arrays).map_err(|e| npz_err(path, None, e.to_string()))?;
         parse(path, &bytes)
     }
 
@@ -150,7 +200,7 @@ impl Npz {
         if data.len() as u64 != m.size {
             return Err(err(format!("member holds {} bytes but its zip entry declares {}", data.len(), m.size)));
         }
-        parse_npy(&data).map_err(err)
+        parse_npy(&data).map_err(|e| err(e.to_string()))
     }
 }
 
@@ -219,7 +269,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
                 format!("member declares {size} bytes; deploygen reads at most {MAX_MEMBER} per array"),
             ));
         }
-        let header = member_header(member, size).map_err(|d| npz_err(path, Some(&key), d))?;
+        let header = member_header(member, size).map_err(|e| npz_err(path, Some(&key), e.to_string()))?;
         let m = Member { header, index, size, value: OnceLock::new() };
         if members.insert(key.clone(), m).is_some() {
             return Err(npz_err(path, Some(&key), "the key appears twice in the archive"));
@@ -230,32 +280,23 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
 
 /// A member's header, read from its first bytes only, and checked against
 /// the size the zip entry declares.
-fn member_header(member: impl Read, size: u64) -> Result<Header, String> {
+fn member_header(member: impl Read, size: u64) -> Result<Header, NpyError> {
     let mut prefix = Vec::new();
-    member.take(size.min(HEADER_PREFIX)).read_to_end(&mut prefix).map_err(|e| format!("cannot decompress: {e}"))?;
+    member.take(size.min(HEADER_PREFIX)).read_to_end(&mut prefix).map_err(NpyError::Decompress)?;
     let h = npy_header(&prefix)?;
     let holds = size - h.data_at as u64;
     if holds != h.data_bytes as u64 {
-        return Err(format!(
-            "{} {:?} needs {} bytes of data but the array holds {holds}",
-            h.header.dtype, h.header.shape, h.data_bytes
-        ));
+        return Err(NpyError::DataSize { header: h.header, needs: h.data_bytes, holds });
     }
     Ok(h.header)
 }
 
 /// Parse one `.npy` file. The error is a sentence without the key.
-pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
+pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, NpyError> {
     let h = npy_header(bytes)?;
     let body = &bytes[h.data_at..];
     if body.len() != h.data_bytes {
-        return Err(format!(
-            "{} {:?} needs {} bytes of data but the array holds {}",
-            h.header.dtype,
-            h.header.shape,
-            h.data_bytes,
-            body.len()
-        ));
+        return Err(NpyError::DataSize { header: h.header, needs: h.data_bytes, holds: body.len() as u64 });
     }
     let esize = h.header.dtype.size().unwrap_or(1);
     let mut data = body.to_vec();
@@ -276,15 +317,14 @@ pub fn parse_npy(bytes: &[u8]) -> Result<TensorData, String> {
 }
 
 /// The header of an `.npy` file, from its first bytes.
-fn npy_header(bytes: &[u8]) -> Result<NpyHeader, String> {
+fn npy_header(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
     precheck(bytes)?;
     let mut cursor = Cursor::new(bytes);
-    let h = NpyFileHeader::from_reader(&mut cursor).map_err(|e| format!("the .npy header is not valid: {e}"))?;
+    let h = NpyFileHeader::from_reader(&mut cursor).map_err(NpyError::Header)?;
     let (dtype, swap) = descriptor(&h.type_descriptor)?;
-    let esize = dtype.size().ok_or_else(|| format!("dtype {dtype} has no fixed element size"))?;
+    let esize = dtype.size().ok_or(NpyError::NoElementSize(dtype))?;
     let numel = h.shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
-    let data_bytes =
-        numel.and_then(|n| n.checked_mul(esize)).ok_or_else(|| format!("shape {:?} is too large", h.shape))?;
+    let data_bytes = numel.and_then(|n| n.checked_mul(esize)).ok_or_else(|| NpyError::TooLarge(h.shape.clone()))?;
     Ok(NpyHeader {
         header: Header { dtype, shape: h.shape },
         swap,
@@ -297,27 +337,27 @@ fn npy_header(bytes: &[u8]) -> Result<NpyHeader, String> {
 /// Bounds checked before the header is parsed: the magic string, a known
 /// version, a header length within numpy's limit and within the member, and
 /// shallow bracket nesting (a header is one flat dict).
-fn precheck(bytes: &[u8]) -> Result<(), String> {
+fn precheck(bytes: &[u8]) -> Result<(), NpyError> {
     const MAGIC: &[u8] = b"\x93NUMPY";
     if bytes.len() < MAGIC.len() + 2 || !bytes.starts_with(MAGIC) {
-        return Err("not an .npy array (magic string missing)".into());
+        return Err(NpyError::NoMagic);
     }
     let (major, minor) = (bytes[6], bytes[7]);
     let len_bytes = match major {
         1 => 2usize,
         2 | 3 => 4,
-        _ => return Err(format!(".npy format version {major}.{minor} is not supported (1.0, 2.0, 3.0 are)")),
+        _ => return Err(NpyError::Version { major, minor }),
     };
     let start = 8 + len_bytes;
     let Some(len_field) = bytes.get(8..start) else {
-        return Err("the .npy header is cut short".into());
+        return Err(NpyError::HeaderCut);
     };
     let header_len = len_field.iter().rev().fold(0usize, |a, &b| (a << 8) | b as usize);
     if header_len > MAX_HEADER {
-        return Err(format!("the .npy header claims {header_len} bytes (at most {MAX_HEADER} are accepted)"));
+        return Err(NpyError::HeaderTooLong(header_len));
     }
     let Some(header) = bytes.get(start..start + header_len) else {
-        return Err(format!("the .npy header claims {header_len} bytes but the array is cut short"));
+        return Err(NpyError::HeaderPastEnd(header_len));
     };
     let mut depth = 0usize;
     for &c in header {
@@ -327,7 +367,7 @@ fn precheck(bytes: &[u8]) -> Result<(), String> {
             _ => {}
         }
         if depth > MAX_DEPTH {
-            return Err("the .npy header is nested too deeply".into());
+            return Err(NpyError::TooDeep);
         }
     }
     Ok(())
@@ -335,11 +375,9 @@ fn precheck(bytes: &[u8]) -> Result<(), String> {
 
 /// Map a numpy type descriptor (`'<f4'`, `'|b1'`, `'>i8'`, …) to a dtype and
 /// whether its bytes need swapping to little-endian.
-fn descriptor(descr: &Py) -> Result<(DType, bool), String> {
-    let supported = "supported: f32 '<f4', f64 '<f8', i64 '<i8', i32 '<i4', i16, i8, u8 '|u1', u16, u32, u64, \
-                     bool '|b1', f16";
+fn descriptor(descr: &Py) -> Result<(DType, bool), NpyError> {
     let Py::String(s) = descr else {
-        return Err(format!("dtype descriptor {descr} is not a plain type ({supported})"));
+        return Err(NpyError::NotPlain(descr.to_string()));
     };
     let (order, code) = match s.chars().next() {
         Some(c @ ('<' | '>' | '|' | '=')) => (c, &s[1..]),
@@ -358,7 +396,7 @@ fn descriptor(descr: &Py) -> Result<(DType, bool), String> {
         "f2" => DType::F16,
         "f4" => DType::F32,
         "f8" => DType::F64,
-        _ => return Err(format!("dtype descriptor '{s}' is not supported ({supported})")),
+        _ => return Err(NpyError::Unsupported(s.clone())),
     };
     let swap = order == '>' || (order == '=' && cfg!(target_endian = "big"));
     Ok((dtype, swap))
@@ -392,19 +430,19 @@ fn fortran_to_c(data: &[u8], shape: &[usize], esize: usize) -> Vec<u8> {
 /// Writing `.npz` files: used by tests and by tools that derive test data
 /// (e.g. a triage fix). Stored (uncompressed) members, numpy's `.npy` 1.0
 /// header, keys in the order given.
-pub fn write_npz(arrays: &[(&str, &TensorData)]) -> Result<Vec<u8>, String> {
+pub fn write_npz(arrays: &[(&str, &TensorData)]) -> Result<Vec<u8>, WriteError> {
     use std::io::Write;
     let mut zip = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     for (key, t) in arrays {
-        zip.start_file(format!("{key}.npy"), options).map_err(|e| e.to_string())?;
-        zip.write_all(&npy_bytes(t)?).map_err(|e| e.to_string())?;
+        zip.start_file(format!("{key}.npy"), options)?;
+        zip.write_all(&npy_bytes(t)?)?;
     }
-    Ok(zip.finish().map_err(|e| e.to_string())?.into_inner())
+    Ok(zip.finish()?.into_inner())
 }
 
 /// One array as `.npy` 1.0 bytes.
-pub fn npy_bytes(t: &TensorData) -> Result<Vec<u8>, String> {
+pub fn npy_bytes(t: &TensorData) -> Result<Vec<u8>, WriteError> {
     let descr = match t.dtype {
         DType::Bool => "|b1",
         DType::I8 => "|i1",
@@ -418,11 +456,11 @@ pub fn npy_bytes(t: &TensorData) -> Result<Vec<u8>, String> {
         DType::F16 => "<f2",
         DType::F32 => "<f4",
         DType::F64 => "<f8",
-        other => return Err(format!("cannot write {other} to .npy")),
+        other => return Err(WriteError::Dtype(other)),
     };
     let header =
         NpyFileHeader { type_descriptor: Py::String(descr.into()), layout: Layout::Standard, shape: t.shape.clone() };
-    let mut out = header.to_bytes().map_err(|e| e.to_string())?;
+    let mut out = header.to_bytes()?;
     out.extend_from_slice(&t.bytes);
     Ok(out)
 }
@@ -475,21 +513,26 @@ mod tests {
 
     #[test]
     fn unsupported_descriptor_names_it() {
-        let e = parse_npy(&npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }\n", &[0; 8])).unwrap_err();
+        let e = parse_npy(&npy("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }\n", &[0; 8]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("'<c8'"), "{e}");
         let e = parse_npy(&npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }\n", &[0; 4]))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("[('a', '<f4')]"), "{e}");
     }
 
     #[test]
     fn short_data_and_oversized_headers_are_errors() {
-        let e = parse_npy(&npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n", &[0; 8])).unwrap_err();
+        let e = parse_npy(&npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }\n", &[0; 8]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("needs 12 bytes"), "{e}");
         let mut huge = b"\x93NUMPY\x02\x00".to_vec();
         huge.extend_from_slice(&u32::MAX.to_le_bytes());
-        assert!(parse_npy(&huge).unwrap_err().contains("at most"));
+        assert!(matches!(parse_npy(&huge), Err(NpyError::HeaderTooLong(_))));
         let deep = format!("{}{}", "(".repeat(100), ")".repeat(100));
-        assert!(parse_npy(&npy(&deep, &[])).unwrap_err().contains("nested too deeply"));
+        assert!(matches!(parse_npy(&npy(&deep, &[])), Err(NpyError::TooDeep)));
     }
 }

@@ -24,8 +24,13 @@ impl TrainArgs {
     }
 }
 
-fn parse_dim(s: &str) -> Result<(String, usize), String> {
-    let bad = || format!("'{s}' is not NAME=VALUE with a whole number above 0 (e.g. batch=8)");
+/// A `--dim` value that is not `NAME=VALUE` (as given).
+#[derive(Debug, thiserror::Error)]
+#[error("'{0}' is not NAME=VALUE with a whole number above 0 (e.g. batch=8)")]
+struct BadDim(String);
+
+fn parse_dim(s: &str) -> Result<(String, usize), BadDim> {
+    let bad = || BadDim(s.to_string());
     let (name, value) = s.split_once('=').ok_or_else(bad)?;
     match value.trim().parse::<usize>() {
         Ok(v) if v > 0 && !name.trim().is_empty() => Ok((name.trim().to_string(), v)),

@@ -16,6 +16,43 @@ type Structs = &'static [(&'static str, &'static [Field])];
 const STRUCTS: Structs = include!(concat!(env!("OUT_DIR"), "/kernel_args.rs"));
 const ENUMS: &[&str] = include!(concat!(env!("OUT_DIR"), "/kernel_enums.rs"));
 
+/// A kernel call that does not match its args struct: an internal error
+/// naming the kernel, its struct and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("internal error: {func} ({args_type}): {fault}")]
+pub struct ArgsError {
+    pub func: String,
+    pub args_type: String,
+    pub fault: ArgsFault,
+}
+
+/// What is wrong with the call.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArgsFault {
+    #[error("runtime/kernels/dg_kernels.h declares no such args struct")]
+    NoStruct,
+    #[error("the struct has no field '{0}'")]
+    NoField(&'static str),
+    #[error("field '{field}': {misfit}")]
+    Misfit { field: &'static str, misfit: Misfit },
+    #[error("fields left unset (C would make them zero): {}", .0.join(", "))]
+    Unset(Vec<&'static str>),
+    #[error("field '{0}' set twice")]
+    Twice(&'static str),
+}
+
+/// Why a value cannot initialise a field; `arg` describes the value
+/// (`unsigned 4`, `a pointer`, …).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Misfit {
+    #[error("{given} values for an array of {n}")]
+    TooLong { given: usize, n: u64 },
+    #[error("{arg} for an array")]
+    NotAList { arg: String },
+    #[error("{arg} for a {ty}")]
+    Type { arg: String, ty: String },
+}
+
 /// The C text of an argument.
 pub fn c(a: &Arg) -> String {
     match a {
@@ -43,12 +80,12 @@ pub fn field_type(args_type: &str, field: &str) -> Option<&'static str> {
 }
 
 /// Whether `a` can initialise an element of type `ty` with `dims` array dimensions.
-fn fits(a: &Arg, ty: &str, dims: &[u64]) -> Result<(), String> {
+fn fits(a: &Arg, ty: &str, dims: &[u64]) -> Result<(), Misfit> {
     if let Some((&n, inner)) = dims.split_first() {
         return match a {
             Arg::List(v) if v.len() as u64 <= n => v.iter().try_for_each(|x| fits(x, ty, inner)),
-            Arg::List(v) => Err(format!("{} values for an array of {n}", v.len())),
-            other => Err(format!("{} for an array", kind(other))),
+            Arg::List(v) => Err(Misfit::TooLong { given: v.len(), n }),
+            other => Err(Misfit::NotAList { arg: kind(other) }),
         };
     }
     let ok = match (ty, a) {
@@ -66,7 +103,7 @@ fn fits(a: &Arg, ty: &str, dims: &[u64]) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("{} for a {ty}", kind(a)))
+        Err(Misfit::Type { arg: kind(a), ty: ty.to_string() })
     }
 }
 
@@ -84,16 +121,16 @@ fn kind(a: &Arg) -> String {
 }
 
 /// Checks a call's fields against its struct.
-pub fn check(inv: &Invocation) -> Result<(), String> {
-    let what = format!("internal error: {} ({})", inv.func, inv.args_type);
+pub fn check(inv: &Invocation) -> Result<(), ArgsError> {
+    let err = |fault| ArgsError { func: inv.func.clone(), args_type: inv.args_type.clone(), fault };
     let Some(decl) = fields(&inv.args_type) else {
-        return Err(format!("{what}: runtime/kernels/dg_kernels.h declares no such args struct"));
+        return Err(err(ArgsFault::NoStruct));
     };
-    for (name, arg) in &inv.fields {
-        let Some((_, ty, dims, _)) = decl.iter().find(|(n, ..)| n == name) else {
-            return Err(format!("{what}: the struct has no field '{name}'"));
+    for &(name, ref arg) in &inv.fields {
+        let Some((_, ty, dims, _)) = decl.iter().find(|(n, ..)| *n == name) else {
+            return Err(err(ArgsFault::NoField(name)));
         };
-        fits(arg, ty, dims).map_err(|e| format!("{what}: field '{name}': {e}"))?;
+        fits(arg, ty, dims).map_err(|misfit| err(ArgsFault::Misfit { field: name, misfit }))?;
     }
     let missing: Vec<&str> = decl
         .iter()
@@ -101,12 +138,12 @@ pub fn check(inv: &Invocation) -> Result<(), String> {
         .map(|(n, ..)| *n)
         .collect();
     if !missing.is_empty() {
-        return Err(format!("{what}: fields left unset (C would make them zero): {}", missing.join(", ")));
+        return Err(err(ArgsFault::Unset(missing)));
     }
     let mut names: Vec<&str> = inv.fields.iter().map(|(n, _)| *n).collect();
     names.sort();
     if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(format!("{what}: field '{}' set twice", w[0]));
+        return Err(err(ArgsFault::Twice(w[0])));
     }
     Ok(())
 }
@@ -145,13 +182,16 @@ mod tests {
         assert_eq!(check(&inv(good())), Ok(()));
         let mut typo = good();
         typo[2].0 = "nn";
-        assert!(check(&inv(typo)).unwrap_err().contains("no field 'nn'"));
+        assert_eq!(check(&inv(typo)).unwrap_err().fault, ArgsFault::NoField("nn"));
         let mut wrong = good();
         wrong[2].1 = Arg::F(4.0);
-        assert!(check(&inv(wrong)).unwrap_err().contains("float 4 for a uint32_t"));
+        assert_eq!(
+            check(&inv(wrong)).unwrap_err().to_string(),
+            "internal error: dg_relu_f32 (dg_unary_args_t): field 'n': float 4 for a uint32_t"
+        );
         let mut short = good();
         short.pop();
-        assert!(check(&inv(short)).unwrap_err().contains("left unset"));
+        assert!(check(&inv(short)).unwrap_err().to_string().contains("left unset"));
     }
 
     #[test]

@@ -386,7 +386,7 @@ fn staging_copies(ctx: &Ctx, n: &plan::NodePlan, ids: &dyn Fn(BufId) -> bool) ->
 /// itself.
 fn call_code(ctx: &Ctx, n: &plan::NodePlan, node: &ir::Node, inv: &kernel::Invocation) -> Result<CallCode> {
     let (cpre, cpost) = staging_copies(ctx, n, &|b| inv.stage.contains(&b.index()));
-    args::check(inv).map_err(|e| Error::node(node, e))?;
+    args::check(inv).map_err(|e| Error::node(node, e.to_string()))?;
     Ok(CallCode {
         comment: inv.comment.as_deref().map(c_comment).unwrap_or_default(),
         func: inv.func.clone(),

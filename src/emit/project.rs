@@ -184,7 +184,7 @@ fn replaceable(out: &Path, force: bool) -> Result<bool> {
     } else {
         match only_what_deploygen_wrote(out) {
             Ok(()) => return Ok(true),
-            Err(why) => why,
+            Err(why) => why.to_string(),
         }
     };
     Err(Error::Usage(format!(
@@ -209,38 +209,55 @@ fn made_by_make(rel: &Path, listed: &std::collections::BTreeSet<PathBuf>) -> boo
     rel.extension().is_some_and(|e| e == "o") && listed.contains(&rel.with_extension("c"))
 }
 
+/// Why a folder is not one deploygen made (and so `--force` leaves it),
+/// naming the file at fault.
+#[derive(Debug, thiserror::Error)]
+enum NotMade {
+    #[error("it holds files but no readable deploygen.json manifest, so deploygen did not make it")]
+    NoManifest,
+    #[error("its deploygen.json is not a project manifest ({0})")]
+    NotAManifest(#[source] serde_json::Error),
+    #[error("its deploygen.json lists no files deploygen wrote")]
+    NoFiles,
+    #[error("{} is listed in its deploygen.json but not there: the manifest does not match", .0.display())]
+    Missing(PathBuf),
+    #[error("{} was changed since deploygen wrote it", .0.display())]
+    Changed(PathBuf),
+    /// The folder cannot be listed.
+    #[error("{0}")]
+    Unlisted(#[source] Box<Error>),
+    #[error("{} is not a file deploygen wrote", .0.display())]
+    Extra(PathBuf),
+}
+
 /// Is `dir` a project deploygen wrote: a manifest listing files, each of
 /// them there and unchanged, and nothing else but what make builds?
 /// `Err`: why not, naming the file.
-fn only_what_deploygen_wrote(dir: &Path) -> std::result::Result<(), String> {
+fn only_what_deploygen_wrote(dir: &Path) -> std::result::Result<(), NotMade> {
     let manifest_path = dir.join(super::manifest::FILE);
-    let text = crate::limits::read(&manifest_path, crate::limits::MANIFEST, "a project manifest").map_err(|_| {
-        "it holds files but no readable deploygen.json manifest, so deploygen did not make it".to_string()
-    })?;
-    let m: Manifest =
-        serde_json::from_slice(&text).map_err(|e| format!("its deploygen.json is not a project manifest ({e})"))?;
+    let text = crate::limits::read(&manifest_path, crate::limits::MANIFEST, "a project manifest")
+        .map_err(|_| NotMade::NoManifest)?;
+    let m: Manifest = serde_json::from_slice(&text).map_err(NotMade::NotAManifest)?;
     if m.files.is_empty() {
-        return Err("its deploygen.json lists no files deploygen wrote".into());
+        return Err(NotMade::NoFiles);
     }
     let listed: std::collections::BTreeSet<PathBuf> = m.files.iter().map(|f| PathBuf::from(&f.path)).collect();
     for f in &m.files {
         let p = dir.join(&f.path);
-        let data = std::fs::read(&p).map_err(|_| {
-            format!("{} is listed in its deploygen.json but not there: the manifest does not match", p.display())
-        })?;
+        let Ok(data) = std::fs::read(&p) else { return Err(NotMade::Missing(p)) };
         if super::manifest::WrittenFile::of(Path::new(&f.path), &data).sha256 != f.sha256 {
-            return Err(format!("{} was changed since deploygen wrote it", p.display()));
+            return Err(NotMade::Changed(p));
         }
     }
     let mut found = vec![];
-    list_entries(dir, Path::new(""), &mut found).map_err(|e| e.to_string())?;
+    list_entries(dir, Path::new(""), &mut found).map_err(|e| NotMade::Unlisted(Box::new(e)))?;
     for (rel, is_dir) in found {
         let ok = rel == Path::new(super::manifest::FILE)
             || made_by_make(&rel, &listed)
             || (!is_dir && listed.contains(&rel))
             || (is_dir && listed.iter().any(|l| l.starts_with(&rel)));
         if !ok {
-            return Err(format!("{} is not a file deploygen wrote", dir.join(rel).display()));
+            return Err(NotMade::Extra(dir.join(rel)));
         }
     }
     Ok(())

@@ -209,7 +209,7 @@ fn merge_calls(node: &Node, per_tile: &[kernel::KernelCall], tables: &mut Vec<Ta
     }
     let mut out = vec![];
     for (ci, inv) in first.calls.iter().enumerate() {
-        args::check(inv).map_err(|e| Error::node(node, e))?;
+        args::check(inv).map_err(|e| Error::node(node, e.to_string()))?;
         let mut fields = vec![];
         for (fi, (name, _)) in inv.fields.iter().enumerate() {
             let vals: Vec<Arg> = per_tile.iter().map(|k| k.calls[ci].fields[fi].1.clone()).collect();

@@ -11,6 +11,30 @@ use crate::ir::{DType, TensorData};
 
 const EXTERNAL: i32 = 1;
 
+/// What is wrong with an initializer's `external_data` entry (an
+/// `offset`, a `length`, the `location`).
+#[derive(Debug, thiserror::Error)]
+enum ExternalError {
+    #[error("'{key}' must be a non-negative integer, found '{value}'")]
+    NotACount { key: &'static str, value: String },
+    #[error("'{key}' = {value} is too large")]
+    TooLarge { key: &'static str, value: String },
+    #[error("'location' is empty")]
+    EmptyLocation,
+    #[error("'location' = '{0}' is an absolute path; external data must be a file inside the model folder")]
+    Absolute(String),
+    #[error("'location' = '{0}' leads outside the model folder")]
+    Outside(String),
+    #[error("cannot resolve the model folder: {0}")]
+    ModelDir(#[source] std::io::Error),
+    #[error("cannot open '{location}': {source}")]
+    Open { location: String, source: std::io::Error },
+    #[error("'location' = '{location}' resolves (through a symbolic link) to {}, outside the model folder", real.display())]
+    Linked { location: String, real: std::path::PathBuf },
+    #[error("'location' = '{0}' is not a regular file")]
+    NotAFile(String),
+}
+
 pub fn convert(t: &pb::TensorProto, model_dir: &Path) -> Result<TensorData> {
     let name = t.name();
     let bad = |detail: String| Error::model(format!("initializer '{name}': {detail}"));
@@ -65,31 +89,29 @@ fn typed_bytes(t: &pb::TensorProto, dtype: DType) -> Vec<u8> {
 }
 
 /// An `offset` or `length` value: a non-negative decimal integer.
-fn parse_count(key: &str, value: &str) -> std::result::Result<u64, String> {
+fn parse_count(key: &'static str, value: &str) -> std::result::Result<u64, ExternalError> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("'{key}' must be a non-negative integer, found '{value}'"));
+        return Err(ExternalError::NotACount { key, value: value.to_string() });
     }
-    value.parse().map_err(|_| format!("'{key}' = {value} is too large"))
+    value.parse().map_err(|_| ExternalError::TooLarge { key, value: value.to_string() })
 }
 
 /// Resolve `location` inside `model_dir`: relative, without `..` leaving
 /// the folder, and (after following symbolic links) still inside it.
-fn confine(model_dir: &Path, location: &str) -> std::result::Result<std::path::PathBuf, String> {
+fn confine(model_dir: &Path, location: &str) -> std::result::Result<std::path::PathBuf, ExternalError> {
     use std::path::Component;
     let rel = Path::new(location);
     if location.is_empty() {
-        return Err("'location' is empty".into());
+        return Err(ExternalError::EmptyLocation);
     }
     if rel.is_absolute() || rel.components().any(|c| matches!(c, Component::Prefix(_) | Component::RootDir)) {
-        return Err(format!(
-            "'location' = '{location}' is an absolute path; external data must be a file inside the model folder"
-        ));
+        return Err(ExternalError::Absolute(location.to_string()));
     }
     let mut depth = 0usize;
     for c in rel.components() {
         match c {
             Component::ParentDir if depth == 0 => {
-                return Err(format!("'location' = '{location}' leads outside the model folder"));
+                return Err(ExternalError::Outside(location.to_string()));
             }
             Component::ParentDir => depth -= 1,
             Component::Normal(_) => depth += 1,
@@ -97,16 +119,13 @@ fn confine(model_dir: &Path, location: &str) -> std::result::Result<std::path::P
         }
     }
     let path = model_dir.join(rel);
-    let dir = model_dir.canonicalize().map_err(|e| format!("cannot resolve the model folder: {e}"))?;
-    let real = path.canonicalize().map_err(|e| format!("cannot open '{location}': {e}"))?;
+    let dir = model_dir.canonicalize().map_err(ExternalError::ModelDir)?;
+    let real = path.canonicalize().map_err(|source| ExternalError::Open { location: location.to_string(), source })?;
     if !real.starts_with(&dir) {
-        return Err(format!(
-            "'location' = '{location}' resolves (through a symbolic link) to {}, outside the model folder",
-            real.display()
-        ));
+        return Err(ExternalError::Linked { location: location.to_string(), real });
     }
     if !real.is_file() {
-        return Err(format!("'location' = '{location}' is not a regular file"));
+        return Err(ExternalError::NotAFile(location.to_string()));
     }
     Ok(real)
 }
@@ -121,15 +140,15 @@ fn read_external(t: &pb::TensorProto, model_dir: &Path, want: usize) -> Result<V
     for kv in &t.external_data {
         match kv.key() {
             "location" => location = Some(kv.value().to_string()),
-            "offset" => offset = parse_count("offset", kv.value()).map_err(|d| fail(model_dir, d))?,
-            "length" => length = Some(parse_count("length", kv.value()).map_err(|d| fail(model_dir, d))?),
+            "offset" => offset = parse_count("offset", kv.value()).map_err(|e| fail(model_dir, e.to_string()))?,
+            "length" => length = Some(parse_count("length", kv.value()).map_err(|e| fail(model_dir, e.to_string()))?),
             _ => {}
         }
     }
     let Some(location) = location else {
         return Err(fail(model_dir, "the external_data entry has no 'location'".into()));
     };
-    let path = confine(model_dir, &location).map_err(|d| fail(&model_dir.join(&location), d))?;
+    let path = confine(model_dir, &location).map_err(|e| fail(&model_dir.join(&location), e.to_string()))?;
     let ext = |detail: String| fail(&path, detail);
     let len = length.unwrap_or(want as u64);
     if len != want as u64 {

@@ -153,6 +153,35 @@ pub struct TrainSpec {
     pub source: String,
 }
 
+/// A training spec that cannot be resolved, naming the key at fault.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    #[error("give either 'trainable' or 'frozen', not both")]
+    BothSelections,
+    #[error("'loss' is required (\"cross-entropy\" or \"mse\")")]
+    NoLoss,
+    #[error("'learning_rate' is required")]
+    NoLearningRate,
+    #[error("'{key}' = {value} must be a finite number above 0")]
+    NotPositive { key: &'static str, value: f32 },
+    #[error("'{key}' = {value} must be in [0, 1)")]
+    NotFraction { key: &'static str, value: f32 },
+    #[error("'weight_decay' = {0} must be a finite number, 0 or more")]
+    WeightDecay(f32),
+    #[error("optimizer \"momentum\" needs 'momentum' above 0")]
+    NoMomentum,
+    #[error("'accumulation_steps' must be 1 or more")]
+    NoAccumulationSteps,
+    /// Targets named like a special key of the npz layouts (`why`: which).
+    #[error(
+        "labels = '{labels}' reads as {why} in inputs.npz, not as a graph input's name: call the targets \
+         something else (e.g. 'labels')"
+    )]
+    LabelsLikeKey { labels: String, why: String },
+    #[error("dims: '{name}' = {value} must be a whole number from 1 to {}", u32::MAX)]
+    Dim { name: String, value: u64 },
+}
+
 /// onnxruntime's AdamW defaults (`onnxblock.optim.AdamW`).
 pub const ADAMW_BETA1: f32 = 0.9;
 pub const ADAMW_BETA2: f32 = 0.999;
@@ -161,9 +190,9 @@ pub const ADAMW_EPSILON: f32 = 1e-6;
 impl TrainSpec {
     /// Fill in the defaults and check the values; an error says which key
     /// is wrong and why.
-    pub fn resolve(k: TrainKeys, source: &str) -> Result<TrainSpec, String> {
+    pub fn resolve(k: TrainKeys, source: &str) -> Result<TrainSpec, SpecError> {
         let select = match (k.trainable, k.frozen) {
-            (Some(_), Some(_)) => return Err("give either 'trainable' or 'frozen', not both".into()),
+            (Some(_), Some(_)) => return Err(SpecError::BothSelections),
             (Some(t), None) => Select::Trainable(t),
             (None, Some(f)) => Select::Frozen(f),
             (None, None) => Select::All,
@@ -171,11 +200,11 @@ impl TrainSpec {
         let optimizer = k.optimizer.unwrap_or(Optimizer::Sgd);
         let momentum = k.momentum.unwrap_or(if optimizer == Optimizer::Momentum { 0.9 } else { 0.0 });
         let spec = TrainSpec {
-            loss: k.loss.ok_or("'loss' is required (\"cross-entropy\" or \"mse\")")?,
+            loss: k.loss.ok_or(SpecError::NoLoss)?,
             logits: k.logits,
             labels: k.labels.unwrap_or_else(|| "labels".into()),
             optimizer,
-            learning_rate: k.learning_rate.ok_or("'learning_rate' is required")?,
+            learning_rate: k.learning_rate.ok_or(SpecError::NoLearningRate)?,
             momentum,
             weight_decay: k.weight_decay.unwrap_or(0.0),
             beta1: k.beta1.unwrap_or(ADAMW_BETA1),
@@ -190,19 +219,19 @@ impl TrainSpec {
         Ok(spec)
     }
 
-    fn check(&self) -> Result<(), String> {
-        let positive = |name: &str, v: f32| {
-            if v.is_finite() && v > 0.0 {
+    fn check(&self) -> Result<(), SpecError> {
+        let positive = |key: &'static str, value: f32| {
+            if value.is_finite() && value > 0.0 {
                 Ok(())
             } else {
-                Err(format!("'{name}' = {v} must be a finite number above 0"))
+                Err(SpecError::NotPositive { key, value })
             }
         };
-        let fraction = |name: &str, v: f32| {
-            if (0.0..1.0).contains(&v) {
+        let fraction = |key: &'static str, value: f32| {
+            if (0.0..1.0).contains(&value) {
                 Ok(())
             } else {
-                Err(format!("'{name}' = {v} must be in [0, 1)"))
+                Err(SpecError::NotFraction { key, value })
             }
         };
         positive("learning_rate", self.learning_rate)?;
@@ -211,23 +240,19 @@ impl TrainSpec {
         fraction("beta2", self.beta2)?;
         positive("epsilon", self.epsilon)?;
         if !(self.weight_decay.is_finite() && self.weight_decay >= 0.0) {
-            return Err(format!("'weight_decay' = {} must be a finite number, 0 or more", self.weight_decay));
+            return Err(SpecError::WeightDecay(self.weight_decay));
         }
         if self.optimizer == Optimizer::Momentum && self.momentum == 0.0 {
-            return Err("optimizer \"momentum\" needs 'momentum' above 0".into());
+            return Err(SpecError::NoMomentum);
         }
         if self.accumulation_steps == 0 {
-            return Err("'accumulation_steps' must be 1 or more".into());
+            return Err(SpecError::NoAccumulationSteps);
         }
         if let Some(why) = key_like(&self.labels) {
-            return Err(format!(
-                "labels = '{}' reads as {why} in inputs.npz, not as a graph input's name: call the targets \
-                 something else (e.g. 'labels')",
-                self.labels
-            ));
+            return Err(SpecError::LabelsLikeKey { labels: self.labels.clone(), why });
         }
-        if let Some((name, _)) = self.dims.iter().find(|(_, &v)| v == 0 || v > u32::MAX as u64) {
-            return Err(format!("dims: '{name}' = {} must be a whole number from 1 to {}", self.dims[name], u32::MAX));
+        if let Some((name, &value)) = self.dims.iter().find(|(_, &v)| v == 0 || v > u32::MAX as u64) {
+            return Err(SpecError::Dim { name: name.clone(), value });
         }
         Ok(())
     }
@@ -331,16 +356,17 @@ mod tests {
         let s = TrainSpec::resolve(k.clone(), "t").unwrap();
         assert_eq!((s.optimizer, s.accumulation_steps, s.labels.as_str()), (Optimizer::Sgd, 1, "labels"));
         let bad = TrainKeys { learning_rate: Some(-1.0), ..k.clone() };
-        assert!(TrainSpec::resolve(bad, "t").unwrap_err().contains("learning_rate"));
+        assert_eq!(TrainSpec::resolve(bad, "t"), Err(SpecError::NotPositive { key: "learning_rate", value: -1.0 }));
         let both = TrainKeys { trainable: Some(vec![]), frozen: Some(vec![]), ..k };
-        assert!(TrainSpec::resolve(both, "t").unwrap_err().contains("not both"));
+        assert_eq!(TrainSpec::resolve(both, "t"), Err(SpecError::BothSelections));
     }
 
     #[test]
     fn labels_named_like_a_layout_key_are_refused() {
         let k = TrainKeys { loss: Some(Loss::CrossEntropy), learning_rate: Some(0.1), ..Default::default() };
         for bad in ["mb1_labels", "arr_0002", "meta_labels"] {
-            let e = TrainSpec::resolve(TrainKeys { labels: Some(bad.into()), ..k.clone() }, "t").unwrap_err();
+            let e =
+                TrainSpec::resolve(TrainKeys { labels: Some(bad.into()), ..k.clone() }, "t").unwrap_err().to_string();
             assert!(e.contains(bad), "{e}");
         }
         assert!(TrainSpec::resolve(TrainKeys { labels: Some("mb_labels".into()), ..k }, "t").is_ok());

@@ -24,13 +24,29 @@ use petgraph::stable_graph::NodeIndex;
 /// The reset flag onnxruntime names `lazy_reset_grad`.
 pub const LAZY_RESET: &str = "lazy_reset_grad";
 
+/// A training spec whose selection does not fit the graph: the output the
+/// loss reads, or the weights that train.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    #[error("logits = '{name}' is not a graph output (outputs: {})", .outputs.join(", "))]
+    NotAnOutput { name: String, outputs: Vec<String> },
+    /// No `logits` given, and not exactly one float output to read.
+    #[error(
+        "the graph has {floats} float outputs ({}): name the one the loss reads with 'logits'",
+        .outputs.join(", ")
+    )]
+    WhichOutput { floats: usize, outputs: Vec<String> },
+    #[error("glob '{glob}' matches no float initializer (they are: {})", .initializers.join(", "))]
+    NoMatch { glob: String, initializers: Vec<String> },
+}
+
 /// Derive the training step in place. The model must be an inference
 /// graph (typed); afterwards it is a training model to every later stage.
 pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
     let err = |detail: String| Error::model(format!("{}: {detail}", spec.source));
-    let scores = logits(&model.graph, spec).map_err(err)?;
+    let scores = logits(&model.graph, spec).map_err(|e| err(e.to_string()))?;
     let forward_nodes = model.graph.node_count();
-    let (floats, weights) = candidates(&model.graph, spec).map_err(err)?;
+    let (floats, weights) = candidates(&model.graph, spec).map_err(|e| err(e.to_string()))?;
     let logits = model.graph.name_of(scores).to_string();
     let mut d = Derived { spec: Some(spec.clone()), logits, forward_nodes, ..Derived::default() };
 
@@ -94,24 +110,20 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
 }
 
 /// The graph output the loss reads: `logits`, else the only float output.
-fn logits(g: &Graph, spec: &TrainSpec) -> std::result::Result<TensorId, String> {
-    let outputs: Vec<&str> = g.outputs.iter().map(|&t| g.name_of(t)).collect();
+fn logits(g: &Graph, spec: &TrainSpec) -> std::result::Result<TensorId, SelectionError> {
+    let outputs: Vec<String> = g.outputs.iter().map(|&t| g.name_of(t).to_string()).collect();
     if let Some(name) = &spec.logits {
         return g
             .outputs
             .iter()
             .copied()
             .find(|&t| g.name_of(t) == name)
-            .ok_or_else(|| format!("logits = '{name}' is not a graph output (outputs: {})", outputs.join(", ")));
+            .ok_or_else(|| SelectionError::NotAnOutput { name: name.clone(), outputs });
     }
     let float: Vec<TensorId> = g.outputs.iter().copied().filter(|&t| g.tensor(t).ty.dtype.is_float()).collect();
     match float.as_slice() {
         [one] => Ok(*one),
-        _ => Err(format!(
-            "the graph has {} float outputs ({}): name the one the loss reads with 'logits'",
-            float.len(),
-            outputs.join(", ")
-        )),
+        _ => Err(SelectionError::WhichOutput { floats: float.len(), outputs }),
     }
 }
 
@@ -130,7 +142,7 @@ fn computed_type(b: &mut Builder, scores: TensorId) -> Result<()> {
 /// order; each glob must match some initializer.
 type Candidates = (Vec<TensorId>, Vec<TensorId>);
 
-fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Candidates, String> {
+fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Candidates, SelectionError> {
     let float: Vec<TensorId> = g
         .initializers
         .iter()
@@ -139,8 +151,8 @@ fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Candidates, St
         .collect();
     for pat in spec.globs() {
         if !float.iter().any(|&t| crate::ir::train::glob(pat, g.name_of(t))) {
-            let names: Vec<&str> = float.iter().map(|&t| g.name_of(t)).collect();
-            return Err(format!("glob '{pat}' matches no float initializer (they are: {})", names.join(", ")));
+            let initializers = float.iter().map(|&t| g.name_of(t).to_string()).collect();
+            return Err(SelectionError::NoMatch { glob: pat.clone(), initializers });
         }
     }
     // Running statistics are state the step updates, never weights.

@@ -76,7 +76,8 @@ impl Derived {
 
 fn write_npz(path: &Path, arrays: &Arrays) -> Result<()> {
     let refs: Vec<(&str, &crate::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let bytes = bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e })?;
+    let bytes =
+        bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e.to_string() })?;
     std::fs::write(path, bytes).map_err(|e| Error::write(path, e))
 }
 

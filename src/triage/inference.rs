@@ -31,10 +31,20 @@ pub fn derived_dir(model_dir: &Path) -> PathBuf {
     model_dir.with_file_name(format!("{name}.derived"))
 }
 
+/// A folder beside a training model, named as its inference model, that
+/// is not one.
+#[derive(Debug, thiserror::Error)]
+pub enum SiblingError {
+    #[error("{} is not an inference model", .0.display())]
+    Training(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Unloadable { path: PathBuf, source: Box<Error> },
+}
+
 /// The inference model of a zoo training model `<name>_train` is `<name>`
 /// beside it. `Ok(None)`: there is none (derive one); `Err`: there is a
 /// folder of that name, but it is no inference model.
-pub fn sibling(dir: &Path) -> std::result::Result<Option<(String, PathBuf)>, String> {
+pub fn sibling(dir: &Path) -> std::result::Result<Option<(String, PathBuf)>, SiblingError> {
     let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let Some(base) = name.strip_suffix("_train") else { return Ok(None) };
     let sib = dir.with_file_name(base);
@@ -43,8 +53,8 @@ pub fn sibling(dir: &Path) -> std::result::Result<Option<(String, PathBuf)>, Str
     }
     match crate::load(&sib) {
         Ok(m) if m.roles.flavor == Flavor::Inference => Ok(Some((base.to_string(), sib))),
-        Ok(_) => Err(format!("{} is not an inference model", sib.display())),
-        Err(e) => Err(format!("{}: {e}", sib.display())),
+        Ok(_) => Err(SiblingError::Training(sib)),
+        Err(e) => Err(SiblingError::Unloadable { path: sib, source: Box::new(e) }),
     }
 }
 
@@ -125,7 +135,8 @@ pub fn prepare(
 fn write_outputs(dir: &Path, d: &Derived) -> Result<()> {
     let path = dir.join(bind::OUTPUTS_FILE);
     let refs: Vec<(&str, &crate::ir::TensorData)> = d.references.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let bytes = bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.clone(), key: None, detail: e })?;
+    let bytes =
+        bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.clone(), key: None, detail: e.to_string() })?;
     std::fs::write(&path, bytes).map_err(|e| Error::write(&path, e))
 }
 

@@ -282,7 +282,8 @@ fn scratch_dir(model: &str) -> Result<PathBuf> {
 
 fn write_npz(path: &Path, arrays: &fix::Arrays) -> Result<()> {
     let refs: Vec<(&str, &crate::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
-    let bytes = bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e })?;
+    let bytes =
+        bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e.to_string() })?;
     std::fs::write(path, bytes).map_err(|e| Error::write(path, e))
 }
 
@@ -562,7 +563,7 @@ fn inference_variant(
         }
         Ok(None) => derived_inference(report, ictx, dir, d, run_case),
         Err(note) => {
-            report.inference_note = Some(note);
+            report.inference_note = Some(note.to_string());
             None
         }
     }

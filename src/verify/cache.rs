@@ -74,6 +74,37 @@ pub enum Miss {
     Failed(String, String),
 }
 
+/// Why a cached archive is not the one built here (said after its path).
+#[derive(Debug, thiserror::Error)]
+enum Unverified {
+    #[error("is not an ar archive (truncated or replaced)")]
+    NotAr,
+    #[error("has no recorded SHA-256 ({})", .0.display())]
+    NoDigest(PathBuf),
+    #[error("cannot be read: {0}")]
+    Unreadable(#[source] std::io::Error),
+    #[error("does not match the SHA-256 recorded when it was built")]
+    Changed,
+}
+
+/// Why the cache folder cannot be used (said after its path).
+#[derive(Debug, thiserror::Error)]
+enum Unusable {
+    #[error("cannot resolve the relative path: {0}")]
+    Relative(#[source] std::io::Error),
+    /// It cannot be made or looked at.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("is not a folder")]
+    NotAFolder,
+    #[error("belongs to another user or others can write it")]
+    NotPrivate,
+    #[error("{0}")]
+    Nul(#[from] std::ffi::NulError),
+    #[error("is not writable")]
+    NotWritable,
+}
+
 /// The SHA-256 of an archive, recorded beside it when built.
 fn digest_path(archive: &Path) -> PathBuf {
     let mut s = archive.as_os_str().to_owned();
@@ -88,17 +119,17 @@ fn sha256_hex(path: &Path) -> std::io::Result<String> {
 
 /// Is `archive` the one built here: an `ar` archive whose SHA-256 is the
 /// one recorded beside it? `Err`: why not.
-fn verified(archive: &Path) -> Result<(), String> {
+fn verified(archive: &Path) -> Result<(), Unverified> {
     let mut magic = [0u8; 8];
     let read = File::open(archive).and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic));
     if read.is_err() || &magic != b"!<arch>\n" {
-        return Err("is not an ar archive (truncated or replaced)".into());
+        return Err(Unverified::NotAr);
     }
-    let recorded = std::fs::read_to_string(digest_path(archive))
-        .map_err(|_| format!("has no recorded SHA-256 ({})", digest_path(archive).display()))?;
-    let actual = sha256_hex(archive).map_err(|e| format!("cannot be read: {e}"))?;
+    let recorded =
+        std::fs::read_to_string(digest_path(archive)).map_err(|_| Unverified::NoDigest(digest_path(archive)))?;
+    let actual = sha256_hex(archive).map_err(Unverified::Unreadable)?;
     if recorded.trim() != actual {
-        return Err("does not match the SHA-256 recorded when it was built".into());
+        return Err(Unverified::Changed);
     }
     Ok(())
 }
@@ -106,29 +137,29 @@ fn verified(archive: &Path) -> Result<(), String> {
 /// The cache folder, made usable: an absolute path (a relative one is
 /// taken from the working directory), created `0700`, a folder of this
 /// user that no one else can write.
-fn usable(cache: &Path) -> Result<PathBuf, String> {
+fn usable(cache: &Path) -> Result<PathBuf, Unusable> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let cache = if cache.is_absolute() {
         cache.to_path_buf()
     } else {
-        std::env::current_dir().map_err(|e| format!("cannot resolve the relative path: {e}"))?.join(cache)
+        std::env::current_dir().map_err(Unusable::Relative)?.join(cache)
     };
     if !cache.is_dir() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&cache).map_err(|e| e.to_string())?;
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&cache)?;
     }
-    let m = std::fs::metadata(&cache).map_err(|e| e.to_string())?;
+    let m = std::fs::metadata(&cache)?;
     if !m.is_dir() {
-        return Err("is not a folder".into());
+        return Err(Unusable::NotAFolder);
     }
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     if m.uid() != me || m.mode() & 0o022 != 0 {
-        return Err("belongs to another user or others can write it".into());
+        return Err(Unusable::NotPrivate);
     }
     // SAFETY: a NUL-terminated path this function owns.
-    let c = std::ffi::CString::new(cache.as_os_str().as_encoded_bytes()).map_err(|e| e.to_string())?;
+    let c = std::ffi::CString::new(cache.as_os_str().as_encoded_bytes())?;
     if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-        return Err("is not writable".into());
+        return Err(Unusable::NotWritable);
     }
     Ok(cache)
 }

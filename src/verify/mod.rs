@@ -331,10 +331,10 @@ where
 pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
     let m = match manifest::read(dir) {
         Ok(m) => m,
-        Err(msg) => return Outcome::fail(Stage::Emit, msg),
+        Err(e) => return Outcome::fail(Stage::Emit, e.to_string()),
     };
-    if let Err(msg) = manifest::agrees_with(&m, case) {
-        return Outcome::fail(Stage::Emit, msg);
+    if let Err(e) = manifest::agrees_with(&m, case) {
+        return Outcome::fail(Stage::Emit, e.to_string());
     }
     let base = Outcome { expected: Some(m.expected_compared), tolerance: Some(m.tolerance), ..Default::default() };
 

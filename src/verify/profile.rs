@@ -35,6 +35,27 @@ impl Layer {
     }
 }
 
+/// A run output that gives no profile, naming the line at fault (counted
+/// from 1).
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error(
+        "line {line}: a `BENCH node` line of {bytes} bytes, over the bound of {} bytes",
+        crate::limits::PROFILE_LINE
+    )]
+    TooLong { line: usize, bytes: usize },
+    #[error("line {line}: malformed `BENCH node` line: {text:?}")]
+    Malformed { line: usize, text: String },
+    /// A step that names another node than it did before: the output of
+    /// two projects, mixed.
+    #[error("line {line}: step {step} is {op} '{name}' here but {earlier_op} '{earlier_name}' earlier: outputs of two projects?")]
+    TwoProjects { line: usize, step: u32, op: String, name: String, earlier_op: String, earlier_name: String },
+    #[error("line {0}: the cycles add up to more than 2^64: not one run's output")]
+    Overflow(usize),
+    #[error("no `BENCH node` lines: was the project built with DG_PROFILE (docs/cli.md, \"Per-layer cycles\")?")]
+    NoLines,
+}
+
 /// One `BENCH node` line: (step, op, name, cycles). The name may hold
 /// spaces, so it is what lies between the op and the last ` cycles=`.
 fn parse_line(line: &str) -> Option<(u32, &str, &str, u64)> {
@@ -48,7 +69,7 @@ fn parse_line(line: &str) -> Option<(u32, &str, &str, u64)> {
 /// The layers of one run's output, by step. A `BENCH node` line that does
 /// not parse is an error naming its line number: a profile that silently
 /// drops a node would mislead.
-pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
+pub fn parse(text: &str) -> Result<Vec<Layer>, ProfileError> {
     let mut by_step: BTreeMap<u32, Layer> = BTreeMap::new();
     // Checked as it grows: every total printed later fits.
     let mut total: u64 = 0;
@@ -57,15 +78,10 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
             continue;
         }
         if line.len() > crate::limits::PROFILE_LINE {
-            return Err(format!(
-                "line {}: a `BENCH node` line of {} bytes, over the bound of {} bytes",
-                i + 1,
-                line.len(),
-                crate::limits::PROFILE_LINE
-            ));
+            return Err(ProfileError::TooLong { line: i + 1, bytes: line.len() });
         }
         let (step, op, name, cycles) =
-            parse_line(line).ok_or_else(|| format!("line {}: malformed `BENCH node` line: {line:?}", i + 1))?;
+            parse_line(line).ok_or_else(|| ProfileError::Malformed { line: i + 1, text: line.to_string() })?;
         let l = by_step.entry(step).or_insert_with(|| Layer {
             step,
             op: op.to_string(),
@@ -74,22 +90,22 @@ pub fn parse(text: &str) -> Result<Vec<Layer>, String> {
             cycles: 0,
         });
         if l.op != op || l.name != name {
-            return Err(format!(
-                "line {}: step {step} is {op} '{name}' here but {} '{}' earlier: outputs of two projects?",
-                i + 1,
-                l.op,
-                l.name
-            ));
+            return Err(ProfileError::TwoProjects {
+                line: i + 1,
+                step,
+                op: op.to_string(),
+                name: name.to_string(),
+                earlier_op: l.op.clone(),
+                earlier_name: l.name.clone(),
+            });
         }
         l.runs += 1;
-        let wraps = || format!("line {}: the cycles add up to more than 2^64: not one run's output", i + 1);
+        let wraps = || ProfileError::Overflow(i + 1);
         l.cycles = l.cycles.checked_add(cycles).ok_or_else(wraps)?;
         total = total.checked_add(cycles).ok_or_else(wraps)?;
     }
     if by_step.is_empty() {
-        return Err(
-            "no `BENCH node` lines: was the project built with DG_PROFILE (docs/cli.md, \"Per-layer cycles\")?".into(),
-        );
+        return Err(ProfileError::NoLines);
     }
     Ok(by_step.into_values().collect())
 }
@@ -199,9 +215,12 @@ mod tests {
 
     #[test]
     fn no_lines_and_bad_lines_are_errors() {
-        assert!(parse("BENCH cycles=3\n").unwrap_err().contains("DG_PROFILE"));
-        assert!(parse("BENCH node x Relu r cycles=1\n").unwrap_err().contains("line 1"));
-        assert!(parse("BENCH node 0 Relu r cycles=1\nBENCH node 0 Gemm r cycles=1\n").unwrap_err().contains("step 0"));
+        assert!(parse("BENCH cycles=3\n").unwrap_err().to_string().contains("DG_PROFILE"));
+        assert!(parse("BENCH node x Relu r cycles=1\n").unwrap_err().to_string().contains("line 1"));
+        assert!(parse("BENCH node 0 Relu r cycles=1\nBENCH node 0 Gemm r cycles=1\n")
+            .unwrap_err()
+            .to_string()
+            .contains("step 0"));
     }
 
     #[test]

@@ -249,10 +249,7 @@ fn kb(b: u64) -> String {
 
 /// The rows as a Markdown table (and notes on what is missing).
 pub fn markdown(rows: &[Row]) -> String {
-    use comfy_table::{presets::ASCII_MARKDOWN, Table};
-    let mut t = Table::new();
-    t.load_preset(ASCII_MARKDOWN);
-    t.set_header(vec![
+    let header = [
         "model",
         "platform",
         "level",
@@ -270,11 +267,12 @@ pub fn markdown(rows: &[Row]) -> String {
         "host step ms",
         "ORT step ms",
         "÷ ORT",
-    ]);
+    ];
+    let mut body: Vec<Vec<String>> = vec![];
     let f = |v: Option<f64>, d: usize| v.map_or("-".to_string(), |x| format!("{x:.d$}"));
     for r in rows {
         if let (Some(e), None) = (&r.error, r.generate_ms) {
-            t.add_row(vec![r.model.clone(), r.platform.clone(), r.default_mem.clone(), format!("not generated: {e}")]);
+            body.push(vec![r.model.clone(), r.platform.clone(), r.default_mem.clone(), format!("not generated: {e}")]);
             continue;
         }
         let lvl = |l: &str| {
@@ -287,7 +285,7 @@ pub fn markdown(rows: &[Row]) -> String {
             })
         };
         let s = |k: &str| kb(*r.supply.get(k).unwrap_or(&0));
-        t.add_row(vec![
+        body.push(vec![
             r.model.clone(),
             r.platform.clone(),
             r.default_mem.clone(),
@@ -307,8 +305,7 @@ pub fn markdown(rows: &[Row]) -> String {
             f(r.ratio_to_ort, 1),
         ]);
     }
-    let mut out = t.to_string();
-    out.push('\n');
+    let mut out = crate::text::markdown(&header, &body);
     let mut missing: Vec<&str> =
         rows.iter().filter(|r| r.step_ms.is_some() && r.ort_step_ms.is_none()).map(|r| r.model.as_str()).collect();
     missing.dedup();

@@ -12,8 +12,6 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use comfy_table::{presets, ContentArrangement, Table};
-
 use super::progress::Progress;
 use super::status::{Entry, Status, StatusTable};
 use super::{run_case, Case, Outcome, Stage, StageError};
@@ -173,9 +171,7 @@ impl Summary {
 
     /// The summary table: one row per case.
     pub fn table(&self) -> String {
-        let mut t = Table::new();
-        t.load_preset(presets::ASCII_MARKDOWN).set_content_arrangement(ContentArrangement::Disabled);
-        t.set_header(["case", "verdict", "stage", "compared", "time", "message"]);
+        let mut rows = vec![];
         for r in &self.results {
             let o = r.outcome.as_ref();
             let compared = match o.map(|o| (o.compared, o.expected)) {
@@ -193,9 +189,10 @@ impl Summary {
                 "PASSED" | "NOT_RUN" => "-",
                 c => c,
             };
-            t.add_row([r.key.clone(), r.verdict.name().into(), stage.into(), compared, time, msg]);
+            rows.push(vec![r.key.clone(), r.verdict.name().into(), stage.into(), compared, time, msg]);
         }
-        t.to_string()
+        let header = ["case", "verdict", "stage", "compared", "time", "message"];
+        crate::text::markdown(&header, &rows).trim_end_matches('\n').to_string()
     }
 }
 

@@ -92,6 +92,61 @@ pub fn did_you_mean(near: &[impl AsRef<str>]) -> String {
     format!("; did you mean {}?", names.join(" or "))
 }
 
+/// What is wrong with a status key, naming the part at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyError {
+    #[error("expected <model>/<platform>-<level>-training (or -inference), e.g. resnet8/GAP9-L3-training")]
+    Form,
+    /// No known platform: why, and the nearest known names.
+    #[error("{why}{}", did_you_mean(near))]
+    Platform { why: String, near: Vec<String> },
+    /// A known platform, spelled other than its canonical name.
+    #[error("platform '{given}' is spelled '{canonical}' in keys")]
+    Spelling { given: String, canonical: String },
+    #[error("level '{0}': the default memory level is L2 or L3")]
+    Level(String),
+    #[error("'{given}': the last part is training or inference{}", did_you_mean(near))]
+    Kind { given: String, near: Vec<&'static str> },
+}
+
+/// An entry that breaks the rules of the table.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EntryError {
+    #[error("an EXPECTED_PASSING entry has no stage, reason or evidence (those describe a failure)")]
+    PassingWithFailure,
+    #[error("a {status} entry needs `stage`, one of {}", Stage::ALL.map(Stage::name).join(", "))]
+    NoStage { status: Status },
+    #[error("a {status} entry needs a non-empty `{field}`")]
+    Empty { status: Status, field: &'static str },
+}
+
+/// A status table that cannot be read: not TOML (the parser's message), or
+/// an entry at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    #[error("{0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("{0}")]
+    Document(#[from] toml_edit::TomlError),
+    #[error("entry \"{key}\": {fault}")]
+    Entry { key: String, fault: EntryFault },
+}
+
+/// What is wrong with one entry of a table.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EntryFault {
+    #[error(transparent)]
+    Key(#[from] KeyError),
+    #[error("is not a table")]
+    NotATable,
+    /// A field the entry cannot have, or a value of the wrong kind (the
+    /// TOML reader's message).
+    #[error("{0}")]
+    Fields(String),
+    #[error(transparent)]
+    Rules(#[from] EntryError),
+}
+
 /// A status key, parsed: `<model>/<platform>-<level>-training|inference`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {
@@ -112,31 +167,31 @@ impl Key {
     /// `<model>/<platform>-<level>-training|inference`; the platform must
     /// be a known one, spelled as its canonical name, and the level L2 or
     /// L3. The error names the part at fault and the nearest known names.
-    pub fn parse(s: &str) -> std::result::Result<Key, String> {
-        let form = "expected <model>/<platform>-<level>-training (or -inference), e.g. resnet8/GAP9-L3-training";
-        let (model, rest) = s.rsplit_once('/').ok_or_else(|| form.to_string())?;
+    pub fn parse(s: &str) -> std::result::Result<Key, KeyError> {
+        let (model, rest) = s.rsplit_once('/').ok_or(KeyError::Form)?;
         let parts: Vec<&str> = rest.split('-').collect();
-        let [platform, level, kind] = parts.as_slice() else { return Err(form.to_string()) };
+        let [platform, level, kind] = parts.as_slice() else { return Err(KeyError::Form) };
         if model.is_empty() {
-            return Err(form.to_string());
+            return Err(KeyError::Form);
         }
         let p = Platform::by_name(platform).map_err(|e| {
             let all = Platform::all();
-            format!("{e}{}", did_you_mean(&nearest(platform, all.iter().map(|p| p.name.as_str()))))
+            let near = nearest(platform, all.iter().map(|p| p.name.as_str()));
+            KeyError::Platform { why: e.to_string(), near: near.into_iter().map(str::to_string).collect() }
         })?;
         if p.name != *platform {
-            return Err(format!("platform '{platform}' is spelled '{}' in keys", p.name));
+            return Err(KeyError::Spelling { given: platform.to_string(), canonical: p.name });
         }
         let level = match Level::parse(level) {
             Some(l @ (Level::L2 | Level::L3)) if l.name() == *level => l,
-            _ => return Err(format!("level '{level}': the default memory level is L2 or L3")),
+            _ => return Err(KeyError::Level(level.to_string())),
         };
         let kind = match *kind {
             "training" => Kind::Training,
             "inference" => Kind::Inference,
             k => {
                 let near = nearest(k, [Kind::Training, Kind::Inference].map(Kind::name));
-                return Err(format!("'{k}': the last part is training or inference{}", did_you_mean(&near)));
+                return Err(KeyError::Kind { given: k.to_string(), near });
             }
         };
         Ok(Key { model: model.to_string(), platform: p.name, level, kind })
@@ -196,25 +251,20 @@ fn check(
     stage: Option<Stage>,
     reason: Option<&str>,
     evidence: Option<&str>,
-) -> std::result::Result<(), String> {
+) -> std::result::Result<(), EntryError> {
     match status {
         Status::ExpectedPassing => {
             if stage.is_some() || reason.is_some() || evidence.is_some() {
-                return Err(
-                    "an EXPECTED_PASSING entry has no stage, reason or evidence (those describe a failure)".into()
-                );
+                return Err(EntryError::PassingWithFailure);
             }
         }
         Status::KnownFailure | Status::NotSupported => {
             if stage.is_none() {
-                return Err(format!(
-                    "a {status} entry needs `stage`, one of {}",
-                    Stage::ALL.map(Stage::name).join(", ")
-                ));
+                return Err(EntryError::NoStage { status });
             }
             for (field, v) in [("reason", reason), ("evidence", evidence)] {
                 if v.is_none_or(|s| s.trim().is_empty()) {
-                    return Err(format!("a {status} entry needs a non-empty `{field}`"));
+                    return Err(EntryError::Empty { status, field });
                 }
             }
         }
@@ -231,7 +281,7 @@ impl Entry {
         Entry { status: Status::KnownFailure, stage: Some(stage), reason: reason.into(), evidence: evidence.into() }
     }
 
-    fn from_raw(e: RawEntry) -> std::result::Result<Entry, String> {
+    fn from_raw(e: RawEntry) -> std::result::Result<Entry, EntryError> {
         check(e.status, e.stage, e.reason.as_deref(), e.evidence.as_deref())?;
         Ok(Entry {
             status: e.status,
@@ -241,7 +291,7 @@ impl Entry {
         })
     }
 
-    fn check(&self) -> std::result::Result<(), String> {
+    fn check(&self) -> std::result::Result<(), EntryError> {
         check(self.status, self.stage, given(&self.reason), given(&self.evidence))
     }
 
@@ -292,17 +342,18 @@ impl StatusTable {
     }
 
     /// Parse the table; the error names the entry at fault.
-    pub fn parse(text: &str) -> std::result::Result<StatusTable, String> {
-        let mut raw: BTreeMap<String, toml::Value> = toml::from_str(text).map_err(|e| e.to_string())?;
-        let doc: DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
+    pub fn parse(text: &str) -> std::result::Result<StatusTable, TableError> {
+        let mut raw: BTreeMap<String, toml::Value> = toml::from_str(text)?;
+        let doc: DocumentMut = text.parse()?;
         let mut t = StatusTable { doc, ..StatusTable::default() };
         let keys: Vec<String> = t.doc.iter().map(|(k, _)| k.to_string()).collect();
         for key in keys {
-            let bad = |msg: String| format!("entry \"{key}\": {msg}");
-            let k = Key::parse(&key).map_err(bad)?;
-            let v = raw.remove(&key).ok_or_else(|| bad("is not a table".into()))?;
-            let e: RawEntry = v.try_into().map_err(|e: toml::de::Error| bad(e.message().to_string()))?;
-            let e = Entry::from_raw(e).map_err(bad)?;
+            let bad = |fault: EntryFault| TableError::Entry { key: key.clone(), fault };
+            let k = Key::parse(&key).map_err(|e| bad(e.into()))?;
+            let v = raw.remove(&key).ok_or_else(|| bad(EntryFault::NotATable))?;
+            let e: RawEntry =
+                v.try_into().map_err(|e: toml::de::Error| bad(EntryFault::Fields(e.message().to_string())))?;
+            let e = Entry::from_raw(e).map_err(|e| bad(e.into()))?;
             t.parsed.insert(key.clone(), k);
             t.entries.insert(key, e);
         }
@@ -401,7 +452,7 @@ mod tests {
         );
         assert_eq!(k.to_string(), "missing_labels/host-L2-training");
         assert!(Key::parse("missing_labels").is_err());
-        assert!(Key::parse("m/host-L9-training").unwrap_err().contains("level 'L9'"));
+        assert_eq!(Key::parse("m/host-L9-training"), Err(KeyError::Level("L9".into())));
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE);
@@ -452,9 +503,9 @@ mod tests {
 
     #[test]
     fn misspelt_parts_of_a_key_name_the_nearest_known_names() {
-        let e = Key::parse("m/GAPP9-L3-training").unwrap_err();
+        let e = Key::parse("m/GAPP9-L3-training").unwrap_err().to_string();
         assert!(e.contains("unknown platform 'GAPP9'") && e.contains("did you mean 'GAP9'?"), "{e}");
-        let e = Key::parse("m/GAP9-L3-trainig").unwrap_err();
+        let e = Key::parse("m/GAP9-L3-trainig").unwrap_err().to_string();
         assert!(e.contains("did you mean 'training'?"), "{e}");
         assert_eq!(
             nearest("missing_lables", ["missing_labels", "tiny_classifier", "missing_inputs"]),
