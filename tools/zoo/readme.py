@@ -202,11 +202,13 @@ decomposed reference) within 1.2e-7; it still refuses the default-domain
 
 {table}
 
-- **flavor**: *training artifacts* = SPEC.md section 2.1 flavor 2: `network.onnx` is
+- **flavor** (the three kinds of ONNX file of `docs/cli.md`, "The model
+  folder"): *training artifacts*: `network.onnx` is
   onnxruntime's `training_model.onnx` (forward + backward +
   `InPlaceAccumulatorV2`, parameters as graph inputs), `optimizer.onnx` its
   `optimizer_model.onnx` or a graph of per-parameter `SGD` nodes; *single
-  graph* = flavor 1 (as `../shared/conformance/`); *inference* = flavor 3.
+  graph*: forward, backward and inline `SGD` in one graph (as
+  `../shared/conformance/`); *inference*: an inference graph.
   Eval models and ORT checkpoints are not committed: initial parameters are
   in `inputs.npz`.
 - **trainable params**: fp32 bytes of the trained parameters (the gradient
