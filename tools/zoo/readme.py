@@ -297,8 +297,8 @@ What onnxruntime 1.19.2 (training, CPU) refused, and what the zoo does instead:
 - **No gradient builder** in `generate_artifacts` either: GlobalMaxPool,
   ReduceMax, InstanceNormalization, GroupNormalization, Floor, Ceil, and Pad
   in `reflect` or `edge` mode (`Pad gradient currently supports constant
-  mode only`). These are inference-only (`ops_second_wave`);
-  `ops_second_wave_train` trains the rest. There onnxruntime turns the
+  mode only`). These are inference-only (`ops_mixed`);
+  `ops_mixed_train` trains the rest. There onnxruntime turns the
   forward `Concat` into `com.microsoft:ConcatTraining` (extra output
   `per_input_length`), differentiates Split with `Concat` and Concat with
   `com.microsoft:SplitTraining`, Pad with a `Pad` of the negated pads
