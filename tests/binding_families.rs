@@ -22,8 +22,7 @@ fn operator_family_models_compute_their_references_on_host() {
     if !have_gcc() {
         return;
     }
-    let models =
-        ["ops_second_wave", "ops_second_wave_train", "mobilenet_v3_block", "rmsnorm_transformer", "conv1d_autoencoder"];
+    let models = ["ops_mixed", "ops_mixed_train", "mobilenet_v3_block", "rmsnorm_transformer", "conv1d_autoencoder"];
     let mut cmd = Command::cargo_bin("deploygen").unwrap();
     cmd.arg("test");
     for m in models {

@@ -206,8 +206,8 @@ fn operator_family_models_import_bind_and_plan() {
         "rmsnorm_default_domain",
         "conv1d_autoencoder",
         "conv1d_autoencoder_train",
-        "ops_second_wave",
-        "ops_second_wave_train",
+        "ops_mixed",
+        "ops_mixed_train",
     ] {
         let m = load(name);
         let b = bind::bind(&m, &BindOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));

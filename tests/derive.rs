@@ -1,4 +1,5 @@
-//! Training derived from an inference graph (`train.toml`, SPEC §2.5):
+//! Training derived from an inference graph (`train.toml`,
+//! docs/training.md, "Training from an inference graph"):
 //! what the derived step holds, what it refuses and how. The derived zoo
 //! models themselves run in the e2e matrix against onnxruntime-training's
 //! references (`models/*_derived*`).

@@ -1,8 +1,9 @@
-//! The end-to-end matrix (SPEC §9): every zoo model × {GAP9, Siracusa} ×
-//! {L2, L3}, plus host, generated, built against the host emulation, run
-//! and judged by the real `deploygen test` — each case passes with N equal
-//! to its reference count, or fails exactly as `status.toml` records. Then
-//! the conformance models of `../shared/conformance`.
+//! The end-to-end matrix (docs/testing.md, "The test suite and CI"): every
+//! zoo model × {GAP9, Siracusa} × {L2, L3}, plus host, generated, built
+//! against the host emulation, run and judged by the real `deploygen test` —
+//! each case passes with N equal to its reference count, or fails exactly as
+//! `status.toml` records. Then the conformance models of
+//! `../shared/conformance`.
 //!
 //! The binary runs once for the whole zoo with `-j` = available cores, so
 //! the C builds of the cases overlap.

@@ -1,4 +1,5 @@
-//! Fault injection (SPEC §9, "every check must be able to fail"): for each
+//! Fault injection (docs/testing.md, "The test suite and CI": every check
+//! is seen failing on the fault it guards against): for each
 //! silent failure of the GAP9 training-checks seed, and a few more, produce
 //! the faulty variant — by patching the generated project, the harness or
 //! the test data — run the real build, run and judge of `deploygen test`,

@@ -249,9 +249,10 @@ fn a_small_l2_image_stages_weights_through_l3() {
     assert_eq!(p.level(Level::L3).static_bytes, hex_bytes);
 }
 
-/// SPEC §4.2: ResNet-8 on GAP9 with the default L2 never bakes weights it
-/// cannot hold: it plans (every baked byte accounted for within 0x190000)
-/// or fails with the numbers.
+/// ResNet-8 on GAP9 with the default L2 never bakes weights it cannot hold
+/// (docs/architecture.md, "Memory planning": levels and weight supply): it
+/// plans (every baked byte accounted for within 0x190000) or fails with the
+/// numbers.
 #[test]
 fn resnet8_gap9_l2_holds_what_it_bakes_or_says_why_not() {
     let m = load("resnet8");

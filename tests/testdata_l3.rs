@@ -1,4 +1,5 @@
-//! The harness's test data and references in L3 (SPEC §4.4): when L2 is
+//! The harness's test data and references in L3 (docs/cli.md, "The
+//! commands", and docs/architecture.md, "Memory planning"): when L2 is
 //! short (or with `--test-data L3`) they leave L2 before any of the
 //! network's own buffers, the harness loads `hex/testdata.bin` into L3 and
 //! streams from it, and the run still compares every value — a changed or

@@ -1,4 +1,4 @@
-//! Missing-input triage (SPEC §2.4): training runs that cannot work with
+//! Missing-input triage (docs/triage.md, "The training check"): training runs that cannot work with
 //! their data are classified before any C is written, each with its
 //! canonical reason.
 

@@ -1,4 +1,5 @@
-//! `deploygen triage` (SPEC §7): the missing-input workflow end to end, on
+//! `deploygen triage` (docs/triage.md, "`deploygen triage`"): the
+//! missing-input workflow end to end, on
 //! copies of the fixtures in a temporary repository root (never on
 //! `tests/fixtures/` or `models/` themselves).
 //!

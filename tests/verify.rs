@@ -1,4 +1,4 @@
-//! `deploygen test` (SPEC §7): every way a case can end, shown with
+//! `deploygen test` (docs/testing.md, "Verifying a deployment"): every way a case can end, shown with
 //! hand-written fake projects (a `Makefile.host`, a `main.c` that prints
 //! what a harness would, and a `deploygen.json`) generated into the case's
 //! temp folder by a fake generation step; then the status table, the exit

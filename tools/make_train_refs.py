@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""References for training an inference model from its train.toml (SPEC §2.5).
+"""References for training an inference model from its train.toml
+(docs/training.md, "Training from an inference graph").
 
     python tools/make_train_refs.py MODEL_DIR...     # write MODEL_DIR/outputs.npz
     python tools/make_train_refs.py --zoo            # (re)make the models/*_derived* folders

@@ -1,10 +1,10 @@
 /*
  * deploygen harness helpers: comparisons that cannot pass vacuously
- * (SPEC §5). Every function counts the values it really compared into
- * *compared; an error is counted unless computed == ref (equal infinities
- * included), both are NaN, or |computed - ref| <= tol, so a NaN against a
- * number is always an error. Integer and boolean tensors are compared
- * exactly.
+ * (docs/testing.md, "The harness", rules 2 and 3). Every function counts
+ * the values it really compared into *compared; an error is counted
+ * unless computed == ref (equal infinities included), both are NaN, or
+ * |computed - ref| <= tol, so a NaN against a number is always an error.
+ * Integer and boolean tensors are compared exactly.
  * Computed values and references may live in any memory level
  * (they are read through dg_copy in small chunks). Call from the fabric controller or the
  * cluster controller, never inside a team fork.

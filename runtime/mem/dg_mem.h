@@ -1,8 +1,9 @@
 /*
  * deploygen memory layer: the few L3 operations generated code needs, on
- * top of the PMSIS RAM API, plus the copy helper of the execution model
- * (SPEC §4.4). The same source builds against the GAP SDK, the PULP SDK
- * and runtime/pmsis-host.
+ * top of the PMSIS RAM API, plus dg_copy, the one copy between any two
+ * levels (L3 is reached only through it: docs/architecture.md, "Memory
+ * planning"; runtime/README.md lists the calls). The same source builds
+ * against the GAP SDK, the PULP SDK and runtime/pmsis-host.
  *
  * L3 buffers are plain `void *` holding the 32-bit external-RAM address;
  * they must never be dereferenced (the cluster cannot address L3, and on

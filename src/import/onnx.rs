@@ -100,6 +100,32 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
         check_declared("graph output", vi)?;
     }
     let mut g = Graph { name: gp.name().to_string(), ..Graph::default() };
+    add_opsets(&mut g, opset_import);
+    add_initializers(&mut g, gp, dir)?;
+    add_graph_inputs(&mut g, gp)?;
+
+    let declared: HashMap<&str, &pb::ValueInfoProto> =
+        gp.value_info.iter().chain(&gp.output).map(|v| (v.name(), v)).collect();
+    // Node outputs first, so inputs can refer to values produced later in
+    // the file (the schedule, not the file, decides order).
+    let mut nodes = Vec::with_capacity(gp.node.len());
+    for (order, np) in gp.node.iter().enumerate() {
+        nodes.push(convert_node(&mut g, order, np, &declared, dir)?);
+    }
+    connect_inputs(&g, gp, &mut nodes)?;
+    for node in nodes {
+        g.dag.add_node(node);
+    }
+    g.onnx_nodes = gp.node.len();
+
+    add_graph_outputs(&mut g, gp)?;
+    g.rebuild_edges();
+    Ok(g)
+}
+
+/// The opset of each domain (`ai.onnx` is the default domain ""); a domain
+/// imported twice takes the higher version.
+fn add_opsets(g: &mut Graph, opset_import: &[pb::OperatorSetIdProto]) {
     for o in opset_import {
         let domain = match o.domain() {
             "ai.onnx" => "",
@@ -108,7 +134,9 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
         let v = g.opsets.entry(domain.to_string()).or_insert(o.version());
         *v = (*v).max(o.version());
     }
+}
 
+fn add_initializers(g: &mut Graph, gp: &pb::GraphProto, dir: &Path) -> Result<()> {
     for init in &gp.initializer {
         let name = init.name().to_string();
         no_nul("initializer", &name)?;
@@ -122,9 +150,12 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
         );
         g.initializers.push(id);
     }
+    Ok(())
+}
 
-    // Graph inputs; an input that also has an initializer is a constant
-    // with an overridable default (IR < 4 style), kept as the initializer.
+/// Graph inputs; an input that also has an initializer is a constant
+/// with an overridable default (IR < 4 style), kept as the initializer.
+fn add_graph_inputs(g: &mut Graph, gp: &pb::GraphProto) -> Result<()> {
     let mut listed = HashSet::new();
     for vi in &gp.input {
         let name = vi.name().to_string();
@@ -144,63 +175,81 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
             g.tensors.insert_full(name.clone(), Tensor { name, ty, origin: Origin::Input, data: None, sequence });
         g.inputs.push(id);
     }
+    Ok(())
+}
 
-    let declared: HashMap<&str, &pb::ValueInfoProto> =
-        gp.value_info.iter().chain(&gp.output).map(|v| (v.name(), v)).collect();
-
-    // Node outputs first, so inputs can refer to values produced later in
-    // the file (the schedule, not the file, decides order).
-    let mut nodes = Vec::with_capacity(gp.node.len());
-    for (order, np) in gp.node.iter().enumerate() {
-        let name = if np.name().is_empty() { format!("{}_{order}", np.op_type()) } else { np.name().to_string() };
-        for t in np.input.iter().chain(&np.output) {
-            no_nul(&format!("node '{}': tensor", name.escape_debug()), t)?;
-        }
-        let op = np.op_type().to_string();
-        let domain = np.domain().to_string();
-        let Some(op_id) = ops::resolve(&op) else {
-            return Err(Error::UnknownOp {
-                node: name,
-                opset: g.opset_of(&domain),
-                domain: if domain.is_empty() { "ai.onnx".into() } else { domain },
-                supported: supported_list(&op),
-                op,
-            });
-        };
-        let mut outputs = Vec::with_capacity(np.output.len());
-        for out in &np.output {
-            if out.is_empty() {
-                outputs.push(None);
-                continue;
-            }
-            if let Some(existing) = g.tensors.get(out.as_str()) {
-                let what = match existing.origin {
-                    Origin::Input => "a graph input",
-                    Origin::Initializer => "an initializer",
-                    _ => "the output of another node",
-                };
-                return Err(Error::model(format!(
-                    "node '{name}' ({op}) writes '{out}', which is already {what} (ONNX graphs assign each value once)"
-                )));
-            }
-            let ty = match declared.get(out.as_str()) {
-                Some(vi) => value_type(vi).0,
-                None => TensorType::unknown(DType::Other(0)),
-            };
-            let (id, _) = g.tensors.insert_full(
-                out.clone(),
-                Tensor { name: out.clone(), ty, origin: Origin::Value, data: None, sequence: false },
-            );
-            outputs.push(Some(id));
-        }
-        let attrs = np
-            .attribute
-            .iter()
-            .map(|a| Ok((a.name().to_string(), attr(a, dir)?)))
-            .collect::<Result<IndexMap<_, _>>>()?;
-        nodes.push(Node { name, op, op_id, domain, inputs: vec![], outputs, attrs, marks: Default::default(), order });
+/// One node, resolved against the registry, with its outputs added to the
+/// tensor table (typed by their declarations where the file has them); its
+/// inputs are connected once every node's outputs are known.
+fn convert_node(
+    g: &mut Graph,
+    order: usize,
+    np: &pb::NodeProto,
+    declared: &HashMap<&str, &pb::ValueInfoProto>,
+    dir: &Path,
+) -> Result<Node> {
+    let name = if np.name().is_empty() { format!("{}_{order}", np.op_type()) } else { np.name().to_string() };
+    for t in np.input.iter().chain(&np.output) {
+        no_nul(&format!("node '{}': tensor", name.escape_debug()), t)?;
     }
+    let op = np.op_type().to_string();
+    let domain = np.domain().to_string();
+    let Some(op_id) = ops::resolve(&op) else {
+        return Err(Error::UnknownOp {
+            node: name,
+            opset: g.opset_of(&domain),
+            domain: if domain.is_empty() { "ai.onnx".into() } else { domain },
+            supported: supported_list(&op),
+            op,
+        });
+    };
+    let outputs = add_node_outputs(g, np, &name, &op, declared)?;
+    let attrs =
+        np.attribute.iter().map(|a| Ok((a.name().to_string(), attr(a, dir)?))).collect::<Result<IndexMap<_, _>>>()?;
+    Ok(Node { name, op, op_id, domain, inputs: vec![], outputs, attrs, marks: Default::default(), order })
+}
 
+/// A node's outputs as new values (`None` for an omitted optional one);
+/// a name already assigned is an error.
+fn add_node_outputs(
+    g: &mut Graph,
+    np: &pb::NodeProto,
+    name: &str,
+    op: &str,
+    declared: &HashMap<&str, &pb::ValueInfoProto>,
+) -> Result<Vec<Option<TensorId>>> {
+    let mut outputs = Vec::with_capacity(np.output.len());
+    for out in &np.output {
+        if out.is_empty() {
+            outputs.push(None);
+            continue;
+        }
+        if let Some(existing) = g.tensors.get(out.as_str()) {
+            let what = match existing.origin {
+                Origin::Input => "a graph input",
+                Origin::Initializer => "an initializer",
+                _ => "the output of another node",
+            };
+            return Err(Error::model(format!(
+                "node '{name}' ({op}) writes '{out}', which is already {what} (ONNX graphs assign each value once)"
+            )));
+        }
+        let ty = match declared.get(out.as_str()) {
+            Some(vi) => value_type(vi).0,
+            None => TensorType::unknown(DType::Other(0)),
+        };
+        let (id, _) = g.tensors.insert_full(
+            out.clone(),
+            Tensor { name: out.clone(), ty, origin: Origin::Value, data: None, sequence: false },
+        );
+        outputs.push(Some(id));
+    }
+    Ok(outputs)
+}
+
+/// Every node input names a value of the graph (`None` for an omitted
+/// optional one); a name nothing defines is a dangling input.
+fn connect_inputs(g: &Graph, gp: &pb::GraphProto, nodes: &mut [Node]) -> Result<()> {
     for (np, node) in gp.node.iter().zip(nodes.iter_mut()) {
         for inp in &np.input {
             if inp.is_empty() {
@@ -215,16 +264,15 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
             }
         }
     }
-    for node in nodes {
-        g.dag.add_node(node);
-    }
-    g.onnx_nodes = gp.node.len();
+    Ok(())
+}
 
+fn add_graph_outputs(g: &mut Graph, gp: &pb::GraphProto) -> Result<()> {
     for vi in &gp.output {
         no_nul("graph output", vi.name())?;
         match g.tensors.get_index_of(vi.name()) {
             Some(id) => {
-                pass_through_declared(&g, id, vi)?;
+                pass_through_declared(g, id, vi)?;
                 g.outputs.push(id)
             }
             None => {
@@ -235,8 +283,7 @@ fn convert(gp: &pb::GraphProto, opset_import: &[pb::OperatorSetIdProto], dir: &P
             }
         }
     }
-    g.rebuild_edges();
-    Ok(g)
+    Ok(())
 }
 
 /// A tensor name the generated harness may print (a compared output, an

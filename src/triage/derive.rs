@@ -24,7 +24,7 @@ use crate::bind::{self, Binding};
 use crate::error::{Error, Result};
 use crate::import::pb;
 use crate::ir::{Dim, Model, Role, TensorType};
-use crate::lower::forward;
+use crate::lower::forward::{self, Forward};
 
 /// A derived inference model, in memory.
 #[derive(Clone, Debug)]
@@ -137,76 +137,17 @@ fn list(items: &[String], max: usize) -> String {
 pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
     let f = forward::forward(model)?;
     let g = &model.graph;
-    let err = |tensor: Option<&str>, detail: String| Error::Derive {
-        path: model.path.clone(),
-        tensor: tensor.map(str::to_string),
-        detail,
-    };
     let Some(binding) = binding else {
         return Err(Error::binding(format!(
             "{}: the training data does not bind, so there is no data for its derived inference variant",
             model.dir.display()
         )));
     };
-    let bytes = std::fs::read(&model.path).map_err(|e| Error::io(&model.path, e))?;
-    let mut proto = pb::ModelProto::decode(bytes.as_slice())
-        .map_err(|e| Error::Decode { path: model.path.clone(), detail: e.to_string() })?;
-    let Some(gp) = proto.graph.take() else { return Err(err(None, "the model holds no graph".into())) };
-
-    let mut node = Vec::with_capacity(f.nodes.len());
-    for &n in &f.nodes {
-        let np = gp
-            .node
-            .get(g.node(n).order)
-            .ok_or_else(|| err(None, format!("node '{}' is not in the file", g.node(n).name)))?;
-        node.push(np.clone());
-    }
-    let mut input = Vec::with_capacity(f.inputs.len());
-    let mut inputs = Arrays::new();
-    let mut from_file = vec![];
-    for &t in &f.inputs {
-        let name = g.name_of(t);
-        // A weight of a step derived from train.toml is an initializer in
-        // the file: it stays one.
-        if let Some(init) = gp.initializer.iter().find(|i| i.name() == name).filter(|_| model.derived.is_some()) {
-            from_file.push(init.clone());
-            continue;
-        }
-        let vi = gp
-            .input
-            .iter()
-            .find(|v| v.name() == name)
-            .ok_or_else(|| err(Some(name), format!("graph input '{name}' is not declared in the file")))?;
-        input.push(vi.clone());
-        let value = binding.slot(name).and_then(|s| s.values.first()).ok_or_else(|| {
-            Error::binding(format!(
-                "the training data has no value for graph input '{name}', which the derived inference variant reads"
-            ))
-            .at_input(name)
-        })?;
-        inputs.push((name.to_string(), value.clone()));
-    }
-    let mut initializer = from_file;
-    for &t in &f.constants {
-        let tensor = g.tensor(t);
-        let data = tensor
-            .data
-            .as_ref()
-            .ok_or_else(|| err(Some(&tensor.name), format!("constant '{}' has no value", tensor.name)))?;
-        if data.dtype.size().is_none() {
-            return Err(err(
-                Some(&tensor.name),
-                format!("constant '{}' is {}: not written inline", tensor.name, data.dtype),
-            ));
-        }
-        initializer.push(pb::TensorProto {
-            name: Some(tensor.name.clone()),
-            dims: data.shape.iter().map(|&d| d as i64).collect(),
-            data_type: Some(data.dtype.to_onnx()),
-            raw_data: Some(data.bytes.clone()),
-            ..Default::default()
-        });
-    }
+    let (mut proto, gp) = read_model(model)?;
+    let node = forward_nodes(model, &f, &gp)?;
+    let kept = kept_inputs(model, &f, &gp, binding)?;
+    let mut initializer = kept.initializers;
+    initializer.extend(inline_constants(model, &f)?);
     let outputs: Vec<String> = f.outputs.iter().map(|&t| g.name_of(t).to_string()).collect();
     let output = f.outputs.iter().map(|&t| value_info(g.name_of(t), &g.tensor(t).ty)).collect();
     let produced: std::collections::HashSet<&str> =
@@ -225,33 +166,133 @@ pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
         doc_string: Some(format!(
             "deploygen triage: the forward part of {file} (loss, backward, accumulation and optimizer dropped)"
         )),
-        input,
+        input: kept.declared,
         output,
         value_info,
         ..Default::default()
     });
     proto.training_info.clear();
 
-    // References the training folder holds for the forward outputs.
+    let (references, unused) = forward_references(model, &f, binding)?;
+    let mut changes = describe(model, &f, &outputs);
+    changes.extend(unused);
+    Ok(Derived { onnx: proto.encode_to_vec(), inputs: kept.values, references, outputs, changes })
+}
+
+fn derive_error(model: &Model, tensor: Option<&str>, detail: String) -> Error {
+    Error::Derive { path: model.path.clone(), tensor: tensor.map(str::to_string), detail }
+}
+
+/// The training file as written, and its graph taken out of it.
+fn read_model(model: &Model) -> Result<(pb::ModelProto, pb::GraphProto)> {
+    let bytes = std::fs::read(&model.path).map_err(|e| Error::io(&model.path, e))?;
+    let mut proto = pb::ModelProto::decode(bytes.as_slice())
+        .map_err(|e| Error::Decode { path: model.path.clone(), detail: e.to_string() })?;
+    let Some(gp) = proto.graph.take() else {
+        return Err(derive_error(model, None, "the model holds no graph".into()));
+    };
+    Ok((proto, gp))
+}
+
+/// The file's own nodes of the forward part, as written.
+fn forward_nodes(model: &Model, f: &Forward, gp: &pb::GraphProto) -> Result<Vec<pb::NodeProto>> {
+    let g = &model.graph;
+    f.nodes
+        .iter()
+        .map(|&n| {
+            gp.node
+                .get(g.node(n).order)
+                .cloned()
+                .ok_or_else(|| derive_error(model, None, format!("node '{}' is not in the file", g.node(n).name)))
+        })
+        .collect()
+}
+
+/// The graph inputs the forward part reads.
+struct KeptInputs {
+    /// Their declarations in the file.
+    declared: Vec<pb::ValueInfoProto>,
+    /// Their mini-batch-0 values from the training data.
+    values: Arrays,
+    /// Weights of a step derived from `train.toml`, initializers in the file.
+    initializers: Vec<pb::TensorProto>,
+}
+
+fn kept_inputs(model: &Model, f: &Forward, gp: &pb::GraphProto, binding: &Binding) -> Result<KeptInputs> {
+    let g = &model.graph;
+    let mut kept = KeptInputs { declared: vec![], values: Arrays::new(), initializers: vec![] };
+    for &t in &f.inputs {
+        let name = g.name_of(t);
+        // A weight of a step derived from train.toml is an initializer in
+        // the file: it stays one.
+        if let Some(init) = gp.initializer.iter().find(|i| i.name() == name).filter(|_| model.derived.is_some()) {
+            kept.initializers.push(init.clone());
+            continue;
+        }
+        let vi = gp.input.iter().find(|v| v.name() == name).ok_or_else(|| {
+            derive_error(model, Some(name), format!("graph input '{name}' is not declared in the file"))
+        })?;
+        kept.declared.push(vi.clone());
+        let value = binding.slot(name).and_then(|s| s.values.first()).ok_or_else(|| {
+            Error::binding(format!(
+                "the training data has no value for graph input '{name}', which the derived inference variant reads"
+            ))
+            .at_input(name)
+        })?;
+        kept.values.push((name.to_string(), value.clone()));
+    }
+    Ok(kept)
+}
+
+/// The constants the forward part reads, as inline initializers.
+fn inline_constants(model: &Model, f: &Forward) -> Result<Vec<pb::TensorProto>> {
+    let g = &model.graph;
+    let mut out = Vec::with_capacity(f.constants.len());
+    for &t in &f.constants {
+        let tensor = g.tensor(t);
+        let err = |detail: String| derive_error(model, Some(&tensor.name), detail);
+        let data = tensor.data.as_ref().ok_or_else(|| err(format!("constant '{}' has no value", tensor.name)))?;
+        if data.dtype.size().is_none() {
+            return Err(err(format!("constant '{}' is {}: not written inline", tensor.name, data.dtype)));
+        }
+        out.push(pb::TensorProto {
+            name: Some(tensor.name.clone()),
+            dims: data.shape.iter().map(|&d| d as i64).collect(),
+            data_type: Some(data.dtype.to_onnx()),
+            raw_data: Some(data.bytes.clone()),
+            ..Default::default()
+        });
+    }
+    Ok(out)
+}
+
+/// References the training folder holds for the forward outputs, and a
+/// line for each key that names one but does not fit it.
+fn forward_references(model: &Model, f: &Forward, binding: &Binding) -> Result<(Arrays, Vec<String>)> {
+    let g = &model.graph;
     let mut references = Arrays::new();
-    let mut changes = Vec::new();
-    if let Some(path) = &binding.outputs_path {
-        let refs = bind::npz::read(path)?;
-        for &t in &f.outputs {
-            let name = g.name_of(t);
-            match refs.get(name)? {
-                Some(r) if fix::fits(&g.tensor(t).ty, r) => references.push((name.to_string(), r.clone())),
-                Some(r) => changes.push(format!(
-                    "{} key '{name}' is {}, not the forward output's {}: not used as its reference",
-                    bind::short(path),
-                    r.ty(),
-                    g.tensor(t).ty
-                )),
-                None => {}
-            }
+    let mut unused = Vec::new();
+    let Some(path) = &binding.outputs_path else { return Ok((references, unused)) };
+    let refs = bind::npz::read(path)?;
+    for &t in &f.outputs {
+        let name = g.name_of(t);
+        match refs.get(name)? {
+            Some(r) if fix::fits(&g.tensor(t).ty, r) => references.push((name.to_string(), r.clone())),
+            Some(r) => unused.push(format!(
+                "{} key '{name}' is {}, not the forward output's {}: not used as its reference",
+                bind::short(path),
+                r.ty(),
+                g.tensor(t).ty
+            )),
+            None => {}
         }
     }
+    Ok((references, unused))
+}
 
+/// What the derivation kept and dropped, for the report.
+fn describe(model: &Model, f: &Forward, outputs: &[String]) -> Vec<String> {
+    let g = &model.graph;
     let dropped: Vec<String> =
         f.dropped_inputs.iter().map(|&(t, r)| format!("'{}' ({})", g.name_of(t), role_name(r))).collect();
     let weights: Vec<String> = f
@@ -266,7 +307,7 @@ pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
              backward, accumulation and optimizer ({} nodes{})",
             f.nodes.len(),
             g.node_count(),
-            names(&outputs, 4),
+            names(outputs, 4),
             f.dropped_nodes,
             if model.optimizer.is_some() { ", and the optimizer graph" } else { "" }
         ),
@@ -288,6 +329,5 @@ pub fn derive(model: &Model, binding: Option<&Binding>) -> Result<Derived> {
         ));
     }
     desc.push(format!("{}: mini-batch 0 of the training data, named layout", bind::INPUTS_FILE));
-    desc.extend(changes);
-    Ok(Derived { onnx: proto.encode_to_vec(), inputs, references, outputs, changes: desc })
+    desc
 }

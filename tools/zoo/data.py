@@ -1,4 +1,5 @@
-"""Test data and the two inputs.npz layouts (SPEC.md section 2.2)."""
+"""Test data in the inputs.npz layouts (docs/cli.md, "Test data: `inputs.npz`
+and `outputs.npz`")."""
 
 from collections import OrderedDict
 

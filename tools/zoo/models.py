@@ -248,7 +248,8 @@ def make_tiny_transformer():
 
 
 # --------------------------------------------------------------------------
-# second-wave operators
+# more operator families: MobileNetV3 block, RMSNorm, 1-D convolution, one
+# graph of mixed operators
 # --------------------------------------------------------------------------
 
 def _mbv3(b, x, cin, decomposed):
@@ -387,9 +388,11 @@ def make_conv1d_autoencoder():
                 data_shape=(1, 4, 32), flavor="inference", data_size=1, n_batches=1, seed=1502)
 
 
-def make_ops_second_wave():
-    """One inference graph over the remaining second-wave operators."""
-    b = Builder("ops_second_wave", seed=1601, opset=21, ir_version=10, training=False)
+def make_ops_mixed():
+    """One inference graph over many operators at once: Pad in every mode, Split,
+    Group/InstanceNormalization, elementwise math, Floor/Ceil/Cast, Pow, Clip,
+    max reductions, Gather, Concat, Where."""
+    b = Builder("ops_mixed", seed=1601, opset=21, ir_version=10, training=False)
     from onnx import TensorProto
     x = b.input("input", [1, 4, 8, 8])
     h = b.conv(x, 4, 8, 3, "conv", bias=True)                                            # [1, 8, 8, 8]
@@ -445,7 +448,7 @@ def make_ops_second_wave():
     o = b.node("Flatten", [o], outs=["pooled"], axis=1)
     b.output(o, [1, 6])
     b.output(cl, [1, 4, 10, 10])
-    return Spec("ops_second_wave", b.model(), [], [], "infer",
+    return Spec("ops_mixed", b.model(), [], [], "infer",
                 "inference, opset 21 (IR 10): Pad constant/reflect/edge (pads input), Split (split input), "
                 "GroupNormalization (opset 21, per-channel scale), InstanceNormalization, Tanh, Sigmoid, Max, Min, "
                 "Where (constant condition), Abs, Sqrt, Neg, Exp, Log, Erf, Floor, Ceil, Cast f32->i32->f32, Pow, "
@@ -454,9 +457,10 @@ def make_ops_second_wave():
                 data_shape=(1, 4, 8, 8), flavor="inference", data_size=1, n_batches=1, seed=1601)
 
 
-def make_ops_second_wave_train():
-    """The second-wave operators onnxruntime-training can differentiate, in one training graph."""
-    b = Builder("ops_second_wave_train", seed=1602)
+def make_ops_mixed_train():
+    """The operators of make_ops_mixed that onnxruntime-training can differentiate,
+    in one training graph."""
+    b = Builder("ops_mixed_train", seed=1602)
     c = lambda name, v, dt=np.float32: b.const(name, np.array(v, dt))                    # noqa: E731
     x = b.input("input", [2, 4, 6, 6])
     h = b.conv(x, 4, 4, 3, "conv", bias=True)                                            # [2, 4, 6, 6]
@@ -481,8 +485,8 @@ def make_ops_second_wave_train():
     h = b.node("Flatten", [b.node("GlobalAveragePool", [q], base="gap.out")], base="flatten.out", axis=1)
     y = b.gemm(h, 4, 4, "fc", relu_init=False)
     b.output(y, [2, 4])
-    return Spec("ops_second_wave_train", b.model(), b.trainable, b.frozen, "train",
-                "training with the differentiable second-wave ops: Pad (constant), Split, Tanh, Sigmoid, Max, Min, "
+    return Spec("ops_mixed_train", b.model(), b.trainable, b.frozen, "train",
+                "training with the differentiable operators of ops_mixed: Pad (constant), Split, Tanh, Sigmoid, Max, Min, "
                 "Concat, Gather, Where, Neg, Erf, Abs, Sqrt, Exp, Log, Pow, Clip. ORT turns the forward Concat into "
                 "com.microsoft ConcatTraining (second output per_input_length) and emits SigmoidGrad, TanhGrad, "
                 "GatherGrad, SplitTraining, Pad with negated pads, Sign, Equal, GreaterOrEqual/LessOrEqual/And, Cast",
@@ -637,11 +641,11 @@ LATER = [
     make_rmsnorm_default_domain,
     make_conv1d_autoencoder,
     make_conv1d_autoencoder_train,
-    make_ops_second_wave,
+    make_ops_mixed,
     make_conv_ordered_npz,
     make_conv_ordered_npz_train,
     make_conv_legacy_attrs,
     make_conv_size1_dims,
     make_conv_misc_forms,
-    make_ops_second_wave_train,
+    make_ops_mixed_train,
 ]

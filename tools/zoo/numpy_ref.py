@@ -209,7 +209,7 @@ def forward(model, feeds, params=None, bn_stats=None, env_out=None):
             fn = {"ReduceMean": np.mean, "ReduceSum": np.sum, "ReduceMax": np.max}[op]
             y = _reduce(fn, x[0], _axes(node, a, x, 1), a.get("keepdims", 1), a.get("noop_with_empty_axes", 0))
         else:
-            outs = _second_wave(op, node, a, x, env)
+            outs = _more_ops(op, node, a, x, env)
             y = outs[0]
         for name, value in zip(node.output, outs if outs is not None else [y]):
             if name:
@@ -236,8 +236,8 @@ _FLOAT_TYPES = {1: np.float64, 11: np.float64}
 _INT_TYPES = {6: np.int32, 7: np.int64}
 
 
-def _second_wave(op, node, a, x, env):
-    """The second-wave operators; returns the list of node outputs."""
+def _more_ops(op, node, a, x, env):
+    """The operators forward() does not handle itself; returns the list of node outputs."""
     unary = {
         "Exp": np.exp, "Log": np.log, "Sqrt": np.sqrt, "Tanh": np.tanh, "Neg": np.negative, "Abs": np.abs,
         "Floor": np.floor, "Ceil": np.ceil, "Erf": _erf, "Identity": lambda v: v,

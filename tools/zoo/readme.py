@@ -202,11 +202,13 @@ decomposed reference) within 1.2e-7; it still refuses the default-domain
 
 {table}
 
-- **flavor**: *training artifacts* = SPEC.md section 2.1 flavor 2: `network.onnx` is
+- **flavor** (the three kinds of ONNX file of `docs/cli.md`, "The model
+  folder"): *training artifacts*: `network.onnx` is
   onnxruntime's `training_model.onnx` (forward + backward +
   `InPlaceAccumulatorV2`, parameters as graph inputs), `optimizer.onnx` its
   `optimizer_model.onnx` or a graph of per-parameter `SGD` nodes; *single
-  graph* = flavor 1 (as `../shared/conformance/`); *inference* = flavor 3.
+  graph*: forward, backward and inline `SGD` in one graph (as
+  `../shared/conformance/`); *inference*: an inference graph.
   Eval models and ORT checkpoints are not committed: initial parameters are
   in `inputs.npz`.
 - **trainable params**: fp32 bytes of the trained parameters (the gradient
@@ -295,8 +297,8 @@ What onnxruntime 1.19.2 (training, CPU) refused, and what the zoo does instead:
 - **No gradient builder** in `generate_artifacts` either: GlobalMaxPool,
   ReduceMax, InstanceNormalization, GroupNormalization, Floor, Ceil, and Pad
   in `reflect` or `edge` mode (`Pad gradient currently supports constant
-  mode only`). These are inference-only (`ops_second_wave`);
-  `ops_second_wave_train` trains the rest. There onnxruntime turns the
+  mode only`). These are inference-only (`ops_mixed`);
+  `ops_mixed_train` trains the rest. There onnxruntime turns the
   forward `Concat` into `com.microsoft:ConcatTraining` (extra output
   `per_input_length`), differentiates Split with `Concat` and Concat with
   `com.microsoft:SplitTraining`, Pad with a `Pad` of the negated pads
