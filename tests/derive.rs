@@ -454,3 +454,38 @@ fn triage_makes_training_references_with_make_train_refs() {
     let inference = said(&model("kws_cnn"));
     assert!(inference.contains("tools/make_refs.py") && !inference.contains("make_train_refs"), "{inference}");
 }
+
+/// Two LayerNorms reading one weight (what an exporter that merges equal
+/// initializers writes): training ties them, and `inspect` says so,
+/// naming the weight and both nodes; a weight read once is not named.
+#[test]
+fn a_trainable_weight_read_by_two_nodes_is_a_warning() {
+    use common::{attr_int, F32};
+    let mut b = common::ModelBuilder::new();
+    b.input("x", F32, &[2, 4])
+        .init("ln.weight", &[4], &[1.0; 4])
+        .init("ln.bias", &[4], &[0.0; 4])
+        .init("ln2.bias", &[4], &[0.0; 4])
+        .init("fc.weight", &[3, 4], &[0.2; 12])
+        .node("LayerNormalization", &["x", "ln.weight", "ln.bias"], &["a"], vec![attr_int("axis", -1)])
+        .node("LayerNormalization", &["a", "ln.weight", "ln2.bias"], &["c"], vec![attr_int("axis", -1)])
+        .node("Gemm", &["c", "fc.weight"], &["logits"], vec![attr_int("transB", 1)])
+        .output("logits", F32, &[2, 3]);
+    let tmp = tempfile::tempdir().unwrap();
+    let onnx = b.write(tmp.path(), "network.onnx");
+    let out =
+        deploygen().args(["inspect"]).arg(&onnx).args(["--loss", "cross-entropy", "--lr", "0.1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let warned: Vec<&str> = text.lines().filter(|l| l.contains("is read by")).collect();
+    assert_eq!(warned.len(), 1, "{text}");
+    assert!(
+        warned[0].contains(
+            "'ln.weight' is read by 2 nodes ('LayerNormalization_0' (LayerNormalization), \
+                            'LayerNormalization_1' (LayerNormalization))"
+        ),
+        "{}",
+        warned[0]
+    );
+    assert!(warned[0].contains("Exporting from PyTorch"), "{}", warned[0]);
+}

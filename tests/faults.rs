@@ -229,7 +229,7 @@ fn zero_references_fail() {
     let dir = common::copy_model(&mlp());
     std::fs::write(dir.path().join("outputs.npz"), deploygen::bind::npz::write_npz(&[]).unwrap()).unwrap();
     let o = run_patched(&case(dir.path(), "GAP9", "L2"), |_| {});
-    assert_fails(&o, Stage::Bind, "the test data holds no reference to compare");
+    assert_fails(&o, Stage::Bind, "outputs.npz holds no reference for this model: nothing is compared; make the references with `python tools/make_refs.py");
     // And a project whose harness was told there are 0 references.
     let zero = |dir: &Path| {
         replace(dir, "testoutputs.h", "#define EXPECTED_COMPARED 3470u", "#define EXPECTED_COMPARED 0u");

@@ -292,3 +292,30 @@ fn breakdown_part(line: &str) -> Option<u64> {
     let rest = labels.iter().find_map(|l| line.strip_prefix("  ")?.strip_prefix(l))?;
     Some(number(rest.trim_start().split(" B").next()?))
 }
+
+/// Test data without references: `build`, `test` and `inspect` say the
+/// same one thing, naming the command that makes them (make_train_refs.py
+/// for a train.toml model, make_refs.py otherwise), not one line per key.
+#[test]
+fn missing_references_are_one_message_naming_the_command_everywhere() {
+    for (model, tool) in [("mlp_derived_sgd", "make_train_refs.py"), ("kws_cnn", "make_refs.py")] {
+        let m = common::copy_model(&common::zoo(model));
+        std::fs::remove_file(m.path().join("outputs.npz")).unwrap();
+        let dir = m.path().display().to_string();
+        let want = format!(
+            "{dir} has no outputs.npz: nothing is compared; make the references with `python tools/{tool} {dir}`"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("p").display().to_string();
+        let b = deploygen(&["build", &dir, "--platform", "GAP9", "--default-mem", "L2", "--out", &out], tmp.path());
+        let bt = text(&b);
+        assert_eq!(b.status.code(), Some(0), "{bt}");
+        assert!(String::from_utf8_lossy(&b.stderr).contains(&format!("warning: {want}")), "{bt}");
+        assert_eq!(bt.matches("not compared").count(), 1, "{bt}");
+        let t = deploygen(&["test", &dir, "--platform", "GAP9", "--default-mem", "L2"], tmp.path());
+        let tt = text(&t);
+        assert!(tt.contains(&format!("FAILED_BIND: {want}")), "{tt}");
+        let i = deploygen(&["inspect", &dir, "--platform", "GAP9"], tmp.path());
+        assert!(text(&i).contains(&want), "{}", text(&i));
+    }
+}

@@ -331,17 +331,27 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
     };
     match outputs {
         Some(o) => bind_outputs(model, &mut binding, o)?,
-        None => binding.warnings.push(format!(
-            "{} has no {OUTPUTS_FILE}: there are no references to compare against{}",
-            model.dir.display(),
-            if model.derived.is_some() {
-                format!("; make them with `python tools/make_train_refs.py {}`", model.dir.display())
-            } else {
-                String::new()
-            }
-        )),
+        None => binding.warnings.push(no_references(model, &binding)),
     }
     Ok(binding)
+}
+
+/// The command that makes a model folder's references: onnxruntime-training
+/// for a `train.toml` model, the zoo's onnxruntime recipe otherwise.
+pub fn refs_command(model: &Model) -> String {
+    let tool = if model.derived.is_some() { "make_train_refs.py" } else { "make_refs.py" };
+    format!("python tools/{tool} {}", model.dir.display())
+}
+
+/// The one message for test data that has nothing to compare against,
+/// used by `inspect`, `build` and `test` alike: what is missing, and the
+/// command that makes it.
+pub fn no_references(model: &Model, b: &Binding) -> String {
+    let what = match &b.outputs_path {
+        None => format!("{} has no {OUTPUTS_FILE}", model.dir.display()),
+        Some(p) => format!("{} holds no reference for this model", p.display()),
+    };
+    format!("{what}: nothing is compared; make the references with `{}`", refs_command(model))
 }
 
 pub(crate) fn quoted<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
@@ -585,12 +595,12 @@ impl OutputKeys<'_> {
         if model.derived.is_some() && b.loss.is_none() {
             return Err(Error::binding(format!(
                 "{}: no loss references for the training step of {} (keys found: {}): outputs.npz needs 'loss', one per \
-                 forward pass, and '<weight>_updated'; make them with `python tools/make_train_refs.py {}` \
+                 forward pass, and '<weight>_updated'; make them with `{}` \
                  (onnxruntime-training, tools/requirements.txt)",
                 o.path.display(),
                 model.train.as_ref().map_or("train.toml", |t| t.source.as_str()),
                 quoted(keys.iter().copied()),
-                model.dir.display()
+                refs_command(model)
             )));
         }
         if model.roles.flavor == Flavor::Inference {

@@ -48,6 +48,8 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
     let forward_nodes = model.graph.node_count();
     let (floats, weights) = candidates(&model.graph, spec).map_err(|e| err(e.to_string()))?;
     let logits = model.graph.name_of(scores).to_string();
+    let shared = shared_weight_warnings(&model.graph, &weights);
+    model.graph.warnings.extend(shared);
     let mut d = Derived { spec: Some(spec.clone()), logits, forward_nodes, ..Derived::default() };
 
     let mut b = Builder::new(&mut model.graph);
@@ -159,6 +161,30 @@ fn candidates(g: &Graph, spec: &TrainSpec) -> std::result::Result<Candidates, Se
     let stats = running_stats(g);
     let chosen = float.iter().copied().filter(|t| !stats.contains(t) && spec.trains(g.name_of(*t))).collect();
     Ok((float, chosen))
+}
+
+/// A trained weight read by several nodes ties them: every reader's
+/// gradient updates the one tensor. Models tie on purpose (embeddings),
+/// but an exporter that merges initializers with equal values ties
+/// layers the source model keeps apart, so each one is named.
+fn shared_weight_warnings(g: &Graph, weights: &[TensorId]) -> Vec<String> {
+    let all = g.readers();
+    let mut out = vec![];
+    for &w in weights {
+        let readers = all.get(&w).map(Vec::as_slice).unwrap_or_default();
+        if readers.len() < 2 {
+            continue;
+        }
+        let names: Vec<String> = readers.iter().map(|&n| g.display_node(n)).collect();
+        out.push(format!(
+            "trainable weight '{}' is read by {} nodes ({}): training updates them as one tensor; \
+             an exporter that merges equal initializers does this (docs/training.md, \"Exporting from PyTorch\")",
+            g.name_of(w),
+            readers.len(),
+            names.join(", ")
+        ));
+    }
+    out
 }
 
 /// The labels graph input: class indices `[N, d…]` for cross-entropy,

@@ -275,11 +275,10 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     // Test data without one reference cannot be tested: the case would
     // compare nothing (its harness would fail it, as a run, not as data).
     if g.project.manifest.expected_compared == 0 {
-        let why = g.project.manifest.not_compared.iter().map(|n| format!("{}: {}", n.name, n.why)).collect::<Vec<_>>();
-        let detail = format!(
-            "the test data holds no reference to compare ({})",
-            if why.is_empty() { "no outputs.npz".to_string() } else { why.join("; ") }
-        );
+        let detail = match &g.binding {
+            Some(b) => crate::bind::no_references(&g.model, b),
+            None => format!("{} has no test data", case.model.display()),
+        };
         return Err(StageError { stage: Stage::Bind, error: Box::new(crate::Error::binding(detail)) });
     }
     g.project.write(out, true).map_err(StageError::at(Stage::Emit))

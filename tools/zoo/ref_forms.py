@@ -137,7 +137,21 @@ def rewrite(r, n, shapes):
         return [r.node("LogSoftmax", [x], [n.output[1]], axis=1)[0]]
     if n.op_type == "ConvTranspose":
         return conv_transpose(r, n, at, shapes)
+    if n.op_type == "LayerNormalization" and (len(n.output) < 3 or not all(n.output)):
+        return [layer_norm_outputs(r, n)]
     return legacy(r, n, at)
+
+
+def layer_norm_outputs(r, n):
+    """The node with its optional Mean and InvStdDev outputs named:
+    onnxruntime's LayerNormalization gradient reads them, and a PyTorch
+    export writes only the first (its gradient builder then fails on an
+    output index). The values are the same; only outputs are added."""
+    outs = list(n.output) + [""] * (3 - len(n.output))
+    outs = [o if o else r.fresh(f"{n.name or 'layer_norm'}_stat") for o in outs]
+    m = helper.make_node("LayerNormalization", list(n.input), outs, name=n.name)
+    m.attribute.extend(n.attribute)
+    return m
 
 
 def max_over(r, x, y, shape, axes, keepdims):
