@@ -257,14 +257,14 @@ fn kernels_match_onnxruntime_siracusa_and_host() {
     kernels_pass("-DDG_PLATFORM_HOST", "-O2", &[], &["--cores", "1"]);
 }
 
+/// AddressSanitizer and UndefinedBehaviorSanitizer, with the conversion of
+/// a float outside the target's range (which `-fsanitize=undefined` leaves
+/// out) and every report fatal.
+const ASAN_UBSAN: &[&str] = &["-g", "-fsanitize=address,undefined,float-cast-overflow", "-fno-sanitize-recover=all"];
+
 #[test]
 fn kernels_clean_under_asan_ubsan() {
-    kernels_pass(
-        "-DDG_PLATFORM_GAP9",
-        "-O1",
-        &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
-        &["--cores", "1,8"],
-    );
+    kernels_pass("-DDG_PLATFORM_GAP9", "-O1", ASAN_UBSAN, &["--cores", "1,8"]);
 }
 
 #[test]
@@ -484,12 +484,9 @@ fn emulation_peak_report_at_exit() {
 #[test]
 fn emulation_clean_under_sanitizers() {
     let tmp = tempfile::tempdir().unwrap();
-    let asan = emu_build(
-        tmp.path(),
-        "emu_asan",
-        "-O1",
-        &["-DDG_PLATFORM_GAP9", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
-    );
+    let mut flags = vec!["-DDG_PLATFORM_GAP9"];
+    flags.extend_from_slice(ASAN_UBSAN);
+    let asan = emu_build(tmp.path(), "emu_asan", "-O1", &flags);
     let (o, text) = emu_run(&asan, tmp.path(), &[]);
     assert_emu_pass(&text, o.status.success());
     let tsan = emu_build(tmp.path(), "emu_tsan", "-O1", &["-DDG_PLATFORM_SIRACUSA", "-g", "-fsanitize=thread"]);
@@ -601,14 +598,12 @@ fn operator_kernels_match_onnxruntime_siracusa_and_host() {
     ops_pass("-DDG_PLATFORM_HOST", "-O2", &[], &["--cores", "1"]);
 }
 
+/// Also the float-to-integer conversions of NaN, infinities and values
+/// outside the target's range (`*_out_of_range` cases): C leaves them
+/// undefined, the kernels give onnxruntime's values.
 #[test]
 fn operator_kernels_clean_under_asan_ubsan() {
-    ops_pass(
-        "-DDG_PLATFORM_GAP9",
-        "-O1",
-        &["-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"],
-        &["--cores", "1,8"],
-    );
+    ops_pass("-DDG_PLATFORM_GAP9", "-O1", ASAN_UBSAN, &["--cores", "1,8"]);
 }
 
 #[test]
@@ -635,4 +630,67 @@ fn operator_kernel_checks_catch_injected_faults() {
     }
     let detected = text.lines().filter(|l| l.ends_with(": detected")).count();
     assert!(detected > names.len(), "only {detected} faults detected:\n{text}");
+}
+
+// ---------------------------------------------------------------- errors in the data
+
+/// A project whose int64 `Div` (and, as `Mod`, its remainder) meets a zero
+/// divisor at run time, built with `extra` C flags and run: its output.
+fn divide_by_zero_project(tmp: &Path, op: &str, extra: &str) -> (Output, String) {
+    use deploygen::ir::TensorData;
+    let model = tmp.join(format!("{op}_by_zero"));
+    fs::create_dir_all(&model).unwrap();
+    let mut b = common::ModelBuilder::new();
+    b.input("a", common::I64, &[4]).input("b", common::I64, &[4]).output("y", common::I64, &[4]);
+    let attrs = if op == "Mod" { vec![common::attr_int("fmod", 1)] } else { vec![] };
+    b.node(op, &["a", "b"], &["y"], attrs);
+    b.write(&model, "network.onnx");
+    let npz = |arrays: &[(&str, &TensorData)]| deploygen::bind::npz::write_npz(arrays).unwrap();
+    let (a, d) = (TensorData::from_i64(vec![4], &[7, -9, 5, 8]), TensorData::from_i64(vec![4], &[2, 4, 0, -3]));
+    // onnxruntime raises on a zero divisor; 0 is what the kernels store
+    let y = if op == "Mod" { [1, -1, 0, 2] } else { [3, -2, 0, -2] };
+    fs::write(model.join("inputs.npz"), npz(&[("a", &a), ("b", &d)])).unwrap();
+    fs::write(model.join("outputs.npz"), npz(&[("y", &TensorData::from_i64(vec![4], &y))])).unwrap();
+    let out = tmp.join(format!("{op}_project{}", extra.len()));
+    let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("build")
+        .arg(&model)
+        .args(["--platform", "GAP9", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "build: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("make")
+        .args(["-s", "-j2", "-f", "Makefile.host"])
+        .arg(format!("EXTRA_CFLAGS={extra}"))
+        .current_dir(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "make: {}", String::from_utf8_lossy(&o.stderr));
+    let o = Command::new(out.join("app")).current_dir(&out).env("DG_HOST_QUIET", "1").output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    (o, text)
+}
+
+/// An integer Div or Mod by zero is an error on the chips as on the host:
+/// the host emulation aborts with FATAL; the chips' kernels store 0 and
+/// record it, and the harness prints it as a FATAL line and fails (built
+/// on the host with `-DDG_KERNEL_ERRORS_AS_STATUS`, the chips' behaviour),
+/// which `deploygen test` classifies as FAILED_RUNTIME.
+#[test]
+fn integer_division_by_zero_fails_on_the_host_and_on_the_chips() {
+    if !common::have_gcc(module_path!()) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    for (op, msg) in [("Div", "integer Div by zero"), ("Mod", "integer Mod by zero")] {
+        let (o, text) = divide_by_zero_project(tmp.path(), op, "");
+        assert!(!o.status.success(), "{op}: the host run passed:\n{text}");
+        assert!(text.contains(&format!("[pmsis-host] FATAL: {msg}")), "{op}:\n{text}");
+        let (o, text) = divide_by_zero_project(tmp.path(), op, "-DDG_KERNEL_ERRORS_AS_STATUS");
+        assert!(!o.status.success(), "{op}: the chip build passed:\n{text}");
+        assert!(text.contains(&format!("FATAL: {msg} (found by a kernel")), "{op}:\n{text}");
+        // the values themselves match: only the error status fails the run
+        assert!(text.contains("Errors: 0 out of 4"), "{op}:\n{text}");
+    }
 }

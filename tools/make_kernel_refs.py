@@ -2017,6 +2017,39 @@ def convtranspose3d_dil2_groups():
                     (0, 1, 0), False)
 
 
+# ---------------------------------------------------------------- float -> integer outside the range
+# C leaves the conversion of NaN, an infinity or a value outside the target
+# type undefined (the host test passed while the chips' saturating
+# conversions gave other values); the kernels give what onnxruntime gives on
+# x86-64. Fixed values (no RNG draws): the cases above keep their arrays.
+OUT_OF_RANGE = [1e30, -1e30, np.nan, np.inf, -np.inf, 3e9, -3e9, 9.3e18, -9.3e18, 2.0 ** 63,
+                -2.0 ** 63, 2.0 ** 31, -2.0 ** 31, 2147483520.0, 300.0, -1.0, 255.9, 256.0, -2.5, 2.5]
+
+
+@case2("ort")
+def cast_f32_i64_out_of_range():
+    return _cast(np.array(OUT_OF_RANGE, F32).reshape(4, 5), np.int64)
+
+
+@case2("ort")
+def cast_f32_i32_out_of_range():
+    return _cast(np.array(OUT_OF_RANGE, F32).reshape(4, 5), np.int32)
+
+
+@case2("ort")
+def cast_f32_u8_out_of_range():
+    return _cast(np.array(OUT_OF_RANGE, F32).reshape(4, 5), np.uint8)
+
+
+@case2("ort")
+def pow_i64_f32_out_of_range():
+    # results beyond int64, infinite (0 ** -1) and NaN ((-3) ** 0.5, 7 ** NaN)
+    a = np.array([10, -10, 2, 0, -3, 7, 3, 2, 2, -2], np.int64)
+    b = np.array([30, 31, 0.5, -1, 0.5, np.nan, 40, 63, 62, 63], F32)
+    y = run_op("Pow", [("A", a), ("B", b)], [("C", [len(a)], L)])["C"]
+    return {"in_a": a, "in_b": b, "out_y": y, "p_shape": I([]), "p_astr": I([]), "p_bstr": I([])}
+
+
 # Gelu with approximate = "tanh" (runtime/kernels/gelu_tanh.c), written to
 # runtime/tests/refs/gelu_tanh/ and checked end to end by
 # tests/third_party.rs (a generated project against these references). Its

@@ -1,5 +1,25 @@
-/* Work splitting shared by all kernels. */
+/* Work splitting shared by all kernels, and their run-time error status. */
 #include "dg_internal.h"
+
+/* The last run-time error's message (dg_kernels.h). Cores that fail at
+ * once all store a string literal's address: whichever lands, the message
+ * names the error (no atomics: the cluster cores may have none). */
+static const char *volatile dg_kernel_err;
+
+const char *dg_kernel_error(void)
+{
+    return dg_kernel_err;
+}
+
+void dg_kernel_error_clear(void)
+{
+    dg_kernel_err = NULL;
+}
+
+void dg_kernel_error_set(const char *msg)
+{
+    dg_kernel_err = msg;
+}
 
 #ifdef DG_FAULT_INJECTION
 volatile int dg_fault_id;

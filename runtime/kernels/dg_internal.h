@@ -21,6 +21,40 @@
 #define DG_CHECK(cond, msg) ((void)0)
 #endif
 
+/* An error in the data (dg_kernels.h, "run-time errors in the data"): the
+ * host emulation aborts with the message, the chips record it for the
+ * harness. The kernel stores a defined value either way. */
+#if defined(DG_PMSIS_HOST) && !defined(DG_KERNEL_ERRORS_AS_STATUS)
+#define DG_DATA_CHECK(cond, msg) DG_CHECK(cond, msg)
+#else
+#define DG_DATA_CHECK(cond, msg)          \
+    do {                                  \
+        if (!(cond))                      \
+            dg_kernel_error_set(msg);     \
+    } while (0)
+#endif
+
+/* Float to integer conversions with a defined result everywhere (C leaves
+ * NaN and values outside the target's range undefined, and the chips'
+ * conversions saturate): truncation toward zero inside the range, else
+ * what onnxruntime gives on x86-64 (the cvtt instructions' "integer
+ * indefinite"): the type's minimum for int64 and int32, and for uint8 the
+ * low byte of the int32 conversion. */
+static inline int64_t dg_f64_to_i64(double v)
+{
+    return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
+}
+
+static inline int32_t dg_f32_to_i32(float v)
+{
+    return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;
+}
+
+static inline uint8_t dg_f32_to_u8(float v)
+{
+    return (uint8_t)((uint32_t)dg_f32_to_i32(v) & 0xFFu);
+}
+
 /* Multi-dimensional position used to walk strided views in row-major order
  * starting at a flat output index. */
 typedef struct {

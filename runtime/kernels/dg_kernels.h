@@ -41,6 +41,20 @@ typedef struct {
 /* Contiguous chunk [start, end) of n items for the calling core. */
 dg_range_t dg_split(uint32_t n);
 
+/* ---- run-time errors in the data ----------------------------------------
+ * What a kernel cannot compute from the values it is given (an integer Div
+ * or Mod by zero). The host emulation aborts at once with the message
+ * ("[pmsis-host] FATAL: integer Div by zero"); on the chips the kernel
+ * stores a defined value (0), records the message and goes on, and the
+ * caller asks after the run: dg_kernel_error() is the message of the last
+ * error since dg_kernel_error_clear(), NULL when there was none. The
+ * generated harness prints it as a "FATAL:" line and fails. Building with
+ * -DDG_KERNEL_ERRORS_AS_STATUS gives the chips' behaviour on the host
+ * emulation too (tests). */
+const char *dg_kernel_error(void);
+void dg_kernel_error_clear(void);
+void dg_kernel_error_set(const char *msg);
+
 /* ---- fault injection (tests only) --------------------------------------
  * Compiled with -DDG_FAULT_INJECTION, DG_FAULT(id, v) perturbs the stored
  * value v while the global dg_fault_id equals id; the kernel tests use it to
@@ -735,9 +749,12 @@ typedef struct {
 void dg_where(void *args);
 
 /* ---- Cast between f32, i64, i32, u8 and bool (n elements) ----------------
- * float -> integer truncates toward zero (C conversion, as onnxruntime's
- * static_cast; out-of-range values are undefined, as there); -> bool is
- * x != 0 (stored as 0 / 1); integer -> float rounds to nearest; integer ->
+ * float -> integer truncates toward zero; NaN, infinities and values outside
+ * the target's range give what onnxruntime gives on x86-64 (where C leaves
+ * the conversion undefined): int64 and int32 get their minimum (INT64_MIN,
+ * INT32_MIN), and uint8 is the low byte of the int32 conversion (so 300.0
+ * gives 44, -1.0 gives 255, 1e30 and NaN give 0); -> bool is x != 0 (stored
+ * as 0 / 1, NaN is true); integer -> float rounds to nearest; integer ->
  * narrower integer wraps (two's complement); bool reads nonzero as 1.
  * from == to copies. */
 enum { DG_DT_F32 = 0, DG_DT_I64 = 1, DG_DT_I32 = 2, DG_DT_U8 = 3, DG_DT_BOOL = 4 };
@@ -967,12 +984,14 @@ void dg_gelu_tanh_grad_f32(void *args);
  * dg_binary_args_t (y may alias a when a is not broadcast):
  *   Add, Sub, Mul wrap around (two's complement), as onnxruntime does;
  *   Div truncates toward zero (C's and onnxruntime's); a zero divisor gives 0
- *     (the host emulation aborts), INT64_MIN / -1 gives INT64_MIN;
+ *     and is a run-time error (dg_kernel_error), INT64_MIN / -1 gives
+ *     INT64_MIN;
  *   dg_pow_i64: exact repeated squaring, wrapping; a negative exponent gives
  *     what onnxruntime's static_cast of pow() gives where that is defined
  *     (1 for a base of 1, +-1 for -1) and 0 otherwise;
- *   dg_pow_i64_f32: (int64_t)pow((double)a, (double)b), truncated toward
- *     zero (onnxruntime's static_cast<int64_t>(std::pow(a, b)));
+ *   dg_pow_i64_f32: pow((double)a, (double)b) truncated toward zero
+ *     (onnxruntime's static_cast<int64_t>(std::pow(a, b))); a result that is
+ *     NaN or outside int64 gives INT64_MIN, as onnxruntime does on x86-64;
  *   dg_pow_f32_i64: (float)pow((double)a, (double)b) (std::pow as
  *     onnxruntime calls it, in double). */
 typedef struct {
@@ -1026,7 +1045,7 @@ void dg_reduce_max_bool(void *args);
  * dg_binary_args_t): dg_mod_i64 is ONNX's fmod = 0, the remainder with the
  * divisor's sign (Python's %); dg_fmod_i64 and dg_fmod_f32 are fmod = 1,
  * the remainder with the dividend's sign (C's % and fmodf). An integer
- * divisor of 0 gives 0 (a check failure in debug builds). */
+ * divisor of 0 gives 0 and is a run-time error (dg_kernel_error). */
 void dg_mod_i64(void *args);
 void dg_fmod_i64(void *args);
 void dg_fmod_f32(void *args);

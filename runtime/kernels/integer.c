@@ -50,7 +50,7 @@
 
 static inline int64_t div_i64(int64_t a, int64_t b)
 {
-    DG_CHECK(b != 0, "integer Div by zero");
+    DG_DATA_CHECK(b != 0, "integer Div by zero");
     if (b == 0)
         return 0;
     if (b == -1)
@@ -79,7 +79,7 @@ static inline int64_t pow_i64(int64_t base, int64_t e)
 
 static inline int64_t fmod_i64(int64_t a, int64_t b)
 {
-    DG_CHECK(b != 0, "integer Mod by zero");
+    DG_DATA_CHECK(b != 0, "integer Mod by zero");
     if (b == 0 || b == -1)
         return 0;
     return a % b;
@@ -99,7 +99,7 @@ DG_TYPED_BINARY_KERNEL(dg_pow_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAU
 DG_TYPED_BINARY_KERNEL(dg_mod_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MOD, mod_i64(va, vb))
 DG_TYPED_BINARY_KERNEL(dg_fmod_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MOD, fmod_i64(va, vb))
 DG_TYPED_BINARY_KERNEL(dg_pow_i64_f32, int64_t, float, int64_t, DG_FAULT_I, DG_FAULT_POW,
-                       (int64_t)pow((double)va, (double)vb))
+                       dg_f64_to_i64(pow((double)va, (double)vb)))
 DG_TYPED_BINARY_KERNEL(dg_pow_f32_i64, float, int64_t, float, DG_FAULT, DG_FAULT_POW,
                        (float)pow((double)va, (double)vb))
 

@@ -126,13 +126,13 @@ void dg_cast(void *args)
                 ((float *)p->y)[i] = DG_FAULT(DG_FAULT_CAST, v);
                 break;
             case DG_DT_I64:
-                ((int64_t *)p->y)[i] = DG_FAULT_I(DG_FAULT_CAST, (int64_t)v);
+                ((int64_t *)p->y)[i] = DG_FAULT_I(DG_FAULT_CAST, dg_f64_to_i64((double)v));
                 break;
             case DG_DT_I32:
-                ((int32_t *)p->y)[i] = DG_FAULT_I(DG_FAULT_CAST, (int32_t)v);
+                ((int32_t *)p->y)[i] = DG_FAULT_I(DG_FAULT_CAST, dg_f32_to_i32(v));
                 break;
             case DG_DT_U8:
-                ((uint8_t *)p->y)[i] = (uint8_t)DG_FAULT_I(DG_FAULT_CAST, (uint8_t)v);
+                ((uint8_t *)p->y)[i] = (uint8_t)DG_FAULT_I(DG_FAULT_CAST, dg_f32_to_u8(v));
                 break;
             default: /* bool: NaN is nonzero, so true */
                 ((uint8_t *)p->y)[i] = (uint8_t)DG_FAULT_I(DG_FAULT_CAST, v != 0.0f);

@@ -25,12 +25,15 @@ pub const KERNEL_SYMBOLS: &[(&str, &[&str], &[&str])] = include!(concat!(env!("O
 
 /// The runtime sources a project with these kernel calls compiles, as
 /// `runtime/<path>`: the kernel files defining the called functions and,
-/// transitively, what they use; and every source of `mem/` and `harness/`.
+/// transitively, what they use, and the one holding the kernels' run-time
+/// error status (the harness reads it); and every source of `mem/` and
+/// `harness/`.
 /// (`pmsis-host/` is the host build's alone.)
 pub fn runtime_sources<'a>(calls: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
     let defining = |name: &str| KERNEL_SYMBOLS.iter().position(|(_, defs, _)| defs.contains(&name));
     let mut need = vec![false; KERNEL_SYMBOLS.len()];
-    let mut todo = vec![];
+    // The harness asks the kernels' run-time error status (dg_kernel_error).
+    let mut todo: Vec<usize> = defining("dg_kernel_error").into_iter().collect();
     for f in calls {
         let i = defining(f).ok_or_else(|| {
             Error::model(format!("internal error: no runtime/kernels file defines {f}, which a node calls"))
