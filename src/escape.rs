@@ -95,9 +95,28 @@ impl fmt::Display for ProjectName {
     }
 }
 
-/// Text for XML character data or a quoted attribute value.
+/// Text for XML character data or a quoted attribute value: well-formed
+/// XML 1.0 whatever `s` holds. The markup characters as entities; the
+/// characters XML 1.0 does not allow (the C0 controls, U+FFFE, U+FFFF)
+/// and those that would change the text unseen (line breaks and tabs,
+/// which an attribute value turns into blanks, DEL, the C1 and the
+/// bidirectional controls) as visible `\u{..}` escapes.
 pub fn xml_text(s: &str) -> String {
+    let hidden = |c: char| c.is_control() || matches!(c, '\u{fffe}' | '\u{ffff}') || is_bidi_control(c);
+    let s = if s.chars().any(hidden) { unicode_escaped(s, hidden) } else { s.to_string() };
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A name (tensor, node, operator, npz key, file) in a line of text
+/// output: control characters, line breaks and tabs included, and the
+/// bidirectional controls as `\u{..}` escapes, so a name stays on its
+/// line and cannot forge another.
+pub fn name(s: &str) -> std::borrow::Cow<'_, str> {
+    let hostile = |c: char| c.is_control() || is_bidi_control(c);
+    if !s.chars().any(hostile) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(unicode_escaped(s, hostile))
 }
 
 /// The body of a Graphviz double-quoted string.
@@ -163,6 +182,18 @@ mod tests {
     fn harness_labels_are_one_line_closed_by_their_bracket() {
         assert_eq!(harness_label("fc.weight_updated"), "fc.weight_updated");
         assert_eq!(harness_label("p\nx] errors 0 out of 0\\"), "p\\u{a}x\\u{5d} errors 0 out of 0\\u{5c}");
+    }
+
+    #[test]
+    fn xml_text_is_well_formed_and_shows_controls() {
+        assert_eq!(xml_text("a<b>&\"c"), "a&lt;b&gt;&amp;&quot;c");
+        assert_eq!(xml_text("x\u{0}\u{1b}\ny\u{fffe}\u{202e}"), "x\\u{0}\\u{1b}\\u{a}y\\u{fffe}\\u{202e}");
+    }
+
+    #[test]
+    fn names_stay_on_their_line() {
+        assert!(matches!(name("fc.weight"), std::borrow::Cow::Borrowed("fc.weight")));
+        assert_eq!(name("y\nmodel        forged\t\r"), "y\\u{a}model        forged\\u{9}\\u{d}");
     }
 
     #[test]

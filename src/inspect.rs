@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::escape::dot_string;
+use crate::escape::{dot_string, name};
 use crate::ir::{Dim, Flavor, Graph, Model, Origin, Role, TensorId, TensorType};
 
 #[derive(Serialize)]
@@ -235,6 +235,13 @@ fn table(out: &mut String, rows: &[ValueReport]) {
     out.push_str(&crate::text::table(&rows, &crate::text::Style { max_width: 60, ..crate::text::Style::PLAIN }));
 }
 
+/// Names joined by `, `, each on the line ([`crate::escape::name`]).
+fn names(v: &[String]) -> String {
+    v.iter().map(|n| name(n)).collect::<Vec<_>>().join(", ")
+}
+
+/// The text report. Every name in it is [`crate::escape::name`]d: a line
+/// break in a name cannot forge a line of the report.
 pub fn text(model: &Model) -> String {
     let r = report(model);
     let mut o = String::new();
@@ -244,7 +251,7 @@ pub fn text(model: &Model) -> String {
         Flavor::TrainingStep => "training step in one graph (forward, backward, inline SGD)",
         Flavor::TrainingArtifacts => "training artifacts (training graph with gradient accumulation + optimizer graph)",
     };
-    let _ = writeln!(o, "model        {}", r.model);
+    let _ = writeln!(o, "model        {}", name(&r.model));
     let _ = writeln!(o, "flavor       {flavor}");
     let folded = if r.folded_nodes > 0 { format!(" ({} folded away)", r.folded_nodes) } else { String::new() };
     let _ = writeln!(o, "nodes        {}{folded}", r.nodes);
@@ -267,14 +274,14 @@ pub fn text(model: &Model) -> String {
         );
     }
     for d in &r.dims {
-        let _ = writeln!(o, "dim          {} = {}, from {}", d.name, d.value, d.from);
+        let _ = writeln!(o, "dim          {} = {}, from {}", name(&d.name), d.value, name(&d.from));
     }
     let domains: Vec<String> =
-        r.domains.iter().map(|(d, n)| format!("{d} ({})", crate::text::count(*n, "node"))).collect();
+        r.domains.iter().map(|(d, n)| format!("{} ({})", name(d), crate::text::count(*n, "node"))).collect();
     let _ = writeln!(o, "domains      {}", domains.join(", "));
     let mut ops: Vec<(&String, &usize)> = r.ops.iter().collect();
     ops.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let ops: Vec<String> = ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
+    let ops: Vec<String> = ops.iter().map(|(k, v)| format!("{} x{v}", name(k))).collect();
     let _ = writeln!(o, "ops          {}", ops.join(", "));
     // Per-parameter buffers and flags are listed with their parameter below;
     // here they are one line each, so the table shows what a person feeds.
@@ -285,7 +292,7 @@ pub fn text(model: &Model) -> String {
         table(&mut o, &shown.into_iter().cloned().collect::<Vec<_>>());
         if let Some(first) = bulk.first() {
             let what = if first.role == "grad_buffer" { "gradient accumulation buffers" } else { "accumulation flags" };
-            let _ = writeln!(o, "  … {} {what} ({}, …)", bulk.len(), first.name);
+            let _ = writeln!(o, "  … {} {what} ({}, …)", bulk.len(), name(&first.name));
         }
     }
     if r.training {
@@ -295,28 +302,33 @@ pub fn text(model: &Model) -> String {
         } else {
             "(not found)"
         };
-        let _ = writeln!(o, "\nloss         {}", r.loss.as_deref().unwrap_or(missing));
+        let _ = writeln!(o, "\nloss         {}", r.loss.as_deref().map_or(missing.into(), name));
         let _ = writeln!(o, "\ntrainable parameters ({})", r.params.len());
         for p in &r.params {
             let mut parts = vec![];
             if let Some(b) = &p.grad_buffer {
-                parts.push(format!("buffer {b}"));
+                parts.push(format!("buffer {}", name(b)));
             } else if let Some(gr) = &p.gradient {
-                parts.push(format!("gradient {gr}"));
+                parts.push(format!("gradient {}", name(gr)));
             }
             if let Some(u) = &p.updated {
-                parts.push(format!("updated {u}"));
+                parts.push(format!("updated {}", name(u)));
             }
-            let _ = writeln!(o, "  {}  ->  {}", p.name, parts.join(", "));
+            let _ = writeln!(o, "  {}  ->  {}", name(&p.name), parts.join(", "));
         }
     }
     if let Some(d) = &r.derived {
         derived_text(&mut o, d);
     }
     if let Some(opt) = &r.optimizer {
-        let ops: Vec<String> = opt.ops.iter().map(|(k, v)| format!("{k} x{v}")).collect();
-        let _ =
-            writeln!(o, "\noptimizer    {} ({}: {})", opt.path, crate::text::count(opt.nodes, "node"), ops.join(", "));
+        let ops: Vec<String> = opt.ops.iter().map(|(k, v)| format!("{} x{v}", name(k))).collect();
+        let _ = writeln!(
+            o,
+            "\noptimizer    {} ({}: {})",
+            name(&opt.path),
+            crate::text::count(opt.nodes, "node"),
+            ops.join(", ")
+        );
         table(&mut o, &opt.inputs);
         table(&mut o, &opt.outputs);
     }
@@ -327,7 +339,7 @@ pub fn text(model: &Model) -> String {
                 "\npredict      dg_model.h: {} of the forward part, outputs {}; it runs in the training step's \
                  buffers and adds no memory",
                 crate::text::count(p.nodes, "node"),
-                p.outputs.join(", ")
+                names(&p.outputs)
             ),
             Some(why) => writeln!(o, "\npredict      none: {why}"),
         };
@@ -335,7 +347,7 @@ pub fn text(model: &Model) -> String {
     if !r.warnings.is_empty() {
         let _ = writeln!(o);
         for w in &r.warnings {
-            let _ = writeln!(o, "warning: {w}");
+            let _ = writeln!(o, "warning: {}", name(w));
         }
     }
     o
@@ -344,14 +356,14 @@ pub fn text(model: &Model) -> String {
 /// The derived training step: what was added, what trains, what it costs.
 fn derived_text(o: &mut String, d: &crate::ir::train::Derived) {
     let Some(spec) = &d.spec else { return };
-    let _ = writeln!(o, "\nderived training step (from {})", spec.source);
+    let _ = writeln!(o, "\nderived training step (from {})", name(&spec.source));
     let chosen = if spec.logits.is_some() { "" } else { " (the only float output)" };
     let _ = writeln!(
         o,
         "  loss {} on '{}'{chosen}, labels '{}'; optimizer {} (lr {}), accumulation {}",
         spec.loss.name(),
-        d.logits,
-        spec.labels,
+        name(&d.logits),
+        name(&spec.labels),
         spec.optimizer.name(),
         spec.learning_rate,
         spec.accumulation_steps
@@ -361,11 +373,11 @@ fn derived_text(o: &mut String, d: &crate::ir::train::Derived) {
         "  nodes: {} forward, {} added (loss, backward, accumulation), {} optimizer",
         d.forward_nodes, d.nodes_added, d.optimizer_nodes
     );
-    let _ = writeln!(o, "  trainable ({}): {}", d.trainable.len(), d.trainable.join(", "));
-    let frozen = if d.frozen.is_empty() { "none".to_string() } else { d.frozen.join(", ") };
+    let _ = writeln!(o, "  trainable ({}): {}", d.trainable.len(), names(&d.trainable));
+    let frozen = if d.frozen.is_empty() { "none".to_string() } else { names(&d.frozen) };
     let _ = writeln!(o, "  frozen ({}): {frozen}  (no gradient, no buffer)", d.frozen.len());
     if !d.state_inputs.is_empty() {
-        let _ = writeln!(o, "  updated as training state: {}", d.state_inputs.join(", "));
+        let _ = writeln!(o, "  updated as training state: {}", names(&d.state_inputs));
     }
     let _ = writeln!(
         o,

@@ -22,6 +22,7 @@ pub mod diag;
 pub mod emit;
 pub mod error;
 pub mod escape;
+pub mod files;
 pub mod import;
 pub mod inspect;
 pub mod ir;

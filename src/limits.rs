@@ -2,7 +2,6 @@
 //! is bad input (exit 2, naming the file and the bound), never an
 //! allocation that aborts the process.
 
-use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -22,16 +21,12 @@ pub const JUNIT_XML: u64 = 256 << 20;
 /// `deploygen.json` of a generated project.
 pub const MANIFEST: u64 = 64 << 20;
 
-/// The whole of `path`, when it holds at most `bound` bytes; `what` names
-/// the kind of file in the error.
+/// The whole of `path`, when it is a regular file holding at most `bound`
+/// bytes; `what` names the kind of file in the error
+/// ([`crate::files::read`]: a FIFO or device is refused, never opened to
+/// block).
 pub fn read(path: &Path, bound: u64, what: &str) -> Result<Vec<u8>> {
-    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut out = Vec::new();
-    f.take(bound + 1).read_to_end(&mut out).map_err(|e| Error::io(path, e))?;
-    if out.len() as u64 > bound {
-        return Err(Error::Usage(format!("{}: {what} larger than the bound of {bound} bytes", path.display())));
-    }
-    Ok(out)
+    crate::files::read(path, bound, what)
 }
 
 /// [`read`] as UTF-8 text.

@@ -77,8 +77,12 @@ fn pad(line: &mut String, c: &str, w: usize, align: Align) {
 }
 
 /// Render rows (the header, if any, is just the first row) into lines,
-/// each ending in a newline, trailing blanks trimmed.
+/// each ending in a newline, trailing blanks trimmed. A cell is one line
+/// whatever it holds: control characters (line breaks too) in it show as
+/// escapes ([`crate::escape::name`]), so a name cannot forge a row.
 pub fn table<S: AsRef<str>>(rows: &[Vec<S>], style: &Style) -> String {
+    let rows: Vec<Vec<std::borrow::Cow<'_, str>>> =
+        rows.iter().map(|r| r.iter().map(|c| crate::escape::name(c.as_ref())).collect()).collect();
     let widths = widths(rows.iter().map(Vec::as_slice), one_line, style.max_width);
     let mut out = String::new();
     for r in rows {
@@ -160,6 +164,12 @@ mod tests {
         // A line break makes the row two lines high; wide characters take
         // two columns.
         assert_eq!(markdown(&["a", "b"], &[vec!["x\ny", "漢"]]), "| a | b  |\n|---|----|\n| x | 漢 |\n| y |    |\n");
+    }
+
+    #[test]
+    fn plain_table_cells_are_one_line() {
+        let rows = vec![vec!["a\n  forged  row", "1"]];
+        assert_eq!(table(&rows, &Style::PLAIN), "  a\\u{a}  forged  row  1\n");
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use indexmap::IndexMap;
 use ndarray_npy::npy::header::{Header as NpyFileHeader, Layout};
@@ -40,9 +40,15 @@ const MAX_DEPTH: usize = 16;
 /// decompressed only when asked for, once. So the binding inflates only
 /// the arrays it binds, each after its header has shown that it fits, and
 /// a file of huge members nobody uses costs nothing.
+///
+/// The zip directory is read once, when the file is opened; every member
+/// is found through it afterwards, so reading a file is linear in its
+/// members.
 pub struct Npz {
     pub path: PathBuf,
-    bytes: Vec<u8>,
+    /// The archive over the file's bytes, its directory read; cloned
+    /// (shared bytes, shared directory) to read a member.
+    zip: zip::ZipArchive<Cursor<Arc<[u8]>>>,
     members: IndexMap<String, Member>,
     inflated: AtomicU64,
 }
@@ -155,7 +161,7 @@ impl Npz {
     /// An archive of `arrays` (as [`write_npz`] writes them), opened.
     pub fn from_arrays(path: &Path, arrays: &[(&str, &TensorData)]) -> Result<Npz> {
         let bytes = write_npz(arrays).map_err(|e| npz_err(path, None, e.to_string()))?;
-        parse(path, &bytes)
+        parse_owned(path, bytes)
     }
 
     /// The header of the member `key`, without reading its values.
@@ -191,8 +197,8 @@ impl Npz {
 
     fn inflate(&self, key: &str, m: &Member) -> Result<TensorData> {
         let err = |d: String| npz_err(&self.path, Some(key), d);
-        let mut zip = zip::ZipArchive::new(Cursor::new(self.bytes.as_slice()))
-            .map_err(|e| err(format!("not a readable .npz (zip) archive: {e}")))?;
+        // A clone shares the bytes and the directory read at opening.
+        let mut zip = self.zip.clone();
         let member = zip.by_index(m.index).map_err(|e| err(format!("cannot open the zip member: {e}")))?;
         let mut data = Vec::new();
         member.take(m.size + 1).read_to_end(&mut data).map_err(|e| err(format!("cannot decompress: {e}")))?;
@@ -234,14 +240,22 @@ fn npz_err(path: &Path, key: Option<&str>, detail: impl Into<String>) -> Error {
 
 /// Open an `.npz` file from disk (headers only; see [`Npz`]).
 pub fn read(path: &Path) -> Result<Npz> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-    parse(path, &bytes)
+    let mut f = crate::files::open_regular(path, "an .npz archive")?;
+    let mut bytes = Vec::new();
+    f.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+    parse_owned(path, bytes)
 }
 
 /// Open `.npz` bytes: the archive's directory and every member's header,
 /// each checked against the member's declared size. `path` is only used
 /// in messages.
 pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
+    parse_owned(path, bytes.to_vec())
+}
+
+/// [`parse`], keeping `bytes`.
+fn parse_owned(path: &Path, bytes: Vec<u8>) -> Result<Npz> {
+    let bytes: Arc<[u8]> = bytes.into();
     let mut zip = zip::ZipArchive::new(Cursor::new(bytes))
         .map_err(|e| npz_err(path, None, format!("not a readable .npz (zip) archive: {e}")))?;
     let mut members = IndexMap::new();
@@ -275,7 +289,7 @@ pub fn parse(path: &Path, bytes: &[u8]) -> Result<Npz> {
             return Err(npz_err(path, Some(&key), "the key appears twice in the archive"));
         }
     }
-    Ok(Npz { path: path.to_path_buf(), bytes: bytes.to_vec(), members, inflated: AtomicU64::new(0) })
+    Ok(Npz { path: path.to_path_buf(), zip, members, inflated: AtomicU64::new(0) })
 }
 
 /// A member's header, read from its first bytes only, and checked against

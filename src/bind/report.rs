@@ -107,7 +107,13 @@ pub fn text(b: &Binding) -> String {
         Some(p) => format!("{} ({} layout)", short(p), b.outputs_layout.name()),
         None => "no outputs.npz".into(),
     };
-    let _ = writeln!(o, "\ntest data    {} ({} layout), {outputs}", short(&b.inputs_path), b.layout.name());
+    let _ = writeln!(
+        o,
+        "\ntest data    {} ({} layout), {}",
+        crate::escape::name(&short(&b.inputs_path)),
+        b.layout.name(),
+        crate::escape::name(&outputs)
+    );
     let how = match b.detected_from {
         DetectedFrom::MiniBatchKeys => "detected: the inputs with mb<i>_ keys",
         DetectedFrom::GraphRoles if b.slots_with(Role::Labels).next().is_none() => {
@@ -143,10 +149,10 @@ pub fn text(b: &Binding) -> String {
         let _ = writeln!(o, "schedule     one inference pass");
         let _ = writeln!(o, "references   {} output(s){tolerance}", b.references.len());
         for n in &b.notes {
-            let _ = writeln!(o, "note: {n}");
+            let _ = writeln!(o, "note: {}", crate::escape::name(n));
         }
         for w in &b.warnings {
-            let _ = writeln!(o, "warning: {w}");
+            let _ = writeln!(o, "warning: {}", crate::escape::name(w));
         }
         return o;
     }
@@ -178,10 +184,10 @@ pub fn text(b: &Binding) -> String {
         );
     }
     for n in &b.notes {
-        let _ = writeln!(o, "note: {n}");
+        let _ = writeln!(o, "note: {}", crate::escape::name(n));
     }
     for w in &b.warnings {
-        let _ = writeln!(o, "warning: {w}");
+        let _ = writeln!(o, "warning: {}", crate::escape::name(w));
     }
     o
 }

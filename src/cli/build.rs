@@ -261,17 +261,21 @@ fn peak_rss_kb() -> Option<u64> {
 
 /// `--out` keeps clear of the model and its data: it is not the model's
 /// folder (the folder given, or the one holding the `.onnx` file), not a
-/// folder around it, and not a folder inside a model folder.
+/// folder around it, and not a folder inside a model folder — the folder
+/// given, or the one holding the `.onnx` file when that is a model folder
+/// (the file is its main graph, `network.onnx` or `training_model.onnx`,
+/// or the folder holds one).
 fn apart_from_model(model: &Path, out: &Path) -> Result<()> {
     let is_folder = model.is_dir();
     let folder =
         if is_folder { model } else { model.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")) };
+    let model_folder = is_folder || crate::import::is_main_file(model) || crate::import::locate(folder).is_ok();
     let (Some(real_folder), Some(target)) = (resolved(folder), resolved(out)) else { return Ok(()) };
     let why = if target == real_folder {
         "is the model folder"
     } else if real_folder.starts_with(&target) {
         "holds the model folder"
-    } else if is_folder && target.starts_with(&real_folder) {
+    } else if model_folder && target.starts_with(&real_folder) {
         "is inside the model folder"
     } else {
         return Ok(());

@@ -4,24 +4,11 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 
-/// Write next to the target, then rename: no half-written file on error.
-/// A folder that does not exist is named as the user gave it.
+/// Write a report file the user named ([`crate::files::write`]): through a
+/// temporary file renamed into place, only to a new name or over a
+/// regular file.
 pub fn write_file(path: &Path, contents: &str) -> Result<()> {
-    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if !parent.is_dir() {
-        return Err(Error::Usage(format!(
-            "cannot write {}: folder {} does not exist",
-            path.display(),
-            parent.display()
-        )));
-    }
-    let tmp = path.with_extension("deploygen-tmp");
-    let cannot = |e: std::io::Error| Error::Usage(format!("cannot write {}: {e}", path.display()));
-    std::fs::write(&tmp, contents).map_err(cannot)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        cannot(e)
-    })
+    crate::files::write(path, contents.as_bytes())
 }
 
 /// Print a report. A reader that stops early (`deploygen inspect … | head`)

@@ -134,10 +134,14 @@ impl Project {
         }
         for (rel, want) in &expected {
             let p = dir.join(rel);
-            match std::fs::read(&p) {
-                Err(_) => out.push_str(&format!("missing in {}: {}\n", dir.display(), rel.display())),
-                Ok(have) if have.as_slice() == *want => {}
-                Ok(have) => out.push_str(&unified_diff(rel, &have, want)),
+            if std::fs::metadata(&p).is_err() {
+                out.push_str(&format!("missing in {}: {}\n", dir.display(), rel.display()));
+                continue;
+            }
+            // A FIFO or device in its place is refused, never read.
+            let have = read_regular(&p, "a file of the project to compare")?;
+            if have.as_slice() != *want {
+                out.push_str(&unified_diff(rel, &have, want));
             }
         }
         Ok(out)
@@ -226,6 +230,10 @@ enum NotMade {
     /// The folder cannot be listed.
     #[error("{0}")]
     Unlisted(#[source] Box<Error>),
+    /// A listed file that is not a regular file (a FIFO, a device) or
+    /// cannot be read.
+    #[error("{0}")]
+    Unreadable(#[source] Box<Error>),
     #[error("{} is not a file deploygen wrote", .0.display())]
     Extra(PathBuf),
 }
@@ -244,7 +252,10 @@ fn only_what_deploygen_wrote(dir: &Path) -> std::result::Result<(), NotMade> {
     let listed: std::collections::BTreeSet<PathBuf> = m.files.iter().map(|f| PathBuf::from(&f.path)).collect();
     for f in &m.files {
         let p = dir.join(&f.path);
-        let Ok(data) = std::fs::read(&p) else { return Err(NotMade::Missing(p)) };
+        if std::fs::metadata(&p).is_err() {
+            return Err(NotMade::Missing(p));
+        }
+        let data = read_regular(&p, "a file deploygen wrote").map_err(|e| NotMade::Unreadable(Box::new(e)))?;
         if super::manifest::WrittenFile::of(Path::new(&f.path), &data).sha256 != f.sha256 {
             return Err(NotMade::Changed(p));
         }
@@ -279,6 +290,15 @@ fn list_entries(root: &Path, rel: &Path, out: &mut Vec<(PathBuf, bool)>) -> Resu
         }
     }
     Ok(())
+}
+
+/// The whole of the regular file `p` ([`crate::files::open_regular`]: a
+/// FIFO or device is refused, never opened to block).
+fn read_regular(p: &Path, what: &str) -> Result<Vec<u8>> {
+    let mut f = crate::files::open_regular(p, what)?;
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut f, &mut data).map_err(|e| Error::io(p, e))?;
+    Ok(data)
 }
 
 fn is_empty(dir: &Path) -> Result<bool> {

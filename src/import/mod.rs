@@ -43,6 +43,12 @@ pub fn model_name(path: &Path) -> Option<std::ffi::OsString> {
     }
 }
 
+/// Whether `path` is named like a model folder's main graph
+/// (`network.onnx`, `training_model.onnx`).
+pub fn is_main_file(path: &Path) -> bool {
+    path.file_name().and_then(|n| n.to_str()).is_some_and(|n| MAIN_NAMES.contains(&n))
+}
+
 /// The files that make up a model, resolved from a MODEL argument: a folder
 /// or a path to one `.onnx` file.
 #[derive(Clone, Debug)]

@@ -30,6 +30,12 @@ pub const LAZY_RESET: &str = "lazy_reset_grad";
 pub enum SelectionError {
     #[error("logits = '{name}' is not a graph output (outputs: {})", .outputs.join(", "))]
     NotAnOutput { name: String, outputs: Vec<String> },
+    /// The named output is not float: a loss reads float scores.
+    #[error(
+        "logits = '{name}' is a {dtype} output; the loss reads float scores (float outputs: {})",
+        if .floats.is_empty() { "none".to_string() } else { .floats.join(", ") }
+    )]
+    NotFloat { name: String, dtype: crate::ir::DType, floats: Vec<String> },
     /// No `logits` given, and not exactly one float output to read.
     #[error(
         "the graph has {floats} float outputs ({}): name the one the loss reads with 'logits'",
@@ -115,12 +121,23 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
 fn logits(g: &Graph, spec: &TrainSpec) -> std::result::Result<TensorId, SelectionError> {
     let outputs: Vec<String> = g.outputs.iter().map(|&t| g.name_of(t).to_string()).collect();
     if let Some(name) = &spec.logits {
-        return g
+        let t = g
             .outputs
             .iter()
             .copied()
             .find(|&t| g.name_of(t) == name)
-            .ok_or_else(|| SelectionError::NotAnOutput { name: name.clone(), outputs });
+            .ok_or_else(|| SelectionError::NotAnOutput { name: name.clone(), outputs })?;
+        let dtype = g.tensor(t).ty.dtype;
+        if !dtype.is_float() {
+            let floats = g
+                .outputs
+                .iter()
+                .filter(|&&o| g.tensor(o).ty.dtype.is_float())
+                .map(|&o| g.name_of(o).to_string())
+                .collect();
+            return Err(SelectionError::NotFloat { name: name.clone(), dtype, floats });
+        }
+        return Ok(t);
     }
     let float: Vec<TensorId> = g.outputs.iter().copied().filter(|&t| g.tensor(t).ty.dtype.is_float()).collect();
     match float.as_slice() {

@@ -26,6 +26,12 @@ fn table(o: &mut String, head: &[&str], rows: &[Vec<String>]) {
     o.push_str(&crate::text::table(&all, &Style { sep: " ", align: &align, ..Style::PLAIN }));
 }
 
+/// One line of the report holding names ([`crate::escape::name`]): a
+/// line break in a name cannot forge another line.
+fn line(s: &str) -> std::borrow::Cow<'_, str> {
+    crate::escape::name(s)
+}
+
 /// Text for `deploygen inspect --platform P`.
 pub fn text(plan: &Plan) -> String {
     let mut o = String::new();
@@ -149,14 +155,14 @@ fn weights_text(o: &mut String, plan: &Plan) {
         }
         let _ = writeln!(o, "  why:");
         for (r, n) in reasons {
-            let _ = writeln!(o, "    ({n}) {r}");
+            let _ = writeln!(o, "    ({n}) {}", line(&r));
         }
     }
     let _ = writeln!(
         o,
         "  TRAINING_SKIP_INITWEIGHT_COPY: {} ({})",
         if plan.skip_initweight_copy.skip { "defined" } else { "not defined" },
-        plan.skip_initweight_copy.reason
+        line(&plan.skip_initweight_copy.reason)
     );
 }
 
@@ -225,7 +231,7 @@ fn decisions_text(o: &mut String, plan: &Plan) {
     if !plan.decisions.is_empty() {
         let _ = writeln!(o, "\ndecisions");
         for d in &plan.decisions {
-            let _ = writeln!(o, "  - {d}");
+            let _ = writeln!(o, "  - {}", line(d));
         }
     }
     let staged = plan.weights.iter().filter(|w| w.supply == Supply::L3Staged).count();
@@ -264,11 +270,11 @@ fn tiling_text(o: &mut String, plan: &Plan) {
         table(o, &["step", "node", "op", "tiles", "tile", "buffers", "L2<->L1 B", "L3<->L2 B", "DMA", "L1 B"], &rows);
         let _ = writeln!(o, "  why:");
         for (n, t) in &tiled {
-            let _ = writeln!(o, "    step {} '{}': {}", n.step, n.name, t.why);
+            let _ = writeln!(o, "    step {} '{}': {}", n.step, line(&n.name), line(&t.why));
         }
     }
     for (n, why) in untiled {
-        let _ = writeln!(o, "  untiled: step {} '{}' ({}): {why}", n.step, n.name, n.op);
+        let _ = writeln!(o, "  untiled: step {} '{}' ({}): {}", n.step, line(&n.name), line(&n.op), line(why));
     }
 }
 
@@ -295,22 +301,25 @@ fn recompute(o: &mut String, r: &super::recompute::Report) {
             o,
             "  {} gradient accumulation(s) run as soon as their gradient is made (no cost): {}",
             r.accumulated_early.len(),
-            r.accumulated_early.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ")
+            r.accumulated_early.iter().map(|n| format!("'{}'", line(n))).collect::<Vec<_>>().join(", ")
         );
     }
     for c in &r.chosen {
-        let nodes: Vec<String> =
-            c.nodes.iter().map(|n| format!("'{}' ({}, copy of '{}')", n.node, n.op, n.copy_of)).collect();
+        let nodes: Vec<String> = c
+            .nodes
+            .iter()
+            .map(|n| format!("'{}' ({}, copy of '{}')", line(&n.node), line(&n.op), line(&n.copy_of)))
+            .collect();
         let _ = writeln!(
             o,
             "  {}: {} B saved, cost +{}: {}",
-            c.tensor,
+            line(&c.tensor),
             thousands(c.bytes_saved),
             thousands(c.cost_added),
             nodes.join(", ")
         );
     }
     for why in &r.rejected {
-        let _ = writeln!(o, "  kept {why}");
+        let _ = writeln!(o, "  kept {}", line(why));
     }
 }

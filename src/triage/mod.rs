@@ -284,7 +284,7 @@ fn write_npz(path: &Path, arrays: &fix::Arrays) -> Result<()> {
     let refs: Vec<(&str, &crate::ir::TensorData)> = arrays.iter().map(|(k, v)| (k.as_str(), v)).collect();
     let bytes =
         bind::npz::write_npz(&refs).map_err(|e| Error::Npz { path: path.into(), key: None, detail: e.to_string() })?;
-    std::fs::write(path, bytes).map_err(|e| Error::write(path, e))
+    crate::files::write(path, &bytes)
 }
 
 /// What the fix is, before anything is run.

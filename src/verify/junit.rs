@@ -76,8 +76,8 @@ pub fn report(summary: &Summary) -> Report {
     report
 }
 
-/// Write the report next to `path`, then rename it into place: a reader
-/// never sees half a file.
+/// Write the report ([`crate::files::write`]: through a temporary file
+/// renamed into place, only to a new name or over a regular file).
 pub fn write(summary: &Summary, path: &Path) -> Result<()> {
     write_report(&report(summary), path)
 }
@@ -134,17 +134,5 @@ fn same_file(a: &Path, b: &Path) -> bool {
 
 fn write_report(report: &Report, path: &Path) -> Result<()> {
     let xml = report.to_string().map_err(|e| Error::Usage(format!("cannot write JUnit XML: {e}")))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp =
-        tempfile::Builder::new().prefix(".deploygen-junit-").tempfile_in(dir).map_err(|e| Error::write(path, e))?;
-    std::io::Write::write_all(&mut tmp, xml.as_bytes()).map_err(|e| Error::write(path, e))?;
-    // A report is for everyone to read, not private like a temp file.
-    use std::os::unix::fs::PermissionsExt;
-    let mode = std::fs::Permissions::from_mode(0o644);
-    tmp.as_file().set_permissions(mode).map_err(|e| Error::write(path, e))?;
-    tmp.persist(path).map_err(|e| Error::write(path, e.error))?;
-    Ok(())
+    crate::files::write(path, xml.as_bytes())
 }

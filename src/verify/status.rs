@@ -428,14 +428,13 @@ impl StatusTable {
         self.path.as_ref().map_or_else(|| "the status table".into(), |p| p.display().to_string())
     }
 
-    /// Write the table back (next to it, then renamed).
+    /// Write the table back ([`crate::files::write`]: through a temporary
+    /// file renamed into place, only over a regular file or a new name).
     pub fn write(&self) -> Result<()> {
         let Some(path) = &self.path else {
             return Err(Error::Usage("the status table has no file to be written to".into()));
         };
-        let tmp = path.with_extension("toml.deploygen-tmp");
-        std::fs::write(&tmp, self.to_text()).map_err(|e| Error::write(path, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::write(path, e))
+        crate::files::write(path, self.to_text().as_bytes())
     }
 }
 
