@@ -224,7 +224,8 @@ pub fn plan(path: &Path, o: &Options) -> Result<Planned, StageError> {
         bind::dims::specialise(&mut raw)?;
         bind::pinned::pin(&mut raw)
     })?;
-    let mut model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower(raw))?;
+    let limit = lower::FoldLimit::of(&o.plan.platform);
+    let mut model = timed((&mut t, o.on_stage), "lower", Stage::Import, || lower::lower_within(raw, limit))?;
     let binding = timed((&mut t, o.on_stage), "bind", Stage::Bind, || bind_data(&model, o))?;
     if let Some(b) = &binding {
         timed((&mut t, o.on_stage), "check", Stage::Bind, || check::training(&model, b))?;

@@ -120,7 +120,7 @@ fn pin_one(model: &mut Model, t: TensorId, data: &npz::Npz) -> Result<()> {
     let x = model.graph.tensor_mut(t);
     x.ty = value.ty();
     x.origin = Origin::Initializer;
-    x.data = Some(value);
+    x.data = Some(std::sync::Arc::new(value));
     model.graph.inputs.retain(|&i| i != t);
     model.pinned.push(PinnedInput { name, keys: keys.iter().map(|k| k.to_string()).collect(), value: shown });
     Ok(())

@@ -63,8 +63,8 @@ pub(super) fn baked_name(id: BufId) -> String {
 fn initial_value(ctx: &Ctx, binding: Option<&bind::Binding>, id: BufId) -> Result<TensorData> {
     let b = &ctx.plan.buffers[id];
     let g = ctx.graph(b.graph);
-    if let Some(d) = g.id(&b.name).and_then(|t| g.tensor(t).data.clone()) {
-        return Ok(d);
+    if let Some(d) = g.id(&b.name).and_then(|t| g.tensor(t).data.as_deref()) {
+        return Ok(d.clone());
     }
     if let Some(s) = binding.and_then(|bd| bd.slot(&b.name)) {
         if let Some(v) = s.values.first() {

@@ -146,7 +146,7 @@ fn add_initializers(g: &mut Graph, gp: &pb::GraphProto, dir: &Path) -> Result<()
         }
         let (id, _) = g.tensors.insert_full(
             name.clone(),
-            Tensor { name, ty: data.ty(), origin: Origin::Initializer, data: Some(data), sequence: false },
+            Tensor { name, ty: data.ty(), origin: Origin::Initializer, data: Some(data.into()), sequence: false },
         );
         g.initializers.push(id);
     }

@@ -4,6 +4,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::ops::{Index, IndexMut};
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
@@ -138,8 +139,9 @@ pub struct Tensor {
     pub name: String,
     pub ty: TensorType,
     pub origin: Origin,
-    /// Constant value: initializers and folded values.
-    pub data: Option<TensorData>,
+    /// Constant value: initializers and folded values. Shared: a copy of
+    /// the graph, or a folded Identity, holds the same bytes, not a copy.
+    pub data: Option<Arc<TensorData>>,
     /// True for graph inputs whose type is `sequence(tensor)`
     /// (SGDOptimizerV2's `params`, `gradients`, …).
     pub sequence: bool,

@@ -92,7 +92,7 @@ pub fn derive(model: &mut Model, spec: &TrainSpec) -> Result<Derived> {
         let t = g.tensor_mut(w);
         t.origin = Origin::Input;
         if let Some(v) = t.data.take() {
-            model.initial.insert(t.name.clone(), v);
+            model.initial.insert(t.name.clone(), std::sync::Arc::unwrap_or_clone(v));
         }
     }
     g.initializers.retain(|t| !trainable.contains(t) && !state_inputs.contains(t));

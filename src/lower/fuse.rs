@@ -24,6 +24,7 @@
 //! [`OpDef::channel_weights`]: crate::ops::OpDef::channel_weights
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use petgraph::stable_graph::NodeIndex;
 
@@ -148,9 +149,9 @@ fn fold_into(g: &mut Graph, n: NodeIndex, slots: ChannelWeights, a: &ChannelAffi
     for (c, chunk) in v.chunks_mut(per.max(1)).enumerate() {
         chunk.iter_mut().for_each(|x| *x = (f64::from(*x) * f64::from(a.scale[c])) as f32);
     }
-    g.tensor_mut(w).data = Some(TensorData::from_f32(data.shape, &v));
+    g.tensor_mut(w).data = Some(Arc::new(TensorData::from_f32(data.shape.clone(), &v)));
     let bias: Vec<f32> = match g.dag[n].input(slots.bias) {
-        Some(b) => g.tensor(b).data.as_ref().and_then(TensorData::to_f32).expect("checked by foldable"),
+        Some(b) => g.tensor(b).data.as_deref().and_then(TensorData::to_f32).expect("checked by foldable"),
         None => vec![0.0; a.scale.len()],
     };
     let folded: Vec<f32> = bias
@@ -160,7 +161,7 @@ fn fold_into(g: &mut Graph, n: NodeIndex, slots: ChannelWeights, a: &ChannelAffi
         .collect();
     let data = TensorData::from_f32(vec![folded.len()], &folded);
     match g.dag[n].input(slots.bias) {
-        Some(b) => g.tensor_mut(b).data = Some(data),
+        Some(b) => g.tensor_mut(b).data = Some(Arc::new(data)),
         None => {
             let base = format!("{}.folded_bias", g.name_of(w));
             let b = ops::grad::Builder::new(g).constant(&base, data);

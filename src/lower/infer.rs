@@ -5,13 +5,70 @@
 //! disagree about what the node computes.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::ir::{Attr, DType, Dim, Graph, Origin, Tensor, TensorData, TensorId, TensorType};
 use crate::ops::{self, Ctx, FoldWhen};
+use crate::target::Platform;
 
-/// Fold and infer in schedule order. Returns the number of folded nodes.
+/// How many bytes folding may make when generating code: each folded
+/// value, and all of them together, stay within `bytes`, the target's
+/// largest memory level (what no value of the network can outgrow).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoldLimit {
+    pub bytes: u64,
+    /// What the bound is, for messages: `GAP9's largest memory level (L3)`.
+    pub of: String,
+}
+
+/// The bytes folding has made so far, against its limit.
+#[derive(Clone, Debug)]
+pub struct Folding {
+    pub limit: FoldLimit,
+    pub spent: u64,
+}
+
+impl Folding {
+    pub fn new(limit: FoldLimit) -> Folding {
+        Folding { limit, spent: 0 }
+    }
+}
+
+/// Fold and infer in schedule order, folding at most
+/// [`FoldLimit::default`] bytes. Returns the number of folded nodes.
 pub fn infer(graph: &mut Graph) -> Result<usize> {
+    infer_within(graph, &mut Folding::new(FoldLimit::default()))
+}
+
+/// The most bytes folding may make whatever the capacities asked for:
+/// what the host emulation can back (1 GiB).
+pub const FOLD_CEILING: u64 = 1 << 30;
+
+impl FoldLimit {
+    /// The largest memory level of `platform` (capacity overrides
+    /// applied), at most [`FOLD_CEILING`].
+    pub fn of(platform: &Platform) -> FoldLimit {
+        let d = platform.levels.iter().max_by_key(|d| d.capacity).expect("a platform describes its levels (tested)");
+        FoldLimit {
+            bytes: d.capacity.min(FOLD_CEILING),
+            of: format!("{}'s largest memory level ({})", platform.name, d.level),
+        }
+    }
+}
+
+impl Default for FoldLimit {
+    /// The largest memory level of any chip deploygen knows, for a model
+    /// lowered without a target.
+    fn default() -> FoldLimit {
+        let bytes = Platform::all().iter().flat_map(|p| p.levels.iter().map(|d| d.capacity)).max().unwrap_or(0);
+        FoldLimit { bytes: bytes.min(FOLD_CEILING), of: "the largest memory level of any chip deploygen knows".into() }
+    }
+}
+
+/// Fold and infer in schedule order, every folded value and their total
+/// within `folding`'s limit. Returns the number of folded nodes.
+pub fn infer_within(graph: &mut Graph, folding: &mut Folding) -> Result<usize> {
     let mut folded = 0;
     let schedule = graph.schedule.clone();
     let outputs: HashSet<TensorId> = graph.outputs.iter().copied().collect();
@@ -33,7 +90,7 @@ pub fn infer(graph: &mut Graph) -> Result<usize> {
         }
         let node = graph.dag[n].clone();
         let ctx = Ctx { graph, node: &node };
-        if let Some(values) = try_fold(&ctx, def, &inferred)? {
+        if let Some(values) = try_fold(&ctx, def, &inferred, folding)? {
             for (slot, value) in node.outputs.iter().zip(values) {
                 if let Some(t) = slot {
                     let t = graph.tensor_mut(*t);
@@ -79,8 +136,13 @@ fn give_constant(graph: &mut Graph, n: petgraph::graph::NodeIndex, slot: usize, 
         name = format!("{old}.current_form.{k}");
         k += 1;
     }
-    let tensor =
-        Tensor { name: name.clone(), ty: value.ty(), origin: Origin::Initializer, data: Some(value), sequence: false };
+    let tensor = Tensor {
+        name: name.clone(),
+        ty: value.ty(),
+        origin: Origin::Initializer,
+        data: Some(Arc::new(value)),
+        sequence: false,
+    };
     let (id, _) = graph.tensors.insert_full(name, tensor);
     graph.dag[n].inputs[slot] = Some(id);
 }
@@ -131,7 +193,15 @@ fn required_inputs(ctx: &Ctx, def: &ops::OpDef) -> Result<()> {
 
 /// Fold a node whose outputs are integer shape arithmetic and whose inputs
 /// are all known. Trainable weights are never integer, so they never fold.
-fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+/// The size of what it makes is checked against the limit before it is
+/// made; a view of a constant with its shape unchanged (Identity) shares
+/// the input's value.
+fn try_fold(
+    ctx: &Ctx,
+    def: &ops::OpDef,
+    inferred: &[TensorType],
+    folding: &mut Folding,
+) -> Result<Option<Vec<Arc<TensorData>>>> {
     let Some(fold) = def.fold else { return Ok(None) };
     let shape_only = def.fold_when == FoldWhen::Shapes;
     let inputs_known = ctx.node.inputs.iter().flatten().all(|&t| {
@@ -145,7 +215,62 @@ fn try_fold(ctx: &Ctx, def: &ops::OpDef, inferred: &[TensorType]) -> Result<Opti
     if !ints {
         return Ok(None);
     }
-    fold(ctx, inferred)
+    if def.view {
+        if let (Some(x), [out]) = (ctx.node.input(0).and_then(|t| ctx.graph.tensor(t).data.as_ref()), inferred) {
+            if out.dtype == x.dtype && out.shape().as_deref() == Some(x.shape.as_slice()) {
+                return Ok(Some(vec![Arc::clone(x)]));
+            }
+        }
+    }
+    // Each output's size from the shape rule, before anything is made: no
+    // value can outgrow the target's largest level, folded or not.
+    for t in inferred.iter().filter(|t| t.dims.is_some()) {
+        let bytes = t.bytes().map_or(u64::MAX, |b| b as u64);
+        if bytes > folding.limit.bytes {
+            return Err(too_big(ctx, t, bytes, &folding.limit));
+        }
+    }
+    let Some(values) = fold(ctx, inferred)? else { return Ok(None) };
+    let made: u64 = values.iter().map(|v| v.bytes.len() as u64).sum();
+    if let Some(v) = values.iter().find(|v| v.bytes.len() as u64 > folding.limit.bytes) {
+        return Err(too_big(ctx, &v.ty(), v.bytes.len() as u64, &folding.limit));
+    }
+    folding.spent = folding.spent.saturating_add(made);
+    if folding.spent > folding.limit.bytes {
+        return Err(ctx.err(format!(
+            "folding it when generating code brings the constants deploygen computes to {} B, more than the {} B \
+             of {}",
+            thousands(folding.spent),
+            thousands(folding.limit.bytes),
+            folding.limit.of
+        )));
+    }
+    Ok(Some(values.into_iter().map(Arc::new).collect()))
+}
+
+/// A value of the node, computed when generating code, that no memory
+/// level of the target holds.
+fn too_big(ctx: &Ctx, t: &TensorType, bytes: u64, limit: &FoldLimit) -> Error {
+    let size = if bytes == u64::MAX { "more than 2^64".to_string() } else { thousands(bytes) };
+    ctx.err(format!(
+        "its output {t} is {size} B, more than the {} B of {}; deploygen computes it when generating code and \
+         refuses values the target cannot hold",
+        thousands(limit.bytes),
+        limit.of
+    ))
+}
+
+/// `1,234,567`.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// Same element count, and equal once the size-1 dims are dropped

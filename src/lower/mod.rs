@@ -22,20 +22,26 @@ mod infer;
 pub mod roles;
 pub mod training;
 
-pub use infer::infer;
+pub use infer::{infer, infer_within, FoldLimit, Folding};
 
 use crate::error::{Error, Result};
 use crate::ir::Model;
 
 /// Lower an imported model: type and fold both graphs, then find the
-/// training roles.
-pub fn lower(mut model: Model) -> Result<Model> {
-    infer(&mut model.graph)?;
+/// training roles. Folding makes at most [`FoldLimit::default`] bytes.
+pub fn lower(model: Model) -> Result<Model> {
+    lower_within(model, FoldLimit::default())
+}
+
+/// [`lower`], folding at most `limit` bytes over both graphs.
+pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
+    let folding = &mut Folding::new(limit);
+    infer_within(&mut model.graph, folding)?;
     if let Some(spec) = model.train.clone() {
-        derive_step(&mut model, &spec)?;
+        derive_step(&mut model, &spec, folding)?;
     }
     if let Some(og) = model.optimizer.as_mut() {
-        infer(og)?;
+        infer_within(og, folding)?;
     }
     model.roles = roles::detect(&model);
     if !model.roles.is_training() {
@@ -48,7 +54,7 @@ pub fn lower(mut model: Model) -> Result<Model> {
 }
 
 /// An inference model with a training spec becomes its training step.
-fn derive_step(model: &mut Model, spec: &crate::ir::TrainSpec) -> Result<()> {
+fn derive_step(model: &mut Model, spec: &crate::ir::TrainSpec, folding: &mut Folding) -> Result<()> {
     if roles::detect(model).is_training() {
         return Err(Error::model(format!(
             "{}: a training spec applies to inference graphs, but {} is a training graph already",
@@ -57,9 +63,9 @@ fn derive_step(model: &mut Model, spec: &crate::ir::TrainSpec) -> Result<()> {
         )));
     }
     model.derived = Some(derive::derive(model, spec)?);
-    infer(&mut model.graph)?;
+    infer_within(&mut model.graph, folding)?;
     if let Some(og) = model.optimizer.as_mut() {
-        infer(og)?;
+        infer_within(og, folding)?;
     }
     Ok(())
 }

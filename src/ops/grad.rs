@@ -51,7 +51,7 @@ impl<'g> Builder<'g> {
     /// A new tensor named `base` (or a fresh variant).
     pub fn tensor(&mut self, base: &str, ty: TensorType, origin: Origin, data: Option<TensorData>) -> TensorId {
         let name = self.fresh(base);
-        let t = Tensor { name: name.clone(), ty, origin, data, sequence: false };
+        let t = Tensor { name: name.clone(), ty, origin, data: data.map(std::sync::Arc::new), sequence: false };
         self.graph.tensors.insert_full(name, t).0
     }
 

@@ -446,7 +446,7 @@ impl<'a> Ctx<'a> {
 
     /// Constant value of input `i` (initializer or folded), if any.
     pub fn konst(&self, i: usize) -> Option<&'a TensorData> {
-        self.graph.tensor(self.node.input(i)?).data.as_ref()
+        self.graph.tensor(self.node.input(i)?).data.as_deref()
     }
 
     pub fn konst_i64(&self, i: usize) -> Option<Vec<i64>> {

@@ -47,10 +47,10 @@ impl Fixture {
     }
 
     fn add(&mut self, name: &str, ty: TensorType, origin: Origin, data: Option<TensorData>) {
-        let (id, _) = self
-            .graph
-            .tensors
-            .insert_full(name.to_string(), Tensor { name: name.into(), ty, origin, data, sequence: false });
+        let (id, _) = self.graph.tensors.insert_full(
+            name.to_string(),
+            Tensor { name: name.into(), ty, origin, data: data.map(std::sync::Arc::new), sequence: false },
+        );
         self.node.inputs.push(Some(id));
     }
 

@@ -1,0 +1,149 @@
+//! Hostile models against what deploygen computes when it generates code:
+//! constant folding, Resize's tap tables, the recompute choice. A tiny
+//! file must not make a run take gigabytes or minutes: each case is
+//! refused with exit 2 and a message naming the node, the bytes and the
+//! limit, or gives a correct project quickly. `DG_BIN=<deploygen>` runs
+//! the command-line cases against another build (an older tree's).
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use assert_cmd::Command;
+use common::*;
+use deploygen::import::pb;
+
+/// A scalar tensor attribute `value` holding one int64.
+fn value_i64(v: i64) -> pb::AttributeProto {
+    pb::AttributeProto {
+        name: Some("value".into()),
+        r#type: Some(pb::attribute_proto::AttributeType::Tensor as i32),
+        t: Some(pb::TensorProto { dims: vec![1], data_type: Some(I64), int64_data: vec![v], ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// `deploygen ARGS` with a CPU and memory bound: a run that would take
+/// gigabytes fails to allocate instead of taking the machine.
+fn run(args: &[&str], model: &Path, out: &Path) -> Output {
+    let mut c = match std::env::var_os("DG_BIN") {
+        Some(b) => Command::new(b),
+        None => Command::cargo_bin("deploygen").unwrap(),
+    };
+    c.args(args).arg(model);
+    if args.first() == Some(&"build") {
+        c.arg("--out").arg(out);
+    }
+    c.timeout(Duration::from_secs(60));
+    let t = Instant::now();
+    let o = c.output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(30), "{args:?} took {:?}", t.elapsed());
+    o
+}
+
+/// Exit 2, no panic, no abort, every needle in the message, no output folder.
+fn refused(args: &[&str], model: &Path, needles: &[&str]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("gen");
+    let o = run(args, model, &out);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(2), "{args:?}: expected exit 2, got {:?}:\n{err}", o.status.code());
+    assert!(!err.contains("panicked") && !err.contains("memory allocation"), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: stderr lacks {n:?}:\n{err}");
+    }
+    assert!(!out.exists(), "a refused build left {}", out.display());
+    err
+}
+
+fn write(b: &ModelBuilder) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    dir
+}
+
+/// `ConstantOfShape([n])` of int64 ones named `a`, with a graph input `x`
+/// so that the model has something to run.
+fn constant_source(n: i64) -> ModelBuilder {
+    let mut b = ModelBuilder::new();
+    b.init_i64("shape", &[n]).node("ConstantOfShape", &["shape"], &["a"], vec![value_i64(1)]);
+    b
+}
+
+// --- Folding -----------------------------------------------------------------
+
+/// 24 doublings of a 512 KiB constant (a 1 KB file) would fold to 8 TiB:
+/// refused at the first Concat past the target's largest level, before the
+/// value is made.
+#[test]
+fn doubling_concats_are_refused_before_they_are_made() {
+    let mut b = constant_source(65536);
+    let mut prev = "a".to_string();
+    for i in 0..24 {
+        let next = format!("c{i}");
+        b.node("Concat", &[&prev, &prev], &[&next], vec![attr_int("axis", 0)]);
+        prev = next;
+    }
+    b.output(&prev, I64, &[65536 << 24]);
+    let dir = write(&b);
+    assert!(std::fs::metadata(dir.path().join("network.onnx")).unwrap().len() < 2048);
+    let err = refused(&["inspect"], dir.path(), &["Concat", "8,388,608 B", "largest memory level"]);
+    assert!(err.contains("'Concat_"), "{err}");
+    refused(
+        &["build", "--platform", "GAP9"],
+        dir.path(),
+        &["Concat", "8,388,608 B", "GAP9's largest memory level (L3)"],
+    );
+}
+
+/// One Concat of 20,000 copies of a 512 KiB constant: 10 GB, refused from
+/// the shape rule's size before anything is allocated.
+#[test]
+fn a_concat_of_many_copies_is_refused_from_its_size() {
+    let mut b = constant_source(65536);
+    let many: Vec<&str> = vec!["a"; 20_000];
+    b.node("Concat", &many, &["y"], vec![attr_int("axis", 0)]).output("y", I64, &[65536 * 20_000]);
+    let dir = write(&b);
+    refused(&["inspect"], dir.path(), &["Concat_1", "10,485,760,000 B", "8,388,608 B"]);
+}
+
+/// 20,000 Identity nodes after one 512 KiB constant share its value (they
+/// used to hold a copy each, 10 GB): the model lowers, quickly.
+#[test]
+fn identity_chains_share_the_folded_value() {
+    let mut b = constant_source(65536);
+    let mut prev = "a".to_string();
+    for i in 0..20_000 {
+        let next = format!("i{i}");
+        b.node("Identity", &[&prev], &[&next], vec![]);
+        prev = next;
+    }
+    b.output(&prev, I64, &[65536]);
+    let dir = write(&b);
+    let tmp = tempfile::tempdir().unwrap();
+    let o = run(&["inspect"], dir.path(), &tmp.path().join("x"));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = deploygen::load(dir.path()).unwrap();
+    let g = &m.graph;
+    let last = g.tensor(g.id(&prev).unwrap()).data.clone().unwrap();
+    let first = g.tensor(g.id("a").unwrap()).data.clone().unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &last), "the Identity chain copied its value");
+}
+
+/// Folded values add up: many distinct constants that each fit, but not
+/// together, are refused at the node that passes the bound, naming the
+/// total and the limit.
+#[test]
+fn the_folded_total_is_bounded() {
+    // 40 Adds of a 512 KiB constant with itself: 20 MiB of new values.
+    let mut b = constant_source(65536);
+    for i in 0..40 {
+        b.node("Add", &["a", "a"], &[&format!("s{i}")], vec![]);
+        b.output(&format!("s{i}"), I64, &[65536]);
+    }
+    let dir = write(&b);
+    let err = refused(&["inspect"], dir.path(), &["Add", "constants deploygen computes to", "8,388,608 B"]);
+    assert!(err.contains("'Add_"), "{err}");
+}
