@@ -100,7 +100,7 @@ static void compare_task(void *arg)
     check_compared = 0;
 {%- if c.training && h.loss_refs > 0 %}
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
-                                    &check_compared);
+                                    TRAINING_TOLERANCE_REL, &check_compared);
 {%- endif %}
 {%- for k in h.checks %}
 {%- match k.exact %}
@@ -108,8 +108,8 @@ static void compare_task(void *arg)
     check_errors += dg_check_exact("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u, {{ size }}u,
                                    &check_compared);
 {%- when None %}
-    check_errors += dg_check_tensor("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
+    check_errors += dg_check_close("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
 {%- endmatch %}
 {%- endfor %}
 }

@@ -12,7 +12,9 @@
 #include <math.h>
 #include <stdint.h>
 
+/* A float value passes when |computed - ref| <= ABS + REL * |ref|. */
 #define TRAINING_TOLERANCE_ABS {{ h.tol_lit }}
+#define TRAINING_TOLERANCE_REL {{ h.rtol_lit }}
 #define N_LOSS_REFS {{ h.loss_refs }}
 #define N_TENSOR_CHECKS {{ h.checks.len() }}
 /* The exact number of values the harness must compare. */

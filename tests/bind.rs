@@ -649,7 +649,7 @@ fn labels_outside_the_classes_are_refused() {
 }
 
 /// A model's own tolerance (`meta_tolerance` in its inputs.npz) replaces
-/// the default 1e-3 and `--tolerance` replaces it: kws_cnn with every
+/// the default atol and `--tolerance` replaces it: kws_cnn with every
 /// reference 5e-3 off fails by default, passes at its 1e-2, fails again at
 /// `--tolerance 1e-3`. A bad value is refused naming the key.
 #[test]
@@ -688,4 +688,58 @@ fn a_model_carries_its_tolerance() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("inputs.npz key 'meta_tolerance' is -1; expected a finite tolerance above 0"), "{err}");
+}
+
+/// A model's own relative tolerance (`meta_rtol`) replaces the default
+/// rtol 1e-3: kws_cnn with every reference 0.5 % off (its outputs are below
+/// 0.3, so the default atol does not cover it) fails by default, passes at
+/// `meta_rtol` 1e-2, which the manifest, the verdict and `inspect` show; a
+/// value above 0.1 is refused naming the key.
+#[test]
+fn a_model_carries_its_relative_tolerance() {
+    let dir = copy_model(&zoo("kws_cnn"));
+    let outputs = dir.path().join("outputs.npz");
+    let refs: Vec<(String, TensorData)> = npz::read_all(&outputs)
+        .unwrap()
+        .arrays
+        .into_iter()
+        .map(|(k, v)| {
+            let off: Vec<f32> = v.to_f32().unwrap().iter().map(|x| x * 1.005).collect();
+            (k, TensorData::from_f32(v.shape.clone(), &off))
+        })
+        .collect();
+    let r: Vec<(&str, &TensorData)> = refs.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&outputs, npz::write_npz(&r).unwrap()).unwrap();
+    let test = || {
+        let o = deploygen().args(["test", "--platform", "host"]).arg(dir.path()).output().unwrap();
+        (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    assert_eq!(test().0, Some(1));
+    edit_inputs(dir.path(), |a| a.push(("meta_rtol".into(), TensorData::from_f32(vec![], &[1e-2]))));
+    let (code, out) = test();
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("Errors: 0 out of 12, tolerance 0.0005 + 0.01 x |ref|"), "{out}");
+    let o = deploygen().arg("inspect").arg(dir.path()).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("rtol 0.01 (meta_rtol)"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let out_dir = tempfile::tempdir().unwrap();
+    let p = out_dir.path().join("p");
+    let o = deploygen().args(["build", "--platform", "host", "--out"]).arg(&p).arg(dir.path()).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(p.join("deploygen.json")).unwrap()).unwrap();
+    assert_eq!(m["rtol"].as_f64().map(|v| v as f32), Some(1e-2), "{m}");
+    edit_inputs(dir.path(), |a| {
+        for (k, v) in a.iter_mut() {
+            if k == "meta_rtol" {
+                *v = TensorData::from_f32(vec![], &[0.5]);
+            }
+        }
+    });
+    let o = deploygen().arg("inspect").arg(dir.path()).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("inputs.npz key 'meta_rtol' is 0.5; a relative tolerance is at most 0.1"), "{err}");
 }

@@ -42,7 +42,7 @@ fn the_first_differing_tensor_is_the_one_named() {
     assert_eq!(d.len(), 4);
     assert_eq!(d[1], Dumped { name: "b".into(), values: vec![2.0, 3.0] });
     let r = refs(&[("a", &[1.0, f32::NEG_INFINITY]), ("b", &[2.0, 3.5]), ("c", &[0.0])]);
-    let f = compare(&d, &r, 1e-3).unwrap();
+    let f = compare(&d, &r, 1e-3, 0.0).unwrap();
     assert_eq!(f.matching, vec!["a".to_string()]);
     let (t, why) = f.first_bad.unwrap();
     assert_eq!(t, "b");

@@ -694,3 +694,64 @@ fn integer_division_by_zero_fails_on_the_host_and_on_the_chips() {
         assert!(text.contains("Errors: 0 out of 4"), "{op}:\n{text}");
     }
 }
+
+// ---------------------------------------------------------------- the harness's comparison
+
+/// The harness compares floats as numpy's `allclose` does, with the
+/// default tolerances the generator writes into `testoutputs.h`: a 2-ulp
+/// error on a large value (6239663.0 for 6239662.5, what the kernels'
+/// `expf` may give) passes, and a 1e-3 error on a value of 1e-4 fails — the
+/// other way round from the absolute 1e-3 alone (shown too). Loss lines
+/// print each value's own bound; NaN never passes for a number.
+#[test]
+fn the_harness_compares_as_allclose_with_the_default_tolerances() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (atol, rtol) = (deploygen::emit::DEFAULT_TOLERANCE, deploygen::emit::DEFAULT_RTOL);
+    let driver = format!(
+        r#"#include "dg_check.h"
+#include "pmsis.h"
+#include <math.h>
+#include <stdio.h>
+#define ATOL {atol:e}f
+#define RTOL {rtol:e}f
+static void run(void)
+{{
+    const float big_c[2] = {{6239663.0f, -6239663.0f}}, big_r[2] = {{6239662.5f, -6239662.5f}};
+    const float small_c[1] = {{1.1e-3f}}, small_r[1] = {{1e-4f}};
+    const float nan_c[1] = {{NAN}}, one_r[1] = {{1.0f}};
+    uint32_t n = 0;
+    printf("big %u\n", (unsigned)dg_check_close("big", big_c, big_r, 2, ATOL, RTOL, &n));
+    printf("small %u\n", (unsigned)dg_check_close("small", small_c, small_r, 1, ATOL, RTOL, &n));
+    printf("nan %u\n", (unsigned)dg_check_close("nan", nan_c, one_r, 1, ATOL, 1.0f, &n));
+    printf("abs_big %u\n", (unsigned)dg_check_tensor("abs_big", big_c, big_r, 2, 1e-3f, &n));
+    printf("abs_small %u\n", (unsigned)dg_check_tensor("abs_small", small_c, small_r, 1, 1e-3f, &n));
+    printf("losses %u\n", (unsigned)dg_check_losses(big_c, big_r, 2, ATOL, RTOL, &n));
+    printf("compared %u\n", (unsigned)n);
+    pmsis_exit(0);
+}}
+int main(void) {{ return pmsis_kickoff((void *)run); }}
+"#
+    );
+    let src = tmp.path().join("check_driver.c");
+    fs::write(&src, driver).unwrap();
+    let exe = tmp.path().join("check_driver");
+    let r = root();
+    let mut cmd = Command::new("gcc");
+    cmd.args(STRICT).arg("-O2").arg(POSIX).arg("-DDG_PLATFORM_GAP9");
+    for inc in ["pmsis-host", "kernels", "mem", "harness"] {
+        cmd.arg(format!("-I{}", r.join(inc).display()));
+    }
+    cmd.arg(r.join("harness/dg_check.c")).arg(r.join("mem/dg_mem.c")).arg(r.join("pmsis-host/pmsis_host.c"));
+    cmd.arg(&src).args(["-lm", "-pthread", "-o"]).arg(&exe);
+    let o = cmd.output().expect("gcc");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (o, text) = run(&exe, &[]);
+    assert!(o.status.success(), "{text}");
+    for line in ["big 0", "small 1", "nan 1", "abs_big 2", "abs_small 0", "losses 0", "compared 9"] {
+        assert!(text.lines().any(|l| l == line), "expected '{line}':\n{text}");
+    }
+    assert!(text.contains("mismatch small[0] computed=0.001100 ref=0.000100"), "{text}");
+    // a loss line's tol is its own bound: atol + rtol * |ref|
+    let bound = atol + rtol * 6239662.5f32;
+    assert!(text.contains(&format!("diff=0.500000 tol={bound:.6}")), "{text}");
+}

@@ -2399,6 +2399,57 @@ def resize_nearest_asymmetric_floor():
                         mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")
 
 
+# ---- Mod with fmod = 0 on floats (numpy's mod; onnxruntime 1.19 refuses
+# it, the current ONNX defines it) and integer comparisons (numpy's)
+@case_int
+def mod_f32_bcast():
+    # the divisor's sign; exact multiples give a zero of the divisor's sign
+    a = RNG3.uniform(-10, 10, size=(2, 3, 4)).astype(F32)
+    a[0, 0, :] = [3.0, -4.5, 0.0, -6.0]
+    b = np.array([1.5, -2.25, 3.0, -0.75], dtype=F32)
+    return _binary_typed(a, b, np.mod(a, b))
+
+
+def _compare_int(op, a, b):
+    out = np.broadcast_shapes(a.shape, b.shape)
+    y = {"Equal": np.equal, "Less": np.less, "LessOrEqual": np.less_equal, "Greater": np.greater,
+         "GreaterOrEqual": np.greater_equal}[op](a, b)
+    return _binary_typed(a, b, y.reshape(out))
+
+
+@case_int
+def greater_equal_i64_bcast():
+    # values beyond 2^53 that differ in their last bit (a float compare would tie)
+    a, b = ints((3, 4), -5, 5), ints((4,), -5, 5)
+    a[0, :2] = [2 ** 62 + 1, -(2 ** 62) - 1]
+    b[:2] = [2 ** 62, -(2 ** 62)]
+    return _compare_int("GreaterOrEqual", a, b)
+
+
+@case_int
+def less_i64_same():
+    a, b = ints((2, 5), -3, 3), ints((2, 5), -3, 3)
+    a[0, 0], b[0, 0] = BIG.min, BIG.max
+    return _compare_int("Less", a, b)
+
+
+@case_int
+def equal_i64_bcast():
+    return _compare_int("Equal", ints((4, 3), -2, 2), ints((4, 1), -2, 2))
+
+
+@case_int
+def greater_i32_same():
+    a, b = ints((3, 4), -4, 4).astype(np.int32), ints((3, 4), -4, 4).astype(np.int32)
+    a[0, 0], b[0, 0] = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    return _compare_int("Greater", a, b)
+
+
+@case_int
+def less_equal_i32_bcast():
+    return _compare_int("LessOrEqual", ints((2, 3, 4), -3, 3).astype(np.int32), ints((3, 1), -3, 3).astype(np.int32))
+
+
 def write_int_forms(out_dir):
     """Writes the integer-form cases into out_dir (runtime/tests/refs/ops),
     leaving the other cases there."""

@@ -12,9 +12,9 @@ subgraph, and every graph input and output is a tensor of f32, i64 or bool.
 Each taken case becomes DIR/<name>/ with network.onnx, inputs.npz and
 outputs.npz keyed by the graph's input and output names, as `deploygen test`
 reads a folder. References are the wheel's own expected outputs (no
-onnxruntime involved). inputs.npz carries `meta_tolerance`: ONNX's own
-backend check is relative (rtol 1e-3), so the absolute tolerance is 1e-3
-times the largest reference magnitude, at least 1e-3.
+onnxruntime involved). inputs.npz carries `meta_rtol` 1e-3, ONNX's own
+backend check's relative tolerance, and `meta_tolerance` (the absolute
+one) 1e-3 times the largest reference magnitude, at least 1e-3.
 
 DIR (default target/onnx-conformance/cases) is rewritten whole; a file
 DIR/../cases.txt lists the cases taken, one line each (the name, then the
@@ -131,6 +131,7 @@ def convert(cdir, out, ops, kinds, np, onnx, numpy_helper):
     biggest = max([float(np.nanmax(np.abs(np.where(np.isinf(a), 0, a)))) for a in outs.values()
                    if a.dtype == np.float32 and a.size] + [1.0])
     ins["meta_tolerance"] = np.array(1e-3 * biggest, dtype=np.float32)
+    ins["meta_rtol"] = np.array(1e-3, dtype=np.float32)
     os.makedirs(out)
     shutil.copyfile(mpath, os.path.join(out, "network.onnx"))
     np.savez(os.path.join(out, "inputs.npz"), **ins)

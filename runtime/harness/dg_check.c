@@ -36,14 +36,21 @@ static float dg_diff(float c, float r)
     return dg_absf(c - r);
 }
 
-uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, float tol,
+/* The tolerance of one value: atol + rtol * |ref| (numpy's allclose). */
+static float dg_tol(float r, float atol, float rtol)
+{
+    return atol + rtol * dg_absf(r);
+}
+
+uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, float atol, float rtol,
                          uint32_t *compared)
 {
     uint32_t i, errors = 0;
     for (i = 0; i < n; i++) {
-        float r, diff;
+        float r, diff, tol;
         dg_copy(&r, (const uint8_t *)ref + (size_t)i * sizeof(float), sizeof r);
         diff = dg_diff(computed[i], r);
+        tol = dg_tol(r, atol, rtol);
         if (!(diff <= tol))
             errors++;
         printf("[loss %u] computed=%.6f ref=%.6f diff=%.6f tol=%.6f\r\n", (unsigned)i,
@@ -55,6 +62,12 @@ uint32_t dg_check_losses(const float *computed, const void *ref, uint32_t n, flo
 
 uint32_t dg_check_tensor(const char *name, const void *computed, const void *ref, uint32_t n,
                          float tol, uint32_t *compared)
+{
+    return dg_check_close(name, computed, ref, n, tol, 0.0f, compared);
+}
+
+uint32_t dg_check_close(const char *name, const void *computed, const void *ref, uint32_t n,
+                        float atol, float rtol, uint32_t *compared)
 {
     uint32_t i, k, done, errors = 0;
     const uint8_t *src = (const uint8_t *)computed;
@@ -69,7 +82,7 @@ uint32_t dg_check_tensor(const char *name, const void *computed, const void *ref
         for (i = 0; i < k; i++) {
             float c = dg_check_buf[i], r = dg_check_ref[i];
             float diff = dg_diff(c, r);
-            if (!(diff <= tol)) {
+            if (!(diff <= dg_tol(r, atol, rtol))) {
                 if (errors < DG_CHECK_SHOW)
                     printf("  mismatch %s[%u] computed=%.6f ref=%.6f\r\n", name,
                            (unsigned)(done + i), (double)c, (double)r);

@@ -1,6 +1,7 @@
-/* Comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) and And
- * with numpy broadcasting and a bool (0 / 1 byte) output: the building
- * blocks of onnxruntime-training's Max / Min and Clip gradients. */
+/* Comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) on f32,
+ * int64 and int32, and And, with numpy broadcasting and a bool (0 / 1 byte)
+ * output: the building blocks of onnxruntime-training's Max / Min and Clip
+ * gradients, and of shape and mask arithmetic on integers. */
 #include "dg_internal.h"
 
 #define DG_COMPARE_KERNEL(name, T, EXPR)                                             \
@@ -44,4 +45,14 @@ DG_COMPARE_KERNEL(dg_less_f32, float, va < vb)
 DG_COMPARE_KERNEL(dg_less_equal_f32, float, va <= vb)
 DG_COMPARE_KERNEL(dg_greater_f32, float, va > vb)
 DG_COMPARE_KERNEL(dg_greater_equal_f32, float, va >= vb)
+DG_COMPARE_KERNEL(dg_equal_i64, int64_t, va == vb)
+DG_COMPARE_KERNEL(dg_less_i64, int64_t, va < vb)
+DG_COMPARE_KERNEL(dg_less_equal_i64, int64_t, va <= vb)
+DG_COMPARE_KERNEL(dg_greater_i64, int64_t, va > vb)
+DG_COMPARE_KERNEL(dg_greater_equal_i64, int64_t, va >= vb)
+DG_COMPARE_KERNEL(dg_equal_i32, int32_t, va == vb)
+DG_COMPARE_KERNEL(dg_less_i32, int32_t, va < vb)
+DG_COMPARE_KERNEL(dg_less_equal_i32, int32_t, va <= vb)
+DG_COMPARE_KERNEL(dg_greater_i32, int32_t, va > vb)
+DG_COMPARE_KERNEL(dg_greater_equal_i32, int32_t, va >= vb)
 DG_COMPARE_KERNEL(dg_and_bool, uint8_t, va != 0 && vb != 0)

@@ -917,7 +917,8 @@ void dg_sign_f32(void *args);
 
 /* Comparisons with numpy broadcasting, bool (one byte, 0 / 1) output:
  * Equal, Less, LessOrEqual, Greater, GreaterOrEqual on float inputs (a NaN
- * operand compares false), And on bool inputs. Max / Min gradients use
+ * operand compares false), on int64 and on int32 inputs (the kernel's name
+ * says which), And on bool inputs. Max / Min gradients use
  * Equal (+ Cast, Sum, Div, Mul), the Clip gradient GreaterOrEqual /
  * LessOrEqual / And (+ Cast, Mul; or dg_clip_grad_f32 fused). Same layout
  * as dg_binary_args_t: ndim == 0: n contiguous elements each; else the
@@ -937,6 +938,16 @@ void dg_less_f32(void *args);
 void dg_less_equal_f32(void *args);
 void dg_greater_f32(void *args);
 void dg_greater_equal_f32(void *args);
+void dg_equal_i64(void *args);
+void dg_less_i64(void *args);
+void dg_less_equal_i64(void *args);
+void dg_greater_i64(void *args);
+void dg_greater_equal_i64(void *args);
+void dg_equal_i32(void *args);
+void dg_less_i32(void *args);
+void dg_less_equal_i32(void *args);
+void dg_greater_i32(void *args);
+void dg_greater_equal_i32(void *args);
 void dg_and_bool(void *args);
 
 /* com.microsoft GatherGrad(shape, indices, dY){axis} (fp32): dx is
@@ -1041,12 +1052,15 @@ typedef struct {
 void dg_reduce_max_i64(void *args);
 void dg_reduce_max_bool(void *args);
 
-/* Mod with numpy broadcasting (dg_binary_typed_args_t; dg_fmod_f32 on
- * dg_binary_args_t): dg_mod_i64 is ONNX's fmod = 0, the remainder with the
- * divisor's sign (Python's %); dg_fmod_i64 and dg_fmod_f32 are fmod = 1,
- * the remainder with the dividend's sign (C's % and fmodf). An integer
- * divisor of 0 gives 0 and is a run-time error (dg_kernel_error). */
+/* Mod with numpy broadcasting (dg_binary_typed_args_t; dg_mod_f32 and
+ * dg_fmod_f32 on dg_binary_args_t): dg_mod_i64 and dg_mod_f32 are ONNX's
+ * fmod = 0, the remainder with the divisor's sign (numpy's mod; on floats a
+ * zero remainder is a zero of the divisor's sign, a zero divisor gives
+ * NaN); dg_fmod_i64 and dg_fmod_f32 are fmod = 1, the remainder with the
+ * dividend's sign (C's % and fmodf). An integer divisor of 0 gives 0 and is
+ * a run-time error (dg_kernel_error). */
 void dg_mod_i64(void *args);
+void dg_mod_f32(void *args);
 void dg_fmod_i64(void *args);
 void dg_fmod_f32(void *args);
 

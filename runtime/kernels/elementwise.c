@@ -44,8 +44,23 @@ DG_BINARY_KERNEL(dg_sub_f32, DG_FAULT_SUB, va - vb)
 DG_BINARY_KERNEL(dg_mul_f32, DG_FAULT_MUL, va * vb)
 DG_BINARY_KERNEL(dg_div_f32, DG_FAULT_DIV, va / vb)
 DG_BINARY_KERNEL(dg_pow_f32, DG_FAULT_POW, vb == 2.0f ? va * va : powf(va, vb))
-/* Mod with fmod = 1 (declared with the integer forms) */
+/* Mod with fmod = 0 on floats, numpy's mod: the remainder takes the
+ * divisor's sign, a zero remainder too (-0.0 for a negative divisor). */
+static inline float dg_floor_mod_f32(float a, float b)
+{
+    float m = fmodf(a, b);
+    if (m != 0.0f) {
+        if ((b < 0.0f) != (m < 0.0f))
+            m += b;
+    } else {
+        m = copysignf(0.0f, b);
+    }
+    return m;
+}
+
+/* Mod (declared with the integer forms): fmod = 1, fmod = 0 */
 DG_BINARY_KERNEL(dg_fmod_f32, DG_FAULT_MOD, fmodf(va, vb))
+DG_BINARY_KERNEL(dg_mod_f32, DG_FAULT_MOD, dg_floor_mod_f32(va, vb))
 /* PRelu: a = X, b = the slope broadcast to X (declared with the operators beyond the core) */
 DG_BINARY_KERNEL(dg_prelu_f32, DG_FAULT_PRELU, va < 0.0f ? va * vb : va)
 

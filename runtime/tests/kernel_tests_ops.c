@@ -618,9 +618,14 @@ static void c_reduce_max_typed(tc_t *t, void (*k)(void *))
     FORK(k, &a);
 }
 static void c_reduce_max_i64(tc_t *t) { c_reduce_max_typed(t, dg_reduce_max_i64); }
+static void c_greater_equal_i64(tc_t *t) { c_compare(t, dg_greater_equal_i64); }
+static void c_less_i64(tc_t *t) { c_compare(t, dg_less_i64); }
+static void c_equal_i64(tc_t *t) { c_compare(t, dg_equal_i64); }
+static void c_greater_i32(tc_t *t) { c_compare(t, dg_greater_i32); }
+static void c_less_equal_i32(tc_t *t) { c_compare(t, dg_less_equal_i32); }
 static void c_mod_i64(tc_t *t) { c_binary_typed(t, dg_mod_i64); }
 static void c_fmod_i64(tc_t *t) { c_binary_typed(t, dg_fmod_i64); }
-static void c_fmod_f32(tc_t *t)
+static void c_mod_f32_with(tc_t *t, void (*k)(void *))
 {
     dg_binary_args_t a;
     uint32_t d;
@@ -635,8 +640,10 @@ static void c_fmod_f32(tc_t *t)
         a.a_strides[d] = P("astr", d);
         a.b_strides[d] = P("bstr", d);
     }
-    FORK(dg_fmod_f32, &a);
+    FORK(k, &a);
 }
+static void c_fmod_f32(tc_t *t) { c_mod_f32_with(t, dg_fmod_f32); }
+static void c_mod_f32(tc_t *t) { c_mod_f32_with(t, dg_mod_f32); }
 
 /* ---- logic, index and fill kernels (index.c), LogSoftmax ----------------------- */
 static void c_not(tc_t *t)
@@ -859,6 +866,12 @@ static const case_t CASES[] = {
     {"mod_i64_bcast", NULL, c_mod_i64, EXACT, {DG_FAULT_MOD}},
     {"fmod_i64_same", NULL, c_fmod_i64, EXACT, {DG_FAULT_MOD}},
     {"fmod_f32_bcast", NULL, c_fmod_f32, EXACT, {DG_FAULT_MOD}},
+    {"mod_f32_bcast", NULL, c_mod_f32, EXACT, {DG_FAULT_MOD}},
+    {"greater_equal_i64_bcast", NULL, c_greater_equal_i64, EXACT, {DG_FAULT_COMPARE}},
+    {"less_i64_same", NULL, c_less_i64, EXACT, {DG_FAULT_COMPARE}},
+    {"equal_i64_bcast", NULL, c_equal_i64, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_i32_same", NULL, c_greater_i32, EXACT, {DG_FAULT_COMPARE}},
+    {"less_equal_i32_bcast", NULL, c_less_equal_i32, EXACT, {DG_FAULT_COMPARE}},
     {"not_bool", NULL, c_not, EXACT, {DG_FAULT_NOT}},
     {"argmax_axis1_ties", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},
     {"argmin_last_select_last", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},

@@ -177,8 +177,12 @@ pub struct Binding {
     pub warnings: Vec<String>,
     /// Facts worth showing that need no action.
     pub notes: Vec<String>,
-    /// Absolute comparison tolerance; `None` = the harness default (1e-3).
+    /// Absolute comparison tolerance (`meta_tolerance`); `None` = the
+    /// harness default.
     pub tolerance: Option<f32>,
+    /// Relative comparison tolerance (`meta_rtol`); `None` = the harness
+    /// default.
+    pub rtol: Option<f32>,
     /// Data and label inputs `--num-data-inputs` left out of the
     /// per-mini-batch slots (one mini-batch): bound as constants, their one
     /// value serving every pass.
@@ -326,6 +330,7 @@ pub fn bind_data(model: &Model, inputs: &Npz, outputs: Option<&Npz>, opts: &Bind
         warnings: d.warnings,
         notes: d.notes,
         tolerance: d.meta.tolerance,
+        rtol: d.meta.rtol,
         held_constant: d.held_constant,
         predict_refs: vec![],
     };

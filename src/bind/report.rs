@@ -144,7 +144,10 @@ pub fn text(b: &Binding) -> String {
     let style = Style { align: &[Align::Right], max_width: 60, ..Style::PLAIN };
     o.push_str(&crate::text::table(&all, &style));
     let s = &b.schedule;
-    let tolerance = b.tolerance.map(|t| format!("; tolerance {t} (meta_tolerance)")).unwrap_or_default();
+    let mut tolerance = b.tolerance.map(|t| format!("; tolerance {t} (meta_tolerance)")).unwrap_or_default();
+    if let Some(r) = b.rtol {
+        tolerance.push_str(&format!("; rtol {r} (meta_rtol)"));
+    }
     if b.params.is_empty() && b.loss.is_none() && s.n_batches == 1 {
         let _ = writeln!(o, "schedule     one inference pass");
         let _ = writeln!(o, "references   {} output(s){tolerance}", b.references.len());

@@ -47,6 +47,8 @@ pub struct Meta {
     pub learning_rate: Option<f32>,
     /// `meta_tolerance`: the model's absolute comparison tolerance.
     pub tolerance: Option<f32>,
+    /// `meta_rtol`: the model's relative comparison tolerance.
+    pub rtol: Option<f32>,
     /// Keys not understood (reported as warnings).
     pub unknown: Vec<String>,
 }
@@ -75,6 +77,8 @@ fn count(key: &str, t: &TensorData) -> Result<usize> {
 /// A finite float above 0.
 /// The largest `meta_tolerance` a model may set.
 pub const MAX_TOLERANCE: f32 = 1.0;
+/// The largest `meta_rtol` a model may set.
+pub const MAX_RTOL: f32 = 0.1;
 
 fn positive(key: &str, t: &TensorData, what: &str) -> Result<f32> {
     let t = scalar(key, t)?;
@@ -93,7 +97,7 @@ impl Meta {
     /// Whether `meta_<what>` is a value the schedule reads (others are
     /// reported, never read).
     pub fn reads(what: &str) -> bool {
-        matches!(what, "data_size" | "n_batches" | "n_accum" | "learning_rate" | "tolerance")
+        matches!(what, "data_size" | "n_batches" | "n_accum" | "learning_rate" | "tolerance" | "rtol")
     }
 
     /// Read one `meta_<what>` array.
@@ -115,6 +119,18 @@ impl Meta {
                     )));
                 }
                 self.tolerance = Some(tol);
+            }
+            "rtol" => {
+                let rtol = positive(&key, t, "relative tolerance")?;
+                // A bound on the relative error: at 1, a result of 0 passes
+                // for every reference.
+                if rtol > MAX_RTOL {
+                    return Err(Error::binding(format!(
+                        "inputs.npz key '{key}' is {rtol}; a relative tolerance is at most {MAX_RTOL} (above it \
+                         wrong results pass)"
+                    )));
+                }
+                self.rtol = Some(rtol);
             }
             _ => self.unknown.push(key),
         }

@@ -8,7 +8,7 @@
 use super::manifest::{Compared, NotCompared};
 use super::network::Network;
 use super::weights::as_buffer;
-use super::{Ctx, DEFAULT_TOLERANCE, TEST_DATA_IMAGE};
+use super::{Ctx, DEFAULT_RTOL, DEFAULT_TOLERANCE, TEST_DATA_IMAGE};
 use crate::bind::{self, RefKind};
 use crate::c;
 use crate::error::{Error, Result};
@@ -100,8 +100,12 @@ pub struct Harness {
     pub skip_copy: bool,
     pub skip_reason: String,
     // references
+    /// Absolute and relative tolerance: a float value passes when
+    /// `|computed - ref| <= tolerance + rtol * |ref|`.
     pub tolerance: f32,
     pub tol_lit: String,
+    pub rtol: f32,
+    pub rtol_lit: String,
     pub loss_refs: usize,
     pub loss_lines: Vec<String>,
     /// The loss references' L3 address, when the test data is in L3.
@@ -136,6 +140,7 @@ pub(super) fn build(
         skip_copy: plan.skip_initweight_copy.skip,
         skip_reason: c_comment(&plan.skip_initweight_copy.reason),
         tolerance: tolerance.or(binding.and_then(|b| b.tolerance)).unwrap_or(DEFAULT_TOLERANCE),
+        rtol: binding.and_then(|b| b.rtol).unwrap_or(DEFAULT_RTOL),
         ..Default::default()
     };
     let mut l3 = plan
@@ -164,6 +169,7 @@ pub(super) fn build(
     }
     h.lr_lit = c::f32_lit(learning_rate);
     h.tol_lit = c::f32_lit(h.tolerance);
+    h.rtol_lit = c::f32_lit(h.rtol);
     h.expected = h.loss_refs as u64 + h.checks.iter().map(|c| c.values).sum::<u64>();
     h.loss_l3 = h.loss_l3.take().map(|o| format!("DG_L3({o}u)"));
     if let Some(d) = l3 {

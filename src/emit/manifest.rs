@@ -30,7 +30,12 @@ pub struct Manifest {
     /// of every compared tensor reference.
     pub expected_compared: u64,
     pub loss_refs: u64,
+    /// Absolute tolerance (`atol`).
     pub tolerance: f32,
+    /// Relative tolerance: a float value passes when `|computed - ref| <=
+    /// tolerance + rtol * |ref|`.
+    #[serde(default)]
+    pub rtol: f32,
     /// Compared tensors: name and element count.
     #[serde(default)]
     pub compared: Vec<Compared>,
@@ -146,6 +151,7 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness, api
         expected_compared: h.expected,
         loss_refs: h.loss_refs as u64,
         tolerance: h.tolerance,
+        rtol: h.rtol,
         compared: h.compared.clone(),
         not_compared: h.not_compared_raw.clone(),
         steps: h.steps as u64,

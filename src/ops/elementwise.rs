@@ -88,8 +88,8 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_cast),
         ..OpDef::BASE
     },
-    // Mod{fmod}: fmod = 0 (integers only) takes the divisor's sign, fmod = 1
-    // the dividend's.
+    // Mod{fmod}: fmod = 0 takes the divisor's sign (numpy's mod), fmod = 1
+    // the dividend's (C's fmod).
     OpDef {
         name: "Mod",
         attrs: &["fmod"],
@@ -169,16 +169,13 @@ fn fold_cast_like(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorDat
     Ok(TensorData::from_i64_as(to, v.0, &v.1).map(|t| vec![t]))
 }
 
-/// Mod: both inputs of one type; `fmod` is 0 or 1, and 1 on floating point
-/// (ONNX defines no floor remainder of floats).
+/// Mod: both inputs of one type; `fmod` is 0 or 1, on integers and floats
+/// alike (ONNX's current Mod defines fmod = 0 on floats as numpy's mod).
 fn modulo(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    let fmod = ctx.node.flag("fmod", false)?;
+    ctx.node.flag("fmod", false)?;
     let (a, b) = (ctx.dtype(0)?, ctx.dtype(1)?);
     if a != b {
         return Err(ctx.err(format!("inputs must have one element type, got {a} and {b}")));
-    }
-    if a.is_float() && !fmod {
-        return Err(ctx.err(format!("attribute 'fmod' must be 1 for {a} inputs (ONNX's Mod of floats is fmod)")));
     }
     binary(ctx)
 }
@@ -309,13 +306,10 @@ fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
     bind_binary(ctx, "dg_pow", POW_FORMS)
 }
 
-/// Mod: `dg_mod_i64` (fmod = 0), `dg_fmod_{f32,i64}` (fmod = 1).
+/// Mod: `dg_mod_{f32,i64}` (fmod = 0), `dg_fmod_{f32,i64}` (fmod = 1).
 fn bind_mod(ctx: &KernelCtx) -> Result<KernelCall> {
-    if ctx.attr_int("fmod", 0)? != 0 {
-        bind_binary(ctx, "dg_fmod", ARITH)
-    } else {
-        bind_binary(ctx, "dg_mod", &[I64_FORM])
-    }
+    let stem = if ctx.attr_int("fmod", 0)? != 0 { "dg_fmod" } else { "dg_mod" };
+    bind_binary(ctx, stem, ARITH)
 }
 
 /// A broadcasting binary kernel `<stem>_<suffix>`, the form chosen by the

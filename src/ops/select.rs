@@ -215,22 +215,31 @@ pub(super) fn bind_where(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_where", "dg_where_args_t", fields))
 }
 
+/// Comparisons: `dg_<op>_{f32,i64,i32}`; And: `dg_and_bool`.
 pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
-    let want = if ctx.node.op == "And" { DType::Bool } else { DType::F32 };
-    for i in [0, 1] {
-        let d = ctx.in_dtype(i)?;
-        if d != want {
-            return Err(ctx.err(format!("input {i} is {d}; the kernel compares {want} operands only")));
-        }
-    }
-    let func = match ctx.node.op.as_str() {
-        "Equal" => "dg_equal_f32",
-        "Less" => "dg_less_f32",
-        "LessOrEqual" => "dg_less_equal_f32",
-        "Greater" => "dg_greater_f32",
-        "GreaterOrEqual" => "dg_greater_equal_f32",
-        _ => "dg_and_bool",
+    let stem = match ctx.node.op.as_str() {
+        "Equal" => "dg_equal",
+        "Less" => "dg_less",
+        "LessOrEqual" => "dg_less_equal",
+        "Greater" => "dg_greater",
+        "GreaterOrEqual" => "dg_greater_equal",
+        _ => "dg_and",
     };
+    let forms: &[(DType, &str)] = if stem == "dg_and" {
+        &[(DType::Bool, "bool")]
+    } else {
+        &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32")]
+    };
+    let d = ctx.in_dtype(0)?;
+    let (Some(&(_, suffix)), true) = (forms.iter().find(|(t, _)| *t == d), ctx.in_dtype(1)? == d) else {
+        let known: Vec<String> = forms.iter().map(|(t, _)| t.to_string()).collect();
+        return Err(ctx.err(format!(
+            "inputs are ({d}, {}); the kernel compares two {} operands only",
+            ctx.in_dtype(1)?,
+            known.join(", two ")
+        )));
+    };
+    let func = format!("{stem}_{suffix}");
     let (y, st) = broadcast_layout(ctx, &[0, 1])?;
     let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
     match st {
@@ -242,7 +251,7 @@ pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
             fields.push(("b_strides", dims_list(&st[1])));
         }
     }
-    one(call(func, "dg_compare_args_t", fields))
+    one(call(&func, "dg_compare_args_t", fields))
 }
 
 // ---- gradient rules ------------------------------------------------------------------------

@@ -96,7 +96,8 @@ pub struct Found {
 /// Compare dumps (first occurrence of each name: the first pass) with
 /// references, in order, up to the first tensor that differs; an error
 /// when a reference cannot be read.
-pub fn compare(dumps: &[Dumped], refs: &npz::Npz, tol: f32) -> Result<Found, BisectError> {
+/// A value matches when `|computed - ref| <= tol + rtol * |ref|`.
+pub fn compare(dumps: &[Dumped], refs: &npz::Npz, tol: f32, rtol: f32) -> Result<Found, BisectError> {
     let mut found = Found::default();
     let mut seen = BTreeSet::new();
     for d in dumps.iter().filter(|d| seen.insert(d.name.clone())) {
@@ -109,11 +110,12 @@ pub fn compare(dumps: &[Dumped], refs: &npz::Npz, tol: f32) -> Result<Found, Bis
             found.first_bad = Some((d.name.clone(), why));
             return Ok(found);
         }
-        let bad: Vec<usize> =
-            (0..r.len()).filter(|&i| !(d.values[i] == r[i] || (d.values[i] - r[i]).abs() <= tol)).collect();
+        let bad: Vec<usize> = (0..r.len())
+            .filter(|&i| !(d.values[i] == r[i] || (d.values[i] - r[i]).abs() <= tol + rtol * r[i].abs()))
+            .collect();
         if let Some(&i) = bad.first() {
             let why = format!(
-                "{} of {} values differ beyond {tol} (first [{i}]: computed {}, reference {})",
+                "{} of {} values differ beyond {tol} + {rtol} x |ref| (first [{i}]: computed {}, reference {})",
                 bad.len(),
                 r.len(),
                 d.values[i],
@@ -156,8 +158,9 @@ where
     })?;
     let dumps = read_dumps(&bytes)?;
     let refs = npz::read(&refs_file)?;
-    let tol = o.tolerance.unwrap_or(1e-3);
-    let found = compare(&dumps, &refs, tol)?;
+    let tol = o.tolerance.unwrap_or(crate::emit::DEFAULT_TOLERANCE);
+    let rtol = o.rtol.unwrap_or(crate::emit::DEFAULT_RTOL);
+    let found = compare(&dumps, &refs, tol, rtol)?;
     let mut s = String::new();
     match &found.first_bad {
         Some((t, why)) => s.push_str(&format!(

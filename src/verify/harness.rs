@@ -149,6 +149,7 @@ pub fn judge(m: &Manifest, ran: &Ran, limit: Duration) -> Outcome {
         bench: r.bench.clone(),
         expected: Some(m.expected_compared),
         tolerance: Some(m.tolerance),
+        rtol: Some(m.rtol),
         ..Default::default()
     };
     let tail = super::tail(&ran.text(), 12);
@@ -243,7 +244,7 @@ pub fn judge(m: &Manifest, ran: &Ran, limit: Duration) -> Outcome {
         let msg = format!("the app reported `Errors: 0 out of {n}` but ended with {}", ran.describe_status());
         return fail(Stage::Runtime, msg, tail);
     }
-    let tol = format!(", tolerance {}", m.tolerance);
+    let tol = format!(", tolerance {} + {} x |ref|", m.tolerance, m.rtol);
     Outcome { message: format!("Errors: 0 out of {n}{tol}"), ..base }
 }
 

@@ -58,12 +58,14 @@ pub fn report(summary: &Summary) -> Report {
             .map(|t| t.to_string())
             .or_else(|| r.case.tolerance.map(|t| t.to_string()))
             .unwrap_or_default();
+        let rtol = o.and_then(|o| o.rtol).map(|t| t.to_string()).unwrap_or_default();
         for (k, v) in [
             ("error_message", error_message),
             ("stage", r.class().to_string()),
             ("status", r.verdict.name().to_string()),
             ("compared", compared),
             ("tolerance", tolerance),
+            ("rtol", rtol),
             ("platform", r.case.platform.clone()),
             ("default_mem", r.case.default_mem.clone()),
         ] {

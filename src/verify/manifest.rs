@@ -26,6 +26,8 @@ pub enum ManifestError {
     NothingCompared,
     #[error("{FILE}: tolerance {0} is not a finite, non-negative number")]
     Tolerance(f32),
+    #[error("{FILE}: rtol {0} is not a finite, non-negative number")]
+    Rtol(f32),
     #[error("{FILE}: {loss_refs} loss references but expected_compared is {expected_compared}")]
     LossRefs { loss_refs: u64, expected_compared: u64 },
     /// The project is for another case: what differs, each as
@@ -45,6 +47,9 @@ pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
     }
     if !(m.tolerance.is_finite() && m.tolerance >= 0.0) {
         return Err(ManifestError::Tolerance(m.tolerance));
+    }
+    if !(m.rtol.is_finite() && m.rtol >= 0.0) {
+        return Err(ManifestError::Rtol(m.rtol));
     }
     if m.loss_refs > m.expected_compared {
         return Err(ManifestError::LossRefs { loss_refs: m.loss_refs, expected_compared: m.expected_compared });

@@ -215,8 +215,10 @@ pub struct Outcome {
     pub compared: Option<u64>,
     /// `expected_compared` of the project.
     pub expected: Option<u64>,
-    /// The tolerance the project compares with.
+    /// The tolerance the project compares with: absolute, and relative
+    /// (`|computed - ref| <= tolerance + rtol * |ref|`).
     pub tolerance: Option<f32>,
+    pub rtol: Option<f32>,
     pub losses: Vec<Loss>,
     /// The `BENCH …` line, without the prefix.
     pub bench: Option<String>,
@@ -335,7 +337,12 @@ pub fn build_and_run(case: &Case, dir: &Path) -> Outcome {
     if let Err(e) = manifest::agrees_with(&m, case) {
         return Outcome::fail(Stage::Emit, e.to_string());
     }
-    let base = Outcome { expected: Some(m.expected_compared), tolerance: Some(m.tolerance), ..Default::default() };
+    let base = Outcome {
+        expected: Some(m.expected_compared),
+        tolerance: Some(m.tolerance),
+        rtol: Some(m.rtol),
+        ..Default::default()
+    };
 
     // Build: the case's sources, linked with the cached runtime archive.
     let mut extra: Vec<&str> = vec![];
@@ -424,6 +431,7 @@ impl Outcome {
     fn merge(mut self, base: Outcome) -> Outcome {
         self.expected = self.expected.or(base.expected);
         self.tolerance = self.tolerance.or(base.tolerance);
+        self.rtol = self.rtol.or(base.rtol);
         self
     }
 }

@@ -12,6 +12,7 @@ use prost::Message;
 
 pub const F32: i32 = 1;
 pub const I64: i32 = 7;
+pub const I32: i32 = 6;
 pub const BOOL: i32 = 9;
 
 #[derive(Default)]

@@ -87,89 +87,89 @@ static void compare_task(void *arg)
     check_errors = 0;
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
-                                    &check_compared);
-    check_errors += dg_check_tensor("tok.conv1.weight_updated", DG_L3(12296), testRef_0, 432u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("tok.conv2.weight_updated", DG_L3(14024), testRef_1, 4608u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("pos_embedding_updated", DG_L3(32456), testRef_2, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.ln1.weight_updated", DG_L3(40648), testRef_3, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.ln1.bias_updated", DG_L3(40776), testRef_4, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.q.weight_updated", DG_L3(40904), testRef_5, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.q.bias_updated", DG_L3(45000), testRef_6, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.k.weight_updated", DG_L3(45128), testRef_7, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.k.bias_updated", DG_L3(49224), testRef_8, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.v.weight_updated", DG_L3(49352), testRef_9, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.v.bias_updated", DG_L3(53448), testRef_10, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.proj.weight_updated", DG_L3(53576), testRef_11, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.proj.bias_updated", DG_L3(57672), testRef_12, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.ln2.weight_updated", DG_L3(57800), testRef_13, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.ln2.bias_updated", DG_L3(57928), testRef_14, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.fc1.weight_updated", DG_L3(58056), testRef_15, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.fc1.bias_updated", DG_L3(66248), testRef_16, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.fc2.weight_updated", DG_L3(66504), testRef_17, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk0.fc2.bias_updated", DG_L3(74696), testRef_18, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.ln1.weight_updated", DG_L3(74824), testRef_19, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.ln1.bias_updated", DG_L3(74952), testRef_20, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.q.weight_updated", DG_L3(75080), testRef_21, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.q.bias_updated", DG_L3(79176), testRef_22, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.k.weight_updated", DG_L3(79304), testRef_23, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.k.bias_updated", DG_L3(83400), testRef_24, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.v.weight_updated", DG_L3(83528), testRef_25, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.v.bias_updated", DG_L3(87624), testRef_26, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.proj.weight_updated", DG_L3(87752), testRef_27, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.proj.bias_updated", DG_L3(91848), testRef_28, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.ln2.weight_updated", DG_L3(91976), testRef_29, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.ln2.bias_updated", DG_L3(92104), testRef_30, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.fc1.weight_updated", DG_L3(92232), testRef_31, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.fc1.bias_updated", DG_L3(100424), testRef_32, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.fc2.weight_updated", DG_L3(100680), testRef_33, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("blk1.fc2.bias_updated", DG_L3(108872), testRef_34, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("norm.weight_updated", DG_L3(109000), testRef_35, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("norm.bias_updated", DG_L3(109128), testRef_36, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("seqpool.weight_updated", DG_L3(109256), testRef_37, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("seqpool.bias_updated", DG_L3(109384), testRef_38, 1u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", DG_L3(109392), testRef_39, 320u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", DG_L3(110672), testRef_40, 10u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
+                                    TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("tok.conv1.weight_updated", DG_L3(12296), testRef_0, 432u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("tok.conv2.weight_updated", DG_L3(14024), testRef_1, 4608u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("pos_embedding_updated", DG_L3(32456), testRef_2, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.ln1.weight_updated", DG_L3(40648), testRef_3, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.ln1.bias_updated", DG_L3(40776), testRef_4, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.q.weight_updated", DG_L3(40904), testRef_5, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.q.bias_updated", DG_L3(45000), testRef_6, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.k.weight_updated", DG_L3(45128), testRef_7, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.k.bias_updated", DG_L3(49224), testRef_8, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.v.weight_updated", DG_L3(49352), testRef_9, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.v.bias_updated", DG_L3(53448), testRef_10, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.proj.weight_updated", DG_L3(53576), testRef_11, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.proj.bias_updated", DG_L3(57672), testRef_12, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.ln2.weight_updated", DG_L3(57800), testRef_13, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.ln2.bias_updated", DG_L3(57928), testRef_14, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.fc1.weight_updated", DG_L3(58056), testRef_15, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.fc1.bias_updated", DG_L3(66248), testRef_16, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.fc2.weight_updated", DG_L3(66504), testRef_17, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk0.fc2.bias_updated", DG_L3(74696), testRef_18, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.ln1.weight_updated", DG_L3(74824), testRef_19, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.ln1.bias_updated", DG_L3(74952), testRef_20, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.q.weight_updated", DG_L3(75080), testRef_21, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.q.bias_updated", DG_L3(79176), testRef_22, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.k.weight_updated", DG_L3(79304), testRef_23, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.k.bias_updated", DG_L3(83400), testRef_24, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.v.weight_updated", DG_L3(83528), testRef_25, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.v.bias_updated", DG_L3(87624), testRef_26, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.proj.weight_updated", DG_L3(87752), testRef_27, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.proj.bias_updated", DG_L3(91848), testRef_28, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.ln2.weight_updated", DG_L3(91976), testRef_29, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.ln2.bias_updated", DG_L3(92104), testRef_30, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.fc1.weight_updated", DG_L3(92232), testRef_31, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.fc1.bias_updated", DG_L3(100424), testRef_32, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.fc2.weight_updated", DG_L3(100680), testRef_33, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("blk1.fc2.bias_updated", DG_L3(108872), testRef_34, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("norm.weight_updated", DG_L3(109000), testRef_35, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("norm.bias_updated", DG_L3(109128), testRef_36, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("seqpool.weight_updated", DG_L3(109256), testRef_37, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("seqpool.bias_updated", DG_L3(109384), testRef_38, 1u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.weight_updated", DG_L3(109392), testRef_39, 320u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.bias_updated", DG_L3(110672), testRef_40, 10u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
 }
 
 static int send_task(void (*entry)(void *))

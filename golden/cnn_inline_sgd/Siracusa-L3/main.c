@@ -84,15 +84,15 @@ static void compare_task(void *arg)
     check_errors = 0;
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
-                                    &check_compared);
-    check_errors += dg_check_tensor("conv.weight_updated", DG_L3(1176), testRef_0, 36u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("conv.bias_updated", DG_L3(1320), testRef_1, 4u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", DG_L3(1336), testRef_2, 1440u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", DG_L3(7096), testRef_3, 10u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
+                                    TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("conv.weight_updated", DG_L3(1176), testRef_0, 36u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("conv.bias_updated", DG_L3(1320), testRef_1, 4u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.weight_updated", DG_L3(1336), testRef_2, 1440u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.bias_updated", DG_L3(7096), testRef_3, 10u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
 }
 
 static int send_task(void (*entry)(void *))

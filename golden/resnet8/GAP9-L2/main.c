@@ -87,89 +87,89 @@ static void compare_task(void *arg)
     check_errors = 0;
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
-                                    &check_compared);
-    check_errors += dg_check_tensor("conv1.weight_updated", (void *)dg_w2, testRef_0, 432u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.weight_updated", (void *)dg_w3, testRef_1, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.bias_updated", (void *)dg_w4, testRef_2, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_mean_updated", (void *)dg_w5, testRef_3, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_var_updated", (void *)dg_w6, testRef_4, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv1.weight_updated", (void *)dg_w7, testRef_5, 2304u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.weight_updated", (void *)dg_w8, testRef_6, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.bias_updated", (void *)dg_w9, testRef_7, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", (void *)dg_w10, testRef_8, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", (void *)dg_w11, testRef_9, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv2.weight_updated", (void *)dg_w12, testRef_10, 2304u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.weight_updated", (void *)dg_w13, testRef_11, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.bias_updated", (void *)dg_w14, testRef_12, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", (void *)dg_w15, testRef_13, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", (void *)dg_w16, testRef_14, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv1.weight_updated", (void *)dg_w17, testRef_15, 4608u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.weight_updated", (void *)dg_w18, testRef_16, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.bias_updated", (void *)dg_w19, testRef_17, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", (void *)dg_w20, testRef_18, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", (void *)dg_w21, testRef_19, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv2.weight_updated", DG_L2(12296), testRef_20, 9216u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.weight_updated", (void *)dg_w23, testRef_21, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.bias_updated", (void *)dg_w24, testRef_22, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", (void *)dg_w25, testRef_23, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", (void *)dg_w26, testRef_24, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", (void *)dg_w27, testRef_25, 512u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", (void *)dg_w28, testRef_26, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv1.weight_updated", DG_L2(49160), testRef_27, 18432u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.weight_updated", (void *)dg_w30, testRef_28, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.bias_updated", (void *)dg_w31, testRef_29, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", (void *)dg_w32, testRef_30, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", (void *)dg_w33, testRef_31, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv2.weight_updated", DG_L2(122888), testRef_32, 36864u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.weight_updated", (void *)dg_w35, testRef_33, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.bias_updated", (void *)dg_w36, testRef_34, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", (void *)dg_w37, testRef_35, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", (void *)dg_w38, testRef_36, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", (void *)dg_w39, testRef_37, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", (void *)dg_w40, testRef_38, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", (void *)dg_w41, testRef_39, 640u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", (void *)dg_w42, testRef_40, 10u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
+                                    TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("conv1.weight_updated", (void *)dg_w2, testRef_0, 432u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.weight_updated", (void *)dg_w3, testRef_1, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.bias_updated", (void *)dg_w4, testRef_2, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.running_mean_updated", (void *)dg_w5, testRef_3, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.running_var_updated", (void *)dg_w6, testRef_4, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.conv1.weight_updated", (void *)dg_w7, testRef_5, 2304u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.weight_updated", (void *)dg_w8, testRef_6, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.bias_updated", (void *)dg_w9, testRef_7, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.running_mean_updated", (void *)dg_w10, testRef_8, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.running_var_updated", (void *)dg_w11, testRef_9, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.conv2.weight_updated", (void *)dg_w12, testRef_10, 2304u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.weight_updated", (void *)dg_w13, testRef_11, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.bias_updated", (void *)dg_w14, testRef_12, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.running_mean_updated", (void *)dg_w15, testRef_13, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.running_var_updated", (void *)dg_w16, testRef_14, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.conv1.weight_updated", (void *)dg_w17, testRef_15, 4608u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.weight_updated", (void *)dg_w18, testRef_16, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.bias_updated", (void *)dg_w19, testRef_17, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.running_mean_updated", (void *)dg_w20, testRef_18, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.running_var_updated", (void *)dg_w21, testRef_19, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.conv2.weight_updated", DG_L2(12296), testRef_20, 9216u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.weight_updated", (void *)dg_w23, testRef_21, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.bias_updated", (void *)dg_w24, testRef_22, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.running_mean_updated", (void *)dg_w25, testRef_23, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.running_var_updated", (void *)dg_w26, testRef_24, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.shortcut.weight_updated", (void *)dg_w27, testRef_25, 512u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.shortcut.bias_updated", (void *)dg_w28, testRef_26, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.conv1.weight_updated", DG_L2(49160), testRef_27, 18432u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.weight_updated", (void *)dg_w30, testRef_28, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.bias_updated", (void *)dg_w31, testRef_29, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.running_mean_updated", (void *)dg_w32, testRef_30, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.running_var_updated", (void *)dg_w33, testRef_31, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.conv2.weight_updated", DG_L2(122888), testRef_32, 36864u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.weight_updated", (void *)dg_w35, testRef_33, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.bias_updated", (void *)dg_w36, testRef_34, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.running_mean_updated", (void *)dg_w37, testRef_35, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.running_var_updated", (void *)dg_w38, testRef_36, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.shortcut.weight_updated", (void *)dg_w39, testRef_37, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.shortcut.bias_updated", (void *)dg_w40, testRef_38, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.weight_updated", (void *)dg_w41, testRef_39, 640u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.bias_updated", (void *)dg_w42, testRef_40, 10u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
 }
 
 static int send_task(void (*entry)(void *))

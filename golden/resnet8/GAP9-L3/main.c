@@ -87,89 +87,89 @@ static void compare_task(void *arg)
     check_errors = 0;
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
-                                    &check_compared);
-    check_errors += dg_check_tensor("conv1.weight_updated", DG_L3(12296), testRef_0, 432u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.weight_updated", DG_L3(14024), testRef_1, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.bias_updated", DG_L3(14088), testRef_2, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_mean_updated", DG_L3(14152), testRef_3, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("bn1.running_var_updated", DG_L3(14216), testRef_4, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv1.weight_updated", DG_L3(14280), testRef_5, 2304u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.weight_updated", DG_L3(23496), testRef_6, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.bias_updated", DG_L3(23560), testRef_7, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_mean_updated", DG_L3(23624), testRef_8, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn1.running_var_updated", DG_L3(23688), testRef_9, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.conv2.weight_updated", DG_L3(23752), testRef_10, 2304u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.weight_updated", DG_L3(32968), testRef_11, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.bias_updated", DG_L3(33032), testRef_12, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_mean_updated", DG_L3(33096), testRef_13, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack1.bn2.running_var_updated", DG_L3(33160), testRef_14, 16u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv1.weight_updated", DG_L3(33224), testRef_15, 4608u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.weight_updated", DG_L3(51656), testRef_16, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.bias_updated", DG_L3(51784), testRef_17, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_mean_updated", DG_L3(51912), testRef_18, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn1.running_var_updated", DG_L3(52040), testRef_19, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.conv2.weight_updated", DG_L3(52168), testRef_20, 9216u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.weight_updated", DG_L3(89032), testRef_21, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.bias_updated", DG_L3(89160), testRef_22, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_mean_updated", DG_L3(89288), testRef_23, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.bn2.running_var_updated", DG_L3(89416), testRef_24, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.weight_updated", DG_L3(89544), testRef_25, 512u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack2.shortcut.bias_updated", DG_L3(91592), testRef_26, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv1.weight_updated", DG_L3(91720), testRef_27, 18432u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.weight_updated", DG_L3(165448), testRef_28, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.bias_updated", DG_L3(165704), testRef_29, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_mean_updated", DG_L3(165960), testRef_30, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn1.running_var_updated", DG_L3(166216), testRef_31, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.conv2.weight_updated", DG_L3(166472), testRef_32, 36864u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.weight_updated", DG_L3(313928), testRef_33, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.bias_updated", DG_L3(314184), testRef_34, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_mean_updated", DG_L3(314440), testRef_35, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.bn2.running_var_updated", DG_L3(314696), testRef_36, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.weight_updated", DG_L3(314952), testRef_37, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("stack3.shortcut.bias_updated", DG_L3(323144), testRef_38, 64u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.weight_updated", DG_L3(323400), testRef_39, 640u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc.bias_updated", DG_L3(325960), testRef_40, 10u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
+                                    TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("conv1.weight_updated", DG_L3(12296), testRef_0, 432u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.weight_updated", DG_L3(14024), testRef_1, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.bias_updated", DG_L3(14088), testRef_2, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.running_mean_updated", DG_L3(14152), testRef_3, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("bn1.running_var_updated", DG_L3(14216), testRef_4, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.conv1.weight_updated", DG_L3(14280), testRef_5, 2304u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.weight_updated", DG_L3(23496), testRef_6, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.bias_updated", DG_L3(23560), testRef_7, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.running_mean_updated", DG_L3(23624), testRef_8, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn1.running_var_updated", DG_L3(23688), testRef_9, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.conv2.weight_updated", DG_L3(23752), testRef_10, 2304u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.weight_updated", DG_L3(32968), testRef_11, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.bias_updated", DG_L3(33032), testRef_12, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.running_mean_updated", DG_L3(33096), testRef_13, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack1.bn2.running_var_updated", DG_L3(33160), testRef_14, 16u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.conv1.weight_updated", DG_L3(33224), testRef_15, 4608u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.weight_updated", DG_L3(51656), testRef_16, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.bias_updated", DG_L3(51784), testRef_17, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.running_mean_updated", DG_L3(51912), testRef_18, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn1.running_var_updated", DG_L3(52040), testRef_19, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.conv2.weight_updated", DG_L3(52168), testRef_20, 9216u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.weight_updated", DG_L3(89032), testRef_21, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.bias_updated", DG_L3(89160), testRef_22, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.running_mean_updated", DG_L3(89288), testRef_23, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.bn2.running_var_updated", DG_L3(89416), testRef_24, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.shortcut.weight_updated", DG_L3(89544), testRef_25, 512u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack2.shortcut.bias_updated", DG_L3(91592), testRef_26, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.conv1.weight_updated", DG_L3(91720), testRef_27, 18432u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.weight_updated", DG_L3(165448), testRef_28, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.bias_updated", DG_L3(165704), testRef_29, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.running_mean_updated", DG_L3(165960), testRef_30, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn1.running_var_updated", DG_L3(166216), testRef_31, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.conv2.weight_updated", DG_L3(166472), testRef_32, 36864u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.weight_updated", DG_L3(313928), testRef_33, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.bias_updated", DG_L3(314184), testRef_34, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.running_mean_updated", DG_L3(314440), testRef_35, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.bn2.running_var_updated", DG_L3(314696), testRef_36, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.shortcut.weight_updated", DG_L3(314952), testRef_37, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("stack3.shortcut.bias_updated", DG_L3(323144), testRef_38, 64u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.weight_updated", DG_L3(323400), testRef_39, 640u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc.bias_updated", DG_L3(325960), testRef_40, 10u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
 }
 
 static int send_task(void (*entry)(void *))

@@ -84,19 +84,19 @@ static void compare_task(void *arg)
     check_errors = 0;
     check_compared = 0;
     check_errors += dg_check_losses(stored_losses, testLossRef, N_LOSS_REFS, TRAINING_TOLERANCE_ABS,
-                                    &check_compared);
-    check_errors += dg_check_tensor("fc1.weight_updated", DG_L3(528), testRef_0, 2048u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc1.bias_updated", DG_L3(8720), testRef_1, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc2.weight_updated", DG_L3(8848), testRef_2, 1024u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc2.bias_updated", DG_L3(12944), testRef_3, 32u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc3.weight_updated", DG_L3(13072), testRef_4, 320u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
-    check_errors += dg_check_tensor("fc3.bias_updated", DG_L3(14352), testRef_5, 10u,
-                                    TRAINING_TOLERANCE_ABS, &check_compared);
+                                    TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc1.weight_updated", DG_L3(528), testRef_0, 2048u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc1.bias_updated", DG_L3(8720), testRef_1, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc2.weight_updated", DG_L3(8848), testRef_2, 1024u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc2.bias_updated", DG_L3(12944), testRef_3, 32u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc3.weight_updated", DG_L3(13072), testRef_4, 320u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+    check_errors += dg_check_close("fc3.bias_updated", DG_L3(14352), testRef_5, 10u,
+                                   TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
 }
 
 static int send_task(void (*entry)(void *))

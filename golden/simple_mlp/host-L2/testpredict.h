@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define DEMO_EXPECTED_COMPARED 20u
-#define DEMO_TOLERANCE_ABS 0.001f
+#define DEMO_TOLERANCE_ABS 0.0005f
 #define DEMO_OUT_BYTES 80u
 
 /* The API input of each test-data column. */
