@@ -684,3 +684,63 @@ fn resize_nearest_and_linear() {
         "{e}"
     );
 }
+
+/// AveragePool with dilations (once refused) in 2-D and 1-D, with ceil_mode
+/// windows that overhang the end pad: with count_include_pad their taps
+/// beyond the padded input are not counted, as the ONNX reference computes
+/// since onnx 1.18 (these values are onnx 1.23's; onnxruntime 1.19 and onnx
+/// 1.17 divide by the whole kernel: -0.1875 for -0.375, 0.4375 for 1.75).
+#[test]
+fn average_pool_with_dilations_and_ceil_mode_counts_the_padded_input() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, 5, 5])
+        .input("z", F32, &[1, 1, 7])
+        .node(
+            "AveragePool",
+            &["x"],
+            &["y"],
+            vec![
+                attr_ints("kernel_shape", &[2, 2]),
+                attr_ints("strides", &[2, 2]),
+                attr_ints("dilations", &[2, 2]),
+                attr_ints("pads", &[1, 0, 0, 1]),
+                attr_int("ceil_mode", 1),
+                attr_int("count_include_pad", 1),
+            ],
+        )
+        .node(
+            "AveragePool",
+            &["z"],
+            &["w"],
+            vec![
+                attr_ints("kernel_shape", &[3]),
+                attr_ints("strides", &[2]),
+                attr_ints("dilations", &[2]),
+                attr_ints("pads", &[1, 1]),
+                attr_int("ceil_mode", 1),
+            ],
+        )
+        .output("y", F32, &[1, 1, 3, 3])
+        .output("w", F32, &[1, 1, 3]);
+    let x: Vec<f32> = (0..25).map(|i| (i as f32 - 12.0) / 4.0).collect();
+    let z: Vec<f32> = (0..7).map(|i| (i as f32 - 3.0) / 2.0).collect();
+    let inputs = [("x", f32s(&[1, 1, 5, 5], &x)), ("z", f32s(&[1, 1, 7], &z))];
+    let expected = |corner: f32| {
+        vec![
+            ("y", f32s(&[1, 1, 3, 3], &[-0.75, -0.5, -0.375, -0.25, 0.25, 0.5, 1.0, 1.5, corner])),
+            ("w", f32s(&[1, 1, 3], &[-0.5, 0.0, 0.5])),
+        ]
+    };
+    if !have_gcc() {
+        return;
+    }
+    let dir = folder(&b, &inputs, &expected(1.75));
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(12), "{}", o.output);
+    // the corner as the whole kernel's divisor gives it: one wrong value
+    let dir = folder(&b, &inputs, &expected(0.4375));
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(1), "{}", o.output);
+}

@@ -702,7 +702,8 @@ fn integer_division_by_zero_fails_on_the_host_and_on_the_chips() {
 /// error on a large value (6239663.0 for 6239662.5, what the kernels'
 /// `expf` may give) passes, and a 1e-3 error on a value of 1e-4 fails — the
 /// other way round from the absolute 1e-3 alone (shown too). Loss lines
-/// print each value's own bound; NaN never passes for a number.
+/// print each value's own bound; NaN never passes for a number, nor a
+/// number for an infinity.
 #[test]
 fn the_harness_compares_as_allclose_with_the_default_tolerances() {
     let tmp = tempfile::tempdir().unwrap();
@@ -719,10 +720,13 @@ static void run(void)
     const float big_c[2] = {{6239663.0f, -6239663.0f}}, big_r[2] = {{6239662.5f, -6239662.5f}};
     const float small_c[1] = {{1.1e-3f}}, small_r[1] = {{1e-4f}};
     const float nan_c[1] = {{NAN}}, one_r[1] = {{1.0f}};
+    const float nan_nan[1] = {{NAN}}, inf_c[2] = {{INFINITY, 1e30f}}, inf_r[2] = {{INFINITY, INFINITY}};
     uint32_t n = 0;
     printf("big %u\n", (unsigned)dg_check_close("big", big_c, big_r, 2, ATOL, RTOL, &n));
     printf("small %u\n", (unsigned)dg_check_close("small", small_c, small_r, 1, ATOL, RTOL, &n));
     printf("nan %u\n", (unsigned)dg_check_close("nan", nan_c, one_r, 1, ATOL, 1.0f, &n));
+    printf("nan_nan %u\n", (unsigned)dg_check_close("nan_nan", nan_nan, nan_nan, 1, ATOL, RTOL, &n));
+    printf("inf %u\n", (unsigned)dg_check_close("inf", inf_c, inf_r, 2, ATOL, RTOL, &n));
     printf("abs_big %u\n", (unsigned)dg_check_tensor("abs_big", big_c, big_r, 2, 1e-3f, &n));
     printf("abs_small %u\n", (unsigned)dg_check_tensor("abs_small", small_c, small_r, 1, 1e-3f, &n));
     printf("losses %u\n", (unsigned)dg_check_losses(big_c, big_r, 2, ATOL, RTOL, &n));
@@ -747,7 +751,11 @@ int main(void) {{ return pmsis_kickoff((void *)run); }}
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let (o, text) = run(&exe, &[]);
     assert!(o.status.success(), "{text}");
-    for line in ["big 0", "small 1", "nan 1", "abs_big 2", "abs_small 0", "losses 0", "compared 9"] {
+    // NaN matches a NaN reference and infinity an equal one; a finite value
+    // never matches an infinite reference (its relative bound is no bound)
+    for line in
+        ["big 0", "small 1", "nan 1", "nan_nan 0", "inf 1", "abs_big 2", "abs_small 0", "losses 0", "compared 12"]
+    {
         assert!(text.lines().any(|l| l == line), "expected '{line}':\n{text}");
     }
     assert!(text.contains("mismatch small[0] computed=0.001100 ref=0.000100"), "{text}");

@@ -18,6 +18,7 @@ Usage: python tools/make_kernel_refs.py [--out runtime/tests/refs]
 Needs: tools/requirements.txt (no torch).
 """
 import argparse
+import itertools
 import os
 import sys
 
@@ -1004,6 +1005,42 @@ def convgrad_k3_w12():
     return _conv_case((1, 4, 4, 12), (8, 4, 3, 3), [1, 1], [1, 1, 1, 1], [1, 1], 1, True, True)
 
 
+def avgpool_onnx(x, k, s, d, pads, ceil, cip):
+    """ONNX's AveragePool (the reference of onnx >= 1.18, as PyTorch), in
+    float64 rounded to float32, for any number of spatial axes: a window's
+    sum over its taps inside the input, divided with count_include_pad by
+    its taps inside the padded input (a ceil_mode window's taps beyond the
+    end pad do not count), else by its taps inside the input. onnxruntime
+    1.19 (and the reference of onnx 1.17) divide by the whole kernel when
+    a ceil_mode window overhangs the end pad."""
+    sp = x.ndim - 2
+    outs = [_win_out(x.shape[2 + a], k[a], s[a], d[a], pads[a], pads[sp + a], ceil) for a in range(sp)]
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    x64 = x.astype(np.float64)
+    for o in np.ndindex(*outs):
+        inside, padded = [], 1
+        for a in range(sp):
+            taps = [o[a] * s[a] - pads[a] + j * d[a] for j in range(k[a])]
+            inside.append([t for t in taps if 0 <= t < x.shape[2 + a]])
+            padded *= sum(1 for t in taps if t < x.shape[2 + a] + pads[sp + a])
+        acc = np.zeros(x.shape[:2])
+        for t in itertools.product(*inside):
+            acc += x64[(slice(None), slice(None)) + t]
+        n = padded if cip else int(np.prod([len(i) for i in inside]))
+        y[(slice(None), slice(None)) + o] = acc / n
+    return y.astype(F32), outs
+
+
+@case("numpy")
+def avgpool_ceil_incl_pad():
+    # 2-D, count_include_pad with ceil_mode windows overhanging the end pad:
+    # their taps beyond it are not counted (ONNX's rule, avgpool_onnx)
+    x = rnd(1, 2, 7, 6)
+    y, outs = avgpool_onnx(x, [3, 2], [2, 2], [1, 1], [1, 0, 1, 0], 1, 1)
+    return {"in_x": x, "out_y": y,
+            "p_pool": _pool_params(x.shape, [1, 2] + outs, [3, 2], [2, 2], [1, 0, 1, 0], 1)}
+
+
 
 # ================================================================ operator kernels
 # The operators beyond a CNN training step's core, written to
@@ -1904,7 +1941,8 @@ def _win_out(n, k, s, d, p0, p1, ceil):
 
 
 def _win_params(xs, ys, k, s, d, pads, group=1, cip=0):
-    return I(list(xs) + list(ys[1:]) + list(k) + list(s) + list(d) + list(pads[:3]) + [group, cip])
+    return I(list(xs) + list(ys[1:]) + list(k) + list(s) + list(d) + list(pads[:3]) + [group, cip]
+             + list(pads[3:6]))
 
 
 def _pool3d(op, xs, k, s, pads, dil=(1, 1, 1), ceil=0, cip=0, x=None):
@@ -1943,12 +1981,15 @@ def avgpool3d_excl_pad():
     return _pool3d("AveragePool", (2, 3, 5, 6, 7), (3, 3, 2), (2, 2, 2), (1, 1, 0, 1, 0, 1))
 
 
-@case2("ort")
+@case2("numpy")
 def avgpool3d_incl_pad_ceil():
-    # the last depth and width windows overhang the end pads: onnxruntime
-    # still divides by the whole kernel
-    return _pool3d("AveragePool", (1, 2, 7, 5, 8), (3, 2, 3), (2, 2, 2), (1, 0, 1, 0, 1, 1),
-                   ceil=1, cip=1)
+    # the last depth and width windows overhang the end pads: the taps
+    # beyond them are not counted (ONNX's rule, avgpool_onnx; onnxruntime
+    # 1.19 divides by the whole kernel)
+    d = _pool3d("AveragePool", (1, 2, 7, 5, 8), (3, 2, 3), (2, 2, 2), (1, 0, 1, 0, 1, 1),
+                ceil=1, cip=1)
+    d["out_y"] = avgpool_onnx(d["in_x"], (3, 2, 3), (2, 2, 2), (1, 1, 1), (1, 0, 1, 0, 1, 1), 1, 1)[0]
+    return d
 
 
 @case2("ort")
@@ -2048,6 +2089,42 @@ def pow_i64_f32_out_of_range():
     b = np.array([30, 31, 0.5, -1, 0.5, np.nan, 40, 63, 62, 63], F32)
     y = run_op("Pow", [("A", a), ("B", b)], [("C", [len(a)], L)])["C"]
     return {"in_a": a, "in_b": b, "out_y": y, "p_shape": I([]), "p_astr": I([]), "p_bstr": I([])}
+
+
+# ---------------------------------------------------------------- AveragePool, ONNX's divisor
+# 1-D and 2-D AveragePool with dilations run in dg_avgpool3d_f32 with depth 1;
+# with ceil_mode and count_include_pad the taps beyond the end pad are not
+# counted (avgpool_onnx). Fixed-seed inputs of their own: the cases above keep
+# their arrays.
+RNG_POOL = np.random.default_rng(20261206)
+
+
+def _avg_win(xs, k, s, d, pads, ceil, cip):
+    """A 1-D or 2-D AveragePool as dg_avgpool3d_f32 runs it (depth 1)."""
+    x = RNG_POOL.uniform(-1, 1, size=xs).astype(F32)
+    y, outs = avgpool_onnx(x, k, s, d, pads, ceil, cip)
+    sp = len(k)
+    one = [1] * (3 - sp)
+    begin, end = list(pads[:sp]), list(pads[sp:])
+    return {"in_x": x, "out_y": y,
+            "p_win": _win_params(list(xs[:2]) + one + list(xs[2:]), list(xs[:2]) + one + outs,
+                                 one + list(k), one + list(s), one + list(d),
+                                 [0] * (3 - sp) + begin + [0] * (3 - sp) + end, 1, cip)}
+
+
+@case2("numpy")
+def avgpool2d_dil2_ceil_incl_pad():
+    return _avg_win((1, 2, 9, 8), [3, 2], [2, 3], [2, 2], [1, 0, 1, 1], 1, 1)
+
+
+@case2("numpy")
+def avgpool2d_dil3_excl_pad():
+    return _avg_win((2, 1, 8, 9), [2, 3], [1, 2], [3, 2], [1, 2, 0, 1], 0, 0)
+
+
+@case2("numpy")
+def avgpool1d_dil2_ceil_incl_pad():
+    return _avg_win((1, 3, 11), [3], [3], [2], [1, 1], 1, 1)
 
 
 # Gelu with approximate = "tanh" (runtime/kernels/gelu_tanh.c), written to

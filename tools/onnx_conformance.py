@@ -12,7 +12,9 @@ subgraph, and every graph input and output is a tensor of f32, i64 or bool.
 Each taken case becomes DIR/<name>/ with network.onnx, inputs.npz and
 outputs.npz keyed by the graph's input and output names, as `deploygen test`
 reads a folder. References are the wheel's own expected outputs (no
-onnxruntime involved). inputs.npz carries `meta_rtol` 1e-3, ONNX's own
+onnxruntime involved), except for the cases whose expected outputs a later
+onnx release corrected (SUPERSEDED below: their outputs are computed here
+by the current reference's rule, checked against onnx 1.23's). inputs.npz carries `meta_rtol` 1e-3, ONNX's own
 backend check's relative tolerance, and `meta_tolerance` (the absolute
 one) 1e-3 times the largest reference magnitude, at least 1e-3.
 
@@ -29,6 +31,42 @@ import sys
 
 PINNED = "1.17.0"
 SUITES = ["node", "simple", "pytorch-converted", "pytorch-operator"]
+
+
+def average_pool_current(np, node, x):
+    """AveragePool as the ONNX reference computes it since onnx 1.18: with
+    count_include_pad a window is divided by its taps inside the padded
+    input, so a ceil_mode window's taps beyond the end pad do not count
+    (onnx 1.17 divided by the whole kernel)."""
+    import itertools
+    at = {a.name: (list(a.ints) if a.ints else a.i) for a in node.attribute}
+    k = at["kernel_shape"]
+    sp = len(k)
+    s, d = at.get("strides", [1] * sp), at.get("dilations", [1] * sp)
+    pads, ceil, cip = at.get("pads", [0] * 2 * sp), at.get("ceil_mode", 0), at.get("count_include_pad", 0)
+    outs = []
+    for a in range(sp):
+        span = x.shape[2 + a] + pads[a] + pads[sp + a] - (d[a] * (k[a] - 1) + 1)
+        o = (-(-span // s[a]) if ceil else span // s[a]) + 1
+        if ceil and (o - 1) * s[a] >= x.shape[2 + a] + pads[a]:
+            o -= 1
+        outs.append(o)
+    y = np.zeros(x.shape[:2] + tuple(outs))
+    for o in np.ndindex(*outs):
+        inside, padded = [], 1
+        for a in range(sp):
+            taps = [o[a] * s[a] - pads[a] + j * d[a] for j in range(k[a])]
+            inside.append([t for t in taps if 0 <= t < x.shape[2 + a]])
+            padded *= sum(1 for t in taps if t < x.shape[2 + a] + pads[sp + a])
+        acc = sum(x[(slice(None), slice(None)) + t].astype(np.float64) for t in itertools.product(*inside))
+        y[(slice(None), slice(None)) + o] = acc / (padded if cip else np.prod([len(i) for i in inside]))
+    return y.astype(np.float32)
+
+
+# Cases whose expected outputs onnx 1.18 corrected: name -> the current rule.
+SUPERSEDED = {
+    "test_averagepool_3d_dilations_large_count_include_pad_is_1_ceil_mode_is_True": average_pool_current,
+}
 
 
 def listed_operators(readme):
@@ -128,6 +166,9 @@ def convert(cdir, out, ops, kinds, np, onnx, numpy_helper):
     outs = load("output", g.output)
     if ins is None or outs is None:
         return "test data does not hold every input and output"
+    current = SUPERSEDED.get(os.path.basename(out))
+    if current is not None:
+        outs = {g.output[0].name: current(np, g.node[0], ins[inputs[0].name])}
     biggest = max([float(np.nanmax(np.abs(np.where(np.isinf(a), 0, a)))) for a in outs.values()
                    if a.dtype == np.float32 and a.size] + [1.0])
     ins["meta_tolerance"] = np.array(1e-3 * biggest, dtype=np.float32)

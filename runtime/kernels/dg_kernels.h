@@ -267,9 +267,11 @@ void dg_conv_grad_db_f32(void *args);
  *   dg_global_avgpool_grad_f32 dy -> dx
  * MaxPool indices follow onnxruntime: the flat index into the whole input
  * tensor, ((n * C + c) * H + h) * W + w; ties keep the first maximum in
- * window order. AveragePool follows onnxruntime's divisor: with
- * count_include_pad the window clipped to the padded input (pads on all
- * four sides), else the window clipped to the input.
+ * window order. AveragePool's divisor: with count_include_pad the window
+ * clipped to the padded input (pads on all four sides; a ceil_mode window's
+ * taps beyond the end pad do not count, as the ONNX reference), else the
+ * window clipped to the input. No dilations in dg_avgpool_f32 (a dilated
+ * AveragePool runs in dg_avgpool3d_f32).
  * ====================================================================== */
 typedef struct {
     const float *x; /* optional: NULL where the kernel does not read it */
@@ -883,11 +885,14 @@ void dg_conv_transpose_f32(void *args);
  * first maximum in window order (k_d, k_h, k_w); its index is the flat
  * position in the whole input, (((n * C + c) * D + d) * H + h) * W + w; a
  * window with no tap in the input gives -FLT_MAX. AveragePool divides by
- * the taps inside the input, with count_include_pad by k_d k_h k_w, also
- * for a ceil_mode window that overhangs the end pad (onnxruntime 1.19 and
- * the ONNX reference agree there in 3-D). The end pads are implied by the
- * output extents. Each output element is computed by one core (the outputs
- * split evenly over the cores).
+ * the taps inside the input, with count_include_pad by the taps inside the
+ * padded input (pads on both ends of each axis): a ceil_mode window that
+ * overhangs the end pad does not count the taps beyond it (the ONNX
+ * reference since onnx 1.18, as PyTorch; onnxruntime 1.19 divides by the
+ * whole kernel there). 1-D and 2-D AveragePool with dilations run here with
+ * depth 1. The other kernels do not read the end pads (implied by the
+ * output extents). Each output element is computed by one core (the
+ * outputs split evenly over the cores).
  * ====================================================================== */
 typedef struct {
     const float *x;
@@ -901,6 +906,7 @@ typedef struct {
     uint32_t stride_d, stride_h, stride_w;
     uint32_t dil_d, dil_h, dil_w;
     uint32_t pad_front, pad_top, pad_left;
+    uint32_t pad_back, pad_bottom, pad_right; /* optional: read by dg_avgpool3d_f32 */
     uint32_t group; /* optional: 0 = 1 (read by dg_conv3d_f32) */
     uint32_t count_include_pad; /* optional: 0 = no */
     uint32_t act; /* optional: 0 = none */

@@ -8,20 +8,25 @@
 #include <float.h>
 
 /* The taps [lo, hi) of one axis of output position o that read inside the
- * input: o * stride - pad + k * dil in [0, in). */
+ * input: o * stride - pad + k * dil in [0, in); and `padded`, how many
+ * read inside the padded input (below in + pad_end: taps before the input
+ * lie in the begin pad), AveragePool's count with count_include_pad. */
 typedef struct {
     int32_t s; /* input position of tap 0 (may be negative) */
-    uint32_t lo, hi;
+    uint32_t lo, hi, padded;
 } tap_span_t;
 
 static tap_span_t tap_span(uint32_t o, uint32_t stride, uint32_t pad, uint32_t k, uint32_t dil,
-                           uint32_t in)
+                           uint32_t in, uint32_t pad_end)
 {
     tap_span_t r;
     r.s = (int32_t)(o * stride) - (int32_t)pad;
     for (r.lo = 0; r.lo < k && r.s + (int32_t)(r.lo * dil) < 0; r.lo++)
         ;
     for (r.hi = r.lo; r.hi < k && r.s + (int32_t)(r.hi * dil) < (int32_t)in; r.hi++)
+        ;
+    for (r.padded = r.hi; r.padded < k && r.s + (int32_t)(r.padded * dil) < (int32_t)(in + pad_end);
+         r.padded++)
         ;
     return r;
 }
@@ -39,9 +44,9 @@ static window_t window_of(const dg_window3d_args_t *p, uint32_t i)
     const uint32_t ow = i % p->out_w, oh = (i / p->out_w) % p->out_h;
     const uint32_t od = (i / p->out_w / p->out_h) % p->out_d;
     q.plane = i / p->out_w / p->out_h / p->out_d;
-    q.d = tap_span(od, p->stride_d, p->pad_front, p->k_d, p->dil_d, p->in_d);
-    q.h = tap_span(oh, p->stride_h, p->pad_top, p->k_h, p->dil_h, p->in_h);
-    q.w = tap_span(ow, p->stride_w, p->pad_left, p->k_w, p->dil_w, p->in_w);
+    q.d = tap_span(od, p->stride_d, p->pad_front, p->k_d, p->dil_d, p->in_d, p->pad_back);
+    q.h = tap_span(oh, p->stride_h, p->pad_top, p->k_h, p->dil_h, p->in_h, p->pad_bottom);
+    q.w = tap_span(ow, p->stride_w, p->pad_left, p->k_w, p->dil_w, p->in_w, p->pad_right);
     return q;
 }
 
@@ -101,10 +106,10 @@ void dg_avgpool3d_f32(void *args)
                     acc += xr[q.w.s + (int32_t)(kw * p->dil_w)];
             }
         }
-        /* count_include_pad: the whole kernel, also where a ceil_mode window
-         * overhangs the end pad (onnxruntime 1.19 and the ONNX reference) */
+        /* count_include_pad: the taps inside the padded input, so not those
+         * of a ceil_mode window beyond the end pad (the ONNX reference) */
         if (p->count_include_pad)
-            count = p->k_d * p->k_h * p->k_w;
+            count = q.d.padded * q.h.padded * q.w.padded;
         else
             count = (q.d.hi - q.d.lo) * (q.h.hi - q.h.lo) * (q.w.hi - q.w.lo);
         /* a window with no tap to average (never with pads below the kernel) */

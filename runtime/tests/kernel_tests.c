@@ -844,6 +844,7 @@ static const case_t CASES[] = {
     {"avgpool_excl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_incl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpool_ceil", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
+    {"avgpool_ceil_incl_pad", NULL, c_avgpool, R, 1e-6f, {DG_FAULT_AVGPOOL}},
     {"avgpoolgrad_excl_pad", NULL, c_avgpool_grad, R, 1e-6f, {DG_FAULT_AVGPOOL_GRAD}},
     {"avgpoolgrad_incl_pad", NULL, c_avgpool_grad, R, 1e-6f, {DG_FAULT_AVGPOOL_GRAD}},
     {"global_avgpool", NULL, c_gap, R, 1e-6f, {DG_FAULT_GAP}},

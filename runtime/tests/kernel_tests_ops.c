@@ -508,6 +508,9 @@ static void win3d_params(tc_t *t, dg_window3d_args_t *a)
     a->pad_left = P("win", 20);
     a->group = P("win", 21);
     a->count_include_pad = P("win", 22);
+    a->pad_back = P("win", 23);
+    a->pad_bottom = P("win", 24);
+    a->pad_right = P("win", 25);
     a->x = IN("x");
     a->y = OUT("y");
 }
@@ -843,6 +846,9 @@ static const case_t CASES[] = {
     {"avgpool3d_excl_pad", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
     {"avgpool3d_incl_pad_ceil", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
     {"avgpool3d_dil2", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
+    {"avgpool2d_dil2_ceil_incl_pad", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
+    {"avgpool2d_dil3_excl_pad", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
+    {"avgpool1d_dil2_ceil_incl_pad", NULL, c_avgpool3d, R, 1e-6f, {DG_FAULT_AVGPOOL3D}},
     {"conv3d_pad_stride2_bias", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},
     {"conv3d_dil2_groups", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},
     {"conv3d_depthwise_nobias", NULL, c_conv3d, R, 1e-6f, {DG_FAULT_CONV3D}},

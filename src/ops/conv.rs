@@ -301,8 +301,7 @@ pub(super) fn is_3d(x: &[usize]) -> bool {
 }
 
 /// The shape fields of `dg_window3d_args_t` for input `x`, output `y`
-/// (NCDHW) and the spatial `kernel`; the end pads are implied by the
-/// output extents.
+/// (NCDHW) and the spatial `kernel`.
 pub(super) fn window3d_fields(
     ctx: &KernelCtx,
     x: &[usize],
@@ -335,7 +334,41 @@ pub(super) fn window3d_fields(
         ("pad_front", u(p[0])),
         ("pad_top", u(p[1])),
         ("pad_left", u(p[2])),
+        ("pad_back", u(p[3])),
+        ("pad_bottom", u(p[4])),
+        ("pad_right", u(p[5])),
     ])
+}
+
+/// The `dg_window3d_args_t` shape fields of a 1-D or 2-D window: depth 1
+/// (and height 1 in 1-D), from its 2-D geometry.
+pub(super) fn window3d_fields_of(g: &Geom) -> Vec<(&'static str, Arg)> {
+    vec![
+        ("batch", u(g.batch)),
+        ("in_c", u(g.in_c)),
+        ("in_d", u(1)),
+        ("in_h", u(g.in_h)),
+        ("in_w", u(g.in_w)),
+        ("out_c", u(g.out_c)),
+        ("out_d", u(1)),
+        ("out_h", u(g.out_h)),
+        ("out_w", u(g.out_w)),
+        ("k_d", u(1)),
+        ("k_h", u(g.k_h)),
+        ("k_w", u(g.k_w)),
+        ("stride_d", u(1)),
+        ("stride_h", u(g.stride[0])),
+        ("stride_w", u(g.stride[1])),
+        ("dil_d", u(1)),
+        ("dil_h", u(g.dil[0])),
+        ("dil_w", u(g.dil[1])),
+        ("pad_front", u(0)),
+        ("pad_top", u(g.pads[0])),
+        ("pad_left", u(g.pads[1])),
+        ("pad_back", u(0)),
+        ("pad_bottom", u(g.pads[2])),
+        ("pad_right", u(g.pads[3])),
+    ]
 }
 
 /// `x` the input, `y` the output (both full NCHW / NCL shapes), `kernel`

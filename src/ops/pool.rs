@@ -1,6 +1,8 @@
 //! Pooling and its gradients.
 
-use super::conv::{geom, is_3d, kernel_attr, refuse_3d_grad, window, window3d_fields, Geom, MAX_EXTENT};
+use super::conv::{
+    geom, is_3d, kernel_attr, refuse_3d_grad, window, window3d_fields, window3d_fields_of, Geom, MAX_EXTENT,
+};
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
@@ -306,8 +308,9 @@ pub(super) fn bind_maxpool(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_maxpool_f32", "dg_pool_args_t", fields))
 }
 
-/// AveragePool: `dg_avgpool_f32` (1-D, 2-D; no dilations) or
-/// `dg_avgpool3d_f32` (dilations too).
+/// AveragePool: `dg_avgpool_f32` (1-D, 2-D without dilations) or
+/// `dg_avgpool3d_f32` (3-D, and 1-D / 2-D with dilations as depth 1: a
+/// plain walk over each window's taps).
 pub(super) fn bind_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
@@ -320,7 +323,9 @@ pub(super) fn bind_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
     }
     let g = geom(ctx, &x, &y, &kernel_dims(ctx)?)?;
     if g.dil != [1, 1] {
-        return Err(ctx.err("AveragePool with dilations is not supported by the kernel"));
+        fields.extend(window3d_fields_of(&g));
+        fields.push(include_pad);
+        return one(call("dg_avgpool3d_f32", "dg_window3d_args_t", fields));
     }
     fields.extend(pool_fields(&g));
     fields.push(include_pad);

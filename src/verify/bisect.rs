@@ -98,6 +98,8 @@ pub struct Found {
 /// when a reference cannot be read.
 /// A value matches when `|computed - ref| <= tol + rtol * |ref|`.
 pub fn compare(dumps: &[Dumped], refs: &npz::Npz, tol: f32, rtol: f32) -> Result<Found, BisectError> {
+    // an infinite reference gets no infinite bound: only an equal value matches
+    let bound = |r: f32| if r.is_finite() { tol + rtol * r.abs() } else { tol };
     let mut found = Found::default();
     let mut seen = BTreeSet::new();
     for d in dumps.iter().filter(|d| seen.insert(d.name.clone())) {
@@ -110,9 +112,8 @@ pub fn compare(dumps: &[Dumped], refs: &npz::Npz, tol: f32, rtol: f32) -> Result
             found.first_bad = Some((d.name.clone(), why));
             return Ok(found);
         }
-        let bad: Vec<usize> = (0..r.len())
-            .filter(|&i| !(d.values[i] == r[i] || (d.values[i] - r[i]).abs() <= tol + rtol * r[i].abs()))
-            .collect();
+        let bad: Vec<usize> =
+            (0..r.len()).filter(|&i| !(d.values[i] == r[i] || (d.values[i] - r[i]).abs() <= bound(r[i]))).collect();
         if let Some(&i) = bad.first() {
             let why = format!(
                 "{} of {} values differ beyond {tol} + {rtol} x |ref| (first [{i}]: computed {}, reference {})",
