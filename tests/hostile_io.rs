@@ -374,3 +374,47 @@ fn int64_logits_are_refused_naming_the_output_and_dtype() {
     exit2(&o, &["logits = 'classes'", "i64", "scores"]);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("gradient rule"));
 }
+
+/// int64 Range is counted and computed in integers: operands beyond 2^53
+/// (which f64 cannot hold) give numpy's shape and values.
+#[test]
+fn int64_range_beyond_two_to_the_53_is_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = (1i64 << 53) + 1;
+    let mut b = ModelBuilder::new();
+    b.input("x", I64, &[2])
+        .init_i64("start", &[big])
+        .init_i64("limit", &[big + 2])
+        .init_i64("delta", &[1])
+        .node("Range", &["start", "limit", "delta"], &["r"], vec![])
+        .node("Add", &["x", "r"], &["y"], vec![])
+        .output("y", I64, &[2]);
+    let path = b.write(tmp.path(), "range.onnx");
+    let text = ok(&run(tmp.path(), &["inspect", "range.onnx"]));
+    assert!(text.contains("y  i64 [2]"), "{text}");
+    // The folded values, exactly: np.arange(2**53 + 1, 2**53 + 3).
+    let m = deploygen::load(&path).unwrap();
+    let r = m.graph.id("r").and_then(|t| m.graph.tensor(t).data.clone()).expect("Range folds to a constant");
+    assert_eq!(r.to_i64().unwrap(), vec![big, big + 1]);
+}
+
+/// A NaN bound is no bound: `Range(0, NaN, 1)` is refused naming the
+/// node, never an empty range.
+#[test]
+fn a_nan_range_operand_is_refused_naming_the_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (start, limit, delta, says) in
+        [(0.0, f32::NAN, 1.0, "limit"), (f32::NAN, 1.0, 1.0, "start"), (0.0, 4.0, f32::INFINITY, "delta")]
+    {
+        let mut b = ModelBuilder::new();
+        b.input("x", F32, &[1])
+            .init("start", &[1], &[start])
+            .init("limit", &[1], &[limit])
+            .init("delta", &[1], &[delta])
+            .node("Range", &["start", "limit", "delta"], &["r"], vec![])
+            .node("Add", &["x", "r"], &["y"], vec![])
+            .output("y", F32, &[1]);
+        b.write(tmp.path(), "nan.onnx");
+        exit2(&run(tmp.path(), &["inspect", "nan.onnx"]), &["Range_0", says]);
+    }
+}
