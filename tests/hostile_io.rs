@@ -418,3 +418,22 @@ fn a_nan_range_operand_is_refused_naming_the_node() {
         exit2(&run(tmp.path(), &["inspect", "nan.onnx"]), &["Range_0", says]);
     }
 }
+
+/// Nor a line of an error message: the node, operator and tensor names in
+/// a message show their line breaks as escapes.
+#[test]
+fn names_cannot_forge_error_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 4]).node("Relu", &["nowhere\nerror: forged tensor"], &["y"], vec![]).output(
+        "y",
+        F32,
+        &[2, 4],
+    );
+    b.graph.node[0].name = Some("n\nerror: forged node".into());
+    b.write(tmp.path(), "m.onnx");
+    let o = run(tmp.path(), &["inspect", "m.onnx"]);
+    exit2(&o, &["n\\u{a}error: forged node", "nowhere\\u{a}error: forged tensor"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.lines().all(|l| !l.starts_with("error: forged")), "{err}");
+}
