@@ -6,6 +6,9 @@
 use std::path::PathBuf;
 
 use crate::diag::{Finding, Hint};
+// Names in messages stay on their line: a line break in a node, operator
+// or tensor name cannot forge a line of the message.
+use crate::escape::name;
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -31,20 +34,26 @@ pub enum Error {
     Decode { path: PathBuf, detail: String },
 
     #[error(
-        "node '{node}' uses operator '{op}' (domain '{domain}', opset {opset}), which deploygen does not support.\n  {supported}"
+        "node '{}' uses operator '{}' (domain '{}', opset {opset}), which deploygen does not support.\n  {supported}",
+        name(node),
+        name(op),
+        name(domain)
     )]
     UnknownOp { node: String, op: String, domain: String, opset: String, supported: String },
 
-    #[error("the graph has a cycle through these nodes: {}", nodes.join(" -> "))]
+    #[error("the graph has a cycle through these nodes: {}", nodes.iter().map(|n| name(n)).collect::<Vec<_>>().join(" -> "))]
     Cycle { nodes: Vec<String> },
 
-    #[error("node '{node}' ({op}) reads tensor '{tensor}', which no node produces and which is neither a graph input nor an initializer")]
+    #[error(
+        "node '{}' ({}) reads tensor '{}', which no node produces and which is neither a graph input nor an initializer",
+        name(node), name(op), name(tensor)
+    )]
     Dangling { node: String, op: String, tensor: String },
 
-    #[error("initializer '{tensor}' keeps its data in an external file {}: {detail}", path.display())]
+    #[error("initializer '{}' keeps its data in an external file {}: {detail}", name(tensor), path.display())]
     ExternalData { tensor: String, path: PathBuf, detail: String },
 
-    #[error("node '{node}' ({op}): {detail}")]
+    #[error("node '{}' ({}): {detail}", name(node), name(op))]
     Node { node: String, op: String, detail: String },
 
     /// Anything else wrong with the model's structure, naming the tensor
@@ -80,7 +89,7 @@ pub enum Error {
     Capacity { platform: String, level: String, needed: u64, available: u64, message: String, hints: Vec<Hint> },
 
     /// An `.npz` file (or one array in it) that cannot be read.
-    #[error("{}{}: {detail}", path.display(), key.as_ref().map(|k| format!(", key '{k}'")).unwrap_or_default())]
+    #[error("{}{}: {detail}", path.display(), key.as_ref().map(|k| format!(", key '{}'", name(k))).unwrap_or_default())]
     Npz { path: PathBuf, key: Option<String>, detail: String },
 
     /// Test data that does not fit the graph: slot mismatches, schedule

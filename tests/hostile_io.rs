@@ -120,8 +120,9 @@ fn no_leftovers(dir: &Path, keep: &[&str]) {
     }
 }
 
-#[test]
-fn report_writers_write_new_names_and_over_regular_files() {
+/// Each writer writes a new name, and over a regular file.
+#[cfg(unix)]
+fn writers_write_new_names_and_over_regular_files() {
     let tmp = scratch();
     for w in writers("out.file") {
         let _ = std::fs::remove_file(tmp.path().join("out.file"));
@@ -137,11 +138,13 @@ fn report_writers_write_new_names_and_over_regular_files() {
 
 /// A device, a FIFO, a folder, a symbolic link (to a regular file, or to
 /// nowhere): each writer refuses it naming the path, and it stays what it
-/// was (a FIFO is never opened: the run does not block).
+/// was (a FIFO is never opened: the run does not block). A new name or a
+/// regular file is written as before.
 #[cfg(unix)]
 #[test]
 fn report_writers_refuse_what_is_not_a_regular_file() {
     use std::os::unix::fs::FileTypeExt;
+    writers_write_new_names_and_over_regular_files();
     let tmp = scratch();
     let d = tmp.path();
     mkfifo(&d.join("fifo"));
@@ -241,6 +244,15 @@ fn an_npz_of_twenty_thousand_members_binds_in_seconds() {
     // The references hold the zoo's schedule; without them every
     // mini-batch still binds.
     std::fs::remove_file(dir.path().join("outputs.npz")).unwrap();
+    // The command: inspect binds every mini-batch.
+    let t = Instant::now();
+    let o = run_for(dir.path(), &["inspect", "."], Duration::from_secs(60))
+        .unwrap_or_else(|| panic!("inspect of a {}-member npz took over a minute", 2 * N));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains(&format!("{N} forward pass(es)")), "{text}\n{err}");
+    let inspect = t.elapsed();
     let npz = dir.path().join("inputs.npz");
     // The library: open, then read every member.
     let t = Instant::now();
@@ -250,15 +262,7 @@ fn an_npz_of_twenty_thousand_members_binds_in_seconds() {
     assert_eq!(all.len(), z.len());
     let lib = t.elapsed();
     assert!(lib < Duration::from_secs(20), "reading {} members took {lib:?}", z.len());
-    // The command: inspect binds every mini-batch.
-    let t = Instant::now();
-    let o = run_for(dir.path(), &["inspect", "."], Duration::from_secs(60))
-        .unwrap_or_else(|| panic!("inspect of a {}-member npz took over a minute", 2 * N));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!err.contains("panicked"), "{err}");
-    let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains(&format!("{N} forward pass(es)")), "{text}\n{err}");
-    eprintln!("{} members: library {lib:?}, inspect {:?}", z.len(), t.elapsed());
+    eprintln!("{} members: inspect {inspect:?}, library {lib:?}", z.len());
 }
 
 /// SVG is XML: a name holding control characters (not allowed in XML 1.0)
@@ -369,4 +373,67 @@ fn int64_logits_are_refused_naming_the_output_and_dtype() {
     let o = run(tmp.path(), &["inspect", "."]);
     exit2(&o, &["logits = 'classes'", "i64", "scores"]);
     assert!(!String::from_utf8_lossy(&o.stderr).contains("gradient rule"));
+}
+
+/// int64 Range is counted and computed in integers: operands beyond 2^53
+/// (which f64 cannot hold) give numpy's shape and values.
+#[test]
+fn int64_range_beyond_two_to_the_53_is_exact() {
+    let tmp = tempfile::tempdir().unwrap();
+    let big = (1i64 << 53) + 1;
+    let mut b = ModelBuilder::new();
+    b.input("x", I64, &[2])
+        .init_i64("start", &[big])
+        .init_i64("limit", &[big + 2])
+        .init_i64("delta", &[1])
+        .node("Range", &["start", "limit", "delta"], &["r"], vec![])
+        .node("Add", &["x", "r"], &["y"], vec![])
+        .output("y", I64, &[2]);
+    let path = b.write(tmp.path(), "range.onnx");
+    let text = ok(&run(tmp.path(), &["inspect", "range.onnx"]));
+    assert!(text.contains("y  i64 [2]"), "{text}");
+    // The folded values, exactly: np.arange(2**53 + 1, 2**53 + 3).
+    let m = deploygen::load(&path).unwrap();
+    let r = m.graph.id("r").and_then(|t| m.graph.tensor(t).data.clone()).expect("Range folds to a constant");
+    assert_eq!(r.to_i64().unwrap(), vec![big, big + 1]);
+}
+
+/// A NaN bound is no bound: `Range(0, NaN, 1)` is refused naming the
+/// node, never an empty range.
+#[test]
+fn a_nan_range_operand_is_refused_naming_the_node() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (start, limit, delta, says) in
+        [(0.0, f32::NAN, 1.0, "limit"), (f32::NAN, 1.0, 1.0, "start"), (0.0, 4.0, f32::INFINITY, "delta")]
+    {
+        let mut b = ModelBuilder::new();
+        b.input("x", F32, &[1])
+            .init("start", &[1], &[start])
+            .init("limit", &[1], &[limit])
+            .init("delta", &[1], &[delta])
+            .node("Range", &["start", "limit", "delta"], &["r"], vec![])
+            .node("Add", &["x", "r"], &["y"], vec![])
+            .output("y", F32, &[1]);
+        b.write(tmp.path(), "nan.onnx");
+        exit2(&run(tmp.path(), &["inspect", "nan.onnx"]), &["Range_0", says]);
+    }
+}
+
+/// Nor a line of an error message: the node, operator and tensor names in
+/// a message show their line breaks as escapes.
+#[test]
+fn names_cannot_forge_error_lines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 4]).node("Relu", &["nowhere\nerror: forged tensor"], &["y"], vec![]).output(
+        "y",
+        F32,
+        &[2, 4],
+    );
+    b.graph.node[0].name = Some("n\nerror: forged node".into());
+    b.write(tmp.path(), "m.onnx");
+    let o = run(tmp.path(), &["inspect", "m.onnx"]);
+    exit2(&o, &["n\\u{a}error: forged node", "nowhere\\u{a}error: forged tensor"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.lines().all(|l| !l.starts_with("error: forged")), "{err}");
 }

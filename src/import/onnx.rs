@@ -15,7 +15,10 @@ use crate::ops;
 /// scheduled, every node resolved against the operator registry, and
 /// untyped (`lower` types it).
 pub fn read_graph(path: &Path) -> Result<Graph> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    // A FIFO or device is refused, never opened to block (`files`).
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut crate::files::open_regular(path, "an ONNX model")?, &mut bytes)
+        .map_err(|e| Error::io(path, e))?;
     let model = pb::ModelProto::decode(bytes.as_slice())
         .map_err(|e| Error::Decode { path: path.to_path_buf(), detail: decode_failure(&bytes, &e) })?;
     let Some(graph) = &model.graph else {

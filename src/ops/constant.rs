@@ -4,6 +4,7 @@
 //! kernel instead), which is how shape subgraphs disappear.
 
 use super::kernel::{call, elem_size, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::range::{self, Operand};
 use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -113,21 +114,23 @@ fn fold_constant_of_shape(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<T
     Ok(Some(vec![TensorData { dtype: v.dtype, shape, bytes: v.bytes.repeat(n) }]))
 }
 
-/// Range's scalar input `i` as f64 (all three have one type, checked).
-fn range_operand(ctx: &Ctx, i: usize, what: &str) -> Result<f64> {
+/// Range's scalar input `i` in its own type (all three have one type,
+/// checked).
+fn range_operand(ctx: &Ctx, i: usize, what: &str) -> Result<Operand> {
     let Some(d) = ctx.konst(i) else { return Err(ctx.not_constant(i, what)) };
     if d.numel() != 1 {
         return Err(ctx.err(format!("input {i} ({what}) must be a scalar, it has shape {:?}", d.shape)));
     }
     if d.dtype.is_int() {
-        Ok(d.to_i64().and_then(|v| v.first().copied()).unwrap_or(0) as f64)
+        Ok(Operand::Int(d.to_i64().and_then(|v| v.first().copied()).unwrap_or(0)))
     } else {
-        Ok(d.to_f32().and_then(|v| v.first().copied()).unwrap_or(0.0) as f64)
+        Ok(Operand::Float(d.to_f32().and_then(|v| v.first().copied()).unwrap_or(0.0) as f64))
     }
 }
 
-/// Range: `start + i * delta` for i in `0..max(ceil((limit - start) / delta), 0)`.
-fn range_values(ctx: &Ctx) -> Result<(DType, f64, f64, usize)> {
+/// Range: `start + i * delta` for i in `0..max(ceil((limit - start) / delta), 0)`,
+/// counted exactly ([`super::range`]).
+fn range_values(ctx: &Ctx) -> Result<(DType, Operand, Operand, usize)> {
     let dtype = ctx.dtype(0)?;
     if ![DType::F32, DType::I64, DType::I32].contains(&dtype) {
         return Err(ctx.err(format!("inputs are {dtype}; deploygen computes Range on f32, i64 and i32")));
@@ -139,11 +142,8 @@ fn range_values(ctx: &Ctx) -> Result<(DType, f64, f64, usize)> {
     }
     let (start, limit, delta) =
         (range_operand(ctx, 0, "start")?, range_operand(ctx, 1, "limit")?, range_operand(ctx, 2, "delta")?);
-    if delta == 0.0 {
-        return Err(ctx.err("delta (input 2) is 0"));
-    }
-    let n = ((limit - start) / delta).ceil().max(0.0);
-    if n.is_nan() || n > FOLD_LIMIT as f64 {
+    let n = range::count(start, limit, delta).map_err(|e| ctx.err(e.to_string()))?;
+    if n > FOLD_LIMIT as u128 {
         return Err(ctx.err(format!(
             "Range of {n} elements: deploygen computes Range when generating code, up to {FOLD_LIMIT} elements"
         )));
@@ -158,13 +158,14 @@ fn range(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn fold_range(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let (dtype, start, delta, n) = range_values(ctx)?;
-    Ok(Some(vec![if dtype == DType::F32 {
-        let (s, d) = (start as f32, delta as f32);
-        TensorData::from_f32(vec![n], &(0..n).map(|i| s + i as f32 * d).collect::<Vec<_>>())
-    } else {
-        let (s, d) = (start as i64, delta as i64);
-        let v: Vec<i64> = (0..n as i64).map(|i| s.wrapping_add(i.wrapping_mul(d))).collect();
-        TensorData::from_i64_as(dtype, vec![n], &v).ok_or_else(|| ctx.err("Range values do not fit the type"))?
+    Ok(Some(vec![match (start, delta) {
+        (Operand::Int(s), Operand::Int(d)) => TensorData::from_i64_as(dtype, vec![n], &range::int_values(s, d, n))
+            .ok_or_else(|| ctx.err("Range values do not fit the type"))?,
+        (Operand::Float(s), Operand::Float(d)) => {
+            let (s, d) = (s as f32, d as f32);
+            TensorData::from_f32(vec![n], &(0..n).map(|i| s + i as f32 * d).collect::<Vec<_>>())
+        }
+        _ => return Err(ctx.err("inputs must have one element type")),
     }]))
 }
 

@@ -28,6 +28,7 @@ pub use norm::saved_stats_form;
 mod group_norm;
 mod pad;
 mod pool;
+mod range;
 mod reduce;
 mod resize;
 mod select;
