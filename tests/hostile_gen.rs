@@ -199,3 +199,43 @@ fn resize_tables_are_static_data_the_plan_counts() {
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("static 16,384 B"), "{stdout}");
 }
+
+// --- Recompute -----------------------------------------------------------------
+
+/// An inference chain of `n` (MatMul + Relu) blocks, x [4, 8] -> logits
+/// [4, 8], with a train.toml: its training step has 2n recompute candidates.
+fn chain(n: usize) -> tempfile::TempDir {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[4, 8]);
+    let mut prev = "x".to_string();
+    for i in 0..n {
+        let w = format!("w{i}");
+        let vals: Vec<f32> = (0..64).map(|k| ((k * 7 + i) % 13) as f32 * 0.01 - 0.06).collect();
+        b.init(&w, &[8, 8], &vals);
+        let (m, r) = (format!("m{i}"), format!("r{i}"));
+        b.node("MatMul", &[&prev, &w], &[&m], vec![]).node("Relu", &[&m], &[&r], vec![]);
+        prev = r;
+    }
+    b.node("Identity", &[&prev], &["logits"], vec![]).output("logits", F32, &[4, 8]);
+    let dir = write(&b);
+    std::fs::write(dir.path().join("train.toml"), "loss = \"mse\"\noptimizer = \"sgd\"\nlearning_rate = 0.1\n")
+        .unwrap();
+    dir
+}
+
+/// `--recompute auto` on a chain of 400 blocks: it took over 300 s (every
+/// choice was tried again without, each try planning the rest anew); now
+/// a few seconds even unoptimised.
+#[test]
+fn recompute_on_a_long_chain_is_quick() {
+    let dir = chain(400);
+    let t = Instant::now();
+    let o = run(&["inspect", "--platform", "GAP9"], dir.path(), dir.path());
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(took < Duration::from_secs(20), "400 blocks took {took:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("recompute (auto")).expect("a recompute report");
+    assert!(line.contains("value(s)") && !line.contains(" 0 value(s)"), "{line}");
+}
