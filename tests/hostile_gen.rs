@@ -147,3 +147,95 @@ fn the_folded_total_is_bounded() {
     let err = refused(&["inspect"], dir.path(), &["Add", "constants deploygen computes to", "8,388,608 B"]);
     assert!(err.contains("'Add_"), "{err}");
 }
+
+// --- Resize ------------------------------------------------------------------
+
+/// `x [1, 1, h, w]` resized by `sizes` in `mode`.
+fn resize(h: i64, w: i64, sizes: [i64; 4], mode: &str) -> ModelBuilder {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 1, h, w]).init_i64("sizes", &sizes).node(
+        "Resize",
+        &["x", "", "", "sizes"],
+        &["y"],
+        vec![attr_str("mode", mode)],
+    );
+    b.output("y", F32, &sizes);
+    b
+}
+
+/// Ten or a hundred million output rows: the tap tables alone would take
+/// 160 MB or 1.6 GB (and a 663 MB Network.c). Refused before they are
+/// built, naming the node, even where the capacities given would hold the
+/// output.
+#[test]
+fn resize_to_absurd_sizes_is_refused_before_its_tables_are_built() {
+    for rows in [100_000_000, 10_000_000] {
+        let dir = write(&resize(2, 1, [1, 1, rows, 1], "linear"));
+        let big = ["--l2", "450000000", "--l3", "450000000"];
+        for platform in ["GAP9", "host"] {
+            let args: Vec<&str> = ["build", "--platform", platform].iter().chain(&big).copied().collect();
+            refused(&args, dir.path(), &["'Resize_0' (Resize)", "tables take", "static data in L2"]);
+        }
+        refused(&["build", "--platform", "GAP9"], dir.path(), &["Resize"]);
+    }
+}
+
+/// An ordinary 2x2 -> 512x512 upsample: its tables are static data the
+/// plan counts in L2, never locals of RunNetwork (on GAP9's 2,304 B stack
+/// they overflowed it silently; `tests/stack_rv32.rs` measures the frame).
+#[test]
+fn resize_tables_are_static_data_the_plan_counts() {
+    let dir = write(&resize(2, 2, [1, 1, 512, 512], "linear"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("gen");
+    let o = run(&["build", "--platform", "GAP9"], dir.path(), &out);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let net = std::fs::read_to_string(out.join("Network.c")).unwrap();
+    for t in ["iy", "wy", "ix", "wx"] {
+        let decl = net.lines().find(|l| l.contains(&format!(" {t}[] = {{"))).expect(t);
+        assert!(decl.trim_start().starts_with("static const "), "{t} is not static: {}", &decl[..80.min(decl.len())]);
+    }
+    // 512 rows and 512 columns of 2 taps, 8 B each: 16 KiB of L2.
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("static 16,384 B"), "{stdout}");
+}
+
+// --- Recompute -----------------------------------------------------------------
+
+/// An inference chain of `n` (MatMul + Relu) blocks, x [4, 8] -> logits
+/// [4, 8], with a train.toml: its training step has 2n recompute candidates.
+fn chain(n: usize) -> tempfile::TempDir {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[4, 8]);
+    let mut prev = "x".to_string();
+    for i in 0..n {
+        let w = format!("w{i}");
+        let vals: Vec<f32> = (0..64).map(|k| ((k * 7 + i) % 13) as f32 * 0.01 - 0.06).collect();
+        b.init(&w, &[8, 8], &vals);
+        let (m, r) = (format!("m{i}"), format!("r{i}"));
+        b.node("MatMul", &[&prev, &w], &[&m], vec![]).node("Relu", &[&m], &[&r], vec![]);
+        prev = r;
+    }
+    b.node("Identity", &[&prev], &["logits"], vec![]).output("logits", F32, &[4, 8]);
+    let dir = write(&b);
+    std::fs::write(dir.path().join("train.toml"), "loss = \"mse\"\noptimizer = \"sgd\"\nlearning_rate = 0.1\n")
+        .unwrap();
+    dir
+}
+
+/// `--recompute auto` on a chain of 400 blocks: it took over 300 s (every
+/// choice was tried again without, each try planning the rest anew); now
+/// a few seconds even unoptimised.
+#[test]
+fn recompute_on_a_long_chain_is_quick() {
+    let dir = chain(400);
+    let t = Instant::now();
+    let o = run(&["inspect", "--platform", "GAP9"], dir.path(), dir.path());
+    let took = t.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(took < Duration::from_secs(20), "400 blocks took {took:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let line = out.lines().find(|l| l.starts_with("recompute (auto")).expect("a recompute report");
+    assert!(line.contains("value(s)") && !line.contains(" 0 value(s)"), "{line}");
+}

@@ -61,6 +61,10 @@ pub type LegacyInputFn = fn(&Ctx) -> Result<Option<(usize, TensorData)>>;
 /// Bytes of per-kernel scratch a node needs (runtime/kernels/dg_kernels.h).
 pub type ScratchFn = fn(&Graph, &Node) -> u64;
 
+/// Bytes of the constant tables a node's kernel call carries as static
+/// data, from the node's shapes and attributes alone (nothing built).
+pub type TablesFn = fn(&Graph, &Node) -> Result<u64>;
+
 /// When a node with a fold rule is folded at import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FoldWhen {
@@ -154,6 +158,9 @@ pub struct OpDef {
     /// Slot of the input a loss (or loss gradient) compares against.
     pub labels: Option<fn(&Node) -> Option<usize>>,
     pub scratch: Option<ScratchFn>,
+    /// Constant tables the kernel call carries in static data (Resize's
+    /// taps): the plan counts them in L2 before the call is built.
+    pub tables: Option<TablesFn>,
     /// A BatchNormalization that normalises with batch statistics on this
     /// node (training mode).
     pub batch_stats: Option<fn(&Node) -> bool>,
@@ -258,6 +265,7 @@ impl OpDef {
         train: Train::None,
         labels: None,
         scratch: None,
+        tables: None,
         batch_stats: None,
         fixed_1x1: None,
         kernel: None,

@@ -8,7 +8,7 @@
 use super::kernel::{call, one, u, Arg, KernelCall, KernelCtx, Local};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{Graph, Node, TensorType};
 
 pub const OPS: &[OpDef] = &[OpDef {
     name: "Resize",
@@ -26,6 +26,7 @@ pub const OPS: &[OpDef] = &[OpDef {
     infer: resize,
     compile_time: &[1, 2, 3],
     kernel: Some(bind_resize),
+    tables: Some(tables),
     ..OpDef::BASE
 }];
 
@@ -149,6 +150,38 @@ struct Taps {
     k: usize,
     idx: Vec<i64>,
     w: Vec<f64>,
+}
+
+/// How many taps each output index of an axis reads (the length of
+/// [`coeffs`]), without computing them: 1 nearest, 2 linear, 4 cubic;
+/// antialiased, the filter's footprint widened by 1 / scale.
+fn taps_per_index(p: &Plan, scale: f64) -> u64 {
+    let wide = |support: f64| {
+        let start = (-support / scale.min(1.0)).floor() + 1.0;
+        // f64 to u64 saturates: an absurd footprint stays absurd.
+        (2.0 - 2.0 * start) as u64
+    };
+    match (p.mode, p.antialias) {
+        ("linear", false) => 2,
+        ("linear", true) => wide(1.0),
+        ("cubic", false) => 4,
+        ("cubic", true) => wide(2.0),
+        _ => 1,
+    }
+}
+
+/// Bytes of the node's tap tables (an index and a weight, 4 B each, per
+/// tap per output index of the two resized axes), from the shapes alone.
+fn tables(g: &Graph, node: &Node) -> Result<u64> {
+    let ctx = Ctx { graph: g, node };
+    let Some(x) = ctx.shape(0)? else { return Err(ctx.err("input 0 has no static shape")) };
+    let p = plan(&ctx, &x)?;
+    let r = x.len();
+    if r < 2 {
+        return Ok(0);
+    }
+    let axis = |a: usize| (p.out[a] as u64).saturating_mul(taps_per_index(&p, p.scales[a])).saturating_mul(8);
+    Ok(axis(r - 2).saturating_add(axis(r - 1)))
 }
 
 fn coeffs(p: &Plan, ratio: f64, scale: f64) -> Vec<f64> {
@@ -302,10 +335,47 @@ fn bind_resize(ctx: &KernelCtx) -> Result<KernelCall> {
         ],
     );
     inv.locals = vec![
-        Local { ctype: "const int32_t", name: "iy", values: ints(&th.idx) },
-        Local { ctype: "const float", name: "wy", values: floats(&th.w) },
-        Local { ctype: "const int32_t", name: "ix", values: ints(&tw.idx) },
-        Local { ctype: "const float", name: "wx", values: floats(&tw.w) },
+        // Static data, counted by the plan (`tables`): on the stack they
+        // would take (out_h * kh + out_w * kw) * 8 B of a small stack.
+        Local { ctype: "static const int32_t", name: "iy", values: ints(&th.idx) },
+        Local { ctype: "static const float", name: "wy", values: floats(&th.w) },
+        Local { ctype: "static const int32_t", name: "ix", values: ints(&tw.idx) },
+        Local { ctype: "static const float", name: "wx", values: floats(&tw.w) },
     ];
     one(inv)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan_of(mode: &'static str, antialias: bool) -> Plan {
+        Plan {
+            mode,
+            transform: "half_pixel",
+            nearest: "round_prefer_floor",
+            cubic_a: -0.75,
+            exclude_outside: false,
+            antialias,
+            scales: vec![],
+            out: vec![],
+            roi: vec![],
+            extrapolation: 0.0,
+        }
+    }
+
+    /// The plan's count of taps (nothing built) is what the tables hold.
+    #[test]
+    fn taps_per_index_is_the_coefficient_count() {
+        for (mode, aa) in [("nearest", false), ("linear", false), ("linear", true), ("cubic", false), ("cubic", true)] {
+            let p = plan_of(mode, aa);
+            for scale in [0.013, 0.1, 0.25, 0.3, 0.5, 0.77, 1.0, 2.0, 256.0] {
+                let k = coeffs(&p, 0.37, scale).len() as u64;
+                let want = if mode == "nearest" { 1 } else { k };
+                assert_eq!(taps_per_index(&p, scale), want, "{mode} antialias {aa} scale {scale}");
+            }
+        }
+        // An absurd downscale saturates instead of wrapping.
+        assert!(taps_per_index(&plan_of("cubic", true), 1e-300) >= 1 << 62);
+    }
 }

@@ -44,6 +44,14 @@ use crate::ir::Model;
 /// references (requested by the pipeline, laid out by emission).
 pub const TEST_DATA: &str = "test data and references (the harness's own)";
 
+/// Most bytes of one node's constant tables whatever the capacities: the
+/// generated C spells every entry out (16 MiB of tables are some 60 MB of
+/// source).
+pub const TABLES_CEILING: u64 = 16 << 20;
+
+/// The static buffer of the kernels' constant tables (Resize's taps).
+pub const KERNEL_TABLES: &str = "kernel tables (static data of the network's calls)";
+
 /// What to plan for.
 #[derive(Clone, Debug)]
 pub struct PlanOptions {
@@ -397,9 +405,11 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
         .buffers
         .iter()
         .filter(|b| b.level == l && b.placement == Placement::Static && b.kind == Kind::Static)
+        .filter(|b| b.name != KERNEL_TABLES)
         .map(|b| b.size)
         .sum();
-    let other_static = lp.static_bytes.saturating_sub(baked_w + harness_static);
+    let tables: u64 = a.buffers.iter().filter(|b| b.level == l && b.name == KERNEL_TABLES).map(|b| b.size).sum();
+    let other_static = lp.static_bytes.saturating_sub(baked_w + harness_static + tables);
     let reserved: Vec<String> = lp.reserved.iter().map(|r| format!("{} {}", r.name, thousands(r.bytes))).collect();
     let mut v = vec![
         format!(
@@ -413,6 +423,9 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
         ),
         format!("  weights, baked   {:>11} B", thousands(baked_w)),
     ];
+    if tables > 0 {
+        v.push(format!("  kernel tables    {:>11} B  (static arrays of the network's calls)", thousands(tables)));
+    }
     if harness_static > 0 {
         v.push(format!("  harness data     {:>11} B  (static arrays)", thousands(harness_static)));
     }
@@ -622,6 +635,7 @@ fn plan_once(model: &Model, opts: &PlanOptions) -> Result<Plan> {
         }
     }
 
+    let opts = &with_tables(model, opts)?;
     let disc = buffers::discover(model, &opts.statics, p.alignment)?;
     let mut base = disc.buffers.clone();
     levels::initial(&mut base, opts.default_mem);
@@ -644,6 +658,49 @@ fn plan_once(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     };
     plan.verify().map_err(|e| Error::plan(format!("internal error: the memory plan failed its own check: {e}")))?;
     Ok(plan)
+}
+
+/// The options with the kernels' constant tables as one static L2 buffer
+/// (emitted as `static const` arrays: the network's data, never its
+/// stack), sized from every node's shapes before any table is built. A
+/// node whose tables alone pass what L2 has after its reservations is an
+/// error naming it.
+fn with_tables(model: &Model, opts: &PlanOptions) -> Result<PlanOptions> {
+    // Initialised data: within the L2 image the boot loader copies, where
+    // the chip bounds it, and within what L2 has after its reservations.
+    let image = opts.l2_image_limit.or(opts.platform.level(Level::L2).image_limit);
+    let room = opts.platform.budget(Level::L2).min(image.unwrap_or(u64::MAX)).min(TABLES_CEILING);
+    let mut total = 0u64;
+    for g in std::iter::once(&model.graph).chain(model.optimizer.as_ref()) {
+        for &n in &g.schedule {
+            let node = g.node(n);
+            let Some(f) = crate::ops::of(node).tables else { continue };
+            let bytes = f(g, node)?;
+            if bytes > room {
+                return Err(Error::Plan {
+                    buffer: None,
+                    node: Some(node.name.clone()),
+                    detail: format!(
+                        "node '{}' ({}): its kernel's tables take {} B of static data in L2, more than the {} B \
+                         {}'s L2 can hold as initialised data (after its reservations, within its image limit and \
+                         the {} B deploygen writes for one node)",
+                        node.name,
+                        node.op,
+                        thousands(bytes),
+                        thousands(room),
+                        opts.platform.name,
+                        thousands(TABLES_CEILING)
+                    ),
+                });
+            }
+            total = total.saturating_add(bytes);
+        }
+    }
+    let mut o = opts.clone();
+    if total > 0 {
+        o.statics.push(StaticRequest { name: KERNEL_TABLES.into(), bytes: total, level: Level::L2, movable: false });
+    }
+    Ok(o)
 }
 
 impl Plan {

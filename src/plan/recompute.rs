@@ -30,8 +30,10 @@
 //! tile choice the bytes of its operands plus one kernel call, plus its
 //! multiply-adds (`plan::tile::compute_cost`), so a Conv is run again only
 //! where the bytes it frees are worth its work. A choice that lowered one
-//! of several equal peaks is dropped again when the peak stays where it is
-//! without it (it would add cost for nothing). Training
+//! of several equal peaks (or was made before such a choice) is dropped
+//! again when the peak stays where it is without it (it would add cost
+//! for nothing); at most [`DROP_TRIES`] are tried, so the pass stays
+//! quadratic in the step's length. Training
 //! BatchNorm is never run again on fresh batch statistics: its copy
 //! normalises with the saved ones, so the values equal the original's.
 //!
@@ -52,6 +54,10 @@ use crate::ops::{self, Recompute, Train};
 
 /// Most nodes copied to remake one value.
 pub const DEPTH: usize = 4;
+
+/// Most choices tried again without (each try runs the greedy choice
+/// again over the rest).
+pub const DROP_TRIES: usize = 16;
 
 /// Whether the planner may recompute (`--recompute`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -158,11 +164,19 @@ pub fn apply(model: &mut Model, opts: &PlanOptions) -> Result<Option<Report>> {
     cands.sort_by_key(|&t| (std::cmp::Reverse(g.tensor(t).ty.bytes().unwrap_or(0)), t));
     let (mut best, mut report) = search.greedy(&cands, base.clone())?;
     // A choice made while the peak was a plateau (it lowered one of
-    // several equal steps) may be worth nothing once the rest are chosen:
-    // drop each whose absence leaves the peak where it is, dearest first.
-    let mut chosen: Vec<(TensorId, u64)> =
-        report.chosen.iter().filter_map(|c| Some((model.graph.id(&c.tensor)?, c.cost_added))).collect();
+    // several equal steps: no bytes saved then) may be worth nothing once
+    // the rest are chosen, and so may one made before such a choice: drop
+    // each whose absence leaves the peak where it is, dearest first. When
+    // every choice lowered the peak, none is tried; and each try runs the
+    // greedy choice again, so at most DROP_TRIES are (trying every choice
+    // made the pass cubic in the step's length).
+    let last_plateau = report.chosen.iter().rposition(|c| c.bytes_saved == 0);
+    let mut chosen: Vec<(TensorId, u64)> = report.chosen[..last_plateau.map_or(0, |i| i + 1)]
+        .iter()
+        .filter_map(|c| Some((model.graph.id(&c.tensor)?, c.cost_added)))
+        .collect();
     chosen.sort_by_key(|&(t, cost)| (std::cmp::Reverse(cost), t));
+    chosen.truncate(DROP_TRIES);
     for (t, _) in chosen {
         let keep: Vec<TensorId> =
             report.chosen.iter().filter_map(|c| model.graph.id(&c.tensor)).filter(|&c| c != t).collect();
