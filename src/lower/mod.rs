@@ -10,6 +10,8 @@
 //!          into the Conv / Gemm before it (inference)
 //! forward  the forward part of a training graph (what an inference
 //!          variant keeps); on request, not part of `lower`
+//! predict  the prediction graph of a training model: the forward part
+//!          in eval mode at its own batch (`dg_model_predict`)
 //! ```
 //!
 //! Every pass asks the operator registry (`ops`) for the facts it needs.
@@ -19,6 +21,7 @@ pub mod derive;
 pub mod forward;
 pub mod fuse;
 mod infer;
+pub mod predict;
 pub mod roles;
 pub mod training;
 
@@ -30,6 +33,7 @@ use crate::ir::Model;
 /// Lower an imported model: type and fold both graphs, then find the
 /// training roles.
 pub fn lower(mut model: Model) -> Result<Model> {
+    let raw = model.graph.clone();
     infer(&mut model.graph)?;
     if let Some(spec) = model.train.clone() {
         derive_step(&mut model, &spec)?;
@@ -44,6 +48,7 @@ pub fn lower(mut model: Model) -> Result<Model> {
     }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
+    predict::attach(&mut model, &raw);
     Ok(model)
 }
 
