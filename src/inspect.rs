@@ -44,29 +44,47 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
-/// The forward part of a training graph, which `dg_model_predict` runs in
-/// the training step's own buffers (it adds no memory to the plan).
+/// The prediction graph of a training model, which `dg_model_predict`
+/// runs: the forward part in eval mode at its own batch, on the training
+/// step's weight buffers.
 #[derive(Clone, Serialize)]
 pub struct PredictReport {
     pub nodes: usize,
     pub outputs: Vec<String>,
+    /// Samples per prediction.
+    pub batch: usize,
+    /// Nodes that normalise with their running statistics (eval-mode BatchNorm).
+    pub eval_nodes: usize,
     /// Why there is no prediction, when there is none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub none: Option<String>,
+    /// Why the batch is not the default one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 fn predict_report(model: &Model) -> Option<PredictReport> {
     if !model.roles.is_training() {
         return None;
     }
-    let g = &model.graph;
-    Some(match crate::lower::forward::forward(model) {
-        Ok(f) => PredictReport {
-            nodes: f.nodes.len(),
-            outputs: f.outputs.iter().map(|&t| g.name_of(t).to_string()).collect(),
+    let batch = model.predict_batch;
+    Some(match (&model.predict, crate::lower::forward::forward(model)) {
+        (Some(pg), Ok(f)) => PredictReport {
+            nodes: pg.schedule.len(),
+            outputs: pg.outputs.iter().map(|&t| pg.name_of(t).to_string()).collect(),
+            batch,
+            eval_nodes: f.batch_stats.len(),
             none: None,
+            note: model.predict_note.clone(),
         },
-        Err(e) => PredictReport { nodes: 0, outputs: vec![], none: Some(e.to_string()) },
+        _ => PredictReport {
+            nodes: 0,
+            outputs: vec![],
+            batch,
+            eval_nodes: 0,
+            none: Some(model.no_predict.clone().unwrap_or_else(|| "no prediction graph".into())),
+            note: None,
+        },
     })
 }
 
@@ -336,11 +354,21 @@ pub fn text(model: &Model) -> String {
         let _ = match &p.none {
             None => writeln!(
                 o,
-                "\npredict      dg_model.h: {} of the forward part, outputs {}; it runs in the training step's \
-                 buffers and adds no memory",
+                "\npredict      dg_model.h: {} (the forward part in eval mode{}), outputs {}, batch {} \
+                 (--predict-batch); it reads the training step's weights and adds its own activations",
                 crate::text::count(p.nodes, "node"),
-                names(&p.outputs)
-            ),
+                if p.eval_nodes > 0 {
+                    format!(", {} on running statistics", crate::text::count(p.eval_nodes, "BatchNorm"))
+                } else {
+                    String::new()
+                },
+                names(&p.outputs),
+                p.batch
+            )
+            .and_then(|_| match &p.note {
+                Some(n) => writeln!(o, "             {n}"),
+                None => Ok(()),
+            }),
             Some(why) => writeln!(o, "\npredict      none: {why}"),
         };
     }

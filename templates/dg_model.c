@@ -6,22 +6,26 @@
  */
 #include "dg_model.h"
 
+{%- if api.training %}
+
 #include "OptimizerNetwork.h"
 #include "TrainingNetwork.h"
+{%- else %}
+
+#include "Network.h"
+{%- endif %}
 #include "dg_mem.h"
 
 #include <string.h>
+{%- if api.training %}
 
-/* PredictNetwork.c: the forward part of the training step. */
+/* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
 void RunPredictNetwork(void *arg);
+#define DG_PREDICT_ENTRY RunPredictNetwork
+{%- else %}
 
-/* The cluster stacks: as main.c asks for them, from what the code needs. */
-#ifndef STACK_SIZE
-#define STACK_SIZE {{ c.stacks.master }}
-#endif
-#ifndef SLAVE_STACK_SIZE
-#define SLAVE_STACK_SIZE {{ c.stacks.worker }}
-#endif
+#define DG_PREDICT_ENTRY RunNetwork
+{%- endif %}
 
 #define DG_MODEL_MAGIC 0x4B434744u /* "DGCK", little-endian */
 #define DG_MODEL_HEADER_WORDS 5u
@@ -43,6 +47,14 @@ const char *const dg_model_output_names[{{ api.outputs.len().max(1) }}] = {
     "",
 {%- endif %}
 };
+const char *const dg_model_train_input_names[{{ api.train_inputs.len().max(1) }}] = {
+{%- for p in api.train_inputs %}
+    "{{ p.name_lit }}",
+{%- endfor %}
+{%- if api.train_inputs.is_empty() %}
+    "",
+{%- endif %}
+};
 
 typedef struct {
     void *buf;
@@ -52,29 +64,45 @@ typedef struct {
 /* Filled at init: the buffers are arena addresses. */
 static dg_model_port_t dg_inputs[{{ api.inputs.len().max(1) }}];
 static dg_model_port_t dg_outputs[{{ api.outputs.len().max(1) }}];
+static dg_model_port_t dg_train_inputs[{{ api.train_inputs.len().max(1) }}];
+{%- if api.training %}
 static dg_model_port_t dg_state[{{ api.state.len().max(1) }}];
+{%- endif %}
 
 /* Counts as variables: a comparison with a constant 0 would not compile
  * under -Wextra -Werror. */
 static const uint32_t dg_n_inputs = {{ api.inputs.len() }}u;
 static const uint32_t dg_n_outputs = {{ api.outputs.len() }}u;
+static const uint32_t dg_n_train_inputs = {{ api.train_inputs.len() }}u;
+{%- if api.training %}
 static const uint32_t dg_n_state = {{ api.state.len() }}u;
+{%- endif %}
 
-/* What the checkpoint holds (kind, name, bytes per buffer); its FNV-1a is
- * the checkpoint's layout hash ({{ api.layout_hash }}). */
-static const char dg_layout_text[] = "{{ api.layout_lit }}";
-static uint32_t dg_layout;
+/* What the checkpoint holds, in order (kind: w trainable weight, r running
+ * statistic, s optimizer state; name, dtype, shape, bytes):
+{%- for l in api.layout_lines %}
+ *   {{ l }}
+{%- endfor %}
+ * Its layout hash covers these lines, the optimizer's kind and the
+ * structure of the graph (FNV-1a, computed by deploygen). */
+{%- if api.training %}
+static const uint32_t dg_layout = DG_MODEL_LAYOUT_HASH;
+{%- endif %}
 
 static struct pi_device *dg_cluster;
 static int dg_ready;
-static uint32_t dg_accum;
 static float dg_last_loss;
+{%- if api.training %}
+static uint32_t dg_accum;
+{%- endif %}
 #ifndef DG_PMSIS_HOST
 /* The cluster stacks, allocated here (not beside the arena by the SDK). */
 static void *dg_stacks;
 #endif
 
-/* FNV-1a (the layout and the payload): any one changed byte changes it. */
+{%- if api.training %}
+
+/* FNV-1a of the payload: any one changed byte changes it. */
 static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
 {
     uint32_t i;
@@ -82,6 +110,7 @@ static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
         h = (h ^ p[i]) * 0x01000193u;
     return h;
 }
+{%- endif %}
 
 static void fill_tables(void)
 {
@@ -92,6 +121,10 @@ static void fill_tables(void)
 {%- for p in api.outputs %}
     dg_outputs[{{ loop.index0 }}].buf = {{ p.expr }};
     dg_outputs[{{ loop.index0 }}].bytes = {{ p.bytes }}u;
+{%- endfor %}
+{%- for p in api.train_inputs %}
+    dg_train_inputs[{{ loop.index0 }}].buf = {{ p.expr }};
+    dg_train_inputs[{{ loop.index0 }}].bytes = {{ p.bytes }}u;
 {%- endfor %}
 {%- for p in api.state %}
     dg_state[{{ loop.index0 }}].buf = {{ p.expr }}; /* {{ p.comment }} */
@@ -108,8 +141,13 @@ int dg_model_init(struct pi_device *cluster)
     dg_cluster = cluster;
     if (dg_mem_init() != 0)
         return DG_MODEL_EMEMORY;
+{%- if api.training %}
     if (InitTrainingNetwork(cluster) != 0 || InitOptimizerNetwork() != 0)
         return DG_MODEL_EINIT;
+{%- else %}
+    if (InitNetwork(cluster) != 0)
+        return DG_MODEL_EINIT;
+{%- endif %}
 #ifndef DG_PMSIS_HOST
     dg_stacks = pi_cl_l1_malloc(cluster, STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE);
     if (dg_stacks == NULL)
@@ -119,9 +157,12 @@ int dg_model_init(struct pi_device *cluster)
     CopyInitialWeights();
 {%- endif %}
     fill_tables();
-    dg_layout = hash_bytes(0x811c9dc5u, (const uint8_t *)dg_layout_text, (uint32_t)(sizeof dg_layout_text - 1));
     dg_ready = 1;
+{%- if api.training %}
     return dg_model_set_learning_rate({{ api.lr_lit }});
+{%- else %}
+    return DG_MODEL_OK;
+{%- endif %}
 }
 
 static int32_t find(const char *const *names, uint32_t n, const char *name)
@@ -145,6 +186,11 @@ int32_t dg_model_output_index(const char *name)
     return find(dg_model_output_names, dg_n_outputs, name);
 }
 
+int32_t dg_model_train_input_index(const char *name)
+{
+    return find(dg_model_train_input_names, dg_n_train_inputs, name);
+}
+
 uint32_t dg_model_input_bytes(uint32_t input)
 {
     static const uint32_t bytes[{{ api.inputs.len().max(1) }}] = { {% for p in api.inputs %}{{ p.bytes }}u, {% endfor %}{% if api.inputs.is_empty() %}0u{% endif %} };
@@ -157,16 +203,41 @@ uint32_t dg_model_output_bytes(uint32_t output)
     return output < dg_n_outputs ? bytes[output] : 0u;
 }
 
-int dg_model_set_input(uint32_t input, const void *src, uint32_t bytes)
+uint32_t dg_model_train_input_bytes(uint32_t input)
+{
+    static const uint32_t bytes[{{ api.train_inputs.len().max(1) }}] = { {% for p in api.train_inputs %}{{ p.bytes }}u, {% endfor %}{% if api.train_inputs.is_empty() %}0u{% endif %} };
+    return input < dg_n_train_inputs ? bytes[input] : 0u;
+}
+
+/* Copy into port `input` of `ports` (`n` of them). */
+static int set_port(dg_model_port_t *ports, uint32_t n, uint32_t input, const void *src, uint32_t bytes)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
-    if (input >= dg_n_inputs || src == NULL)
+    if (input >= n || src == NULL)
         return DG_MODEL_EINDEX;
-    if (bytes != dg_inputs[input].bytes)
+    if (bytes != ports[input].bytes)
         return DG_MODEL_EBYTES;
-    dg_copy(dg_inputs[input].buf, src, bytes);
+    dg_copy(ports[input].buf, src, bytes);
     return DG_MODEL_OK;
+}
+
+int dg_model_set_input(uint32_t input, const void *src, uint32_t bytes)
+{
+    return set_port(dg_inputs, dg_n_inputs, input, src, bytes);
+}
+
+int dg_model_set_train_input(uint32_t input, const void *src, uint32_t bytes)
+{
+{%- if api.training %}
+    return set_port(dg_train_inputs, dg_n_train_inputs, input, src, bytes);
+{%- else %}
+    (void)dg_train_inputs;
+    (void)input;
+    (void)src;
+    (void)bytes;
+    return dg_ready ? DG_MODEL_ENOTRAIN : DG_MODEL_EINIT;
+{%- endif %}
 }
 
 int dg_model_get_output(uint32_t output, void *dst, uint32_t bytes)
@@ -195,6 +266,7 @@ static int send(void (*entry)(void *))
 
 int dg_model_train_step(void)
 {
+{%- if api.training %}
     int r;
     if (!dg_ready)
         return DG_MODEL_EINIT;
@@ -219,6 +291,9 @@ int dg_model_train_step(void)
         return DG_MODEL_OK;
     dg_accum = 0;
     return send(RunOptimizerNetwork);
+{%- else %}
+    return dg_ready ? DG_MODEL_ENOTRAIN : DG_MODEL_EINIT;
+{%- endif %}
 }
 
 float dg_model_loss(void)
@@ -230,9 +305,14 @@ int dg_model_set_learning_rate(float lr)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
+{%- if api.training %}
     if (DeeployOptNetwork_learning_rate != NULL)
         dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
     return DG_MODEL_OK;
+{%- else %}
+    (void)lr;
+    return DG_MODEL_ENOTRAIN;
+{%- endif %}
 }
 
 int dg_model_predict(void)
@@ -242,14 +322,20 @@ int dg_model_predict(void)
 {%- if api.no_predict.is_some() %}
     return DG_MODEL_ENOPREDICT;
 {%- else %}
-    return send(RunPredictNetwork);
+    return send(DG_PREDICT_ENTRY);
 {%- endif %}
 }
 
 uint32_t dg_model_weights_bytes(void)
 {
+{%- if api.training %}
     return 4u * DG_MODEL_HEADER_WORDS + DG_MODEL_STATE_BYTES;
+{%- else %}
+    return 0u;
+{%- endif %}
 }
+
+{%- if api.training %}
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
@@ -263,9 +349,11 @@ static uint32_t get_u32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
+{%- endif %}
 
 int dg_model_export_weights(void *dst, uint32_t bytes)
 {
+{%- if api.training %}
     uint8_t *out = (uint8_t *)dst, *p;
     uint32_t i;
     if (!dg_ready)
@@ -283,10 +371,16 @@ int dg_model_export_weights(void *dst, uint32_t bytes)
     put_u32(out + 12, DG_MODEL_STATE_BYTES);
     put_u32(out + 16, hash_bytes(0x811c9dc5u, out + 4u * DG_MODEL_HEADER_WORDS, DG_MODEL_STATE_BYTES));
     return DG_MODEL_OK;
+{%- else %}
+    (void)dst;
+    (void)bytes;
+    return dg_ready ? DG_MODEL_ENOTRAIN : DG_MODEL_EINIT;
+{%- endif %}
 }
 
 int dg_model_import_weights(const void *src, uint32_t bytes)
 {
+{%- if api.training %}
     const uint8_t *in = (const uint8_t *)src, *p;
     uint32_t i;
     if (!dg_ready)
@@ -305,4 +399,9 @@ int dg_model_import_weights(const void *src, uint32_t bytes)
     }
     dg_accum = 0;
     return DG_MODEL_OK;
+{%- else %}
+    (void)src;
+    (void)bytes;
+    return dg_ready ? DG_MODEL_ENOTRAIN : DG_MODEL_EINIT;
+{%- endif %}
 }

@@ -5,19 +5,26 @@
     python tools/make_predict_refs.py --zoo          # every training folder of models/
 
 The generated `demo.c` of a training project trains through `dg_model.h`,
-then predicts mini-batch 0 with `dg_model_predict`, which runs the forward
-part of the training step. predict.npz holds what that prediction must be:
-one array per forward output (the outputs `dg_model.h` lists), computed by
-onnxruntime alone from
+then predicts mini-batch 0 with `dg_model_predict` (a few samples at a
+time), which runs the forward part of the training step in eval mode.
+predict.npz holds what that prediction must be: one array per forward
+output (the outputs `dg_model.h` lists) for the whole mini-batch 0,
+computed by onnxruntime alone from
 
 - the training graph: the folder's own (onnxruntime-training artifacts,
   or one graph with inline SGD), or for a `train.toml` folder the one
   onnxruntime-training derives from network.onnx (tools/make_train_refs.py);
 - mini-batch 0 of inputs.npz;
-- the weights after training: outputs.npz's `<p>_updated` (make it first
-  with tools/make_refs.py or tools/make_train_refs.py).
+- the weights and BatchNorm running statistics after training:
+  outputs.npz's `<p>_updated` (make it first with tools/make_refs.py or
+  tools/make_train_refs.py).
 
-BatchNormalization normalises with the batch's statistics, as in the step.
+Eval mode, as PyTorch's eval(): the forward part of the training graph
+(the nodes the outputs depend on) with every training BatchNorm
+(BatchNormInternal, or BatchNormalization with training_mode=1) rewritten
+to inference BatchNormalization on its running mean and variance. Each
+sample's prediction then depends on that sample alone, so one prediction
+of the whole mini-batch serves any --predict-batch.
 The names of the forward outputs come from deploygen (`deploygen build
 --platform host`, the project's deploygen.json): names, never values.
 Needs Python 3.11 with tools/requirements.txt, like the other tools.
@@ -139,6 +146,47 @@ def with_updated(model, feeds, updated):
             model.graph.initializer[i].CopyFrom(numpy_helper.from_array(arr, init.name))
 
 
+def training_bn(node):
+    if node.op_type == "BatchNormInternal":
+        return True
+    if node.op_type != "BatchNormalization":
+        return False
+    mode = next((a.i for a in node.attribute if a.name == "training_mode"), None)
+    return mode == 1 if mode is not None else len([o for o in node.output if o]) > 1
+
+
+def eval_forward(model, names):
+    """The nodes `names` depend on, training BatchNorms in eval form, with
+    `names` as the graph's outputs."""
+    g = model.graph
+    producer = {o: n for n in g.node for o in n.output if o}
+    keep, stack = [], [producer[n] for n in names if n in producer]
+    seen = set()
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        keep.append(n)
+        stack.extend(producer[i] for i in n.input if i in producer)
+    order = [n for n in g.node if id(n) in seen]
+    nodes = []
+    for n in order:
+        if training_bn(n):
+            eps = [a for a in n.attribute if a.name == "epsilon"]
+            n = helper.make_node("BatchNormalization", list(n.input[:5]), [n.output[0]], name=n.name)
+            n.attribute.extend(eps)
+        nodes.append(n)
+    read = {i for n in nodes for i in n.input}
+    inputs = [i for i in g.input if i.name in read]
+    inits = [i for i in g.initializer if i.name in read]
+    outputs = [helper.make_empty_tensor_value_info(n) for n in names]
+    graph = helper.make_graph(nodes, g.name or "forward", inputs, outputs, inits)
+    opsets = [o for o in model.opset_import]
+    out = helper.make_model(graph, opset_imports=opsets, ir_version=model.ir_version)
+    return out
+
+
 def predictions(model_dir, deploygen):
     for f in ("network.onnx", "inputs.npz", "outputs.npz"):
         if not os.path.isfile(os.path.join(model_dir, f)):
@@ -160,10 +208,9 @@ def predictions(model_dir, deploygen):
         model, feeds = refs._first_pass(model_dir, onnx.load(os.path.join(model_dir, "network.onnx")), ins)
     model = onnx.ModelProto.FromString(model.SerializeToString())
     with_updated(model, feeds, updated)
-    have = {o.name for o in model.graph.output}
-    for n in names:
-        if n not in have:
-            model.graph.output.append(helper.make_empty_tensor_value_info(n))
+    model = eval_forward(model, names)
+    read = {i.name for i in model.graph.input}
+    feeds = {k: v for k, v in feeds.items() if k in read}
     values = refs._session(model).run(names, feeds)
     return {n: np.asarray(v, np.float32) for n, v in zip(names, values)}
 

@@ -16,11 +16,19 @@ pub struct TrainArgs {
     /// Value of a symbolic dim, e.g. batch=8 (repeat); inference too.
     #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim, help_heading = "Shapes")]
     pub dims: Vec<(String, usize)>,
+    /// Batch of dg_model_predict in a training project (default 1).
+    #[arg(long = "predict-batch", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536), help_heading = "Shapes")]
+    pub predict_batch: Option<u32>,
 }
 
 impl TrainArgs {
     pub fn request(&self) -> TrainRequest {
-        TrainRequest { file: self.file.clone(), keys: self.keys.clone(), dims: self.dims.clone() }
+        TrainRequest {
+            file: self.file.clone(),
+            keys: self.keys.clone(),
+            dims: self.dims.clone(),
+            predict_batch: self.predict_batch.map(|n| n as usize),
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::plan::{self, Level};
 #[derive(Clone, Debug, Default)]
 pub struct BuildFiles {
     pub sources: Vec<String>,
-    /// The sources of `demo` (a training project's API client) but main.c's.
+    /// The sources of `demo` (the client of `dg_model.h`) but main.c's.
     pub demo_sources: Vec<String>,
     pub runtime_sources: Vec<String>,
     pub l1_heap: u64,
@@ -28,9 +28,11 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, net: &Network, w: &Weights, t
     if c.training {
         sources.push("OptimizerNetwork.c".into());
         demo_sources = ["demo.c", "dg_model.c", "PredictNetwork.c"].map(String::from).to_vec();
+    } else {
+        demo_sources = ["demo.c", "dg_model.c"].map(String::from).to_vec();
     }
     // A tiled node's calls are in its tile loop.
-    let nodes = net.main_nodes.iter().chain(&net.opt_nodes);
+    let nodes = net.main_nodes.iter().chain(&net.opt_nodes).chain(&net.predict_nodes);
     let calls = nodes.flat_map(|n| n.calls.iter().chain(n.tiled.iter().flat_map(|t| &t.calls)));
     let runtime_sources = render::runtime_sources(calls.map(|c| c.func.as_str()))?;
     let budget = |l: Level| {

@@ -19,6 +19,8 @@ use crate::plan::{self, GraphSel, Level, Placement};
 /// One tensor the harness compares with its reference.
 #[derive(Clone, Debug)]
 pub struct Check {
+    /// The compared tensor's name as given.
+    pub tensor: String,
     pub name: String,
     pub expr: String,
     pub ref_name: String,
@@ -315,6 +317,7 @@ fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3
         _ => r.target.clone(),
     };
     h.checks.push(Check {
+        tensor: r.target.clone(),
         name: c_string(escape::harness_label(&what)),
         expr: ctx.expr(id),
         ref_name: rn,

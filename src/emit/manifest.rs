@@ -61,17 +61,25 @@ pub struct Manifest {
     /// with its SHA-256: what `build --force` may replace.
     #[serde(default)]
     pub files: Vec<WrittenFile>,
-    /// The application API of a training project (`dg_model.h`).
+    /// The application API of the project (`dg_model.h`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_api: Option<ModelApiSummary>,
 }
 
 /// What `dg_model.h` offers: its inputs and predict outputs by index,
-/// the checkpoint's size, and what `demo.c` compares.
+/// the checkpoint's size (0 in an inference project), and what `demo.c`
+/// compares.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct ModelApiSummary {
+    /// Inputs of `dg_model_predict` and its outputs.
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
+    /// Inputs of `dg_model_train_step` (training projects).
+    #[serde(default)]
+    pub train_inputs: Vec<String>,
+    /// Samples per `dg_model_predict`.
+    #[serde(default)]
+    pub predict_batch: u64,
     /// Why `dg_model_predict` is not offered.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub no_predict: Option<String>,
@@ -171,8 +179,10 @@ pub(super) fn build(c: &Common, plan: &plan::Plan, w: &Weights, h: &Harness, api
         model_api: api.map(|a| ModelApiSummary {
             inputs: a.input_names.clone(),
             outputs: a.output_names.clone(),
+            train_inputs: a.train_input_names.clone(),
+            predict_batch: a.predict_batch as u64,
             no_predict: a.no_predict.clone(),
-            checkpoint_bytes: super::model_api::HEADER_BYTES + a.state_bytes,
+            checkpoint_bytes: a.checkpoint_bytes,
             checkpoint_layout: a.layout_hash.clone(),
             demo_compared: a.demo_expected,
         }),

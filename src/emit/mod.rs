@@ -106,26 +106,34 @@ pub(crate) struct Ctx<'a> {
     plan: &'a plan::Plan,
     main: HashMap<String, BufId>,
     opt: HashMap<String, BufId>,
+    pred: HashMap<String, BufId>,
 }
 
 impl<'a> Ctx<'a> {
     fn new(model: &'a Model, plan: &'a plan::Plan) -> Ctx<'a> {
-        let (mut main, mut opt) = (HashMap::new(), HashMap::new());
+        let mut ctx = Ctx { model, plan, main: HashMap::new(), opt: HashMap::new(), pred: HashMap::new() };
         for b in plan.buffers.iter().filter(|b| !b.kind.is_per_node() && b.kind != plan::Kind::Static) {
-            let map = if b.graph == GraphSel::Main { &mut main } else { &mut opt };
-            map.insert(b.name.clone(), b.id);
+            ctx.map_mut(b.graph).insert(b.name.clone(), b.id);
             for a in &b.aliases {
-                let map = if a.graph == GraphSel::Main { &mut main } else { &mut opt };
-                map.entry(a.tensor.clone()).or_insert(b.id);
+                ctx.map_mut(a.graph).entry(a.tensor.clone()).or_insert(b.id);
             }
         }
-        Ctx { model, plan, main, opt }
+        ctx
+    }
+
+    fn map_mut(&mut self, sel: GraphSel) -> &mut HashMap<String, BufId> {
+        match sel {
+            GraphSel::Main => &mut self.main,
+            GraphSel::Optimizer => &mut self.opt,
+            GraphSel::Predict => &mut self.pred,
+        }
     }
 
     fn graph(&self, sel: GraphSel) -> &Graph {
         match sel {
             GraphSel::Main => &self.model.graph,
             GraphSel::Optimizer => self.model.optimizer.as_ref().expect("optimizer nodes only with an optimizer graph"),
+            GraphSel::Predict => self.model.predict.as_ref().expect("predict nodes only with a predict graph"),
         }
     }
 
@@ -133,6 +141,7 @@ impl<'a> Ctx<'a> {
         match sel {
             GraphSel::Main => self.main.get(name).copied(),
             GraphSel::Optimizer => self.opt.get(name).copied(),
+            GraphSel::Predict => self.pred.get(name).copied(),
         }
     }
 
@@ -195,7 +204,12 @@ pub fn generate(
     let net = network::build(&ctx, binding)?;
     let w = weights::build(&ctx, binding, opts.hex_files)?;
     let h = harness::build(&ctx, binding, &net, &name, opts.tolerance)?;
-    let api = if training { Some(model_api::build(&ctx, binding, &net, &h)?) } else { None };
+    let api = if training {
+        model_api::build(&ctx, binding, &net, &h)?
+    } else {
+        model_api::build_inference(&ctx, binding, &net, &h)
+    };
+    let api = Some(api);
     let b = build_files::build(&common, plan, &net, &w, h.test_l3.is_some())?;
     let manifest = manifest::build(&common, plan, &w, &h, api.as_ref());
 

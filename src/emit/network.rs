@@ -84,6 +84,9 @@ pub struct Network {
     pub opt_state_names: Vec<String>,
     pub opt_nodes: Vec<NodeCode>,
     pub opt_queues: usize,
+    /// The prediction graph's nodes (`PredictNetwork.c`) and queues.
+    pub predict_nodes: Vec<NodeCode>,
+    pub predict_queues: usize,
     /// Graph-input names in table order, graph-output names likewise.
     pub input_names: Vec<String>,
     pub output_names: Vec<String>,
@@ -106,10 +109,12 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>) -> Result<Networ
                 net.main_steps.push(n.step);
             }
             GraphSel::Optimizer => net.opt_nodes.push(code),
+            GraphSel::Predict => net.predict_nodes.push(code),
         }
     }
     net.main_queues = queues(&net.main_nodes);
     net.opt_queues = queues(&net.opt_nodes);
+    net.predict_queues = queues(&net.predict_nodes);
     net.commits = commits(ctx);
     let g = &model.graph;
     net.input_names = match binding {
@@ -401,7 +406,11 @@ fn call_code(ctx: &Ctx, n: &plan::NodePlan, node: &ir::Node, inv: &kernel::Invoc
 
 /// The graph node a plan step runs.
 fn schedule_node(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeIndex> {
-    let base = if n.graph == GraphSel::Main { 0 } else { ctx.plan.main_steps };
+    let base = match n.graph {
+        GraphSel::Main => 0,
+        GraphSel::Optimizer => ctx.plan.main_steps,
+        GraphSel::Predict => ctx.plan.steps - ctx.graph(GraphSel::Predict).schedule.len() as u32,
+    };
     ctx.graph(n.graph)
         .schedule
         .get((n.step - base) as usize)

@@ -62,7 +62,7 @@ pub struct Parts<'a> {
     pub w: &'a Weights,
     pub h: &'a Harness,
     pub b: &'a BuildFiles,
-    /// The application API (training projects).
+    /// The application API (`dg_model.h`).
     pub api: Option<&'a ModelApi>,
 }
 
@@ -86,8 +86,9 @@ template!(TestOutputs, "testoutputs.h", c: Common, h: Harness);
 template!(MainC, "main.c", c: Common, h: Harness);
 template!(ModelH, "dg_model.h", c: Common, api: ModelApi);
 template!(ModelC, "dg_model.c", c: Common, api: ModelApi);
-template!(PredictC, "predict.c", c: Common, api: ModelApi);
+template!(PredictC, "predict.c", c: Common, api: ModelApi, nw: Network);
 template!(DemoC, "demo.c", c: Common, api: ModelApi);
+template!(DemoInferC, "demo_infer.c", c: Common, api: ModelApi);
 template!(TestPredict, "testpredict.h", c: Common, api: ModelApi);
 template!(MakefileHost, "makefile_host.mk", c: Common, b: BuildFiles);
 template!(MakefileSdk, "makefile_sdk.mk", c: Common, b: BuildFiles);
@@ -121,9 +122,13 @@ pub fn render(p: &Parts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     if let Some(api) = p.api {
         files.push((PathBuf::from("dg_model.h"), text(&ModelH { c, api }, "dg_model.h")?));
         files.push((PathBuf::from("dg_model.c"), text(&ModelC { c, api }, "dg_model.c")?));
-        files.push((PathBuf::from("PredictNetwork.c"), text(&PredictC { c, api }, "PredictNetwork.c")?));
-        files.push((PathBuf::from("demo.c"), text(&DemoC { c, api }, "demo.c")?));
-        files.push((PathBuf::from("testpredict.h"), text(&TestPredict { c, api }, "testpredict.h")?));
+        if c.training {
+            files.push((PathBuf::from("PredictNetwork.c"), text(&PredictC { c, api, nw }, "PredictNetwork.c")?));
+            files.push((PathBuf::from("demo.c"), text(&DemoC { c, api }, "demo.c")?));
+            files.push((PathBuf::from("testpredict.h"), text(&TestPredict { c, api }, "testpredict.h")?));
+        } else {
+            files.push((PathBuf::from("demo.c"), text(&DemoInferC { c, api }, "demo.c")?));
+        }
     }
     match c.sdk_build {
         SdkBuild::PulpMake => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { c, b }, "Makefile")?)),

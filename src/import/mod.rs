@@ -246,5 +246,10 @@ pub fn load_with(arg: &Path, req: &TrainRequest) -> Result<Model> {
         dims: vec![],
         initial: Default::default(),
         pinned: vec![],
+        predict_batch: req.predict_batch.unwrap_or(1),
+        predict_batch_given: req.predict_batch.is_some(),
+        predict_note: None,
+        predict: None,
+        no_predict: None,
     })
 }

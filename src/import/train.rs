@@ -17,6 +17,8 @@ pub struct TrainRequest {
     pub keys: TrainKeys,
     /// `--dim NAME=VALUE`: symbolic dims, over the spec file's `dims`.
     pub dims: Vec<(String, usize)>,
+    /// `--predict-batch N`: the batch of `dg_model_predict` (default 1).
+    pub predict_batch: Option<usize>,
 }
 
 /// The values asked for symbolic dims: the spec file's `dims`, each

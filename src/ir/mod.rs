@@ -44,6 +44,18 @@ pub struct Model {
     /// Graph inputs read when generating code whose values the test data
     /// gave (set before lowering): constants now, no longer graph inputs.
     pub pinned: Vec<PinnedInput>,
+    /// Batch of `dg_model_predict` (`--predict-batch`, default 1).
+    pub predict_batch: usize,
+    /// Whether `--predict-batch` gave it.
+    pub predict_batch_given: bool,
+    /// Why the prediction runs at another batch than the default one.
+    pub predict_note: Option<String>,
+    /// The prediction graph of a training model (`lower::predict`): the
+    /// forward part in eval mode at `predict_batch`, reading the training
+    /// step's weights and BatchNorm running statistics by name.
+    pub predict: Option<Graph>,
+    /// Why a training model has no prediction graph.
+    pub no_predict: Option<String>,
 }
 
 /// A graph input the code is generated for one value of (a shape, axes or

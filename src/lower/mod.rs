@@ -10,6 +10,8 @@
 //!          into the Conv / Gemm before it (inference)
 //! forward  the forward part of a training graph (what an inference
 //!          variant keeps); on request, not part of `lower`
+//! predict  the prediction graph of a training model: the forward part
+//!          in eval mode at its own batch (`dg_model_predict`)
 //! ```
 //!
 //! Every pass asks the operator registry (`ops`) for the facts it needs.
@@ -19,6 +21,7 @@ pub mod derive;
 pub mod forward;
 pub mod fuse;
 mod infer;
+pub mod predict;
 pub mod roles;
 pub mod training;
 
@@ -35,6 +38,7 @@ pub fn lower(model: Model) -> Result<Model> {
 
 /// [`lower`], folding at most `limit` bytes over both graphs.
 pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
+    let raw = model.graph.clone();
     let folding = &mut Folding::new(limit);
     infer_within(&mut model.graph, folding)?;
     if let Some(spec) = model.train.clone() {
@@ -50,6 +54,7 @@ pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
     }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
+    predict::attach(&mut model, &raw);
     Ok(model)
 }
 

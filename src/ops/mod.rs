@@ -164,6 +164,12 @@ pub struct OpDef {
     /// A BatchNormalization that normalises with batch statistics on this
     /// node (training mode).
     pub batch_stats: Option<fn(&Node) -> bool>,
+    /// The node in eval mode (`lower::predict`): a BatchNorm with batch
+    /// statistics rewritten to normalise with its running statistics.
+    pub eval_form: Option<fn(&mut Node)>,
+    /// Inputs a node with batch statistics updates as running statistics
+    /// (model state a checkpoint keeps, that eval mode reads).
+    pub running_stats: &'static [usize],
     /// Makes a fixed 1×1 spatial map whatever the input resolution
     /// (global pools; reductions over every spatial axis with keepdims).
     pub fixed_1x1: Option<fn(&Graph, &Node) -> bool>,
@@ -267,6 +273,8 @@ impl OpDef {
         scratch: None,
         tables: None,
         batch_stats: None,
+        eval_form: None,
+        running_stats: &[],
         fixed_1x1: None,
         kernel: None,
         grad: None,

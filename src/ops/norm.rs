@@ -22,6 +22,8 @@ pub const OPS: &[OpDef] = &[
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(onnx_training_mode),
+        eval_form: Some(eval_form),
+        running_stats: &[3, 4],
         kernel: Some(bind_batchnorm),
         grad: Some(batch_norm_grad_rule),
         tile: Some(BATCHNORM_TILES),
@@ -36,6 +38,8 @@ pub const OPS: &[OpDef] = &[
         infer: batch_norm,
         required: &[0, 1, 2, 3, 4],
         batch_stats: Some(ort_training_mode),
+        eval_form: Some(eval_form),
+        running_stats: &[3, 4],
         kernel: Some(bind_batchnorm),
         tile: Some(BATCHNORM_TILES),
         recompute: Some(batch_norm_internal_recompute),
@@ -106,6 +110,18 @@ pub fn saved_stats_form(copy: &mut Node) {
     copy.attrs.shift_remove("momentum");
     copy.attrs.insert("training_mode".into(), Attr::Int(0));
     copy.marks.saved_stats = true;
+}
+
+/// A BatchNorm in eval mode, as PyTorch's `eval()` runs it: inference
+/// BatchNormalization of X by the running mean and variance (inputs 3
+/// and 4 in both forms), output Y only.
+fn eval_form(n: &mut Node) {
+    n.op = "BatchNormalization".into();
+    n.op_id = super::resolve("BatchNormalization").expect("this module registers BatchNormalization");
+    n.domain = String::new();
+    n.attrs.shift_remove("momentum");
+    n.attrs.insert("training_mode".into(), Attr::Int(0));
+    n.outputs.truncate(1);
 }
 
 /// onnxruntime's training BatchNorm: training_mode defaults to 1. Read on

@@ -525,6 +525,7 @@ fn tile_operands<'m>(
     let (graph, map) = match step.graph {
         GraphSel::Main => (&model.graph, &disc.main),
         GraphSel::Optimizer => (model.optimizer.as_ref().ok_or("no optimizer graph")?, &disc.optimizer),
+        GraphSel::Predict => (model.predict.as_ref().ok_or("no predict graph")?, &disc.predict),
     };
     let node = graph.node(step.node);
     let mut ops: Vec<tile::OperandIn> =

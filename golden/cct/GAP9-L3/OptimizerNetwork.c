@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L3(209152);
     DeeployOptNetwork_inputs[1] = DG_L3(209160);
-    DeeployOptNetwork_outputs[0] = DG_L3(209168);
+    DeeployOptNetwork_outputs[0] = DG_L3(336152);
     DeeployOptNetwork_learning_rate = DG_L3(209152);
     return 0;
 }
@@ -649,7 +649,7 @@ void RunOptimizerNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             dg_copy(DG_L3(110672), DG_L1(0), 40u); /* fc.bias L1->L3 */
         }
-        dg_copy(DG_L3(209168), DG_L1(36872), 1u); /* onnx::update_completed::38 L1->L3 */
+        dg_copy(DG_L3(336152), DG_L1(36872), 1u); /* onnx::update_completed::38 L1->L3 */
     }
     DG_PROFILE_END(275u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::39");
 }

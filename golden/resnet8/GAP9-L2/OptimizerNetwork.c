@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L2(582136);
     DeeployOptNetwork_inputs[1] = DG_L2(582144);
-    DeeployOptNetwork_outputs[0] = DG_L2(582160);
+    DeeployOptNetwork_outputs[0] = DG_L2(791072);
     DeeployOptNetwork_learning_rate = DG_L2(582136);
     return 0;
 }

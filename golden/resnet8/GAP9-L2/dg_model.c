@@ -12,27 +12,23 @@
 
 #include <string.h>
 
-/* PredictNetwork.c: the forward part of the training step. */
+/* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
 void RunPredictNetwork(void *arg);
-
-/* The cluster stacks: as main.c asks for them, from what the code needs. */
-#ifndef STACK_SIZE
-#define STACK_SIZE 2304
-#endif
-#ifndef SLAVE_STACK_SIZE
-#define SLAVE_STACK_SIZE 2304
-#endif
+#define DG_PREDICT_ENTRY RunPredictNetwork
 
 #define DG_MODEL_MAGIC 0x4B434744u /* "DGCK", little-endian */
 #define DG_MODEL_HEADER_WORDS 5u
-#define DG_MODEL_STATE_BYTES 311784u
+#define DG_MODEL_STATE_BYTES 313704u
 
-const char *const dg_model_input_names[2] = {
+const char *const dg_model_input_names[1] = {
     "input",
-    "labels",
 };
 const char *const dg_model_output_names[1] = {
     "fc.out",
+};
+const char *const dg_model_train_input_names[2] = {
+    "input",
+    "labels",
 };
 
 typedef struct {
@@ -41,31 +37,75 @@ typedef struct {
 } dg_model_port_t;
 
 /* Filled at init: the buffers are arena addresses. */
-static dg_model_port_t dg_inputs[2];
+static dg_model_port_t dg_inputs[1];
 static dg_model_port_t dg_outputs[1];
-static dg_model_port_t dg_state[27];
+static dg_model_port_t dg_train_inputs[2];
+static dg_model_port_t dg_state[41];
 
 /* Counts as variables: a comparison with a constant 0 would not compile
  * under -Wextra -Werror. */
-static const uint32_t dg_n_inputs = 2u;
+static const uint32_t dg_n_inputs = 1u;
 static const uint32_t dg_n_outputs = 1u;
-static const uint32_t dg_n_state = 27u;
+static const uint32_t dg_n_train_inputs = 2u;
+static const uint32_t dg_n_state = 41u;
 
-/* What the checkpoint holds (kind, name, bytes per buffer); its FNV-1a is
- * the checkpoint's layout hash (0xfd1dcb59). */
-static const char dg_layout_text[] = "deploygen checkpoint\012w\011conv1.weight\0111728\012w\011bn1.weight\01164\012w\011bn1.bias\01164\012w\011stack1.conv1.weight\0119216\012w\011stack1.bn1.weight\01164\012w\011stack1.bn1.bias\01164\012w\011stack1.conv2.weight\0119216\012w\011stack1.bn2.weight\01164\012w\011stack1.bn2.bias\01164\012w\011stack2.conv1.weight\01118432\012w\011stack2.bn1.weight\011128\012w\011stack2.bn1.bias\011128\012w\011stack2.conv2.weight\01136864\012w\011stack2.bn2.weight\011128\012w\011stack2.bn2.bias\011128\012w\011stack2.shortcut.weight\0112048\012w\011stack2.shortcut.bias\011128\012w\011stack3.conv1.weight\01173728\012w\011stack3.bn1.weight\011256\012w\011stack3.bn1.bias\011256\012w\011stack3.conv2.weight\011147456\012w\011stack3.bn2.weight\011256\012w\011stack3.bn2.bias\011256\012w\011stack3.shortcut.weight\0118192\012w\011stack3.shortcut.bias\011256\012w\011fc.weight\0112560\012w\011fc.bias\01140\012";
-static uint32_t dg_layout;
+/* What the checkpoint holds, in order (kind: w trainable weight, r running
+ * statistic, s optimizer state; name, dtype, shape, bytes):
+ *   w conv1.weight f32 [16, 3, 3, 3] 1728
+ *   w bn1.weight f32 [16] 64
+ *   w bn1.bias f32 [16] 64
+ *   w stack1.conv1.weight f32 [16, 16, 3, 3] 9216
+ *   w stack1.bn1.weight f32 [16] 64
+ *   w stack1.bn1.bias f32 [16] 64
+ *   w stack1.conv2.weight f32 [16, 16, 3, 3] 9216
+ *   w stack1.bn2.weight f32 [16] 64
+ *   w stack1.bn2.bias f32 [16] 64
+ *   w stack2.conv1.weight f32 [32, 16, 3, 3] 18432
+ *   w stack2.bn1.weight f32 [32] 128
+ *   w stack2.bn1.bias f32 [32] 128
+ *   w stack2.conv2.weight f32 [32, 32, 3, 3] 36864
+ *   w stack2.bn2.weight f32 [32] 128
+ *   w stack2.bn2.bias f32 [32] 128
+ *   w stack2.shortcut.weight f32 [32, 16, 1, 1] 2048
+ *   w stack2.shortcut.bias f32 [32] 128
+ *   w stack3.conv1.weight f32 [64, 32, 3, 3] 73728
+ *   w stack3.bn1.weight f32 [64] 256
+ *   w stack3.bn1.bias f32 [64] 256
+ *   w stack3.conv2.weight f32 [64, 64, 3, 3] 147456
+ *   w stack3.bn2.weight f32 [64] 256
+ *   w stack3.bn2.bias f32 [64] 256
+ *   w stack3.shortcut.weight f32 [64, 32, 1, 1] 8192
+ *   w stack3.shortcut.bias f32 [64] 256
+ *   w fc.weight f32 [10, 64] 2560
+ *   w fc.bias f32 [10] 40
+ *   r bn1.running_mean f32 [16] 64
+ *   r bn1.running_var f32 [16] 64
+ *   r stack1.bn1.running_mean f32 [16] 64
+ *   r stack1.bn1.running_var f32 [16] 64
+ *   r stack1.bn2.running_mean f32 [16] 64
+ *   r stack1.bn2.running_var f32 [16] 64
+ *   r stack2.bn1.running_mean f32 [32] 128
+ *   r stack2.bn1.running_var f32 [32] 128
+ *   r stack2.bn2.running_mean f32 [32] 128
+ *   r stack2.bn2.running_var f32 [32] 128
+ *   r stack3.bn1.running_mean f32 [64] 256
+ *   r stack3.bn1.running_var f32 [64] 256
+ *   r stack3.bn2.running_mean f32 [64] 256
+ *   r stack3.bn2.running_var f32 [64] 256
+ * Its layout hash covers these lines, the optimizer's kind and the
+ * structure of the graph (FNV-1a, computed by deploygen). */
+static const uint32_t dg_layout = DG_MODEL_LAYOUT_HASH;
 
 static struct pi_device *dg_cluster;
 static int dg_ready;
-static uint32_t dg_accum;
 static float dg_last_loss;
+static uint32_t dg_accum;
 #ifndef DG_PMSIS_HOST
 /* The cluster stacks, allocated here (not beside the arena by the SDK). */
 static void *dg_stacks;
 #endif
 
-/* FNV-1a (the layout and the payload): any one changed byte changes it. */
+/* FNV-1a of the payload: any one changed byte changes it. */
 static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
 {
     uint32_t i;
@@ -76,12 +116,14 @@ static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
 
 static void fill_tables(void)
 {
-    dg_inputs[0].buf = DG_L2(0);
+    dg_inputs[0].buf = DG_L2(582152);
     dg_inputs[0].bytes = 12288u;
-    dg_inputs[1].buf = DG_L2(12288);
-    dg_inputs[1].bytes = 8u;
-    dg_outputs[0].buf = DG_L2(614920);
+    dg_outputs[0].buf = DG_L2(594696);
     dg_outputs[0].bytes = 40u;
+    dg_train_inputs[0].buf = DG_L2(0);
+    dg_train_inputs[0].bytes = 12288u;
+    dg_train_inputs[1].buf = DG_L2(12288);
+    dg_train_inputs[1].bytes = 8u;
     dg_state[0].buf = (void *)dg_w2; /* 'conv1.weight' f32 [16, 3, 3, 3], 1728 B, trainable weight */
     dg_state[0].bytes = 1728u;
     dg_state[1].buf = (void *)dg_w3; /* 'bn1.weight' f32 [16], 64 B, trainable weight */
@@ -136,6 +178,34 @@ static void fill_tables(void)
     dg_state[25].bytes = 2560u;
     dg_state[26].buf = (void *)dg_w42; /* 'fc.bias' f32 [10], 40 B, trainable weight */
     dg_state[26].bytes = 40u;
+    dg_state[27].buf = (void *)dg_w5; /* 'bn1.running_mean' f32 [16], 64 B, running statistic */
+    dg_state[27].bytes = 64u;
+    dg_state[28].buf = (void *)dg_w6; /* 'bn1.running_var' f32 [16], 64 B, running statistic */
+    dg_state[28].bytes = 64u;
+    dg_state[29].buf = (void *)dg_w10; /* 'stack1.bn1.running_mean' f32 [16], 64 B, running statistic */
+    dg_state[29].bytes = 64u;
+    dg_state[30].buf = (void *)dg_w11; /* 'stack1.bn1.running_var' f32 [16], 64 B, running statistic */
+    dg_state[30].bytes = 64u;
+    dg_state[31].buf = (void *)dg_w15; /* 'stack1.bn2.running_mean' f32 [16], 64 B, running statistic */
+    dg_state[31].bytes = 64u;
+    dg_state[32].buf = (void *)dg_w16; /* 'stack1.bn2.running_var' f32 [16], 64 B, running statistic */
+    dg_state[32].bytes = 64u;
+    dg_state[33].buf = (void *)dg_w20; /* 'stack2.bn1.running_mean' f32 [32], 128 B, running statistic */
+    dg_state[33].bytes = 128u;
+    dg_state[34].buf = (void *)dg_w21; /* 'stack2.bn1.running_var' f32 [32], 128 B, running statistic */
+    dg_state[34].bytes = 128u;
+    dg_state[35].buf = (void *)dg_w25; /* 'stack2.bn2.running_mean' f32 [32], 128 B, running statistic */
+    dg_state[35].bytes = 128u;
+    dg_state[36].buf = (void *)dg_w26; /* 'stack2.bn2.running_var' f32 [32], 128 B, running statistic */
+    dg_state[36].bytes = 128u;
+    dg_state[37].buf = (void *)dg_w32; /* 'stack3.bn1.running_mean' f32 [64], 256 B, running statistic */
+    dg_state[37].bytes = 256u;
+    dg_state[38].buf = (void *)dg_w33; /* 'stack3.bn1.running_var' f32 [64], 256 B, running statistic */
+    dg_state[38].bytes = 256u;
+    dg_state[39].buf = (void *)dg_w37; /* 'stack3.bn2.running_mean' f32 [64], 256 B, running statistic */
+    dg_state[39].bytes = 256u;
+    dg_state[40].buf = (void *)dg_w38; /* 'stack3.bn2.running_var' f32 [64], 256 B, running statistic */
+    dg_state[40].bytes = 256u;
 }
 
 int dg_model_init(struct pi_device *cluster)
@@ -156,7 +226,6 @@ int dg_model_init(struct pi_device *cluster)
 #endif
     CopyInitialWeights();
     fill_tables();
-    dg_layout = hash_bytes(0x811c9dc5u, (const uint8_t *)dg_layout_text, (uint32_t)(sizeof dg_layout_text - 1));
     dg_ready = 1;
     return dg_model_set_learning_rate(0.01f);
 }
@@ -182,9 +251,14 @@ int32_t dg_model_output_index(const char *name)
     return find(dg_model_output_names, dg_n_outputs, name);
 }
 
+int32_t dg_model_train_input_index(const char *name)
+{
+    return find(dg_model_train_input_names, dg_n_train_inputs, name);
+}
+
 uint32_t dg_model_input_bytes(uint32_t input)
 {
-    static const uint32_t bytes[2] = { 12288u, 8u,  };
+    static const uint32_t bytes[1] = { 12288u,  };
     return input < dg_n_inputs ? bytes[input] : 0u;
 }
 
@@ -194,16 +268,33 @@ uint32_t dg_model_output_bytes(uint32_t output)
     return output < dg_n_outputs ? bytes[output] : 0u;
 }
 
-int dg_model_set_input(uint32_t input, const void *src, uint32_t bytes)
+uint32_t dg_model_train_input_bytes(uint32_t input)
+{
+    static const uint32_t bytes[2] = { 12288u, 8u,  };
+    return input < dg_n_train_inputs ? bytes[input] : 0u;
+}
+
+/* Copy into port `input` of `ports` (`n` of them). */
+static int set_port(dg_model_port_t *ports, uint32_t n, uint32_t input, const void *src, uint32_t bytes)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
-    if (input >= dg_n_inputs || src == NULL)
+    if (input >= n || src == NULL)
         return DG_MODEL_EINDEX;
-    if (bytes != dg_inputs[input].bytes)
+    if (bytes != ports[input].bytes)
         return DG_MODEL_EBYTES;
-    dg_copy(dg_inputs[input].buf, src, bytes);
+    dg_copy(ports[input].buf, src, bytes);
     return DG_MODEL_OK;
+}
+
+int dg_model_set_input(uint32_t input, const void *src, uint32_t bytes)
+{
+    return set_port(dg_inputs, dg_n_inputs, input, src, bytes);
+}
+
+int dg_model_set_train_input(uint32_t input, const void *src, uint32_t bytes)
+{
+    return set_port(dg_train_inputs, dg_n_train_inputs, input, src, bytes);
 }
 
 int dg_model_get_output(uint32_t output, void *dst, uint32_t bytes)
@@ -243,7 +334,7 @@ int dg_model_train_step(void)
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L2(1058696), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L2(1070984), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;
@@ -268,7 +359,7 @@ int dg_model_predict(void)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
-    return send(RunPredictNetwork);
+    return send(DG_PREDICT_ENTRY);
 }
 
 uint32_t dg_model_weights_bytes(void)

@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L3(637800);
     DeeployOptNetwork_inputs[1] = DG_L3(637808);
-    DeeployOptNetwork_outputs[0] = DG_L3(637824);
+    DeeployOptNetwork_outputs[0] = DG_L3(846736);
     DeeployOptNetwork_learning_rate = DG_L3(637800);
     return 0;
 }
@@ -439,7 +439,7 @@ void RunOptimizerNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             dg_copy(DG_L3(325960), DG_L2(0), 40u); /* fc.bias L2->L3 */
         }
-        dg_copy(DG_L3(637824), DG_L2(294920), 1u); /* onnx::update_completed::26 L2->L3 */
+        dg_copy(DG_L3(846736), DG_L2(294920), 1u); /* onnx::update_completed::26 L2->L3 */
     }
     DG_PROFILE_END(104u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::27");
 }

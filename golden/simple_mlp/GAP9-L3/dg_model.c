@@ -12,27 +12,23 @@
 
 #include <string.h>
 
-/* PredictNetwork.c: the forward part of the training step. */
+/* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
 void RunPredictNetwork(void *arg);
-
-/* The cluster stacks: as main.c asks for them, from what the code needs. */
-#ifndef STACK_SIZE
-#define STACK_SIZE 2304
-#endif
-#ifndef SLAVE_STACK_SIZE
-#define SLAVE_STACK_SIZE 2304
-#endif
+#define DG_PREDICT_ENTRY RunPredictNetwork
 
 #define DG_MODEL_MAGIC 0x4B434744u /* "DGCK", little-endian */
 #define DG_MODEL_HEADER_WORDS 5u
 #define DG_MODEL_STATE_BYTES 13864u
 
-const char *const dg_model_input_names[2] = {
+const char *const dg_model_input_names[1] = {
     "input",
-    "labels",
 };
 const char *const dg_model_output_names[1] = {
     "fc3.out",
+};
+const char *const dg_model_train_input_names[2] = {
+    "input",
+    "labels",
 };
 
 typedef struct {
@@ -41,31 +37,40 @@ typedef struct {
 } dg_model_port_t;
 
 /* Filled at init: the buffers are arena addresses. */
-static dg_model_port_t dg_inputs[2];
+static dg_model_port_t dg_inputs[1];
 static dg_model_port_t dg_outputs[1];
+static dg_model_port_t dg_train_inputs[2];
 static dg_model_port_t dg_state[6];
 
 /* Counts as variables: a comparison with a constant 0 would not compile
  * under -Wextra -Werror. */
-static const uint32_t dg_n_inputs = 2u;
+static const uint32_t dg_n_inputs = 1u;
 static const uint32_t dg_n_outputs = 1u;
+static const uint32_t dg_n_train_inputs = 2u;
 static const uint32_t dg_n_state = 6u;
 
-/* What the checkpoint holds (kind, name, bytes per buffer); its FNV-1a is
- * the checkpoint's layout hash (0xadb6989b). */
-static const char dg_layout_text[] = "deploygen checkpoint\012w\011fc1.weight\0118192\012w\011fc1.bias\011128\012w\011fc2.weight\0114096\012w\011fc2.bias\011128\012w\011fc3.weight\0111280\012w\011fc3.bias\01140\012";
-static uint32_t dg_layout;
+/* What the checkpoint holds, in order (kind: w trainable weight, r running
+ * statistic, s optimizer state; name, dtype, shape, bytes):
+ *   w fc1.weight f32 [32, 64] 8192
+ *   w fc1.bias f32 [32] 128
+ *   w fc2.weight f32 [32, 32] 4096
+ *   w fc2.bias f32 [32] 128
+ *   w fc3.weight f32 [10, 32] 1280
+ *   w fc3.bias f32 [10] 40
+ * Its layout hash covers these lines, the optimizer's kind and the
+ * structure of the graph (FNV-1a, computed by deploygen). */
+static const uint32_t dg_layout = DG_MODEL_LAYOUT_HASH;
 
 static struct pi_device *dg_cluster;
 static int dg_ready;
-static uint32_t dg_accum;
 static float dg_last_loss;
+static uint32_t dg_accum;
 #ifndef DG_PMSIS_HOST
 /* The cluster stacks, allocated here (not beside the arena by the SDK). */
 static void *dg_stacks;
 #endif
 
-/* FNV-1a (the layout and the payload): any one changed byte changes it. */
+/* FNV-1a of the payload: any one changed byte changes it. */
 static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
 {
     uint32_t i;
@@ -76,12 +81,14 @@ static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
 
 static void fill_tables(void)
 {
-    dg_inputs[0].buf = DG_L3(0);
-    dg_inputs[0].bytes = 512u;
-    dg_inputs[1].buf = DG_L3(512);
-    dg_inputs[1].bytes = 16u;
-    dg_outputs[0].buf = DG_L3(28288);
-    dg_outputs[0].bytes = 80u;
+    dg_inputs[0].buf = DG_L3(28288);
+    dg_inputs[0].bytes = 256u;
+    dg_outputs[0].buf = DG_L3(28544);
+    dg_outputs[0].bytes = 40u;
+    dg_train_inputs[0].buf = DG_L3(0);
+    dg_train_inputs[0].bytes = 512u;
+    dg_train_inputs[1].buf = DG_L3(512);
+    dg_train_inputs[1].bytes = 16u;
     dg_state[0].buf = DG_L3(528); /* 'fc1.weight' f32 [32, 64], 8192 B, trainable weight */
     dg_state[0].bytes = 8192u;
     dg_state[1].buf = DG_L3(8720); /* 'fc1.bias' f32 [32], 128 B, trainable weight */
@@ -113,7 +120,6 @@ int dg_model_init(struct pi_device *cluster)
         return DG_MODEL_EMEMORY;
 #endif
     fill_tables();
-    dg_layout = hash_bytes(0x811c9dc5u, (const uint8_t *)dg_layout_text, (uint32_t)(sizeof dg_layout_text - 1));
     dg_ready = 1;
     return dg_model_set_learning_rate(0.05f);
 }
@@ -139,28 +145,50 @@ int32_t dg_model_output_index(const char *name)
     return find(dg_model_output_names, dg_n_outputs, name);
 }
 
+int32_t dg_model_train_input_index(const char *name)
+{
+    return find(dg_model_train_input_names, dg_n_train_inputs, name);
+}
+
 uint32_t dg_model_input_bytes(uint32_t input)
 {
-    static const uint32_t bytes[2] = { 512u, 16u,  };
+    static const uint32_t bytes[1] = { 256u,  };
     return input < dg_n_inputs ? bytes[input] : 0u;
 }
 
 uint32_t dg_model_output_bytes(uint32_t output)
 {
-    static const uint32_t bytes[1] = { 80u,  };
+    static const uint32_t bytes[1] = { 40u,  };
     return output < dg_n_outputs ? bytes[output] : 0u;
+}
+
+uint32_t dg_model_train_input_bytes(uint32_t input)
+{
+    static const uint32_t bytes[2] = { 512u, 16u,  };
+    return input < dg_n_train_inputs ? bytes[input] : 0u;
+}
+
+/* Copy into port `input` of `ports` (`n` of them). */
+static int set_port(dg_model_port_t *ports, uint32_t n, uint32_t input, const void *src, uint32_t bytes)
+{
+    if (!dg_ready)
+        return DG_MODEL_EINIT;
+    if (input >= n || src == NULL)
+        return DG_MODEL_EINDEX;
+    if (bytes != ports[input].bytes)
+        return DG_MODEL_EBYTES;
+    dg_copy(ports[input].buf, src, bytes);
+    return DG_MODEL_OK;
 }
 
 int dg_model_set_input(uint32_t input, const void *src, uint32_t bytes)
 {
-    if (!dg_ready)
-        return DG_MODEL_EINIT;
-    if (input >= dg_n_inputs || src == NULL)
-        return DG_MODEL_EINDEX;
-    if (bytes != dg_inputs[input].bytes)
-        return DG_MODEL_EBYTES;
-    dg_copy(dg_inputs[input].buf, src, bytes);
-    return DG_MODEL_OK;
+    return set_port(dg_inputs, dg_n_inputs, input, src, bytes);
+}
+
+int dg_model_set_train_input(uint32_t input, const void *src, uint32_t bytes)
+{
+    return set_port(dg_train_inputs, dg_n_train_inputs, input, src, bytes);
 }
 
 int dg_model_get_output(uint32_t output, void *dst, uint32_t bytes)
@@ -200,7 +228,7 @@ int dg_model_train_step(void)
     r = send(RunTrainingNetwork);
     if (r != DG_MODEL_OK)
         return r;
-    dg_copy(&dg_last_loss, DG_L3(36736), sizeof dg_last_loss);
+    dg_copy(&dg_last_loss, DG_L3(36992), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;
@@ -225,7 +253,7 @@ int dg_model_predict(void)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
-    return send(RunPredictNetwork);
+    return send(DG_PREDICT_ENTRY);
 }
 
 uint32_t dg_model_weights_bytes(void)

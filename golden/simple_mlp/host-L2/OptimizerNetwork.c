@@ -21,7 +21,7 @@ int InitOptimizerNetwork(void)
 {
     DeeployOptNetwork_inputs[0] = DG_L2(14400);
     DeeployOptNetwork_inputs[1] = DG_L2(14408);
-    DeeployOptNetwork_outputs[0] = DG_L2(14416);
+    DeeployOptNetwork_outputs[0] = DG_L2(14928);
     DeeployOptNetwork_learning_rate = DG_L2(14400);
     return 0;
 }
@@ -124,7 +124,7 @@ void RunOptimizerNetwork(void *arg)
             pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             dg_copy((void *)dg_w7, DG_L1(0), 40u); /* fc3.bias L1->L2 */
         }
-        dg_copy(DG_L2(14416), DG_L1(16392), 1u); /* onnx::update_completed::5 L1->L2 */
+        dg_copy(DG_L2(14928), DG_L1(16392), 1u); /* onnx::update_completed::5 L1->L2 */
     }
     DG_PROFILE_END(26u, "SGDOptimizerV2", "onnx::SGDOptimizerV2::6");
 }

@@ -3,7 +3,9 @@
 //!
 //! Schedule steps: the training (or inference) graph's nodes `0..N`, then
 //! the optimizer graph's `N..N+M`; the two run one after the other and share
-//! the weight and gradient buffers.
+//! the weight and gradient buffers. A training model's prediction graph
+//! (`lower::predict`) follows at `N+M..`: it shares the weight and
+//! running-statistics buffers and has its own data inputs.
 //!
 //! Sharing (one buffer, several tensors), from the registry's facts:
 //! - `Update::Always` (InPlaceAccumulatorV2) writes its input in place; its
@@ -196,6 +198,8 @@ impl Kind {
 pub enum GraphSel {
     Main,
     Optimizer,
+    /// The prediction graph (`lower::predict`), after the optimizer's steps.
+    Predict,
 }
 
 /// Another tensor stored in a buffer, and why.
@@ -335,6 +339,7 @@ pub struct Discovery {
     /// Buffer of each main-graph tensor that has one.
     pub main: HashMap<TensorId, BufId>,
     pub optimizer: HashMap<TensorId, BufId>,
+    pub predict: HashMap<TensorId, BufId>,
     /// Decisions worth telling a person: aliasing refused, compile-time
     /// constants, views.
     pub notes: Vec<String>,
@@ -375,6 +380,7 @@ struct Builder<'a> {
     buffers: Buffers,
     main: HashMap<TensorId, BufId>,
     opt: HashMap<TensorId, BufId>,
+    pred: HashMap<TensorId, BufId>,
     notes: Vec<String>,
 }
 
@@ -383,6 +389,7 @@ impl<'a> Builder<'a> {
         match sel {
             GraphSel::Main => &self.model.graph,
             GraphSel::Optimizer => self.model.optimizer.as_ref().expect("optimizer steps only exist with a graph"),
+            GraphSel::Predict => self.model.predict.as_ref().expect("predict steps only exist with a graph"),
         }
     }
 
@@ -390,6 +397,7 @@ impl<'a> Builder<'a> {
         match sel {
             GraphSel::Main => &self.main,
             GraphSel::Optimizer => &self.opt,
+            GraphSel::Predict => &self.pred,
         }
     }
 
@@ -397,6 +405,7 @@ impl<'a> Builder<'a> {
         match sel {
             GraphSel::Main => self.main.insert(t, b),
             GraphSel::Optimizer => self.opt.insert(t, b),
+            GraphSel::Predict => self.pred.insert(t, b),
         };
     }
 
@@ -459,7 +468,8 @@ pub fn scratch_bytes(g: &Graph, node: &Node) -> u64 {
 pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<Discovery> {
     let main_steps = model.graph.schedule.len() as u32;
     let opt_steps = model.optimizer.as_ref().map_or(0, |g| g.schedule.len() as u32);
-    let total = (main_steps + opt_steps).max(1);
+    let pred_steps = model.predict.as_ref().map_or(0, |g| g.schedule.len() as u32);
+    let total = (main_steps + opt_steps + pred_steps).max(1);
     let mut b = Builder {
         model,
         align: align.max(1),
@@ -467,6 +477,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         buffers: Buffers::default(),
         main: HashMap::new(),
         opt: HashMap::new(),
+        pred: HashMap::new(),
         notes: vec![],
     };
     let roles = &model.roles;
@@ -547,6 +558,38 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         }
         walk(&mut b, GraphSel::Optimizer, main_steps, &mut steps)?;
     }
+    if let Some(pg) = &model.predict {
+        // Weights, frozen values and BatchNorm running statistics are the
+        // training step's buffers (by name, of the same size); the data
+        // inputs, at the prediction's batch, have their own.
+        for &t in pg.inputs.iter().chain(&pg.initializers) {
+            if b.pred.contains_key(&t) {
+                continue;
+            }
+            let name = pg.name_of(t);
+            let shared = g.id(name).and_then(|mt| b.main.get(&mt).copied()).filter(|&mb| {
+                !matches!(roles.role(name), Some(Role::Data | Role::Labels))
+                    && pg.tensor(t).ty.bytes().map(|x| x as u64) == Some(b.buffers[mb].bytes)
+            });
+            if let Some(mb) = shared {
+                b.alias(GraphSel::Predict, t, mb, "same name as the training graph's buffer".into());
+            } else if pg.inputs.contains(&t) {
+                b.persistent(GraphSel::Predict, t, Kind::Input)?;
+            }
+        }
+        let pred_readers = pg.readers();
+        for &t in &pg.initializers {
+            if !b.pred.contains_key(&t) && data_use(pg, &pred_readers, t) {
+                b.persistent(GraphSel::Predict, t, Kind::Constant)?;
+            }
+        }
+        for t in pg.tensors.ids() {
+            if pg.tensor(t).origin == Origin::Folded && !b.pred.contains_key(&t) && data_use(pg, &pred_readers, t) {
+                b.persistent(GraphSel::Predict, t, Kind::Constant)?;
+            }
+        }
+        walk(&mut b, GraphSel::Predict, main_steps + opt_steps, &mut steps)?;
+    }
 
     for s in statics {
         let id = b.buffers.next_id();
@@ -555,7 +598,15 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         b.buffers.push(Buffer { level: s.level, ..buf });
     }
 
-    Ok(Discovery { buffers: b.buffers, steps, main_steps, main: b.main, optimizer: b.opt, notes: b.notes })
+    Ok(Discovery {
+        buffers: b.buffers,
+        steps,
+        main_steps,
+        main: b.main,
+        optimizer: b.opt,
+        predict: b.pred,
+        notes: b.notes,
+    })
 }
 
 /// Whether some node reads `t` as data (not only at compile time).

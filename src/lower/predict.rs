@@ -1,0 +1,154 @@
+//! The prediction graph of a training model: what `dg_model_predict`
+//! runs. It is the forward part of the training step (`forward`) in eval
+//! mode, as PyTorch's `eval()` and onnxruntime's inference session run it:
+//!
+//! - every node that normalises with batch statistics takes its registry
+//!   entry's eval form (`OpDef::eval_form`: a BatchNorm normalises with its
+//!   running mean and variance, which the training step updates);
+//! - the data inputs take their own batch (`--predict-batch`, 1 by
+//!   default): the nodes are the model file's own, shape subgraphs
+//!   included, typed and folded again at that batch;
+//! - weights, frozen values and running statistics keep their names: the
+//!   plan gives them the training step's buffers, so predict always sees
+//!   the current weights and costs no second copy of them.
+//!
+//! A model whose forward part cannot run at the default batch (a shape
+//! constant spells out the training batch) predicts at its training batch
+//! instead, with a note saying why; at a batch `--predict-batch` asked
+//! for, it has no prediction graph, and the reason is kept for
+//! `dg_model.h` and `inspect`.
+
+use std::collections::{HashMap, HashSet};
+
+use petgraph::stable_graph::NodeIndex;
+
+use super::forward;
+use crate::ir::{DType, Dim, Graph, Model, Origin, Role, TensorId, TensorType};
+use crate::ops;
+
+/// Build `model.predict` (or `model.no_predict`) from `raw`, the main
+/// graph as imported (before typing and folding).
+pub fn attach(model: &mut Model, raw: &Graph) {
+    if !model.roles.is_training() {
+        return;
+    }
+    let why = match build(model, raw, model.predict_batch) {
+        Ok(g) => {
+            model.predict = Some(g);
+            return;
+        }
+        Err(why) => why,
+    };
+    let trained = training_batch(model).filter(|&b| b != model.predict_batch && !model.predict_batch_given);
+    if let Some(b) = trained {
+        if let Ok(g) = build(model, raw, b) {
+            model.predict_note =
+                Some(format!("predicts at the training batch {b}, not {}: {why}", model.predict_batch));
+            model.predict_batch = b;
+            model.predict = Some(g);
+            return;
+        }
+    }
+    model.no_predict = Some(why);
+}
+
+/// Dim 0 of the training step's first data input.
+fn training_batch(model: &Model) -> Option<usize> {
+    let g = &model.graph;
+    let t = g.inputs.iter().find(|&&t| model.roles.role(g.name_of(t)) == Some(Role::Data))?;
+    g.tensor(*t).ty.shape()?.first().copied()
+}
+
+fn build(model: &Model, raw: &Graph, batch: usize) -> Result<Graph, String> {
+    let f =
+        forward::forward(model).map_err(|e| format!("the training graph has no forward part to predict with: {e}"))?;
+    let main = &model.graph;
+    let mut g = raw.clone();
+    let mut producer: HashMap<TensorId, NodeIndex> = HashMap::new();
+    for n in g.dag.node_indices() {
+        for &t in g.dag[n].outputs.iter().flatten() {
+            producer.insert(t, n);
+        }
+    }
+    let mut outputs = vec![];
+    for &t in &f.outputs {
+        let name = main.name_of(t);
+        let Some(rt) = g.id(name).filter(|rt| producer.contains_key(rt)) else {
+            return Err(format!("forward output '{name}' is not computed by a node of the model file"));
+        };
+        outputs.push(rt);
+    }
+    // The outputs' ancestors in the file's graph, shape subgraphs included.
+    let mut keep: HashSet<NodeIndex> = HashSet::new();
+    let mut stack: Vec<NodeIndex> = outputs.iter().map(|t| producer[t]).collect();
+    while let Some(n) = stack.pop() {
+        if !keep.insert(n) {
+            continue;
+        }
+        stack.extend(g.dag[n].inputs.iter().flatten().filter_map(|t| producer.get(t)));
+    }
+    let all: Vec<NodeIndex> = g.dag.node_indices().collect();
+    for n in all {
+        if !keep.contains(&n) {
+            g.dag.remove_node(n);
+            continue;
+        }
+        let def = ops::of(&g.dag[n]);
+        if def.gradient || def.train != ops::Train::None {
+            let node = &g.dag[n];
+            return Err(format!("forward node '{}' ({}) is a training operator", node.name, node.op));
+        }
+        if def.batch_stats.is_some_and(|b| b(&g.dag[n])) {
+            if let Some(eval) = def.eval_form {
+                eval(&mut g.dag[n]);
+            }
+        }
+    }
+    g.schedule.retain(|n| keep.contains(n));
+    let mut read: HashSet<TensorId> = HashSet::new();
+    for n in g.dag.node_indices() {
+        read.extend(g.dag[n].inputs.iter().flatten().copied());
+    }
+    g.inputs.retain(|t| read.contains(t));
+    g.initializers.retain(|t| read.contains(t));
+    g.outputs = outputs.clone();
+    let inputs: HashSet<TensorId> = g.inputs.iter().copied().collect();
+    let mut data = 0;
+    for t in g.tensors.ids().collect::<Vec<_>>() {
+        let tensor = g.tensor_mut(t);
+        if inputs.contains(&t) {
+            if model.roles.role(&tensor.name) != Some(Role::Data) {
+                continue;
+            }
+            // The data's batch: dim 0.
+            match tensor.ty.dims.as_mut().and_then(|d| d.first_mut()) {
+                Some(d) => *d = Dim::Fixed(batch),
+                None => return Err(format!("data input '{}' has no batch dimension", tensor.name)),
+            }
+            data += 1;
+        } else if tensor.origin == Origin::Value {
+            // Typed again at the prediction's batch.
+            tensor.ty = TensorType::unknown(DType::Other(0));
+        }
+    }
+    if data == 0 {
+        return Err("the forward part reads no data input".into());
+    }
+    g.rebuild_edges();
+    super::infer(&mut g).map_err(|e| format!("the forward part does not run at batch {batch}: {e}"))?;
+    for &t in &g.outputs {
+        match g.tensor(t).ty.shape() {
+            None => return Err(format!("forward output '{}' has no static shape at batch {batch}", g.name_of(t))),
+            Some(s) if s.first() != Some(&batch) => {
+                return Err(format!(
+                    "forward output '{}' is {s:?} at batch {batch}, not batch-major: a shape constant of the model \
+                     spells out the training batch",
+                    g.name_of(t)
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    g.warnings.clear();
+    Ok(g)
+}
