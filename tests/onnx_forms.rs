@@ -743,4 +743,37 @@ fn average_pool_with_dilations_and_ceil_mode_counts_the_padded_input() {
     let o = run(dir.path());
     assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
     assert_eq!(o.errors, Some(1), "{}", o.output);
+
+/// Expanded Attention computes Expand's shape from static shapes through
+/// comparisons, Not, And, Where and a CastLike that reads only the *type*
+/// of a run-time input: every step folds, so Expand gets a constant shape.
+#[test]
+fn mask_arithmetic_on_static_shapes_folds() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[2, 3])
+        .input("like", I64, &[1])
+        .init_i64("two", &[2])
+        .init_i64("one", &[1])
+        .node("Shape", &["x"], &["s"], vec![])
+        .node("Equal", &["s", "two"], &["is_two"], vec![])
+        .node("Not", &["is_two"], &["not_two"], vec![])
+        .node("Greater", &["s", "one"], &["big"], vec![])
+        .node("And", &["not_two", "big"], &["keep"], vec![])
+        .node("Or", &["keep", "is_two"], &["any"], vec![])
+        .node("Xor", &["any", "keep"], &["only_two"], vec![])
+        .node("Where", &["keep", "s", "one"], &["picked"], vec![])
+        .node("CastLike", &["picked", "like"], &["shape"], vec![])
+        .node("Concat", &["one", "shape"], &["full"], vec![attr_int("axis", 0)])
+        .node("Expand", &["x", "full"], &["y"], vec![])
+        .node("Cast", &["only_two"], &["flags"], vec![attr_int("to", 7)])
+        .output("y", F32, &[1, 1, 3])
+        .output("flags", I64, &[2]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let m = lowered(dir.path()).unwrap();
+    let t = |n: &str| m.graph.tensor(m.graph.id(n).unwrap()).clone();
+    // s = [2, 3]: keep = [false, true], picked = [1, 3]
+    assert_eq!(t("y").ty.shape(), Some(vec![1, 1, 3]));
+    assert_eq!(t("full").data.as_ref().unwrap().to_i64(), Some(vec![1, 1, 3]));
+    assert_eq!(t("only_two").data.as_ref().unwrap().to_i64(), Some(vec![1, 0]), "Xor(Or(keep, is_two), keep)");
 }

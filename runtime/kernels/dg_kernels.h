@@ -955,6 +955,8 @@ void dg_less_equal_i32(void *args);
 void dg_greater_i32(void *args);
 void dg_greater_equal_i32(void *args);
 void dg_and_bool(void *args);
+void dg_or_bool(void *args);
+void dg_xor_bool(void *args);
 
 /* com.microsoft GatherGrad(shape, indices, dY){axis} (fp32): dx is
  * [outer, axis_dim, inner] and zero except dx[o, indices[j], i] +=

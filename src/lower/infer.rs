@@ -204,14 +204,16 @@ fn try_fold(
 ) -> Result<Option<Vec<Arc<TensorData>>>> {
     let Some(fold) = def.fold else { return Ok(None) };
     let shape_only = def.fold_when == FoldWhen::Shapes;
-    let inputs_known = ctx.node.inputs.iter().flatten().all(|&t| {
-        let tensor = ctx.graph.tensor(t);
-        tensor.data.is_some() && !matches!(tensor.origin, Origin::Input)
+    let inputs_known = ctx.node.inputs.iter().enumerate().filter(|(i, _)| !def.type_only.contains(i)).all(|(_, t)| {
+        t.is_none_or(|t| {
+            let tensor = ctx.graph.tensor(t);
+            tensor.data.is_some() && !matches!(tensor.origin, Origin::Input)
+        })
     });
     if !(shape_only || inputs_known) {
         return Ok(None);
     }
-    let ints = inferred.iter().all(|t| t.dtype.is_int()) || def.fold_when == FoldWhen::Always;
+    let ints = inferred.iter().all(|t| t.dtype.is_int() || t.dtype == DType::Bool) || def.fold_when == FoldWhen::Always;
     if !ints {
         return Ok(None);
     }

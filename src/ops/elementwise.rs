@@ -85,6 +85,7 @@ pub const OPS: &[OpDef] = &[
         infer: cast_like,
         required: &[0, 1],
         fold: Some(fold_cast_like),
+        type_only: &[1],
         kernel: Some(bind_cast),
         ..OpDef::BASE
     },
@@ -214,8 +215,8 @@ fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
     })
 }
 
-/// `f` of inputs 0 and 1, both constant integers of one dtype, broadcast
-/// numpy-style; `None` (not folded) when they are not, when the output is
+/// `f` of inputs 0 and 1, both constant integers (or bools) of one dtype,
+/// broadcast numpy-style, as the output's dtype (a comparison's is bool); `None` (not folded) when they are not, when the output is
 /// too big to fold, or when `f` gives `None`.
 pub(super) fn fold_int_pair(
     ctx: &Ctx,
@@ -225,9 +226,10 @@ pub(super) fn fold_int_pair(
     let (Some(a), Some(b)) = (ctx.konst(0), ctx.konst(1)) else {
         return Ok(None);
     };
-    if !a.dtype.is_int() || a.dtype != b.dtype {
+    if !(a.dtype.is_int() || a.dtype == DType::Bool) || a.dtype != b.dtype {
         return Ok(None);
     }
+    let Some(dtype) = out.first().map(|t| t.dtype) else { return Ok(None) };
     let Some(out) = out.first().and_then(|t| t.shape()) else { return Ok(None) };
     let n: usize = out.iter().product();
     if n > FOLD_LIMIT {
@@ -243,12 +245,12 @@ pub(super) fn fold_int_pair(
         let Some(v) = f(x, y)? else { return Ok(None) };
         res.push(v);
     }
-    Ok(TensorData::from_i64_as(a.dtype, out, &res).map(|t| vec![t]))
+    Ok(TensorData::from_i64_as(dtype, out, &res).map(|t| vec![t]))
 }
 
 /// The element of an input of shape `s` that output element `flat` (of
 /// shape `out`) reads under numpy broadcasting.
-fn broadcast_index(out: &[usize], s: &[usize], flat: usize) -> usize {
+pub(super) fn broadcast_index(out: &[usize], s: &[usize], flat: usize) -> usize {
     let mut pos = vec![0usize; out.len()];
     let mut rem = flat;
     for k in (0..out.len()).rev() {

@@ -68,8 +68,9 @@ pub type TablesFn = fn(&Graph, &Node) -> Result<u64>;
 /// When a node with a fold rule is folded at import.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FoldWhen {
-    /// Every input is a constant and every output an integer (shape
-    /// arithmetic; trainable weights are never integer, so never fold).
+    /// Every input is a constant and every output an integer or bool
+    /// (shape and mask arithmetic; trainable weights are neither, so
+    /// never fold).
     ConstantInts,
     /// From the input's static shape alone, whatever its value (Shape, Size).
     Shapes,
@@ -142,6 +143,9 @@ pub struct OpDef {
     /// its rule runs, so later stages see only the current form.
     pub legacy_input: Option<LegacyInputFn>,
     pub fold_when: FoldWhen,
+    /// Input slots of which only the type is read, never the value
+    /// (CastLike's target): folding does not wait for them to be known.
+    pub type_only: &'static [usize],
     /// Input slots read when generating code, when constant (shapes, axes,
     /// bounds): such constants need no buffer.
     pub compile_time: &'static [usize],
@@ -263,6 +267,7 @@ impl OpDef {
         explicit_pads: None,
         legacy_input: None,
         fold_when: FoldWhen::ConstantInts,
+        type_only: &[],
         compile_time: &[],
         data_when_not_constant: &[],
         view: false,

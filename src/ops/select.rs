@@ -33,17 +33,71 @@ pub const OPS: &[OpDef] = &[
         name: "Where",
         infer: where_,
         required: &[0, 1, 2],
+        fold: Some(fold_where),
         kernel: Some(bind_where),
         grad: Some(where_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "Equal", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "Less", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "LessOrEqual", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "Greater", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "GreaterOrEqual", infer: compare, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
-    OpDef { name: "And", infer: and, required: &[0, 1], kernel: Some(bind_compare), ..OpDef::BASE },
+    OpDef { name: "Equal", ..COMPARE },
+    OpDef { name: "Less", ..COMPARE },
+    OpDef { name: "LessOrEqual", ..COMPARE },
+    OpDef { name: "Greater", ..COMPARE },
+    OpDef { name: "GreaterOrEqual", ..COMPARE },
+    OpDef { name: "And", infer: logical, ..COMPARE },
+    OpDef { name: "Or", infer: logical, ..COMPARE },
+    OpDef { name: "Xor", infer: logical, ..COMPARE },
 ];
+
+/// Two operands broadcast to a bool result, folded when both are constant
+/// integers or bools (mask and shape arithmetic).
+const COMPARE: OpDef =
+    OpDef { infer: compare, required: &[0, 1], fold: Some(fold_compare), kernel: Some(bind_compare), ..OpDef::BASE };
+
+/// The comparison or logical operator of a node: what it computes on two
+/// integer (or 0/1) operands, and its kernel's stem.
+fn compare_op(op: &str) -> Option<(fn(i64, i64) -> bool, &'static str)> {
+    Some(match op {
+        "Equal" => (|a, b| a == b, "dg_equal"),
+        "Less" => (|a, b| a < b, "dg_less"),
+        "LessOrEqual" => (|a, b| a <= b, "dg_less_equal"),
+        "Greater" => (|a, b| a > b, "dg_greater"),
+        "GreaterOrEqual" => (|a, b| a >= b, "dg_greater_equal"),
+        "And" => (|a, b| a != 0 && b != 0, "dg_and"),
+        "Or" => (|a, b| a != 0 || b != 0, "dg_or"),
+        "Xor" => (|a, b| (a != 0) != (b != 0), "dg_xor"),
+        _ => return None,
+    })
+}
+
+/// A comparison or logical operator of constant integers or bools.
+fn fold_compare(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let Some((f, _)) = compare_op(&ctx.node.op) else { return Ok(None) };
+    fold_int_pair(ctx, out, |a, b| Ok(Some(f(a, b) as i64)))
+}
+
+/// Not of a constant bool.
+pub(super) fn fold_not(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let Some(x) = ctx.konst(0).filter(|d| d.dtype == DType::Bool) else { return Ok(None) };
+    let bytes = x.bytes.iter().map(|&b| (b == 0) as u8).collect();
+    Ok(Some(vec![TensorData { dtype: DType::Bool, shape: x.shape.clone(), bytes }]))
+}
+
+/// Where of a constant condition and constant integer operands (the
+/// shape arithmetic of expanded attention masks).
+fn fold_where(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let (Some(c), Some(x), Some(y)) = (ctx.konst(0), ctx.konst(1), ctx.konst(2)) else { return Ok(None) };
+    let Some(out_t) = out.first() else { return Ok(None) };
+    let (Some(shape), true) = (out_t.shape(), x.dtype.is_int() && x.dtype == y.dtype) else { return Ok(None) };
+    let n: usize = shape.iter().product();
+    if n > super::FOLD_LIMIT {
+        return Ok(None);
+    }
+    let (Some(vc), Some(vx), Some(vy)) = (c.to_i64(), x.to_i64(), y.to_i64()) else { return Ok(None) };
+    let at = |s: &[usize], flat: usize| super::elementwise::broadcast_index(&shape, s, flat);
+    let res: Vec<i64> =
+        (0..n).map(|i| if vc[at(&c.shape, i)] != 0 { vx[at(&x.shape, i)] } else { vy[at(&y.shape, i)] }).collect();
+    Ok(TensorData::from_i64_as(x.dtype, shape, &res).map(|t| vec![t]))
+}
 
 /// Broadcast of inputs `slots` (every one required), `None` when a shape
 /// is unknown.
@@ -124,7 +178,7 @@ fn compare(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![typed(DType::Bool, broadcast_slots(ctx, 0..2)?)])
 }
 
-fn and(ctx: &Ctx) -> Result<Vec<TensorType>> {
+fn logical(ctx: &Ctx) -> Result<Vec<TensorType>> {
     binary_slots(ctx)?;
     same_dtype(ctx, 0..2, DType::Bool)?;
     Ok(vec![typed(DType::Bool, broadcast_slots(ctx, 0..2)?)])
@@ -215,33 +269,29 @@ pub(super) fn bind_where(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_where", "dg_where_args_t", fields))
 }
 
-/// Comparisons: `dg_<op>_{f32,i64,i32}`; And: `dg_and_bool`.
+/// Comparisons: `dg_<op>_{f32,i64,i32}`; And, Or, Xor: `dg_<op>_bool`.
 pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
-    let stem = match ctx.node.op.as_str() {
-        "Equal" => "dg_equal",
-        "Less" => "dg_less",
-        "LessOrEqual" => "dg_less_equal",
-        "Greater" => "dg_greater",
-        "GreaterOrEqual" => "dg_greater_equal",
-        _ => "dg_and",
+    let Some((_, stem)) = compare_op(&ctx.node.op) else {
+        return Err(ctx.err(format!("{} is not a comparison", ctx.node.op)));
     };
-    let forms: &[(DType, &str)] = if stem == "dg_and" {
+    let b = 1;
+    let forms: &[(DType, &str)] = if matches!(stem, "dg_and" | "dg_or" | "dg_xor") {
         &[(DType::Bool, "bool")]
     } else {
         &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32")]
     };
     let d = ctx.in_dtype(0)?;
-    let (Some(&(_, suffix)), true) = (forms.iter().find(|(t, _)| *t == d), ctx.in_dtype(1)? == d) else {
+    let (Some(&(_, suffix)), true) = (forms.iter().find(|(t, _)| *t == d), ctx.in_dtype(b)? == d) else {
         let known: Vec<String> = forms.iter().map(|(t, _)| t.to_string()).collect();
         return Err(ctx.err(format!(
             "inputs are ({d}, {}); the kernel compares two {} operands only",
-            ctx.in_dtype(1)?,
+            ctx.in_dtype(b)?,
             known.join(", two ")
         )));
     };
     let func = format!("{stem}_{suffix}");
-    let (y, st) = broadcast_layout(ctx, &[0, 1])?;
-    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    let (y, st) = broadcast_layout(ctx, &[0, b])?;
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(b)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
     match st {
         None => fields.push(("ndim", u(0))),
         Some(st) => {

@@ -94,7 +94,14 @@ pub const OPS: &[OpDef] = &[
         recompute: Some(super::recompute_copy),
         ..OpDef::BASE
     },
-    OpDef { name: "Not", infer: logical_not, kernel: Some(bind_not), tile: Some(tile::POINTWISE), ..OpDef::BASE },
+    OpDef {
+        name: "Not",
+        infer: logical_not,
+        fold: Some(super::select::fold_not),
+        kernel: Some(bind_not),
+        tile: Some(tile::POINTWISE),
+        ..OpDef::BASE
+    },
     OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
     OpDef {
         name: "Tanh",
