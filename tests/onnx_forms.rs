@@ -743,6 +743,7 @@ fn average_pool_with_dilations_and_ceil_mode_counts_the_padded_input() {
     let o = run(dir.path());
     assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
     assert_eq!(o.errors, Some(1), "{}", o.output);
+}
 
 /// Expanded Attention computes Expand's shape from static shapes through
 /// comparisons, Not, And, Where and a CastLike that reads only the *type*
@@ -766,14 +767,14 @@ fn mask_arithmetic_on_static_shapes_folds() {
         .node("Concat", &["one", "shape"], &["full"], vec![attr_int("axis", 0)])
         .node("Expand", &["x", "full"], &["y"], vec![])
         .node("Cast", &["only_two"], &["flags"], vec![attr_int("to", 7)])
-        .output("y", F32, &[1, 1, 3])
+        .output("y", F32, &[1, 2, 3])
         .output("flags", I64, &[2]);
     let dir = tempfile::tempdir().unwrap();
     b.write(dir.path(), "network.onnx");
     let m = lowered(dir.path()).unwrap();
     let t = |n: &str| m.graph.tensor(m.graph.id(n).unwrap()).clone();
-    // s = [2, 3]: keep = [false, true], picked = [1, 3]
-    assert_eq!(t("y").ty.shape(), Some(vec![1, 1, 3]));
+    // s = [2, 3]: keep = [false, true], picked = [1, 3]; x [2, 3] expands to [1, 2, 3]
+    assert_eq!(t("y").ty.shape(), Some(vec![1, 2, 3]));
     assert_eq!(t("full").data.as_ref().unwrap().to_i64(), Some(vec![1, 1, 3]));
     assert_eq!(t("only_two").data.as_ref().unwrap().to_i64(), Some(vec![1, 0]), "Xor(Or(keep, is_two), keep)");
 }
