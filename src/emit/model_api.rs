@@ -383,7 +383,7 @@ fn demo(ctx: &Ctx, binding: Option<&bind::Binding>, h: &Harness, api: &mut Model
         let per_chunk = buf.bytes / 4;
         let per_sample = per_chunk / batch.max(1);
         let values = data.numel() as u64;
-        if per_sample == 0 || values % per_sample != 0 || values / per_sample < batch {
+        if per_sample == 0 || !values.is_multiple_of(per_sample) || values / per_sample < batch {
             api.demo_no_refs = Some(c_string(format!(
                 "{}'s '{key}' holds {values} values: not whole samples of {per_sample} for a prediction of batch \
                  {batch}",
