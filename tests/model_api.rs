@@ -468,3 +468,22 @@ fn import_weights_fuzz_only_returns_statuses() {
         assert!(accepted > 1000, "the fuzz hardly reached the load path: {text}");
     }
 }
+
+/// Inference projects have `dg_model.h` too: its demo sets the inputs,
+/// predicts and compares every output with the harness's references.
+#[test]
+fn inference_projects_have_the_api_and_its_demo_passes() {
+    if !have_gcc() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    for (model, platform, level) in [("kws_cnn", "host", "L2"), ("mobilenet_v3_block", "GAP9", "L3")] {
+        let dir = demo_project(work.path(), model, platform, level, "");
+        let h = std::fs::read_to_string(dir.join("dg_model.h")).unwrap();
+        assert!(h.contains("#define DG_MODEL_TRAINING 0") && h.contains("#define CC_STACK_SIZE"), "{h}");
+        let n = demo_compared(&dir);
+        assert!(n > 0, "{model}: the demo compares nothing");
+        let (o, text) = run(&dir, &[]);
+        assert!(o.status.success() && text.contains(&format!("Errors: 0 out of {n}\r\n")), "{model}: {text}");
+    }
+}
