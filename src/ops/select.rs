@@ -1,5 +1,5 @@
 //! Selection and comparison: variadic Max/Min, Where, the comparisons
-//! (bool results) and And. All broadcast numpy-style; onnxruntime-training
+//! (bool results), And, Or and Xor. All broadcast numpy-style; onnxruntime-training
 //! builds the gradients of Max, Min, Clip and Abs from them.
 
 use super::elementwise::fold_int_pair;
@@ -53,9 +53,12 @@ pub const OPS: &[OpDef] = &[
 const COMPARE: OpDef =
     OpDef { infer: compare, required: &[0, 1], fold: Some(fold_compare), kernel: Some(bind_compare), ..OpDef::BASE };
 
+/// What a comparison computes on two integer (or 0/1) operands.
+type CompareFn = fn(i64, i64) -> bool;
+
 /// The comparison or logical operator of a node: what it computes on two
 /// integer (or 0/1) operands, and its kernel's stem.
-fn compare_op(op: &str) -> Option<(fn(i64, i64) -> bool, &'static str)> {
+fn compare_op(op: &str) -> Option<(CompareFn, &'static str)> {
     Some(match op {
         "Equal" => (|a, b| a == b, "dg_equal"),
         "Less" => (|a, b| a < b, "dg_less"),
