@@ -436,7 +436,9 @@ fn forward_activations_live_until_their_backward_use() {
     let step: std::collections::HashMap<_, _> = g.schedule.iter().enumerate().map(|(i, n)| (*n, i as u32)).collect();
     let first_backward = g.nodes().position(|(_, n)| n.op.ends_with("Grad")).unwrap() as u32;
     let mut checked = 0;
-    for b in p.buffers.iter().filter(|b| b.kind == Kind::Activation) {
+    // the training graph's activations (the predict graph has its own,
+    // under the same names)
+    for b in p.buffers.iter().filter(|b| b.kind == Kind::Activation && b.graph == plan::GraphSel::Main) {
         let Some(t) = g.id(&b.name) else { continue };
         let last = g.consumers(t).iter().map(|c| step[c]).max();
         let Some(last) = last else { continue };

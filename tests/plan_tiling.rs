@@ -190,7 +190,10 @@ fn gemm_columns_conv_channels_and_transposes_tile() {
         return;
     };
     p.verify().unwrap();
-    let tiled = |op: &'static str| p.nodes.iter().filter(move |n| n.op == op).filter_map(|n| n.tiling.as_ref());
+    // the training step's nodes (the predict graph repeats the forward part)
+    let tiled = |op: &'static str| {
+        p.nodes.iter().filter(move |n| n.op == op && n.graph == plan::GraphSel::Main).filter_map(|n| n.tiling.as_ref())
+    };
     let gemm = tiled("Gemm").find(|t| t.space == [64, 128]).expect("a tiled [1, 64, 128] Gemm");
     assert!(gemm.tile[1] < 128, "{gemm:?}");
     let conv = tiled("Conv").find(|t| t.space[1] == 128).expect("the second Conv is tiled");
