@@ -209,11 +209,12 @@ pub fn summary(b: &Built, out: &Path) -> String {
         ));
     }
     s.push_str(&format!(
-        "  compares: {} loss(es) + {} tensor(s) = {} values (tolerance {})\n",
+        "  compares: {} loss(es) + {} tensor(s) = {} values (tolerance {} + {} x |ref|; integers exactly)\n",
         m.loss_refs,
         m.compared.len(),
         m.expected_compared,
-        m.tolerance
+        m.tolerance,
+        m.rtol
     ));
     match &b.no_references {
         // one line, not one per missing key
