@@ -216,8 +216,9 @@ fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
 }
 
 /// `f` of inputs 0 and 1, both constant integers (or bools) of one dtype,
-/// broadcast numpy-style, as the output's dtype (a comparison's is bool); `None` (not folded) when they are not, when the output is
-/// too big to fold, or when `f` gives `None`.
+/// broadcast numpy-style, as the output's dtype (a comparison's is bool);
+/// `None` (not folded) when they are not, when the output is too big to
+/// fold, or when `f` gives `None`.
 pub(super) fn fold_int_pair(
     ctx: &Ctx,
     out: &[TensorType],

@@ -56,25 +56,31 @@ const COMPARE: OpDef =
 /// What a comparison computes on two integer (or 0/1) operands.
 type CompareFn = fn(i64, i64) -> bool;
 
+/// The operand types a comparison's kernels take, with their suffixes.
+type Forms = &'static [(DType, &'static str)];
+const NUMBERS: Forms = &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32")];
+const BOOLS: Forms = &[(DType::Bool, "bool")];
+
 /// The comparison or logical operator of a node: what it computes on two
-/// integer (or 0/1) operands, and its kernel's stem.
-fn compare_op(op: &str) -> Option<(CompareFn, &'static str)> {
+/// integer (or 0/1) operands, its kernel's stem and the operand types its
+/// kernels take.
+fn compare_op(op: &str) -> Option<(CompareFn, &'static str, Forms)> {
     Some(match op {
-        "Equal" => (|a, b| a == b, "dg_equal"),
-        "Less" => (|a, b| a < b, "dg_less"),
-        "LessOrEqual" => (|a, b| a <= b, "dg_less_equal"),
-        "Greater" => (|a, b| a > b, "dg_greater"),
-        "GreaterOrEqual" => (|a, b| a >= b, "dg_greater_equal"),
-        "And" => (|a, b| a != 0 && b != 0, "dg_and"),
-        "Or" => (|a, b| a != 0 || b != 0, "dg_or"),
-        "Xor" => (|a, b| (a != 0) != (b != 0), "dg_xor"),
+        "Equal" => (|a, b| a == b, "dg_equal", NUMBERS),
+        "Less" => (|a, b| a < b, "dg_less", NUMBERS),
+        "LessOrEqual" => (|a, b| a <= b, "dg_less_equal", NUMBERS),
+        "Greater" => (|a, b| a > b, "dg_greater", NUMBERS),
+        "GreaterOrEqual" => (|a, b| a >= b, "dg_greater_equal", NUMBERS),
+        "And" => (|a, b| a != 0 && b != 0, "dg_and", BOOLS),
+        "Or" => (|a, b| a != 0 || b != 0, "dg_or", BOOLS),
+        "Xor" => (|a, b| (a != 0) != (b != 0), "dg_xor", BOOLS),
         _ => return None,
     })
 }
 
 /// A comparison or logical operator of constant integers or bools.
 fn fold_compare(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let Some((f, _)) = compare_op(&ctx.node.op) else { return Ok(None) };
+    let Some((f, _, _)) = compare_op(&ctx.node.op) else { return Ok(None) };
     fold_int_pair(ctx, out, |a, b| Ok(Some(f(a, b) as i64)))
 }
 
@@ -274,27 +280,21 @@ pub(super) fn bind_where(ctx: &KernelCtx) -> Result<KernelCall> {
 
 /// Comparisons: `dg_<op>_{f32,i64,i32}`; And, Or, Xor: `dg_<op>_bool`.
 pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
-    let Some((_, stem)) = compare_op(&ctx.node.op) else {
+    let Some((_, stem, forms)) = compare_op(&ctx.node.op) else {
         return Err(ctx.err(format!("{} is not a comparison", ctx.node.op)));
     };
-    let b = 1;
-    let forms: &[(DType, &str)] = if matches!(stem, "dg_and" | "dg_or" | "dg_xor") {
-        &[(DType::Bool, "bool")]
-    } else {
-        &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32")]
-    };
     let d = ctx.in_dtype(0)?;
-    let (Some(&(_, suffix)), true) = (forms.iter().find(|(t, _)| *t == d), ctx.in_dtype(b)? == d) else {
+    let (Some(&(_, suffix)), true) = (forms.iter().find(|(t, _)| *t == d), ctx.in_dtype(1)? == d) else {
         let known: Vec<String> = forms.iter().map(|(t, _)| t.to_string()).collect();
         return Err(ctx.err(format!(
             "inputs are ({d}, {}); the kernel compares two {} operands only",
-            ctx.in_dtype(b)?,
+            ctx.in_dtype(1)?,
             known.join(", two ")
         )));
     };
     let func = format!("{stem}_{suffix}");
-    let (y, st) = broadcast_layout(ctx, &[0, b])?;
-    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(b)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
+    let (y, st) = broadcast_layout(ctx, &[0, 1])?;
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?), ("n", u(numel(&y)))];
     match st {
         None => fields.push(("ndim", u(0))),
         Some(st) => {
