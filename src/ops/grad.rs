@@ -10,6 +10,8 @@
 //! training step that are not one operator's gradient: the loss, gradient
 //! accumulation and the optimizer updates. `lower::derive` drives it.
 
+use std::collections::HashSet;
+
 use petgraph::stable_graph::NodeIndex;
 
 use super::{Ctx, OpDef};
@@ -32,12 +34,16 @@ pub struct Builder<'g> {
     next_order: usize,
     /// Nodes added, in order.
     pub added: Vec<NodeIndex>,
+    /// Every node's name: a fresh name is found without a walk over the
+    /// graph (a walk per node made a long step's backward quadratic).
+    node_names: HashSet<String>,
 }
 
 impl<'g> Builder<'g> {
     pub fn new(graph: &'g mut Graph) -> Builder<'g> {
         let next_order = graph.dag.node_indices().map(|n| graph.dag[n].order + 1).max().unwrap_or(0);
-        Builder { graph, next_order, added: vec![] }
+        let node_names = graph.dag.node_weights().map(|n| n.name.clone()).collect();
+        Builder { graph, next_order, added: vec![], node_names }
     }
 
     /// `base`, or `base_<k>` for the first k that names no tensor yet.
@@ -113,6 +119,7 @@ impl<'g> Builder<'g> {
         };
         self.next_order += 1;
         self.type_outputs(&node)?;
+        self.node_names.insert(node.name.clone());
         let n = self.graph.dag.add_node(node);
         self.added.push(n);
         Ok(outputs)
@@ -133,7 +140,7 @@ impl<'g> Builder<'g> {
     }
 
     fn fresh_node(&self, base: &str) -> String {
-        let taken = |n: &str| self.graph.dag.node_weights().any(|x| x.name == n);
+        let taken = |n: &str| self.node_names.contains(n);
         if !taken(base) {
             return base.to_string();
         }
