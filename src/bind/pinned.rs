@@ -53,7 +53,7 @@ fn candidates(g: &Graph) -> Vec<TensorId> {
 fn read_when_generating(
     g: &Graph,
     t: TensorId,
-    readers: &HashMap<TensorId, Vec<petgraph::graph::NodeIndex>>,
+    readers: &crate::ir::Readers,
     memo: &mut HashMap<TensorId, bool>,
 ) -> bool {
     if let Some(&v) = memo.get(&t) {

@@ -30,6 +30,31 @@ impl TensorId {
 #[derive(Clone, Debug, Default)]
 pub struct Tensors(IndexMap<String, Tensor>);
 
+/// The nodes that read each tensor, in schedule order ([`Graph::readers`]):
+/// a table indexed by tensor, so that planning, which asks it of every
+/// tensor at every trial, does not hash.
+#[derive(Clone, Debug, Default)]
+pub struct Readers(Vec<Vec<NodeIndex>>);
+
+impl Readers {
+    /// The readers of `t`; `None` when no node reads it.
+    pub fn get(&self, t: &TensorId) -> Option<&Vec<NodeIndex>> {
+        self.0.get(t.index()).filter(|v| !v.is_empty())
+    }
+
+    pub fn contains_key(&self, t: &TensorId) -> bool {
+        self.get(t).is_some()
+    }
+}
+
+impl std::ops::Index<&TensorId> for Readers {
+    type Output = Vec<NodeIndex>;
+
+    fn index(&self, t: &TensorId) -> &Vec<NodeIndex> {
+        self.get(t).expect("a tensor some node reads")
+    }
+}
+
 impl Tensors {
     pub fn len(&self) -> usize {
         self.0.len()
@@ -59,6 +84,11 @@ impl Tensors {
     }
 
     /// Every id, in table order.
+    /// Drop the tensors from `len` on (the last ones added).
+    pub fn truncate(&mut self, len: usize) {
+        self.0.truncate(len);
+    }
+
     pub fn ids(&self) -> impl Iterator<Item = TensorId> {
         (0..self.0.len()).map(TensorId)
     }
@@ -397,17 +427,17 @@ impl Graph {
     /// The nodes that read each tensor, in schedule order: what
     /// [`Graph::consumers`] says of every tensor, in one pass over the
     /// graph (for code that asks about many tensors).
-    pub fn readers(&self) -> HashMap<TensorId, Vec<NodeIndex>> {
-        let mut r: HashMap<TensorId, Vec<NodeIndex>> = HashMap::new();
+    pub fn readers(&self) -> Readers {
+        let mut r = vec![Vec::new(); self.tensors.len()];
         for &n in &self.schedule {
             for &t in self.dag[n].inputs.iter().flatten() {
-                let v = r.entry(t).or_default();
+                let v: &mut Vec<NodeIndex> = &mut r[t.index()];
                 if v.last() != Some(&n) {
                     v.push(n);
                 }
             }
         }
-        r
+        Readers(r)
     }
 
     /// Opset version of a node's domain (`"?"` when the model does not

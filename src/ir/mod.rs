@@ -7,7 +7,7 @@ pub mod roles;
 pub mod train;
 mod types;
 
-pub use graph::{Attr, Graph, Node, OpId, Origin, Tensor, TensorId, Tensors};
+pub use graph::{Attr, Graph, Node, OpId, Origin, Readers, Tensor, TensorId, Tensors};
 pub use roles::{Flavor, Role, Roles};
 pub use train::TrainSpec;
 pub use types::{DType, Dim, TensorData, TensorType};

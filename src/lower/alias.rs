@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use petgraph::stable_graph::NodeIndex;
 
-use crate::ir::{Graph, TensorId};
+use crate::ir::{Graph, Readers, TensorId};
 use crate::ops::{self, Update};
 
 /// The in-place writes of one graph.
@@ -21,10 +21,10 @@ pub struct InPlace {
     pub notes: Vec<String>,
 }
 
-/// Find every in-place write of a scheduled graph.
-pub fn in_place(g: &Graph) -> InPlace {
+/// Find every in-place write of a scheduled graph, whose readers
+/// ([`Graph::readers`]) are given.
+pub fn in_place(g: &Graph, readers: &Readers) -> InPlace {
     let pos: HashMap<NodeIndex, usize> = g.schedule.iter().enumerate().map(|(i, &n)| (n, i)).collect();
-    let readers = g.readers();
     let mut r = InPlace::default();
     for (i, (ni, n)) in g.nodes().enumerate() {
         let state = (0..n.inputs.len()).filter(|&s| ops::of(n).updates_state(s));

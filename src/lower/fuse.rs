@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use petgraph::stable_graph::NodeIndex;
 
-use crate::ir::{DType, Graph, Origin, TensorData, TensorId};
+use crate::ir::{DType, Graph, Origin, Readers, TensorData, TensorId};
 use crate::ops::{self, ChannelAffine, ChannelWeights};
 
 /// Fuse every activation that can be; returns how many were.
@@ -70,7 +70,6 @@ pub fn fold_channel_affines(g: &mut Graph) -> usize {
     finish(g, folded)
 }
 
-type Readers = std::collections::HashMap<TensorId, Vec<NodeIndex>>;
 type Outputs = HashSet<TensorId>;
 
 /// The one node that reads node `n`'s output 0, and that node's output
