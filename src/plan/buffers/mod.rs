@@ -35,7 +35,7 @@ use petgraph::stable_graph::NodeIndex;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::ir::{DType, Graph, Model, Node, OpId, Origin, Role, TensorId};
+use crate::ir::{DType, Graph, Model, Node, OpId, Origin, Readers, Role, TensorId};
 use crate::lower::alias;
 use crate::ops::{self, Update};
 use crate::target::Level;
@@ -373,18 +373,76 @@ fn size_of(g: &Graph, t: TensorId, what: &str) -> Result<(u64, Vec<usize>)> {
     }
 }
 
+/// Each tensor's buffer, by tensor index: the walk asks it at every
+/// operand of every step (a hash map was most of a trial's time).
+#[derive(Default)]
+struct Bound(Vec<Option<BufId>>);
+
+impl Bound {
+    fn new(tensors: usize) -> Bound {
+        Bound(vec![None; tensors])
+    }
+
+    fn get(&self, t: &TensorId) -> Option<&BufId> {
+        self.0.get(t.index()).and_then(Option::as_ref)
+    }
+
+    fn contains_key(&self, t: &TensorId) -> bool {
+        self.get(t).is_some()
+    }
+
+    fn insert(&mut self, t: TensorId, b: BufId) {
+        if self.0.len() <= t.index() {
+            self.0.resize(t.index() + 1, None);
+        }
+        self.0[t.index()] = Some(b);
+    }
+
+    /// The tensors of graph `g` that have a buffer, with it.
+    fn iter<'s>(&'s self, g: &'s Graph) -> impl Iterator<Item = (TensorId, BufId)> + 's {
+        g.tensors.ids().filter_map(|t| Some((t, *self.get(&t)?)))
+    }
+
+    /// As a map, when the discovery writes it ([`Detail::Full`]).
+    fn into_map(self, g: Option<&Graph>, detail: Detail) -> HashMap<TensorId, BufId> {
+        match (g, detail) {
+            (Some(g), Detail::Full) => self.iter(g).collect(),
+            _ => HashMap::new(),
+        }
+    }
+}
+
 struct Builder<'a> {
     model: &'a Model,
     align: u64,
     last: u32,
     buffers: Buffers,
-    main: HashMap<TensorId, BufId>,
-    opt: HashMap<TensorId, BufId>,
-    pred: HashMap<TensorId, BufId>,
+    main: Bound,
+    opt: Bound,
+    pred: Bound,
     notes: Vec<String>,
+    /// Whether names, reasons and notes are written ([`Detail`]).
+    detail: Detail,
+}
+
+/// How much a discovery writes down besides sizes and lifetimes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Buffer and step names, aliasing reasons, notes: for the plan.
+    Full,
+    /// Sizes, kinds and lifetimes only: for the trials of a planning
+    /// choice, which ask the peak of many schedules.
+    Sizes,
 }
 
 impl<'a> Builder<'a> {
+    /// Record a note, when notes are written.
+    fn note(&mut self, text: impl FnOnce() -> String) {
+        if self.detail == Detail::Full {
+            self.notes.push(text());
+        }
+    }
+
     fn graph(&self, sel: GraphSel) -> &'a Graph {
         match sel {
             GraphSel::Main => &self.model.graph,
@@ -393,7 +451,7 @@ impl<'a> Builder<'a> {
         }
     }
 
-    fn map(&self, sel: GraphSel) -> &HashMap<TensorId, BufId> {
+    fn map(&self, sel: GraphSel) -> &Bound {
         match sel {
             GraphSel::Main => &self.main,
             GraphSel::Optimizer => &self.opt,
@@ -422,7 +480,7 @@ impl<'a> Builder<'a> {
         let (bytes, shape) = size_of(g, t, kind.name())?;
         let id = self.buffers.next_id();
         let v = Value { bytes, dtype: g.tensor(t).ty.dtype, shape };
-        let name = g.name_of(t).to_string();
+        let name = if self.detail == Detail::Full { g.name_of(t).to_string() } else { String::new() };
         self.buffers
             .push(Buffer { graph: sel, ..Buffer::new(id, name, kind, v, self.align, (start, end), persistent) });
         self.bind(sel, t, id);
@@ -434,9 +492,14 @@ impl<'a> Builder<'a> {
         self.new_buffer(sel, t, kind, 0, last, true)
     }
 
-    fn alias(&mut self, sel: GraphSel, t: TensorId, b: BufId, why: String) {
-        let name = self.graph(sel).name_of(t).to_string();
-        self.buffers[b].aliases.push(Alias { tensor: name, graph: sel, why });
+    /// Tensor `t` of graph `sel` lives in buffer `b`; `why` (given the
+    /// buffer) says so when reasons are written.
+    fn alias(&mut self, sel: GraphSel, t: TensorId, b: BufId, why: impl FnOnce(&Buffer) -> String) {
+        if self.detail == Detail::Full {
+            let name = self.graph(sel).name_of(t).to_string();
+            let why = why(&self.buffers[b]);
+            self.buffers[b].aliases.push(Alias { tensor: name, graph: sel, why });
+        }
         self.bind(sel, t, b);
     }
 
@@ -449,9 +512,9 @@ impl<'a> Builder<'a> {
 
 /// Kind of a value a node produces.
 fn value_kind(g: &Graph, node: &Node, t: TensorId) -> Kind {
-    let name = g.name_of(t).to_ascii_lowercase();
+    let named_grad = g.name_of(t).as_bytes().windows(4).any(|w| w.eq_ignore_ascii_case(b"grad"));
     let def = ops::of(node);
-    if def.gradient || def.train == ops::Train::Accumulator || name.contains("grad") {
+    if def.gradient || def.train == ops::Train::Accumulator || named_grad {
         Kind::Gradient
     } else {
         Kind::Activation
@@ -466,6 +529,13 @@ pub fn scratch_bytes(g: &Graph, node: &Node) -> u64 {
 /// Discover every buffer of the model (main graph, then optimizer graph)
 /// plus the extra static buffers asked for.
 pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<Discovery> {
+    discover_with(model, statics, align, Detail::Full)
+}
+
+/// [`discover`], writing down `detail`: with [`Detail::Sizes`] the same
+/// buffers, kinds and lifetimes, without names, reasons, notes or the
+/// tensor-to-buffer maps.
+pub fn discover_with(model: &Model, statics: &[StaticRequest], align: u64, detail: Detail) -> Result<Discovery> {
     let main_steps = model.graph.schedule.len() as u32;
     let opt_steps = model.optimizer.as_ref().map_or(0, |g| g.schedule.len() as u32);
     let pred_steps = model.predict.as_ref().map_or(0, |g| g.schedule.len() as u32);
@@ -475,10 +545,11 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         align: align.max(1),
         last: total - 1,
         buffers: Buffers::default(),
-        main: HashMap::new(),
-        opt: HashMap::new(),
-        pred: HashMap::new(),
+        main: Bound::new(model.graph.tensors.len()),
+        opt: Bound::new(model.optimizer.as_ref().map_or(0, |g| g.tensors.len())),
+        pred: Bound::new(model.predict.as_ref().map_or(0, |g| g.tensors.len())),
         notes: vec![],
+        detail,
     };
     let roles = &model.roles;
     let g = &model.graph;
@@ -528,22 +599,24 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         }
     }
     if !compile_time.is_empty() {
-        b.notes.push(format!(
-            "{} constant(s) are read only at compile time (shapes, axes, bounds) and get no buffer: {}",
-            compile_time.len(),
-            compile_time.join(", ")
-        ));
+        b.note(|| {
+            format!(
+                "{} constant(s) are read only at compile time (shapes, axes, bounds) and get no buffer: {}",
+                compile_time.len(),
+                compile_time.join(", ")
+            )
+        });
     }
 
-    let mut steps = vec![];
-    walk(&mut b, GraphSel::Main, 0, &mut steps)?;
+    let mut steps = Vec::with_capacity(total as usize);
+    walk(&mut b, GraphSel::Main, 0, readers, &mut steps)?;
     if let Some(og) = &model.optimizer {
         // Optimizer inputs share the training graph's buffers by name;
         // sequences are views; anything else (learning rate, step) is its own.
         for &t in &og.inputs {
             let name = og.name_of(t);
             if let Some(&mb) = g.id(name).and_then(|mt| b.main.get(&mt)) {
-                b.alias(GraphSel::Optimizer, t, mb, "same name as the training graph's buffer".into());
+                b.alias(GraphSel::Optimizer, t, mb, |_| "same name as the training graph's buffer".into());
             } else if og.tensor(t).sequence {
                 continue;
             } else {
@@ -556,7 +629,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
                 b.persistent(GraphSel::Optimizer, t, Kind::Constant)?;
             }
         }
-        walk(&mut b, GraphSel::Optimizer, main_steps, &mut steps)?;
+        walk(&mut b, GraphSel::Optimizer, main_steps, opt_readers, &mut steps)?;
     }
     if let Some(pg) = &model.predict {
         // Weights, frozen values and BatchNorm running statistics are the
@@ -572,7 +645,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
                     && pg.tensor(t).ty.bytes().map(|x| x as u64) == Some(b.buffers[mb].bytes)
             });
             if let Some(mb) = shared {
-                b.alias(GraphSel::Predict, t, mb, "same name as the training graph's buffer".into());
+                b.alias(GraphSel::Predict, t, mb, |_| "same name as the training graph's buffer".into());
             } else if pg.inputs.contains(&t) {
                 b.persistent(GraphSel::Predict, t, Kind::Input)?;
             }
@@ -588,7 +661,7 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
                 b.persistent(GraphSel::Predict, t, Kind::Constant)?;
             }
         }
-        walk(&mut b, GraphSel::Predict, main_steps + opt_steps, &mut steps)?;
+        walk(&mut b, GraphSel::Predict, main_steps + opt_steps, pred_readers, &mut steps)?;
     }
 
     for s in statics {
@@ -602,15 +675,15 @@ pub fn discover(model: &Model, statics: &[StaticRequest], align: u64) -> Result<
         buffers: b.buffers,
         steps,
         main_steps,
-        main: b.main,
-        optimizer: b.opt,
-        predict: b.pred,
+        main: b.main.into_map(Some(&model.graph), detail),
+        optimizer: b.opt.into_map(model.optimizer.as_ref(), detail),
+        predict: b.pred.into_map(model.predict.as_ref(), detail),
         notes: b.notes,
     })
 }
 
 /// Whether some node reads `t` as data (not only at compile time).
-fn data_use(g: &Graph, readers: &HashMap<TensorId, Vec<NodeIndex>>, t: TensorId) -> bool {
+fn data_use(g: &Graph, readers: &Readers, t: TensorId) -> bool {
     readers.get(&t).is_some_and(|ns| {
         ns.iter().any(|&n| {
             let node = g.node(n);

@@ -22,8 +22,14 @@ fn sequence_members(b: &Builder, role: Role) -> Vec<BufId> {
 
 /// Walk one graph's schedule in step order: inputs extend their buffers'
 /// lifetimes; each output aliases a buffer or gets a new one.
-pub(super) fn walk(b: &mut Builder<'_>, sel: GraphSel, base: u32, steps: &mut Vec<Step>) -> Result<()> {
-    let mut w = Walk::new(b, sel, base);
+pub(super) fn walk(
+    b: &mut Builder<'_>,
+    sel: GraphSel,
+    base: u32,
+    readers: Readers,
+    steps: &mut Vec<Step>,
+) -> Result<()> {
+    let mut w = Walk::new(b, sel, base, readers);
     let g = w.g;
     for (i, (ni, n)) in g.nodes().enumerate() {
         let s = base + i as u32;
@@ -44,8 +50,8 @@ pub(super) fn walk(b: &mut Builder<'_>, sel: GraphSel, base: u32, steps: &mut Ve
             index: s,
             graph: sel,
             node: ni,
-            name: n.name.clone(),
-            op: n.op.clone(),
+            name: if b.detail == Detail::Full { n.name.clone() } else { String::new() },
+            op: if b.detail == Detail::Full { n.op.clone() } else { String::new() },
             op_id: n.op_id,
             operands: if alias_only { vec![] } else { operands },
             alias_only,
@@ -53,9 +59,9 @@ pub(super) fn walk(b: &mut Builder<'_>, sel: GraphSel, base: u32, steps: &mut Ve
         });
     }
     if w.viewed_seq {
-        b.notes.push(
-            "the optimizer's sequence inputs are views of the parameter and gradient buffers: SGDOptimizerV2 updates the parameters in place".into(),
-        );
+        b.note(|| {
+            "the optimizer's sequence inputs are views of the parameter and gradient buffers: SGDOptimizerV2 updates the parameters in place".into()
+        });
     }
     Ok(())
 }
@@ -90,26 +96,32 @@ struct Walk<'a> {
     sel: GraphSel,
     /// The plan's last step: graph outputs live to it.
     last: u32,
-    step_of: HashMap<NodeIndex, u32>,
+    /// Each node's step, by node index.
+    step_of: Vec<u32>,
     outputs: HashSet<TensorId>,
-    readers: HashMap<TensorId, Vec<NodeIndex>>,
+    readers: Readers,
     /// In-place writes (buffer-group tensor, step), sorted by step.
     inplace: Vec<(TensorId, u32)>,
     /// Whether each conditional updater shares its input's buffer.
     sgd_inplace: HashMap<NodeIndex, bool>,
     /// Per buffer, the last step any of its tensors is read (kept as tensors
     /// join it, so that an in-place check need not scan every tensor).
-    member_end: HashMap<BufId, u32>,
+    member_end: Vec<Option<u32>>,
     /// Whether some node read the optimizer's sequences as their members.
     viewed_seq: bool,
 }
 
 impl<'a> Walk<'a> {
-    fn new(b: &mut Builder<'a>, sel: GraphSel, base: u32) -> Self {
+    fn new(b: &mut Builder<'a>, sel: GraphSel, base: u32, readers: Readers) -> Self {
         let g = b.graph(sel);
-        let step_of = g.nodes().enumerate().map(|(i, (n, _))| (n, base + i as u32)).collect();
-        let ip = alias::in_place(g);
-        b.notes.extend(ip.notes);
+        let mut step_of = vec![0; g.dag.node_indices().map(|n| n.index() + 1).max().unwrap_or(0)];
+        for (i, (n, _)) in g.nodes().enumerate() {
+            step_of[n.index()] = base + i as u32;
+        }
+        let ip = alias::in_place(g, &readers);
+        if b.detail == Detail::Full {
+            b.notes.extend(ip.notes);
+        }
         let mut inplace: Vec<(TensorId, u32)> = ip.writes.iter().map(|&(t, i)| (t, base + i as u32)).collect();
         inplace.sort_by_key(|&(_, step)| step);
         let mut w = Walk {
@@ -118,13 +130,14 @@ impl<'a> Walk<'a> {
             last: b.last,
             step_of,
             outputs: g.outputs.iter().copied().collect(),
-            readers: g.readers(),
+            readers,
             inplace,
             sgd_inplace: ip.shared,
-            member_end: HashMap::new(),
+            member_end: vec![],
             viewed_seq: false,
         };
-        for (&t, &id) in b.map(sel) {
+        let bound: Vec<(TensorId, BufId)> = b.map(sel).iter(g).collect();
+        for (t, id) in bound {
             w.joins(id, t);
         }
         w
@@ -136,7 +149,7 @@ impl<'a> Walk<'a> {
 
     /// Last step that reads a tensor (graph outputs: the end).
     fn last_read(&self, t: TensorId) -> u32 {
-        let r = self.readers.get(&t).map_or(0, |cs| cs.iter().map(|c| self.step_of[c]).max().unwrap_or(0));
+        let r = self.readers.get(&t).map_or(0, |cs| cs.iter().map(|c| self.step_of[c.index()]).max().unwrap_or(0));
         if self.is_output(t) {
             self.last
         } else {
@@ -147,8 +160,11 @@ impl<'a> Walk<'a> {
     /// Tensor `t` joins buffer `id`: the buffer is read as long as `t` is.
     fn joins(&mut self, id: BufId, t: TensorId) {
         let end = self.last_read(t);
-        let e = self.member_end.entry(id).or_insert(0);
-        *e = (*e).max(end);
+        if self.member_end.len() <= id.index() {
+            self.member_end.resize(id.index() + 1, None);
+        }
+        let e = &mut self.member_end[id.index()];
+        *e = Some(e.unwrap_or(0).max(end));
     }
 
     fn bytes(&self, t: TensorId) -> Option<u64> {
@@ -265,8 +281,7 @@ impl<'a> Walk<'a> {
         if !(inplace_ok && self.bytes(t) == Some(b.buffers[id].bytes)) {
             return None;
         }
-        let why = format!("{} '{}' writes '{}' in place", n.op, n.name, b.buffers[id].name);
-        b.alias(self.sel, t, id, why);
+        b.alias(self.sel, t, id, |buf| format!("{} '{}' writes '{}' in place", n.op, n.name, buf.name));
         self.joins(id, t);
         if self.is_output(t) {
             b.touch(id, self.last);
@@ -291,16 +306,17 @@ impl<'a> Walk<'a> {
         let window = inplace.partition_point(|&(_, ws)| ws <= s)..inplace.partition_point(|&(_, ws)| ws < end);
         let hazard = inplace.get(window).unwrap_or_default().iter().find(|(w, _)| b.map(sel).get(w) == Some(&id));
         if let Some((w, ws)) = hazard {
-            b.notes.push(format!(
-                "{op} '{}' copies '{}' instead of viewing it: step {ws} writes '{}' in place while the view is still read",
-                n.name,
-                g.name_of(x),
-                g.name_of(*w)
-            ));
+            b.note(|| {
+                format!(
+                    "{op} '{}' copies '{}' instead of viewing it: step {ws} writes '{}' in place while the view is still read",
+                    n.name,
+                    g.name_of(x),
+                    g.name_of(*w)
+                )
+            });
             return None;
         }
-        let why = format!("{op} '{}' views '{}' (shape only, no copy)", n.name, g.name_of(x));
-        b.alias(sel, t, id, why);
+        b.alias(sel, t, id, |_| format!("{op} '{}' views '{}' (shape only, no copy)", n.name, g.name_of(x)));
         self.joins(id, t);
         if self.is_output(t) {
             b.touch(id, self.last);
@@ -323,12 +339,13 @@ impl<'a> Walk<'a> {
         let transient = matches!(buf.kind, Kind::Activation | Kind::Gradient) && !buf.persistent;
         // Every tensor of the buffer (views included) is last
         // read here: no later node sees the overwrite.
-        let dies = self.member_end.get(&id).is_none_or(|&end| end <= s);
+        let dies = self.member_end.get(id.index()).copied().flatten().is_none_or(|end| end <= s);
         if !(transient && dies && self.bytes(t) == Some(buf.bytes) && b.buffers[id].graph == self.sel) {
             return None;
         }
-        let why = format!("{} '{}' overwrites '{}', read by no later node", n.op, n.name, buf.name);
-        b.alias(self.sel, t, id, why);
+        b.alias(self.sel, t, id, |buf| {
+            format!("{} '{}' overwrites '{}', read by no later node", n.op, n.name, buf.name)
+        });
         self.joins(id, t);
         add_operand(operands, id, Access::ReadWrite);
         Some(Placed::InPlace)
