@@ -200,6 +200,33 @@ fn resize_tables_are_static_data_the_plan_counts() {
     assert!(stdout.contains("static 16,384 B"), "{stdout}");
 }
 
+// --- Operand lists -------------------------------------------------------------
+
+/// A Concat of `n` graph inputs [1, 2] along axis 0.
+fn wide_concat(n: usize) -> ModelBuilder {
+    let mut b = ModelBuilder::new();
+    let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
+    for x in &names {
+        b.input(x, F32, &[1, 2]);
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    b.node("Concat", &refs, &["y"], vec![common::attr_int("axis", 0)]).output("y", F32, &[n as i64, 2]);
+    b
+}
+
+/// A kernel call's operand list is a local of the function that runs the
+/// network: a Concat of 20,000 inputs once made an 80 KB frame on a stack
+/// of a few KiB. Past 64 operands the node is refused, named; 64 build.
+#[test]
+fn a_concat_of_too_many_inputs_is_refused_by_name() {
+    let dir = write(&wide_concat(65));
+    refused(&["build", "--platform", "GAP9"], dir.path(), &["Concat", "65 inputs", "at most 64"]);
+    let dir = write(&wide_concat(64));
+    let out = tempfile::tempdir().unwrap();
+    let o = run(&["build", "--platform", "GAP9"], dir.path(), &out.path().join("gen"));
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 // --- Recompute -----------------------------------------------------------------
 
 /// An inference chain of `n` (MatMul + Relu) blocks, x [4, 8] -> logits
@@ -224,18 +251,32 @@ fn chain(n: usize) -> tempfile::TempDir {
 }
 
 /// `--recompute auto` on a chain of 400 blocks: it took over 300 s (every
-/// choice was tried again without, each try planning the rest anew); now
-/// a few seconds even unoptimised.
+/// choice was tried again without, each try planning the rest anew). The
+/// run's 60 s bound guards against that; the time itself is a benchmark
+/// (`cargo bench --bench recompute`, docs/performance.md).
 #[test]
-fn recompute_on_a_long_chain_is_quick() {
+fn recompute_on_a_long_chain_chooses_within_the_run_bound() {
     let dir = chain(400);
-    let t = Instant::now();
     let o = run(&["inspect", "--platform", "GAP9"], dir.path(), dir.path());
-    let took = t.elapsed();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(took < Duration::from_secs(20), "400 blocks took {took:?}");
     let out = String::from_utf8_lossy(&o.stdout);
     let line = out.lines().find(|l| l.starts_with("recompute (auto")).expect("a recompute report");
     assert!(line.contains("value(s)") && !line.contains(" 0 value(s)"), "{line}");
+}
+
+/// The library holds a request to the command line's bounds: a dim past
+/// 2^32-1 or a prediction batch of 0 given through `TrainRequest` is a
+/// usage error naming it, as `--dim` and `--predict-batch` are.
+#[test]
+fn library_requests_are_held_to_the_command_lines_bounds() {
+    use deploygen::import::{self, train::TrainRequest};
+    let dir = chain(2);
+    let big = TrainRequest { dims: vec![("batch".into(), 1usize << 40)], ..Default::default() };
+    let e = import::load_with(dir.path(), &big).expect_err("a dim of 2^40 is refused").to_string();
+    assert!(e.contains("--dim batch=1099511627776") && e.contains("from 1 to 4294967295"), "{e}");
+    let zero = TrainRequest { predict_batch: Some(0), ..Default::default() };
+    let e = import::load_with(dir.path(), &zero).expect_err("a prediction batch of 0 is refused").to_string();
+    assert!(e.contains("--predict-batch 0"), "{e}");
+    assert!(import::load_with(dir.path(), &TrainRequest::default()).is_ok());
 }

@@ -33,7 +33,9 @@
 //! of several equal peaks (or was made before such a choice) is dropped
 //! again when the peak stays where it is without it (it would add cost
 //! for nothing); at most [`DROP_TRIES`] are tried, so the pass stays
-//! quadratic in the step's length. Training
+//! quadratic in the step's length. A trial edits the model in place and
+//! is undone when it is not kept, and its peak comes from a discovery of
+//! sizes and lifetimes only (`buffers::Detail::Sizes`). Training
 //! BatchNorm is never run again on fresh batch statistics: its copy
 //! normalises with the saved ones, so the values equal the original's.
 //!
@@ -158,8 +160,9 @@ pub fn apply(model: &mut Model, opts: &PlanOptions) -> Result<Option<Report>> {
         accumulated_early,
         ..Report::default()
     };
-    let search = Search { model, opts, backward: &backward, costs: &costs, area };
     let mut cands = candidates(model, &backward);
+    let producer_cost = producer_costs(&model.graph, &cands, &costs);
+    let search = Search { model, opts, backward: &backward, costs: &costs, producer_cost, area };
     let g = &model.graph;
     cands.sort_by_key(|&t| (std::cmp::Reverse(g.tensor(t).ty.bytes().unwrap_or(0)), t));
     let (mut best, mut report) = search.greedy(&cands, base.clone())?;
@@ -199,13 +202,18 @@ struct Search<'a> {
     opts: &'a PlanOptions,
     backward: &'a HashSet<NodeIndex>,
     costs: &'a HashMap<NodeIndex, u64>,
+    /// Per candidate, the cost of its producer: what remaking it costs at
+    /// least when no copy made earlier serves.
+    producer_cost: HashMap<TensorId, u64>,
     area: u64,
 }
 
 impl Search<'_> {
     /// Try `cands` in order, keeping each that lowers the peak (or the
     /// bytes live over the step at the same peak) within the budget: the
-    /// model with the copies kept, and the report.
+    /// model with the copies kept, and the report. A trial edits the model
+    /// and is undone when it is not kept (a copy of the model per trial
+    /// made the pass slow on long steps).
     fn greedy(&self, cands: &[TensorId], mut report: Report) -> Result<(Model, Report)> {
         let budget = report.cost_without * u64::from(self.opts.recompute_budget) / 100;
         let mut model = self.model.clone();
@@ -213,36 +221,90 @@ impl Search<'_> {
         let mut copies: HashMap<TensorId, Vec<TensorId>> = HashMap::new();
         for &t in cands {
             let name = model.graph.name_of(t).to_string();
-            let mut trial = model.clone();
+            // Without a copy to reuse, the value's producer runs again at
+            // least: past the budget, nothing need be tried.
+            let least = self.producer_cost.get(&t).copied().unwrap_or(0);
+            if !copies.contains_key(&t) && report.cost_added + least > budget {
+                report.rejected.push(format!("'{name}': its cost (at least {least}) would pass the budget"));
+                continue;
+            }
+            let mut trial = Trial::start(&model.graph);
             let mut trial_copies = copies.clone();
-            let Some(added) = remake(&mut trial, self.backward, &mut trial_copies, t) else {
+            let mut added = vec![];
+            trial.switched = remake(&mut model, self.backward, &mut trial_copies, t, &mut added);
+            if trial.switched.is_none() {
+                trial.undo(&mut model.graph, &added);
                 report.rejected.push(format!("'{name}': no copy can be made before its backward reads"));
                 continue;
-            };
+            }
             let cost: u64 = added.iter().filter(|m| m.new).map(|m| self.costs.get(&m.orig).copied().unwrap_or(0)).sum();
             if report.cost_added + cost > budget {
+                trial.undo(&mut model.graph, &added);
                 report.rejected.push(format!("'{name}': its cost {cost} would pass the budget"));
                 continue;
             }
-            let Ok(((peak, trial_area), _)) = measure(&trial, self.opts, false) else {
+            let Ok(((peak, trial_area), _)) = measure(&model, self.opts, false) else {
+                trial.undo(&mut model.graph, &added);
                 report.rejected.push(format!("'{name}': the copies leave a buffer without a size"));
                 continue;
             };
             // A lower peak, or the same peak with fewer bytes live over the
             // step (a plateau of equal peaks goes down one step at a time).
             if (peak, trial_area) >= (report.peak_with, area) {
+                trial.undo(&mut model.graph, &added);
                 report.rejected.push(format!("'{name}': the peak would not go down ({peak} B)"));
                 continue;
             }
             area = trial_area;
-            let nodes = added.iter().map(|m| copy_entry(&trial.graph, m)).collect();
+            let nodes = added.iter().map(|m| copy_entry(&model.graph, m)).collect();
             report.chosen.push(Choice { tensor: name, nodes, bytes_saved: report.peak_with - peak, cost_added: cost });
             report.peak_with = peak;
             report.cost_added += cost;
-            model = trial;
             copies = trial_copies;
         }
         Ok((model, report))
+    }
+}
+
+/// What a trial changes in the graph, to be put back when it is not kept:
+/// the schedule, the tensors added (at the end of the table), the nodes
+/// added and the inputs of the readers switched to a copy.
+struct Trial {
+    schedule: Vec<NodeIndex>,
+    tensors: usize,
+    /// The value remade, its copy and the readers switched to the copy.
+    switched: Option<Switch>,
+}
+
+/// Readers switched from a value to its copy.
+struct Switch {
+    from: TensorId,
+    to: TensorId,
+    readers: Vec<NodeIndex>,
+}
+
+impl Trial {
+    fn start(g: &Graph) -> Trial {
+        Trial { schedule: g.schedule.clone(), tensors: g.tensors.len(), switched: None }
+    }
+
+    /// Put the graph back as it was before the trial that made `added`.
+    /// The nodes go in reverse order, so that the next ones added get the
+    /// same indices they would have had without the trial.
+    fn undo(self, g: &mut Graph, added: &[Made]) {
+        if let Some(sw) = self.switched {
+            for n in sw.readers {
+                for s in g.dag[n].inputs.iter_mut().filter(|s| **s == Some(sw.to)) {
+                    *s = Some(sw.from);
+                }
+            }
+        }
+        for m in added.iter().rev().filter(|m| m.new) {
+            g.dag.remove_node(m.node);
+        }
+        g.tensors.truncate(self.tensors);
+        g.schedule = self.schedule;
+        g.rebuild_edges();
     }
 }
 
@@ -352,25 +414,38 @@ fn candidates(model: &Model, backward: &HashSet<NodeIndex>) -> Vec<TensorId> {
     v
 }
 
+/// The estimated cost of each candidate's producer.
+fn producer_costs(g: &Graph, cands: &[TensorId], costs: &HashMap<NodeIndex, u64>) -> HashMap<TensorId, u64> {
+    let wanted: HashSet<TensorId> = cands.iter().copied().collect();
+    let mut out = HashMap::new();
+    for (n, node) in g.nodes() {
+        for &t in node.outputs.iter().flatten().filter(|t| wanted.contains(t)) {
+            out.insert(t, costs.get(&n).copied().unwrap_or(0));
+        }
+    }
+    out
+}
+
 fn rule(g: &Graph, node: &Node) -> Option<Recompute> {
     ops::of(node).recompute.and_then(|f| f(g, node))
 }
 
 /// Remake `t` before its first backward read: copies inserted there, the
-/// readers from there on switched to the copy. The nodes that remake it;
-/// `None` when `t` cannot be remade.
+/// readers from there on switched to the copy. The nodes that remake it
+/// go in `added` (those added before a failure too); the readers
+/// switched, or `None` when `t` cannot be remade (and none is).
 fn remake(
     m: &mut Model,
     backward: &HashSet<NodeIndex>,
     copies: &mut HashMap<TensorId, Vec<TensorId>>,
     t: TensorId,
-) -> Option<Vec<Made>> {
+    added: &mut Vec<Made>,
+) -> Option<Switch> {
     let g = &m.graph;
     let pos = g.schedule.iter().position(|n| backward.contains(n) && g.node(*n).inputs.contains(&Some(t)))?;
     let switch: Vec<NodeIndex> =
         g.schedule[pos..].iter().copied().filter(|&n| g.node(n).inputs.contains(&Some(t))).collect();
     let mut at = pos;
-    let mut added = vec![];
     // A copy another choice made serves these readers too (its node is
     // listed again, at no cost).
     let copy = match reuse(&mut m.graph, copies, t, &mut at) {
@@ -381,7 +456,7 @@ fn remake(
             added.push(Made { node: n, orig, tensor: c, new: false });
             c
         }
-        None => copy_of(m, copies, t, &mut at, DEPTH, &mut added)?,
+        None => copy_of(m, copies, t, &mut at, DEPTH, added)?,
     };
     // Every reader switched runs after the copy (a copy moved up may read
     // `t` itself).
@@ -390,7 +465,7 @@ fn remake(
     if switch.iter().any(|r| order.get(r).is_none_or(|i| i <= made)) {
         return None;
     }
-    for n in switch {
+    for &n in &switch {
         for s in m.graph.dag[n].inputs.iter_mut() {
             if *s == Some(t) {
                 *s = Some(copy);
@@ -398,7 +473,7 @@ fn remake(
         }
     }
     m.graph.rebuild_edges();
-    Some(added)
+    Some(Switch { from: t, to: copy, readers: switch })
 }
 
 /// Whether `u` is live at schedule position `at` without any copy: not a
@@ -579,7 +654,9 @@ fn unique(g: &Graph, base: &str, taken: impl Fn(&Graph, &str) -> bool) -> String
 /// live summed over the steps, and with `costs` the
 /// estimated cost of every main-graph node.
 fn measure(model: &Model, opts: &PlanOptions, costs: bool) -> Result<((u64, u64), HashMap<NodeIndex, u64>)> {
-    let disc = buffers::discover(model, &opts.statics, opts.platform.alignment)?;
+    // The tiler's costs need the steps' names; the peak needs only sizes.
+    let detail = if costs { buffers::Detail::Full } else { buffers::Detail::Sizes };
+    let disc = buffers::discover_with(model, &opts.statics, opts.platform.alignment, detail)?;
     let steps = disc.steps.len().max(1);
     // Transient bytes live per step; persistent buffers live at every
     // step (their bytes are the same whatever the schedule's length).
