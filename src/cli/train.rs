@@ -17,7 +17,7 @@ pub struct TrainArgs {
     #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim, help_heading = "Shapes")]
     pub dims: Vec<(String, usize)>,
     /// Batch of dg_model_predict in a training project (default 1).
-    #[arg(long = "predict-batch", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=65536), help_heading = "Shapes")]
+    #[arg(long = "predict-batch", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::import::train::MAX_PREDICT_BATCH as i64), help_heading = "Shapes")]
     pub predict_batch: Option<u32>,
 }
 

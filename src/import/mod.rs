@@ -229,6 +229,7 @@ pub fn load(arg: &Path) -> Result<Model> {
 /// [`load`], with the command line's training request: an inference model
 /// with a training spec (`train.toml` or flags) carries it for `lower`.
 pub fn load_with(arg: &Path, req: &TrainRequest) -> Result<Model> {
+    train::check_request(req)?;
     let files = locate(arg)?;
     let train = train::spec(&files.dir, arg.is_dir(), req)?;
     let graph = read_graph(&files.main)?;

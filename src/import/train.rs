@@ -21,6 +21,30 @@ pub struct TrainRequest {
     pub predict_batch: Option<usize>,
 }
 
+/// Largest value of a symbolic dim (as `--dim` and train.toml's `dims`
+/// cap it) and the largest prediction batch (as `--predict-batch` does).
+pub const MAX_DIM: usize = u32::MAX as usize;
+pub const MAX_PREDICT_BATCH: usize = 65_536;
+
+/// A request made through the library is held to the command line's
+/// bounds: a dim from 1 to [`MAX_DIM`], a prediction batch from 1 to
+/// [`MAX_PREDICT_BATCH`].
+pub fn check_request(req: &TrainRequest) -> Result<()> {
+    for (name, v) in &req.dims {
+        if !(1..=MAX_DIM).contains(v) {
+            return Err(Error::Usage(format!(
+                "--dim {name}={v}: dim '{name}' must be a whole number from 1 to {MAX_DIM}"
+            )));
+        }
+    }
+    match req.predict_batch {
+        Some(b) if !(1..=MAX_PREDICT_BATCH).contains(&b) => Err(Error::Usage(format!(
+            "--predict-batch {b}: the prediction batch must be from 1 to {MAX_PREDICT_BATCH}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The values asked for symbolic dims: the spec file's `dims`, each
 /// replaced by a `--dim` of the same name.
 pub fn dim_requests(spec: Option<&TrainSpec>, flags: &[(String, usize)]) -> Vec<DimValue> {
