@@ -491,3 +491,34 @@ fn resize_tables_stay_off_the_stack() {
         .collect();
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
+
+/// The widest operand lists a call takes (`ops::kernel::LIST_MAX`): a
+/// Concat of 64 inputs and a Split into 64 outputs keep RunNetwork's
+/// frame within the stack of the core that runs it.
+#[test]
+fn the_widest_operand_lists_fit_the_stack() {
+    if !tools_or_skip("the_widest_operand_lists_fit_the_stack") {
+        return;
+    }
+    let n = deploygen::ops::kernel::LIST_MAX;
+    let mut b = common::ModelBuilder::new();
+    let names: Vec<String> = (0..n).map(|i| format!("x{i}")).collect();
+    for x in &names {
+        b.input(x, common::F32, &[1, 2]);
+    }
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    b.node("Concat", &refs, &["c"], vec![common::attr_int("axis", 0)]);
+    let outs: Vec<String> = (0..n).map(|i| format!("y{i}")).collect();
+    let orefs: Vec<&str> = outs.iter().map(String::as_str).collect();
+    b.node("Split", &["c"], &orefs, vec![common::attr_int("axis", 0)]);
+    for y in &outs {
+        b.output(y, common::F32, &[1, 2]);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let bad: Vec<String> = [("GAP9", "L2"), ("Siracusa", "L2")]
+        .iter()
+        .flat_map(|&(p, l)| check_project_at(dir.path(), "concat and split of 64", p, l))
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

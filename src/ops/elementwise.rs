@@ -393,6 +393,7 @@ pub(super) fn bind_sum(ctx: &KernelCtx) -> Result<KernelCall> {
         }
         xs.push(ctx.inp(i)?);
     }
+    ctx.list_fits("inputs", xs.len())?;
     let mut inv = call(
         "dg_sum_f32",
         "dg_sum_args_t",

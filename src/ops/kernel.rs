@@ -85,6 +85,13 @@ impl Arg {
     }
 }
 
+/// Most entries of a call's operand list ([`Local`]): the lists are
+/// locals of the function that runs the network, whose frame the stack
+/// of the core running it is sized for (`target::CONTROLLER_CODE_BYTES`,
+/// checked on RV32 by `tests/stack_rv32.rs`); 64 pointers and 64 sizes
+/// are 512 B there.
+pub const LIST_MAX: usize = 64;
+
 /// A local array a call needs (pointer lists, sizes); `ctype` is its
 /// element type as C declares it.
 #[derive(Clone, Debug)]
@@ -131,6 +138,18 @@ pub type KernelFn = fn(&KernelCtx) -> Result<KernelCall>;
 impl KernelCtx<'_> {
     pub fn err(&self, detail: impl Into<String>) -> Error {
         Error::node(self.node, detail)
+    }
+
+    /// A call's list of `n` operands (`what`: "inputs", "outputs") within
+    /// [`LIST_MAX`], or the error naming the node.
+    pub fn list_fits(&self, what: &str, n: usize) -> Result<()> {
+        if n > LIST_MAX {
+            return Err(self.err(format!(
+                "{n} {what}; one kernel call takes at most {LIST_MAX} (its operand list is a local of the \
+                 function that runs the network, on a core's stack of a few KiB): split the node"
+            )));
+        }
+        Ok(())
     }
 
     pub(super) fn ops(&self) -> ops::Ctx<'_> {

@@ -540,6 +540,7 @@ pub(super) fn bind_concat(ctx: &KernelCtx) -> Result<KernelCall> {
         xs.push(ctx.inp(i)?);
         sizes.push(u(s[axis]));
     }
+    ctx.list_fits("inputs", xs.len())?;
     let mut inv = call(
         "dg_concat",
         "dg_concat_args_t",

@@ -210,6 +210,7 @@ pub(super) fn bind_split(ctx: &KernelCtx) -> Result<KernelCall> {
         ys.push(ctx.out(i)?);
         sizes.push(u(s[axis]));
     }
+    ctx.list_fits("outputs", ys.len())?;
     let mut inv = call(
         "dg_split_kernel",
         "dg_split_args_t",
