@@ -157,11 +157,11 @@ fn differences(run: &Run, r: &Reference) -> Vec<String> {
     for (k, (&d, &o)) in run.loss.iter().zip(&r.loss).enumerate() {
         let o = o as f64;
         let tol = LOSS_ATOL + LOSS_RTOL * o.abs();
-        if !((d - o).abs() <= tol) {
+        if d.is_nan() || (d - o).abs() > tol {
             out.push(format!("step {}: loss {d} (onnxruntime {o}, diff {:.3e}, tol {tol:.3e})", k + 1, (d - o).abs()));
         }
     }
-    if !((run.accuracy() - r.accuracy).abs() <= ACC_POINTS) {
+    if (run.accuracy() - r.accuracy).abs() > ACC_POINTS {
         out.push(format!("held-out accuracy {:.2} % (onnxruntime {:.2} %)", run.accuracy(), r.accuracy));
     }
     out
@@ -218,7 +218,12 @@ fn fine_tuning_on_digits_learns_as_onnxruntime_does() {
             r.predicted.len(),
             curve(&good, &r)
         );
-        assert!(bad.is_empty(), "host {level}: the fine-tuning differs from onnxruntime's:\n{}", bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "host {level}: the fine-tuning differs from onnxruntime's in {} place(s), the first:\n{}",
+            bad.len(),
+            bad[..bad.len().min(10)].join("\n")
+        );
         // It learns: from 0 % on digits it never saw to most of them.
         assert!(good.accuracy() >= 90.0 && good.loss[STEPS - 1] < good.loss[0] / 10.0);
         if level == "L2" {
@@ -226,7 +231,11 @@ fn fine_tuning_on_digits_learns_as_onnxruntime_does() {
             for fault in ["shuffle", "order"] {
                 let broken = run(&project, Some(fault));
                 let found = differences(&broken, &r);
-                println!("fault '{fault}': {} step(s) out of tolerance, accuracy {:.2} %", found.len(), broken.accuracy());
+                println!(
+                    "fault '{fault}': {} difference(s) from onnxruntime's run, accuracy {:.2} %",
+                    found.len(),
+                    broken.accuracy()
+                );
                 assert!(!found.is_empty(), "the fault '{fault}' went unnoticed");
             }
             l2 = Some(good);
