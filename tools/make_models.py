@@ -7,8 +7,8 @@ generate_artifacts, and every reference (losses, updated parameters,
 inference outputs) from onnxruntime, cross-checked a second way (numpy
 forward/backward, a replay of the committed graph on a plain
 InferenceSession). The *_derived* folders (inference graph + train.toml)
-come from tools/zoo/derived.py with tools/make_train_refs.py's references.
-Nothing here uses deploygen.
+come from tools/zoo/derived.py with tools/make_train_refs.py's references;
+models/digits_finetune from tools/make_finetune.py. Nothing here uses deploygen.
 
     python tools/make_models.py            # rewrite models/ and tests/fixtures/
     python tools/make_models.py --check    # regenerate into a temp dir; compare byte for byte
@@ -83,6 +83,13 @@ def build_derived(models_root):
     twin = derived.imported_twin(models_root)
     with np.load(os.path.join(twin, "outputs.npz")) as z, open(os.path.join(twin, "train.toml")) as f:
         rows.append((os.path.basename(twin), f.read(), z["loss"], None))
+    # the fine-tuning run on real data (its own script; predict.npz, like
+    # every folder's, from tools/make_predict_refs.py)
+    import make_finetune
+
+    d = make_finetune.write(os.path.join(models_root, make_finetune.NAME))
+    with np.load(os.path.join(d, "outputs.npz")) as z, open(os.path.join(d, "train.toml")) as f:
+        rows.append((make_finetune.NAME, f.read(), z["loss"], []))
     return rows
 
 

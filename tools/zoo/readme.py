@@ -351,6 +351,11 @@ batch dim is symbolic (`batch`, from the data's size); in
 `small_cnn_bn_behind_frozen_derived_adamw` the Conv is frozen, so the
 BatchNorm behind it trains without computing dX. `mlp_derived_accum3`
 accumulates 3 forward passes per step from `accumulation_steps` alone.
+`digits_finetune` (`tools/make_finetune.py`, run by this script) is a
+BatchNorm CNN pre-trained on digits 0–4 of scikit-learn's 8×8 digits, to be
+fine-tuned on 5–9: `finetune.npz` holds the data and onnxruntime-training's
+500-step fine-tuning, `tests/finetune.rs` runs it through `dg_model.h`
+(docs/training.md, "Fine-tuning on real data").
 `frozen_splits/<folder>/<group>/` holds a `train.toml` (the folder's, with
 one weight group frozen) and its `outputs.npz`, for every weight group of
 `cnn_derived_sgd`, `dscnn_derived_sgd` and
