@@ -319,3 +319,22 @@ fn missing_references_are_one_message_naming_the_command_everywhere() {
         assert!(text(&i).contains(&want), "{}", text(&i));
     }
 }
+
+/// `--predict-batch` sets the batch of a training project's prediction
+/// graph; an inference model predicts at its own inputs' batch, so the flag
+/// would do nothing there: it is refused, pointing at `--dim`, and no
+/// project is written.
+#[test]
+fn predict_batch_on_an_inference_model_is_refused() {
+    let kws = common::zoo("kws_cnn").display().to_string();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("gen");
+    let o = deploygen(
+        &["build", &kws, "--platform", "GAP9", "--predict-batch", "2", "--out", out.to_str().unwrap()],
+        tmp.path(),
+    );
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("--predict-batch 2") && t.contains("--dim"), "{t}");
+    assert!(!out.exists(), "a refused build left {}", out.display());
+}

@@ -54,7 +54,7 @@ pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
     }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
-    predict::attach(&mut model, &raw);
+    predict::attach(&mut model, &raw)?;
     Ok(model)
 }
 

@@ -23,19 +23,29 @@ use std::collections::{HashMap, HashSet};
 use petgraph::stable_graph::NodeIndex;
 
 use super::forward;
+use crate::error::{Error, Result};
 use crate::ir::{DType, Dim, Graph, Model, Origin, Role, TensorId, TensorType};
 use crate::ops;
 
 /// Build `model.predict` (or `model.no_predict`) from `raw`, the main
-/// graph as imported (before typing and folding).
-pub fn attach(model: &mut Model, raw: &Graph) {
+/// graph as imported (before typing and folding). An inference model
+/// predicts with its own graph, at its inputs' batch: `--predict-batch`
+/// there would do nothing, and is refused.
+pub fn attach(model: &mut Model, raw: &Graph) -> Result<()> {
     if !model.roles.is_training() {
-        return;
+        if model.predict_batch_given {
+            return Err(Error::Usage(format!(
+                "--predict-batch {}: an inference model predicts at its inputs' batch, which the model declares; \
+                 give a symbolic batch its value with --dim NAME=N",
+                model.predict_batch
+            )));
+        }
+        return Ok(());
     }
     let why = match build(model, raw, model.predict_batch) {
         Ok(g) => {
             model.predict = Some(g);
-            return;
+            return Ok(());
         }
         Err(why) => why,
     };
@@ -46,10 +56,11 @@ pub fn attach(model: &mut Model, raw: &Graph) {
                 Some(format!("predicts at the training batch {b}, not {}: {why}", model.predict_batch));
             model.predict_batch = b;
             model.predict = Some(g);
-            return;
+            return Ok(());
         }
     }
     model.no_predict = Some(why);
+    Ok(())
 }
 
 /// Dim 0 of the training step's first data input.
