@@ -393,8 +393,9 @@ pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
     fields.extend(dims);
     let func = match ctx.node.op.as_str() {
         "GlobalMaxPool" => "dg_global_maxpool_f32",
-        _ if grad => "dg_global_avgpool_grad_f32",
-        _ => "dg_global_avgpool_f32",
+        "GlobalAveragePoolGrad" => "dg_global_avgpool_grad_f32",
+        "GlobalAveragePool" => "dg_global_avgpool_f32",
+        other => return Err(ctx.err(format!("no global pool kernel is named for {other}"))),
     };
     one(call(func, "dg_pool_args_t", fields))
 }

@@ -475,7 +475,10 @@ pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
         "Erf" => "dg_erf_f32",
         "HardSwish" => "dg_hard_swish_f32",
         "Softplus" => "dg_softplus_f32",
-        _ => "dg_sign_f32",
+        "Sign" => "dg_sign_f32",
+        // No fallback: an operator wired here without its kernel is an
+        // error naming it, never another operator's kernel.
+        other => return Err(ctx.err(format!("no unary kernel is named for {other}"))),
     };
     let func = if ctx.node.op == "Gelu" && tanh_form(ctx)? { "dg_gelu_tanh_f32" } else { func };
     let n = numel(&ctx.out_shape(0)?);
@@ -492,8 +495,9 @@ pub(super) fn bind_act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
     let func = match ctx.node.op.as_str() {
         "ReluGrad" => "dg_relu_grad_f32",
-        _ if tanh_form(ctx)? => "dg_gelu_tanh_grad_f32",
-        _ => "dg_gelu_grad_f32",
+        "GeluGrad" if tanh_form(ctx)? => "dg_gelu_tanh_grad_f32",
+        "GeluGrad" => "dg_gelu_grad_f32",
+        other => return Err(ctx.err(format!("no activation-gradient kernel is named for {other}"))),
     };
     let n = numel(&ctx.out_shape(0)?);
     one(call(
@@ -510,7 +514,8 @@ pub(super) fn bind_unary_param(ctx: &KernelCtx) -> Result<KernelCall> {
         "QuickGelu" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.702)?, 0.0),
         "LeakyRelu" => ("dg_leaky_relu_f32", float_attr(ctx, "alpha", 0.01)?, 0.0),
         "Elu" => ("dg_elu_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
-        _ => ("dg_swish_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
+        "Swish" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
+        other => return Err(ctx.err(format!("no parametric unary kernel is named for {other}"))),
     };
     let n = numel(&ctx.out_shape(0)?);
     one(call(
