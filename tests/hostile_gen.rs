@@ -229,24 +229,10 @@ fn a_concat_of_too_many_inputs_is_refused_by_name() {
 
 // --- Recompute -----------------------------------------------------------------
 
-/// An inference chain of `n` (MatMul + Relu) blocks, x [4, 8] -> logits
-/// [4, 8], with a train.toml: its training step has 2n recompute candidates.
+/// The chain of `n` (MatMul + Relu) training blocks in a new folder.
 fn chain(n: usize) -> tempfile::TempDir {
-    let mut b = ModelBuilder::new();
-    b.input("x", F32, &[4, 8]);
-    let mut prev = "x".to_string();
-    for i in 0..n {
-        let w = format!("w{i}");
-        let vals: Vec<f32> = (0..64).map(|k| ((k * 7 + i) % 13) as f32 * 0.01 - 0.06).collect();
-        b.init(&w, &[8, 8], &vals);
-        let (m, r) = (format!("m{i}"), format!("r{i}"));
-        b.node("MatMul", &[&prev, &w], &[&m], vec![]).node("Relu", &[&m], &[&r], vec![]);
-        prev = r;
-    }
-    b.node("Identity", &[&prev], &["logits"], vec![]).output("logits", F32, &[4, 8]);
-    let dir = write(&b);
-    std::fs::write(dir.path().join("train.toml"), "loss = \"mse\"\noptimizer = \"sgd\"\nlearning_rate = 0.1\n")
-        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    matmul_relu_chain(dir.path(), n);
     dir
 }
 

@@ -313,3 +313,23 @@ pub fn l1_with_budget(platform: &str, budget: u64) -> u64 {
     let p = deploygen::target::Platform::by_name(platform).unwrap();
     p.level(deploygen::target::Level::L1).reserved_bytes() + budget
 }
+
+/// A training step of `n` (MatMul + Relu) blocks, x [4, 8] -> logits
+/// [4, 8]: an inference chain with a train.toml (mse, sgd), written to
+/// `dir`. Its step has 2n recompute candidates.
+pub fn matmul_relu_chain(dir: &Path, n: usize) {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[4, 8]);
+    let mut prev = "x".to_string();
+    for i in 0..n {
+        let w = format!("w{i}");
+        let vals: Vec<f32> = (0..64).map(|k| ((k * 7 + i) % 13) as f32 * 0.01 - 0.06).collect();
+        b.init(&w, &[8, 8], &vals);
+        let (m, r) = (format!("m{i}"), format!("r{i}"));
+        b.node("MatMul", &[&prev, &w], &[&m], vec![]).node("Relu", &[&m], &[&r], vec![]);
+        prev = r;
+    }
+    b.node("Identity", &[&prev], &["logits"], vec![]).output("logits", F32, &[4, 8]);
+    b.write(dir, "network.onnx");
+    std::fs::write(dir.join("train.toml"), "loss = \"mse\"\noptimizer = \"sgd\"\nlearning_rate = 0.1\n").unwrap();
+}
