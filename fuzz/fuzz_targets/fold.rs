@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
-mod common;
+#[path = "../../tests/common/builder.rs"]
+#[allow(dead_code)]
+mod builder;
 
-use common::{attr_int, ModelBuilder, I64};
+use builder::{attr_int, ModelBuilder, I64};
 use deploygen::import::pb;
 
 fn value_i64(v: i64) -> pb::AttributeProto {

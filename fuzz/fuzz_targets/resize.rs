@@ -5,11 +5,11 @@
 
 use libfuzzer_sys::fuzz_target;
 
-#[path = "../../tests/common/mod.rs"]
-#[allow(dead_code, unused_imports)]
-mod common;
+#[path = "../../tests/common/builder.rs"]
+#[allow(dead_code)]
+mod builder;
 
-use common::{attr_int, attr_str, ModelBuilder, F32};
+use builder::{attr_int, attr_str, ModelBuilder, F32};
 use deploygen::pipeline::{self, Options};
 use deploygen::plan::PlanOptions;
 

@@ -3,7 +3,7 @@
 #![no_main]
 
 use deploygen::triage::resolve::{self, is_plain_name};
-use deploygen::triage::status::StatusTable;
+use deploygen::verify::status::StatusTable;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
