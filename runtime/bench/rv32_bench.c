@@ -333,6 +333,8 @@ static void other_cases(void)
     dg_pad_args_t *pd = (dg_pad_args_t *)args_of(sizeof *pd);
     dg_sgd_args_t *sg = (dg_sgd_args_t *)args_of(sizeof *sg);
     dg_accumulate_args_t *ac = (dg_accumulate_args_t *)args_of(sizeof *ac);
+    dg_adamw_args_t *ad = (dg_adamw_args_t *)args_of(sizeof *ad);
+    static int64_t adamw_step = 99;
     float *x = fin(n);
     /* [16, 32] reduced over the last axis */
     r->x = x, r->y = fout(16), r->nkeep = 1, r->keep_shape[0] = 16, r->keep_strides[0] = 32;
@@ -351,6 +353,12 @@ static void other_cases(void)
     run("pad", "8x8x8_p1", dg_pad_f32, pd, 8 * 10 * 10);
     sg->w = x, sg->g = fin(n), sg->w_out = fout(n), sg->n = n, sg->lr = 0.01f;
     run("sgd", "n512", dg_sgd_f32, sg, n);
+    /* AdamW at step 100 (the bias corrections' powers of beta are not the
+     * first two; hold_step keeps the count from moving between calls) */
+    ad->w = x, ad->g = sg->g, ad->m = fin(n), ad->v = fpos(n), ad->step = &adamw_step;
+    ad->w_out = fout(n), ad->n = n, ad->lr = 0.001f, ad->beta1 = 0.9f, ad->beta2 = 0.999f;
+    ad->epsilon = 1e-8f, ad->weight_decay = 0.01f, ad->hold_step = 1;
+    run("adamw", "n512_t100", dg_adamw_f32, ad, n);
     ac->buffer = fout(n), ac->grad = sg->g, ac->n = n;
     run("inplace_accumulate", "n512", dg_inplace_accumulate_f32, ac, n);
 }

@@ -44,14 +44,33 @@ void dg_momentum_sgd_f32(void *args)
     }
 }
 
+/* b^t for a whole t >= 0, by repeated squaring: a few double products.
+ * The cluster cores have no double unit; the C library's pow() in soft
+ * double took ~30k cycles a call on them once t > 2, every optimizer step
+ * of every parameter, far more than the parameter's update. The products
+ * round a few times where pow() rounds once: the double result differs in
+ * its last bits at most, and c1 and c2 below are floats. */
+static double pow_whole(double b, uint64_t t)
+{
+    double r = 1.0;
+    while (t != 0) {
+        if (t & 1u)
+            r *= b;
+        t >>= 1;
+        if (t != 0)
+            b *= b;
+    }
+    return r;
+}
+
 void dg_adamw_f32(void *args)
 {
     const dg_adamw_args_t *p = (const dg_adamw_args_t *)args;
     /* Every core reads the count before core 0 advances it. */
     const int64_t t = p->step[0] + 1;
     /* In double, then float, as onnxruntime rounds them. */
-    const float c1 = (float)(1.0 - pow((double)p->beta1, (double)t));
-    const float c2 = (float)(1.0 - pow((double)p->beta2, (double)t));
+    const float c1 = (float)(1.0 - pow_whole((double)p->beta1, (uint64_t)t));
+    const float c2 = (float)(1.0 - pow_whole((double)p->beta2, (uint64_t)t));
     const float step_size = p->lr * sqrtf(c2) / c1;
     dg_range_t r = dg_split(p->n);
     uint32_t i;
