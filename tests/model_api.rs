@@ -494,10 +494,10 @@ fn inference_projects_have_the_api_and_its_demo_passes() {
     }
 }
 
-/// The demo compares floats as the harness does, `|computed - ref| <= atol
-/// + rtol * |ref|`, with the same atol and rtol (`--tolerance`, `--rtol`):
-/// references 1.0005 times onnxruntime's pass with atol 1e-6 and rtol
-/// 1e-3, and fail with rtol 0.
+/// The demo compares floats as the harness does,
+/// `|computed - ref| <= atol + rtol * |ref|`, with the same atol and rtol
+/// (`--tolerance`, `--rtol`): references 1.0005 times onnxruntime's pass
+/// with atol 1e-6 and rtol 1e-3, and fail with rtol 0.
 #[test]
 fn the_demo_compares_with_the_harness_rtol() {
     if !have_gcc() {
