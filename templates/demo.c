@@ -195,8 +195,8 @@ static int demo(void)
         r = dg_model_get_output({{ d.output }}u, predicted, dg_model_output_bytes({{ d.output }}u));
         if (r != DG_MODEL_OK)
             return fail("dg_model_get_output failed", r);
-        errors += dg_check_tensor("{{ d.name_lit }}", predicted, {{ d.array }} + chunk * {{ d.values }}u, {{ d.values }}u,
-                                  DEMO_TOLERANCE_ABS, &compared);
+        errors += dg_check_close("{{ d.name_lit }}", predicted, {{ d.array }} + chunk * {{ d.values }}u, {{ d.values }}u,
+                                 DEMO_TOLERANCE_ABS, DEMO_TOLERANCE_REL, &compared);
 {%- endfor %}
     }
     printf("Errors: %u out of %u\r\n", (unsigned)errors, (unsigned)compared);

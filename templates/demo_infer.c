@@ -20,6 +20,7 @@
 
 #define DEMO_EXPECTED_COMPARED {{ api.demo_expected }}u
 #define DEMO_TOLERANCE_ABS TRAINING_TOLERANCE_ABS
+#define DEMO_TOLERANCE_REL TRAINING_TOLERANCE_REL
 {%- match api.demo_no_refs %}
 {%- when Some with (why) %}
 #define DEMO_NO_REFS "{{ why }}"
@@ -73,7 +74,8 @@ static int demo(void)
 {%- when Some with (size) %}
     errors += dg_check_exact("{{ k.name }}", output, {{ k.ref_name }}, {{ k.values }}u, {{ size }}u, &compared);
 {%- when None %}
-    errors += dg_check_tensor("{{ k.name }}", output, {{ k.ref_name }}, {{ k.values }}u, DEMO_TOLERANCE_ABS, &compared);
+    errors += dg_check_close("{{ k.name }}", output, {{ k.ref_name }}, {{ k.values }}u, DEMO_TOLERANCE_ABS,
+                             DEMO_TOLERANCE_REL, &compared);
 {%- endmatch %}
 {%- endfor %}
     printf("Errors: %u out of %u\r\n", (unsigned)errors, (unsigned)compared);

@@ -16,6 +16,7 @@
 
 #define DEMO_EXPECTED_COMPARED {{ api.demo_expected }}u
 #define DEMO_TOLERANCE_ABS {{ api.tol_lit }}
+#define DEMO_TOLERANCE_REL {{ api.rtol_lit }}
 #define DEMO_OUT_BYTES {{ api.demo_out_bytes.max(4) }}u
 /* Predictions of DG_MODEL_PREDICT_BATCH samples the references cover. */
 #define DEMO_PREDICT_CHUNKS {{ api.demo_chunks }}u

@@ -24,6 +24,12 @@ fn demo_project(work: &Path, model: &str, platform: &str, level: &str, cflags: &
 }
 
 fn demo_project_with(work: &Path, model: &str, platform: &str, level: &str, cflags: &str, args: &[&str]) -> PathBuf {
+    demo_project_of(work, &root().join("models").join(model), platform, level, cflags, args)
+}
+
+/// `deploygen build` of a model folder, then `make -f Makefile.host demo`.
+fn demo_project_of(work: &Path, folder: &Path, platform: &str, level: &str, cflags: &str, args: &[&str]) -> PathBuf {
+    let model = folder.file_name().unwrap().to_string_lossy();
     let out = work.join(format!(
         "{model}-{platform}-{level}{}{}",
         if cflags.is_empty() { "" } else { "-x" },
@@ -31,7 +37,7 @@ fn demo_project_with(work: &Path, model: &str, platform: &str, level: &str, cfla
     ));
     let o = Command::new(env!("CARGO_BIN_EXE_deploygen"))
         .arg("build")
-        .arg(root().join("models").join(model))
+        .arg(folder)
         .args(["--platform", platform, "--default-mem", level, "--out"])
         .arg(&out)
         .args(args)
@@ -485,5 +491,42 @@ fn inference_projects_have_the_api_and_its_demo_passes() {
         assert!(n > 0, "{model}: the demo compares nothing");
         let (o, text) = run(&dir, &[]);
         assert!(o.status.success() && text.contains(&format!("Errors: 0 out of {n}\r\n")), "{model}: {text}");
+    }
+}
+
+/// The demo compares floats as the harness does,
+/// `|computed - ref| <= atol + rtol * |ref|`, with the same atol and rtol
+/// (`--tolerance`, `--rtol`): references 1.0005 times onnxruntime's pass
+/// with atol 1e-6 and rtol 1e-3, and fail with rtol 0.
+#[test]
+fn the_demo_compares_with_the_harness_rtol() {
+    if !have_gcc() {
+        return;
+    }
+    use deploygen::ir::TensorData;
+    let copy = common::copy_model(&root().join("models/kws_cnn"));
+    let folder = copy.path().join("kws_cnn");
+    std::fs::create_dir(&folder).unwrap();
+    for f in ["network.onnx", "inputs.npz", "outputs.npz"] {
+        std::fs::rename(copy.path().join(f), folder.join(f)).unwrap();
+    }
+    let path = folder.join("outputs.npz");
+    let arrays = deploygen::bind::npz::read_all(&path).unwrap().arrays;
+    let scaled: Vec<(String, TensorData)> = arrays
+        .into_iter()
+        .map(|(k, v)| {
+            let x: Vec<f32> = v.to_f32().unwrap().iter().map(|x| x * 1.0005).collect();
+            (k, TensorData::from_f32(v.shape.clone(), &x))
+        })
+        .collect();
+    let refs: Vec<(&str, &TensorData)> = scaled.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    std::fs::write(&path, deploygen::bind::npz::write_npz(&refs).unwrap()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for (rtol, pass) in [("1e-3", true), ("0", false)] {
+        let dir = demo_project_of(work.path(), &folder, "host", "L2", "", &["--tolerance", "1e-6", "--rtol", rtol]);
+        let n = demo_compared(&dir);
+        let (o, text) = run(&dir, &[]);
+        let clean = text.contains(&format!("Errors: 0 out of {n}\r\n"));
+        assert_eq!(o.status.success() && clean, pass, "rtol {rtol}: the demo printed\n{text}");
     }
 }

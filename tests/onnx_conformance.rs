@@ -1,11 +1,13 @@
-//! The ONNX project's own backend test cases (those of the pinned onnx
-//! wheel whose operators deploygen lists), run with `deploygen test
-//! --platform host`. `tools/onnx_conformance.py` writes them into
-//! `target/onnx-conformance/` (CI runs it; see `.ci/run`). Every case must
+//! The ONNX project's own backend test cases (those of a pinned onnx
+//! release whose operators deploygen lists), run with `deploygen test
+//! --platform host`, one test per release: onnx 1.17.0 (the wheel's cases)
+//! and onnx 1.23.2 (its node cases generated from the wheel).
+//! `tools/onnx_conformance.py` writes them into `target/onnx-conformance/`
+//! and `target/onnx-conformance-1.23/` (CI runs it; see `.ci/run`). Every case must
 //! pass or be refused while generating the project with a message that
 //! names what is not supported; a wrong value, a crash or an internal error fails
 //! the test. The outcome — per operator passed/total, and every refusal
-//! with its message — is docs/onnx-conformance.md, which must be current
+//! with its message — is the release's section of docs/onnx-conformance.md, which must be current
 //! (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it).
 
 mod common;
@@ -14,8 +16,42 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TEST: &str = "onnx_conformance";
 const DOC: &str = "docs/onnx-conformance.md";
+
+/// One pinned onnx release whose cases run.
+struct Release {
+    /// The test's name in SKIPPED lines.
+    test: &'static str,
+    onnx: &'static str,
+    /// Under target/: what tools/onnx_conformance.py writes.
+    dir: &'static str,
+    /// How to write the cases.
+    how: &'static str,
+    /// Where the cases come from, for the doc.
+    source: &'static str,
+}
+
+const RELEASES: &[Release] = &[
+    Release {
+        test: "onnx_conformance",
+        onnx: "1.17.0",
+        dir: "onnx-conformance",
+        how: "python3 tools/onnx_conformance.py, with onnx==1.17.0",
+        source: "the wheel's `backend/test/data/{node,simple,pytorch-converted,pytorch-operator}`",
+    },
+    Release {
+        test: "onnx_conformance_1_23",
+        onnx: "1.23.2",
+        dir: "onnx-conformance-1.23",
+        how: "tools/onnx_conformance.py --release 1.23 with the python of a venv holding onnx==1.23.2, as .ci/run does",
+        source: "the node cases the wheel's `backend/test/case/node` generates (numpy seeded with 0), and the \
+                 wheel's `backend/test/data/{simple,pytorch-converted,pytorch-operator}`",
+    },
+];
+
+/// Runs of `deploygen test` take both cores: one release at a time, and
+/// one writer of the doc.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Words of a failure message that mark an internal error, never a
 /// documented refusal.
@@ -93,7 +129,31 @@ fn clean(message: &str, cases_dir: &Path) -> String {
     first.replace(&format!("{}/", cases_dir.display()), "").replace('|', "\\|")
 }
 
-fn doc(cases: &[Case], verdicts: &BTreeMap<String, Verdict>, cases_dir: &Path) -> String {
+/// The doc's text before the first release's section.
+const HEADER: &str = "# ONNX backend conformance\n\n\
+The ONNX project's own backend test cases whose operators deploygen lists and whose inputs and outputs are\n\
+f32, i64, i32 or bool, run with `deploygen test --platform host` against the release's expected outputs, one\n\
+section per pinned onnx release. `tools/onnx_conformance.py` writes the folders, `tests/onnx_conformance.rs`\n\
+runs them and checks this file (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites the sections\n\
+of the releases it ran). A case either passes or is refused while generating the project with the message\n\
+below; a wrong value, a crash or an internal error fails the test. Values compare as\n\
+`|computed - ref| <= atol + rtol * |ref|` with rtol 1e-3 (ONNX's own backend check's) and atol 1e-3 times\n\
+the largest reference magnitude (at least 1e-3, at most 1); integers and booleans compare exactly.\n\n";
+
+/// The section's title line of a release.
+fn title(r: &Release) -> String {
+    format!("## onnx {}\n", r.onnx)
+}
+
+/// The section of one release in the doc's text, from its title to the next release's.
+fn section<'a>(text: &'a str, r: &Release) -> Option<&'a str> {
+    let at = text.find(&title(r))?;
+    let rest = &text[at + 1..];
+    let end = rest.find("\n## onnx ").map(|e| at + 1 + e + 1).unwrap_or(text.len());
+    Some(&text[at..end])
+}
+
+fn doc(r: &Release, cases: &[Case], verdicts: &BTreeMap<String, Verdict>, cases_dir: &Path) -> String {
     let mut per_op: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut passed = 0;
     let mut refusals = vec![];
@@ -110,29 +170,20 @@ fn doc(cases: &[Case], verdicts: &BTreeMap<String, Verdict>, cases_dir: &Path) -
             refusals.push(format!("| `{}` | {} | {} |", c.name, v.stage, clean(&v.message, cases_dir)));
         }
     }
-    let mut s = String::new();
-    s.push_str("# ONNX backend conformance\n\n");
-    s.push_str(
-        "The ONNX project's own backend test cases (the `onnx==1.17.0` wheel's `backend/test/data/{node,simple,\n\
-         pytorch-converted,pytorch-operator}`) whose operators deploygen lists and whose inputs and outputs are\n\
-         f32, i64 or bool, run with `deploygen test --platform host` against the wheel's expected outputs.\n\
-         `tools/onnx_conformance.py` writes the folders, `tests/onnx_conformance.rs` runs them and checks this\n\
-         file (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it). A case either passes or is\n\
-         refused while generating the project with the message below; a wrong value, a crash or an internal error\n\
-         fails the test.\n\n",
-    );
+    let mut s = title(r);
+    s.push_str(&format!("\nThe cases: {}.\n\n", r.source));
     s.push_str(&format!(
         "**{passed} of {} pass ({:.1} %)**; {} refused.\n\n",
         cases.len(),
         100.0 * passed as f64 / cases.len().max(1) as f64,
         refusals.len()
     ));
-    s.push_str("## Per operator\n\nA case counts for every operator its graph uses.\n\n");
+    s.push_str("### Per operator\n\nA case counts for every operator its graph uses.\n\n");
     s.push_str("| operator | passed | cases |\n|---|---:|---:|\n");
     for (op, (p, t)) in &per_op {
         s.push_str(&format!("| {op} | {p} | {t} |\n"));
     }
-    s.push_str("\n## Refusals\n\nEach a documented limit, with deploygen's message.\n\n");
+    s.push_str("\n### Refusals\n\nEach a documented limit, with deploygen's message.\n\n");
     s.push_str("| case | stage | message |\n|---|---|---|\n");
     for r in refusals {
         s.push_str(&r);
@@ -141,20 +192,47 @@ fn doc(cases: &[Case], verdicts: &BTreeMap<String, Verdict>, cases_dir: &Path) -
     s
 }
 
+/// The whole doc: the header, then each release's section, `ours` new and
+/// the others as the old text has them.
+fn whole_doc(old: &str, ours: &Release, new: &str) -> String {
+    let mut s = HEADER.to_string();
+    for r in RELEASES {
+        let part = if std::ptr::eq(r, ours) {
+            new.to_string()
+        } else {
+            section(old, r).map(str::to_string).unwrap_or_else(|| format!("{}\nNot run yet.\n", title(r)))
+        };
+        s.push_str(&part);
+        if !s.ends_with("\n\n") {
+            s.push('\n');
+        }
+    }
+    s.truncate(s.trim_end().len());
+    s.push('\n');
+    s
+}
+
 #[test]
-fn onnx_backend_cases_pass_or_are_refused_by_name() {
+fn onnx_1_17_cases_pass_or_are_refused_by_name() {
+    run(&RELEASES[0]);
+}
+
+#[test]
+fn onnx_1_23_cases_pass_or_are_refused_by_name() {
+    run(&RELEASES[1]);
+}
+
+fn run(r: &Release) {
     let root = common::root();
-    let base = root.join("target/onnx-conformance");
+    let base = root.join("target").join(r.dir);
     let Some(cases) = cases(&base) else {
-        common::skip_unless_ci(
-            TEST,
-            &format!("{} holds no cases (run tools/onnx_conformance.py with onnx==1.17.0)", base.display()),
-        );
+        common::skip_unless_ci(r.test, &format!("{} holds no cases (run {})", base.display(), r.how));
         return;
     };
-    common::ran(TEST);
+    common::ran(r.test);
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cases_dir = base.join("cases");
-    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("onnx-conformance");
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(r.dir);
     std::fs::create_dir_all(&tmp).unwrap();
     let junit = tmp.join("junit.xml");
     let status = tmp.join("status.toml");
@@ -173,7 +251,7 @@ fn onnx_backend_cases_pass_or_are_refused_by_name() {
         .current_dir(&tmp)
         .output()
         .unwrap();
-    eprintln!("deploygen test ran {} cases in {:.0?}", cases.len(), started.elapsed());
+    eprintln!("onnx {}: deploygen test ran {} cases in {:.0?}", r.onnx, cases.len(), started.elapsed());
     let verdicts = read_junit(&junit);
     let mut faults = vec![];
     for c in &cases {
@@ -185,22 +263,31 @@ fn onnx_backend_cases_pass_or_are_refused_by_name() {
     }
     assert!(
         faults.is_empty(),
-        "{} case(s) computed wrong values, crashed or failed internally:\n{}\n\n{}",
+        "onnx {}: {} case(s) computed wrong values, crashed or failed internally:\n{}\n\n{}",
+        r.onnx,
         faults.len(),
         faults.join("\n"),
         String::from_utf8_lossy(&out.stderr).lines().rev().take(20).collect::<Vec<_>>().join("\n")
     );
-    let text = doc(&cases, &verdicts, &cases_dir);
+    let text = doc(r, &cases, &verdicts, &cases_dir);
     let path = root.join(DOC);
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).unwrap();
+        std::fs::write(&path, whole_doc(&old, r, &text)).unwrap();
         return;
     }
-    let old = std::fs::read_to_string(&path).unwrap_or_default();
-    if old != text {
-        let diff = similar::TextDiff::from_lines(&old, &text);
+    assert!(
+        old.starts_with(HEADER),
+        "{DOC}'s text before the sections is not current; `UPDATE_GOLDEN=1 cargo test --test onnx_conformance` \
+         rewrites it"
+    );
+    let current = section(&old, r).unwrap_or_default();
+    if current.trim_end() != text.trim_end() {
+        let diff = similar::TextDiff::from_lines(current, &text);
         panic!(
-            "{DOC} is not current; `UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it:\n{}",
+            "{DOC}'s section for onnx {} is not current; `UPDATE_GOLDEN=1 cargo test --test onnx_conformance` \
+             rewrites it:\n{}",
+            r.onnx,
             diff.unified_diff().context_radius(1)
         );
     }

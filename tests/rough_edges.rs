@@ -79,7 +79,7 @@ fn inspect_takes_every_planning_flag_of_build() {
             .collect()
     };
     let inspect = longs("inspect");
-    let writing = ["out", "force", "check", "hex-files", "timings", "tolerance", "help"];
+    let writing = ["out", "force", "check", "hex-files", "timings", "tolerance", "rtol", "help"];
     let missing: Vec<String> =
         longs("build").into_iter().filter(|f| !writing.contains(&f.as_str()) && !inspect.contains(f)).collect();
     assert!(missing.is_empty(), "build flags inspect refuses: {missing:?}");

@@ -646,6 +646,8 @@ fn the_command_refuses_bad_input() {
     fails(&[m, "--platform", "GAP9", "--default-mem", "L1"], "--default-mem L1");
     fails(&["/no/such/model", "--platform", "GAP9", "--default-mem", "L3"], "/no/such/model");
     fails(&[m, "--platform", "GAP9", "--default-mem", "L3", "--tolerance", "nan"], "--tolerance NaN");
+    fails(&[m, "--platform", "GAP9", "--default-mem", "L3", "--rtol", "0.5"], "--rtol 0.5: a relative tolerance");
+    fails(&[m, "--platform", "GAP9", "--default-mem", "L3", "--rtol=-1e-3"], "--rtol -0.001");
     fails(&[m, "--platform", "GAP9", "--default-mem", "L3", "--status", "/no/status.toml"], "/no/status.toml");
     let empty = tempfile::tempdir().unwrap();
     fails(&[empty.path().to_str().unwrap(), "--platform", "GAP9", "--default-mem", "L3"], "holds no model");

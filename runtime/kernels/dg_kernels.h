@@ -266,7 +266,8 @@ void dg_conv_grad_db_f32(void *args);
  *   dg_global_avgpool_f32     x -> y ([batch, channels, 1, 1])
  *   dg_global_avgpool_grad_f32 dy -> dx
  * MaxPool indices follow onnxruntime: the flat index into the whole input
- * tensor, ((n * C + c) * H + h) * W + w; ties keep the first maximum in
+ * tensor, ((n * C + c) * H + h) * W + w, or with storage_order 1 (1-D and
+ * 2-D) (n * C + c) * H * W + w * H + h; ties keep the first maximum in
  * window order. AveragePool's divisor: with count_include_pad the window
  * clipped to the padded input (pads on all four sides; a ceil_mode window's
  * taps beyond the end pad do not count, as the ONNX reference), else the
@@ -284,6 +285,7 @@ typedef struct {
     uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w;
     uint32_t pad_top, pad_left, pad_bottom, pad_right; /* optional: 0 = none (global pools) */
     uint32_t count_include_pad; /* optional: 0 = no */
+    uint32_t storage_order; /* optional: 0 = row-major indices */
 } dg_pool_args_t;
 void dg_maxpool_f32(void *args);
 void dg_maxpool_grad_f32(void *args);

@@ -336,6 +336,15 @@ void dg_maxpool_f32(void *args)
                 y[ow] = DG_FAULT(DG_FAULT_MAXPOOL_Y, maxpool_value(&q, ow, kw_lo, kw_hi));
             }
         }
+        if (p->indices && p->storage_order) {
+            /* the row's indices, (h, w) of the plane, as column-major */
+            int64_t *ip = p->indices + (uint32_t)row * p->out_w;
+            const int64_t base = (int64_t)pl * (int64_t)in_hw;
+            for (ow = 0; ow < p->out_w; ow++) {
+                const int64_t v = ip[ow] - base;
+                ip[ow] = base + (v % p->in_w) * p->in_h + v / p->in_w;
+            }
+        }
     }
 }
 

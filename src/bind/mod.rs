@@ -45,7 +45,7 @@ pub use layout::Layout;
 use npz::Header;
 pub use npz::Npz;
 pub use pairing::{ParamBinding, Update, UpdateKind};
-pub use schedule::Schedule;
+pub use schedule::{Schedule, MAX_RTOL};
 
 pub const INPUTS_FILE: &str = "inputs.npz";
 pub const OUTPUTS_FILE: &str = "outputs.npz";

@@ -23,9 +23,15 @@ pub struct Args {
     pub default_mem: Option<String>,
     #[command(flatten)]
     pub plan: super::plan_args::PlanArgs,
-    /// Absolute comparison tolerance (default: 1e-3).
+    /// Absolute comparison tolerance, atol (default: the model's
+    /// meta_tolerance, else 5e-4).
     #[arg(long, value_name = "T")]
     pub tolerance: Option<f32>,
+    /// Relative comparison tolerance, rtol: a float value passes when
+    /// |computed - ref| <= atol + rtol * |ref| (default: the model's
+    /// meta_rtol, else 1e-3).
+    #[arg(long, value_name = "R")]
+    pub rtol: Option<f32>,
     /// Number of per-mini-batch data inputs (only where the data cannot tell).
     #[arg(long, value_name = "N")]
     pub num_data_inputs: Option<usize>,
@@ -116,7 +122,7 @@ impl Drop for Watch {
 
 /// The pipeline's options from the flags.
 fn options(a: &Args) -> Result<pipeline::Options> {
-    super::check_tolerance(a.tolerance)?;
+    super::check_tolerance(a.tolerance, a.rtol)?;
     let plan = a.plan.options(&a.platform, a.default_mem.as_deref())?;
     super::runnable(&plan)?;
     let mut o = pipeline::Options::new(plan);
@@ -124,7 +130,7 @@ fn options(a: &Args) -> Result<pipeline::Options> {
     o.unknown_attrs = super::unknown_attrs(a.allow_unknown_attributes);
     o.bind.num_data_inputs = a.num_data_inputs;
     o.train = a.train.request();
-    o.emit = EmitOptions { tolerance: a.tolerance, hex_files: a.hex_files, name: None };
+    o.emit = EmitOptions { tolerance: a.tolerance, rtol: a.rtol, hex_files: a.hex_files, name: None };
     Ok(o)
 }
 

@@ -128,12 +128,21 @@ pub fn unknown_attrs(allow: bool) -> crate::import::UnknownAttrs {
     }
 }
 
-/// `--tolerance T`: a finite, non-negative absolute tolerance.
-pub fn check_tolerance(t: Option<f32>) -> Result<()> {
+/// `--tolerance T` and `--rtol R`: a finite, non-negative absolute
+/// tolerance, and a relative one of at most what a model's `meta_rtol` may
+/// say (above it wrong results pass).
+pub fn check_tolerance(t: Option<f32>, rtol: Option<f32>) -> Result<()> {
     match t {
         Some(t) if !(t.is_finite() && t >= 0.0) => {
-            Err(Error::Usage(format!("--tolerance {t}: a tolerance is a finite, non-negative number")))
+            return Err(Error::Usage(format!("--tolerance {t}: a tolerance is a finite, non-negative number")))
         }
+        _ => {}
+    }
+    let max = crate::bind::MAX_RTOL;
+    match rtol {
+        Some(r) if !(r.is_finite() && (0.0..=max).contains(&r)) => Err(Error::Usage(format!(
+            "--rtol {r}: a relative tolerance is a finite number from 0 to {max} (above it wrong results pass)"
+        ))),
         _ => Ok(()),
     }
 }

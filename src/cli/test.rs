@@ -29,9 +29,13 @@ pub struct TestArgs {
     pub default_mem: Vec<String>,
     #[command(flatten)]
     pub plan: super::plan_args::PlanArgs,
-    /// Absolute tolerance of the comparison (default: the model's, else 1e-3).
+    /// Absolute tolerance of the comparison, atol (default: the model's, else 5e-4).
     #[arg(long, value_name = "T")]
     pub tolerance: Option<f32>,
+    /// Relative tolerance of the comparison: a float value passes when
+    /// |computed - ref| <= atol + rtol * |ref| (default: the model's, else 1e-3).
+    #[arg(long, value_name = "R")]
+    pub rtol: Option<f32>,
     /// Build with AddressSanitizer and UndefinedBehaviorSanitizer.
     #[arg(long)]
     pub sanitize: bool,
@@ -140,7 +144,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
     if !(args.timeout.is_finite() && args.timeout > 0.0) {
         return Err(Error::Usage(format!("--timeout {}: a time limit is a positive number of seconds", args.timeout)));
     }
-    super::check_tolerance(args.tolerance)?;
+    super::check_tolerance(args.tolerance, args.rtol)?;
     if args.jobs == Some(0) {
         return Err(Error::Usage("-j 0: at least one case runs at a time".into()));
     }
@@ -163,6 +167,7 @@ pub fn cases(args: &TestArgs, notes: &mut Vec<String>) -> Result<Vec<Case>> {
             c.l2_image = args.plan.l2_image;
             c.test_data = args.plan.test_data_level()?;
             c.tolerance = args.tolerance;
+            c.rtol = args.rtol;
             c.sanitize = args.sanitize;
             c.timeout = Duration::from_secs_f64(args.timeout);
             c.keep = args.keep;

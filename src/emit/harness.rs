@@ -133,6 +133,7 @@ pub(super) fn build(
     net: &Network,
     model_name: &str,
     tolerance: Option<f32>,
+    rtol: Option<f32>,
 ) -> Result<Harness> {
     let plan = ctx.plan;
     let training = ctx.model.roles.is_training();
@@ -142,7 +143,7 @@ pub(super) fn build(
         skip_copy: plan.skip_initweight_copy.skip,
         skip_reason: c_comment(&plan.skip_initweight_copy.reason),
         tolerance: tolerance.or(binding.and_then(|b| b.tolerance)).unwrap_or(DEFAULT_TOLERANCE),
-        rtol: binding.and_then(|b| b.rtol).unwrap_or(DEFAULT_RTOL),
+        rtol: rtol.or(binding.and_then(|b| b.rtol)).unwrap_or(DEFAULT_RTOL),
         ..Default::default()
     };
     let mut l3 = plan

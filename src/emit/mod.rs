@@ -64,6 +64,8 @@ pub const TEST_DATA_IMAGE: &str = "testdata.bin";
 pub struct EmitOptions {
     /// Absolute tolerance; `None`: the binding's, else [`DEFAULT_TOLERANCE`].
     pub tolerance: Option<f32>,
+    /// Relative tolerance; `None`: the binding's, else [`DEFAULT_RTOL`].
+    pub rtol: Option<f32>,
     /// One `hex/<n>.hex` per L3 buffer instead of the packed image.
     pub hex_files: bool,
     /// Model name used in the project (default: the model folder's name).
@@ -203,7 +205,7 @@ pub fn generate(
     };
     let net = network::build(&ctx, binding)?;
     let w = weights::build(&ctx, binding, opts.hex_files)?;
-    let h = harness::build(&ctx, binding, &net, &name, opts.tolerance)?;
+    let h = harness::build(&ctx, binding, &net, &name, opts.tolerance, opts.rtol)?;
     let api = if training {
         model_api::build(&ctx, binding, &net, &h)?
     } else {

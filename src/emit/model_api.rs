@@ -114,7 +114,9 @@ pub struct ModelApi {
     pub demo_chunks: u64,
     /// The largest predict output, for the demo's buffer.
     pub demo_out_bytes: u64,
+    /// The harness's comparison rule: `|computed - ref| <= tol + rtol * |ref|`.
     pub tol_lit: String,
+    pub rtol_lit: String,
     /// Why the demo has nothing to compare, as C string content.
     pub demo_no_refs: Option<String>,
 }
@@ -204,6 +206,7 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, net: &Network, h
         version: CHECKPOINT_VERSION,
         skip_copy: h.skip_copy,
         tol_lit: h.tol_lit.clone(),
+        rtol_lit: h.rtol_lit.clone(),
         predict_batch: model.predict_batch,
         ..Default::default()
     };

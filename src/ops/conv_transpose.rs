@@ -29,6 +29,20 @@ fn per_dim(ctx: &Ctx, name: &str, n: usize, default: i64, min: i64) -> Result<Ve
     }
 }
 
+/// The (begin, end) pads of an output_shape (or SAME_*) ConvTranspose
+/// whose inputs reach `total` more than the output: split as the ONNX
+/// reference splits it, with floor division (so a negative total, an
+/// output past the reach, puts its -1 at the end when auto_pad is not
+/// SAME_UPPER).
+fn split_total(total: i128, auto: &str) -> (i128, i128) {
+    let half = total.div_euclid(2);
+    if auto == "SAME_UPPER" {
+        (half, total - half)
+    } else {
+        (total - half, half)
+    }
+}
+
 /// Spatial output dims and the resolved (begin, end) pads.
 pub fn output_spatial(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<(Vec<usize>, Vec<i64>)> {
     let sp = kernel.len();
@@ -64,13 +78,18 @@ pub fn output_spatial(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<(V
         let o = match (&output_shape, auto) {
             (Some(os), _) => {
                 let o = os[os.len() - sp + d] as i128;
-                let total = full - o;
-                if o < 1 || total < 0 {
-                    return Err(ctx
-                        .err(format!("output_shape {os:?}: spatial dim {d} = {o} is not reachable (at most {full})")));
+                let (lo, hi) = split_total(full - o, auto);
+                // An output past the reach (total < 0) has a negative end
+                // pad: the rows no input reaches are zeros (plus the bias),
+                // as in the ONNX reference. A negative begin pad would
+                // shift the output, which the kernel's unsigned begin pads
+                // cannot say.
+                if o < 1 || lo < 0 {
+                    return Err(ctx.err(format!(
+                        "output_shape {os:?}: spatial dim {d} = {o} would need a negative begin pad ({lo}; the \
+                         inputs reach {full}), which the kernel does not take"
+                    )));
                 }
-                let (lo, hi) =
-                    if auto == "SAME_UPPER" { (total / 2, total - total / 2) } else { (total - total / 2, total / 2) };
                 pads[d] = lo as i64;
                 pads[d + sp] = hi as i64;
                 o
@@ -166,12 +185,8 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
         let (i, k, o) = (x[2 + d], w[2 + d], y[2 + d]);
         let full = strides[d] * (i - 1) + out_pad[d] + dil[d] * (k - 1) + 1;
         begin[d] = if derived {
-            let total = full.checked_sub(o).ok_or_else(|| ctx.err(format!("output dim {o} exceeds {full}")))?;
-            if auto == "SAME_UPPER" {
-                total / 2
-            } else {
-                total - total / 2
-            }
+            let (lo, _) = split_total(full as i128 - o as i128, auto);
+            usize::try_from(lo).map_err(|_| ctx.err(format!("output dim {o} needs a negative begin pad ({lo})")))?
         } else if auto == "VALID" {
             0
         } else {
@@ -236,6 +251,9 @@ fn conv_transpose_grad(ctx: &mut GradCtx) -> Result<()> {
         let out_pad = per_dim(&c, "output_padding", sp, 0, 0)?;
         if out_pad.iter().zip(&strides).any(|(&o, &s)| o >= s) {
             return Err(c.err("output_padding at least the stride has no gradient rule"));
+        }
+        if pads.iter().any(|&p| p < 0) {
+            return Err(c.err("an output_shape past the inputs' reach (a negative end pad) has no gradient rule"));
         }
         pads
     };
@@ -304,8 +322,12 @@ mod tests {
         attr_ints(&mut f, "output_shape", &[10, 10]);
         attr_int(&mut f, "group", 2);
         assert_eq!(infer_one(&f).unwrap(), vec![1, 4, 10, 10]);
+        // The inputs reach 11: one more row is zeros at the end...
         attr_ints(&mut f, "output_shape", &[1, 4, 12, 11]);
-        assert!(infer(&f).unwrap_err().to_string().contains("not reachable"));
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 4, 12, 11]);
+        // ...two more would shift the output by a negative begin pad.
+        attr_ints(&mut f, "output_shape", &[1, 4, 13, 11]);
+        assert!(infer(&f).unwrap_err().to_string().contains("negative begin pad"));
         let mut f = ct(&[1, 4, 5, 5], &[4, 2, 3, 3]);
         attr_ints(&mut f, "strides", &[2, 2]);
         attr_str(&mut f, "auto_pad", "SAME_UPPER");

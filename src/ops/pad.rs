@@ -9,7 +9,7 @@ use super::kernel::{
 use super::unary::scalar_attr_or_input;
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::TensorType;
+use crate::ir::{DType, TensorType};
 
 pub const OPS: &[OpDef] = &[
     // Pad(data, pads [, constant_value] [, axes]){mode}.
@@ -106,7 +106,12 @@ fn pad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 // ---- kernel bindings --------------------------------------------------------
 
 pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
-    ctx.require_f32(&[0])?;
+    // Reflect, edge and wrap only move values: an i32 tensor moves as
+    // the f32 one of the same size does, bit for bit.
+    let moves = matches!(ctx.node.string("mode")?, Some("reflect" | "edge" | "wrap"));
+    if !(moves && ctx.in_dtype(0)? == DType::I32) {
+        ctx.require_f32(&[0])?;
+    }
     let x = ctx.in_shape(0)?;
     max_dims(ctx, x.len())?;
     let mode = match ctx.node.string("mode")?.unwrap_or("constant") {

@@ -296,15 +296,19 @@ pub(super) fn bind_maxpool(ctx: &KernelCtx) -> Result<KernelCall> {
     if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPool indices must be int64"));
     }
-    if ctx.attr_int("storage_order", 0)? != 0 {
-        return Err(ctx.err("MaxPool storage_order=1 is not supported"));
-    }
+    let storage_order = ctx.attr_int("storage_order", 0)? != 0;
     let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
     if is_3d(&x) {
+        if storage_order && ctx.has_out(1) {
+            return Err(ctx.err("3-D MaxPool storage_order=1: dg_maxpool3d_f32 gives row-major indices only"));
+        }
         fields.extend(window3d_fields(ctx, &x, &y, &kernel_dims(ctx)?)?);
         return one(call("dg_maxpool3d_f32", "dg_window3d_args_t", fields));
     }
     fields.extend(pool_fields(&geom(ctx, &x, &y, &kernel_dims(ctx)?)?));
+    if storage_order && ctx.has_out(1) {
+        fields.push(("storage_order", u(1)));
+    }
     one(call("dg_maxpool_f32", "dg_pool_args_t", fields))
 }
 
@@ -337,6 +341,11 @@ pub(super) fn bind_maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     // MaxPoolGrad(dY, Indices) -> dX
     if ctx.in_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPoolGrad indices must be int64"));
+    }
+    if ctx.attr_int("storage_order", 0)? != 0 {
+        return Err(
+            ctx.err("MaxPoolGrad reads row-major indices: a MaxPool with storage_order=1 has no gradient kernel")
+        );
     }
     let (dy, dx) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     let sp = dx.len().saturating_sub(2);

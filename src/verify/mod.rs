@@ -114,6 +114,8 @@ pub struct Case {
     pub test_data: Option<crate::plan::Level>,
     /// `--tolerance`: the per-model override handed to emission.
     pub tolerance: Option<f32>,
+    /// `--rtol`: the same for the relative tolerance.
+    pub rtol: Option<f32>,
     /// Build with AddressSanitizer and UBSan.
     pub sanitize: bool,
     /// Limit for the build and, separately, for the run.
@@ -151,6 +153,7 @@ impl Case {
             l2_image: None,
             test_data: None,
             tolerance: None,
+            rtol: None,
             sanitize: false,
             timeout: Duration::from_secs(300),
             keep: false,
@@ -271,6 +274,7 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     let mut o = pipeline::Options::new(plan);
     o.data = pipeline::Data::Required;
     o.emit.tolerance = case.tolerance;
+    o.emit.rtol = case.rtol;
     o.unknown_attrs = case.unknown_attrs;
     o.train = case.train.clone();
     let g = pipeline::generate(&case.model, &o)?;

@@ -191,8 +191,8 @@ static int demo(void)
         r = dg_model_get_output(0u, predicted, dg_model_output_bytes(0u));
         if (r != DG_MODEL_OK)
             return fail("dg_model_get_output failed", r);
-        errors += dg_check_tensor("fc.out", predicted, demoRef_0 + chunk * 10u, 10u,
-                                  DEMO_TOLERANCE_ABS, &compared);
+        errors += dg_check_close("fc.out", predicted, demoRef_0 + chunk * 10u, 10u,
+                                 DEMO_TOLERANCE_ABS, DEMO_TOLERANCE_REL, &compared);
     }
     printf("Errors: %u out of %u\r\n", (unsigned)errors, (unsigned)compared);
 #ifdef DEMO_NO_REFS

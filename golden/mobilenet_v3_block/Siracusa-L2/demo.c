@@ -20,6 +20,7 @@
 
 #define DEMO_EXPECTED_COMPARED 10u
 #define DEMO_TOLERANCE_ABS TRAINING_TOLERANCE_ABS
+#define DEMO_TOLERANCE_REL TRAINING_TOLERANCE_REL
 
 static struct pi_device cluster_dev;
 PI_L2 static uint8_t output[40];
@@ -61,7 +62,8 @@ static int demo(void)
     r = dg_model_get_output(0u, output, dg_model_output_bytes(0u));
     if (r != DG_MODEL_OK)
         return fail("dg_model_get_output failed", r);
-    errors += dg_check_tensor("logits", output, testRef_0, 10u, DEMO_TOLERANCE_ABS, &compared);
+    errors += dg_check_close("logits", output, testRef_0, 10u, DEMO_TOLERANCE_ABS,
+                             DEMO_TOLERANCE_REL, &compared);
     printf("Errors: %u out of %u\r\n", (unsigned)errors, (unsigned)compared);
 #ifdef DEMO_NO_REFS
     printf("FAILED: %s\r\n", DEMO_NO_REFS);

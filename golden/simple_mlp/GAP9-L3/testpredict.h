@@ -16,6 +16,7 @@
 
 #define DEMO_EXPECTED_COMPARED 20u
 #define DEMO_TOLERANCE_ABS 0.0005f
+#define DEMO_TOLERANCE_REL 0.001f
 #define DEMO_OUT_BYTES 40u
 /* Predictions of DG_MODEL_PREDICT_BATCH samples the references cover. */
 #define DEMO_PREDICT_CHUNKS 2u
