@@ -178,7 +178,8 @@ fn the_rate_set_through_the_api_is_the_rate_the_optimizer_uses() {
         return;
     }
     let work = tempfile::tempdir().unwrap();
-    for (model, rate) in [("cnn_derived_sgd", "0.03125"), ("cnn_derived_momentum", "0.125"), ("cnn_derived_adamw", "0.0625")]
+    for (model, rate) in
+        [("cnn_derived_sgd", "0.03125"), ("cnn_derived_momentum", "0.125"), ("cnn_derived_adamw", "0.0625")]
     {
         let src = root().join("models").join(model);
         let a = project(&src, &work.path().join(model));
@@ -194,7 +195,9 @@ fn the_rate_set_through_the_api_is_the_rate_the_optimizer_uses() {
         let toml = std::fs::read_to_string(src.join("train.toml")).unwrap();
         let changed: String = toml
             .lines()
-            .map(|l| if l.starts_with("learning_rate") { format!("learning_rate = {rate}\n") } else { format!("{l}\n") })
+            .map(
+                |l| if l.starts_with("learning_rate") { format!("learning_rate = {rate}\n") } else { format!("{l}\n") },
+            )
             .collect();
         assert_ne!(changed, toml, "{model}: train.toml has no learning_rate");
         std::fs::write(copy.join("train.toml"), changed).unwrap();
@@ -241,4 +244,33 @@ fn the_rate_of_sgd_in_the_training_graph_can_be_set() {
         assert!(same.after == plain.after, "{model}: setting the graph's own rate changed the training");
         assert!(double.after != plain.after, "{model}: a doubled rate trained as the graph's own");
     }
+}
+
+/// SGD steps of one training graph with different rates: no one float
+/// holds the rate, so the call says it cannot change it
+/// (DG_MODEL_ENORATE) and the steps keep their own rates.
+#[test]
+fn a_rate_that_cannot_change_is_refused_not_ignored() {
+    use deploygen::import::pb;
+    use prost::Message;
+    if !common::have_gcc(module_path!()) {
+        return;
+    }
+    let model = common::copy_model(&root().join("models").join("cnn_inline_sgd"));
+    let path = model.path().join("network.onnx");
+    let mut m = pb::ModelProto::decode(std::fs::read(&path).unwrap().as_slice()).unwrap();
+    let sgd = m.graph.as_mut().unwrap().node.iter_mut().find(|n| n.op_type() == "SGD").expect("an SGD node");
+    sgd.attribute.retain(|a| a.name() != "lr");
+    sgd.attribute.push(common::attr_float("lr", 0.02));
+    std::fs::write(&path, m.encode_to_vec()).unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let a = project(model.path(), &work.path().join("two-rates"));
+    let h = std::fs::read_to_string(a.join("dg_model.h")).unwrap();
+    assert!(h.contains("#define DG_MODEL_ENORATE (-9)"), "{h}");
+    let w = weights(&a);
+    let plain = train(&a, None);
+    let zero = train(&a, Some("0"));
+    assert!(zero.text.contains("set_learning_rate(0): status -9\r\n"), "{}", zero.text);
+    assert!(zero.after[w.clone()] != zero.before[w.clone()], "the refused rate 0 stopped the training");
+    assert!(zero.after == plain.after, "a refused rate changed the training");
 }

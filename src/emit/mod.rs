@@ -113,8 +113,7 @@ pub(crate) struct Ctx<'a> {
 
 impl<'a> Ctx<'a> {
     fn new(model: &'a Model, plan: &'a plan::Plan) -> Ctx<'a> {
-        let mut ctx =
-            Ctx { model, plan, main: HashMap::new(), opt: HashMap::new(), pred: HashMap::new(), rate: None };
+        let mut ctx = Ctx { model, plan, main: HashMap::new(), opt: HashMap::new(), pred: HashMap::new(), rate: None };
         for b in plan.buffers.iter().filter(|b| !b.kind.is_per_node() && b.kind != plan::Kind::Static) {
             ctx.map_mut(b.graph).insert(b.name.clone(), b.id);
             for a in &b.aliases {
