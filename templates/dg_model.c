@@ -159,7 +159,9 @@ int dg_model_init(struct pi_device *cluster)
     fill_tables();
     dg_ready = 1;
 {%- if api.training %}
-    return dg_model_set_learning_rate({{ api.lr_lit }});
+    if (DeeployOptNetwork_learning_rate != NULL)
+        return dg_model_set_learning_rate({{ api.lr_lit }});
+    return DG_MODEL_OK;
 {%- else %}
     return DG_MODEL_OK;
 {%- endif %}
@@ -306,8 +308,9 @@ int dg_model_set_learning_rate(float lr)
     if (!dg_ready)
         return DG_MODEL_EINIT;
 {%- if api.training %}
-    if (DeeployOptNetwork_learning_rate != NULL)
-        dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
+    if (DeeployOptNetwork_learning_rate == NULL)
+        return DG_MODEL_ENORATE;
+    dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
     return DG_MODEL_OK;
 {%- else %}
     (void)lr;

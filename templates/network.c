@@ -37,6 +37,9 @@ const uint32_t DeeployNetwork_outputs_bytes[{{ nw.outputs.len().max(1) }}] = {
 {%- endif %}
 };
 const uint32_t DeeployNetwork_num_outputs = {{ nw.outputs.len() }}u;
+{%- if let Some(v) = nw.lr_value %}
+float DeeployNetwork_learning_rate = {{ v }};
+{%- endif %}
 {%- if nw.main_queues > 0 %}
 
 /* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node

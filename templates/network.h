@@ -40,6 +40,11 @@ extern const uint32_t DeeployNetwork_num_inputs;
 extern void *DeeployNetwork_outputs[{{ nw.outputs.len().max(1) }}];
 extern const uint32_t DeeployNetwork_outputs_bytes[{{ nw.outputs.len().max(1) }}];
 extern const uint32_t DeeployNetwork_num_outputs;
+{%- if let Some(v) = nw.lr_value %}
+/* The learning rate every optimizer step reads at run time ({{ v }} to
+ * begin with; DeeployOptNetwork_learning_rate points here). */
+extern float DeeployNetwork_learning_rate;
+{%- endif %}
 
 /* Allocates the arenas (L1, then L2, then L3) and loads the L3 initial
  * values. Returns 0, or -1 after a FATAL line naming what failed. Call on

@@ -549,7 +549,8 @@ typedef struct {
 void dg_inplace_accumulate_f32(void *args);
 
 /* SGD: w_out = w - lr * g (w_out may alias w). lr_ptr, when not NULL,
- * overrides lr (optimizers that take the rate as a tensor). */
+ * overrides lr: the rate as a tensor, or the network's run-time rate (the
+ * one dg_model_set_learning_rate sets), read once per call. */
 typedef struct {
     const float *w;
     const float *g;
@@ -562,7 +563,8 @@ void dg_sgd_f32(void *args);
 
 /* SGD with momentum (PyTorch's, dampening 0): g' = g + weight_decay * w;
  * velocity = momentum * velocity + g' (in place, starts at 0);
- * w_out = w - lr * velocity (w_out may alias w). */
+ * w_out = w - lr * velocity (w_out may alias w). lr_ptr, when not NULL,
+ * overrides lr (the network's run-time rate). */
 typedef struct {
     const float *w;
     const float *g;
@@ -570,6 +572,7 @@ typedef struct {
     float *w_out;
     uint32_t n;
     float lr;
+    const float *lr_ptr;
     float momentum;
     float weight_decay;
 } dg_momentum_sgd_args_t;
@@ -579,7 +582,8 @@ void dg_momentum_sgd_f32(void *args);
  * t = ++*step (in place, starts at 0); m = beta1 m + (1 - beta1) g;
  * v = beta2 v + (1 - beta2) g^2 (m, v in place, start at 0);
  * w -= lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + epsilon);
- * then w -= lr * weight_decay * w. w_out may alias w.
+ * then w -= lr * weight_decay * w. w_out may alias w. lr_ptr, when not
+ * NULL, overrides lr (the network's run-time rate).
  * hold_step (added field; 0 = advance): a call on one tile of the weight
  * other than the last computes with t = *step + 1 but leaves *step for the
  * last tile's call to advance, so every tile uses the same t. */
@@ -592,6 +596,7 @@ typedef struct {
     float *w_out;
     uint32_t n;
     float lr;
+    const float *lr_ptr;
     float beta1;
     float beta2;
     float epsilon;

@@ -34,13 +34,14 @@ void dg_sgd_f32(void *args)
 void dg_momentum_sgd_f32(void *args)
 {
     const dg_momentum_sgd_args_t *p = (const dg_momentum_sgd_args_t *)args;
+    const float lr = p->lr_ptr ? p->lr_ptr[0] : p->lr;
     dg_range_t r = dg_split(p->n);
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
         const float g = p->g[i] + p->weight_decay * p->w[i];
         const float v = DG_FAULT(DG_FAULT_MOMENTUM_V, p->momentum * p->velocity[i] + g);
         p->velocity[i] = v;
-        p->w_out[i] = DG_FAULT(DG_FAULT_MOMENTUM_W, p->w[i] - p->lr * v);
+        p->w_out[i] = DG_FAULT(DG_FAULT_MOMENTUM_W, p->w[i] - lr * v);
     }
 }
 
@@ -66,12 +67,13 @@ static double pow_whole(double b, uint64_t t)
 void dg_adamw_f32(void *args)
 {
     const dg_adamw_args_t *p = (const dg_adamw_args_t *)args;
+    const float lr = p->lr_ptr ? p->lr_ptr[0] : p->lr;
     /* Every core reads the count before core 0 advances it. */
     const int64_t t = p->step[0] + 1;
     /* In double, then float, as onnxruntime rounds them. */
     const float c1 = (float)(1.0 - pow_whole((double)p->beta1, (uint64_t)t));
     const float c2 = (float)(1.0 - pow_whole((double)p->beta2, (uint64_t)t));
-    const float step_size = p->lr * sqrtf(c2) / c1;
+    const float step_size = lr * sqrtf(c2) / c1;
     dg_range_t r = dg_split(p->n);
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
@@ -80,7 +82,7 @@ void dg_adamw_f32(void *args)
         const float v = DG_FAULT(DG_FAULT_ADAMW_V, p->beta2 * p->v[i] + (1.0f - p->beta2) * g * g);
         float w = p->w[i] - step_size * (m / (sqrtf(v) + p->epsilon));
         if (p->weight_decay > 0.0f)
-            w -= p->lr * p->weight_decay * w;
+            w -= lr * p->weight_decay * w;
         p->m[i] = m;
         p->v[i] = v;
         p->w_out[i] = DG_FAULT(DG_FAULT_ADAMW_W, w);

@@ -728,6 +728,7 @@ static void c_momentum_sgd(tc_t *t)
     a.velocity = (float *)out_(t, "velocity", "velocity");
     a.n = N("in_w");
     a.lr = fv(t, "hyper", 0);
+    a.lr_ptr = NULL;
     a.momentum = fv(t, "hyper", 1);
     a.weight_decay = fv(t, "hyper", 2);
     FORK(dg_momentum_sgd_f32, &a);
@@ -744,6 +745,7 @@ static void c_adamw(tc_t *t)
     a.step = (int64_t *)out_(t, "step", "step");
     a.n = N("in_w");
     a.lr = fv(t, "hyper", 0);
+    a.lr_ptr = NULL;
     a.beta1 = fv(t, "hyper", 1);
     a.beta2 = fv(t, "hyper", 2);
     a.epsilon = fv(t, "hyper", 3);

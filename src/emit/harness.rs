@@ -155,15 +155,16 @@ pub(super) fn build(
             _ => Err(Error::plan("the L3 test data has no place in the L3 arena")),
         })
         .transpose()?;
-    let mut learning_rate = 0.0f32;
+    let learning_rate: f32;
     let mut no_data = None;
     match binding {
         Some(bd) => {
-            learning_rate = bd.learning_rate.unwrap_or(0.0);
+            learning_rate = bd.learning_rate.or(ctx.rate.as_ref().map(|r| r.value)).unwrap_or(0.0);
             test_data(ctx, bd, training, &mut l3, &mut h)?;
             references(ctx, bd, training, net, &mut l3, &mut h);
         }
         None => {
+            learning_rate = ctx.rate.as_ref().map_or(0.0, |r| r.value);
             no_data = Some(format!(
                 "model '{model_name}' has no inputs.npz/outputs.npz: no test data, so there are no references and \
                  this run compares nothing and fails"

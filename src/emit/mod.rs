@@ -109,17 +109,20 @@ pub(crate) struct Ctx<'a> {
     main: HashMap<String, BufId>,
     opt: HashMap<String, BufId>,
     pred: HashMap<String, BufId>,
+    /// The network's run-time learning rate ([`network::run_time_rate`]).
+    rate: Option<crate::ops::kernel::Rate>,
 }
 
 impl<'a> Ctx<'a> {
     fn new(model: &'a Model, plan: &'a plan::Plan) -> Ctx<'a> {
-        let mut ctx = Ctx { model, plan, main: HashMap::new(), opt: HashMap::new(), pred: HashMap::new() };
+        let mut ctx = Ctx { model, plan, main: HashMap::new(), opt: HashMap::new(), pred: HashMap::new(), rate: None };
         for b in plan.buffers.iter().filter(|b| !b.kind.is_per_node() && b.kind != plan::Kind::Static) {
             ctx.map_mut(b.graph).insert(b.name.clone(), b.id);
             for a in &b.aliases {
                 ctx.map_mut(a.graph).entry(a.tensor.clone()).or_insert(b.id);
             }
         }
+        ctx.rate = network::run_time_rate(&ctx);
         ctx
     }
 

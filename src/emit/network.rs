@@ -76,7 +76,14 @@ pub struct Network {
     pub commits: Vec<Copy>,
     pub opt_inputs: Vec<TableEntry>,
     pub opt_outputs: Vec<TableEntry>,
+    /// Pointer to the learning rate the optimizer kernels read at run
+    /// time (`DeeployOptNetwork_learning_rate`); `None` when the rate is
+    /// compiled in (the optimizer steps' rates differ, or one reads its
+    /// own tensor): `dg_model_set_learning_rate` then says so.
     pub lr_expr: Option<String>,
+    /// The initial value (a C float literal) of `DeeployNetwork_learning_rate`,
+    /// the float that holds a rate the graph gives as attributes.
+    pub lr_value: Option<String>,
     /// Optimizer state (momentum, AdamW's moments and step count), zeroed
     /// at Init: the first step starts from zero.
     pub opt_state: Vec<TableEntry>,
@@ -145,7 +152,43 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>) -> Result<Networ
             }
         }
     }
+    if let Some(r) = &ctx.rate {
+        net.lr_expr = Some(r.ptr.clone());
+        net.lr_value = Some(crate::c::f32_lit(r.value));
+    }
     Ok(net)
+}
+
+/// The float every optimizer step reads its rate from, when the graph
+/// gives the rate as the steps' attribute.
+const RATE_VAR: &str = "DeeployNetwork_learning_rate";
+
+/// The network's run-time learning rate, when the optimizer steps' rate
+/// is a compiled-in attribute: every per-parameter step, in the training
+/// graph or the optimizer's, has one, and all have the same value. The
+/// rate then lives in one float (`DeeployNetwork_learning_rate`, that
+/// value at start) every step's kernel reads. `None` when there is no
+/// step, when the optimizer takes the rate as a graph input (its buffer
+/// is the rate), or when a step reads its own tensor or the steps' rates
+/// differ (the rate is compiled in; the model API says it cannot change).
+pub(super) fn run_time_rate(ctx: &Ctx) -> Option<kernel::Rate> {
+    let model = ctx.model;
+    let mut graphs = vec![&model.graph];
+    graphs.extend(model.optimizer.as_ref());
+    let mut value: Option<f32> = None;
+    for g in graphs {
+        for (_, n) in g.nodes() {
+            match ops::fixed_rate(n) {
+                None => {}
+                Some(Some(lr)) if value.is_none_or(|v| v.to_bits() == lr.to_bits()) => value = Some(lr),
+                Some(_) => return None,
+            }
+        }
+    }
+    if model.roles.optimizer.values().any(|r| *r == Role::LearningRate) {
+        return None;
+    }
+    value.map(|value| kernel::Rate { value, ptr: format!("&{RATE_VAR}") })
 }
 
 fn table_entry(ctx: &Ctx, id: BufId, name: &str) -> TableEntry {
@@ -244,7 +287,17 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
     let outputs: Vec<Option<String>> = node.outputs.iter().map(|t| ptr(*t)).collect();
     let scratch = n.scratch.map(|s| ctx.expr(s));
     let members = sequence_members(ctx, n, node)?;
-    let kctx = kernel::KernelCtx { model: ctx.model, graph: g, node, inputs, outputs, scratch, members, tile: None };
+    let kctx = kernel::KernelCtx {
+        model: ctx.model,
+        graph: g,
+        node,
+        inputs,
+        outputs,
+        scratch,
+        members,
+        tile: None,
+        rate: ctx.rate.clone(),
+    };
     let kc = binding(&kctx)?;
 
     // Operands a call stages for itself are copied around that call; the

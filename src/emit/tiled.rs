@@ -168,6 +168,7 @@ pub fn tiled_code(
             scratch: scratch.clone(),
             members: vec![],
             tile: None,
+            rate: ctx.rate.clone(),
         };
         let map = (rule.map)(&kctx, &tile.start, &tile.len)?;
         kctx.tile = Some(map.view(&kctx));

@@ -45,6 +45,18 @@ pub struct KernelCtx<'a> {
     /// One tile's shapes and attributes, overriding the graph's: the
     /// binding then describes the call on that tile (see [`super::tile`]).
     pub tile: Option<super::tile::TileView>,
+    /// The network's run-time learning rate, when it has one: an optimizer
+    /// step whose compiled-in rate is its value reads the rate through
+    /// this pointer, so that `dg_model_set_learning_rate` changes it.
+    pub rate: Option<Rate>,
+}
+
+/// The network's one run-time learning rate: its initial value and the C
+/// pointer expression of the float that holds it (the emitter's).
+#[derive(Clone, Debug)]
+pub struct Rate {
+    pub value: f32,
+    pub ptr: String,
 }
 
 /// One value of a kernel's args struct, as data: the emitter prints it to
@@ -238,6 +250,16 @@ impl KernelCtx<'_> {
             None => Ok(default),
             Some(Attr::Int(v)) => Ok(*v),
             Some(other) => Err(self.err(format!("attribute '{name}' must be an int, found {other:?}"))),
+        }
+    }
+
+    /// The `lr_ptr` of an optimizer step whose compiled-in rate is `lr`:
+    /// the run-time rate's pointer when its value is `lr` (same bits),
+    /// else NULL (the kernel reads the constant).
+    pub fn rate_ptr(&self, lr: f32) -> Arg {
+        match &self.rate {
+            Some(r) if r.value.to_bits() == lr.to_bits() => Arg::Ptr(r.ptr.clone()),
+            _ => Arg::Null,
         }
     }
 

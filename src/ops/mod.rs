@@ -39,6 +39,7 @@ mod split;
 mod testing;
 pub mod tile;
 mod training;
+pub use training::fixed_rate;
 mod unary;
 
 use crate::error::{Error, Result};

@@ -75,6 +75,21 @@ pub const OPS: &[OpDef] = &[
     },
 ];
 
+/// The compiled-in learning rate of an optimizer step: `None` for a node
+/// that is no per-parameter step, `Some(None)` for one that reads its
+/// rate from a tensor (or has none), `Some(Some(lr))` for one whose rate
+/// is its attribute `lr` (SGD, MomentumSGD, AdamW), which its kernel can
+/// read at run time instead ([`super::kernel::KernelCtx::rate`]).
+pub fn fixed_rate(node: &crate::ir::Node) -> Option<Option<f32>> {
+    if super::of(node).train != Train::Sgd {
+        return None;
+    }
+    Some(match node.attrs.get("lr") {
+        Some(Attr::Float(v)) => Some(*v),
+        _ => None,
+    })
+}
+
 /// A tile attribute (never an ONNX one): 1 on every AdamW tile but the
 /// last, whose call alone advances the step count.
 pub const HOLD_STEP: &str = "deploygen.hold_step";
@@ -150,7 +165,10 @@ pub(super) fn bind_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     let n = numel(&ctx.in_shape(0)?);
     // The rate is the attribute `lr`, or a tensor input.
     let (lr, lr_ptr) = match ctx.node.attrs.get("lr") {
-        Some(_) => (ctx.attr_float("lr", 0.0)?, Arg::Null),
+        Some(_) => {
+            let lr = ctx.attr_float("lr", 0.0)?;
+            (lr, ctx.rate_ptr(lr))
+        }
         None => match ctx.inputs.get(2).cloned().flatten() {
             Some(p) => (0.0, Arg::Ptr(p)),
             None => return Err(ctx.err("SGD needs a learning rate: attribute 'lr' or a third input")),
@@ -246,6 +264,7 @@ fn adamw(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
+    let lr = ctx.attr_float("lr", 0.0)?;
     one(call(
         "dg_momentum_sgd_f32",
         "dg_momentum_sgd_args_t",
@@ -255,7 +274,8 @@ fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
             ("velocity", ctx.inp(2)?),
             ("w_out", ctx.out(0)?),
             ("n", u(numel(&ctx.in_shape(0)?))),
-            ("lr", f(ctx.attr_float("lr", 0.0)?)),
+            ("lr", f(lr)),
+            ("lr_ptr", ctx.rate_ptr(lr)),
             ("momentum", f(ctx.attr_float("momentum", 0.0)?)),
             ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
         ],
@@ -264,6 +284,7 @@ fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
 
 fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3])?;
+    let lr = ctx.attr_float("lr", 0.0)?;
     let mut fields = vec![
         ("w", ctx.inp(0)?),
         ("g", ctx.inp(1)?),
@@ -272,7 +293,8 @@ fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
         ("step", ctx.inp(4)?),
         ("w_out", ctx.out(0)?),
         ("n", u(numel(&ctx.in_shape(0)?))),
-        ("lr", f(ctx.attr_float("lr", 0.0)?)),
+        ("lr", f(lr)),
+        ("lr_ptr", ctx.rate_ptr(lr)),
         ("beta1", f(ctx.attr_float("beta1", 0.0)?)),
         ("beta2", f(ctx.attr_float("beta2", 0.0)?)),
         ("epsilon", f(ctx.attr_float("epsilon", 0.0)?)),

@@ -203,6 +203,7 @@ impl NodeIn<'_> {
             scratch: None,
             members: vec![],
             tile: None,
+            rate: None,
         }
     }
 

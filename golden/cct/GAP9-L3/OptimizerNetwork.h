@@ -16,8 +16,9 @@ extern const uint32_t DeeployOptNetwork_inputs_bytes[2];
 extern const uint32_t DeeployOptNetwork_num_inputs;
 extern void *DeeployOptNetwork_outputs[1];
 extern const uint32_t DeeployOptNetwork_num_outputs;
-/* The learning-rate buffer the optimizer reads, NULL when the rate is an
- * attribute of its nodes. */
+/* The learning rate the optimizer steps read at run time (one float), NULL
+ * when it is compiled into them (their rates differ, or a step reads a
+ * tensor of its own). */
 extern void *DeeployOptNetwork_learning_rate;
 
 /* Fills the tables; the buffers are allocated by InitTrainingNetwork. */

@@ -21,7 +21,7 @@ void *DeeployOptNetwork_learning_rate;
 
 int InitOptimizerNetwork(void)
 {
-    DeeployOptNetwork_learning_rate = NULL;
+    DeeployOptNetwork_learning_rate = &DeeployNetwork_learning_rate;
     return 0;
 }
 

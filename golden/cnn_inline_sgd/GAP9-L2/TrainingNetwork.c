@@ -32,6 +32,7 @@ const uint32_t DeeployNetwork_outputs_bytes[5] = {
     40u, /* 4: fc.bias_updated */
 };
 const uint32_t DeeployNetwork_num_outputs = 5u;
+float DeeployNetwork_learning_rate = 0.01f;
 
 /* DMA queues of the tiled nodes, one per L1 tile buffer, used by one node
  * at a time: static, so that no queue sits on the cluster stack. */
@@ -737,7 +738,7 @@ void RunTrainingNetwork(void *arg)
                     .w_out = o0_l1[0],
                     .n = 36u,
                     .lr = 0.01f,
-                    .lr_ptr = NULL,
+                    .lr_ptr = &DeeployNetwork_learning_rate,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             }
@@ -781,7 +782,7 @@ void RunTrainingNetwork(void *arg)
                     .w_out = o0_l1[0],
                     .n = 4u,
                     .lr = 0.01f,
-                    .lr_ptr = NULL,
+                    .lr_ptr = &DeeployNetwork_learning_rate,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             }
@@ -825,7 +826,7 @@ void RunTrainingNetwork(void *arg)
                     .w_out = o0_l1[0],
                     .n = 1440u,
                     .lr = 0.01f,
-                    .lr_ptr = NULL,
+                    .lr_ptr = &DeeployNetwork_learning_rate,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             }
@@ -869,7 +870,7 @@ void RunTrainingNetwork(void *arg)
                     .w_out = o0_l1[0],
                     .n = 10u,
                     .lr = 0.01f,
-                    .lr_ptr = NULL,
+                    .lr_ptr = &DeeployNetwork_learning_rate,
                 };
                 pi_cl_team_fork(NUM_CORES, dg_sgd_f32, &args);
             }

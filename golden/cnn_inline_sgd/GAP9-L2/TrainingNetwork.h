@@ -42,6 +42,9 @@ extern const uint32_t DeeployNetwork_num_inputs;
 extern void *DeeployNetwork_outputs[5];
 extern const uint32_t DeeployNetwork_outputs_bytes[5];
 extern const uint32_t DeeployNetwork_num_outputs;
+/* The learning rate every optimizer step reads at run time (0.01f to
+ * begin with; DeeployOptNetwork_learning_rate points here). */
+extern float DeeployNetwork_learning_rate;
 
 /* Allocates the arenas (L1, then L2, then L3) and loads the L3 initial
  * values. Returns 0, or -1 after a FATAL line naming what failed. Call on

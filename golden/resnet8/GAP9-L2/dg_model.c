@@ -227,7 +227,9 @@ int dg_model_init(struct pi_device *cluster)
     CopyInitialWeights();
     fill_tables();
     dg_ready = 1;
-    return dg_model_set_learning_rate(0.01f);
+    if (DeeployOptNetwork_learning_rate != NULL)
+        return dg_model_set_learning_rate(0.01f);
+    return DG_MODEL_OK;
 }
 
 static int32_t find(const char *const *names, uint32_t n, const char *name)
@@ -350,8 +352,9 @@ int dg_model_set_learning_rate(float lr)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
-    if (DeeployOptNetwork_learning_rate != NULL)
-        dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
+    if (DeeployOptNetwork_learning_rate == NULL)
+        return DG_MODEL_ENORATE;
+    dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);
     return DG_MODEL_OK;
 }
 

@@ -84,6 +84,10 @@
 #define DG_MODEL_EMEMORY (-7)
 /* Not in this project (training calls of an inference project). */
 #define DG_MODEL_ENOTRAIN (-8)
+/* The learning rate is compiled into the optimizer steps and cannot change
+ * at run time: the model's steps have different rates, or a step reads a
+ * rate tensor of its own. Nothing is changed. */
+#define DG_MODEL_ENORATE (-9)
 
 /* 1 in a training project, 0 in an inference project. */
 #define DG_MODEL_TRAINING 1
@@ -149,7 +153,11 @@ int dg_model_train_step(void);
 float dg_model_loss(void);
 
 /* The learning rate of the next optimizer steps (the model's to begin
- * with); DG_MODEL_EINIT before init. */
+ * with: train.toml's, or the rate the graph gives its steps), read by
+ * every optimizer step (SGD, momentum, AdamW) at run time; 0 keeps the
+ * weights where they are. DG_MODEL_ENORATE when this model's rate is
+ * compiled in (see above), DG_MODEL_ENOTRAIN in an inference project,
+ * DG_MODEL_EINIT before init. */
 int dg_model_set_learning_rate(float lr);
 
 /* Bytes of a checkpoint; export writes one into dst (bytes at least that),
