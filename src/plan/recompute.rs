@@ -167,8 +167,9 @@ pub fn apply(model: &mut Model, opts: &PlanOptions) -> Result<Option<Report>> {
         accumulated_early,
         ..Report::default()
     };
-    let mut cands = candidates(model, &backward);
-    let producer_cost = producer_costs(&model.graph, &cands, &costs);
+    let found = candidates(model, &backward);
+    let producer_cost = found.iter().map(|&(t, n)| (t, costs.get(&n).copied().unwrap_or(0))).collect();
+    let mut cands: Vec<TensorId> = found.into_iter().map(|(t, _)| t).collect();
     let measured = std::cell::Cell::new(0);
     let search = Search { model, opts, backward: &backward, costs: &costs, producer_cost, area, measured };
     let g = &model.graph;
@@ -417,8 +418,9 @@ fn backward_nodes(model: &Model) -> HashSet<NodeIndex> {
     out
 }
 
-/// Forward values with a recomputable producer that a backward node reads.
-fn candidates(model: &Model, backward: &HashSet<NodeIndex>) -> Vec<TensorId> {
+/// Forward values with a recomputable producer that a backward node reads,
+/// each with its producer.
+fn candidates(model: &Model, backward: &HashSet<NodeIndex>) -> Vec<(TensorId, NodeIndex)> {
     let g = &model.graph;
     let outputs: HashSet<TensorId> = g.outputs.iter().copied().collect();
     let readers = g.readers();
@@ -435,23 +437,11 @@ fn candidates(model: &Model, backward: &HashSet<NodeIndex>) -> Vec<TensorId> {
                 continue;
             }
             if readers.get(&t).is_some_and(|rs| rs.iter().any(|r| backward.contains(r))) {
-                v.push(t);
+                v.push((t, n));
             }
         }
     }
     v
-}
-
-/// The estimated cost of each candidate's producer.
-fn producer_costs(g: &Graph, cands: &[TensorId], costs: &HashMap<NodeIndex, u64>) -> HashMap<TensorId, u64> {
-    let wanted: HashSet<TensorId> = cands.iter().copied().collect();
-    let mut out = HashMap::new();
-    for (n, node) in g.nodes() {
-        for &t in node.outputs.iter().flatten().filter(|t| wanted.contains(t)) {
-            out.insert(t, costs.get(&n).copied().unwrap_or(0));
-        }
-    }
-    out
 }
 
 fn rule(g: &Graph, node: &Node) -> Option<Recompute> {

@@ -105,8 +105,9 @@ struct Walk<'a> {
     /// Whether each conditional updater shares its input's buffer.
     sgd_inplace: HashMap<NodeIndex, bool>,
     /// Per buffer, the last step any of its tensors is read (kept as tensors
-    /// join it, so that an in-place check need not scan every tensor).
-    member_end: Vec<Option<u32>>,
+    /// join it, so that an in-place check need not scan every tensor); 0
+    /// for a buffer no tensor has joined.
+    member_end: Vec<u32>,
     /// Whether some node read the optimizer's sequences as their members.
     viewed_seq: bool,
 }
@@ -161,10 +162,10 @@ impl<'a> Walk<'a> {
     fn joins(&mut self, id: BufId, t: TensorId) {
         let end = self.last_read(t);
         if self.member_end.len() <= id.index() {
-            self.member_end.resize(id.index() + 1, None);
+            self.member_end.resize(id.index() + 1, 0);
         }
         let e = &mut self.member_end[id.index()];
-        *e = Some(e.unwrap_or(0).max(end));
+        *e = (*e).max(end);
     }
 
     fn bytes(&self, t: TensorId) -> Option<u64> {
@@ -339,7 +340,7 @@ impl<'a> Walk<'a> {
         let transient = matches!(buf.kind, Kind::Activation | Kind::Gradient) && !buf.persistent;
         // Every tensor of the buffer (views included) is last
         // read here: no later node sees the overwrite.
-        let dies = self.member_end.get(id.index()).copied().flatten().is_none_or(|end| end <= s);
+        let dies = self.member_end.get(id.index()).is_none_or(|&end| end <= s);
         if !(transient && dies && self.bytes(t) == Some(buf.bytes) && b.buffers[id].graph == self.sel) {
             return None;
         }
