@@ -17,8 +17,29 @@ fn brute_lower_bound(items: &[Item]) -> u64 {
     (0..=last).map(|t| items.iter().filter(|i| i.start <= t && t <= i.end).map(|i| i.size).sum()).max().unwrap_or(0)
 }
 
+/// Pairs of buffers with bytes that share a step, by brute force.
+fn brute_pairs(items: &[Item]) -> u64 {
+    let full: Vec<&Item> = items.iter().filter(|i| i.size > 0).collect();
+    let mut n = 0;
+    for (k, a) in full.iter().enumerate() {
+        n += full[k + 1..].iter().filter(|b| a.conflicts(b)).count() as u64;
+    }
+    n
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_sweep_is_valid_and_counts_the_pairs(items in items()) {
+        let (offs, pairs) = offsets::sweep(&items, ALIGN);
+        let arena = offsets::arena_of(&items, &offs);
+        prop_assert_eq!(offsets::verify(&items, &offs, arena, arena, ALIGN), Ok(()));
+        prop_assert!(arena <= offsets::arena_of(&items, &offsets::bump(&items)));
+        prop_assert!(arena >= offsets::lower_bound(&items));
+        prop_assert_eq!(pairs, brute_pairs(&items));
+    }
+
 
     #[test]
     fn assignment_is_valid_and_between_the_bounds(items in items()) {
@@ -128,4 +149,36 @@ fn zero_size_and_empty_instances() {
     let a = offsets::assign(&items, ALIGN);
     assert_eq!(a.arena, 8);
     assert_eq!(offsets::verify(&items, &a.offsets, a.arena, a.arena, ALIGN), Ok(()));
+}
+
+/// A training step's shape: values made one after another and read back
+/// in reverse, so the first made lives longest. Past `GREEDY_PAIRS` pairs
+/// live together the greedy search (quadratic in them) gives way to the
+/// sweep, which packs this nesting exactly and at once.
+#[test]
+fn a_long_nested_step_is_placed_by_the_sweep() {
+    let n: u32 = 6500;
+    let items: Vec<Item> = (0..n).map(|k| Item::new(8 * (1 + u64::from(k % 3)), k, 2 * n - k)).collect();
+    assert!(brute_pairs(&items[..100]) == 100 * 99 / 2);
+    let a = offsets::assign(&items, ALIGN);
+    assert!(a.strategy.starts_with("sweep by first step"), "{}", a.strategy);
+    assert_eq!(a.arena, a.lower_bound);
+    assert_eq!(offsets::verify(&items, &a.offsets, a.arena, a.arena, ALIGN), Ok(()));
+    // Below the bound the greedy search still runs.
+    let few = offsets::assign(&items[..100], ALIGN);
+    assert!(!few.strategy.starts_with("sweep"), "{}", few.strategy);
+}
+
+/// Buffers freed in the order they were made (a sliding window of live
+/// values, sizes irregular): the sweep reuses what each frees, merged with
+/// its free neighbours, and stays close to the bound.
+#[test]
+fn the_sweep_reuses_freed_ranges() {
+    let items: Vec<Item> = (0..2000u32).map(|k| Item::new(8 * (1 + u64::from(k * k % 11)), k, k + 16)).collect();
+    let (offs, _) = offsets::sweep(&items, ALIGN);
+    let arena = offsets::arena_of(&items, &offs);
+    let lb = offsets::lower_bound(&items);
+    println!("lower bound {lb} sweep {arena}");
+    assert_eq!(offsets::verify(&items, &offs, arena, arena, ALIGN), Ok(()));
+    assert!(arena * 4 <= lb * 5, "sweep {arena} against the bound {lb}");
 }

@@ -10,7 +10,7 @@
 //! training step that are not one operator's gradient: the loss, gradient
 //! accumulation and the optimizer updates. `lower::derive` drives it.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use petgraph::stable_graph::NodeIndex;
 
@@ -22,6 +22,19 @@ use crate::ir::{Attr, DType, Graph, Node, Origin, Tensor, TensorData, TensorId, 
 /// inputs `ctx.needs(i)` from the outputs' gradients, and records them
 /// with `ctx.set(i, t)`.
 pub type GradFn = fn(&mut GradCtx) -> Result<()>;
+
+/// `base` if not `taken`, else `base_<k>` for the first free `k`, the
+/// search starting where the last one for `base` ended.
+fn first_free(base: &str, next: &mut HashMap<String, usize>, taken: impl Fn(&str) -> bool) -> String {
+    if !taken(base) {
+        return base.to_string();
+    }
+    let k = next.entry(base.to_string()).or_insert(1);
+    while taken(&format!("{base}_{k}")) {
+        *k += 1;
+    }
+    format!("{base}_{k}")
+}
 
 /// Domain of onnxruntime's training operators.
 pub const MS: &str = "com.microsoft";
@@ -37,21 +50,24 @@ pub struct Builder<'g> {
     /// Every node's name: a fresh name is found without a walk over the
     /// graph (a walk per node made a long step's backward quadratic).
     node_names: HashSet<String>,
+    /// Per base name, the suffix `k` to try first: every smaller one is
+    /// taken, and names are never freed, so a search need not walk them
+    /// again (8,000 accumulators named alike made the walks quadratic).
+    next_tensor: HashMap<String, usize>,
+    next_node: HashMap<String, usize>,
 }
 
 impl<'g> Builder<'g> {
     pub fn new(graph: &'g mut Graph) -> Builder<'g> {
         let next_order = graph.dag.node_indices().map(|n| graph.dag[n].order + 1).max().unwrap_or(0);
         let node_names = graph.dag.node_weights().map(|n| n.name.clone()).collect();
-        Builder { graph, next_order, added: vec![], node_names }
+        Builder { graph, next_order, added: vec![], node_names, next_tensor: HashMap::new(), next_node: HashMap::new() }
     }
 
     /// `base`, or `base_<k>` for the first k that names no tensor yet.
-    pub fn fresh(&self, base: &str) -> String {
-        if self.graph.id(base).is_none() {
-            return base.to_string();
-        }
-        (1..).map(|k| format!("{base}_{k}")).find(|n| self.graph.id(n).is_none()).expect("some name is free")
+    pub fn fresh(&mut self, base: &str) -> String {
+        let graph = &*self.graph;
+        first_free(base, &mut self.next_tensor, |n| graph.id(n).is_some())
     }
 
     /// A new tensor named `base` (or a fresh variant).
@@ -139,12 +155,9 @@ impl<'g> Builder<'g> {
         Ok(outs[0].expect("one named output"))
     }
 
-    fn fresh_node(&self, base: &str) -> String {
-        let taken = |n: &str| self.node_names.contains(n);
-        if !taken(base) {
-            return base.to_string();
-        }
-        (1..).map(|k| format!("{base}_{k}")).find(|n| !taken(n)).expect("some name is free")
+    fn fresh_node(&mut self, base: &str) -> String {
+        let names = &self.node_names;
+        first_free(base, &mut self.next_node, |n| names.contains(n))
     }
 
     /// Run the node's shape rule and give its outputs their types.

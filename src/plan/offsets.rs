@@ -7,10 +7,14 @@
 //! - [`bump`]: the naive allocator (every buffer its own range).
 //! - [`first_fit`]: greedy, one order: each buffer at the lowest offset that
 //!   clears every already placed buffer it shares a step with.
+//! - [`sweep`]: buffers placed in order of first step, as a program
+//!   allocates them; O(n log n) however many buffers live together.
 //! - [`assign`]: greedy by size as the floor, improved by trying several
 //!   orders (by size, lifetime, size × lifetime, start, end), then a seeded
 //!   local search over orders and, for small instances, every order; keeps the best.
-//!   Deterministic: the random orders come from a fixed seed.
+//!   Deterministic: the random orders come from a fixed seed. Bounded: the
+//!   orders after the first stop at [`SEARCH_WORK`] comparisons, and an
+//!   instance past [`GREEDY_PAIRS`] is placed by [`sweep`] alone.
 //! - [`verify`]: an independent check of any assignment.
 
 use std::cmp::Reverse;
@@ -135,12 +139,13 @@ impl Lifetimes {
 
 /// Greedy first fit in the given order.
 pub fn first_fit(items: &[Item], order: &[usize], align: u64) -> Vec<u64> {
-    first_fit_in(items, &Lifetimes::new(items), order, align)
+    first_fit_in(items, &Lifetimes::new(items), order, align, &mut 0)
 }
 
 /// [`first_fit`] with the items' lifetime index built once, for the
-/// search that tries many orders of the same items.
-fn first_fit_in(items: &[Item], lifetimes: &Lifetimes, order: &[usize], align: u64) -> Vec<u64> {
+/// search that tries many orders of the same items. Adds to `work` one
+/// per buffer placed and one per placed buffer it was compared with.
+fn first_fit_in(items: &[Item], lifetimes: &Lifetimes, order: &[usize], align: u64, work: &mut u64) -> Vec<u64> {
     let align = align.max(1);
     let mut offsets = vec![0u64; items.len()];
     let mut placed = vec![false; items.len()];
@@ -153,6 +158,7 @@ fn first_fit_in(items: &[Item], lifetimes: &Lifetimes, order: &[usize], align: u
                 busy.push((offsets[j], offsets[j] + items[j].size));
             }
         });
+        *work += 1 + busy.len() as u64;
         busy.sort_unstable();
         let mut cand = 0u64;
         for &(lo, hi) in &busy {
@@ -231,15 +237,136 @@ fn sorted(items: &[Item], key: impl Fn(&Item) -> (u64, u64, u64)) -> Vec<usize> 
     v
 }
 
+/// Most comparisons (see [`first_fit_in`]'s `work`) that the orders tried
+/// after greedy by size may cost in all. The local search's step bounds
+/// count orders, and an order costs as many comparisons as buffers share
+/// steps: a long training step keeps thousands of forward values live
+/// together, where each order costs millions. The zoo's searches stay far
+/// below it.
+pub const SEARCH_WORK: u64 = 20_000_000;
+
+/// Instances with more pairs of buffers live together than this are
+/// placed by [`sweep`] alone: greedy by size compares each buffer with
+/// every placed one it shares a step with, quadratic in a step that keeps
+/// thousands of values live (a 4,000-block training chain has ~10^9 such
+/// pairs; the zoo's largest, ~10^5).
+pub const GREEDY_PAIRS: u64 = 20_000_000;
+
+/// Buffers placed as a program allocates them: in order of their first
+/// step, each in the smallest free gap that holds it (or on top), freed
+/// after its last step, neighbouring gaps merged. O(n log n) whatever the
+/// overlap. Also returns how many pairs of buffers with bytes share a step.
+pub fn sweep(items: &[Item], align: u64) -> (Vec<u64>, u64) {
+    let align = align.max(1);
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| (items[i].start, i));
+    let mut offsets = vec![0u64; items.len()];
+    let mut free = Gaps::default();
+    let mut live: BinaryHeap<Reverse<(u32, usize)>> = BinaryHeap::new();
+    let mut pairs = 0u64;
+    for i in order {
+        let it = items[i];
+        while let Some(&Reverse((end, j))) = live.peek() {
+            if end >= it.start {
+                break;
+            }
+            live.pop();
+            free.release(offsets[j], items[j].size.div_ceil(align) * align);
+        }
+        let size = it.size.div_ceil(align) * align;
+        if size > 0 {
+            pairs += live.len() as u64;
+            offsets[i] = free.take(size);
+            live.push(Reverse((it.end, i)));
+        }
+    }
+    (offsets, pairs)
+}
+
+/// The free ranges below the top of a [`sweep`]'s arena.
+#[derive(Default)]
+struct Gaps {
+    by_offset: std::collections::BTreeMap<u64, u64>,
+    by_len: BTreeSet<(u64, u64)>,
+    top: u64,
+}
+
+impl Gaps {
+    fn take(&mut self, size: u64) -> u64 {
+        if let Some(&(len, off)) = self.by_len.range((size, 0)..).next() {
+            self.remove(off, len);
+            if len > size {
+                self.insert(off + size, len - size);
+            }
+            return off;
+        }
+        // No gap holds it: grow from the gap that ends at the top, if any.
+        let off = match self.by_offset.last_key_value() {
+            Some((&o, &l)) if o + l == self.top => {
+                self.remove(o, l);
+                o
+            }
+            _ => self.top,
+        };
+        self.top = off + size;
+        off
+    }
+
+    fn release(&mut self, mut off: u64, mut len: u64) {
+        if let Some((&o, &l)) = self.by_offset.range(..off).next_back() {
+            if o + l == off {
+                self.remove(o, l);
+                (off, len) = (o, l + len);
+            }
+        }
+        if let Some(&l) = self.by_offset.get(&(off + len)) {
+            self.remove(off + len, l);
+            len += l;
+        }
+        if off + len == self.top {
+            self.top = off;
+        } else {
+            self.insert(off, len);
+        }
+    }
+
+    fn insert(&mut self, off: u64, len: u64) {
+        self.by_offset.insert(off, len);
+        self.by_len.insert((len, off));
+    }
+
+    fn remove(&mut self, off: u64, len: u64) {
+        self.by_offset.remove(&off);
+        self.by_len.remove(&(len, off));
+    }
+}
+
 /// Greedy by size, improved by a search over orders; keeps the best.
 pub fn assign(items: &[Item], align: u64) -> Assignment {
     let lb = lower_bound(items);
     let n = items.len();
+    let (swept, pairs) = sweep(items, align);
+    if pairs > GREEDY_PAIRS {
+        let arena = arena_of(items, &swept);
+        let strategy =
+            format!("sweep by first step ({pairs} pairs of buffers live together: past the greedy search's bound)");
+        return Assignment { offsets: swept, arena, lower_bound: lb, greedy_arena: arena, strategy };
+    }
     let by_size = sorted(items, |it| (it.size, it.span(), 0));
     let lifetimes = Lifetimes::new(items);
-    let first_fit = |items: &[Item], order: &[usize], align: u64| first_fit_in(items, &lifetimes, order, align);
-    let greedy = first_fit(items, &by_size, align);
+    let work = std::cell::Cell::new(0u64);
+    let first_fit = |order: &[usize]| {
+        let mut w = work.get();
+        let offs = first_fit_in(items, &lifetimes, order, align, &mut w);
+        work.set(w);
+        offs
+    };
+    let greedy = first_fit(&by_size);
     let greedy_arena = arena_of(items, &greedy);
+    work.set(0);
+    // Another order is tried while the best is above the bound and the
+    // comparisons so far leave room for it.
+    let worth = |best: u64| best > lb && work.get() < SEARCH_WORK;
     let mut best = (greedy_arena, greedy, "greedy by size".to_string());
     let mut best_order = by_size;
     let consider = |offs: Vec<u64>, name: &str, best: &mut (u64, Vec<u64>, String)| -> bool {
@@ -251,7 +378,7 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
             false
         }
     };
-    if best.0 > lb {
+    if worth(best.0) {
         let orders: [(&str, Vec<usize>); 5] = [
             ("greedy by lifetime length", sorted(items, |it| (it.span(), it.size, 0))),
             ("greedy by size x lifetime", sorted(items, |it| (it.size * it.span(), it.size, 0))),
@@ -263,24 +390,24 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
             ),
         ];
         for (name, order) in orders {
-            let offs = first_fit(items, &order, align);
+            if !worth(best.0) {
+                break;
+            }
+            let offs = first_fit(&order);
             if consider(offs, name, &mut best) {
                 best_order = order;
             }
-            if best.0 == lb {
-                break;
-            }
         }
     }
-    if best.0 > lb && n <= EXHAUSTIVE_MAX {
+    if worth(best.0) && n <= EXHAUSTIVE_MAX {
         let mut order: Vec<usize> = (0..n).collect();
         permute(&mut order, 0, &mut |o| {
             if best.0 > lb {
-                let offs = first_fit(items, o, align);
+                let offs = first_fit(o);
                 consider(offs, "every order (small instance)", &mut best);
             }
         });
-    } else if best.0 > lb {
+    } else if worth(best.0) {
         // Local search over orders, from the best one: move a buffer that
         // touches the arena's top earlier, or swap two buffers; keep a
         // change that does not make the arena larger (walking plateaus),
@@ -290,7 +417,7 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
         let max_steps = (LOCAL_SEARCH_PLACEMENTS / n).max(LOCAL_SEARCH_STEPS);
         let mut since_best = 0;
         for _ in 0..max_steps {
-            if best.0 == lb || since_best == LOCAL_SEARCH_STEPS {
+            if !worth(best.0) || since_best == LOCAL_SEARCH_STEPS {
                 break;
             }
             since_best += 1;
@@ -310,7 +437,7 @@ pub fn assign(items: &[Item], align: u64) -> Assignment {
                 let (i, j) = (rng.below(n), rng.below(n));
                 order.swap(i, j);
             }
-            let offs = first_fit(items, &order, align);
+            let offs = first_fit(&order);
             let a = arena_of(items, &offs);
             if a <= cur_arena {
                 (cur_order, cur_offs, cur_arena) = (order, offs.clone(), a);
