@@ -18,7 +18,8 @@ use super::training;
 /// Detect every role in a model.
 pub fn detect(model: &Model) -> Roles {
     let g = &model.graph;
-    let mut params: Vec<ParamRoles> = Vec::new();
+    // By name: a long step has thousands, each looked up by name.
+    let mut params: IndexMap<String, ParamRoles> = IndexMap::new();
     let mut main: IndexMap<String, Role> = IndexMap::new();
     let lazy_reset = accumulation_roles(model, &mut params, &mut main);
     inline_sgd_roles(g, &mut params, &mut main);
@@ -26,6 +27,7 @@ pub fn detect(model: &Model) -> Roles {
 
     // Keep parameters in graph-input (or initializer) order.
     let position = |name: &str| g.id(name).map_or(usize::MAX, TensorId::index);
+    let mut params: Vec<ParamRoles> = params.into_values().collect();
     params.sort_by_key(|p| position(&p.name));
     for p in &params {
         main.insert(p.name.clone(), Role::Param);
@@ -55,21 +57,19 @@ fn nodes_of(g: &Graph, part: Train) -> impl Iterator<Item = &Node> {
 /// Returns the reset flag's name.
 fn accumulation_roles(
     model: &Model,
-    params: &mut Vec<ParamRoles>,
+    params: &mut IndexMap<String, ParamRoles>,
     main: &mut IndexMap<String, Role>,
 ) -> Option<String> {
     let g = &model.graph;
     for a in training::accumulations(model) {
         let gradient = Some(a.gradient.clone());
         match (&a.weight, &a.gradient_of) {
-            (Some(w), _) if !params.iter().any(|p| p.name == *w) => params.push(ParamRoles {
-                name: w.clone(),
-                grad_buffer: Some(a.buffer.clone()),
-                gradient,
-                updated: None,
-            }),
-            (None, Some(w)) if !params.iter().any(|p| p.name == *w) => {
-                params.push(ParamRoles { name: w.clone(), grad_buffer: None, gradient, updated: None })
+            (Some(w), _) if !params.contains_key(w) => {
+                let p = ParamRoles { name: w.clone(), grad_buffer: Some(a.buffer.clone()), gradient, updated: None };
+                params.insert(w.clone(), p);
+            }
+            (None, Some(w)) if !params.contains_key(w) => {
+                params.insert(w.clone(), ParamRoles { name: w.clone(), grad_buffer: None, gradient, updated: None });
             }
             _ => {}
         }
@@ -92,7 +92,7 @@ fn accumulation_roles(
 }
 
 /// Inline SGD (single-graph flavor): SGD(w, g) -> w_updated.
-fn inline_sgd_roles(g: &Graph, params: &mut Vec<ParamRoles>, main: &mut IndexMap<String, Role>) {
+fn inline_sgd_roles(g: &Graph, params: &mut IndexMap<String, ParamRoles>, main: &mut IndexMap<String, Role>) {
     for n in nodes_of(g, Train::Sgd) {
         let Some(w) = n.input(0) else { continue };
         let name = g.name_of(w).to_string();
@@ -101,15 +101,17 @@ fn inline_sgd_roles(g: &Graph, params: &mut Vec<ParamRoles>, main: &mut IndexMap
         if let Some(u) = &updated {
             main.insert(u.clone(), Role::UpdatedParam);
         }
-        match params.iter_mut().find(|p| p.name == name) {
+        match params.get_mut(&name) {
             Some(p) => p.updated = updated,
-            None => params.push(ParamRoles { name, grad_buffer: None, gradient, updated }),
+            None => {
+                params.insert(name.clone(), ParamRoles { name, grad_buffer: None, gradient, updated });
+            }
         }
     }
 }
 
 /// Per-parameter SGD in a separate optimizer graph pairs by input name.
-fn optimizer_roles(og: &Graph, params: &mut [ParamRoles]) -> IndexMap<String, Role> {
+fn optimizer_roles(og: &Graph, params: &mut IndexMap<String, ParamRoles>) -> IndexMap<String, Role> {
     let mut optimizer: IndexMap<String, Role> = IndexMap::new();
     for (_, n) in og.nodes() {
         match ops::of(n).train {
@@ -122,7 +124,7 @@ fn optimizer_roles(og: &Graph, params: &mut [ParamRoles]) -> IndexMap<String, Ro
                 if let Some(u) = &updated {
                     optimizer.insert(u.clone(), Role::UpdatedParam);
                 }
-                if let Some(p) = params.iter_mut().find(|p| p.name == w) {
+                if let Some(p) = params.get_mut(&w) {
                     p.updated = updated;
                 }
                 for s in (2..n.inputs.len()).filter(|&s| ops::of(n).updates_state(s)) {

@@ -3,9 +3,13 @@
 //! and the assertions about that structure that need no test data.
 //! Binding pairs these with the data's slots.
 
+use std::collections::{HashMap, HashSet};
+
+use indexmap::IndexSet;
+
 use crate::error::{Error, Result};
 use crate::ir::roles::ACCUM_BUFFER_SUFFIX;
-use crate::ir::{Graph, Model, Origin};
+use crate::ir::{Graph, Model, Origin, TensorId};
 use crate::ops::{self, Train};
 
 /// onnxruntime's gradient builder calls weight `w`'s gradient `w_grad`.
@@ -44,23 +48,26 @@ pub struct Accumulation {
 pub fn accumulations(model: &Model) -> Vec<Accumulation> {
     let g = &model.graph;
     let accumulators: Vec<_> = g.nodes().filter(|(_, n)| ops::of(n).train == Train::Accumulator).collect();
-    let buffers: Vec<&str> = accumulators.iter().filter_map(|(_, n)| n.input(0)).map(|t| g.name_of(t)).collect();
+    let buffers: HashSet<&str> = accumulators.iter().filter_map(|(_, n)| n.input(0)).map(|t| g.name_of(t)).collect();
     // A weight is a graph input other than a buffer.
     let weight = |name: &str| -> Option<String> {
         let t = g.id(name)?;
-        (g.tensor(t).origin == Origin::Input && !buffers.contains(&name)).then(|| name.to_string())
+        (g.tensor(t).origin == Origin::Input && !buffers.contains(name)).then(|| name.to_string())
     };
     let optimizer_sgd = model.optimizer.as_ref().map(sgd_nodes).unwrap_or_default();
+    // The first optimizer node reading each gradient (a table: a long
+    // step has thousands of both).
+    let mut reader: HashMap<&str, &SgdNode> = HashMap::new();
+    for s in &optimizer_sgd {
+        reader.entry(s.gradient.as_str()).or_insert(s);
+    }
     accumulators
         .iter()
         .filter_map(|(_, n)| {
             let (buffer, gradient) = (g.name_of(n.input(0)?).to_string(), g.name_of(n.input(1)?).to_string());
             let gradient_of = gradient.strip_suffix(GRADIENT_SUFFIX).and_then(weight);
             let named_for = buffer.strip_suffix(ACCUM_BUFFER_SUFFIX).and_then(weight);
-            let read_by = optimizer_sgd
-                .iter()
-                .find(|s| s.gradient == buffer)
-                .and_then(|s| weight(&s.weight).map(|w| (s.node.clone(), w)));
+            let read_by = reader.get(buffer.as_str()).and_then(|s| weight(&s.weight).map(|w| (s.node.clone(), w)));
             let wired = read_by.as_ref().map(|(_, w)| w.clone());
             let owner = match (&gradient_of, &named_for) {
                 (Some(a), Some(b)) => (a == b).then(|| a.clone()),
@@ -97,22 +104,28 @@ pub fn check_pairing(model: &Model) -> Result<()> {
     if acc.is_empty() {
         return Ok(());
     }
-    let position = |name: &str| g.id(name).and_then(|t| g.inputs.iter().position(|&i| i == t));
+    let input_at: HashMap<TensorId, usize> = g.inputs.iter().enumerate().map(|(k, &t)| (t, k)).collect();
+    let position = |name: &str| g.id(name).and_then(|t| input_at.get(&t).copied());
 
     // W: every weight something ties to an accumulator, in graph order.
-    let mut weights: Vec<String> = Vec::new();
+    let mut weights: IndexSet<String> = IndexSet::new();
     for a in &acc {
         for w in [&a.weight, &a.gradient_of, &a.named_for].into_iter().flatten() {
-            if !weights.contains(w) {
-                weights.push(w.clone());
-            }
+            weights.insert(w.clone());
         }
     }
+    let mut weights: Vec<String> = weights.into_iter().collect();
     weights.sort_by_key(|w| position(w));
+    let mut of_weight: HashMap<&str, Vec<&Accumulation>> = HashMap::new();
+    for a in &acc {
+        if let Some(w) = &a.weight {
+            of_weight.entry(w.as_str()).or_default().push(a);
+        }
+    }
 
     // Exactly one buffer per weight.
     for w in &weights {
-        let mine: Vec<&Accumulation> = acc.iter().filter(|a| a.weight.as_ref() == Some(w)).collect();
+        let mine = of_weight.get(w.as_str()).map(Vec::as_slice).unwrap_or_default();
         if mine.len() > 1 {
             let bufs: Vec<String> = mine.iter().map(|a| a.buffer.clone()).collect();
             return Err(Error::Pairing {
@@ -134,8 +147,7 @@ pub fn check_pairing(model: &Model) -> Result<()> {
         og.nodes().find(|(_, n)| ops::of(n).train == Train::SgdSequence).map(|(_, n)| (n.op.clone(), n.name.clone()))
     });
     let optimizer_sgd = model.optimizer.as_ref().map(sgd_nodes).unwrap_or_default();
-    let without: Vec<String> =
-        weights.iter().filter(|w| !acc.iter().any(|a| a.weight.as_ref() == Some(*w))).cloned().collect();
+    let without: Vec<String> = weights.iter().filter(|w| !of_weight.contains_key(w.as_str())).cloned().collect();
     if !stray.is_empty() || !without.is_empty() {
         let paired = acc.len() - stray.len();
         let mut detail = format!(
@@ -146,10 +158,11 @@ pub fn check_pairing(model: &Model) -> Result<()> {
         );
         if !without.is_empty() {
             detail += &format!("; no gradient buffer for {}", quoted(&without));
+            let taken: HashSet<&str> = acc.iter().map(|a| a.buffer.as_str()).collect();
             let expected: Vec<String> = without
                 .iter()
                 .map(|w| format!("{w}{ACCUM_BUFFER_SUFFIX}"))
-                .filter(|b| !acc.iter().any(|a| a.buffer == *b))
+                .filter(|b| !taken.contains(b.as_str()))
                 .collect();
             if !expected.is_empty() {
                 detail += &format!(" (expected {})", quoted(&expected));
