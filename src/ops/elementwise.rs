@@ -74,6 +74,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["saturate", "to"],
         infer: cast,
         fold: Some(fold_cast),
+        fold_when: super::FoldWhen::ConstantValues,
         kernel: Some(bind_cast),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
@@ -85,6 +86,7 @@ pub const OPS: &[OpDef] = &[
         infer: cast_like,
         required: &[0, 1],
         fold: Some(fold_cast_like),
+        fold_when: super::FoldWhen::ConstantValues,
         type_only: &[1],
         kernel: Some(bind_cast),
         ..OpDef::BASE
@@ -166,8 +168,26 @@ fn cast_like(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn fold_cast_like(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let to = ctx.dtype(1)?;
-    let Some(v) = ctx.konst(0).and_then(|d| Some((d.shape.clone(), d.to_i64()?))) else { return Ok(None) };
-    Ok(TensorData::from_i64_as(to, v.0, &v.1).map(|t| vec![t]))
+    Ok(ctx.konst(0).and_then(|d| cast_values(d, to)).map(|t| vec![t]))
+}
+
+/// A constant's values as element type `to`: integers and bools convert
+/// as C converts them (bool: nonzero), floats to floats round to nearest.
+/// Floats to integers are left to the kernel (`None`), whose conversion
+/// decides the values out of range.
+fn cast_values(d: &TensorData, to: DType) -> Option<TensorData> {
+    if let Some(v) = d.to_i64() {
+        return TensorData::from_i64_as(to, d.shape.clone(), &v);
+    }
+    match (d.dtype, to) {
+        (DType::F32 | DType::F64, DType::F32) => Some(TensorData::from_f32(d.shape.clone(), &d.to_f32()?)),
+        (DType::F64, DType::F64) => Some(TensorData { dtype: to, ..d.clone() }),
+        (DType::F32, DType::F64) => {
+            let bytes = d.to_f32()?.iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect();
+            Some(TensorData { dtype: to, shape: d.shape.clone(), bytes })
+        }
+        _ => None,
+    }
 }
 
 /// Mod: both inputs of one type; `fmod` is 0 or 1, on integers and floats
@@ -195,11 +215,7 @@ fn fold_mod(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
 
 fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let to = cast_to(ctx)?;
-    let Some(d) = ctx.konst(0) else {
-        return Ok(None);
-    };
-    let Some(v) = d.to_i64() else { return Ok(None) };
-    Ok(TensorData::from_i64_as(to, d.shape.clone(), &v).map(|t| vec![t]))
+    Ok(ctx.konst(0).and_then(|d| cast_values(d, to)).map(|t| vec![t]))
 }
 
 /// Integer arithmetic on shape values (e.g. `Shape → Div → Concat`).
