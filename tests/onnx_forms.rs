@@ -4,7 +4,7 @@
 //! attributes of an older opset's schema, SAME padding, run-time Gather
 //! indices, the forms of SoftmaxCrossEntropyLoss, and the operators added
 //! with the conformance cases (ConstantOfShape, Range, Tile, Mod, Not,
-//! ArgMax, LogSoftmax, Resize).
+//! ArgMax, LogSoftmax, Resize, int32 arithmetic, Pad's wrap mode).
 
 mod common;
 
@@ -777,4 +777,106 @@ fn mask_arithmetic_on_static_shapes_folds() {
     assert_eq!(t("y").ty.shape(), Some(vec![1, 2, 3]));
     assert_eq!(t("full").data.as_ref().unwrap().to_i64(), Some(vec![1, 1, 3]));
     assert_eq!(t("only_two").data.as_ref().unwrap().to_i64(), Some(vec![1, 0]), "Xor(Or(keep, is_two), keep)");
+}
+
+/// The forms onnx 1.23's cases added: Div (truncating), Mod (the
+/// divisor's sign), Max, Min and Pow on int32 and Pow mixing int32 with
+/// f32; Pad's wrap mode; a CastLike of a Constant as Pad's value (folded
+/// when generating code, though its type comes from a run-time input);
+/// and two inputs of one size that broadcast to a larger output
+/// (`[2, 1] - [1, 2]`). One wrong value is one error.
+#[test]
+fn int32_arithmetic_wrap_pad_and_a_cast_constant() {
+    let mut b = ModelBuilder::new();
+    b.opsets = vec![("".into(), 21)];
+    b.input("a", common::I32, &[2, 3])
+        .input("d", common::I32, &[3])
+        .input("e", common::I32, &[3])
+        .input("x", F32, &[2, 3])
+        .input("f", F32, &[3])
+        .input("w", F32, &[1, 3])
+        .input("p", F32, &[2, 1])
+        .input("q", F32, &[1, 2])
+        .init_i64("pads_wrap", &[0, 1, 0, 2])
+        .init_i64("pads_const", &[0, 1, 0, 0])
+        .node("Div", &["a", "d"], &["div"], vec![])
+        .node("Mod", &["a", "d"], &["mod"], vec![])
+        .node("Max", &["a", "d"], &["max"], vec![])
+        .node("Min", &["a", "d"], &["min"], vec![])
+        .node("Pow", &["a", "e"], &["pow_ii"], vec![])
+        .node("Pow", &["x", "e"], &["pow_fi"], vec![])
+        .node("Pow", &["a", "f"], &["pow_if"], vec![])
+        .node("Pad", &["w", "pads_wrap"], &["wrap"], vec![attr_str("mode", "wrap")])
+        .node("Constant", &[], &["k"], vec![attr_float("value_float", 7.5)])
+        .node("CastLike", &["k", "w"], &["kw"], vec![])
+        .node("Pad", &["w", "pads_const", "kw"], &["padded"], vec![])
+        .node("Sub", &["p", "q"], &["sub"], vec![])
+        .output("div", common::I32, &[2, 3])
+        .output("mod", common::I32, &[2, 3])
+        .output("max", common::I32, &[2, 3])
+        .output("min", common::I32, &[2, 3])
+        .output("pow_ii", common::I32, &[2, 3])
+        .output("pow_fi", F32, &[2, 3])
+        .output("pow_if", common::I32, &[2, 3])
+        .output("wrap", F32, &[1, 6])
+        .output("padded", F32, &[1, 4])
+        .output("sub", F32, &[2, 2]);
+    let i32s = |shape: &[usize], v: &[i64]| TensorData::from_i64_as(DType::I32, shape.to_vec(), v).unwrap();
+    let inputs = [
+        ("a", i32s(&[2, 3], &[7, -7, 9, -9, 5, 0])),
+        ("d", i32s(&[3], &[3, -3, 4])),
+        ("e", i32s(&[3], &[2, 3, 0])),
+        ("x", f32s(&[2, 3], &[1.5, -2.0, 3.0, 0.5, 1.0, -1.0])),
+        ("f", f32s(&[3], &[1.0, 3.0, 0.5])),
+        ("w", f32s(&[1, 3], &[1.0, 2.0, 3.0])),
+        ("p", f32s(&[2, 1], &[1.0, 2.0])),
+        ("q", f32s(&[1, 2], &[10.0, 20.0])),
+    ];
+    let expected = |max0: i64| {
+        vec![
+            ("div", i32s(&[2, 3], &[2, 2, 2, -3, -1, 0])),
+            ("mod", i32s(&[2, 3], &[1, -1, 1, 0, -1, 0])),
+            ("max", i32s(&[2, 3], &[max0, -3, 9, 3, 5, 4])),
+            ("min", i32s(&[2, 3], &[3, -7, 4, -9, -3, 0])),
+            ("pow_ii", i32s(&[2, 3], &[49, -343, 1, 81, 125, 1])),
+            ("pow_fi", f32s(&[2, 3], &[2.25, -8.0, 1.0, 0.25, 1.0, 1.0])),
+            ("pow_if", i32s(&[2, 3], &[7, -343, 3, -9, 125, 0])),
+            ("wrap", f32s(&[1, 6], &[3.0, 1.0, 2.0, 3.0, 1.0, 2.0])),
+            ("padded", f32s(&[1, 4], &[7.5, 1.0, 2.0, 3.0])),
+            ("sub", f32s(&[2, 2], &[-9.0, -19.0, -8.0, -18.0])),
+        ]
+    };
+    let dir = folder(&b, &inputs, &expected(7));
+    let m = lowered(dir.path()).unwrap();
+    let left: Vec<&str> = m.graph.nodes().map(|(_, n)| n.op.as_str()).collect();
+    assert!(!left.contains(&"CastLike"), "{left:?}");
+    if !have_gcc() {
+        return;
+    }
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(7 * 6 + 6 + 4 + 4), "{}", o.output);
+    let dir = folder(&b, &inputs, &expected(6));
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(1), "{}", o.output);
+}
+
+/// A Cast of an f32 initializer stays a node (an initializer may be a
+/// trainable weight); one of a Constant folds.
+#[test]
+fn float_casts_fold_from_constants_only() {
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1])
+        .init("w", &[1], &[2.0])
+        .node("Constant", &[], &["k"], vec![attr_float("value_float", 3.0)])
+        .node("Cast", &["w"], &["cw"], vec![attr_int("to", 1)])
+        .node("Cast", &["k"], &["ck"], vec![attr_int("to", 1)])
+        .node("Add", &["x", "cw"], &["s"], vec![])
+        .node("Add", &["s", "ck"], &["y"], vec![])
+        .output("y", F32, &[1]);
+    let dir = folder(&b, &[("x", f32s(&[1], &[1.0]))], &[("y", f32s(&[1], &[6.0]))]);
+    let m = lowered(dir.path()).unwrap();
+    let casts: Vec<&str> = m.graph.nodes().filter(|(_, n)| n.op == "Cast").map(|(_, n)| n.name.as_str()).collect();
+    assert_eq!(casts, ["Cast_1"]);
 }

@@ -2527,6 +2527,109 @@ def less_equal_i32_bcast():
     return _compare_int("LessOrEqual", ints((2, 3, 4), -3, 3).astype(np.int32), ints((3, 1), -3, 3).astype(np.int32))
 
 
+# ---- the int32 forms: the int64 arithmetic in 32 bits (drawn after every
+# case above, so that their values stay as they were)
+I32 = np.iinfo(np.int32)
+
+
+def ints32(shape, lo, hi):
+    return ints(shape, lo, hi).astype(np.int32)
+
+
+@case_int
+def add_i32_bcast():
+    # the full range: sums wrap around in 32 bits (an int64 sum would not)
+    a, b = ints32((2, 3, 4), I32.min, I32.max), ints32((3, 1), I32.min, I32.max)
+    return _binary_typed(a, b, a + b)
+
+
+@case_int
+def sub_i32_same():
+    a, b = ints32((4, 5), I32.min, I32.max), ints32((4, 5), I32.min, I32.max)
+    return _binary_typed(a, b, a - b)
+
+
+@case_int
+def mul_i32_bcast():
+    a, b = ints32((2, 3, 4), I32.min, I32.max), ints32((4,), -1000, 1000)
+    return _binary_typed(a, b, a * b)
+
+
+@case_int
+def div_i32_bcast():
+    # mixed signs truncate toward zero; INT32_MIN / -1 wraps to INT32_MIN
+    a, b = ints32((3, 5), -10**6, 10**6), ints32((5,), 1, 50) * np.array([1, -1, 1, -1, 1], dtype=np.int32)
+    a[0, 1] = I32.min
+    q = (np.abs(a.astype(np.int64)) // np.abs(b)) * np.sign(a) * np.sign(b)
+    return _binary_typed(a, b, q.astype(np.int32))
+
+
+def _ipow32(x, e):
+    """_ipow in 32 bits."""
+    if e < 0:
+        return _ipow(x, e)
+    r = pow(int(x), int(e), 1 << 32)
+    return r - (1 << 32) if r >= 1 << 31 else r
+
+
+@case_int
+def pow_i32_bcast():
+    a, b = ints32((2, 6), -6, 7), ints32((6,), -2, 30)
+    a[0, :3] = [1, -1, 0]
+    b[:3] = [-3, -3, 5]
+    y = np.array([[_ipow32(x, e) for x, e in zip(row, b)] for row in a], dtype=np.int32)
+    return _binary_typed(a, b, y)
+
+
+@case_int
+def pow_i32_f32():
+    # the result truncates toward zero; out of int32 (2^40) gives INT32_MIN
+    a = ints32((3, 4), 0, 9)
+    b = np.array([0.5, 2.0, 3.0, 1.5], dtype=F32)
+    a[0, 0], b[0] = 2, 40.0
+    y = np.trunc(np.power(a.astype(np.float64), b.astype(np.float64)))
+    y = np.where(np.abs(y) < 2.0**31, y, I32.min).astype(np.int32)
+    return _binary_typed(a, b, y)
+
+
+@case_int
+def pow_f32_i32():
+    a = RNG3.uniform(-3, 3, size=(4, 3)).astype(F32)
+    b = ints32((4, 3), -3, 5)
+    y = np.power(a.astype(np.float64), b.astype(np.float64)).astype(F32)
+    return _binary_typed(a, b, y)
+
+
+def _variadic_i32(op, shapes):
+    d = _variadic_i64(op, shapes)
+    return {k: (v.astype(np.int32) if k[:3] in ("in_", "out") else v) for k, v in d.items()}
+
+
+@case_int
+def max_i32_bcast3():
+    return _variadic_i32("Max", [(2, 3, 4), (3, 1), (4,)])
+
+
+@case_int
+def min_i32_same2():
+    return _variadic_i32("Min", [(3, 5), (3, 5)])
+
+
+@case_int
+def mod_i32_bcast():
+    # fmod = 0: the divisor's sign, a zero remainder stays 0
+    a, b = ints32((3, 4), -50, 50), np.array([7, -7, 3, -5], dtype=np.int32)
+    a[0, :2] = [14, -21]
+    return _binary_typed(a, b, np.mod(a, b))
+
+
+@case_int
+def fmod_i32_same():
+    a = ints32((4, 5), -10**9, 10**9)
+    b = ints32((4, 5), 1, 100) * np.where(ints((4, 5), 0, 2) == 1, 1, -1).astype(np.int32)
+    return _binary_typed(a, b, np.fmod(a, b))
+
+
 def write_int_forms(out_dir):
     """Writes the integer-form cases into out_dir (runtime/tests/refs/ops),
     leaving the other cases there."""

@@ -45,6 +45,11 @@ static inline int64_t dg_f64_to_i64(double v)
     return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
 }
 
+static inline int32_t dg_f64_to_i32(double v)
+{
+    return (v >= -2147483648.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
+}
+
 static inline int32_t dg_f32_to_i32(float v)
 {
     return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;

@@ -1006,8 +1006,9 @@ void dg_gelu_tanh_grad_f32(void *args);
  * <b> with y of the base's type (ONNX's Pow). The fault ids are the f32
  * kernels' (tests only).
  *
- * Add, Sub, Mul, Div, Pow on int64 with numpy broadcasting, same layout as
- * dg_binary_args_t (y may alias a when a is not broadcast):
+ * Add, Sub, Mul, Div, Pow on int64 (and on int32: the same arithmetic in 32
+ * bits, _i32 for _i64 in every name below) with numpy broadcasting, same
+ * layout as dg_binary_args_t (y may alias a when a is not broadcast):
  *   Add, Sub, Mul wrap around (two's complement), as onnxruntime does;
  *   Div truncates toward zero (C's and onnxruntime's); a zero divisor gives 0
  *     and is a run-time error (dg_kernel_error), INT64_MIN / -1 gives
@@ -1037,9 +1038,16 @@ void dg_div_i64(void *args);
 void dg_pow_i64(void *args);
 void dg_pow_i64_f32(void *args);
 void dg_pow_f32_i64(void *args);
+void dg_add_i32(void *args);
+void dg_sub_i32(void *args);
+void dg_mul_i32(void *args);
+void dg_div_i32(void *args);
+void dg_pow_i32(void *args);
+void dg_pow_i32_f32(void *args);
+void dg_pow_f32_i32(void *args);
 
-/* Variadic Max / Min on int64: as dg_variadic_args_t (x holds nin pointers to
- * int64 inputs, y is int64). */
+/* Variadic Max / Min on int64 and int32: as dg_variadic_args_t (x holds nin
+ * pointers to inputs of the kernel's type, y is of that type). */
 typedef struct {
     const void *const *x;
     uint32_t nin;
@@ -1051,6 +1059,8 @@ typedef struct {
 } dg_variadic_typed_args_t;
 void dg_max_i64(void *args);
 void dg_min_i64(void *args);
+void dg_max_i32(void *args);
+void dg_min_i32(void *args);
 
 /* ReduceMax on int64 and on bool (one byte, 0 / 1: the result is 1 when any
  * reduced element is nonzero), laid out as dg_reduce_args_t. */
@@ -1068,7 +1078,8 @@ void dg_reduce_max_i64(void *args);
 void dg_reduce_max_bool(void *args);
 
 /* Mod with numpy broadcasting (dg_binary_typed_args_t; dg_mod_f32 and
- * dg_fmod_f32 on dg_binary_args_t): dg_mod_i64 and dg_mod_f32 are ONNX's
+ * dg_fmod_f32 on dg_binary_args_t; the _i32 forms as the _i64 ones in 32
+ * bits): dg_mod_i64 and dg_mod_f32 are ONNX's
  * fmod = 0, the remainder with the divisor's sign (numpy's mod; on floats a
  * zero remainder is a zero of the divisor's sign, a zero divisor gives
  * NaN); dg_fmod_i64 and dg_fmod_f32 are fmod = 1, the remainder with the
@@ -1078,6 +1089,8 @@ void dg_mod_i64(void *args);
 void dg_mod_f32(void *args);
 void dg_fmod_i64(void *args);
 void dg_fmod_f32(void *args);
+void dg_mod_i32(void *args);
+void dg_fmod_i32(void *args);
 
 /* ---- logic, index and fill kernels (index.c) ------------------------------
  * Not on bool (one byte, 0 / 1): y = !x over n elements. */

@@ -91,6 +91,52 @@ static inline int64_t mod_i64(int64_t a, int64_t b)
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+/* The int32 forms: the int64 arithmetic in 32 bits. */
+#define DG_WRAP32(op, a, b) ((int32_t)((uint32_t)(a) op (uint32_t)(b)))
+
+static inline int32_t div_i32(int32_t a, int32_t b)
+{
+    DG_DATA_CHECK(b != 0, "integer Div by zero");
+    if (b == 0)
+        return 0;
+    if (b == -1)
+        return DG_WRAP32(-, 0, a);
+    return a / b;
+}
+
+static inline int32_t pow_i32(int32_t base, int32_t e)
+{
+    uint32_t acc = 1, b = (uint32_t)base;
+    if (e < 0) {
+        if (base == 1)
+            return 1;
+        if (base == -1)
+            return (e & 1) ? -1 : 1;
+        return 0;
+    }
+    while (e > 0) {
+        if (e & 1)
+            acc *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return (int32_t)acc;
+}
+
+static inline int32_t fmod_i32(int32_t a, int32_t b)
+{
+    DG_DATA_CHECK(b != 0, "integer Mod by zero");
+    if (b == 0 || b == -1)
+        return 0;
+    return a % b;
+}
+
+static inline int32_t mod_i32(int32_t a, int32_t b)
+{
+    const int32_t r = fmod_i32(a, b);
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
 DG_TYPED_BINARY_KERNEL(dg_add_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP(+, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_sub_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP(-, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_mul_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_MUL, DG_WRAP(*, va, vb))
@@ -103,57 +149,73 @@ DG_TYPED_BINARY_KERNEL(dg_pow_i64_f32, int64_t, float, int64_t, DG_FAULT_I, DG_F
 DG_TYPED_BINARY_KERNEL(dg_pow_f32_i64, float, int64_t, float, DG_FAULT, DG_FAULT_POW,
                        (float)pow((double)va, (double)vb))
 
-/* ---- variadic Max / Min on int64 ------------------------------------------- */
-static void variadic_i64(const dg_variadic_typed_args_t *p, int is_max, int fault)
-{
-    const int64_t *const *x = (const int64_t *const *)p->x;
-    int64_t *y = (int64_t *)p->y;
-    dg_range_t r = dg_split(p->n);
-    uint32_t i, j, d;
-    (void)fault;
-    DG_CHECK(p->nin >= 1 && p->nin <= DG_MAX_VARIADIC, "Max/Min: nin out of range");
-    if (r.start >= r.end)
-        return;
-    if (p->ndim == 0) {
-        for (i = r.start; i < r.end; i++) {
-            int64_t acc = x[0][i];
-            for (j = 1; j < p->nin; j++) {
-                const int64_t v = x[j][i];
-                if (is_max ? v > acc : v < acc)
-                    acc = v;
-            }
-            y[i] = DG_FAULT_I(fault, acc);
-        }
-    } else {
-        uint32_t idx[DG_MAX_DIMS], off[DG_MAX_VARIADIC], flat = r.start;
-        for (j = 0; j < p->nin; j++)
-            off[j] = 0;
-        for (d = p->ndim; d-- > 0;) {
-            idx[d] = flat % p->shape[d];
-            flat /= p->shape[d];
-            for (j = 0; j < p->nin; j++)
-                off[j] += idx[d] * p->strides[j][d];
-        }
-        for (i = r.start; i < r.end; i++) {
-            int64_t acc = x[0][off[0]];
-            for (j = 1; j < p->nin; j++) {
-                const int64_t v = x[j][off[j]];
-                if (is_max ? v > acc : v < acc)
-                    acc = v;
-            }
-            y[i] = DG_FAULT_I(fault, acc);
-            for (d = p->ndim; d-- > 0;) {
-                for (j = 0; j < p->nin; j++)
-                    off[j] += p->strides[j][d];
-                if (++idx[d] < p->shape[d])
-                    break;
-                for (j = 0; j < p->nin; j++)
-                    off[j] -= p->strides[j][d] * p->shape[d];
-                idx[d] = 0;
-            }
-        }
+DG_TYPED_BINARY_KERNEL(dg_add_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP32(+, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_sub_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP32(-, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mul_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_MUL, DG_WRAP32(*, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_div_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_DIV, div_i32(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_pow_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_POW, pow_i32(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mod_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_MOD, mod_i32(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_fmod_i32, int32_t, int32_t, int32_t, DG_FAULT_I, DG_FAULT_MOD, fmod_i32(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_pow_i32_f32, int32_t, float, int32_t, DG_FAULT_I, DG_FAULT_POW,
+                       dg_f64_to_i32(pow((double)va, (double)vb)))
+DG_TYPED_BINARY_KERNEL(dg_pow_f32_i32, float, int32_t, float, DG_FAULT, DG_FAULT_POW,
+                       (float)pow((double)va, (double)vb))
+
+/* ---- variadic Max / Min on int64 and int32 --------------------------------- */
+#define DG_VARIADIC(NAME, T)                                                             \
+    static void NAME(const dg_variadic_typed_args_t *p, int is_max, int fault)           \
+    {                                                                                    \
+        const T *const *x = (const T *const *)p->x;                                      \
+        T *y = (T *)p->y;                                                                \
+        dg_range_t r = dg_split(p->n);                                                   \
+        uint32_t i, j, d;                                                                \
+        (void)fault;                                                                     \
+        DG_CHECK(p->nin >= 1 && p->nin <= DG_MAX_VARIADIC, "Max/Min: nin out of range"); \
+        if (r.start >= r.end)                                                            \
+            return;                                                                      \
+        if (p->ndim == 0) {                                                              \
+            for (i = r.start; i < r.end; i++) {                                          \
+                T acc = x[0][i];                                                         \
+                for (j = 1; j < p->nin; j++) {                                           \
+                    const T v = x[j][i];                                                 \
+                    if (is_max ? v > acc : v < acc)                                      \
+                        acc = v;                                                         \
+                }                                                                        \
+                y[i] = DG_FAULT_I(fault, acc);                                           \
+            }                                                                            \
+        } else {                                                                         \
+            uint32_t idx[DG_MAX_DIMS], off[DG_MAX_VARIADIC], flat = r.start;             \
+            for (j = 0; j < p->nin; j++)                                                 \
+                off[j] = 0;                                                              \
+            for (d = p->ndim; d-- > 0;) {                                                \
+                idx[d] = flat % p->shape[d];                                             \
+                flat /= p->shape[d];                                                     \
+                for (j = 0; j < p->nin; j++)                                             \
+                    off[j] += idx[d] * p->strides[j][d];                                 \
+            }                                                                            \
+            for (i = r.start; i < r.end; i++) {                                          \
+                T acc = x[0][off[0]];                                                    \
+                for (j = 1; j < p->nin; j++) {                                           \
+                    const T v = x[j][off[j]];                                            \
+                    if (is_max ? v > acc : v < acc)                                      \
+                        acc = v;                                                         \
+                }                                                                        \
+                y[i] = DG_FAULT_I(fault, acc);                                           \
+                for (d = p->ndim; d-- > 0;) {                                            \
+                    for (j = 0; j < p->nin; j++)                                         \
+                        off[j] += p->strides[j][d];                                      \
+                    if (++idx[d] < p->shape[d])                                          \
+                        break;                                                           \
+                    for (j = 0; j < p->nin; j++)                                         \
+                        off[j] -= p->strides[j][d] * p->shape[d];                        \
+                    idx[d] = 0;                                                          \
+                }                                                                        \
+            }                                                                            \
+        }                                                                                \
     }
-}
+
+DG_VARIADIC(variadic_i64, int64_t)
+DG_VARIADIC(variadic_i32, int32_t)
 
 void dg_max_i64(void *args)
 {
@@ -163,6 +225,16 @@ void dg_max_i64(void *args)
 void dg_min_i64(void *args)
 {
     variadic_i64((const dg_variadic_typed_args_t *)args, 0, DG_FAULT_MIN);
+}
+
+void dg_max_i32(void *args)
+{
+    variadic_i32((const dg_variadic_typed_args_t *)args, 1, DG_FAULT_MAX);
+}
+
+void dg_min_i32(void *args)
+{
+    variadic_i32((const dg_variadic_typed_args_t *)args, 0, DG_FAULT_MIN);
 }
 
 /* ---- ReduceMax on int64 and bool --------------------------------------------

@@ -577,7 +577,7 @@ static void c_pow_i64(tc_t *t) { c_binary_typed(t, dg_pow_i64); }
 static void c_pow_i64_f32(tc_t *t) { c_binary_typed(t, dg_pow_i64_f32); }
 static void c_pow_f32_i64(tc_t *t) { c_binary_typed(t, dg_pow_f32_i64); }
 
-static void c_variadic_i64(tc_t *t, void (*k)(void *))
+static void c_variadic_typed(tc_t *t, void (*k)(void *))
 {
     static const char *names[DG_MAX_VARIADIC] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
     const void *xs[DG_MAX_VARIADIC];
@@ -598,8 +598,19 @@ static void c_variadic_i64(tc_t *t, void (*k)(void *))
     }
     FORK(k, &a);
 }
-static void c_max_i64(tc_t *t) { c_variadic_i64(t, dg_max_i64); }
-static void c_min_i64(tc_t *t) { c_variadic_i64(t, dg_min_i64); }
+static void c_max_i64(tc_t *t) { c_variadic_typed(t, dg_max_i64); }
+static void c_min_i64(tc_t *t) { c_variadic_typed(t, dg_min_i64); }
+static void c_add_i32(tc_t *t) { c_binary_typed(t, dg_add_i32); }
+static void c_sub_i32(tc_t *t) { c_binary_typed(t, dg_sub_i32); }
+static void c_mul_i32(tc_t *t) { c_binary_typed(t, dg_mul_i32); }
+static void c_div_i32(tc_t *t) { c_binary_typed(t, dg_div_i32); }
+static void c_pow_i32(tc_t *t) { c_binary_typed(t, dg_pow_i32); }
+static void c_pow_i32_f32(tc_t *t) { c_binary_typed(t, dg_pow_i32_f32); }
+static void c_pow_f32_i32(tc_t *t) { c_binary_typed(t, dg_pow_f32_i32); }
+static void c_mod_i32(tc_t *t) { c_binary_typed(t, dg_mod_i32); }
+static void c_fmod_i32(tc_t *t) { c_binary_typed(t, dg_fmod_i32); }
+static void c_max_i32(tc_t *t) { c_variadic_typed(t, dg_max_i32); }
+static void c_min_i32(tc_t *t) { c_variadic_typed(t, dg_min_i32); }
 
 static void c_reduce_max_typed(tc_t *t, void (*k)(void *))
 {
@@ -878,6 +889,17 @@ static const case_t CASES[] = {
     {"equal_i64_bcast", NULL, c_equal_i64, EXACT, {DG_FAULT_COMPARE}},
     {"greater_i32_same", NULL, c_greater_i32, EXACT, {DG_FAULT_COMPARE}},
     {"less_equal_i32_bcast", NULL, c_less_equal_i32, EXACT, {DG_FAULT_COMPARE}},
+    {"add_i32_bcast", NULL, c_add_i32, EXACT, {DG_FAULT_ADD}},
+    {"sub_i32_same", NULL, c_sub_i32, EXACT, {DG_FAULT_SUB}},
+    {"mul_i32_bcast", NULL, c_mul_i32, EXACT, {DG_FAULT_MUL}},
+    {"div_i32_bcast", NULL, c_div_i32, EXACT, {DG_FAULT_DIV}},
+    {"pow_i32_bcast", NULL, c_pow_i32, EXACT, {DG_FAULT_POW}},
+    {"pow_i32_f32", NULL, c_pow_i32_f32, EXACT, {DG_FAULT_POW}},
+    {"pow_f32_i32", NULL, c_pow_f32_i32, R, 1e-6f, {DG_FAULT_POW}},
+    {"max_i32_bcast3", NULL, c_max_i32, EXACT, {DG_FAULT_MAX}},
+    {"min_i32_same2", NULL, c_min_i32, EXACT, {DG_FAULT_MIN}},
+    {"mod_i32_bcast", NULL, c_mod_i32, EXACT, {DG_FAULT_MOD}},
+    {"fmod_i32_same", NULL, c_fmod_i32, EXACT, {DG_FAULT_MOD}},
     {"not_bool", NULL, c_not, EXACT, {DG_FAULT_NOT}},
     {"argmax_axis1_ties", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},
     {"argmin_last_select_last", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},

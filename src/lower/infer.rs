@@ -213,7 +213,13 @@ fn try_fold(
     if !(shape_only || inputs_known) {
         return Ok(None);
     }
-    let ints = inferred.iter().all(|t| t.dtype.is_int() || t.dtype == DType::Bool) || def.fold_when == FoldWhen::Always;
+    let computed = || {
+        let mut read = ctx.node.inputs.iter().enumerate().filter(|(i, _)| !def.type_only.contains(i));
+        read.all(|(_, t)| t.is_none_or(|t| ctx.graph.tensor(t).origin == Origin::Folded))
+    };
+    let ints = inferred.iter().all(|t| t.dtype.is_int() || t.dtype == DType::Bool)
+        || def.fold_when == FoldWhen::Always
+        || (def.fold_when == FoldWhen::ConstantValues && computed());
     if !ints {
         return Ok(None);
     }

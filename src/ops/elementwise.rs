@@ -74,6 +74,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["saturate", "to"],
         infer: cast,
         fold: Some(fold_cast),
+        fold_when: super::FoldWhen::ConstantValues,
         kernel: Some(bind_cast),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
@@ -85,6 +86,7 @@ pub const OPS: &[OpDef] = &[
         infer: cast_like,
         required: &[0, 1],
         fold: Some(fold_cast_like),
+        fold_when: super::FoldWhen::ConstantValues,
         type_only: &[1],
         kernel: Some(bind_cast),
         ..OpDef::BASE
@@ -166,8 +168,26 @@ fn cast_like(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn fold_cast_like(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let to = ctx.dtype(1)?;
-    let Some(v) = ctx.konst(0).and_then(|d| Some((d.shape.clone(), d.to_i64()?))) else { return Ok(None) };
-    Ok(TensorData::from_i64_as(to, v.0, &v.1).map(|t| vec![t]))
+    Ok(ctx.konst(0).and_then(|d| cast_values(d, to)).map(|t| vec![t]))
+}
+
+/// A constant's values as element type `to`: integers and bools convert
+/// as C converts them (bool: nonzero), floats to floats round to nearest.
+/// Floats to integers are left to the kernel (`None`), whose conversion
+/// decides the values out of range.
+fn cast_values(d: &TensorData, to: DType) -> Option<TensorData> {
+    if let Some(v) = d.to_i64() {
+        return TensorData::from_i64_as(to, d.shape.clone(), &v);
+    }
+    match (d.dtype, to) {
+        (DType::F32 | DType::F64, DType::F32) => Some(TensorData::from_f32(d.shape.clone(), &d.to_f32()?)),
+        (DType::F64, DType::F64) => Some(TensorData { dtype: to, ..d.clone() }),
+        (DType::F32, DType::F64) => {
+            let bytes = d.to_f32()?.iter().flat_map(|&x| f64::from(x).to_le_bytes()).collect();
+            Some(TensorData { dtype: to, shape: d.shape.clone(), bytes })
+        }
+        _ => None,
+    }
 }
 
 /// Mod: both inputs of one type; `fmod` is 0 or 1, on integers and floats
@@ -195,11 +215,7 @@ fn fold_mod(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
 
 fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
     let to = cast_to(ctx)?;
-    let Some(d) = ctx.konst(0) else {
-        return Ok(None);
-    };
-    let Some(v) = d.to_i64() else { return Ok(None) };
-    Ok(TensorData::from_i64_as(to, d.shape.clone(), &v).map(|t| vec![t]))
+    Ok(ctx.konst(0).and_then(|d| cast_values(d, to)).map(|t| vec![t]))
 }
 
 /// Integer arithmetic on shape values (e.g. `Shape → Div → Concat`).
@@ -276,17 +292,21 @@ type BinaryForms = &'static [(DType, DType, &'static str, &'static str)];
 
 const F32_FORM: (DType, DType, &str, &str) = (DType::F32, DType::F32, "f32", "dg_binary_args_t");
 const I64_FORM: (DType, DType, &str, &str) = (DType::I64, DType::I64, "i64", "dg_binary_typed_args_t");
+const I32_FORM: (DType, DType, &str, &str) = (DType::I32, DType::I32, "i32", "dg_binary_typed_args_t");
 
 /// f32 only (PRelu).
 pub(super) const F32_ONLY: BinaryForms = &[F32_FORM];
-/// Add, Sub, Mul, Div: f32 and i64.
-const ARITH: BinaryForms = &[F32_FORM, I64_FORM];
+/// Add, Sub, Mul, Div, Mod: f32, i64 and i32.
+const ARITH: BinaryForms = &[F32_FORM, I64_FORM, I32_FORM];
 /// Pow: also a base and an exponent of different types (ONNX's T and T1).
 const POW_FORMS: BinaryForms = &[
     F32_FORM,
     I64_FORM,
     (DType::F32, DType::I64, "f32_i64", "dg_binary_typed_args_t"),
     (DType::I64, DType::F32, "i64_f32", "dg_binary_typed_args_t"),
+    I32_FORM,
+    (DType::F32, DType::I32, "f32_i32", "dg_binary_typed_args_t"),
+    (DType::I32, DType::F32, "i32_f32", "dg_binary_typed_args_t"),
 ];
 
 fn bind_add(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -309,7 +329,7 @@ fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
     bind_binary(ctx, "dg_pow", POW_FORMS)
 }
 
-/// Mod: `dg_mod_{f32,i64}` (fmod = 0), `dg_fmod_{f32,i64}` (fmod = 1).
+/// Mod: `dg_mod_{f32,i64,i32}` (fmod = 0), `dg_fmod_{f32,i64,i32}` (fmod = 1).
 fn bind_mod(ctx: &KernelCtx) -> Result<KernelCall> {
     let stem = if ctx.attr_int("fmod", 0)? != 0 { "dg_fmod" } else { "dg_mod" };
     bind_binary(ctx, stem, ARITH)

@@ -73,6 +73,12 @@ pub enum FoldWhen {
     /// (shape and mask arithmetic; trainable weights are neither, so
     /// never fold).
     ConstantInts,
+    /// As `ConstantInts`, and outputs of any type when every input read is
+    /// a value computed when generating code (from Constant nodes, never an
+    /// initializer, so never a trainable weight): a Cast of a Constant that
+    /// another node reads when generating code (an expanded Attention's
+    /// `CastLike(-inf, scores)` as Pad's value).
+    ConstantValues,
     /// From the input's static shape alone, whatever its value (Shape, Size).
     Shapes,
     /// Always, whatever the output type (Constant).

@@ -1,4 +1,4 @@
-//! Pad (constant, reflect, edge), with pads and value as inputs (opset 11+)
+//! Pad (constant, reflect, edge, wrap), with pads and value as inputs (opset 11+)
 //! or as the opset-2 attributes, and negative pads (crop) as
 //! onnxruntime-training writes for Pad's gradient.
 
@@ -25,11 +25,11 @@ pub const OPS: &[OpDef] = &[
     },
 ];
 
-/// The padding mode; `wrap` (opset 19) is refused, not silently changed.
+/// The padding mode (`wrap` is opset 19's).
 pub fn mode<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
     match ctx.node.string("mode")?.unwrap_or("constant") {
-        m @ ("constant" | "reflect" | "edge") => Ok(m),
-        other => Err(ctx.err(format!("mode '{other}' is not supported (constant, reflect, edge)"))),
+        m @ ("constant" | "reflect" | "edge" | "wrap") => Ok(m),
+        other => Err(ctx.err(format!("mode '{other}' is not supported (constant, reflect, edge, wrap)"))),
     }
 }
 
@@ -65,7 +65,8 @@ pub fn pads(ctx: &Ctx, rank: usize) -> Result<(Vec<i64>, Vec<i64>)> {
 }
 
 /// Output dims: `in + begin + end`, each at least 0; reflect pads must
-/// be smaller than the (cropped) extent, edge pads need a non-empty one.
+/// be smaller than the (cropped) extent, edge and wrap pads need a
+/// non-empty one.
 pub fn padded_shape(ctx: &Ctx, x: &[usize], begin: &[i64], end: &[i64], mode: &str) -> Result<Vec<usize>> {
     let mut out = Vec::with_capacity(x.len());
     for d in 0..x.len() {
@@ -81,8 +82,8 @@ pub fn padded_shape(ctx: &Ctx, x: &[usize], begin: &[i64], end: &[i64], mode: &s
                 ctx.err(format!("reflect pads {b}, {e} on dim {d} must be smaller than the extent {cropped} of {x:?}"))
             );
         }
-        if mode == "edge" && grow > 0 && cropped == 0 {
-            return Err(ctx.err(format!("edge pads on dim {d} of {x:?} have no edge to repeat")));
+        if (mode == "edge" || mode == "wrap") && grow > 0 && cropped == 0 {
+            return Err(ctx.err(format!("{mode} pads on dim {d} of {x:?} have no element to repeat")));
         }
         out.push(o as usize);
     }
@@ -162,7 +163,7 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
 // ---- gradient rules ------------------------------------------------------------------------
 
 /// Constant-mode Pad: dX is dY cropped back, a Pad with the pads negated
-/// (as onnxruntime builds it). Reflect and edge pads have no rule.
+/// (as onnxruntime builds it); the other modes gather dY back.
 fn pad_grad(ctx: &mut GradCtx) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
@@ -173,7 +174,7 @@ fn pad_grad(ctx: &mut GradCtx) -> Result<()> {
         (mode(&c)?.to_string(), pads(&c, xs.len())?)
     };
     if m != "constant" {
-        return gather_back(ctx, m == "reflect", &xs, &begin, &end);
+        return gather_back(ctx, &m, &xs, &begin, &end);
     }
     let crop: Vec<i64> = begin.iter().chain(&end).map(|&p| -p).collect();
     let dy = ctx.dy(0)?;
@@ -185,10 +186,10 @@ fn pad_grad(ctx: &mut GradCtx) -> Result<()> {
     Ok(())
 }
 
-/// Reflect and edge pads read each output element from one input element
-/// per axis: the gradient scatters dY back with GatherGrad along each
-/// padded axis, last axis first.
-fn gather_back(ctx: &mut GradCtx, reflect: bool, xs: &[usize], begin: &[i64], end: &[i64]) -> Result<()> {
+/// Reflect, edge and wrap pads read each output element from one input
+/// element per axis: the gradient scatters dY back with GatherGrad along
+/// each padded axis, last axis first.
+fn gather_back(ctx: &mut GradCtx, mode: &str, xs: &[usize], begin: &[i64], end: &[i64]) -> Result<()> {
     let mut dy = ctx.dy(0)?;
     let mut shape = ctx.shape(dy)?;
     let axes: Vec<usize> = (0..xs.len()).filter(|&a| begin[a] != 0 || end[a] != 0).collect();
@@ -197,9 +198,10 @@ fn gather_back(ctx: &mut GradCtx, reflect: bool, xs: &[usize], begin: &[i64], en
         let index: Vec<i64> = (0..shape[a] as i64)
             .map(|o| {
                 let src = o - begin[a];
-                match (src, reflect) {
-                    (s, true) if s < 0 => -s,
-                    (s, true) if s >= n => 2 * (n - 1) - s,
+                match (src, mode) {
+                    (s, "reflect") if s < 0 => -s,
+                    (s, "reflect") if s >= n => 2 * (n - 1) - s,
+                    (s, "wrap") => s.rem_euclid(n),
                     (s, _) => s.clamp(0, n - 1),
                 }
             })
@@ -250,6 +252,8 @@ mod tests {
         attr_str(&mut f, "mode", "edge");
         assert_eq!(infer_one(&f).unwrap(), vec![1, 1, 4, 2]);
         attr_str(&mut f, "mode", "wrap");
+        assert_eq!(infer_one(&f).unwrap(), vec![1, 1, 4, 2]);
+        attr_str(&mut f, "mode", "mirror");
         assert!(infer_one(&f).unwrap_err().to_string().contains("not supported"));
     }
 

@@ -220,17 +220,25 @@ fn bind_min(ctx: &KernelCtx) -> Result<KernelCall> {
     bind_variadic(ctx, "dg_min")
 }
 
-/// Variadic `<stem>_f32` or `<stem>_i64` (every input has one type, the
-/// shape rule's check).
+/// The element types variadic Max / Min kernels are built for: the
+/// kernel name's suffix, its args struct and the C type of its input list.
+const VARIADIC_FORMS: &[(DType, &str, &str, &str)] = &[
+    (DType::F32, "f32", "dg_variadic_args_t", "const float *const"),
+    (DType::I64, "i64", "dg_variadic_typed_args_t", "const void *const"),
+    (DType::I32, "i32", "dg_variadic_typed_args_t", "const void *const"),
+];
+
+/// Variadic `<stem>_<suffix>`, the form of the inputs' type (every input
+/// has one type, the shape rule's check).
 fn bind_variadic(ctx: &KernelCtx, stem: &str) -> Result<KernelCall> {
     let slots: Vec<usize> = (0..ctx.node.inputs.len()).filter(|&i| ctx.node.input(i).is_some()).collect();
     if slots.is_empty() || slots.len() > 8 {
         return Err(ctx.err(format!("{} inputs; the kernel takes 1 to 8", slots.len())));
     }
-    let (suffix, args_type, ctype) = match ctx.in_dtype(slots[0])? {
-        DType::F32 => ("f32", "dg_variadic_args_t", "const float *const"),
-        DType::I64 => ("i64", "dg_variadic_typed_args_t", "const void *const"),
-        d => return Err(ctx.err(format!("input 0 is {d}; the kernel binding computes in f32 or i64 only"))),
+    let d = ctx.in_dtype(slots[0])?;
+    let Some(&(_, suffix, args_type, ctype)) = VARIADIC_FORMS.iter().find(|f| f.0 == d) else {
+        let known: Vec<String> = VARIADIC_FORMS.iter().map(|f| f.0.to_string()).collect();
+        return Err(ctx.err(format!("input 0 is {d}; the kernel binding computes in {} only", known.join(", "))));
     };
     let xs = slots.iter().map(|&i| ctx.inp(i)).collect::<Result<Vec<_>>>()?;
     let (y, st) = broadcast_layout(ctx, &slots)?;

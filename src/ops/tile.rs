@@ -140,6 +140,16 @@ pub fn flat_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>>
             }
         }
     }
+    // Inputs of one size can still broadcast to a larger output
+    // ([2, 1] - [1, 2] is [2, 2]).
+    for i in 0..ctx.node.outputs.len() {
+        if ctx.node.output(i).is_some() {
+            let m = numel(&ctx.graph_out_shape(i)?);
+            if m != n && m != 1 {
+                return Ok(Err(format!("output {i} has {m} elements, input 0 {n}: not pointwise")));
+            }
+        }
+    }
     Ok(Ok(Space { dims: vec![n], split: vec![true] }))
 }
 
