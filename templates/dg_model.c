@@ -16,6 +16,7 @@
 {%- endif %}
 #include "dg_mem.h"
 
+#include <float.h>
 #include <string.h>
 {%- if api.training %}
 
@@ -308,6 +309,9 @@ int dg_model_set_learning_rate(float lr)
     if (!dg_ready)
         return DG_MODEL_EINIT;
 {%- if api.training %}
+    /* False for NaN too. */
+    if (!(lr >= 0.0f && lr <= FLT_MAX))
+        return DG_MODEL_ERATE;
     if (DeeployOptNetwork_learning_rate == NULL)
         return DG_MODEL_ENORATE;
     dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);

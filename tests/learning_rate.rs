@@ -220,6 +220,28 @@ fn the_rate_set_through_the_api_is_the_rate_the_optimizer_uses() {
     }
 }
 
+/// A rate that is NaN, infinite or negative is refused (DG_MODEL_ERATE)
+/// and the training goes on at the rate it had.
+#[test]
+fn a_rate_that_is_not_a_finite_positive_number_is_refused() {
+    if !common::have_gcc(module_path!()) {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let a = project(&root().join("models").join("cnn_derived_sgd"), &work.path().join("sgd"));
+    let h = std::fs::read_to_string(a.join("dg_model.h")).unwrap();
+    assert!(h.contains("#define DG_MODEL_ERATE (-10)"), "{h}");
+    let plain = train(&a, None);
+    for bad in ["nan", "inf", "-inf", "-0.5"] {
+        let run = train(&a, Some(bad));
+        assert!(run.text.contains("): status -10\r\n"), "{bad}: {}", run.text);
+        assert!(run.after == plain.after, "{bad}: a refused rate changed the training");
+    }
+    // The smallest positive rate is a rate.
+    let tiny = train(&a, Some("1e-45"));
+    assert!(tiny.text.contains("): status 0\r\n"), "{}", tiny.text);
+}
+
 /// SGD inside the training graph, its rate an attribute of every SGD node
 /// (one shared value): the rate is run-time too.
 #[test]

@@ -9,6 +9,7 @@
 #include "Network.h"
 #include "dg_mem.h"
 
+#include <float.h>
 #include <string.h>
 
 #define DG_PREDICT_ENTRY RunNetwork

@@ -10,6 +10,7 @@
 #include "TrainingNetwork.h"
 #include "dg_mem.h"
 
+#include <float.h>
 #include <string.h>
 
 /* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
@@ -246,6 +247,9 @@ int dg_model_set_learning_rate(float lr)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
+    /* False for NaN too. */
+    if (!(lr >= 0.0f && lr <= FLT_MAX))
+        return DG_MODEL_ERATE;
     if (DeeployOptNetwork_learning_rate == NULL)
         return DG_MODEL_ENORATE;
     dg_copy(DeeployOptNetwork_learning_rate, &lr, sizeof lr);

@@ -88,6 +88,10 @@
  * at run time: the model's steps have different rates, or a step reads a
  * rate tensor of its own. Nothing is changed. */
 #define DG_MODEL_ENORATE (-9)
+/* The learning rate given is not a finite number of at least 0 (NaN, an
+ * infinity or a negative rate would make every weight NaN or climb the
+ * loss). Nothing is changed. */
+#define DG_MODEL_ERATE (-10)
 
 /* 1 in a training project, 0 in an inference project. */
 #define DG_MODEL_TRAINING 1
@@ -155,9 +159,10 @@ float dg_model_loss(void);
 /* The learning rate of the next optimizer steps (the model's to begin
  * with: train.toml's, or the rate the graph gives its steps), read by
  * every optimizer step (SGD, momentum, AdamW) at run time; 0 keeps the
- * weights where they are. DG_MODEL_ENORATE when this model's rate is
- * compiled in (see above), DG_MODEL_ENOTRAIN in an inference project,
- * DG_MODEL_EINIT before init. */
+ * weights where they are. DG_MODEL_ERATE for NaN, an infinity or a
+ * negative rate, DG_MODEL_ENORATE when this model's rate is compiled in
+ * (see above), DG_MODEL_ENOTRAIN in an inference project, DG_MODEL_EINIT
+ * before init. */
 int dg_model_set_learning_rate(float lr);
 
 /* Bytes of a checkpoint; export writes one into dst (bytes at least that),
