@@ -233,12 +233,14 @@ impl Search<'_> {
         let mut copies: HashMap<TensorId, Vec<TensorId>> = HashMap::new();
         for (k, &t) in cands.iter().enumerate() {
             let steps = steps_of(&model);
-            if self.measured.get() + steps > TRIAL_STEPS {
+            // A trial walks the schedule twice at most (its copies, its measure).
+            if self.measured.get() + 2 * steps > TRIAL_STEPS {
                 report.rejected.push(format!(
-                    "{} candidate(s) not tried: the trials have walked {} plan steps, and one more ({steps} steps) \
+                    "{} candidate(s) not tried: the trials have walked {} plan steps, and one more (up to {} steps) \
                      would pass the bound of {TRIAL_STEPS}",
                     cands.len() - k,
-                    self.measured.get()
+                    self.measured.get(),
+                    2 * steps
                 ));
                 break;
             }
