@@ -48,94 +48,54 @@
 /* Two's complement wrap-around without signed overflow. */
 #define DG_WRAP(op, a, b) ((int64_t)((uint64_t)(a) op (uint64_t)(b)))
 
-static inline int64_t div_i64(int64_t a, int64_t b)
-{
-    DG_DATA_CHECK(b != 0, "integer Div by zero");
-    if (b == 0)
-        return 0;
-    if (b == -1)
-        return DG_WRAP(-, 0, a);
-    return a / b;
-}
-
-static inline int64_t pow_i64(int64_t base, int64_t e)
-{
-    uint64_t acc = 1, b = (uint64_t)base;
-    if (e < 0) {
-        if (base == 1)
-            return 1;
-        if (base == -1)
-            return (e & 1) ? -1 : 1;
-        return 0;
+/* Div, Pow and Mod of one signed width T (U its unsigned twin, W the
+ * wrap-around of that width): the int64 and int32 kernels compute alike. */
+#define DG_INT_ARITH(sfx, T, U, W)                                            \
+    static inline T div_##sfx(T a, T b)                                       \
+    {                                                                         \
+        DG_DATA_CHECK(b != 0, "integer Div by zero");                         \
+        if (b == 0)                                                           \
+            return 0;                                                         \
+        if (b == -1)                                                          \
+            return W(-, 0, a);                                                \
+        return a / b;                                                         \
+    }                                                                         \
+    static inline T pow_##sfx(T base, T e)                                    \
+    {                                                                         \
+        U acc = 1, b = (U)base;                                               \
+        if (e < 0) {                                                          \
+            if (base == 1)                                                    \
+                return 1;                                                     \
+            if (base == -1)                                                   \
+                return (e & 1) ? -1 : 1;                                      \
+            return 0;                                                         \
+        }                                                                     \
+        while (e > 0) {                                                       \
+            if (e & 1)                                                        \
+                acc *= b;                                                     \
+            b *= b;                                                           \
+            e >>= 1;                                                          \
+        }                                                                     \
+        return (T)acc;                                                        \
+    }                                                                         \
+    static inline T fmod_##sfx(T a, T b)                                      \
+    {                                                                         \
+        DG_DATA_CHECK(b != 0, "integer Mod by zero");                         \
+        if (b == 0 || b == -1)                                                \
+            return 0;                                                         \
+        return a % b;                                                         \
+    }                                                                         \
+    static inline T mod_##sfx(T a, T b)                                       \
+    {                                                                         \
+        const T r = fmod_##sfx(a, b);                                         \
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                  \
     }
-    while (e > 0) {
-        if (e & 1)
-            acc *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (int64_t)acc;
-}
-
-static inline int64_t fmod_i64(int64_t a, int64_t b)
-{
-    DG_DATA_CHECK(b != 0, "integer Mod by zero");
-    if (b == 0 || b == -1)
-        return 0;
-    return a % b;
-}
-
-static inline int64_t mod_i64(int64_t a, int64_t b)
-{
-    const int64_t r = fmod_i64(a, b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
 
 /* The int32 forms: the int64 arithmetic in 32 bits. */
 #define DG_WRAP32(op, a, b) ((int32_t)((uint32_t)(a) op (uint32_t)(b)))
 
-static inline int32_t div_i32(int32_t a, int32_t b)
-{
-    DG_DATA_CHECK(b != 0, "integer Div by zero");
-    if (b == 0)
-        return 0;
-    if (b == -1)
-        return DG_WRAP32(-, 0, a);
-    return a / b;
-}
-
-static inline int32_t pow_i32(int32_t base, int32_t e)
-{
-    uint32_t acc = 1, b = (uint32_t)base;
-    if (e < 0) {
-        if (base == 1)
-            return 1;
-        if (base == -1)
-            return (e & 1) ? -1 : 1;
-        return 0;
-    }
-    while (e > 0) {
-        if (e & 1)
-            acc *= b;
-        b *= b;
-        e >>= 1;
-    }
-    return (int32_t)acc;
-}
-
-static inline int32_t fmod_i32(int32_t a, int32_t b)
-{
-    DG_DATA_CHECK(b != 0, "integer Mod by zero");
-    if (b == 0 || b == -1)
-        return 0;
-    return a % b;
-}
-
-static inline int32_t mod_i32(int32_t a, int32_t b)
-{
-    const int32_t r = fmod_i32(a, b);
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
+DG_INT_ARITH(i64, int64_t, uint64_t, DG_WRAP)
+DG_INT_ARITH(i32, int32_t, uint32_t, DG_WRAP32)
 
 DG_TYPED_BINARY_KERNEL(dg_add_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP(+, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_sub_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP(-, va, vb))
