@@ -779,10 +779,13 @@ mod tests {
         moved
     }
 
+    /// A zoo model through the stages before plan.
     fn lowered(model: &str) -> Model {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(model);
-        let train = crate::import::TrainRequest::default();
-        crate::pipeline::lowered(&path, &train, crate::import::UnknownAttrs::Refuse).unwrap()
+        let mut m = crate::import::load(&path).unwrap();
+        crate::bind::dims::specialise(&mut m).unwrap();
+        crate::bind::pinned::pin(&mut m).unwrap();
+        crate::lower::lower(m).unwrap()
     }
 
     /// The sort keys give the schedule and the names the moves give, on
