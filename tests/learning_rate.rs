@@ -186,12 +186,8 @@ fn the_rate_set_through_the_api_is_the_rate_the_optimizer_uses() {
         zero_rate_keeps_the_weights(&a);
 
         // The same model with `rate` in its train.toml.
-        let copy = work.path().join("models").join(model);
-        std::fs::create_dir_all(&copy).unwrap();
-        for f in std::fs::read_dir(&src).unwrap() {
-            let f = f.unwrap().path();
-            std::fs::copy(&f, copy.join(f.file_name().unwrap())).unwrap();
-        }
+        let copy_dir = common::copy_model(&src);
+        let copy = copy_dir.path();
         let toml = std::fs::read_to_string(src.join("train.toml")).unwrap();
         let changed: String = toml
             .lines()
@@ -201,7 +197,7 @@ fn the_rate_set_through_the_api_is_the_rate_the_optimizer_uses() {
             .collect();
         assert_ne!(changed, toml, "{model}: train.toml has no learning_rate");
         std::fs::write(copy.join("train.toml"), changed).unwrap();
-        let b = project(&copy, &work.path().join(format!("{model}-lr")));
+        let b = project(copy, &work.path().join(format!("{model}-lr")));
 
         let reference = train(&b, None);
         let plain = train(&a, None);
