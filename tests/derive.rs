@@ -489,3 +489,19 @@ fn a_trainable_weight_read_by_two_nodes_is_a_warning() {
     );
     assert!(warned[0].contains("Exporting from PyTorch"), "{}", warned[0]);
 }
+
+/// A derived step built without test data: its weights start from the
+/// initializers the derivation made graph inputs (there is no inputs.npz
+/// to bind them from).
+#[test]
+fn a_derived_step_without_test_data_builds_from_its_initializers() {
+    let (dir, gen) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    common::matmul_relu_chain(dir.path(), 2);
+    let out = gen.path().join("gen");
+    let o = deploygen().arg("build").arg(dir.path()).args(["--platform", "host", "--out"]).arg(&out).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let weights = std::fs::read_to_string(out.join("Weights.c")).unwrap();
+    // w0[k] = (7k mod 13) * 0.01 - 0.06 in f32, k = 0..8: its first row.
+    let row = "-0.06f, 0.010000002f, -0.049999997f, 0.02f, -0.04f, 0.029999997f, -0.03f, 0.039999995f,";
+    assert!(weights.contains(row), "{weights}");
+}

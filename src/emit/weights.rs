@@ -59,7 +59,9 @@ pub(super) fn baked_name(id: BufId) -> String {
 }
 
 /// The initial value of a weight buffer: the graph's constant, else the
-/// test data's value for that graph input.
+/// test data's value for that graph input, else the initializer a derived
+/// training step made a graph input (`Model::initial`; with test data the
+/// binding holds it already).
 fn initial_value(ctx: &Ctx, binding: Option<&bind::Binding>, id: BufId) -> Result<TensorData> {
     let b = &ctx.plan.buffers[id];
     let g = ctx.graph(b.graph);
@@ -70,6 +72,9 @@ fn initial_value(ctx: &Ctx, binding: Option<&bind::Binding>, id: BufId) -> Resul
         if let Some(v) = s.values.first() {
             return Ok(as_buffer(v, b.dtype));
         }
+    }
+    if let Some(v) = ctx.model.initial.get(&b.name) {
+        return Ok(as_buffer(v, b.dtype));
     }
     Err(Error::model(format!(
         "weight '{}' has no initial value: it is not an initializer and the test data does not provide it{}",
