@@ -204,18 +204,26 @@ pub fn json(model: &Model) -> String {
 }
 
 /// The JSON report with further top-level sections (the test-data
-/// `binding`, the memory `plan`, …) after the graph's own fields.
-pub fn json_with(model: &Model, sections: BTreeMap<String, Value>) -> String {
+/// `binding`, …) after the graph's own fields, then `plan` when there is
+/// one, written to `out` as it is serialized.
+pub fn write_json_with<P: Serialize>(
+    out: impl std::io::Write,
+    report: Report,
+    sections: BTreeMap<String, Value>,
+    plan: Option<P>,
+) -> serde_json::Result<()> {
     #[derive(Serialize)]
-    struct Extended {
+    struct Extended<P> {
         #[serde(flatten)]
         report: Report,
         #[serde(flatten)]
         sections: BTreeMap<String, Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        plan: Option<P>,
     }
-    let mut s = serde_json::to_string_pretty(&Extended { report: report(model), sections }).expect("report serializes");
-    s.push('\n');
-    s
+    let mut out = out;
+    serde_json::to_writer_pretty(&mut out, &Extended { report, sections, plan })?;
+    out.write_all(b"\n").map_err(serde_json::Error::io)
 }
 
 /// Human-readable byte count.

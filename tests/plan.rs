@@ -170,8 +170,8 @@ fn every_model_plans_on_both_chips_at_both_levels() {
 #[test]
 fn plans_are_deterministic() {
     let m = load("resnet8");
-    let a = serde_json::to_string(&plan::report::json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
-    let b = serde_json::to_string(&plan::report::json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
+    let a = serde_json::to_string(&plan::report::Json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
+    let b = serde_json::to_string(&plan::report::Json(&plan_of(&m, "GAP9", Level::L2))).unwrap();
     assert_eq!(a, b);
 }
 
@@ -753,4 +753,34 @@ fn the_runtime_chip_header_is_written_from_the_platform_data() {
         "runtime/mem/dg_chips.h is not what platforms.json says; UPDATE_GOLDEN=1 rewrites it:\n{}",
         deploygen::emit::unified_diff(std::path::Path::new("dg_chips.h"), have.as_bytes(), want.as_bytes())
     );
+}
+
+/// A per-node buffer's level reason is its node, told by the plan when
+/// asked (it stores none): every such buffer of the zoo names the node at
+/// its step, and each kind of per-node buffer is met.
+#[test]
+fn per_node_buffers_are_explained_by_their_node() {
+    // (No zoo model has kernel scratch; its reason names the node too.)
+    let forms = ["L1 tile buffer", "L2 stage of L1 tile buffer", "L1 copy of", "L2 staging of", "shared by every"];
+    let mut met = [false; 5];
+    let mut planned = 0;
+    for dir in all_models().into_iter().filter(|d| d.starts_with(root().join("models"))) {
+        let Ok(m) = deploygen::pipeline::lowered(&dir, &Default::default(), Default::default()) else { continue };
+        let plans = [Level::L2, Level::L3].map(|l| plan::plan(&m, &opts("GAP9", l)));
+        for b in plans.iter().flatten().flat_map(|p| p.buffers.iter().map(move |b| (p, b))) {
+            let (p, b) = b;
+            let reason = p.level_reason(b);
+            assert!(!reason.is_empty(), "{}: '{}' has no level reason", dir.display(), b.name);
+            let Some(step) = b.step else { continue };
+            assert!(b.level_reason.is_empty(), "a per-node buffer stores no reason: '{}'", b.name);
+            let n = p.nodes.iter().find(|n| n.step == step).unwrap();
+            assert!(reason.contains(&format!("node '{}' ({})", n.name, n.op)), "'{}': {reason}", b.name);
+            for (i, f) in forms.iter().enumerate() {
+                met[i] |= reason.starts_with(f) || (i == 4 && reason.contains(f));
+            }
+            planned += 1;
+        }
+    }
+    assert!(planned > 1000, "only {planned} buffers planned");
+    assert_eq!(met, [true; 5], "forms met: {forms:?}");
 }

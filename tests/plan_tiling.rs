@@ -77,7 +77,7 @@ fn the_verifier_sees_a_missing_tile() {
     let mut p = plan_with(&m, "GAP9", Level::L2, Some(53248), true);
     let i = multi_tile(&p);
     let t = p.nodes[i].tiling.as_mut().unwrap();
-    t.tiles.pop();
+    t.tiles = t.tiles[..t.tiles.len() - 1].into();
     t.count -= 1;
     let e = p.verify().unwrap_err();
     assert!(e.contains("stop at") || e.contains("exactly once"), "{e}");

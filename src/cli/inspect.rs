@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::ValueEnum;
 
-use super::output::{write_file, write_json_stdout, write_stdout};
+use super::output::{write_file, write_json_stdout_with, write_stdout};
 use crate::bind::{self, BindOptions, Binding};
 use crate::error::{Error, Result};
 use crate::ir::Model;
@@ -78,6 +78,12 @@ pub fn bind_and_check(model: &Model, num_data_inputs: Option<usize>) -> (Option<
     }
 }
 
+/// The model's part of the report, in the format asked for.
+enum Shown {
+    Text(String),
+    Json(Box<inspect::Report>),
+}
+
 /// Every fallible step runs before anything is printed; a data problem
 /// (binding or training check) still prints the report, which shows it,
 /// then exits 2 with the message.
@@ -103,23 +109,29 @@ pub fn run(a: Args) -> Result<()> {
     let attrs = super::unknown_attrs(a.allow_unknown_attributes);
     let m = crate::pipeline::lowered(&a.model, &a.train.request(), attrs)?;
     let (binding, problem) = bind_and_check(&m, a.num_data_inputs);
+    // What is shown of the model is taken before planning, which rewrites
+    // it (recomputation): the model is not kept twice.
+    let dot = a.dot.as_ref().map(|_| inspect::dot(&m));
+    let shown = match a.format {
+        Format::Text => Shown::Text(inspect::text(&m)),
+        Format::Json => Shown::Json(Box::new(inspect::report(&m))),
+    };
     let mem = opts
         .map(|o| {
             let o = crate::pipeline::plan_options(&m, binding.as_ref(), &o);
-            let mut rm = m.clone();
+            let mut rm = m;
             let recompute = plan::recompute::apply(&mut rm, &o)?;
             plan::plan(&rm, &o).map(|p| plan::Plan { recompute, ..p })
         })
         .transpose()?;
-    if let Some(path) = &a.dot {
-        write_file(path, &inspect::dot(&m))?;
+    if let (Some(path), Some(dot)) = (&a.dot, &dot) {
+        write_file(path, dot)?;
     }
     if let (Some(path), Some(p)) = (&a.svg, &mem) {
         write_file(path, &plan::svg::svg(p, &a.model.display().to_string()))?;
     }
-    match a.format {
-        Format::Text => {
-            let mut out = inspect::text(&m);
+    match shown {
+        Shown::Text(mut out) => {
             if let Some(b) = &binding {
                 out.push_str(&bind::report::text(b));
             }
@@ -128,12 +140,10 @@ pub fn run(a: Args) -> Result<()> {
             }
             write_stdout(&out)?;
         }
-        Format::Json => {
-            let mut sections = bind::report::json_sections(binding.as_ref(), problem.as_ref());
-            if let Some(p) = &mem {
-                sections.insert("plan".to_string(), plan::report::json(p));
-            }
-            write_json_stdout(&inspect::json_with(&m, sections))?;
+        Shown::Json(report) => {
+            let sections = bind::report::json_sections(binding.as_ref(), problem.as_ref());
+            let plan = mem.as_ref().map(plan::report::Json);
+            write_json_stdout_with(|out| inspect::write_json_with(out, *report, sections, plan))?;
         }
     }
     problem.map_or(Ok(()), Err)

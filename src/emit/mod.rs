@@ -183,6 +183,24 @@ fn value_bytes(data: &TensorData, dtype: DType) -> Vec<u8> {
     }
 }
 
+/// Kernel calls a generated project holds at most. Each is a call with its
+/// arguments in C, some hundred bytes of code once compiled: this many is
+/// ten times what any target's L2 can hold, and a project is generated in
+/// memory (several KB per call).
+pub const MAX_NODE_CALLS: usize = 100_000;
+
+fn within_calls(calls: usize) -> Result<()> {
+    if calls <= MAX_NODE_CALLS {
+        return Ok(());
+    }
+    Err(Error::model(format!(
+        "the project would make {} kernel calls (every graph's schedule), more than the {} deploygen generates: \
+         their code could not fit any target's L2; train fewer layers or split the model",
+        plan::thousands(calls as u64),
+        plan::thousands(MAX_NODE_CALLS as u64)
+    )))
+}
+
 /// Generate the project in memory.
 pub fn generate(
     model: &Model,
@@ -190,6 +208,7 @@ pub fn generate(
     plan: &plan::Plan,
     opts: &EmitOptions,
 ) -> Result<Project> {
+    within_calls(plan.nodes.iter().filter(|n| n.exec.is_some()).count())?;
     let ctx = Ctx::new(model, plan);
     let training = model.roles.is_training();
     let (raw_name, name) = model_name(model, opts);
@@ -238,4 +257,14 @@ pub fn generate(
     files.push((PathBuf::from(manifest::FILE), json.into_bytes()));
     files.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(Project { files, manifest })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_project_past_the_call_bound_is_refused_naming_both_counts() {
+        assert!(super::within_calls(super::MAX_NODE_CALLS).is_ok());
+        let e = super::within_calls(270_009).unwrap_err().to_string();
+        assert!(e.contains("270,009 kernel calls") && e.contains("100,000"), "{e}");
+    }
 }

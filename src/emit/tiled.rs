@@ -158,7 +158,7 @@ pub fn tiled_code(
     let outputs: Vec<Option<String>> = (0..node.outputs.len()).map(|i| ptr(true, i)).collect();
     let scratch = n.scratch.map(|s| ctx.expr(s));
     let mut per_tile: Vec<kernel::KernelCall> = Vec::with_capacity(t.tiles.len());
-    for tile in &t.tiles {
+    for tile in t.tiles.iter() {
         let mut kctx = kernel::KernelCtx {
             model: ctx.model,
             graph: g,

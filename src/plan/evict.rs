@@ -9,7 +9,7 @@
 use std::collections::{BTreeSet, HashMap};
 
 use super::buffers::{BufId, Discovery, Kind};
-use super::{attempt, capacity_error, largest_staging, thousands, Attempt, PlanOptions};
+use super::{attempt, capacity_error, largest_staging, thousands, Attempt, PlanOptions, Shortfall};
 use crate::diag::Hint;
 use crate::error::Result;
 use crate::target::Level;
@@ -23,7 +23,8 @@ pub(super) fn fit(
     decisions: &mut Vec<String>,
 ) -> Result<Attempt> {
     let p = &opts.platform;
-    let mut first: Option<Attempt> = None;
+    // The first attempt's L2 (everything at L2) is what an error shows.
+    let mut first: Option<Shortfall> = None;
     let mut moved: Vec<BufId> = vec![];
     // Steps that touch each buffer, counted once.
     let mut touches: HashMap<BufId, usize> = HashMap::new();
@@ -51,8 +52,7 @@ pub(super) fn fit(
             }
             return Err(capacity_error(
                 p,
-                &a,
-                Level::L3,
+                &Shortfall::of(&a, Level::L3),
                 extra,
                 [Hint::Capacity { level: Level::L3, bytes: l3.needed_bytes }]
                     .into_iter()
@@ -96,13 +96,12 @@ pub(super) fn fit(
                     moved.push(id);
                 }
                 if first.is_none() {
-                    first = Some(a);
+                    first = Some(Shortfall::of(&a, Level::L2));
                 }
                 continue;
             }
         }
         // L2 cannot be relieved any further.
-        let shown = first.as_ref().unwrap_or(&a);
         let mut extra = vec![];
         if !moved.is_empty() {
             let bytes: u64 = moved.iter().map(|&i| base[i].size).sum();
@@ -126,10 +125,11 @@ pub(super) fn fit(
         if needed <= chip_capacity(p, Level::L2) {
             hints.push(Hint::Capacity { level: Level::L2, bytes: needed });
         }
-        if opts.test_data == Some(Level::L2) && shown.buffers.iter().any(|b| b.kind == Kind::Static) {
+        let shown = first.unwrap_or_else(|| Shortfall::of(&a, Level::L2));
+        if opts.test_data == Some(Level::L2) && shown.statics {
             hints.push(Hint::TestDataL3);
         }
-        return Err(capacity_error(p, shown, Level::L2, extra, hints));
+        return Err(capacity_error(p, &shown, extra, hints));
     }
 }
 

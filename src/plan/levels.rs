@@ -150,9 +150,10 @@ pub struct Tiling {
     pub l1_bytes: u64,
     pub cost: u64,
     pub why: String,
-    /// Every tile's box of the space and its operands' runs.
+    /// Every tile's box of the space and its operands' runs, shared with
+    /// the tiler's choice (each planning attempt would copy them).
     #[serde(skip)]
-    pub tiles: Vec<Tile>,
+    pub tiles: std::sync::Arc<[Tile]>,
 }
 
 fn per_node(
@@ -164,27 +165,30 @@ fn per_node(
     align: u64,
     of: Option<BufId>,
 ) -> BufId {
-    let id = buffers.next_id();
-    let (name, dtype, shape, reason) = match of {
+    let (name, value) = match of {
         Some(b) => {
             let src = &buffers[b];
-            let what = if kind == Kind::Staging { "L2 staging of" } else { "L1 copy of" };
-            (
-                format!("{}@{}", src.name, step.index),
-                src.dtype,
-                src.shape.clone(),
-                format!("{what} '{}' for node '{}' ({})", src.name, step.name, step.op),
-            )
+            (format!("{}@{}", src.name, step.index), Value { bytes, dtype: src.dtype, shape: src.shape.clone() })
         }
-        None => (
-            format!("scratch@{}", step.index),
-            DType::U8,
-            vec![bytes as usize],
-            format!("kernel scratch of node '{}' ({})", step.name, step.op),
-        ),
+        None => (format!("scratch@{}", step.index), Value { bytes, dtype: DType::U8, shape: vec![bytes as usize] }),
     };
-    let buf = Buffer::new(id, name, kind, Value { bytes, dtype, shape }, align, (step.index, step.index), false);
-    buffers.push(Buffer { graph: step.graph, level, level_reason: reason, step: Some(step.index), copy_of: of, ..buf });
+    push_per_node(buffers, step, (kind, level), value, align, of, name)
+}
+
+/// Adds a per-node buffer (its level's reason is the node: see
+/// [`Buffer::level_reason`]).
+fn push_per_node(
+    buffers: &mut Buffers,
+    step: &Step,
+    (kind, level): (Kind, Level),
+    value: Value,
+    align: u64,
+    of: Option<BufId>,
+    name: String,
+) -> BufId {
+    let id = buffers.next_id();
+    let buf = Buffer::new(id, name, kind, value, align, (step.index, step.index), false);
+    buffers.push(Buffer { graph: step.graph, level, step: Some(step.index), copy_of: of, ..buf });
     id
 }
 
@@ -195,6 +199,7 @@ pub fn derive(buffers: &mut Buffers, steps: &[Step], platform: &Platform, choice
     let l1_budget = platform.budget(Level::L1);
     let aligned = |b: u64| b.div_ceil(align) * align;
     let mut nodes = Vec::with_capacity(steps.len());
+    buffers.reserve_exact(per_node_bound(buffers, steps, choices));
     for (step_no, step) in steps.iter().enumerate() {
         if step.alias_only {
             nodes.push(NodePlan {
@@ -256,13 +261,6 @@ pub fn derive(buffers: &mut Buffers, steps: &[Step], platform: &Platform, choice
                         let c = per_node(buffers, step, kind, level, loop_max[k], align, Some(b));
                         buffers[c].name = format!("{}@{}", if k == 0 { "params" } else { "gradients" }, step.index);
                         buffers[c].copy_of = None;
-                        buffers[c].level_reason = format!(
-                            "{} shared by every {} of node '{}' ({}), which updates one parameter at a time",
-                            if in_l1 { "L1 copy" } else { "L2 staging" },
-                            if k == 0 { "parameter" } else { "gradient" },
-                            step.name,
-                            step.op
-                        );
                         shared[k] = Some(c);
                         c
                     }
@@ -294,22 +292,37 @@ pub fn derive(buffers: &mut Buffers, steps: &[Step], platform: &Platform, choice
     nodes
 }
 
+/// At most how many buffers [`derive`] adds: a staging or L1 copy per
+/// operand, the tile buffers (two when double-buffered, and their L2 stages
+/// for an L3 operand) and the scratch.
+fn per_node_bound(buffers: &Buffers, steps: &[Step], choices: &[Tiler]) -> usize {
+    let per_step = |(step, (choice, ops)): (&Step, &Tiler)| {
+        let scratch = usize::from(step.scratch_bytes > 0);
+        match choice {
+            _ if step.alias_only => 0,
+            Some(Ok(c)) => {
+                let tile_bufs = |(j, o): (usize, &OperandIn)| {
+                    let stages = if buffers[o.buffer].level == Level::L3 { 2 } else { 1 };
+                    stages * if c.double[j] { 2 } else { 1 }
+                };
+                scratch + ops.iter().enumerate().map(tile_bufs).sum::<usize>()
+            }
+            _ => scratch + step.operands.len(),
+        }
+    };
+    steps.iter().zip(choices).map(per_step).sum()
+}
+
 /// The tiler's answer for a step (`None`: tiling off) and its operands.
 pub type Tiler = (Option<Result<Choice, String>>, Vec<OperandIn>);
 
 /// A tile buffer of a node: L1 (or an L2 stage) for one operand.
 fn tile_buffer(buffers: &mut Buffers, step: &Step, of: BufId, kind: Kind, bytes: u64, k: usize, align: u64) -> BufId {
     let level = if kind == Kind::Staging { Level::L2 } else { Level::L1 };
-    let id = per_node(buffers, step, kind, level, bytes, align, Some(of));
-    let src = buffers[of].name.clone();
     let tag = if kind == Kind::Staging { "s" } else { "t" };
-    let what = if kind == Kind::Staging { "L2 stage of L1 tile buffer" } else { "L1 tile buffer" };
-    let b = &mut buffers[id];
-    b.name = format!("{src}@{}.{tag}{k}", step.index);
-    b.shape = vec![bytes as usize];
-    b.dtype = DType::U8;
-    b.level_reason = format!("{what} {k} of '{src}' for node '{}' ({})", step.name, step.op);
-    id
+    let name = format!("{}@{}.{tag}{k}", buffers[of].name, step.index);
+    let value = Value { bytes, dtype: DType::U8, shape: vec![bytes as usize] };
+    push_per_node(buffers, step, (kind, level), value, align, Some(of), name)
 }
 
 /// The per-node buffers and the record of a tiled node.

@@ -185,6 +185,51 @@ impl Plan {
         &self.levels[&l]
     }
 
+    /// Why `b` is at its level: its own reason, or for a per-node buffer
+    /// the node it serves.
+    pub fn level_reason<'a>(&'a self, b: &'a Buffer) -> std::borrow::Cow<'a, str> {
+        let Some(n) = b.step.and_then(|s| self.node_at(s)).filter(|_| b.level_reason.is_empty()) else {
+            return std::borrow::Cow::Borrowed(&b.level_reason);
+        };
+        let node = format!("node '{}' ({})", n.name, n.op);
+        let staging = b.kind == Kind::Staging;
+        let reason = match (b.kind, b.copy_of, &n.tiling) {
+            (Kind::Scratch, ..) => format!("kernel scratch of {node}"),
+            (_, Some(of), Some(t)) => {
+                let k = t.operands.iter().find_map(|o| {
+                    let list = if staging { &o.l2_stage } else { &o.l1 };
+                    list.iter().position(|&x| x == b.id)
+                });
+                let what = if staging { "L2 stage of L1 tile buffer" } else { "L1 tile buffer" };
+                format!("{what} {} of '{}' for {node}", k.unwrap_or(0), self.buffers[of].name)
+            }
+            (_, Some(of), None) => {
+                let what = if staging { "L2 staging of" } else { "L1 copy of" };
+                format!("{what} '{}' for {node}", self.buffers[of].name)
+            }
+            (_, None, _) => {
+                // A copy shared by every parameter (or gradient) of a node
+                // that updates one parameter at a time.
+                let served = n.operands.iter().find(|o| o.l1_copy == Some(b.id) || o.l2_staging == Some(b.id));
+                let gradient = served.is_some_and(|o| self.buffers[o.buffer].kind == Kind::GradBuffer);
+                format!(
+                    "{} shared by every {} of {node}, which updates one parameter at a time",
+                    if staging { "L2 staging" } else { "L1 copy" },
+                    if gradient { "gradient" } else { "parameter" }
+                )
+            }
+        };
+        std::borrow::Cow::Owned(reason)
+    }
+
+    /// The node run at schedule step `step`.
+    fn node_at(&self, step: u32) -> Option<&NodePlan> {
+        match self.nodes.get(step as usize) {
+            Some(n) if n.step == step => Some(n),
+            _ => self.nodes.iter().find(|n| n.step == step),
+        }
+    }
+
     /// Buffers placed in a level's arena, with their offsets.
     pub fn arena(&self, l: Level) -> Vec<(&Buffer, u64)> {
         self.buffers
@@ -449,8 +494,28 @@ fn breakdown(a: &Attempt, l: Level) -> Vec<String> {
     v
 }
 
-fn capacity_error(p: &Platform, a: &Attempt, l: Level, extra: Vec<String>, hints: Vec<Hint>) -> Error {
-    let lp = &a.levels[&l];
+/// What a capacity error says of one level of an attempt: kept instead of
+/// the attempt itself, which holds every buffer and node of the plan.
+struct Shortfall {
+    level: LevelPlan,
+    lines: Vec<String>,
+    /// The plan has static requests (test data, references, tables).
+    statics: bool,
+}
+
+impl Shortfall {
+    fn of(a: &Attempt, l: Level) -> Shortfall {
+        Shortfall {
+            level: a.levels[&l].clone(),
+            lines: breakdown(a, l),
+            statics: a.buffers.iter().any(|b| b.kind == Kind::Static),
+        }
+    }
+}
+
+fn capacity_error(p: &Platform, s: &Shortfall, extra: Vec<String>, hints: Vec<Hint>) -> Error {
+    let lp = &s.level;
+    let l = lp.level;
     let mut msg = format!(
         "the memory plan does not fit {}'s {l}: it needs {} B and {l} has {} B ({} B short)",
         p.name,
@@ -458,9 +523,9 @@ fn capacity_error(p: &Platform, a: &Attempt, l: Level, extra: Vec<String>, hints
         thousands(lp.capacity),
         thousands(lp.needed_bytes - lp.capacity.min(lp.needed_bytes))
     );
-    for line in breakdown(a, l).into_iter().chain(extra) {
+    for line in s.lines.iter().chain(&extra) {
         msg.push('\n');
-        msg.push_str(&line);
+        msg.push_str(line);
     }
     Error::Capacity {
         platform: p.name.clone(),
@@ -637,10 +702,11 @@ fn plan_once(model: &Model, opts: &PlanOptions) -> Result<Plan> {
     }
 
     let opts = &with_tables(model, opts)?;
-    let disc = buffers::discover(model, &opts.statics, p.alignment)?;
-    let mut base = disc.buffers.clone();
+    let mut disc = buffers::discover(model, &opts.statics, p.alignment)?;
+    // Later steps read the discovery's steps and maps, not its buffers.
+    let mut base = std::mem::take(&mut disc.buffers);
     levels::initial(&mut base, opts.default_mem);
-    let mut decisions = disc.notes.clone();
+    let mut decisions = std::mem::take(&mut disc.notes);
     let tiler = tile_choices(model, &disc, opts);
     let done = evict::fit(&mut base, &disc, opts, &tiler, &mut decisions)?;
 

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::buffers::Kind;
 use super::supply::Supply;
@@ -12,9 +12,90 @@ use super::{thousands, Level, Placement, Plan};
 /// `plan` object of `deploygen inspect --format json`: the whole plan, with
 /// `levels[L] = {capacity, arena_bytes, lower_bound_bytes, efficiency,
 /// weights_bytes, …}` and `weights[] = {name, bytes, level, supply, reason,
-/// …}`.
-pub fn json(plan: &Plan) -> Value {
-    serde_json::to_value(plan).unwrap_or_else(|e| json!({ "error": e.to_string() }))
+/// …}`. Keys in sorted order, at every depth.
+///
+/// Written as it is serialized: the buffer and node lists of a long
+/// training step would take gigabytes as one JSON value; here only one of
+/// their entries is a value at a time.
+pub struct Json<'a>(pub &'a Plan);
+
+impl serde::Serialize for Json<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap};
+        // Every field named: a field added to Plan is a compile error here.
+        let Plan {
+            platform,
+            default_mem,
+            steps,
+            main_steps,
+            levels,
+            weights,
+            skip_initweight_copy,
+            buffers: _,
+            nodes,
+            decisions,
+            recompute,
+        } = self.0;
+        let shell = Plan {
+            platform: platform.clone(),
+            default_mem: *default_mem,
+            steps: *steps,
+            main_steps: *main_steps,
+            levels: levels.clone(),
+            weights: weights.clone(),
+            skip_initweight_copy: skip_initweight_copy.clone(),
+            buffers: super::Buffers::default(),
+            nodes: vec![],
+            decisions: decisions.clone(),
+            recompute: recompute.clone(),
+        };
+        let Value::Object(fields) = serde_json::to_value(&shell).map_err(S::Error::custom)? else {
+            return Err(S::Error::custom("the plan is not a JSON object"));
+        };
+        let mut map = s.serialize_map(Some(fields.len()))?;
+        for (key, value) in &fields {
+            match key.as_str() {
+                "buffers" => map.serialize_entry(key, &BufferList(self.0))?,
+                "nodes" => map.serialize_entry(key, &Each(nodes.iter()))?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// The plan's buffers, one at a time, each with its level's reason
+/// ([`Plan::level_reason`]).
+struct BufferList<'a>(&'a Plan);
+
+impl serde::Serialize for BufferList<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq};
+        let mut seq = s.serialize_seq(None)?;
+        for b in &self.0.buffers {
+            let mut v = serde_json::to_value(b).map_err(S::Error::custom)?;
+            if b.level_reason.is_empty() {
+                v["level_reason"] = Value::String(self.0.level_reason(b).into_owned());
+            }
+            seq.serialize_element(&v)?;
+        }
+        seq.end()
+    }
+}
+
+/// A list serialized one entry at a time, each as a JSON value (whose keys
+/// are sorted, as in the rest of the plan).
+struct Each<I>(I);
+
+impl<'a, T: serde::Serialize + 'a, I: Iterator<Item = &'a T> + Clone> serde::Serialize for Each<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeSeq};
+        let mut seq = s.serialize_seq(None)?;
+        for item in self.0.clone() {
+            seq.serialize_element(&serde_json::to_value(item).map_err(S::Error::custom)?)?;
+        }
+        seq.end()
+    }
 }
 
 fn table(o: &mut String, head: &[&str], rows: &[Vec<String>]) {

@@ -175,7 +175,7 @@ pub struct Choice {
     /// Per operand: whole (loaded once) and the largest tile's bytes.
     pub whole: Vec<bool>,
     pub tile_bytes: Vec<u64>,
-    pub tiles: Vec<Tile>,
+    pub tiles: std::sync::Arc<[Tile]>,
     pub cost: u64,
     pub candidates: usize,
     pub why: String,
@@ -562,7 +562,7 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
         double,
         whole: e.whole,
         tile_bytes: e.tile_bytes,
-        tiles,
+        tiles: tiles.into(),
         cost,
         candidates: cands.len(),
         why,
@@ -593,7 +593,7 @@ pub fn verify(name: &str, t: &super::Tiling, buffers: &super::Buffers) -> Result
         return err(format!("records {} tiles but has {}", t.count, t.tiles.len()));
     }
     let mut intervals: Vec<Vec<(usize, usize)>> = vec![vec![]; r];
-    for tile in &t.tiles {
+    for tile in t.tiles.iter() {
         for (d, iv) in intervals.iter_mut().enumerate() {
             if tile.len[d] == 0 || tile.start[d] + tile.len[d] > t.space[d] {
                 return err(format!("tile {:?}+{:?} leaves the space {:?}", tile.start, tile.len, t.space));
@@ -633,7 +633,7 @@ pub fn verify(name: &str, t: &super::Tiling, buffers: &super::Buffers) -> Result
         if o.l2_stage.len() != stages {
             return err(format!("'{what}' in {} has {} L2 stages, needs {stages}", o.home, o.l2_stage.len()));
         }
-        for tile in &t.tiles {
+        for tile in t.tiles.iter() {
             let bytes = tile.boxes[j].bytes();
             for &b in o.l1.iter().chain(&o.l2_stage) {
                 if buffers[b].size < bytes {

@@ -79,6 +79,12 @@ impl Buffers {
         self.0.is_empty()
     }
 
+    /// Room for `more` buffers without growing (a long step's list would
+    /// otherwise double, briefly holding both copies).
+    pub fn reserve_exact(&mut self, more: usize) {
+        self.0.reserve_exact(more);
+    }
+
     /// The id the next buffer pushed gets.
     pub fn next_id(&self) -> BufId {
         BufId(self.0.len())
@@ -243,6 +249,10 @@ pub struct Buffer {
     pub persistent: bool,
     pub aliases: Vec<Alias>,
     pub level: Level,
+    /// Why the buffer is at its level. Empty for a per-node buffer (staging,
+    /// L1 copy, tile buffer, scratch): its reason is the node it serves,
+    /// told by [`crate::plan::Plan::level_reason`] (a long step has hundreds
+    /// of thousands of them).
     pub level_reason: String,
     pub placement: Placement,
     /// For per-node buffers: the step they serve and the buffer they copy.
