@@ -90,6 +90,8 @@ fn run_matrix_with(
         cmd.args(["--default-mem", l]);
     }
     cmd.arg("--status").arg(common::root().join("status.toml"));
+    // The runtime archives the other test binaries build and use.
+    cmd.arg("--cache-dir").arg(common::runtime_cache());
     cmd.args(["-j", &jobs(), "--junit"]).arg(&junit).current_dir(common::root());
     let o = cmd.output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();

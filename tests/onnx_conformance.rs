@@ -9,12 +9,18 @@
 //! the test. The outcome — per operator passed/total, and every refusal
 //! with its message — is the release's section of docs/onnx-conformance.md, which must be current
 //! (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites it).
+//!
+//! Most 1.17 cases are the 1.23 case of the same name byte for byte
+//! (model, inputs and references): those run once, in the 1.23 run, and
+//! the 1.17 test takes their verdicts from it; the 1.17 test runs only the
+//! cases 1.23 lacks or holds otherwise, beside the 1.23 run.
 
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 const DOC: &str = "docs/onnx-conformance.md";
 
@@ -49,9 +55,8 @@ const RELEASES: &[Release] = &[
     },
 ];
 
-/// Runs of `deploygen test` take both cores: one release at a time, and
-/// one writer of the doc.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// One writer of the doc at a time.
+static DOC_WRITER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Words of a failure message that mark an internal error, never a
 /// documented refusal.
@@ -138,7 +143,9 @@ runs them and checks this file (`UPDATE_GOLDEN=1 cargo test --test onnx_conforma
 of the releases it ran). A case either passes or is refused while generating the project with the message\n\
 below; a wrong value, a crash or an internal error fails the test. Values compare as\n\
 `|computed - ref| <= atol + rtol * |ref|` with rtol 1e-3 (ONNX's own backend check's) and atol 1e-3 times\n\
-the largest reference magnitude (at least 1e-3, at most 1); integers and booleans compare exactly.\n\n";
+the largest reference magnitude (at least 1e-3, at most 1); integers and booleans compare exactly. A case\n\
+of an older release whose model, inputs and expected outputs are byte for byte those of the newer release's case\n\
+of the same name runs once, with the newer release's cases, and counts in both sections.\n\n";
 
 /// The section's title line of a release.
 fn title(r: &Release) -> String {
@@ -153,12 +160,12 @@ fn section<'a>(text: &'a str, r: &Release) -> Option<&'a str> {
     Some(&text[at..end])
 }
 
-fn doc(r: &Release, cases: &[Case], verdicts: &BTreeMap<String, Verdict>, cases_dir: &Path) -> String {
+fn doc(r: &Release, cases: &[Case], verdicts: &Verdicts) -> String {
     let mut per_op: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     let mut passed = 0;
     let mut refusals = vec![];
     for c in cases {
-        let v = &verdicts[&format!("{}/host-L2-inference", c.name)];
+        let (v, cases_dir) = &verdicts[&c.name];
         let ok = v.stage == "PASSED";
         passed += ok as usize;
         for op in &c.ops {
@@ -214,36 +221,47 @@ fn whole_doc(old: &str, ours: &Release, new: &str) -> String {
 
 #[test]
 fn onnx_1_17_cases_pass_or_are_refused_by_name() {
-    run(&RELEASES[0]);
+    run(&RELEASES[0], Some(&RELEASES[1]));
 }
 
 #[test]
 fn onnx_1_23_cases_pass_or_are_refused_by_name() {
-    run(&RELEASES[1]);
+    run(&RELEASES[1], None);
 }
 
-fn run(r: &Release) {
-    let root = common::root();
-    let base = root.join("target").join(r.dir);
-    let Some(cases) = cases(&base) else {
-        common::skip_unless_ci(r.test, &format!("{} holds no cases (run {})", base.display(), r.how));
-        return;
-    };
-    common::ran(r.test);
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let cases_dir = base.join("cases");
-    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(r.dir);
+/// Verdicts by case name, each with the cases folder its run read (which
+/// messages name, and [`clean`] takes out).
+type Verdicts = BTreeMap<String, (Verdict, PathBuf)>;
+
+/// A release's cases folder and its cases, when tools/onnx_conformance.py wrote them.
+fn written(r: &Release) -> Option<(PathBuf, Vec<Case>)> {
+    let base = common::root().join("target").join(r.dir);
+    let cases = cases(&base)?;
+    Some((base.join("cases"), cases))
+}
+
+/// `deploygen test --platform host` on the case folders `names` of
+/// `cases_dir` (all of them when `None`), in a scratch folder of its own
+/// named `tag`; the verdicts by case name, and the tail of its stderr.
+fn deploygen_test(tag: &str, cases_dir: &Path, names: Option<&[&str]>) -> (Verdicts, String) {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(tag);
     std::fs::create_dir_all(&tmp).unwrap();
     let junit = tmp.join("junit.xml");
+    let _ = std::fs::remove_file(&junit);
     let status = tmp.join("status.toml");
     std::fs::write(&status, "").unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_deploygen"));
+    cmd.arg("test");
+    match names {
+        Some(names) => cmd.args(names.iter().map(|n| cases_dir.join(n))),
+        None => cmd.arg(cases_dir),
+    };
     let started = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_deploygen"))
-        .arg("test")
-        .arg(&cases_dir)
+    // The runtime archive other test binaries build and use.
+    let out = cmd
         .args(["--platform", "host", "--timeout", "60", "-j", "2"])
         .arg("--cache-dir")
-        .arg(tmp.join("runtime-cache"))
+        .arg(common::runtime_cache())
         .arg("--status")
         .arg(&status)
         .arg("--junit")
@@ -251,26 +269,94 @@ fn run(r: &Release) {
         .current_dir(&tmp)
         .output()
         .unwrap();
-    eprintln!("onnx {}: deploygen test ran {} cases in {:.0?}", r.onnx, cases.len(), started.elapsed());
-    let verdicts = read_junit(&junit);
+    let verdicts: Verdicts = read_junit(&junit)
+        .into_iter()
+        .filter_map(|(key, v)| {
+            Some((key.strip_suffix("/host-L2-inference")?.to_string(), (v, cases_dir.to_path_buf())))
+        })
+        .collect();
+    eprintln!("{tag}: deploygen test ran {} cases in {:.0?}", verdicts.len(), started.elapsed());
+    let stderr = String::from_utf8_lossy(&out.stderr).lines().rev().take(20).collect::<Vec<_>>().join("\n");
+    (verdicts, stderr)
+}
+
+/// The run of every case of `r`, once per test binary: the test of `r`
+/// and the test of an older release that takes verdicts from it share it
+/// (the second to ask waits for the first's run).
+fn full_run(r: &Release, cases_dir: &Path) -> &'static (Verdicts, String) {
+    static RUNS: [OnceLock<(Verdicts, String)>; 2] = [OnceLock::new(), OnceLock::new()];
+    let at = RELEASES.iter().position(|x| std::ptr::eq(x, r)).unwrap();
+    RUNS[at].get_or_init(|| deploygen_test(r.dir, cases_dir, None))
+}
+
+/// Whether case `name` of `ours` holds the same model and data, byte for
+/// byte, as the case of that name in `theirs`: then its verdict is the
+/// other's (deploygen's output depends on nothing else).
+fn same_case(ours: &Path, theirs: &Path, name: &str) -> bool {
+    ["network.onnx", "inputs.npz", "outputs.npz"].iter().all(|f| {
+        let a = std::fs::read(ours.join(name).join(f));
+        a.is_ok() && a.ok() == std::fs::read(theirs.join(name).join(f)).ok()
+    })
+}
+
+/// The verdicts of release `r`'s cases. A case that `newer` holds with
+/// the same model and data is not run twice: its verdict is the one of
+/// `newer`'s run (which that release's test checks as well).
+fn verdicts(r: &Release, cases_dir: &Path, cases: &[Case], newer: Option<&Release>) -> (Verdicts, String) {
+    let Some((newer, theirs_dir)) = newer.and_then(|n| Some((n, written(n)?.0))) else {
+        return full_run(r, cases_dir).clone();
+    };
+    let (shared, own): (Vec<&Case>, Vec<&Case>) =
+        cases.iter().partition(|c| same_case(cases_dir, &theirs_dir, &c.name));
+    let names: Vec<&str> = own.iter().map(|c| c.name.as_str()).collect();
+    let (mut verdicts, stderr) = match names.is_empty() {
+        true => Default::default(),
+        false => deploygen_test(&format!("{}-own", r.dir), cases_dir, Some(&names)),
+    };
+    let (theirs, their_stderr) = full_run(newer, &theirs_dir);
+    for c in &shared {
+        if let Some(v) = theirs.get(&c.name) {
+            verdicts.insert(c.name.clone(), v.clone());
+        }
+    }
+    eprintln!(
+        "onnx {}: {} cases ran on their own, {} are onnx {}'s (the same model and data)",
+        r.onnx,
+        own.len(),
+        shared.len(),
+        newer.onnx
+    );
+    (verdicts, format!("{stderr}\n{their_stderr}"))
+}
+
+/// Runs release `r`'s cases (those `newer` shares through its run) and
+/// checks them and its section of the doc.
+fn run(r: &Release, newer: Option<&Release>) {
+    let Some((cases_dir, cases)) = written(r) else {
+        let base = common::root().join("target").join(r.dir);
+        common::skip_unless_ci(r.test, &format!("{} holds no cases (run {})", base.display(), r.how));
+        return;
+    };
+    common::ran(r.test);
+    let (verdicts, stderr) = verdicts(r, &cases_dir, &cases, newer);
     let mut faults = vec![];
     for c in &cases {
-        match verdicts.get(&format!("{}/host-L2-inference", c.name)) {
+        match verdicts.get(&c.name) {
             None => faults.push(format!("{}: no verdict", c.name)),
-            Some(v) if v.stage == "PASSED" || is_refusal(v) => {}
-            Some(v) => faults.push(format!("{}: {}: {}", c.name, v.stage, v.message)),
+            Some((v, _)) if v.stage == "PASSED" || is_refusal(v) => {}
+            Some((v, _)) => faults.push(format!("{}: {}: {}", c.name, v.stage, v.message)),
         }
     }
     assert!(
         faults.is_empty(),
-        "onnx {}: {} case(s) computed wrong values, crashed or failed internally:\n{}\n\n{}",
+        "onnx {}: {} case(s) computed wrong values, crashed or failed internally:\n{}\n\n{stderr}",
         r.onnx,
         faults.len(),
         faults.join("\n"),
-        String::from_utf8_lossy(&out.stderr).lines().rev().take(20).collect::<Vec<_>>().join("\n")
     );
-    let text = doc(r, &cases, &verdicts, &cases_dir);
-    let path = root.join(DOC);
+    let text = doc(r, &cases, &verdicts);
+    let _one = DOC_WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let path = common::root().join(DOC);
     let old = std::fs::read_to_string(&path).unwrap_or_default();
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, whole_doc(&old, r, &text)).unwrap();

@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -29,23 +30,107 @@ fn kernel_sources() -> Vec<PathBuf> {
     v
 }
 
-/// Compiles `sources` (plus the emulation) into `out` with the strict flags,
-/// `opt` and `extra`; panics with gcc's output on failure.
+/// Compiles the kernels, the emulation and `driver` into `out` with the
+/// strict flags, `opt` and `extra`; panics with gcc's output on failure.
 fn build(out: &Path, driver: &str, opt: &str, extra: &[&str]) {
+    build_faulty(out, driver, opt, extra, &[]);
+}
+
+/// [`build`], with `emulation` (a `DG_HOST_FAULT_*` define, which only
+/// pmsis_host.c reads) given to the emulation's source alone: the other
+/// objects are those of the build without it.
+fn build_faulty(out: &Path, driver: &str, opt: &str, extra: &[&str], emulation: &[&str]) {
     let r = root();
-    let mut cmd = Command::new("gcc");
-    cmd.args(STRICT).arg(opt).arg(POSIX);
-    for inc in ["pmsis-host", "kernels", "mem"] {
-        cmd.arg(format!("-I{}", r.join(inc).display()));
-    }
-    cmd.args(extra);
-    cmd.args(kernel_sources());
-    cmd.arg(r.join("mem/dg_mem.c"));
-    cmd.arg(r.join("pmsis-host/pmsis_host.c"));
-    cmd.arg(r.join("tests").join(driver));
-    cmd.args(["-lm", "-pthread", "-o"]).arg(out);
-    let o = cmd.output().expect("running gcc (is it installed?)");
-    assert!(o.status.success(), "gcc failed for {driver} {extra:?}:\n{}", String::from_utf8_lossy(&o.stderr));
+    let mut flags: Vec<String> = STRICT.iter().map(|f| f.to_string()).collect();
+    flags.extend([opt.to_string(), POSIX.to_string()]);
+    flags.extend(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())));
+    flags.extend(extra.iter().map(|f| f.to_string()));
+    let mut sources = kernel_sources();
+    sources.extend([r.join("mem/dg_mem.c"), r.join("tests").join(driver)]);
+    let cc = vec!["gcc".to_string()];
+    let what = format!("gcc for {driver} {extra:?} {emulation:?}");
+    let mut objs = objects(&cc, &flags, &sources, &what);
+    let mut emu_flags = flags.clone();
+    emu_flags.extend(emulation.iter().map(|f| f.to_string()));
+    objs.push(object(&cc, &emu_flags, &r.join("pmsis-host/pmsis_host.c"), &what));
+    link(&cc, &flags, &objs, &["-lm", "-pthread"], out, &what);
+}
+
+/// Links `objects` into `out` with `cc`, `flags` (sanitizers link their
+/// libraries) and `libs`.
+fn link(cc: &[String], flags: &[String], objects: &[PathBuf], libs: &[&str], out: &Path, what: &str) {
+    let o = Command::new(&cc[0]).args(&cc[1..]).args(flags).args(objects).args(libs).arg("-o").arg(out).output();
+    let o = o.unwrap_or_else(|e| panic!("running {what}: {e}"));
+    assert!(o.status.success(), "{what} failed to link:\n{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// The objects of `sources` compiled by `cc` with `flags`, two compilers
+/// at a time. A source is compiled once per test binary for each set of
+/// flags, however many drivers link it: most builds share the kernels
+/// with the same platform and flags.
+fn objects(cc: &[String], flags: &[String], sources: &[PathBuf], what: &str) -> Vec<PathBuf> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = vec![];
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        let Some(src) = sources.get(i) else { return done };
+                        done.push((i, object(cc, flags, src, what)));
+                    }
+                })
+            })
+            .collect();
+        let mut all: Vec<(usize, PathBuf)> =
+            workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect();
+        all.sort();
+        all.into_iter().map(|(_, o)| o).collect()
+    })
+}
+
+/// `src` compiled by `cc` with `flags`, once per test binary: the first
+/// caller compiles it, later callers (and concurrent ones, who wait) get
+/// the same object.
+fn object(cc: &[String], flags: &[String], src: &Path, what: &str) -> PathBuf {
+    type Cell = std::sync::Arc<std::sync::OnceLock<PathBuf>>;
+    static OBJECTS: std::sync::Mutex<BTreeMap<String, Cell>> = std::sync::Mutex::new(BTreeMap::new());
+    let key = format!("{} {} -c {}", cc.join(" "), flags.join(" "), src.display());
+    let (n, cell) = {
+        let mut map = OBJECTS.lock().unwrap_or_else(|e| e.into_inner());
+        let n = map.len();
+        let cell = map.entry(key).or_default().clone();
+        (n, cell)
+    };
+    cell.get_or_init(|| {
+        let stem = src.file_stem().unwrap().to_string_lossy();
+        let obj = objects_dir().join(format!("{n}-{stem}.o"));
+        let o = Command::new(&cc[0]).args(&cc[1..]).args(flags).arg("-c").arg(src).arg("-o").arg(&obj).output();
+        let o = o.unwrap_or_else(|e| panic!("running {what} (is it installed?): {e}"));
+        assert!(o.status.success(), "{what} failed on {}:\n{}", src.display(), String::from_utf8_lossy(&o.stderr));
+        obj
+    })
+    .clone()
+}
+
+/// This process's folder of objects under the target's temp folder; the
+/// folders of processes that are gone are removed first.
+fn objects_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-test-objects");
+        for e in fs::read_dir(&base).into_iter().flatten().flatten() {
+            let pid = e.file_name().to_string_lossy().into_owned();
+            if !Path::new("/proc").join(&pid).exists() {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+        let dir = base.join(std::process::id().to_string());
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    })
 }
 
 fn run(exe: &Path, args: &[&str]) -> (Output, String) {
@@ -196,16 +281,18 @@ fn kernels_match_onnxruntime_with_the_rv32_tiling() {
 fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
     let exe = tmp.join(format!("{driver}.rv32"));
     let r = root();
-    let mut cmd = Command::new("python3");
-    cmd.args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx", "-O3"]);
-    cmd.args(STRICT).arg(POSIX).arg("-DDG_PLATFORM_GAP9");
-    for inc in ["pmsis-host", "kernels", "mem"] {
-        cmd.arg(format!("-I{}", r.join(inc).display()));
-    }
-    cmd.args(kernel_sources()).arg(r.join("mem/dg_mem.c")).arg(r.join("pmsis-host/pmsis_host.c"));
-    cmd.arg(r.join("tests").join(driver)).args(["-lm", "-o"]).arg(&exe);
-    let o = cmd.output().expect("running the ziglang clang");
-    assert!(o.status.success(), "rv32 build of {driver} failed:\n{}", String::from_utf8_lossy(&o.stderr));
+    let cc: Vec<String> =
+        ["python3", "-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx"]
+            .map(String::from)
+            .into();
+    let mut flags: Vec<String> = vec!["-O3".into()];
+    flags.extend(STRICT.iter().map(|f| f.to_string()));
+    flags.extend([POSIX.to_string(), "-DDG_PLATFORM_GAP9".to_string()]);
+    flags.extend(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())));
+    let mut sources = kernel_sources();
+    sources.extend([r.join("mem/dg_mem.c"), r.join("pmsis-host/pmsis_host.c"), r.join("tests").join(driver)]);
+    let what = format!("the ziglang clang (rv32 build of {driver})");
+    link(&cc, &flags, &objects(&cc, &flags, &sources, &what), &["-lm"], &exe, &what);
     let o = Command::new("qemu-riscv32")
         .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
         .arg(exe)
@@ -506,20 +593,16 @@ fn emulation_checks_catch_injected_faults() {
         ("l3_trunc", &["-DDG_HOST_FAULT_L3_TRUNC"], "hex_roundtrip_l3"),
     ];
     for (name, defs, test) in cases {
-        let mut flags = vec!["-DDG_PLATFORM_GAP9"];
-        flags.extend_from_slice(defs);
-        let exe = emu_build(tmp.path(), &format!("emu_{name}"), "-O2", &flags);
+        let exe = tmp.path().join(format!("emu_{name}"));
+        build_faulty(&exe, "emu_tests.c", "-O2", &["-DDG_PLATFORM_GAP9"], defs);
         let (o, text) = emu_run(&exe, tmp.path(), &[]);
         assert!(!o.status.success(), "fault {name} went unnoticed:\n{text}");
         assert!(text.contains(&format!("FAIL {test}\n")), "fault {name}: {test} did not fail:\n{text}");
     }
     // without the barrier, ThreadSanitizer sees the race as well
-    let exe = emu_build(
-        tmp.path(),
-        "emu_no_barrier_tsan",
-        "-O1",
-        &["-DDG_PLATFORM_GAP9", "-DDG_HOST_FAULT_NO_BARRIER", "-g", "-fsanitize=thread"],
-    );
+    let exe = tmp.path().join("emu_no_barrier_tsan");
+    let tsan = ["-DDG_PLATFORM_GAP9", "-g", "-fsanitize=thread"];
+    build_faulty(&exe, "emu_tests.c", "-O1", &tsan, &["-DDG_HOST_FAULT_NO_BARRIER"]);
     let (o, text) = emu_run(&exe, tmp.path(), &[]);
     assert!(!o.status.success());
     assert!(text.contains("ThreadSanitizer: data race"), "{text}");
@@ -660,12 +743,7 @@ fn divide_by_zero_project(tmp: &Path, op: &str, extra: &str) -> (Output, String)
         .output()
         .unwrap();
     assert!(o.status.success(), "build: {}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new("make")
-        .args(["-s", "-j2", "-f", "Makefile.host"])
-        .arg(format!("EXTRA_CFLAGS={extra}"))
-        .current_dir(&out)
-        .output()
-        .unwrap();
+    let o = common::make_host(&out, Some(extra), &[]);
     assert!(o.status.success(), "make: {}", String::from_utf8_lossy(&o.stderr));
     let o = Command::new(out.join("app")).current_dir(&out).env("DG_HOST_QUIET", "1").output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));

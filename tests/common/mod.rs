@@ -180,3 +180,28 @@ pub fn matmul_relu_chain(dir: &Path, n: usize) {
     b.write(dir, "network.onnx");
     std::fs::write(dir.join("train.toml"), "loss = \"mse\"\noptimizer = \"sgd\"\nlearning_rate = 0.1\n").unwrap();
 }
+
+/// The runtime archive folder the test binaries share
+/// (`target/tmp/runtime-cache`): each archive is built once per set of
+/// flags for the whole suite (docs/testing.md, "The runtime is compiled once").
+pub fn runtime_cache() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime-cache")
+}
+
+/// `make -s -j2 -f Makefile.host EXTRA_CFLAGS=… ARGS…` in the generated
+/// project `dir`, linking the runtime from the shared archive for its
+/// flags (built first when missing); without an archive the project
+/// compiles its runtime itself, as a plain make does.
+#[allow(dead_code)]
+pub fn make_host(dir: &Path, extra_cflags: Option<&str>, args: &[&str]) -> std::process::Output {
+    use deploygen::verify::cache;
+    let vars = cache::MakeVars { cc: None, extra_cflags: extra_cflags.map(str::to_string) };
+    let lib = cache::archive(&runtime_cache(), dir, &vars, 2, std::time::Duration::from_secs(900));
+    let mut cmd = std::process::Command::new("make");
+    cmd.args(["-s", "-j2", "-f", "Makefile.host"]).args(args).current_dir(dir);
+    vars.apply(&mut cmd);
+    if let Ok(lib) = lib {
+        cmd.arg(format!("RUNTIME_LIB={}", lib.display()));
+    }
+    cmd.output().unwrap()
+}
