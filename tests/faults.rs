@@ -456,3 +456,93 @@ fn an_l3_stage_copied_before_its_ram_read_gives_wrong_results() {
     });
     assert_fails(&o, Stage::Result, "compared values are wrong");
 }
+
+// ---------------------------------------------------------------- the harness as dg_model.h's client
+
+/// The harness feeds the model only through `dg_model.h`: when
+/// `dg_model_set_train_input` copies nothing into the data input (the
+/// labels still arrive), the losses are wrong.
+#[test]
+fn an_api_that_copies_no_training_input_fails() {
+    if !have_gcc() {
+        return;
+    }
+    let no_copy = |dir: &Path| {
+        replace(
+            dir,
+            "dg_model.c",
+            "    return set_port(dg_train_inputs, dg_n_train_inputs, input, src, bytes);",
+            "    return input == 0u ? DG_MODEL_OK : set_port(dg_train_inputs, dg_n_train_inputs, input, src, bytes);",
+        )
+    };
+    let o = run_patched(&case(&mlp(), "GAP9", "L2"), no_copy);
+    assert_fails(&o, Stage::Result, "compared values are wrong");
+    assert!(o.losses.iter().any(|l| !l.within()), "{:?}", o.losses);
+}
+
+/// An inference harness runs the network through `dg_model_predict`:
+/// when `dg_model_set_input` copies nothing, the outputs are wrong.
+#[test]
+fn an_api_that_copies_no_input_fails_an_inference_model() {
+    if !have_gcc() {
+        return;
+    }
+    let mut c = Case::new(common::zoo("kws_cnn"), "kws_cnn", "Siracusa", "L2", Kind::Inference);
+    c.timeout = Duration::from_secs(240);
+    let no_copy = |dir: &Path| replace(dir, "dg_model.c", "    dg_copy(ports[input].buf, src, bytes);\n", "");
+    let o = run_patched(&c, no_copy);
+    assert_fails(&o, Stage::Result, "compared values are wrong");
+}
+
+/// `dg_model_train_step` without its optimizer step (and saying so):
+/// the losses after the first step and the updated weights are wrong.
+#[test]
+fn a_train_step_without_the_optimizer_fails() {
+    if !have_gcc() {
+        return;
+    }
+    let no_opt = |dir: &Path| {
+        replace(
+            dir,
+            "dg_model.c",
+            "    return send(DG_RUN_OPTIMIZER, DG_MODEL_CYCLES_OPTIMIZER);",
+            "    return DG_MODEL_OK;",
+        )
+    };
+    let o = run_patched(&case(&mlp(), "GAP9", "L2"), no_opt);
+    assert_fails(&o, Stage::Result, "compared values are wrong");
+    assert!(o.losses[0].within(), "loss 0 comes before any optimizer step: {:?}", o.losses[0]);
+}
+
+/// A `dg_model.h` call that fails is a FATAL line naming the call and the
+/// status, and the run fails (never `Errors: 0`).
+#[test]
+fn a_failing_api_call_is_fatal() {
+    if !have_gcc() {
+        return;
+    }
+    let refuse = |dir: &Path| {
+        replace(
+            dir,
+            "dg_model.c",
+            "    return send(DG_RUN_OPTIMIZER, DG_MODEL_CYCLES_OPTIMIZER);",
+            "    return DG_MODEL_ECLUSTER;",
+        )
+    };
+    let o = run_patched(&case(&mlp(), "GAP9", "L2"), refuse);
+    assert_fails(&o, Stage::Runtime, "FATAL: dg_model_train_step returned -4 (DG_MODEL_ECLUSTER");
+    assert!(o.output.contains("Errors: 1 out of 0"), "{}", o.output);
+}
+
+/// The harness's schedule and the API's accumulation agree, or main.c
+/// does not compile.
+#[test]
+fn a_schedule_the_api_does_not_accumulate_does_not_compile() {
+    if !have_gcc() {
+        return;
+    }
+    let other =
+        |dir: &Path| replace(dir, "dg_model.h", "#define DG_MODEL_ACCUM_STEPS 1u", "#define DG_MODEL_ACCUM_STEPS 2u");
+    let o = run_patched(&case(&mlp(), "GAP9", "L2"), other);
+    assert_fails(&o, Stage::CCompile, "is not DG_MODEL_ACCUM_STEPS");
+}

@@ -7,10 +7,10 @@
 //! - every kernel entry against `runtime/kernels/stack_usage.txt`, for
 //!   clang -O3 (zfinx, as a chip build compiles the kernels) and gcc -O2
 //!   (soft-float); `UPDATE_STACKS=1` rewrites the table;
-//! - the network, runtime and harness code of zoo projects, built with gcc
-//!   -O2 as the SDK builds them, against the `STACK_SIZE` /
-//!   `CC_STACK_SIZE` the generated `main.c` asks for (on Siracusa core 0
-//!   also runs its share of every kernel on that stack).
+//! - the network, runtime, `dg_model.c` and harness code of zoo projects,
+//!   built with gcc -O2 as the SDK builds them, against the `STACK_SIZE` /
+//!   `CC_STACK_SIZE` the generated `dg_model.h` asks for (on Siracusa
+//!   core 0 also runs its share of every kernel on that stack).
 //!
 //! Calls through a pointer may reach any function whose address the same
 //! object takes; a recursive function must be listed in [`RECURSION`] with
@@ -360,7 +360,8 @@ fn define(text: &str, name: &str) -> Option<u64> {
 }
 
 /// The project's cluster code compiled with gcc -O2: the worst case of each
-/// task the harness sends, with the stack main.c gives the core that runs it.
+/// task the harness and `dg_model.c` send, with the stack `dg_model.h`
+/// gives the core that runs it.
 fn check_project(model: &str, platform: &'static str, level: &'static str) -> Vec<String> {
     check_project_at(&root().join("models").join(model), model, platform, level)
 }
@@ -413,33 +414,40 @@ fn check_project_at(path: &Path, model: &str, platform: &'static str, level: &'s
         }
     }
     let code = Code::read(&objs);
-    let main_c = std::fs::read_to_string(d.join("main.c")).unwrap();
+    let header = std::fs::read_to_string(d.join("dg_model.h")).unwrap();
     let stacks = chip.stacks();
     let (core, given) = if chip.separate_controller() {
-        ("CC_STACK_SIZE", define(&main_c, "CC_STACK_SIZE"))
+        ("CC_STACK_SIZE", define(&header, "CC_STACK_SIZE"))
     } else {
-        ("STACK_SIZE", define(&main_c, "STACK_SIZE"))
+        ("STACK_SIZE", define(&header, "STACK_SIZE"))
     };
-    let given = given.unwrap_or_else(|| panic!("{model}: main.c defines no {core}"));
-    let slave = define(&main_c, "SLAVE_STACK_SIZE").expect("SLAVE_STACK_SIZE");
+    let given = given.unwrap_or_else(|| panic!("{model}: dg_model.h defines no {core}"));
+    let slave = define(&header, "SLAVE_STACK_SIZE").expect("SLAVE_STACK_SIZE");
     // Core 0 runs its share of each fork on the same stack where it is the controller.
     let forked = if chip.separate_controller() { 0 } else { deploygen::target::kernel_max() };
     let mut bad = vec![];
-    // The harness's tasks, and the one dg_model.h sends that main.c does not.
+    // The harness's comparison, and dg_model.c's task (every network it runs).
     let tasks: Vec<&String> =
-        code.funcs.keys().filter(|f| f.ends_with("_task@main.c.o") || f.as_str() == "RunPredictNetwork").collect();
-    if files.iter().any(|(p, _)| p.ends_with("PredictNetwork.c")) {
-        assert!(tasks.iter().any(|t| t.as_str() == "RunPredictNetwork"), "{model}: RunPredictNetwork not found");
+        code.funcs.keys().filter(|f| f.ends_with("_task@main.c.o") || f.ends_with("_task@dg_model.c.o")).collect();
+    let run_task = "run_task@dg_model.c.o";
+    let runs = code.callees(run_task);
+    // Every network of the project is measured through that task (a
+    // training project without a prediction never runs RunPredictNetwork).
+    let no_predict = header.contains("This model has no prediction");
+    for net in ["RunNetwork", "RunTrainingNetwork", "RunOptimizerNetwork", "RunPredictNetwork"] {
+        if code.funcs.contains_key(net) && !(no_predict && net == "RunPredictNetwork") {
+            assert!(runs.iter().any(|r| r == net), "{model}: {run_task} does not call {net}: {runs:?}");
+        }
     }
     assert!(
         tasks.len() >= 2,
-        "{model}: no task functions found in main.c: {:?}",
+        "{model}: no task functions found in main.c and dg_model.c: {:?}",
         code.funcs.keys().collect::<Vec<_>>()
     );
     for t in tasks {
         let need = code.need_of(t) + forked + SDK_MARGIN_BYTES;
         if need > given {
-            bad.push(format!("{model} {platform} {level}: {t} needs {need} B, main.c gives {core} {given} B"));
+            bad.push(format!("{model} {platform} {level}: {t} needs {need} B, dg_model.h gives {core} {given} B"));
         }
     }
     if slave < stacks.worker {

@@ -12,7 +12,7 @@ use crate::plan::{self, Level};
 #[derive(Clone, Debug, Default)]
 pub struct BuildFiles {
     pub sources: Vec<String>,
-    /// The sources of `demo` (the client of `dg_model.h`) but main.c's.
+    /// The sources of `demo` (the second client of `dg_model.h`) but main.c's.
     pub demo_sources: Vec<String>,
     pub runtime_sources: Vec<String>,
     pub l1_heap: u64,
@@ -23,14 +23,13 @@ pub struct BuildFiles {
 }
 
 pub(super) fn build(c: &Common, plan: &plan::Plan, net: &Network, w: &Weights, test_image: bool) -> Result<BuildFiles> {
+    // main.c is a client of dg_model.h, as demo.c is.
     let mut sources = vec!["main.c".to_string(), format!("{}.c", c.net), "Weights.c".to_string()];
-    let mut demo_sources = vec![];
     if c.training {
-        sources.push("OptimizerNetwork.c".into());
-        demo_sources = ["demo.c", "dg_model.c", "PredictNetwork.c"].map(String::from).to_vec();
-    } else {
-        demo_sources = ["demo.c", "dg_model.c"].map(String::from).to_vec();
+        sources.extend(["OptimizerNetwork.c", "PredictNetwork.c"].map(String::from));
     }
+    sources.push("dg_model.c".into());
+    let demo_sources = vec!["demo.c".to_string()];
     // A tiled node's calls are in its tile loop.
     let nodes = net.main_nodes.iter().chain(&net.opt_nodes).chain(&net.predict_nodes);
     let calls = nodes.flat_map(|n| n.calls.iter().chain(n.tiled.iter().flat_map(|t| &t.calls)));

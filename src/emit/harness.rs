@@ -99,6 +99,9 @@ pub struct Harness {
     /// Per sample: the data array name of each data slot.
     pub data_rows: Vec<Vec<String>>,
     pub data_slots: Vec<usize>,
+    /// Bytes of each data slot's test data (mini-batch 0's), as the
+    /// harness hands it to `dg_model.h`.
+    pub data_bytes: Vec<u64>,
     pub skip_copy: bool,
     pub skip_reason: String,
     // references
@@ -212,6 +215,9 @@ fn test_data(ctx: &Ctx, bd: &bind::Binding, training: bool, l3: &mut Option<L3Da
             let id = ctx.buffer_of(GraphSel::Main, &s.input);
             let dtype = id.map_or(DType::F32, |i| ctx.plan.buffers[i].dtype);
             let v2 = as_buffer(v, dtype);
+            if mb == 0 {
+                h.data_bytes.push(v2.bytes.len() as u64);
+            }
             if let Some(d) = l3.as_mut() {
                 row.push(format!("{}u", d.push(&v2.bytes)));
                 continue;

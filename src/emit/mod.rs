@@ -231,7 +231,7 @@ pub fn generate(
     let api = if training {
         model_api::build(&ctx, binding, &net, &h)?
     } else {
-        model_api::build_inference(&ctx, binding, &net, &h)
+        model_api::build_inference(&ctx, binding, &net, &h)?
     };
     let api = Some(api);
     let b = build_files::build(&common, plan, &net, &w, h.test_l3.is_some())?;

@@ -15,7 +15,7 @@ use super::network::Network;
 use super::Ctx;
 use crate::bind;
 use crate::c;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::escape::{c_comment, c_ident, c_string};
 use crate::ir::{DType, Graph, Role};
 use crate::lower::forward;
@@ -99,6 +99,9 @@ pub struct ModelApi {
     /// Why the prediction's batch is not the default one, for a comment.
     pub predict_note: Option<String>,
     pub version: u32,
+    /// The harness's `main.c`: the API input (training: training input)
+    /// each test-data column (`TEST_DATA(mb, i)`) feeds.
+    pub harness_inputs: Vec<usize>,
     // demo.c
     /// API training input of each test-data column (`TEST_DATA(mb, i)`),
     /// and the predict input it gives, if any (else `u32::MAX`).
@@ -140,7 +143,27 @@ fn port(ctx: &Ctx, sel: GraphSel, name: &str, what: &str) -> Option<Port> {
 
 /// The API of an inference project: the network's inputs and outputs,
 /// `dg_model_predict` one run of the network.
-pub(super) fn build_inference(ctx: &Ctx, binding: Option<&bind::Binding>, net: &Network, h: &Harness) -> ModelApi {
+/// The API input named like each test-data column's input, among `names`:
+/// main.c feeds the model only through `dg_model.h`, so every column must
+/// have one.
+fn harness_inputs(binding: Option<&bind::Binding>, h: &Harness, names: &[String]) -> Result<Vec<usize>> {
+    let mut out = vec![];
+    for &slot in &h.data_slots {
+        let name = binding.map(|b| b.slots[slot].input.clone()).unwrap_or_default();
+        let k = names.iter().position(|n| *n == name).ok_or_else(|| {
+            Error::model(format!("internal error: test-data input '{name}' is no input of dg_model.h"))
+        })?;
+        out.push(k);
+    }
+    Ok(out)
+}
+
+pub(super) fn build_inference(
+    ctx: &Ctx,
+    binding: Option<&bind::Binding>,
+    net: &Network,
+    h: &Harness,
+) -> Result<ModelApi> {
     let mut api = ModelApi { version: CHECKPOINT_VERSION, skip_copy: h.skip_copy, accum: 1, ..Default::default() };
     for name in &net.input_names {
         if let Some(p) = port(ctx, GraphSel::Main, name, "input") {
@@ -163,6 +186,7 @@ pub(super) fn build_inference(ctx: &Ctx, binding: Option<&bind::Binding>, net: &
         .and_then(|s| s.first().copied())
         .unwrap_or(1);
     api.layout_hash = "0x00000000".into();
+    api.harness_inputs = harness_inputs(binding, h, &api.input_names)?;
     // demo.c: the test data into the inputs, the outputs against the
     // harness's references.
     for &slot in &h.data_slots {
@@ -171,7 +195,7 @@ pub(super) fn build_inference(ctx: &Ctx, binding: Option<&bind::Binding>, net: &
             Some(k) => api.demo_inputs.push(k),
             None => {
                 api.demo_no_refs = Some(c_string(format!("test-data input '{name}' is not an input of the API")));
-                return api;
+                return Ok(api);
             }
         }
     }
@@ -193,7 +217,7 @@ pub(super) fn build_inference(ctx: &Ctx, binding: Option<&bind::Binding>, net: &
     } else if api.demo_checks.is_empty() {
         api.demo_no_refs = Some(c_string(format!("no reference of an output in {}", bind::OUTPUTS_FILE)));
     }
-    api
+    Ok(api)
 }
 
 pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, net: &Network, h: &Harness) -> Result<ModelApi> {
@@ -224,6 +248,7 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, net: &Network, h
     }
     api.loss_expr = roles.loss.as_deref().and_then(|l| ctx.buffer_of(GraphSel::Main, l)).map(|id| ctx.expr(id));
     api.reset_expr = roles.lazy_reset.as_deref().and_then(|r| ctx.buffer_of(GraphSel::Main, r)).map(|id| ctx.expr(id));
+    api.harness_inputs = harness_inputs(binding, h, &api.train_input_names)?;
     checkpoint(ctx, net, &mut api);
     predict(ctx, &mut api);
     demo(ctx, binding, h, &mut api)?;

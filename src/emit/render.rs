@@ -83,7 +83,7 @@ template!(OptimizerH, "optimizer.h", c: Common, nw: Network);
 template!(OptimizerC, "optimizer.c", c: Common, nw: Network);
 template!(TestInputs, "testinputs.h", c: Common, h: Harness);
 template!(TestOutputs, "testoutputs.h", c: Common, h: Harness);
-template!(MainC, "main.c", c: Common, h: Harness);
+template!(MainC, "main.c", c: Common, h: Harness, api: ModelApi);
 template!(ModelH, "dg_model.h", c: Common, api: ModelApi);
 template!(ModelC, "dg_model.c", c: Common, api: ModelApi);
 template!(PredictC, "predict.c", c: Common, api: ModelApi, nw: Network);
@@ -106,29 +106,29 @@ fn text(t: &impl Template, what: &str) -> Result<Vec<u8>> {
 pub fn render(p: &Parts) -> Result<Vec<(PathBuf, Vec<u8>)>> {
     let (c, nw, w, h, b) = (p.c, p.net, p.w, p.h, p.b);
     let net = &c.net;
+    // The harness is a client of dg_model.h.
+    let api = p.api.ok_or_else(|| Error::model("internal error: main.c needs dg_model.h"))?;
     let mut files = vec![
         (PathBuf::from(format!("{net}.h")), text(&NetworkH { c, nw, w }, "the network header")?),
         (PathBuf::from(format!("{net}.c")), text(&NetworkC { c, nw, w }, "the network")?),
         (PathBuf::from("Weights.c"), text(&WeightsC { c, w }, "Weights.c")?),
         (PathBuf::from("testinputs.h"), text(&TestInputs { c, h }, "testinputs.h")?),
         (PathBuf::from("testoutputs.h"), text(&TestOutputs { c, h }, "testoutputs.h")?),
-        (PathBuf::from("main.c"), text(&MainC { c, h }, "main.c")?),
+        (PathBuf::from("main.c"), text(&MainC { c, h, api }, "main.c")?),
         (PathBuf::from("Makefile.host"), text(&MakefileHost { c, b }, "Makefile.host")?),
     ];
     if c.training {
         files.push((PathBuf::from("OptimizerNetwork.h"), text(&OptimizerH { c, nw }, "the optimizer header")?));
         files.push((PathBuf::from("OptimizerNetwork.c"), text(&OptimizerC { c, nw }, "the optimizer")?));
     }
-    if let Some(api) = p.api {
-        files.push((PathBuf::from("dg_model.h"), text(&ModelH { c, api }, "dg_model.h")?));
-        files.push((PathBuf::from("dg_model.c"), text(&ModelC { c, api }, "dg_model.c")?));
-        if c.training {
-            files.push((PathBuf::from("PredictNetwork.c"), text(&PredictC { c, api, nw }, "PredictNetwork.c")?));
-            files.push((PathBuf::from("demo.c"), text(&DemoC { c, api }, "demo.c")?));
-            files.push((PathBuf::from("testpredict.h"), text(&TestPredict { c, api }, "testpredict.h")?));
-        } else {
-            files.push((PathBuf::from("demo.c"), text(&DemoInferC { c, api }, "demo.c")?));
-        }
+    files.push((PathBuf::from("dg_model.h"), text(&ModelH { c, api }, "dg_model.h")?));
+    files.push((PathBuf::from("dg_model.c"), text(&ModelC { c, api }, "dg_model.c")?));
+    if c.training {
+        files.push((PathBuf::from("PredictNetwork.c"), text(&PredictC { c, api, nw }, "PredictNetwork.c")?));
+        files.push((PathBuf::from("demo.c"), text(&DemoC { c, api }, "demo.c")?));
+        files.push((PathBuf::from("testpredict.h"), text(&TestPredict { c, api }, "testpredict.h")?));
+    } else {
+        files.push((PathBuf::from("demo.c"), text(&DemoInferC { c, api }, "demo.c")?));
     }
     match c.sdk_build {
         SdkBuild::PulpMake => files.push((PathBuf::from("Makefile"), text(&MakefileSdk { c, b }, "Makefile")?)),

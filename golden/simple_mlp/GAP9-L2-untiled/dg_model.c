@@ -15,7 +15,21 @@
 
 /* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
 void RunPredictNetwork(void *arg);
-#define DG_PREDICT_ENTRY RunPredictNetwork
+
+/* On the chips the model allocates the cluster stacks itself (the SDK
+ * would put them beside the L1 arena, where an overflow corrupts data
+ * without a word); the host emulation runs the cores on its threads' own
+ * stacks. DG_STACK_CHECK compiles the chips' code on the host, for the
+ * stack check of tests/stack_rv32.rs. */
+#if !defined(DG_PMSIS_HOST) || defined(DG_STACK_CHECK)
+#define DG_OWN_STACKS 1
+#endif
+
+/* What run_task runs: a number, not a function pointer, so that every
+ * network it calls is a direct call (the stack check follows them). */
+#define DG_RUN_NETWORK 0u
+#define DG_RUN_OPTIMIZER 1u
+#define DG_RUN_PREDICT 2u
 
 #define DG_MODEL_MAGIC 0x4B434744u /* "DGCK", little-endian */
 #define DG_MODEL_HEADER_WORDS 5u
@@ -66,10 +80,13 @@ static struct pi_device *dg_cluster;
 static int dg_ready;
 static float dg_last_loss;
 static uint32_t dg_accum;
-#ifndef DG_PMSIS_HOST
-/* The cluster stacks, allocated here (not beside the arena by the SDK). */
+#ifdef DG_OWN_STACKS
 static void *dg_stacks;
 #endif
+/* The task run_task runs, the cycles it took, and dg_model_cycles'. */
+static uint32_t dg_run;
+static uint32_t dg_task_cycles;
+static uint32_t dg_cycles[2];
 
 /* FNV-1a of the payload: any one changed byte changes it. */
 static uint32_t hash_bytes(uint32_t h, const uint8_t *p, uint32_t n)
@@ -115,7 +132,7 @@ int dg_model_init(struct pi_device *cluster)
         return DG_MODEL_EMEMORY;
     if (InitTrainingNetwork(cluster) != 0 || InitOptimizerNetwork() != 0)
         return DG_MODEL_EINIT;
-#ifndef DG_PMSIS_HOST
+#ifdef DG_OWN_STACKS
     dg_stacks = pi_cl_l1_malloc(cluster, STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE);
     if (dg_stacks == NULL)
         return DG_MODEL_EMEMORY;
@@ -206,16 +223,46 @@ int dg_model_get_output(uint32_t output, void *dst, uint32_t bytes)
     return DG_MODEL_OK;
 }
 
-static int send(void (*entry)(void *))
+/* The cluster task: the network dg_run names, timed. Sent without a fork,
+ * it runs once, on whichever core the task lands on. */
+static void run_task(void *arg)
+{
+    pi_perf_conf(1 << PI_PERF_CYCLES);
+    pi_perf_reset();
+    pi_perf_start();
+    switch (dg_run) {
+    case DG_RUN_NETWORK:
+        RunTrainingNetwork(arg);
+        break;
+    case DG_RUN_OPTIMIZER:
+        RunOptimizerNetwork(arg);
+        break;
+    case DG_RUN_PREDICT:
+        RunPredictNetwork(arg);
+        break;
+    default:
+        break;
+    }
+    pi_perf_stop();
+    dg_task_cycles = pi_perf_read(PI_PERF_CYCLES);
+}
+
+/* Runs `run` on the cluster; its cycles go to dg_cycles[slot]. */
+static int send(uint32_t run, uint32_t slot)
 {
     struct pi_cluster_task task;
-    pi_cluster_task(&task, entry, NULL);
-#ifndef DG_PMSIS_HOST
+    dg_run = run;
+    dg_task_cycles = 0;
+    pi_cluster_task(&task, run_task, NULL);
+#ifdef DG_OWN_STACKS
     task.stacks = dg_stacks;
 #endif
     task.stack_size = STACK_SIZE;
     task.slave_stack_size = SLAVE_STACK_SIZE;
-    return pi_cluster_send_task_to_cl(dg_cluster, &task) == 0 ? DG_MODEL_OK : DG_MODEL_ECLUSTER;
+    if (pi_cluster_send_task_to_cl(dg_cluster, &task) != 0)
+        return DG_MODEL_ECLUSTER;
+    dg_cycles[slot] = dg_task_cycles;
+    return DG_MODEL_OK;
 }
 
 int dg_model_train_step(void)
@@ -228,19 +275,34 @@ int dg_model_train_step(void)
         uint8_t reset = (uint8_t)(dg_accum == 0);
         dg_copy(DG_L2(14392), &reset, 1);
     }
-    r = send(RunTrainingNetwork);
+    dg_cycles[DG_MODEL_CYCLES_OPTIMIZER] = 0;
+    r = send(DG_RUN_NETWORK, DG_MODEL_CYCLES_NETWORK);
     if (r != DG_MODEL_OK)
         return r;
     dg_copy(&dg_last_loss, DG_L2(23120), sizeof dg_last_loss);
     if (++dg_accum < DG_MODEL_ACCUM_STEPS)
         return DG_MODEL_OK;
     dg_accum = 0;
-    return send(RunOptimizerNetwork);
+    return send(DG_RUN_OPTIMIZER, DG_MODEL_CYCLES_OPTIMIZER);
 }
 
 float dg_model_loss(void)
 {
     return dg_last_loss;
+}
+
+uint32_t dg_model_cycles(uint32_t which)
+{
+    return which < 2u ? dg_cycles[which] : 0u;
+}
+
+void *dg_model_cluster_stacks(void)
+{
+#ifdef DG_OWN_STACKS
+    return dg_ready ? dg_stacks : NULL;
+#else
+    return NULL;
+#endif
 }
 
 int dg_model_set_learning_rate(float lr)
@@ -260,7 +322,7 @@ int dg_model_predict(void)
 {
     if (!dg_ready)
         return DG_MODEL_EINIT;
-    return send(DG_PREDICT_ENTRY);
+    return send(DG_RUN_PREDICT, DG_MODEL_CYCLES_NETWORK);
 }
 
 uint32_t dg_model_weights_bytes(void)

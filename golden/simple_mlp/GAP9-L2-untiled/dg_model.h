@@ -156,6 +156,25 @@ int dg_model_train_step(void);
 /* The loss of the last training step (0 before the first). */
 float dg_model_loss(void);
 
+/* Cycles the cluster spent in the last call's tasks, as pi_perf counts
+ * them on the core that runs each task (the cluster controller on GAP9,
+ * core 0 on Siracusa), for benchmarks: DG_MODEL_CYCLES_NETWORK, the
+ * network pass of the last dg_model_train_step or dg_model_predict;
+ * DG_MODEL_CYCLES_OPTIMIZER, the optimizer step of the last
+ * dg_model_train_step (0 when that call ran none). 0 for another number
+ * and before the first call. */
+#define DG_MODEL_CYCLES_NETWORK 0u
+#define DG_MODEL_CYCLES_OPTIMIZER 1u
+uint32_t dg_model_cycles(uint32_t which);
+
+/* The cluster stacks every task of the model runs on, which
+ * dg_model_init allocates in L1: STACK_SIZE bytes for core 0, then
+ * SLAVE_STACK_SIZE per other core, each growing down from its top. NULL
+ * before init, and in the host emulation (its cores run on their
+ * threads' stacks). An application may send its own cluster tasks on
+ * them, or paint them to measure how deep they go, as the harness does. */
+void *dg_model_cluster_stacks(void);
+
 /* The learning rate of the next optimizer steps (the model's to begin
  * with: train.toml's, or the rate the graph gives its steps), read by
  * every optimizer step (SGD, momentum, AdamW) at run time; 0 keeps the
