@@ -11,6 +11,7 @@
 #include "dg_mem.h"
 
 #include <float.h>
+#include <stdio.h>
 #include <string.h>
 
 /* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
@@ -239,8 +240,12 @@ int dg_model_init(struct pi_device *cluster)
         return DG_MODEL_EINIT;
 #ifdef DG_OWN_STACKS
     dg_stacks = pi_cl_l1_malloc(cluster, STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE);
-    if (dg_stacks == NULL)
+    if (dg_stacks == NULL) {
+        /* As Init does for its arenas: a failed allocation is named. */
+        printf("FATAL: L1 allocation of %u B failed (%s)\r\n",
+               (unsigned)(STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE), "cluster stacks");
         return DG_MODEL_EMEMORY;
+    }
 #endif
     fill_tables();
     dg_ready = 1;

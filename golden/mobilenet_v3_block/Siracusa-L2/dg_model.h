@@ -14,7 +14,8 @@
  *     dg_model_get_output(DG_MODEL_OUT_0, dst, bytes);
  *
  * Call every function from the fabric controller, with the cluster open;
- * none prints. Each returns DG_MODEL_OK (0) or a negative DG_MODEL_E*.
+ * none prints, but for the FATAL line of an allocation dg_model_init could
+ * not make (`FATAL: L1 allocation of N B failed (what)`). Each returns DG_MODEL_OK (0) or a negative DG_MODEL_E*.
  * The set_* and get_output calls copy to and from the model's buffers
  * wherever the plan put them (L1, L2 or L3: the copies are inside); `src`,
  * `dst` are the application's L2 memory. Inputs

@@ -22,7 +22,8 @@
  *   after a reset: dg_model_init, then dg_model_import_weights(buf, n)
  *
  * Call every function from the fabric controller, with the cluster open;
- * none prints. Each returns DG_MODEL_OK (0) or a negative DG_MODEL_E*.
+ * none prints, but for the FATAL line of an allocation dg_model_init could
+ * not make (`FATAL: L1 allocation of N B failed (what)`). Each returns DG_MODEL_OK (0) or a negative DG_MODEL_E*.
  * The set_* and get_output calls copy to and from the model's buffers
  * wherever the plan put them (L1, L2 or L3: the copies are inside); `src`,
  * `dst` and the checkpoint buffer are the application's L2 memory. Inputs
