@@ -27,7 +27,7 @@ pub mod supply;
 pub mod svg;
 pub mod tile;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
@@ -555,6 +555,9 @@ fn largest_staging(a: &Attempt) -> Option<(String, u64)> {
 /// The tiler's choice for every step, made once (it does not depend on
 /// the levels eviction changes).
 fn tile_choices(model: &Model, disc: &buffers::Discovery, opts: &PlanOptions) -> Vec<levels::Tiler> {
+    // A long step repeats a few kinds of node thousands of times: each
+    // kind is tiled once.
+    let mut made: HashMap<String, std::result::Result<tile::Choice, String>> = HashMap::new();
     disc.steps
         .iter()
         .map(|step| {
@@ -564,20 +567,56 @@ fn tile_choices(model: &Model, disc: &buffers::Discovery, opts: &PlanOptions) ->
             match tile_operands(model, disc, step) {
                 Err(why) => (Some(Err(why)), vec![]),
                 Ok((graph, operands)) => {
+                    let node = graph.node(step.node);
+                    let key = alike(graph, node, &operands, step.scratch_bytes);
+                    if let Some(c) = key.as_ref().and_then(|k| made.get(k)) {
+                        return (Some(c.clone()), operands);
+                    }
                     let n = tile::NodeIn {
                         model,
                         graph,
-                        node: graph.node(step.node),
+                        node,
                         operands: operands.clone(),
                         budget: opts.platform.budget(Level::L1),
                         align: opts.platform.alignment.max(1),
                         scratch: step.scratch_bytes,
                     };
-                    (Some(tile::choose(&n)), operands)
+                    let c = tile::choose(&n);
+                    if let Some(k) = key {
+                        made.insert(k, c.clone());
+                    }
+                    (Some(c), operands)
                 }
             }
         })
         .collect()
+}
+
+/// Everything of a node the tiler reads, as a key: nodes with equal keys
+/// get the same choice. `None` (tile it on its own) when a slot holds a
+/// constant, whose values a rule may read.
+fn alike(
+    graph: &crate::ir::Graph,
+    node: &crate::ir::Node,
+    operands: &[tile::OperandIn],
+    scratch: u64,
+) -> Option<String> {
+    let mut slots = Vec::with_capacity(node.inputs.len() + node.outputs.len());
+    for t in node.inputs.iter().chain(&node.outputs) {
+        let Some(t) = t.map(|t| graph.tensor(t)) else {
+            slots.push(None);
+            continue;
+        };
+        if t.data.is_some() {
+            return None;
+        }
+        slots.push(Some((&t.ty, &t.origin, t.sequence)));
+    }
+    let operands: Vec<_> =
+        operands.iter().map(|o| (o.access, o.slots.iter().map(|(s, _)| *s).collect::<Vec<_>>())).collect();
+    let what = (node.op_id, &node.domain, &node.op, &node.attrs, &node.marks.fused_act, node.marks.saved_stats);
+    let copy = node.marks.recomputed_from.is_some();
+    Some(format!("{what:?} {copy} {} {slots:?} {operands:?} {scratch}", node.inputs.len()))
 }
 
 /// A step's distinct buffers with the slots that name them, in the step's
@@ -812,5 +851,54 @@ impl Plan {
         let statics: u64 = self.buffers.iter().filter(|b| b.kind == Kind::Static).map(|b| b.size).sum();
         let total: u64 = self.levels.values().map(|l| l.arena_bytes + l.static_bytes).sum();
         total.saturating_sub(statics)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lowered(model: &str) -> Model {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(model);
+        let mut m = crate::import::load(&path).unwrap();
+        crate::bind::dims::specialise(&mut m).unwrap();
+        crate::bind::pinned::pin(&mut m).unwrap();
+        crate::lower::lower(m).unwrap()
+    }
+
+    /// A choice shared among nodes alike is the one each would get alone,
+    /// on models whose steps repeat kinds of node.
+    #[test]
+    fn nodes_alike_get_the_choice_each_would_get() {
+        let mut shared = 0;
+        for model in ["resnet8", "cct", "mobilenet_v1", "kws_cnn_derived_sgd"] {
+            let m = lowered(model);
+            let opts = PlanOptions::new(Platform::by_name("GAP9").unwrap(), Level::L2);
+            let disc = buffers::discover(&m, &opts.statics, opts.platform.alignment).unwrap();
+            let choices = tile_choices(&m, &disc, &opts);
+            let mut keys = std::collections::HashSet::new();
+            for (step, (choice, operands)) in disc.steps.iter().zip(&choices) {
+                let Some(choice) = choice else { continue };
+                let Ok((graph, _)) = tile_operands(&m, &disc, step) else { continue };
+                let node = graph.node(step.node);
+                let alone = tile::choose(&tile::NodeIn {
+                    model: &m,
+                    graph,
+                    node,
+                    operands: operands.clone(),
+                    budget: opts.platform.budget(Level::L1),
+                    align: opts.platform.alignment.max(1),
+                    scratch: step.scratch_bytes,
+                });
+                let seen = |c: &std::result::Result<tile::Choice, String>| match c {
+                    Ok(c) => format!("{:?} {:?} {:?} {} {:?}", c.space, c.tile, c.double, c.why, c.tiles),
+                    Err(why) => why.clone(),
+                };
+                assert_eq!(seen(choice), seen(&alone), "{model}: node '{}'", node.name);
+                let key = alike(graph, node, operands, step.scratch_bytes);
+                shared += usize::from(key.is_some_and(|k| !keys.insert(k)));
+            }
+        }
+        assert!(shared > 100, "only {shared} choices were shared");
     }
 }
