@@ -572,16 +572,7 @@ fn tile_choices(model: &Model, disc: &buffers::Discovery, opts: &PlanOptions) ->
                     if let Some(c) = key.as_ref().and_then(|k| made.get(k)) {
                         return (Some(c.clone()), operands);
                     }
-                    let n = tile::NodeIn {
-                        model,
-                        graph,
-                        node,
-                        operands: operands.clone(),
-                        budget: opts.platform.budget(Level::L1),
-                        align: opts.platform.alignment.max(1),
-                        scratch: step.scratch_bytes,
-                    };
-                    let c = tile::choose(&n);
+                    let c = choose_tiles(model, graph, step, &operands, opts);
                     if let Some(k) = key {
                         made.insert(k, c.clone());
                     }
@@ -590,6 +581,25 @@ fn tile_choices(model: &Model, disc: &buffers::Discovery, opts: &PlanOptions) ->
             }
         })
         .collect()
+}
+
+/// The tiler's choice for one step, made on its own.
+fn choose_tiles(
+    model: &Model,
+    graph: &crate::ir::Graph,
+    step: &buffers::Step,
+    operands: &[tile::OperandIn],
+    opts: &PlanOptions,
+) -> std::result::Result<tile::Choice, String> {
+    tile::choose(&tile::NodeIn {
+        model,
+        graph,
+        node: graph.node(step.node),
+        operands: operands.to_vec(),
+        budget: opts.platform.budget(Level::L1),
+        align: opts.platform.alignment.max(1),
+        scratch: step.scratch_bytes,
+    })
 }
 
 /// Everything of a node the tiler reads, as a key: nodes with equal keys
@@ -855,10 +865,11 @@ impl Plan {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn lowered(model: &str) -> Model {
+    /// A zoo model through the stages before plan.
+    pub(crate) fn lowered(model: &str) -> Model {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(model);
         let mut m = crate::import::load(&path).unwrap();
         crate::bind::dims::specialise(&mut m).unwrap();
@@ -881,15 +892,7 @@ mod tests {
                 let Some(choice) = choice else { continue };
                 let Ok((graph, _)) = tile_operands(&m, &disc, step) else { continue };
                 let node = graph.node(step.node);
-                let alone = tile::choose(&tile::NodeIn {
-                    model: &m,
-                    graph,
-                    node,
-                    operands: operands.clone(),
-                    budget: opts.platform.budget(Level::L1),
-                    align: opts.platform.alignment.max(1),
-                    scratch: step.scratch_bytes,
-                });
+                let alone = choose_tiles(&m, graph, step, operands, &opts);
                 let seen = |c: &std::result::Result<tile::Choice, String>| match c {
                     Ok(c) => format!("{:?} {:?} {:?} {} {:?}", c.space, c.tile, c.double, c.why, c.tiles),
                     Err(why) => why.clone(),

@@ -751,6 +751,7 @@ fn measure(model: &Model, opts: &PlanOptions, costs: bool) -> Result<((u64, u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::tests::lowered;
 
     /// The schedule edit `accumulate_early` stands for, done one move at a
     /// time in the schedule vector (quadratic, kept as the oracle).
@@ -777,15 +778,6 @@ mod tests {
             }
         }
         moved
-    }
-
-    /// A zoo model through the stages before plan.
-    fn lowered(model: &str) -> Model {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models").join(model);
-        let mut m = crate::import::load(&path).unwrap();
-        crate::bind::dims::specialise(&mut m).unwrap();
-        crate::bind::pinned::pin(&mut m).unwrap();
-        crate::lower::lower(m).unwrap()
     }
 
     /// The sort keys give the schedule and the names the moves give, on

@@ -55,8 +55,8 @@ impl serde::Serialize for Json<'_> {
         let mut map = s.serialize_map(Some(fields.len()))?;
         for (key, value) in &fields {
             match key.as_str() {
-                "buffers" => map.serialize_entry(key, &BufferList(self.0))?,
-                "nodes" => map.serialize_entry(key, &Each(nodes.iter()))?,
+                "buffers" => map.serialize_entry(key, &Each(self.0.buffers.as_slice(), |b| buffer_value(self.0, b)))?,
+                "nodes" => map.serialize_entry(key, &Each(nodes, serde_json::to_value))?,
                 _ => map.serialize_entry(key, value)?,
             }
         }
@@ -64,35 +64,25 @@ impl serde::Serialize for Json<'_> {
     }
 }
 
-/// The plan's buffers, one at a time, each with its level's reason
-/// ([`Plan::level_reason`]).
-struct BufferList<'a>(&'a Plan);
-
-impl serde::Serialize for BufferList<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{Error as _, SerializeSeq};
-        let mut seq = s.serialize_seq(None)?;
-        for b in &self.0.buffers {
-            let mut v = serde_json::to_value(b).map_err(S::Error::custom)?;
-            if b.level_reason.is_empty() {
-                v["level_reason"] = Value::String(self.0.level_reason(b).into_owned());
-            }
-            seq.serialize_element(&v)?;
-        }
-        seq.end()
+/// A buffer's JSON value, with its level's reason ([`Plan::level_reason`]).
+fn buffer_value(plan: &Plan, b: &super::Buffer) -> serde_json::Result<Value> {
+    let mut v = serde_json::to_value(b)?;
+    if b.level_reason.is_empty() {
+        v["level_reason"] = Value::String(plan.level_reason(b).into_owned());
     }
+    Ok(v)
 }
 
-/// A list serialized one entry at a time, each as a JSON value (whose keys
-/// are sorted, as in the rest of the plan).
-struct Each<I>(I);
+/// A list serialized one entry at a time, each as the JSON value `value`
+/// makes of it (keys sorted, as in the rest of the plan).
+struct Each<'a, T, F>(&'a [T], F);
 
-impl<'a, T: serde::Serialize + 'a, I: Iterator<Item = &'a T> + Clone> serde::Serialize for Each<I> {
+impl<'a, T, F: Fn(&'a T) -> serde_json::Result<Value>> serde::Serialize for Each<'a, T, F> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::{Error as _, SerializeSeq};
-        let mut seq = s.serialize_seq(None)?;
-        for item in self.0.clone() {
-            seq.serialize_element(&serde_json::to_value(item).map_err(S::Error::custom)?)?;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            seq.serialize_element(&(self.1)(item).map_err(S::Error::custom)?)?;
         }
         seq.end()
     }

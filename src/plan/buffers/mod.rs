@@ -102,6 +102,10 @@ impl Buffers {
         self.0.get(id.0)
     }
 
+    pub fn as_slice(&self) -> &[Buffer] {
+        &self.0
+    }
+
     pub fn iter(&self) -> std::slice::Iter<'_, Buffer> {
         self.0.iter()
     }
