@@ -41,9 +41,8 @@
  * task, so that after the run it can say how deep each core went and
  * whether one ran out. The host emulation runs the cores on its threads'
  * own stacks. */
-#if !defined(DG_PMSIS_HOST) || defined(DG_STACK_CHECK)
+#ifdef DG_MODEL_OWN_STACKS
 #define DG_PAINT_STACKS 1
-#define DG_STACKS_BYTES (STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE)
 #define DG_STACK_PAINT 0xA5A5A5A5u
 /* A stack used to within this many bytes of its bottom counts as
  * overflowed: past it the next core's stack or the arena is hit. */
@@ -185,7 +184,7 @@ static int paint_stacks(void)
     dg_stacks = (uint32_t *)dg_model_cluster_stacks();
     if (dg_stacks == NULL)
         return -1;
-    for (i = 0; i < DG_STACKS_BYTES / 4; i++)
+    for (i = 0; i < DG_MODEL_STACKS_BYTES / 4; i++)
         dg_stacks[i] = DG_STACK_PAINT;
     return 0;
 }

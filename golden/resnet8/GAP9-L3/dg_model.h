@@ -23,7 +23,8 @@
  *
  * Call every function from the fabric controller, with the cluster open;
  * none prints, but for the FATAL line of an allocation dg_model_init could
- * not make (`FATAL: L1 allocation of N B failed (what)`). Each returns DG_MODEL_OK (0) or a negative DG_MODEL_E*.
+ * not make (`FATAL: L1 allocation of N B failed (what)`). Each returns
+ * DG_MODEL_OK (0) or a negative DG_MODEL_E*.
  * The set_* and get_output calls copy to and from the model's buffers
  * wherever the plan put them (L1, L2 or L3: the copies are inside); `src`,
  * `dst` and the checkpoint buffer are the application's L2 memory. Inputs
@@ -67,6 +68,17 @@
 #ifndef SLAVE_STACK_SIZE
 #define SLAVE_STACK_SIZE 2304
 #endif
+
+/* On the chips dg_model_init allocates the cluster stacks itself,
+ * DG_MODEL_STACKS_BYTES of L1 (the SDK would put them beside the L1
+ * arena, where an overflow corrupts data without a word); the host
+ * emulation runs the cores on its threads' own stacks. DG_STACK_CHECK
+ * compiles the chips' code on the host, for the stack check of
+ * tests/stack_rv32.rs. */
+#if !defined(DG_PMSIS_HOST) || defined(DG_STACK_CHECK)
+#define DG_MODEL_OWN_STACKS 1
+#endif
+#define DG_MODEL_STACKS_BYTES (STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE)
 
 #define DG_MODEL_OK 0
 /* dg_model_init has not succeeded (or failed: see its return value). */

@@ -17,15 +17,6 @@
 /* PredictNetwork.c: the prediction graph (the forward part in eval mode). */
 void RunPredictNetwork(void *arg);
 
-/* On the chips the model allocates the cluster stacks itself (the SDK
- * would put them beside the L1 arena, where an overflow corrupts data
- * without a word); the host emulation runs the cores on its threads' own
- * stacks. DG_STACK_CHECK compiles the chips' code on the host, for the
- * stack check of tests/stack_rv32.rs. */
-#if !defined(DG_PMSIS_HOST) || defined(DG_STACK_CHECK)
-#define DG_OWN_STACKS 1
-#endif
-
 /* What run_task runs: a number, not a function pointer, so that every
  * network it calls is a direct call (the stack check follows them). */
 #define DG_RUN_NETWORK 0u
@@ -81,7 +72,7 @@ static struct pi_device *dg_cluster;
 static int dg_ready;
 static float dg_last_loss;
 static uint32_t dg_accum;
-#ifdef DG_OWN_STACKS
+#ifdef DG_MODEL_OWN_STACKS
 static void *dg_stacks;
 #endif
 /* The task run_task runs, the cycles it took, and dg_model_cycles'. */
@@ -133,12 +124,11 @@ int dg_model_init(struct pi_device *cluster)
         return DG_MODEL_EMEMORY;
     if (InitTrainingNetwork(cluster) != 0 || InitOptimizerNetwork() != 0)
         return DG_MODEL_EINIT;
-#ifdef DG_OWN_STACKS
-    dg_stacks = pi_cl_l1_malloc(cluster, STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE);
+#ifdef DG_MODEL_OWN_STACKS
+    dg_stacks = pi_cl_l1_malloc(cluster, DG_MODEL_STACKS_BYTES);
     if (dg_stacks == NULL) {
         /* As Init does for its arenas: a failed allocation is named. */
-        printf("FATAL: L1 allocation of %u B failed (%s)\r\n",
-               (unsigned)(STACK_SIZE + (NUM_CORES - 1) * SLAVE_STACK_SIZE), "cluster stacks");
+        printf("FATAL: L1 allocation of %u B failed (%s)\r\n", (unsigned)DG_MODEL_STACKS_BYTES, "cluster stacks");
         return DG_MODEL_EMEMORY;
     }
 #endif
@@ -259,7 +249,7 @@ static int send(uint32_t run, uint32_t slot)
     dg_run = run;
     dg_task_cycles = 0;
     pi_cluster_task(&task, run_task, NULL);
-#ifdef DG_OWN_STACKS
+#ifdef DG_MODEL_OWN_STACKS
     task.stacks = dg_stacks;
 #endif
     task.stack_size = STACK_SIZE;
@@ -303,7 +293,7 @@ uint32_t dg_model_cycles(uint32_t which)
 
 void *dg_model_cluster_stacks(void)
 {
-#ifdef DG_OWN_STACKS
+#ifdef DG_MODEL_OWN_STACKS
     return dg_ready ? dg_stacks : NULL;
 #else
     return NULL;
