@@ -118,7 +118,8 @@ def main(argv=None):
     suite_dirs = {s: os.path.join(data, s) for s in SUITES}
     if not os.path.isdir(suite_dirs["node"]):
         suite_dirs["node"] = generate_node_cases(os.path.join(base, "data"), np)
-    kinds = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64,
+    kinds = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64, onnx.TensorProto.INT8: np.int8,
+             onnx.TensorProto.UINT8: np.uint8,
              onnx.TensorProto.INT32: np.int32, onnx.TensorProto.BOOL: np.bool_}
 
     if os.path.isdir(args.out):

@@ -766,7 +766,7 @@ void dg_where(void *args);
  * as 0 / 1, NaN is true); integer -> float rounds to nearest; integer ->
  * narrower integer wraps (two's complement); bool reads nonzero as 1.
  * from == to copies. */
-enum { DG_DT_F32 = 0, DG_DT_I64 = 1, DG_DT_I32 = 2, DG_DT_U8 = 3, DG_DT_BOOL = 4 };
+enum { DG_DT_F32 = 0, DG_DT_I64 = 1, DG_DT_I32 = 2, DG_DT_U8 = 3, DG_DT_BOOL = 4, DG_DT_I8 = 5 };
 typedef struct {
     const void *x;
     void *y;
@@ -1161,6 +1161,102 @@ typedef struct {
     float extrapolation;
 } dg_resize_args_t;
 void dg_resize_f32(void *args);
+
+/* ======================================================================
+ * Quantized kernels (quant.c): ONNX's QuantizeLinear, DequantizeLinear,
+ * QLinearMatMul, QLinearConv, MatMulInteger and ConvInteger.
+ *
+ * A quantized operand is int8_t or uint8_t, named by its `*_dtype` field
+ * (DG_DT_I8 / DG_DT_U8; an integer result DG_DT_I32). Scales are float;
+ * a zero point has its operand's type, NULL meaning 0. Per-axis scales and
+ * zero points: the tensor is a [outer, axis_len, inner] view and element
+ * (o, a, i) takes entry a; per tensor, axis_len is the tensor's and
+ * `per_axis` 0 (entry 0 for all).
+ *
+ * Products sum (x - x_zp) * (w - w_zp) in int32 over the window, in the
+ * fp32 kernels' order (input channel, kernel row, kernel column; k for
+ * matrices), then add the int32 bias. Requantization (QLinear*) multiplies
+ * the sum, converted to float, by x_scale * w_scale / y_scale (computed in
+ * fp32 in that order), rounds to nearest even, adds y_zp and saturates:
+ * onnxruntime's arithmetic, so the results are its results exactly.
+ * QuantizeLinear rounds x / scale (a division, as the reference does) to
+ * nearest even, adds the zero point and saturates; DequantizeLinear is
+ * (x - zp) * scale.
+ * ====================================================================== */
+typedef struct {
+    const float *x;
+    const float *scale;
+    const void *zero_point; /* optional: NULL where the kernel does not read it */
+    void *y;
+    uint32_t outer, axis_len, inner;
+    uint32_t per_axis; /* optional: 0 = one scale for the tensor */
+    uint32_t y_dtype;
+} dg_quantize_args_t;
+void dg_quantize_linear(void *args);
+
+typedef struct {
+    const void *x;
+    const float *scale;
+    const void *zero_point; /* optional: NULL where the kernel does not read it */
+    float *y;
+    uint32_t outer, axis_len, inner;
+    uint32_t per_axis; /* optional: 0 = one scale for the tensor */
+    uint32_t x_dtype;
+} dg_dequantize_args_t;
+void dg_dequantize_linear(void *args);
+
+/* QLinearMatMul (y quantized) and MatMulInteger (y int32, no scales), with
+ * dg_matmul_args_t's batch broadcasting. b_per_col: B's scale and zero
+ * point hold n values (one per column); a_zp_per_row: A's zero point holds
+ * m values (MatMulInteger). */
+typedef struct {
+    const void *a;
+    const void *b;
+    void *y;
+    const float *a_scale; /* optional: NULL where the kernel does not read it */
+    const float *b_scale; /* optional: NULL where the kernel does not read it */
+    const float *y_scale; /* optional: NULL where the kernel does not read it */
+    const void *a_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *b_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *y_zero_point; /* optional: NULL where the kernel does not read it */
+    uint32_t m, n, k;
+    uint32_t batch;
+    uint32_t nbatch_dims;
+    uint32_t batch_shape[4];
+    uint32_t a_bstrides[4];
+    uint32_t b_bstrides[4];
+    uint32_t a_dtype, b_dtype, y_dtype;
+    uint32_t b_per_col; /* optional: 0 = one scale and zero point for B */
+    uint32_t a_zp_per_row; /* optional: 0 = one zero point for A */
+} dg_qmatmul_args_t;
+void dg_qlinear_matmul(void *args);
+
+/* QLinearConv (y quantized, optional int32 bias b) and ConvInteger (y
+ * int32, no scales, no bias) on dg_conv_args_t's 1-D / 2-D geometry. The
+ * input's pads read as x_zp (a real zero). w_per_channel: W's scale and
+ * zero point hold out_c values. */
+typedef struct {
+    const void *x;
+    const void *w;
+    const int32_t *b; /* optional: NULL where the kernel does not read it */
+    void *y;
+    const float *x_scale; /* optional: NULL where the kernel does not read it */
+    const float *w_scale; /* optional: NULL where the kernel does not read it */
+    const float *y_scale; /* optional: NULL where the kernel does not read it */
+    const void *x_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *w_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *y_zero_point; /* optional: NULL where the kernel does not read it */
+    uint32_t batch, in_c, in_h, in_w;
+    uint32_t out_c, out_h, out_w;
+    uint32_t k_h, k_w;
+    uint32_t stride_h, stride_w;
+    uint32_t dil_h, dil_w;
+    uint32_t pad_top, pad_left;
+    uint32_t group;
+    uint32_t x_dtype, w_dtype, y_dtype;
+    uint32_t w_per_channel; /* optional: 0 = one scale and zero point for W */
+} dg_qconv_args_t;
+void dg_qlinear_conv(void *args);
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,7 @@ pub const OPS: &[OpDef] = &[
 
 /// Multiply-adds of a convolution with output (or output gradient) `y`
 /// and weight `w`: every element of `y` sums `w`'s `C/group x kernel`.
-fn conv_macs(g: &Graph, y: TensorId, w: TensorId) -> Option<u64> {
+pub(super) fn conv_macs(g: &Graph, y: TensorId, w: TensorId) -> Option<u64> {
     let per: usize = g.tensor(w).ty.shape()?.get(1..)?.iter().product();
     Some(g.tensor(y).ty.numel()? as u64 * per as u64)
 }
@@ -201,7 +201,7 @@ fn conv_same_pads(ctx: &Ctx) -> Result<Option<Vec<i64>>> {
     same_pads(ctx, &x, kernel)
 }
 
-fn conv_shape(ctx: &Ctx, xi: usize, wi: usize, bi: Option<usize>) -> Result<Option<Vec<usize>>> {
+pub(super) fn conv_shape(ctx: &Ctx, xi: usize, wi: usize, bi: Option<usize>) -> Result<Option<Vec<usize>>> {
     let (Some(x), Some(w)) = (ctx.shape(xi)?, ctx.shape(wi)?) else {
         kernel_attr(ctx, None)?;
         ctx.node.int_in("group", 1, 1, MAX_EXTENT)?;

@@ -2,7 +2,7 @@
 //! backward graph; there is no GemmGrad operator.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, dims_list, f, numel, one, u, KernelCall, KernelCtx};
+use super::kernel::{call, dims_list, f, numel, one, u, Arg, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, LegacyAttr, OpDef};
 use crate::error::{Error, Result};
@@ -174,7 +174,7 @@ fn fused_matmul(ctx: &Ctx) -> Result<Vec<TensorType>> {
 }
 
 /// numpy.matmul's shape rule, including 1-D operands.
-fn matmul_shapes(ctx: &Ctx, mut a: Vec<usize>, mut b: Vec<usize>) -> Result<Vec<usize>> {
+pub(super) fn matmul_shapes(ctx: &Ctx, mut a: Vec<usize>, mut b: Vec<usize>) -> Result<Vec<usize>> {
     if a.is_empty() || b.is_empty() {
         return Err(ctx.err("MatMul inputs must have rank >= 1"));
     }
@@ -281,9 +281,37 @@ fn bind_fused_matmul(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 fn matmul_with(ctx: &KernelCtx, p: Product, fused: bool) -> Result<KernelCall> {
-    let (ta, tb) = (p.trans_a, p.trans_b);
     ctx.require_f32(&[0, 1])?;
-    let (mut a, mut b) = (ctx.in_shape(0)?, ctx.in_shape(1)?);
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?)];
+    fields.extend(product_fields(ctx, ctx.in_shape(0)?, ctx.in_shape(1)?, p.trans_a, p.trans_b)?.fields);
+    let func = if fused {
+        fields.push(("trans_a", u(usize::from(p.trans_a))));
+        fields.push(("trans_b", u(usize::from(p.trans_b))));
+        fields.push(("alpha", f(p.alpha)));
+        "dg_fused_matmul_f32"
+    } else {
+        "dg_matmul_f32"
+    };
+    one(call(func, "dg_matmul_args_t", fields))
+}
+
+/// A batched product's geometry as the matmul kernels take it.
+pub(super) struct ProductFields {
+    pub m: usize,
+    pub n: usize,
+    /// `m, n, k, batch, nbatch_dims, batch_shape, a_bstrides, b_bstrides`.
+    pub fields: Vec<(&'static str, Arg)>,
+}
+
+/// The geometry of `op(A) op(B)` for operands of shapes `a` and `b` (1-D
+/// ones as numpy.matmul reads them), batch dims broadcast.
+pub(super) fn product_fields(
+    ctx: &KernelCtx,
+    mut a: Vec<usize>,
+    mut b: Vec<usize>,
+    ta: bool,
+    tb: bool,
+) -> Result<ProductFields> {
     if a.len() == 1 {
         a = if ta { vec![a[0], 1] } else { vec![1, a[0]] };
     }
@@ -317,31 +345,17 @@ fn matmul_with(ctx: &KernelCtx, p: Product, fused: bool) -> Result<KernelCall> {
         }
         st
     };
-    let a_st = bstr(ab, m * k);
-    let b_st = bstr(bb, k * n);
-    let batch = numel(&batch_shape);
-    let mut fields = vec![
-        ("a", ctx.inp(0)?),
-        ("b", ctx.inp(1)?),
-        ("y", ctx.out(0)?),
+    let fields = vec![
         ("m", u(m)),
         ("n", u(n)),
         ("k", u(k)),
-        ("batch", u(batch)),
+        ("batch", u(numel(&batch_shape))),
         ("nbatch_dims", u(nb)),
         ("batch_shape", dims_list(&batch_shape)),
-        ("a_bstrides", dims_list(&a_st)),
-        ("b_bstrides", dims_list(&b_st)),
+        ("a_bstrides", dims_list(&bstr(ab, m * k))),
+        ("b_bstrides", dims_list(&bstr(bb, k * n))),
     ];
-    let func = if fused {
-        fields.push(("trans_a", u(usize::from(ta))));
-        fields.push(("trans_b", u(usize::from(tb))));
-        fields.push(("alpha", f(p.alpha)));
-        "dg_fused_matmul_f32"
-    } else {
-        "dg_matmul_f32"
-    };
-    one(call(func, "dg_matmul_args_t", fields))
+    Ok(ProductFields { m, n, fields })
 }
 
 // ---- gradient rules ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ pub use norm::saved_stats_form;
 mod group_norm;
 mod pad;
 mod pool;
+mod quant;
 mod range;
 mod reduce;
 mod resize;
@@ -396,6 +397,7 @@ const FAMILIES: &[&[OpDef]] = &[
     group_norm::OPS,
     conv_transpose::OPS,
     resize::OPS,
+    quant::OPS,
 ];
 
 /// Resolve an operator type to its registry handle.

@@ -1,0 +1,195 @@
+/* Quantized kernels: QuantizeLinear, DequantizeLinear, QLinearMatMul /
+ * MatMulInteger and QLinearConv / ConvInteger (dg_kernels.h states the
+ * arithmetic). Each kernel splits its outer loop over the team's cores. */
+#include "dg_internal.h"
+
+#include <stdint.h>
+
+/* Element i of an int8 / uint8 / int32 operand as int32. */
+static inline int32_t q_ld(const void *p, uint32_t i, uint32_t dt)
+{
+    switch (dt) {
+    case DG_DT_I8:
+        return ((const int8_t *)p)[i];
+    case DG_DT_U8:
+        return ((const uint8_t *)p)[i];
+    default:
+        return ((const int32_t *)p)[i];
+    }
+}
+
+/* A zero point's entry i; NULL means 0. */
+static inline int32_t q_zp(const void *zp, uint32_t i, uint32_t dt)
+{
+    return zp ? q_ld(zp, i, dt) : 0;
+}
+
+static inline int32_t q_min(uint32_t dt)
+{
+    return dt == DG_DT_I8 ? -128 : 0;
+}
+
+static inline int32_t q_max(uint32_t dt)
+{
+    return dt == DG_DT_I8 ? 127 : 255;
+}
+
+/* v rounded to nearest, ties to even, for |v| <= 2^22: adding and taking
+ * away 1.5 * 2^23 leaves no fraction bits, and the FPU rounds the sum
+ * to nearest even (the default mode, which deploygen never changes). The
+ * clamp keeps the trick exact; every such value saturates an 8-bit
+ * result anyway. NaN gives 0. */
+static inline int32_t q_round(float v)
+{
+    const float magic = 12582912.0f;
+    if (!(v == v))
+        return 0;
+    if (v > 4194304.0f)
+        v = 4194304.0f;
+    else if (v < -4194304.0f)
+        v = -4194304.0f;
+    return (int32_t)((v + magic) - magic);
+}
+
+/* Store the rounded value r + zp, saturated to y's type, at y[i]. */
+static inline void q_store(void *y, uint32_t i, int32_t r, int32_t zp, uint32_t dt)
+{
+    int32_t v = r + zp;
+    const int32_t lo = q_min(dt), hi = q_max(dt);
+    v = v < lo ? lo : (v > hi ? hi : v);
+    if (dt == DG_DT_I8)
+        ((int8_t *)y)[i] = (int8_t)v;
+    else
+        ((uint8_t *)y)[i] = (uint8_t)v;
+}
+
+void dg_quantize_linear(void *args)
+{
+    const dg_quantize_args_t *p = (const dg_quantize_args_t *)args;
+    const uint32_t n = p->outer * p->axis_len * p->inner;
+    dg_range_t r = dg_split(n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const uint32_t a = p->per_axis ? (i / p->inner) % p->axis_len : 0;
+        q_store(p->y, i, q_round(p->x[i] / p->scale[a]), q_zp(p->zero_point, a, p->y_dtype), p->y_dtype);
+    }
+}
+
+void dg_dequantize_linear(void *args)
+{
+    const dg_dequantize_args_t *p = (const dg_dequantize_args_t *)args;
+    const uint32_t n = p->outer * p->axis_len * p->inner;
+    dg_range_t r = dg_split(n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++) {
+        const uint32_t a = p->per_axis ? (i / p->inner) % p->axis_len : 0;
+        const int32_t d = q_ld(p->x, i, p->x_dtype) - q_zp(p->zero_point, a, p->x_dtype);
+        p->y[i] = (float)d * p->scale[a];
+    }
+}
+
+/* The int32 sum s (bias included) as output element i of y: stored as
+ * int32 (MatMulInteger, ConvInteger) or requantized with multiplier m. */
+static inline void q_out(void *y, uint32_t i, int32_t s, float m, int32_t zp, uint32_t dt)
+{
+    /* Rounded to float on its own: fused into the rounding's addition
+     * (an FMA, which -ffp-contract=fast allows on the chips) it would
+     * round once where onnxruntime rounds twice. */
+    volatile float v;
+    if (dt == DG_DT_I32) {
+        ((int32_t *)y)[i] = s;
+        return;
+    }
+    v = (float)s * m;
+    q_store(y, i, q_round(v), zp, dt);
+}
+
+/* The requantization multiplier for scale entry `c` of W (or B). */
+static inline float q_multiplier(const float *xs, const float *ws, const float *ys, uint32_t c)
+{
+    return (xs && ws && ys) ? xs[0] * ws[c] / ys[0] : 0.0f;
+}
+
+/* Row `i` of one batch's product: y[i, :] = sum_k (a[i,k] - a_zp)(b[k,:] - b_zp). */
+static void qmatmul_row(const dg_qmatmul_args_t *p, uint32_t aoff, uint32_t boff, uint32_t i, uint32_t yoff)
+{
+    const int32_t azp = q_zp(p->a_zero_point, p->a_zp_per_row ? i : 0, p->a_dtype);
+    const int32_t yzp = q_zp(p->y_zero_point, 0, p->y_dtype);
+    uint32_t j, k;
+    for (j = 0; j < p->n; j++) {
+        const uint32_t c = p->b_per_col ? j : 0;
+        const int32_t bzp = q_zp(p->b_zero_point, c, p->b_dtype);
+        int32_t s = 0;
+        for (k = 0; k < p->k; k++)
+            s += (q_ld(p->a, aoff + i * p->k + k, p->a_dtype) - azp) *
+                 (q_ld(p->b, boff + k * p->n + j, p->b_dtype) - bzp);
+        q_out(p->y, yoff + i * p->n + j, s, q_multiplier(p->a_scale, p->b_scale, p->y_scale, c), yzp, p->y_dtype);
+    }
+}
+
+void dg_qlinear_matmul(void *args)
+{
+    const dg_qmatmul_args_t *p = (const dg_qmatmul_args_t *)args;
+    dg_range_t r = dg_split(p->batch * p->m);
+    uint32_t row, d;
+    for (row = r.start; row < r.end; row++) {
+        const uint32_t bi = row / p->m;
+        uint32_t aoff = 0, boff = 0, rem = bi;
+        for (d = p->nbatch_dims; d-- > 0;) {
+            const uint32_t id = rem % p->batch_shape[d];
+            rem /= p->batch_shape[d];
+            aoff += id * p->a_bstrides[d];
+            boff += id * p->b_bstrides[d];
+        }
+        qmatmul_row(p, aoff, boff, row % p->m, bi * p->m * p->n);
+    }
+}
+
+/* One output element's window sum: output channel oc of sample nb at
+ * (oh, ow), over its group's input channels; taps in the pads read x_zp,
+ * so they add nothing. */
+static int32_t qconv_sum(const dg_qconv_args_t *p, uint32_t nb, uint32_t oc, uint32_t oh, uint32_t ow,
+                         int32_t xzp, int32_t wzp)
+{
+    const uint32_t cpg = p->in_c / p->group, g = oc / (p->out_c / p->group);
+    const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
+    const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;
+    int32_t s = 0;
+    uint32_t ic, kh, kw;
+    for (ic = 0; ic < cpg; ic++) {
+        const uint32_t xc = (nb * p->in_c + g * cpg + ic) * p->in_h * p->in_w;
+        const uint32_t wc = ((oc * cpg) + ic) * p->k_h * p->k_w;
+        for (kh = 0; kh < p->k_h; kh++) {
+            const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);
+            if (ih < 0 || ih >= (int32_t)p->in_h)
+                continue;
+            for (kw = 0; kw < p->k_w; kw++) {
+                const int32_t iw = iw0 + (int32_t)(kw * p->dil_w);
+                if (iw < 0 || iw >= (int32_t)p->in_w)
+                    continue;
+                s += (q_ld(p->x, xc + (uint32_t)ih * p->in_w + (uint32_t)iw, p->x_dtype) - xzp) *
+                     (q_ld(p->w, wc + kh * p->k_w + kw, p->w_dtype) - wzp);
+            }
+        }
+    }
+    return s;
+}
+
+void dg_qlinear_conv(void *args)
+{
+    const dg_qconv_args_t *p = (const dg_qconv_args_t *)args;
+    const int32_t xzp = q_zp(p->x_zero_point, 0, p->x_dtype);
+    const int32_t yzp = q_zp(p->y_zero_point, 0, p->y_dtype);
+    /* One unit of work: an output row (sample, channel, row). */
+    dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
+    uint32_t u, ow;
+    for (u = r.start; u < r.end; u++) {
+        const uint32_t oh = u % p->out_h, oc = (u / p->out_h) % p->out_c, nb = u / (p->out_h * p->out_c);
+        const uint32_t c = p->w_per_channel ? oc : 0;
+        const int32_t wzp = q_zp(p->w_zero_point, c, p->w_dtype);
+        const int32_t bias = p->b ? p->b[oc] : 0;
+        const float m = q_multiplier(p->x_scale, p->w_scale, p->y_scale, c);
+        for (ow = 0; ow < p->out_w; ow++)
+            q_out(p->y, u * p->out_w + ow, qconv_sum(p, nb, oc, oh, ow, xzp, wzp) + bias, m, yzp, p->y_dtype);
+    }
+}
