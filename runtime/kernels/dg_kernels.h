@@ -1228,8 +1228,47 @@ typedef struct {
     uint32_t a_dtype, b_dtype, y_dtype;
     uint32_t b_per_col; /* optional: 0 = one scale and zero point for B */
     uint32_t a_zp_per_row; /* optional: 0 = one zero point for A */
+    /* QGemm (com.microsoft): B stored [n, k] when trans_b; the int32 bias
+     * (n values) joins the sum; alpha scales the multiplier, which is
+     * alpha * a_scale * b_scale / y_scale; with y_dtype DG_DT_F32 (no
+     * y_scale) y is the sum times alpha * a_scale * b_scale, in float. */
+    uint32_t trans_b; /* optional: 0 = as stored */
+    const int32_t *bias; /* optional: NULL where the kernel does not read it */
+    float alpha; /* optional: 0 = 1 */
 } dg_qmatmul_args_t;
 void dg_qlinear_matmul(void *args);
+
+/* QLinearGlobalAveragePool (com.microsoft, NCHW): y[c] is the sum of
+ * x[c, :] - x_zp over the `image` values of a channel, requantized with
+ * x_scale / (y_scale * image). `planes` = batch x channels. */
+typedef struct {
+    const void *x;
+    void *y;
+    const float *x_scale;
+    const float *y_scale;
+    const void *x_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *y_zero_point; /* optional: NULL where the kernel does not read it */
+    uint32_t planes, image;
+    uint32_t dtype;
+} dg_qgap_args_t;
+void dg_qlinear_global_average_pool(void *args);
+
+/* QLinearSoftmax (com.microsoft) over the last `d` values of each of
+ * `rows` rows, as onnxruntime computes it: `table` holds exp of the 256
+ * input steps (the generator's, from x_scale and d), a row sums its
+ * values' entries (shifted so that its maximum reads the top one) in
+ * float, and y = round(entry * y_scale_floor / sum) + y_zp, where
+ * y_scale_floor = floor(1 / y_scale). */
+typedef struct {
+    const void *x;
+    void *y;
+    const float *table;
+    const void *y_zero_point; /* optional: NULL where the kernel does not read it */
+    float y_scale_floor;
+    uint32_t rows, d;
+    uint32_t dtype;
+} dg_qsoftmax_args_t;
+void dg_qlinear_softmax(void *args);
 
 /* QLinearConv (y quantized, optional int32 bias b) and ConvInteger (y
  * int32, no scales, no bias) on dg_conv_args_t's 1-D / 2-D geometry. The

@@ -101,13 +101,20 @@ static inline void q_out(void *y, uint32_t i, int32_t s, float m, int32_t zp, ui
         return;
     }
     v = (float)s * m;
+    if (dt == DG_DT_F32) {
+        ((float *)y)[i] = v;
+        return;
+    }
     q_store(y, i, q_round(v), zp, dt);
 }
 
-/* The requantization multiplier for scale entry `c` of W (or B). */
+/* The requantization multiplier for scale entry `c` of W (or B); without
+ * y_scale (a float result) the product of the input scales. */
 static inline float q_multiplier(const float *xs, const float *ws, const float *ys, uint32_t c)
 {
-    return (xs && ws && ys) ? xs[0] * ws[c] / ys[0] : 0.0f;
+    if (!xs || !ws)
+        return 0.0f;
+    return ys ? xs[0] * ws[c] / ys[0] : xs[0] * ws[c];
 }
 
 /* Row `i` of one batch's product: y[i, :] = sum_k (a[i,k] - a_zp)(b[k,:] - b_zp). */
@@ -116,14 +123,20 @@ static void qmatmul_row(const dg_qmatmul_args_t *p, uint32_t aoff, uint32_t boff
     const int32_t azp = q_zp(p->a_zero_point, p->a_zp_per_row ? i : 0, p->a_dtype);
     const int32_t yzp = q_zp(p->y_zero_point, 0, p->y_dtype);
     uint32_t j, k;
+    /* B's element (k, j): stride along k and along j. */
+    const uint32_t sk = p->trans_b ? 1 : p->n, sj = p->trans_b ? p->k : 1;
     for (j = 0; j < p->n; j++) {
         const uint32_t c = p->b_per_col ? j : 0;
         const int32_t bzp = q_zp(p->b_zero_point, c, p->b_dtype);
-        int32_t s = 0;
+        float m = q_multiplier(p->a_scale, p->b_scale, p->y_scale, c);
+        int32_t s = p->bias ? p->bias[j] : 0;
         for (k = 0; k < p->k; k++)
             s += (q_ld(p->a, aoff + i * p->k + k, p->a_dtype) - azp) *
-                 (q_ld(p->b, boff + k * p->n + j, p->b_dtype) - bzp);
-        q_out(p->y, yoff + i * p->n + j, s, q_multiplier(p->a_scale, p->b_scale, p->y_scale, c), yzp, p->y_dtype);
+                 (q_ld(p->b, boff + k * sk + j * sj, p->b_dtype) - bzp);
+        if (p->alpha != 0.0f && p->a_scale && p->b_scale)
+            m = p->y_scale ? p->alpha * p->a_scale[0] * p->b_scale[c] / p->y_scale[0]
+                           : p->alpha * p->a_scale[0] * p->b_scale[c];
+        q_out(p->y, yoff + i * p->n + j, s, m, yzp, p->y_dtype);
     }
 }
 
@@ -192,4 +205,60 @@ void dg_qlinear_conv(void *args)
         for (ow = 0; ow < p->out_w; ow++)
             q_out(p->y, u * p->out_w + ow, qconv_sum(p, nb, oc, oh, ow, xzp, wzp) + bias, m, yzp, p->y_dtype);
     }
+}
+
+void dg_qlinear_global_average_pool(void *args)
+{
+    const dg_qgap_args_t *p = (const dg_qgap_args_t *)args;
+    const int32_t xzp = q_zp(p->x_zero_point, 0, p->dtype), yzp = q_zp(p->y_zero_point, 0, p->dtype);
+    const float m = p->x_scale[0] / (p->y_scale[0] * (float)p->image);
+    dg_range_t r = dg_split(p->planes);
+    uint32_t c, i;
+    for (c = r.start; c < r.end; c++) {
+        int32_t s = 0;
+        for (i = 0; i < p->image; i++)
+            s += q_ld(p->x, c * p->image + i, p->dtype) - xzp;
+        q_out(p->y, c, s, m, yzp, p->dtype);
+    }
+}
+
+/* One row of QLinearSoftmax: its maximum's entry is the table's top one
+ * (index 255 unsigned; 127, the top step of int8 read as a byte, signed). */
+static void qsoftmax_row(const dg_qsoftmax_args_t *p, uint32_t row)
+{
+    const uint32_t base = row * p->d;
+    const int sgn = p->dtype == DG_DT_I8;
+    const int32_t yzp = q_zp(p->y_zero_point, 0, p->dtype);
+    int32_t xmax = q_ld(p->x, base, p->dtype);
+    float sum = 0.0f;
+    uint32_t i;
+    for (i = 1; i < p->d; i++) {
+        const int32_t v = q_ld(p->x, base + i, p->dtype);
+        xmax = v > xmax ? v : xmax;
+    }
+    /* Table index of a value v: 255 - xmax + v unsigned, (uint8)(127 - xmax + v) signed. */
+#define QSM_INDEX(v) (sgn ? (uint8_t)(127 - xmax + (v)) : (uint32_t)(255 - xmax + (v)))
+    for (i = 0; i < p->d; i++)
+        sum += p->table[QSM_INDEX(q_ld(p->x, base + i, p->dtype))];
+    if (sum == 0.0f)
+        return;
+    for (i = 0; i < p->d; i++) {
+        const float e = p->table[QSM_INDEX(q_ld(p->x, base + i, p->dtype))];
+        const int32_t q = q_round((e * p->y_scale_floor) / sum) + yzp;
+        /* onnxruntime caps at 255 and keeps the low byte (int8 wraps). */
+        if (sgn)
+            ((int8_t *)p->y)[base + i] = (int8_t)(q > 255 ? 255 : q);
+        else
+            ((uint8_t *)p->y)[base + i] = (uint8_t)(q > 255 ? 255 : q);
+    }
+#undef QSM_INDEX
+}
+
+void dg_qlinear_softmax(void *args)
+{
+    const dg_qsoftmax_args_t *p = (const dg_qsoftmax_args_t *)args;
+    dg_range_t r = dg_split(p->rows);
+    uint32_t row;
+    for (row = r.start; row < r.end; row++)
+        qsoftmax_row(p, row);
 }

@@ -4,7 +4,7 @@
 //! onnxruntime does, so that integer outputs compare exactly.
 
 use super::conv::{auto_same, conv_fields, conv_macs, conv_shape, geom, kernel_attr, same_pads};
-use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx, Local};
 use super::linear::{matmul_shapes, product_fields};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -65,12 +65,42 @@ pub const OPS: &[OpDef] = &[
         macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(CONV_INTEGER.w)?)),
         ..OpDef::BASE
     },
+    // com.microsoft, onnxruntime's QOperator forms (and what its QDQ
+    // fusion makes).
+    OpDef {
+        name: "QGemm",
+        attrs: &["alpha", "transA", "transB"],
+        infer: qgemm,
+        required: &[0, 1, 2, 3, 4, 5],
+        kernel: Some(bind_qgemm),
+        macs: Some(|g, n| product_macs(g, n, 0)),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "QLinearGlobalAveragePool",
+        attrs: &["channels_last"],
+        infer: qlinear_gap,
+        required: &[0, 1, 2, 3, 4],
+        kernel: Some(bind_qlinear_gap),
+        fixed_1x1: Some(|_, _| true),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "QLinearSoftmax",
+        attrs: &["axis", "opset"],
+        infer: qlinear_softmax,
+        required: &[0, 1, 2, 3, 4],
+        kernel: Some(bind_qlinear_softmax),
+        tables: Some(|_, _| Ok(SOFTMAX_TABLE as u64 * 4)),
+        ..OpDef::BASE
+    },
 ];
 
 /// Where a quantized product finds its operands: `x` (A) and `w` (B),
 /// their scales and zero points, the output's, and the int32 bias.
 /// `None`: the operator has no such input (the integer forms have no
 /// scales).
+#[derive(Clone, Copy)]
 struct Slots {
     x: usize,
     w: usize,
@@ -177,6 +207,49 @@ fn window_type(ctx: &Ctx, s: &Slots, dtype: DType) -> Result<Vec<TensorType>> {
         Some(shape) => TensorType::new(dtype, &shape),
         None => TensorType::unknown(dtype),
     }])
+}
+
+/// QGemm(A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp): a 2-D
+/// product, quantized like y_zp when y_scale is given, else f32.
+fn qgemm(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    scale_matches_zero_point(ctx, 1, 2)?;
+    scale_matches_zero_point(ctx, 4, 5)?;
+    let dtype = match (ctx.has(7), ctx.has(8)) {
+        (true, true) => ctx.dtype(8)?,
+        (true, false) => DType::U8,
+        (false, _) => DType::F32,
+    };
+    let (Some(a), Some(b)) = (ctx.shape(0)?, ctx.shape(3)?) else {
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    let (ta, tb) = (ctx.node.flag("transA", false)?, ctx.node.flag("transB", false)?);
+    if a.len() != 2 || b.len() != 2 {
+        return Err(ctx.err(format!("QGemm takes 2-D operands, found A {a:?} and B {b:?}")));
+    }
+    let (m, ka) = if ta { (a[1], a[0]) } else { (a[0], a[1]) };
+    let (kb, n) = if tb { (b[1], b[0]) } else { (b[0], b[1]) };
+    if ka != kb {
+        return Err(ctx.err(format!("inner dimensions differ: A {a:?} (transA={ta}) and B {b:?} (transB={tb})")));
+    }
+    Ok(vec![TensorType::new(dtype, &[m, n])])
+}
+
+/// QLinearGlobalAveragePool(X, x_scale, x_zp, y_scale, y_zp): N, C and
+/// spatial dims of 1.
+fn qlinear_gap(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    if ctx.node.flag("channels_last", false)? {
+        return Err(ctx.err("channels_last = 1 is not supported (NCHW only)"));
+    }
+    Ok(vec![match ctx.shape(0)? {
+        Some(x) if x.len() >= 3 => TensorType::new(dtype, &[&x[..2], &vec![1; x.len() - 2][..]].concat()),
+        Some(x) => return Err(ctx.err(format!("input {x:?} has no spatial dims"))),
+        None => TensorType::unknown(dtype),
+    }])
+}
+
+fn qlinear_softmax(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    Ok(vec![with_shape_of(ctx, 0, ctx.dtype(0)?)?])
 }
 
 /// `auto_pad = SAME_*` as explicit pads, the kernel from weight slot `w`.
@@ -333,8 +406,12 @@ fn quant_fields(
     }
     fields.push(("x_dtype", dtype_enum(ctx, "input x", xd)?));
     fields.push(("w_dtype", dtype_enum(ctx, "the weight", wd)?));
-    fields
-        .push(("y_dtype", if yd == DType::I32 { Arg::Enum("DG_DT_I32") } else { dtype_enum(ctx, "the output", yd)? }));
+    let y_dtype = match yd {
+        DType::I32 => Arg::Enum("DG_DT_I32"),
+        DType::F32 if s.y_scale.is_none() => Arg::Enum("DG_DT_F32"),
+        other => dtype_enum(ctx, "the output", other)?,
+    };
+    fields.push(("y_dtype", y_dtype));
     Ok((fields, PerEntry { channel, row }))
 }
 
@@ -414,4 +491,145 @@ fn rename(k: &'static str) -> &'static str {
         "w_dtype" => "b_dtype",
         other => other,
     }
+}
+
+fn bind_qgemm(ctx: &KernelCtx) -> Result<KernelCall> {
+    if ctx.attr_int("transA", 0)? != 0 {
+        return Err(ctx.err("transA = 1 is not supported"));
+    }
+    let alpha = ctx.attr_float("alpha", 1.0)?;
+    if !alpha.is_finite() || alpha == 0.0 {
+        return Err(ctx.err(format!("alpha = {alpha} must be a finite, non-zero number")));
+    }
+    let trans_b = ctx.attr_int("transB", 0)? != 0;
+    // Without y_scale the product is f32 (and y_zp unread).
+    let slots =
+        if ctx.node.input(7).is_some() { QGEMM_SLOTS } else { Slots { y_scale: None, y_zp: None, ..QGEMM_SLOTS } };
+    let (a, b) = (ctx.in_shape(0)?, ctx.in_shape(3)?);
+    let geometry = product_fields(ctx, a, b, false, trans_b)?;
+    let (quant, per) = quant_fields(ctx, &slots, geometry.n, 0)?;
+    if let Some(c) = ctx.node.input(6) {
+        let shape = ctx.graph.tensor(c).ty.shape().unwrap_or_default();
+        if ctx.in_dtype(6)? != DType::I32
+            || numel(&shape) != geometry.n
+            || shape.len() > 2
+            || (shape.len() == 2 && shape[0] != 1)
+        {
+            return Err(ctx.err(format!(
+                "C (input 6) is {} {shape:?}; the kernel adds an int32 bias of one value per column ({})",
+                ctx.in_dtype(6)?,
+                geometry.n
+            )));
+        }
+    }
+    let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(3)?), ("y", ctx.out(0)?)];
+    fields.extend(quant.into_iter().map(|(k, v)| (rename(k), v)));
+    fields.extend(geometry.fields);
+    fields.push(("b_per_col", u(usize::from(per.channel))));
+    fields.push(("trans_b", u(usize::from(trans_b))));
+    fields.push(("bias", ctx.opt_in(6)));
+    if alpha != 1.0 {
+        fields.push(("alpha", Arg::F(alpha)));
+    }
+    one(call("dg_qlinear_matmul", "dg_qmatmul_args_t", fields))
+}
+
+/// QGemm's output slots (its inputs are QLinearMatMul's but for C at 6).
+const QGEMM_SLOTS: Slots = Slots {
+    x: 0,
+    w: 3,
+    x_scale: Some(1),
+    x_zp: 2,
+    w_scale: Some(4),
+    w_zp: 5,
+    y_scale: Some(7),
+    y_zp: Some(8),
+    bias: Some(6),
+};
+
+fn bind_qlinear_gap(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let dtype = ctx.in_dtype(0)?;
+    for (scale, zp) in [(1, 2), (3, 4)] {
+        require_f32_scale(ctx, scale)?;
+        require_zp_type(ctx, zp, dtype)?;
+        per_tensor(ctx, scale)?;
+        per_tensor(ctx, zp)?;
+    }
+    one(call(
+        "dg_qlinear_global_average_pool",
+        "dg_qgap_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("x_scale", ctx.inp(1)?),
+            ("y_scale", ctx.inp(3)?),
+            ("x_zero_point", ctx.opt_in(2)),
+            ("y_zero_point", ctx.opt_in(4)),
+            ("planes", u(x[0] * x[1])),
+            ("image", u(numel(&x[2..]))),
+            ("dtype", dtype_enum(ctx, "the input", dtype)?),
+        ],
+    ))
+}
+
+/// Entries of QLinearSoftmax's exp table (one per 8-bit step).
+const SOFTMAX_TABLE: usize = 256;
+
+/// onnxruntime's QLinearSoftmax table for input scale `x_scale` and rows
+/// of `d` values: exp of each step below the top, raised by a shift that
+/// keeps a row's sum far from f32's maximum (it cancels in the ratio),
+/// in f64 rounded to f32; int8 inputs index it by their byte.
+fn softmax_table(x_scale: f32, d: usize, signed: bool) -> Vec<f32> {
+    let shift = f64::from(f32::MAX / d as f32).ln();
+    let shift = (shift - 5.0).max(0.0) / f64::from(x_scale);
+    let mut table = vec![0f32; SOFTMAX_TABLE];
+    for i in 0..SOFTMAX_TABLE {
+        let e = ((i as f64 - 255.0 + shift) * f64::from(x_scale)).exp();
+        let at = if signed { (i as i32 - 128) as u8 } else { i as u8 };
+        table[at as usize] = e as f32;
+    }
+    table
+}
+
+fn bind_qlinear_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
+    let x = ctx.in_shape(0)?;
+    let dtype = ctx.in_dtype(0)?;
+    for (scale, zp) in [(1, 2), (3, 4)] {
+        require_f32_scale(ctx, scale)?;
+        require_zp_type(ctx, zp, dtype)?;
+        per_tensor(ctx, scale)?;
+    }
+    let opset = ctx.attr_int("opset", 13)?;
+    let axis = ctx.axis(ctx.attr_int("axis", if opset < 13 { 1 } else { -1 })?, x.len())?;
+    // From opset 13 the row is the axis alone; it must be the last
+    // (the kernel reads contiguous rows).
+    if opset >= 13 && numel(&x[axis + 1..]) != 1 {
+        return Err(
+            ctx.err(format!("axis {axis} of {x:?} is not the last: the kernel takes rows of contiguous values"))
+        );
+    }
+    let d = if opset >= 13 { x[axis] } else { numel(&x[axis..]) };
+    let constant = |slot: usize| super::kernel::scalar_const(ctx, slot);
+    let (Some(xs), Some(ys)) = (constant(1)?, constant(3)?) else {
+        return Err(ctx.err("x_scale and y_scale must be constants (the exp table is built when generating code)"));
+    };
+    let table = softmax_table(xs, d.max(1), dtype == DType::I8);
+    let mut inv = call(
+        "dg_qlinear_softmax",
+        "dg_qsoftmax_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("table", Arg::Local("table")),
+            ("y_zero_point", ctx.opt_in(4)),
+            ("y_scale_floor", Arg::F((1.0f32 / ys).floor())),
+            ("rows", u(numel(&x) / d.max(1))),
+            ("d", u(d)),
+            ("dtype", dtype_enum(ctx, "the input", dtype)?),
+        ],
+    );
+    inv.locals =
+        vec![Local { ctype: "static const float", name: "table", values: table.into_iter().map(Arg::F).collect() }];
+    one(inv)
 }

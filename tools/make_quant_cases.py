@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Single-operator test folders for deploygen's quantized kernels, with
+references from onnxruntime (pinned in tools/requirements.txt).
+
+    python3 tools/make_quant_cases.py [--out tests/fixtures/quant]
+
+Each folder holds network.onnx, inputs.npz and outputs.npz. The operators
+are onnxruntime's contrib QOperator forms (QGemm, QLinearGlobalAveragePool,
+QLinearSoftmax) and the ONNX ones, in int8 and uint8, per tensor and per
+channel, on seeded random data (the same files on every run). Values are
+drawn over the whole 8-bit range so that requantization saturates and rounds
+ties. tests/quant.rs runs `deploygen test` on every folder and expects
+integer outputs to be equal.
+"""
+import argparse
+import io
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+MS = "com.microsoft"
+OPSETS = [helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)]
+
+
+def qrange(dt):
+    return (-128, 127) if dt == np.int8 else (0, 255)
+
+
+def q(rng, dt, shape):
+    lo, hi = qrange(dt)
+    return rng.integers(lo, hi + 1, size=shape).astype(dt)
+
+
+def tt(dt):
+    return {np.int8: TensorProto.INT8, np.uint8: TensorProto.UINT8, np.float32: TensorProto.FLOAT,
+            np.int32: TensorProto.INT32}[dt]
+
+
+def const(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def save(out, name, nodes, inputs, outputs, inits, feeds):
+    import onnxruntime as ort
+    graph = helper.make_graph(nodes, name, inputs, outputs, inits)
+    model = helper.make_model(graph, opset_imports=OPSETS, producer_name="make_quant_cases")
+    model.ir_version = 8
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [o.name for o in outputs]
+    refs = dict(zip(names, sess.run(names, feeds)))
+    d = os.path.join(out, name)
+    os.makedirs(d)
+    with open(os.path.join(d, "network.onnx"), "wb") as f:
+        f.write(model.SerializeToString())
+    for fname, arrays in (("inputs.npz", feeds), ("outputs.npz", refs)):
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        with open(os.path.join(d, fname), "wb") as f:
+            f.write(buf.getvalue())
+
+
+def qgemm(out, rng, name, adt, m, k, n, trans_b, per_col, y_float=False, alpha=1.0, bias=True):
+    a = q(rng, adt, (m, k))
+    # uint8 x int8 on x86 without VNNI sums pairs of products in int16,
+    # which saturates: onnxruntime's quantizer keeps such weights to 7
+    # bits (reduce_range), and so do these cases.
+    b = q(rng, np.int8, (n, k) if trans_b else (k, n))
+    if adt == np.uint8:
+        b = (b // 2).astype(np.int8)
+    bs = (rng.uniform(0.002, 0.02, n) if per_col else np.array(0.01)).astype(np.float32)
+    inits = [const("a_scale", np.float32(0.05)), const("a_zp", adt(3 if adt == np.int8 else 131)),
+             const("b", b), const("b_scale", bs), const("b_zp", np.zeros(bs.shape, np.int8)),
+             const("c", rng.integers(-2000, 2000, n).astype(np.int32) if bias else np.zeros(n, np.int32))]
+    ins = ["a", "a_scale", "a_zp", "b", "b_scale", "b_zp", "c"]
+    odt = np.float32 if y_float else adt
+    if not y_float:
+        inits += [const("y_scale", np.float32(0.07)), const("y_zp", adt(-5 if adt == np.int8 else 120))]
+        ins += ["y_scale", "y_zp"]
+    node = helper.make_node("QGemm", ins, ["y"], domain=MS, transB=int(trans_b), alpha=alpha)
+    save(out, name, [node], [helper.make_tensor_value_info("a", tt(adt), [m, k])],
+         [helper.make_tensor_value_info("y", tt(odt), [m, n])], inits, {"a": a})
+
+
+def qgap(out, rng, name, dt, shape, xs, ys):
+    x = q(rng, dt, shape)
+    zp = dt(-7 if dt == np.int8 else 125)
+    inits = [const("xs", np.float32(xs)), const("xzp", zp), const("ys", np.float32(ys)),
+             const("yzp", dt(2 if dt == np.int8 else 128))]
+    node = helper.make_node("QLinearGlobalAveragePool", ["x", "xs", "xzp", "ys", "yzp"], ["y"], domain=MS,
+                            channels_last=0)
+    save(out, name, [node], [helper.make_tensor_value_info("x", tt(dt), list(shape))],
+         [helper.make_tensor_value_info("y", tt(dt), list(shape[:2]) + [1] * (len(shape) - 2))], inits, {"x": x})
+
+
+def qsoftmax(out, rng, name, dt, shape, xs, opset):
+    x = q(rng, dt, shape)
+    yzp = dt(-128 if dt == np.int8 else 0)
+    inits = [const("xs", np.float32(xs)), const("xzp", dt(0)), const("ys", np.float32(1.0 / 256.0)),
+             const("yzp", yzp)]
+    node = helper.make_node("QLinearSoftmax", ["x", "xs", "xzp", "ys", "yzp"], ["y"], domain=MS, axis=-1,
+                            opset=opset)
+    save(out, name, [node], [helper.make_tensor_value_info("x", tt(dt), list(shape))],
+         [helper.make_tensor_value_info("y", tt(dt), list(shape))], inits, {"x": x})
+
+
+def main(argv=None):
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(root, "tests", "fixtures", "quant"))
+    args = ap.parse_args(argv)
+    if os.path.isdir(args.out):
+        shutil.rmtree(args.out)
+    os.makedirs(args.out)
+    rng = np.random.default_rng(4848)
+    qgemm(args.out, rng, "qgemm_int8_transb_per_col", np.int8, 3, 40, 12, True, True)
+    qgemm(args.out, rng, "qgemm_uint8_per_tensor", np.uint8, 2, 33, 7, False, False)
+    qgemm(args.out, rng, "qgemm_int8_float_out", np.int8, 2, 16, 5, True, True, y_float=True)
+    qgemm(args.out, rng, "qgemm_uint8_alpha", np.uint8, 4, 9, 6, True, False, alpha=0.75, bias=False)
+    qgap(args.out, rng, "qgap_int8", np.int8, (2, 5, 6, 7), 0.03, 0.02)
+    qgap(args.out, rng, "qgap_uint8", np.uint8, (1, 9, 4, 4), 0.1, 0.05)
+    qsoftmax(args.out, rng, "qsoftmax_int8", np.int8, (3, 10), 0.08, 13)
+    qsoftmax(args.out, rng, "qsoftmax_uint8", np.uint8, (2, 4, 17), 0.05, 13)
+    qsoftmax(args.out, rng, "qsoftmax_int8_wide", np.int8, (2, 300), 0.5, 13)
+    print(f"{args.out}: {len(os.listdir(args.out))} cases")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
