@@ -6,6 +6,8 @@
 //! alias    in-place updates and their hazards, from the schedule
 //! training structure of a training step: accumulators, optimizer updates
 //! derive   the training step of an inference model with a training spec
+//! qdq      DequantizeLinear -> op -> QuantizeLinear as the integer
+//!          operator (inference): 8-bit weights and activations
 //! fuse     a BatchNorm into the Conv weights before it, an activation
 //!          into the Conv / Gemm before it (inference)
 //! forward  the forward part of a training graph (what an inference
@@ -22,6 +24,7 @@ pub mod forward;
 pub mod fuse;
 mod infer;
 pub mod predict;
+pub mod qdq;
 pub mod roles;
 pub mod training;
 
@@ -49,6 +52,7 @@ pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
     }
     model.roles = roles::detect(&model);
     if !model.roles.is_training() {
+        qdq::fuse_qdq(&mut model.graph);
         fuse::fold_channel_affines(&mut model.graph);
         fuse::fuse_activations(&mut model.graph);
     }

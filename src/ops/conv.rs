@@ -26,6 +26,7 @@ pub const OPS: &[OpDef] = &[
         // bytes it saves are worth its multiply-adds.
         recompute: Some(super::recompute_copy),
         macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(1)?)),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_CONV)),
         ..OpDef::BASE
     },
     // ConvGrad(dY, X, W) -> (dX, dW, dB): shapes of X, W and [M].

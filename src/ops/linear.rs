@@ -20,6 +20,7 @@ pub const OPS: &[OpDef] = &[
         tile: Some(GEMM_TILES),
         fuses_act: Some(gemm_fuses_act),
         macs: Some(product_macs),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_GEMM)),
         ..OpDef::BASE
     },
     OpDef {
@@ -30,6 +31,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(matmul_grad),
         tile: Some(MATMUL_TILES),
         macs: Some(product_macs),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_MATMUL)),
         ..OpDef::BASE
     },
     // com.microsoft FusedMatMul(A, B){alpha, transA, transB} = alpha *

@@ -28,7 +28,7 @@ pub use norm::saved_stats_form;
 mod group_norm;
 mod pad;
 mod pool;
-mod quant;
+pub mod quant;
 mod range;
 mod reduce;
 mod resize;
@@ -222,6 +222,10 @@ pub struct OpDef {
     /// the compute part of a node's estimated cost, next to the bytes it
     /// moves (`plan::tile::compute_cost`). `None`: bytes only.
     pub macs: Option<fn(&Graph, &Node) -> Option<u64>>,
+    /// The part the node plays in a QDQ graph (`lower::qdq`): a quantizer,
+    /// or how it computes on 8-bit values when DequantizeLinear nodes feed
+    /// it and a QuantizeLinear alone reads its output.
+    pub qdq: Option<quant::Qdq>,
 }
 
 /// How a [`OpDef::recompute`] node is run again.
@@ -299,6 +303,7 @@ impl OpDef {
         class_labels: None,
         recompute: None,
         macs: None,
+        qdq: None,
     };
 
     /// Whether the node writes input `slot` in place as optimizer state.

@@ -21,6 +21,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(max_pool_grad_rule),
         tile: Some(POOL_TILES),
         recompute: Some(max_pool_recompute),
+        qdq: Some(super::quant::Qdq::Passthrough),
         ..OpDef::BASE
     },
     // MaxPoolGrad(dY, Indices) -> dX with the pooled input's shape.
@@ -59,6 +60,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_global_pool),
         tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_avg_pool_grad_rule),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_GLOBAL_AVERAGE_POOL)),
         ..OpDef::BASE
     },
     OpDef {

@@ -8,7 +8,7 @@ use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx, Loc
 use super::linear::{matmul_shapes, product_fields};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, Graph, Node, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
 const CONV_ATTRS: &[&str] = &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"];
 
@@ -19,6 +19,7 @@ pub const OPS: &[OpDef] = &[
         infer: quantize,
         required: &[0, 1],
         kernel: Some(bind_quantize),
+        qdq: Some(Qdq::Quantize),
         ..OpDef::BASE
     },
     OpDef {
@@ -27,6 +28,7 @@ pub const OPS: &[OpDef] = &[
         infer: dequantize,
         required: &[0, 1],
         kernel: Some(bind_dequantize),
+        qdq: Some(Qdq::Dequantize),
         ..OpDef::BASE
     },
     OpDef {
@@ -95,6 +97,120 @@ pub const OPS: &[OpDef] = &[
         ..OpDef::BASE
     },
 ];
+
+// ---- QDQ forms ----------------------------------------------------------------------------------
+
+/// A node's part in a QDQ graph ([`OpDef::qdq`](super::OpDef::qdq)).
+#[derive(Clone, Copy, Debug)]
+pub enum Qdq {
+    Quantize,
+    Dequantize,
+    /// The node moves values without computing on them (MaxPool, Reshape,
+    /// ...): it runs on the 8-bit values as they are, when its input 0's
+    /// DequantizeLinear and its output's QuantizeLinear share one constant
+    /// scale and zero point.
+    Passthrough,
+    /// The node becomes the integer operator `Fused::op`.
+    Fuse(&'static Fused),
+}
+
+/// How a node fed by DequantizeLinear nodes and read by one
+/// QuantizeLinear becomes an integer operator: onnxruntime's QDQ fusions,
+/// so that the fused graph computes what onnxruntime runs.
+#[derive(Debug)]
+pub struct Fused {
+    pub op: &'static str,
+    pub domain: &'static str,
+    /// The integer node's inputs, in order.
+    pub inputs: &'static [QSlot],
+    /// Its attributes, from the node's.
+    pub attrs: fn(&Graph, &Node) -> Vec<(String, Attr)>,
+    /// Node inputs that may be absent (then their slots are too).
+    pub optional: &'static [usize],
+    /// Whether the node's attributes allow the fusion.
+    pub when: fn(&Node) -> bool,
+}
+
+/// Where an input of a fused node comes from.
+#[derive(Clone, Copy, Debug)]
+pub enum QSlot {
+    /// The quantized value behind the node's input `i` (its
+    /// DequantizeLinear's input 0).
+    Value(usize),
+    /// That DequantizeLinear's scale.
+    Scale(usize),
+    /// Its zero point (a zero of the value's type when it has none).
+    ZeroPoint(usize),
+    /// The reading QuantizeLinear's scale and zero point.
+    OutScale,
+    OutZeroPoint,
+}
+
+use QSlot::{OutScale, OutZeroPoint, Scale, Value, ZeroPoint};
+
+fn same_attrs(_: &Graph, n: &Node) -> Vec<(String, Attr)> {
+    n.attrs.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+fn always(_: &Node) -> bool {
+    true
+}
+
+/// Conv (x, w[, b]) -> QLinearConv; the int32 bias is the value behind
+/// b's DequantizeLinear (its scale checked by the fusion pass).
+pub const QDQ_CONV: Fused = Fused {
+    op: "QLinearConv",
+    domain: "",
+    inputs: &[Value(0), Scale(0), ZeroPoint(0), Value(1), Scale(1), ZeroPoint(1), OutScale, OutZeroPoint, Value(2)],
+    attrs: same_attrs,
+    optional: &[2],
+    when: always,
+};
+
+pub const QDQ_MATMUL: Fused = Fused {
+    op: "QLinearMatMul",
+    domain: "",
+    inputs: &[Value(0), Scale(0), ZeroPoint(0), Value(1), Scale(1), ZeroPoint(1), OutScale, OutZeroPoint],
+    attrs: same_attrs,
+    optional: &[],
+    when: always,
+};
+
+/// Gemm with beta = 1 -> com.microsoft QGemm.
+pub const QDQ_GEMM: Fused = Fused {
+    op: "QGemm",
+    domain: "com.microsoft",
+    inputs: &[Value(0), Scale(0), ZeroPoint(0), Value(1), Scale(1), ZeroPoint(1), Value(2), OutScale, OutZeroPoint],
+    attrs: |_, n| {
+        n.attrs.iter().filter(|(k, _)| k.as_str() != "beta").map(|(k, v)| (k.clone(), v.clone())).collect()
+    },
+    optional: &[2],
+    when: |n| n.float("beta").ok().flatten().is_none_or(|b| b == 1.0),
+};
+
+pub const QDQ_GLOBAL_AVERAGE_POOL: Fused = Fused {
+    op: "QLinearGlobalAveragePool",
+    domain: "com.microsoft",
+    inputs: &[Value(0), Scale(0), ZeroPoint(0), OutScale, OutZeroPoint],
+    attrs: |_, _| vec![("channels_last".to_string(), Attr::Int(0))],
+    optional: &[],
+    when: always,
+};
+
+/// Softmax -> com.microsoft QLinearSoftmax, with the graph's opset (its
+/// axis rule).
+pub const QDQ_SOFTMAX: Fused = Fused {
+    op: "QLinearSoftmax",
+    domain: "com.microsoft",
+    inputs: &[Value(0), Scale(0), ZeroPoint(0), OutScale, OutZeroPoint],
+    attrs: |g, n| {
+        let opset = g.opsets.get("").copied().unwrap_or(13);
+        let axis = n.int("axis").ok().flatten().unwrap_or(if opset < 13 { 1 } else { -1 });
+        vec![("axis".to_string(), Attr::Int(axis)), ("opset".to_string(), Attr::Int(opset))]
+    },
+    optional: &[],
+    when: always,
+};
 
 /// Where a quantized product finds its operands: `x` (A) and `w` (B),
 /// their scales and zero points, the output's, and the int32 bias.

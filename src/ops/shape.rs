@@ -31,6 +31,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(transpose_grad),
         tile: Some(TRANSPOSE_TILES),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Passthrough),
         ..OpDef::BASE
     },
     OpDef {
@@ -44,6 +45,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Passthrough),
         ..OpDef::BASE
     },
     OpDef {
@@ -56,6 +58,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Passthrough),
         ..OpDef::BASE
     },
     OpDef {
@@ -68,6 +71,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Passthrough),
         ..OpDef::BASE
     },
     OpDef {
@@ -79,6 +83,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_copy),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Passthrough),
         ..OpDef::BASE
     },
     OpDef {

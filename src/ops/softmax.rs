@@ -16,6 +16,7 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(bind_softmax),
         grad: Some(softmax_grad_rule),
         tile: Some(SOFTMAX_TILES),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_SOFTMAX)),
         ..OpDef::BASE
     },
     // log(Softmax(x)), computed as x - max - log(sum(exp(x - max))).
