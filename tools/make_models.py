@@ -8,7 +8,9 @@ inference outputs) from onnxruntime, cross-checked a second way (numpy
 forward/backward, a replay of the committed graph on a plain
 InferenceSession). The *_derived* folders (inference graph + train.toml)
 come from tools/zoo/derived.py with tools/make_train_refs.py's references;
-models/digits_finetune from tools/make_finetune.py. Nothing here uses deploygen.
+models/digits_finetune from tools/make_finetune.py, the *_int8_* / *_uint8_*
+folders from tools/zoo/quant.py (tools/make_quant_models.py). Nothing here
+uses deploygen.
 
     python tools/make_models.py            # rewrite models/ and tests/fixtures/
     python tools/make_models.py --check    # regenerate into a temp dir; compare byte for byte
@@ -31,7 +33,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from zoo import build, readme  # noqa: E402
+from zoo import build, quant, readme  # noqa: E402
 from zoo.fixtures import build_fixtures  # noqa: E402
 from zoo.models import LATER, ZOO  # noqa: E402
 
@@ -103,11 +105,16 @@ def generate(root, work):
         print(f"tests/fixtures/{name}: {sum(len(d) for d in files.values())} bytes")
     build_models(LATER, root, work, models)
     derived_rows = build_derived(os.path.join(root, "models"))
+    # int8 forms of the inference models just written (tools/make_quant_models.py)
+    quant_facts = quant.build_all(os.path.join(root, "models"))
+    for name, facts in quant_facts.items():
+        print(f"models/{name}: {sum(facts['files'].values())} bytes")
 
     with open(os.path.join(root, "models", "README.md"), "w") as f:
-        f.write(readme.models_readme(models, derived_rows))
+        f.write(readme.models_readme(models, derived_rows, quant.readme_section(quant_facts)))
     with open(os.path.join(root, "models", "manifest.json"), "w") as f:
-        json.dump(readme.manifest(models), f, indent=1, sort_keys=False)
+        json.dump(OrderedDict(list(readme.manifest(models).items()) + list(quant_facts.items())), f, indent=1,
+                  sort_keys=False)
         f.write("\n")
     with open(os.path.join(root, "tests", "fixtures", "README.md"), "w") as f:
         f.write(readme.fixtures_readme(fixtures))

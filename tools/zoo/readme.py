@@ -234,7 +234,7 @@ The training graphs import eight opset domains (`ai.onnx.ml`,
 `com.microsoft.experimental`, `com.microsoft.nchwc`, `org.pytorch.aten`),
 most of them unused.
 
-## File formats
+{quant}## File formats
 
 `inputs.npz`
 - *positional* layout (the training models but `simple_mlp` and
@@ -493,9 +493,11 @@ def _derived(rows):
     return "\n".join(out)
 
 
-def models_readme(models, derived_rows=()):
+def models_readme(models, derived_rows=(), quant_section=""):
+    """`quant_section`: the "Quantized models" section (tools/zoo/quant.py), placed before "File formats"."""
     return MODELS_README.format(table=_table(models), ops=_ops(models), checks=_checks(models),
-                                memory=_memory(models), notes=_notes(models), derived=_derived(derived_rows))
+                                memory=_memory(models), notes=_notes(models), derived=_derived(derived_rows),
+                                quant=quant_section)
 
 
 def fixtures_readme(fixtures):

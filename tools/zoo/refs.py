@@ -10,7 +10,9 @@ step runs the committed `optimizer.onnx` when it is per-parameter `SGD` nodes
 (rewritten to Sub/Mul, as the zoo checks it); for onnxruntime's
 `SGDOptimizerV2` (which updates its sequence inputs in place, so an
 InferenceSession cannot return the result) it is `w - lr * g` in float32,
-the kernel's formula.
+the kernel's formula. Quantized graphs (QuantizeLinear, QLinearConv, ...)
+run with graph optimizations disabled, so the reference is the graph as
+written, not onnxruntime's fused integer kernels.
 
 Folder layouts: named, positional (`arr_NNNN`) and ordered (`input_<k>`)
 `inputs.npz`, with `mb<i>_` keys for further mini-batches and the `meta_*`
@@ -36,10 +38,24 @@ class RefError(Exception):
     pass
 
 
+# Operators of quantized graphs (quantize_static's QDQ and QOperator forms).
+QUANT_OPS = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "QLinearConv", "QLinearMatMul",
+             "MatMulInteger", "ConvInteger", "QGemm", "QLinearAdd", "QLinearMul", "QLinearGlobalAveragePool",
+             "QLinearAveragePool", "QLinearConcat", "QLinearSoftmax", "QLinearSigmoid", "QLinearLeakyRelu"}
+
+
+def is_quantized(model):
+    return any(n.op_type in QUANT_OPS for n in model.graph.node)
+
+
 def _session(model):
     so = onnxruntime.SessionOptions()
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
+    if is_quantized(model):
+        # the graph as written: onnxruntime's QDQ fusions (DequantizeLinear ->
+        # Conv -> QuantizeLinear into QLinearConv, ...) round differently
+        so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     return onnxruntime.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
