@@ -109,6 +109,19 @@ def qsoftmax(out, rng, name, dt, shape, xs, opset):
          [helper.make_tensor_value_info("y", tt(dt), list(shape))], inits, {"x": x})
 
 
+def qbinary(out, rng, name, op, dt, ashape, bshape):
+    a, b = q(rng, dt, ashape), q(rng, dt, bshape)
+    zp = (lambda v: dt(v)) if dt == np.int8 else (lambda v: dt(v + 128))
+    inits = [const("as", np.float32(0.031)), const("azp", zp(-3)), const("bs", np.float32(0.017)),
+             const("bzp", zp(9)), const("ys", np.float32(0.045 if op == "QLinearAdd" else 0.3)),
+             const("yzp", zp(1))]
+    node = helper.make_node(op, ["a", "as", "azp", "b", "bs", "bzp", "ys", "yzp"], ["y"], domain=MS)
+    yshape = list(np.broadcast_shapes(ashape, bshape))
+    save(out, name, [node], [helper.make_tensor_value_info("a", tt(dt), list(ashape)),
+                             helper.make_tensor_value_info("b", tt(dt), list(bshape))],
+         [helper.make_tensor_value_info("y", tt(dt), yshape)], inits, {"a": a, "b": b})
+
+
 def main(argv=None):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -127,6 +140,11 @@ def main(argv=None):
     qsoftmax(args.out, rng, "qsoftmax_int8", np.int8, (3, 10), 0.08, 13)
     qsoftmax(args.out, rng, "qsoftmax_uint8", np.uint8, (2, 4, 17), 0.05, 13)
     qsoftmax(args.out, rng, "qsoftmax_int8_wide", np.int8, (2, 300), 0.5, 13)
+    qbinary(args.out, rng, "qadd_int8", "QLinearAdd", np.int8, (4, 3, 400), (4, 3, 400))
+    qbinary(args.out, rng, "qadd_uint8_broadcast", "QLinearAdd", np.uint8, (1, 4, 5, 6), (1, 4, 1, 1))
+    qbinary(args.out, rng, "qmul_int8", "QLinearMul", np.int8, (30, 100), (30, 100))
+    qbinary(args.out, rng, "qmul_int8_broadcast", "QLinearMul", np.int8, (1, 8, 3, 3), (1, 8, 1, 1))
+    qbinary(args.out, rng, "qmul_uint8", "QLinearMul", np.uint8, (64,), (64,))
     print(f"{args.out}: {len(os.listdir(args.out))} cases")
     return 0
 

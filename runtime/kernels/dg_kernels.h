@@ -1238,6 +1238,30 @@ typedef struct {
 } dg_qmatmul_args_t;
 void dg_qlinear_matmul(void *args);
 
+/* QLinearAdd / QLinearMul (com.microsoft) with dg_binary_args_t's
+ * broadcasting: a and b dequantized to float (scale * (v - zp)), added or
+ * multiplied, divided by y_scale, rounded to nearest even, plus y_zp,
+ * saturated. */
+typedef struct {
+    const void *a;
+    const void *b;
+    void *y;
+    const float *a_scale;
+    const float *b_scale;
+    const float *y_scale;
+    const void *a_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *b_zero_point; /* optional: NULL where the kernel does not read it */
+    const void *y_zero_point; /* optional: NULL where the kernel does not read it */
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t a_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t b_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t dtype;
+} dg_qbinary_args_t;
+void dg_qlinear_add(void *args);
+void dg_qlinear_mul(void *args);
+
 /* QLinearGlobalAveragePool (com.microsoft, NCHW): y[c] is the sum of
  * x[c, :] - x_zp over the `image` values of a channel, requantized with
  * x_scale / (y_scale * image). `planes` = batch x channels. */

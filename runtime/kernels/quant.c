@@ -262,3 +262,47 @@ void dg_qlinear_softmax(void *args)
     for (row = r.start; row < r.end; row++)
         qsoftmax_row(p, row);
 }
+
+/* Element i of y's a and b offsets under the broadcast strides. */
+static void qbinary_offsets(const dg_qbinary_args_t *p, uint32_t i, uint32_t *ao, uint32_t *bo)
+{
+    uint32_t d, a = 0, b = 0;
+    if (p->ndim == 0) {
+        *ao = *bo = i;
+        return;
+    }
+    for (d = p->ndim; d-- > 0;) {
+        const uint32_t id = i % p->shape[d];
+        i /= p->shape[d];
+        a += id * p->a_strides[d];
+        b += id * p->b_strides[d];
+    }
+    *ao = a;
+    *bo = b;
+}
+
+static void qbinary(const dg_qbinary_args_t *p, int mul)
+{
+    const int32_t azp = q_zp(p->a_zero_point, 0, p->dtype), bzp = q_zp(p->b_zero_point, 0, p->dtype);
+    const int32_t yzp = q_zp(p->y_zero_point, 0, p->dtype);
+    dg_range_t r = dg_split(p->n);
+    uint32_t i, ao, bo;
+    for (i = r.start; i < r.end; i++) {
+        volatile float va, vb, v;
+        qbinary_offsets(p, i, &ao, &bo);
+        va = p->a_scale[0] * (float)(q_ld(p->a, ao, p->dtype) - azp);
+        vb = p->b_scale[0] * (float)(q_ld(p->b, bo, p->dtype) - bzp);
+        v = mul ? va * vb : va + vb;
+        q_store(p->y, i, q_round(v / p->y_scale[0]), yzp, p->dtype);
+    }
+}
+
+void dg_qlinear_add(void *args)
+{
+    qbinary((const dg_qbinary_args_t *)args, 0);
+}
+
+void dg_qlinear_mul(void *args)
+{
+    qbinary((const dg_qbinary_args_t *)args, 1);
+}

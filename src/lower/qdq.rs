@@ -183,7 +183,7 @@ fn zero_like(g: &mut Graph, t: TensorId) -> TensorId {
 /// fused.
 fn bias_scale_is_product(g: &Graph, dqs: &[Option<Dq>]) -> bool {
     let Some(Some(b)) = dqs.get(2) else { return true };
-    let (Some(Some(x)), Some(Some(w))) = (dqs.get(0), dqs.get(1)) else { return false };
+    let (Some(Some(x)), Some(Some(w))) = (dqs.first(), dqs.get(1)) else { return false };
     let f32s = |t: TensorId| constant(g, Some(t)).and_then(TensorData::to_f32);
     let (Some(bs), Some(xs), Some(ws)) = (f32s(b.scale), f32s(x.scale), f32s(w.scale)) else { return false };
     let zero = constant(g, b.zero_point).is_none_or(|z| z.to_i64().is_some_and(|v| v.iter().all(|&x| x == 0)));

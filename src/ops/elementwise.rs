@@ -20,6 +20,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(add_grad),
         tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_ADD)),
         ..OpDef::BASE
     },
     OpDef {
@@ -44,6 +45,7 @@ pub const OPS: &[OpDef] = &[
         grad: Some(mul_grad),
         tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
+        qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_MUL)),
         ..OpDef::BASE
     },
     OpDef {

@@ -79,6 +79,20 @@ pub const OPS: &[OpDef] = &[
         ..OpDef::BASE
     },
     OpDef {
+        name: "QLinearAdd",
+        infer: qlinear_binary,
+        required: &[0, 1, 3, 4, 6],
+        kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_add")),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "QLinearMul",
+        infer: qlinear_binary,
+        required: &[0, 1, 3, 4, 6],
+        kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_mul")),
+        ..OpDef::BASE
+    },
+    OpDef {
         name: "QLinearGlobalAveragePool",
         attrs: &["channels_last"],
         infer: qlinear_gap,
@@ -181,11 +195,22 @@ pub const QDQ_GEMM: Fused = Fused {
     op: "QGemm",
     domain: "com.microsoft",
     inputs: &[Value(0), Scale(0), ZeroPoint(0), Value(1), Scale(1), ZeroPoint(1), Value(2), OutScale, OutZeroPoint],
-    attrs: |_, n| {
-        n.attrs.iter().filter(|(k, _)| k.as_str() != "beta").map(|(k, v)| (k.clone(), v.clone())).collect()
-    },
+    attrs: |_, n| n.attrs.iter().filter(|(k, _)| k.as_str() != "beta").map(|(k, v)| (k.clone(), v.clone())).collect(),
     optional: &[2],
     when: |n| n.float("beta").ok().flatten().is_none_or(|b| b == 1.0),
+};
+
+/// Add / Mul -> com.microsoft QLinearAdd / QLinearMul.
+pub const QDQ_ADD: Fused = Fused { op: "QLinearAdd", ..QDQ_BINARY };
+pub const QDQ_MUL: Fused = Fused { op: "QLinearMul", ..QDQ_BINARY };
+
+const QDQ_BINARY: Fused = Fused {
+    op: "",
+    domain: "com.microsoft",
+    inputs: &[Value(0), Scale(0), ZeroPoint(0), Value(1), Scale(1), ZeroPoint(1), OutScale, OutZeroPoint],
+    attrs: |_, _| vec![],
+    optional: &[],
+    when: always,
 };
 
 pub const QDQ_GLOBAL_AVERAGE_POOL: Fused = Fused {
@@ -362,6 +387,16 @@ fn qlinear_gap(ctx: &Ctx) -> Result<Vec<TensorType>> {
         Some(x) => return Err(ctx.err(format!("input {x:?} has no spatial dims"))),
         None => TensorType::unknown(dtype),
     }])
+}
+
+/// QLinearAdd / QLinearMul(A, a_scale, a_zp, B, b_scale, b_zp, y_scale,
+/// y_zp): numpy broadcasting, A's type.
+fn qlinear_binary(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    let dtype = ctx.dtype(0)?;
+    let (Some(a), Some(b)) = (ctx.shape(0)?, ctx.shape(3)?) else {
+        return Ok(vec![TensorType::unknown(dtype)]);
+    };
+    Ok(vec![TensorType::new(dtype, &super::broadcast(ctx, &a, &b)?)])
 }
 
 fn qlinear_softmax(ctx: &Ctx) -> Result<Vec<TensorType>> {
@@ -748,4 +783,41 @@ fn bind_qlinear_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
     inv.locals =
         vec![Local { ctype: "static const float", name: "table", values: table.into_iter().map(Arg::F).collect() }];
     one(inv)
+}
+
+fn bind_qlinear_binary(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
+    let dtype = ctx.in_dtype(0)?;
+    if ctx.in_dtype(3)? != dtype || ctx.out_dtype(0)? != dtype {
+        return Err(ctx.err(format!("A is {dtype}, B {}: the kernel takes operands of one type", ctx.in_dtype(3)?)));
+    }
+    for (scale, zp) in [(1, 2), (4, 5), (6, 7)] {
+        require_f32_scale(ctx, scale)?;
+        require_zp_type(ctx, zp, dtype)?;
+        per_tensor(ctx, scale)?;
+        per_tensor(ctx, zp)?;
+    }
+    let (a, b, y) = (ctx.in_shape(0)?, ctx.in_shape(3)?, ctx.out_shape(0)?);
+    let mut fields = vec![
+        ("a", ctx.inp(0)?),
+        ("b", ctx.inp(3)?),
+        ("y", ctx.out(0)?),
+        ("a_scale", ctx.inp(1)?),
+        ("b_scale", ctx.inp(4)?),
+        ("y_scale", ctx.inp(6)?),
+        ("a_zero_point", ctx.opt_in(2)),
+        ("b_zero_point", ctx.opt_in(5)),
+        ("y_zero_point", ctx.opt_in(7)),
+        ("n", u(numel(&y))),
+    ];
+    if a == y && b == y {
+        fields.push(("ndim", u(0)));
+    } else {
+        super::kernel::max_dims(ctx, y.len())?;
+        fields.push(("ndim", u(y.len())));
+        fields.push(("shape", super::kernel::dims_list(&y)));
+        fields.push(("a_strides", super::kernel::dims_list(&super::kernel::broadcast_strides(ctx, &a, &y)?)));
+        fields.push(("b_strides", super::kernel::dims_list(&super::kernel::broadcast_strides(ctx, &b, &y)?)));
+    }
+    fields.push(("dtype", dtype_enum(ctx, "A", dtype)?));
+    one(call(func, "dg_qbinary_args_t", fields))
 }
