@@ -3,7 +3,7 @@
 
 The fp32 inference folders kws_cnn, mobilenet_v3_block and tiny_transformer
 quantized with onnxruntime.quantization's quantize_static (tools/zoo/quant.py);
-outputs.npz from onnxruntime with its QDQ fusions (extended graph optimizations), inputs.npz
+outputs.npz from onnxruntime on the graph's integer form (tools/zoo/qdq.py), inputs.npz
 the fp32 folder's. Also writes their entries in models/manifest.json and
 the "Quantized models (int8)" section of models/README.md, exactly as
 tools/make_models.py (which runs the same code after the fp32 models) does.

@@ -7,8 +7,8 @@ BatchNormalization folded into Conv, HardSwish inlined as HardSigmoid and
 Mul), then `quantize_static` (MinMax
 calibration, per-channel weights) calibrated on the fp32 folder's input plus
 seeded random inputs of its shape. `inputs.npz` is the fp32 folder's,
-`outputs.npz` comes from tools/zoo/refs.py (onnxruntime, CPU, with its
-extended graph optimizations: the QDQ fusions it deploys quantized graphs with). Nothing here uses deploygen.
+`outputs.npz` comes from tools/zoo/refs.py (onnxruntime, CPU, on the graph
+with its QDQ patterns fused into integer operators by tools/zoo/qdq.py). Nothing here uses deploygen.
 """
 
 import contextlib
@@ -236,7 +236,7 @@ def build(models_root, name, src, fmt, act, weight, out_dir):
         zero_point_dtypes=inv["zero_point_dtypes"], per_tensor_scales=inv["per_tensor_scales"],
         per_axis_scales=[list(t) for t in inv["per_axis_scales"]], relu_nodes=inv["relu_left"],
         microsoft_ops=inv["microsoft_ops"], fp32_max_abs_diff=diff)
-    m["references"] = ("onnxruntime 1.19.2, CPU, one thread, extended graph optimizations (its QDQ fusions) "
+    m["references"] = ("onnxruntime 1.19.2, CPU, one thread, QDQ patterns fused into integer operators (tools/zoo/qdq.py) "
                        "(tools/make_refs.py); inputs.npz is " + src + "'s")
     m["cross_checks_max_abs_diff"] = OrderedDict()
     assert facts["kind"] == "inference", facts
@@ -272,10 +272,10 @@ input, a DequantizeLinear before each output and around the operators left
 in float). `kws_cnn_uint8_qop` has uint8 activations (`QuantType.QUInt8`)
 and int8 weights. `inputs.npz` is the fp32 folder's (same bytes), the graph
 output stays float32 (after a DequantizeLinear), and `outputs.npz` is what
-onnxruntime computes with its extended graph optimizations: a QDQ graph
-runs as the integer operators its QDQ fusions make (DequantizeLinear ->
-Conv -> QuantizeLinear as QLinearConv, ...), as deploygen runs it too;
-`tools/make_refs.py` does the same for every quantized graph. The models were not trained, so the last
+onnxruntime computes for the graph's integer form: its QDQ patterns
+(DequantizeLinear -> Conv -> QuantizeLinear, ...) fused into QLinearConv and
+the like by `tools/zoo/qdq.py`, the rules deploygen fuses by, written
+independently; `tools/make_refs.py` does the same for every quantized graph. The models were not trained, so the last
 column only bounds the quantization error on the folder's input (the
 script requires < 0.1).
 

@@ -10,11 +10,11 @@ step runs the committed `optimizer.onnx` when it is per-parameter `SGD` nodes
 (rewritten to Sub/Mul, as the zoo checks it); for onnxruntime's
 `SGDOptimizerV2` (which updates its sequence inputs in place, so an
 InferenceSession cannot return the result) it is `w - lr * g` in float32,
-the kernel's formula. Quantized graphs (QuantizeLinear, QLinearConv, ...)
-run as onnxruntime deploys them, with its extended graph optimizations: a
-QDQ graph's DequantizeLinear -> Conv -> QuantizeLinear runs as its integer
-QLinearConv (and so on), which rounds otherwise than the float graph as
-written; deploygen fuses the same patterns into the same integer operators.
+the kernel's formula. A quantized graph (QuantizeLinear, QLinearConv, ...)
+runs as the integer operators it deploys as: its QDQ patterns
+(DequantizeLinear -> Conv -> QuantizeLinear, ...) fused into QLinearConv and
+the like (tools/zoo/qdq.py, deploygen's rules written independently), then
+onnxruntime with graph optimizations disabled computes the fused graph.
 
 Folder layouts: named, positional (`arr_NNNN`) and ordered (`input_<k>`)
 `inputs.npz`, with `mb<i>_` keys for further mini-batches and the `meta_*`
@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import compat
+from . import compat, qdq
 from .train import GRAD_BUF, accumulators, bn_running_stats, sgd_as_onnx
 
 import onnxruntime  # noqa: E402  (imported by the caller's check first)
@@ -55,9 +55,10 @@ def _session(model):
     so.intra_op_num_threads = 1
     so.inter_op_num_threads = 1
     if is_quantized(model):
-        # onnxruntime's QDQ fusions (DequantizeLinear -> Conv -> QuantizeLinear
-        # into QLinearConv, ...): the integer kernels it deploys the graph with
-        so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        # the integer operators the QDQ graph deploys as, computed as written
+        # (onnxruntime's own fusions depend on the platform)
+        model, _ = qdq.fuse(model)
+        so.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_DISABLE_ALL
     return onnxruntime.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
