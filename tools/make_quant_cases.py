@@ -122,6 +122,28 @@ def qbinary(out, rng, name, op, dt, ashape, bshape):
          [helper.make_tensor_value_info("y", tt(dt), yshape)], inits, {"a": a, "b": b})
 
 
+def qconv(out, rng, name, xdt, x_shape, w_shape, group=1, **attrs):
+    x = q(rng, xdt, x_shape)
+    w = q(rng, np.int8, w_shape)
+    if xdt == np.uint8:
+        w = (w // 2).astype(np.int8)   # 7-bit weights: see qgemm
+    m = w_shape[0]
+    ws = rng.uniform(0.002, 0.02, m).astype(np.float32)
+    zp = (lambda v: xdt(v)) if xdt == np.int8 else (lambda v: xdt(v + 128))
+    inits = [const("xs", np.float32(0.04)), const("xzp", zp(-2)), const("w", w), const("ws", ws),
+             const("wzp", np.zeros(m, np.int8)), const("ys", np.float32(0.09)), const("yzp", zp(4)),
+             const("b", rng.integers(-3000, 3000, m).astype(np.int32))]
+    node = helper.make_node("QLinearConv", ["x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "b"], ["y"],
+                            group=group, **attrs)
+    ref = helper.make_graph([helper.make_node("Conv", ["xf", "wf"], ["yf"], group=group, **attrs)], "shape",
+                            [helper.make_tensor_value_info("xf", TensorProto.FLOAT, list(x_shape)),
+                             helper.make_tensor_value_info("wf", TensorProto.FLOAT, list(w_shape))],
+                            [helper.make_tensor_value_info("yf", TensorProto.FLOAT, None)])
+    yshape = list(onnx.shape_inference.infer_shapes(helper.make_model(ref)).graph.output[0].type.tensor_type.shape.dim)
+    save(out, name, [node], [helper.make_tensor_value_info("x", tt(xdt), list(x_shape))],
+         [helper.make_tensor_value_info("y", tt(xdt), [d.dim_value for d in yshape])], inits, {"x": x})
+
+
 def main(argv=None):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -145,6 +167,12 @@ def main(argv=None):
     qbinary(args.out, rng, "qmul_int8", "QLinearMul", np.int8, (30, 100), (30, 100))
     qbinary(args.out, rng, "qmul_int8_broadcast", "QLinearMul", np.int8, (1, 8, 3, 3), (1, 8, 1, 1))
     qbinary(args.out, rng, "qmul_uint8", "QLinearMul", np.uint8, (64,), (64,))
+    qconv(args.out, rng, "qconv_int8_stride_pad", np.int8, (2, 3, 11, 9), (8, 3, 3, 3), strides=[2, 2],
+          pads=[1, 0, 2, 1])
+    qconv(args.out, rng, "qconv_uint8_dilated", np.uint8, (1, 4, 12, 40), (6, 4, 3, 2), dilations=[2, 3],
+          pads=[2, 2, 2, 2])
+    qconv(args.out, rng, "qconv_int8_depthwise", np.int8, (1, 8, 7, 7), (8, 1, 3, 3), group=8, pads=[1, 1, 1, 1])
+    qconv(args.out, rng, "qconv_int8_1d", np.int8, (1, 5, 70), (4, 5, 5), strides=[3], pads=[2, 2])
     print(f"{args.out}: {len(os.listdir(args.out))} cases")
     return 0
 

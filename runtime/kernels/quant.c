@@ -158,52 +158,88 @@ void dg_qlinear_matmul(void *args)
     }
 }
 
-/* One output element's window sum: output channel oc of sample nb at
- * (oh, ow), over its group's input channels; taps in the pads read x_zp,
- * so they add nothing. */
-static int32_t qconv_sum(const dg_qconv_args_t *p, uint32_t nb, uint32_t oc, uint32_t oh, uint32_t ow,
-                         int32_t xzp, int32_t wzp)
+/* Output columns computed at once: their int32 sums live on a worker's
+ * small stack. */
+#define QCONV_COLS 32u
+
+/* The output columns [lo, hi) of a chunk starting at `ow0` whose input
+ * column ow * stride + off lies inside the row (the others read the pad,
+ * x_zp, which adds nothing). */
+static void qconv_cols(const dg_qconv_args_t *p, int32_t off, uint32_t ow0, uint32_t n, uint32_t *lo, uint32_t *hi)
 {
-    const uint32_t cpg = p->in_c / p->group, g = oc / (p->out_c / p->group);
-    const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
-    const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;
-    int32_t s = 0;
-    uint32_t ic, kh, kw;
-    for (ic = 0; ic < cpg; ic++) {
-        const uint32_t xc = (nb * p->in_c + g * cpg + ic) * p->in_h * p->in_w;
-        const uint32_t wc = ((oc * cpg) + ic) * p->k_h * p->k_w;
-        for (kh = 0; kh < p->k_h; kh++) {
-            const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);
-            if (ih < 0 || ih >= (int32_t)p->in_h)
-                continue;
-            for (kw = 0; kw < p->k_w; kw++) {
-                const int32_t iw = iw0 + (int32_t)(kw * p->dil_w);
-                if (iw < 0 || iw >= (int32_t)p->in_w)
-                    continue;
-                s += (q_ld(p->x, xc + (uint32_t)ih * p->in_w + (uint32_t)iw, p->x_dtype) - xzp) *
-                     (q_ld(p->w, wc + kh * p->k_w + kw, p->w_dtype) - wzp);
-            }
-        }
-    }
-    return s;
+    const int32_t st = (int32_t)p->stride_w, w = (int32_t)p->in_w;
+    int32_t a = off < 0 ? (-off + st - 1) / st : 0;
+    int32_t b = w - off <= 0 ? 0 : (w - off + st - 1) / st;
+    a = a < (int32_t)ow0 ? (int32_t)ow0 : a;
+    b = b > (int32_t)(ow0 + n) ? (int32_t)(ow0 + n) : b;
+    *lo = (uint32_t)a;
+    *hi = (uint32_t)(b > a ? b : a);
 }
+
+/* The window sums of `n` output columns from `ow0` of output channel oc,
+ * row oh, sample nb, into acc: summed over the group's input channels,
+ * kernel rows and kernel columns in that order. One function per pair of
+ * operand types, so that the inner loop loads plain bytes. */
+#define DG_QCONV_ROW(NAME, XT, WT)                                                                             \
+    static void NAME(const dg_qconv_args_t *p, uint32_t nb, uint32_t oc, uint32_t oh, uint32_t ow0, uint32_t n, \
+                     int32_t xzp, int32_t wzp, int32_t *acc)                                                    \
+    {                                                                                                           \
+        const uint32_t cpg = p->in_c / p->group, g = oc / (p->out_c / p->group), plane = p->in_h * p->in_w;    \
+        const XT *x = (const XT *)p->x + (nb * p->in_c + g * cpg) * plane;                                     \
+        const WT *w = (const WT *)p->w + oc * cpg * p->k_h * p->k_w;                                           \
+        const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;                                 \
+        uint32_t i, ic, kh, kw, lo, hi;                                                                        \
+        for (i = 0; i < n; i++)                                                                                 \
+            acc[i] = 0;                                                                                         \
+        for (ic = 0; ic < cpg; ic++) {                                                                          \
+            for (kh = 0; kh < p->k_h; kh++) {                                                                   \
+                const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);                                              \
+                const XT *xr = x + ic * plane + (uint32_t)ih * p->in_w;                                        \
+                const WT *wr = w + (ic * p->k_h + kh) * p->k_w;                                                 \
+                if (ih < 0 || ih >= (int32_t)p->in_h)                                                           \
+                    continue;                                                                                   \
+                for (kw = 0; kw < p->k_w; kw++) {                                                               \
+                    const int32_t wv = (int32_t)wr[kw] - wzp;                                                   \
+                    const int32_t off = (int32_t)(kw * p->dil_w) - (int32_t)p->pad_left;                        \
+                    qconv_cols(p, off, ow0, n, &lo, &hi);                                                       \
+                    for (i = lo; i < hi; i++)                                                                   \
+                        acc[i - ow0] += ((int32_t)xr[(int32_t)(i * p->stride_w) + off] - xzp) * wv;             \
+                }                                                                                               \
+            }                                                                                                   \
+        }                                                                                                       \
+    }
+
+DG_QCONV_ROW(qconv_row_ss, int8_t, int8_t)
+DG_QCONV_ROW(qconv_row_us, uint8_t, int8_t)
+DG_QCONV_ROW(qconv_row_su, int8_t, uint8_t)
+DG_QCONV_ROW(qconv_row_uu, uint8_t, uint8_t)
+
+typedef void (*qconv_row_fn)(const dg_qconv_args_t *, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t,
+                             int32_t, int32_t *);
 
 void dg_qlinear_conv(void *args)
 {
     const dg_qconv_args_t *p = (const dg_qconv_args_t *)args;
     const int32_t xzp = q_zp(p->x_zero_point, 0, p->x_dtype);
     const int32_t yzp = q_zp(p->y_zero_point, 0, p->y_dtype);
+    const int xs = p->x_dtype == DG_DT_I8, ws = p->w_dtype == DG_DT_I8;
+    const qconv_row_fn row = xs ? (ws ? qconv_row_ss : qconv_row_su) : (ws ? qconv_row_us : qconv_row_uu);
     /* One unit of work: an output row (sample, channel, row). */
     dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
-    uint32_t u, ow;
+    int32_t acc[QCONV_COLS];
+    uint32_t u, ow, i;
     for (u = r.start; u < r.end; u++) {
         const uint32_t oh = u % p->out_h, oc = (u / p->out_h) % p->out_c, nb = u / (p->out_h * p->out_c);
         const uint32_t c = p->w_per_channel ? oc : 0;
         const int32_t wzp = q_zp(p->w_zero_point, c, p->w_dtype);
         const int32_t bias = p->b ? p->b[oc] : 0;
         const float m = q_multiplier(p->x_scale, p->w_scale, p->y_scale, c);
-        for (ow = 0; ow < p->out_w; ow++)
-            q_out(p->y, u * p->out_w + ow, qconv_sum(p, nb, oc, oh, ow, xzp, wzp) + bias, m, yzp, p->y_dtype);
+        for (ow = 0; ow < p->out_w; ow += QCONV_COLS) {
+            const uint32_t n = p->out_w - ow < QCONV_COLS ? p->out_w - ow : QCONV_COLS;
+            row(p, nb, oc, oh, ow, n, xzp, wzp, acc);
+            for (i = 0; i < n; i++)
+                q_out(p->y, u * p->out_w + ow + i, acc[i] + bias, m, yzp, p->y_dtype);
+        }
     }
 }
 
