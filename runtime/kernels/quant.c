@@ -117,22 +117,45 @@ static inline float q_multiplier(const float *xs, const float *ws, const float *
     return ys ? xs[0] * ws[c] / ys[0] : xs[0] * ws[c];
 }
 
+/* The sum over k of (a[k] - azp)(b[k * sb] - bzp), one function per pair
+ * of operand types, so that the loop loads plain bytes. */
+#define DG_QDOT(NAME, AT, BT)                                                                                 \
+    static int32_t NAME(const void *a, const void *b, uint32_t k, uint32_t sb, int32_t azp, int32_t bzp)    \
+    {                                                                                                         \
+        const AT *pa = (const AT *)a;                                                                         \
+        const BT *pb = (const BT *)b;                                                                         \
+        int32_t s = 0;                                                                                        \
+        uint32_t i;                                                                                           \
+        for (i = 0; i < k; i++)                                                                               \
+            s += ((int32_t)pa[i] - azp) * ((int32_t)pb[i * sb] - bzp);                                        \
+        return s;                                                                                             \
+    }
+
+DG_QDOT(qdot_ss, int8_t, int8_t)
+DG_QDOT(qdot_us, uint8_t, int8_t)
+DG_QDOT(qdot_su, int8_t, uint8_t)
+DG_QDOT(qdot_uu, uint8_t, uint8_t)
+
+typedef int32_t (*qdot_fn)(const void *, const void *, uint32_t, uint32_t, int32_t, int32_t);
+
 /* Row `i` of one batch's product: y[i, :] = sum_k (a[i,k] - a_zp)(b[k,:] - b_zp). */
 static void qmatmul_row(const dg_qmatmul_args_t *p, uint32_t aoff, uint32_t boff, uint32_t i, uint32_t yoff)
 {
     const int32_t azp = q_zp(p->a_zero_point, p->a_zp_per_row ? i : 0, p->a_dtype);
     const int32_t yzp = q_zp(p->y_zero_point, 0, p->y_dtype);
-    uint32_t j, k;
+    const int as = p->a_dtype == DG_DT_I8, bs = p->b_dtype == DG_DT_I8;
+    const qdot_fn dot = as ? (bs ? qdot_ss : qdot_su) : (bs ? qdot_us : qdot_uu);
     /* B's element (k, j): stride along k and along j. */
     const uint32_t sk = p->trans_b ? 1 : p->n, sj = p->trans_b ? p->k : 1;
+    uint32_t j;
     for (j = 0; j < p->n; j++) {
         const uint32_t c = p->b_per_col ? j : 0;
         const int32_t bzp = q_zp(p->b_zero_point, c, p->b_dtype);
+        /* 8-bit operands: element offsets are byte offsets. */
+        const uint8_t *a = (const uint8_t *)p->a + aoff + i * p->k;
+        const uint8_t *b = (const uint8_t *)p->b + boff + j * sj;
+        int32_t s = (p->bias ? p->bias[j] : 0) + dot(a, b, p->k, sk, azp, bzp);
         float m = q_multiplier(p->a_scale, p->b_scale, p->y_scale, c);
-        int32_t s = p->bias ? p->bias[j] : 0;
-        for (k = 0; k < p->k; k++)
-            s += (q_ld(p->a, aoff + i * p->k + k, p->a_dtype) - azp) *
-                 (q_ld(p->b, boff + k * sk + j * sj, p->b_dtype) - bzp);
         if (p->alpha != 0.0f && p->a_scale && p->b_scale)
             m = p->y_scale ? p->alpha * p->a_scale[0] * p->b_scale[c] / p->y_scale[0]
                            : p->alpha * p->a_scale[0] * p->b_scale[c];
