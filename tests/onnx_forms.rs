@@ -880,3 +880,182 @@ fn float_casts_fold_from_constants_only() {
     let casts: Vec<&str> = m.graph.nodes().filter(|(_, n)| n.op == "Cast").map(|(_, n)| n.name.as_str()).collect();
     assert_eq!(casts, ["Cast_1"]);
 }
+
+/// ONNX element types of the int8 forms.
+const I8: i32 = 3;
+const U8: i32 = 2;
+
+/// The integer companions of quantized graphs on int8 and uint8 against
+/// onnx's reference implementation: Add wrapping (100 + 100 = -56), Sub
+/// and Mul modulo 256, Div truncating, Mod with either sign rule, Less of
+/// -128 and 127, GreaterOrEqual of 255 and 2, Max, Min, Relu, Clip with a
+/// bound pinned from the test data (a value) and one computed (read from
+/// its buffer), MaxPool with pads and ceil_mode over a window of -128
+/// only, and with dilations and Indices. One wrong value is one error.
+#[test]
+fn int8_and_uint8_forms_compute_exactly() {
+    let mut b = ModelBuilder::new();
+    b.opsets = vec![("".into(), 19)];
+    b.input("a", I8, &[2, 3])
+        .input("b", I8, &[3])
+        .input("d", I8, &[3])
+        .input("p", U8, &[3])
+        .input("q", U8, &[3])
+        .input("lo", I8, &[])
+        .input("k", I8, &[])
+        .input("x", I8, &[1, 1, 4, 5])
+        .input("y", U8, &[1, 2, 3, 4])
+        .node("Add", &["a", "b"], &["add"], vec![])
+        .node("Sub", &["p", "q"], &["sub"], vec![])
+        .node("Mul", &["p", "q"], &["mul"], vec![])
+        .node("Div", &["a", "d"], &["div"], vec![])
+        .node("Mod", &["a", "d"], &["mod"], vec![])
+        .node("Mod", &["a", "d"], &["fmod"], vec![attr_int("fmod", 1)])
+        .node("Less", &["a", "b"], &["lt"], vec![])
+        .node("GreaterOrEqual", &["p", "q"], &["ge"], vec![])
+        .node("Max", &["a", "b"], &["max"], vec![])
+        .node("Min", &["p", "q"], &["min"], vec![])
+        .node("Relu", &["k"], &["hi"], vec![])
+        .node("Clip", &["a", "lo", "hi"], &["clip"], vec![])
+        .node("Relu", &["a"], &["relu"], vec![])
+        .node(
+            "MaxPool",
+            &["x"],
+            &["pool"],
+            vec![
+                attr_ints("kernel_shape", &[2, 3]),
+                attr_ints("strides", &[2, 2]),
+                attr_ints("pads", &[1, 1, 1, 1]),
+                attr_int("ceil_mode", 1),
+            ],
+        )
+        .node(
+            "MaxPool",
+            &["y"],
+            &["pool_u8", "idx"],
+            vec![attr_ints("kernel_shape", &[2, 2]), attr_ints("dilations", &[1, 2])],
+        );
+    for (name, dtype, shape) in [
+        ("add", I8, &[2, 3][..]),
+        ("sub", U8, &[3]),
+        ("mul", U8, &[3]),
+        ("div", I8, &[2, 3]),
+        ("mod", I8, &[2, 3]),
+        ("fmod", I8, &[2, 3]),
+        ("lt", BOOL, &[2, 3]),
+        ("ge", BOOL, &[3]),
+        ("max", I8, &[2, 3]),
+        ("min", U8, &[3]),
+        ("clip", I8, &[2, 3]),
+        ("relu", I8, &[2, 3]),
+        ("pool", I8, &[1, 1, 3, 3]),
+        ("pool_u8", U8, &[1, 2, 2, 2]),
+        ("idx", I64, &[1, 2, 2, 2]),
+    ] {
+        b.output(name, dtype, shape);
+    }
+    let t = |d: DType, shape: &[usize], v: &[i64]| TensorData::from_i64_as(d, shape.to_vec(), v).unwrap();
+    let (i8s, u8s) = (|s: &[usize], v: &[i64]| t(DType::I8, s, v), |s: &[usize], v: &[i64]| t(DType::U8, s, v));
+    let inputs = [
+        ("a", i8s(&[2, 3], &[100, -100, 127, -128, 7, -7])),
+        ("b", i8s(&[3], &[100, -100, 2])),
+        ("d", i8s(&[3], &[3, -3, 2])),
+        ("p", u8s(&[3], &[0, 5, 255])),
+        ("q", u8s(&[3], &[1, 10, 2])),
+        ("lo", i8s(&[], &[-50])),
+        ("k", i8s(&[], &[60])),
+        (
+            "x",
+            i8s(
+                &[1, 1, 4, 5],
+                &[-128, -100, 5, -128, -128, 3, -128, -7, 9, -1, 0, 1, 2, 3, 127, -128, -128, -128, -128, -128],
+            ),
+        ),
+        (
+            "y",
+            u8s(
+                &[1, 2, 3, 4],
+                &[200, 7, 200, 0, 1, 255, 3, 255, 9, 9, 9, 9, 0, 0, 0, 0, 128, 127, 1, 2, 5, 250, 250, 6],
+            ),
+        ),
+    ];
+    let expected = |add0: i64| {
+        vec![
+            ("add", i8s(&[2, 3], &[add0, 56, -127, -28, -93, -5])),
+            ("sub", u8s(&[3], &[255, 251, 253])),
+            ("mul", u8s(&[3], &[0, 50, 254])),
+            ("div", i8s(&[2, 3], &[33, 33, 63, -42, -2, -3])),
+            ("mod", i8s(&[2, 3], &[1, -1, 1, 1, -2, 1])),
+            ("fmod", i8s(&[2, 3], &[1, -1, 1, -2, 1, -1])),
+            ("lt", t(DType::Bool, &[2, 3], &[0, 0, 0, 1, 0, 1])),
+            ("ge", t(DType::Bool, &[3], &[0, 0, 1])),
+            ("max", i8s(&[2, 3], &[100, -100, 127, 100, 7, 2])),
+            ("min", u8s(&[3], &[0, 5, 2])),
+            ("clip", i8s(&[2, 3], &[60, -50, 60, -50, 7, -7])),
+            ("relu", i8s(&[2, 3], &[100, 0, 127, 0, 7, 0])),
+            ("pool", i8s(&[1, 1, 3, 3], &[-100, 5, -128, 3, 9, 127, -128, -128, -128])),
+            ("pool_u8", u8s(&[1, 2, 2, 2], &[200, 255, 9, 255, 128, 127, 250, 250])),
+            ("idx", i64s(&[1, 2, 2, 2], &[0, 5, 8, 5, 16, 17, 22, 21])),
+        ]
+    };
+    let dir = folder(&b, &inputs, &expected(-56));
+    lowered(dir.path()).unwrap();
+    if !have_gcc() {
+        return;
+    }
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(6 * 8 + 3 * 4 + 9 + 8 * 2), "{}", o.output);
+    let dir = folder(&b, &inputs, &expected(200 - 256 + 1));
+    let o = run(dir.path());
+    assert_eq!(o.stage, Some(Stage::Result), "{}\n{}", o.message, o.output);
+    assert_eq!(o.errors, Some(1), "{}", o.output);
+}
+
+/// What the int8 forms do not compute is refused naming node and reason:
+/// a 3-D MaxPool on int8, MaxPool on int32, a Clip bound of another type
+/// than X's, a Clip bound that is no value of X's type.
+#[test]
+fn int8_forms_refuse_what_their_kernels_do_not_compute() {
+    if !have_gcc() {
+        return;
+    }
+    let refusal = |b: &ModelBuilder, inputs: &[(&str, TensorData)]| {
+        let dir = folder(b, inputs, &[]);
+        let o = run(dir.path());
+        assert_eq!(o.stage, Some(Stage::Emit), "{}\n{}", o.message, o.output);
+        o.message
+    };
+    let t = |d: DType, shape: &[usize]| {
+        TensorData::from_i64_as(d, shape.to_vec(), &vec![1; shape.iter().product()]).unwrap()
+    };
+    let pool = |dtype: i32, shape: &[i64], k: &[i64]| {
+        let mut b = ModelBuilder::new();
+        b.input("x", dtype, shape).node("MaxPool", &["x"], &["y"], vec![attr_ints("kernel_shape", k)]).output(
+            "y",
+            dtype,
+            &[],
+        );
+        b
+    };
+    let e = refusal(&pool(I8, &[1, 1, 2, 2, 2], &[2, 2, 2]), &[("x", t(DType::I8, &[1, 1, 2, 2, 2]))]);
+    assert!(e.contains("(MaxPool): 3-D MaxPool on i8: dg_maxpool_i8 pools 1-D and 2-D windows only"), "{e}");
+    let e = refusal(&pool(common::I32, &[1, 1, 2, 2], &[2, 2]), &[("x", t(DType::I32, &[1, 1, 2, 2]))]);
+    assert!(e.contains("(MaxPool): input 0 is i32; the kernel binding computes in f32, i8, u8 only"), "{e}");
+    let mut b = ModelBuilder::new();
+    b.input("x", I8, &[3])
+        .input("m", U8, &[])
+        .node("Min", &["m", "m"], &["lo"], vec![])
+        .node("Clip", &["x", "lo"], &["y"], vec![])
+        .output("y", I8, &[3]);
+    let e = refusal(&b, &[("x", t(DType::I8, &[3])), ("m", t(DType::U8, &[]))]);
+    assert!(e.contains("(Clip): the min bound is u8; X is i8"), "{e}");
+    // a constant bound outside int8
+    let mut b = ModelBuilder::new();
+    b.input("x", I8, &[3])
+        .node("Constant", &[], &["lo"], vec![attr_int("value_int", 200)])
+        .node("Clip", &["x", "lo"], &["y"], vec![])
+        .output("y", I8, &[3]);
+    let e = refusal(&b, &[("x", t(DType::I8, &[3]))]);
+    assert!(e.contains("(Clip): the min bound 200 is not a value of i8"), "{e}");
+}

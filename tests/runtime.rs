@@ -163,6 +163,7 @@ fn parse_npy(bytes: &[u8]) -> (String, Vec<usize>, Vec<u8>) {
         "<i4" => "i4",
         "|b1" => "b1",
         "|u1" => "u1",
+        "|i1" => "i1",
         other => panic!("unsupported dtype {other}"),
     };
     let shape_s = field("'shape'");

@@ -2630,6 +2630,266 @@ def fmod_i32_same():
     return _binary_typed(a, b, np.fmod(a, b))
 
 
+# ---- the int8 and uint8 forms (quantized graphs' integer companions): the
+# arithmetic in 8 bits, wrapping as numpy's int8 / uint8 do (drawn after
+# every case above, from their own generator, so that those stay as they were)
+RNG8 = np.random.default_rng(20261207)
+I8, U8 = np.iinfo(np.int8), np.iinfo(np.uint8)
+
+
+def ints8(shape, lo=I8.min, hi=I8.max, dtype=np.int8):
+    """Integers in [lo, hi] (both ends included) of `dtype`."""
+    return RNG8.integers(lo, hi, size=shape, endpoint=True).astype(dtype)
+
+
+def u8s(shape, lo=U8.min, hi=U8.max):
+    return ints8(shape, lo, hi, np.uint8)
+
+
+@case_int
+def add_i8_bcast():
+    # the full range: sums wrap around in 8 bits (127 + 1 = -128)
+    a, b = ints8((2, 3, 4)), ints8((3, 1))
+    a[0, 0, 0], b[0, 0] = 127, 1
+    return _binary_typed(a, b, a + b)
+
+
+@case_int
+def sub_i8_same():
+    a, b = ints8((4, 5)), ints8((4, 5))
+    a[0, 0], b[0, 0] = -128, 1
+    return _binary_typed(a, b, a - b)
+
+
+@case_int
+def mul_i8_bcast():
+    a, b = ints8((2, 3, 4)), ints8((4,), -9, 9)
+    return _binary_typed(a, b, a * b)
+
+
+@case_int
+def add_u8_same():
+    a, b = u8s((3, 5)), u8s((3, 5))
+    a[0, 0], b[0, 0] = 255, 1
+    return _binary_typed(a, b, a + b)
+
+
+@case_int
+def sub_u8_bcast():
+    # below zero wraps to 256 - n
+    a, b = u8s((2, 3, 4)), u8s((3, 1))
+    return _binary_typed(a, b, a - b)
+
+
+@case_int
+def mul_u8_same():
+    a, b = u8s((4, 5)), u8s((4, 5), 0, 20)
+    return _binary_typed(a, b, a * b)
+
+
+@case_int
+def div_i8_bcast():
+    # mixed signs truncate toward zero; -128 / -1 wraps to -128
+    a, b = ints8((3, 5)), ints8((5,), 1, 9) * np.array([1, -1, 1, -1, 1], dtype=np.int8)
+    a[0, 1] = I8.min
+    q = (np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))) * np.sign(a) * np.sign(b)
+    return _binary_typed(a, b, q.astype(np.int8))
+
+
+@case_int
+def div_u8_same():
+    # values past 127: an int8 quotient would be wrong
+    a, b = u8s((4, 5)), u8s((4, 5), 1, 255)
+    return _binary_typed(a, b, a // b)
+
+
+@case_int
+def mod_i8_bcast():
+    # fmod = 0: the divisor's sign, a zero remainder stays 0
+    a, b = ints8((3, 4)), np.array([7, -7, 3, -5], dtype=np.int8)
+    a[0, :2] = [14, -21]
+    return _binary_typed(a, b, np.mod(a, b))
+
+
+@case_int
+def fmod_i8_same():
+    a = ints8((4, 5))
+    b = ints8((4, 5), 1, 30) * np.where(ints8((4, 5), 0, 1) == 1, 1, -1).astype(np.int8)
+    return _binary_typed(a, b, np.fmod(a, b))
+
+
+@case_int
+def mod_u8_bcast():
+    a, b = u8s((3, 4)), u8s((4,), 1, 255)
+    return _binary_typed(a, b, np.mod(a, b))
+
+
+@case_int
+def fmod_u8_same():
+    a, b = u8s((4, 5)), u8s((4, 5), 1, 255)
+    return _binary_typed(a, b, np.fmod(a, b))
+
+
+@case_int
+def less_i8_bcast():
+    # -128 < 127: a compare of the bytes as unsigned says otherwise
+    a, b = ints8((3, 4), -3, 3), ints8((4,), -3, 3)
+    a[0, :2], b[:2] = [-128, 127], [127, -128]
+    return _compare_int("Less", a, b)
+
+
+@case_int
+def greater_i8_same():
+    # ties (a narrow range) and 127 > -128
+    a, b = ints8((3, 4), -2, 2), ints8((3, 4), -2, 2)
+    a[0, :2], b[0, :2] = [127, -128], [-128, 127]
+    return _compare_int("Greater", a, b)
+
+
+@case_int
+def equal_u8_bcast():
+    return _compare_int("Equal", u8s((4, 3), 0, 2), u8s((4, 1), 0, 2))
+
+
+@case_int
+def less_equal_u8_same():
+    # 255 >= 1: a compare of the bytes as signed says otherwise
+    a, b = u8s((3, 4)), u8s((3, 4))
+    a[0, :2], b[0, :2] = [255, 1], [1, 255]
+    return _compare_int("LessOrEqual", a, b)
+
+
+@case_int
+def greater_equal_u8_bcast():
+    return _compare_int("GreaterOrEqual", u8s((2, 3, 4), 125, 131), u8s((3, 1), 125, 131))
+
+
+@case_int
+def greater_equal_i8_same():
+    return _compare_int("GreaterOrEqual", ints8((4, 5), -2, 2), ints8((4, 5), -2, 2))
+
+
+def _variadic_8(op, shapes, draw):
+    xs = [draw(s) for s in shapes]
+    out = np.broadcast_shapes(*shapes)
+    f = np.maximum if op == "Max" else np.minimum
+    y = xs[0]
+    for x in xs[1:]:
+        y = f(y, x)
+    d = {f"in_x{i}": x for i, x in enumerate(xs)}
+    d["out_y"] = np.broadcast_to(y, out).astype(xs[0].dtype)
+    if all(tuple(s) == tuple(out) for s in shapes):
+        d.update(p_shape=I([]), p_strides=I([]))
+    else:
+        d.update(p_shape=I(out), p_strides=I([bcast_strides(s, out) for s in shapes]))
+    return d
+
+
+@case_int
+def max_i8_bcast3():
+    # the ends of the range and a few values between: many ties
+    return _variadic_8("Max", [(2, 3, 4), (3, 1), (4,)], lambda s: np.array([-128, -1, 0, 1, 127], np.int8)[
+        ints8(s, 0, 4)])
+
+
+@case_int
+def min_u8_same2():
+    return _variadic_8("Min", [(3, 5), (3, 5)], lambda s: np.array([0, 1, 127, 128, 255], np.uint8)[ints8(s, 0, 4)])
+
+
+def _clip8(x, lo, hi, as_inputs):
+    """p_clip = [has_min, has_max, as_inputs], p_bounds = [min, max] (0 when absent)."""
+    info = np.iinfo(x.dtype)
+    y = np.clip(x, info.min if lo is None else lo, info.max if hi is None else hi).astype(x.dtype)
+    return {"in_x": x, "out_y": y, "p_clip": I([lo is not None, hi is not None, as_inputs]),
+            "p_bounds": I([0 if lo is None else lo, 0 if hi is None else hi])}
+
+
+@case_int
+def clip_i8_inputs():
+    return _clip8(ints8((4, 9)), -5, 100, 1)
+
+
+@case_int
+def clip_i8_min_only():
+    # no max: 127 stays
+    x = ints8((3, 7))
+    x[0, 0] = 127
+    return _clip8(x, -20, None, 0)
+
+
+@case_int
+def clip_u8_max_only():
+    # no min: 0 stays; 255 clips
+    x = u8s((3, 7))
+    x[0, :2] = [0, 255]
+    return _clip8(x, None, 200, 1)
+
+
+@case_int
+def relu_i8():
+    x = ints8((5, 7))
+    x[0, :3] = [-128, 0, 127]
+    return {"in_x": x, "out_y": np.maximum(x, 0).astype(np.int8)}
+
+
+def _maxpool8(x, k, s, pads, dil=(1, 1), ceil=0, indices=True, order=0):
+    """ONNX's MaxPool on [N, C, H, W] integers, window order (kh, then kw), the
+    first maximum kept; a ceil_mode window starting in the end padding is dropped."""
+    n, c, h, w = x.shape
+    ext = [(k[i] - 1) * dil[i] + 1 for i in range(2)]
+    size = [h, w]
+    outs = []
+    for i in range(2):
+        o = _pool_out(size[i], ext[i], s[i], pads[i], pads[i + 2], ceil)
+        if ceil and (o - 1) * s[i] >= size[i] + pads[i]:
+            o -= 1
+        outs.append(o)
+    y = np.zeros((n, c, outs[0], outs[1]), dtype=x.dtype)
+    idx = np.zeros(y.shape, dtype=np.int64)
+    for b, ch, oh, ow in itertools.product(range(n), range(c), range(outs[0]), range(outs[1])):
+        best, bi = None, -1
+        for kh, kw in itertools.product(range(k[0]), range(k[1])):
+            ih, iw = oh * s[0] - pads[0] + kh * dil[0], ow * s[1] - pads[1] + kw * dil[1]
+            if 0 <= ih < h and 0 <= iw < w and (best is None or x[b, ch, ih, iw] > best):
+                best, bi = x[b, ch, ih, iw], (iw * h + ih if order else ih * w + iw)
+        y[b, ch, oh, ow] = best
+        idx[b, ch, oh, ow] = (b * c + ch) * h * w + bi
+    d = {"in_x": x, "out_y": y, "p_pool": _pool_params(x.shape, y.shape, k, s, pads, 0, dil),
+         "p_order": I([order])}
+    if indices:
+        d["out_indices"] = idx
+    return d
+
+
+@case_int
+def maxpool_i8_pads_ceil_ties():
+    # values on a narrow grid: ties, the first maximum in window order wins;
+    # ceil_mode windows over the edge, negative maxima under padding
+    return _maxpool8(ints8((2, 2, 7, 8), -128, -125), [3, 3], [2, 2], [1, 1, 1, 1], ceil=1)
+
+
+@case_int
+def maxpool_u8_dilations():
+    # values past 127 (a signed compare loses them); dilations, uneven pads
+    return _maxpool8(u8s((1, 3, 9, 11)), [2, 3], [1, 2], [0, 1, 1, 0], dil=(2, 2), indices=False)
+
+
+@case_int
+def maxpool_i8_lowest_column_major():
+    # every value -128 in the first plane: the index is still the first tap;
+    # storage_order = 1 gives column-major indices
+    x = ints8((1, 2, 5, 6))
+    x[0, 0] = -128
+    return _maxpool8(x, [2, 2], [1, 2], [1, 0, 0, 1], order=1)
+
+
+@case_int
+def maxpool_u8_1d():
+    # 1-D as height 1
+    return _maxpool8(u8s((2, 3, 1, 13)), [1, 4], [1, 3], [0, 2, 0, 1])
+
+
 def write_int_forms(out_dir):
     """Writes the integer-form cases into out_dir (runtime/tests/refs/ops),
     leaving the other cases there."""

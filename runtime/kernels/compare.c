@@ -1,5 +1,5 @@
 /* Comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual) on f32,
- * int64 and int32, and And, Or and Xor, with numpy broadcasting and a bool (0 / 1 byte)
+ * int64, int32, int8 and uint8, and And, Or and Xor, with numpy broadcasting and a bool (0 / 1 byte)
  * output: the building blocks of onnxruntime-training's Max / Min and Clip
  * gradients, and of shape and mask arithmetic on integers. */
 #include "dg_internal.h"
@@ -55,6 +55,16 @@ DG_COMPARE_KERNEL(dg_less_i32, int32_t, va < vb)
 DG_COMPARE_KERNEL(dg_less_equal_i32, int32_t, va <= vb)
 DG_COMPARE_KERNEL(dg_greater_i32, int32_t, va > vb)
 DG_COMPARE_KERNEL(dg_greater_equal_i32, int32_t, va >= vb)
+DG_COMPARE_KERNEL(dg_equal_i8, int8_t, va == vb)
+DG_COMPARE_KERNEL(dg_less_i8, int8_t, va < vb)
+DG_COMPARE_KERNEL(dg_less_equal_i8, int8_t, va <= vb)
+DG_COMPARE_KERNEL(dg_greater_i8, int8_t, va > vb)
+DG_COMPARE_KERNEL(dg_greater_equal_i8, int8_t, va >= vb)
+DG_COMPARE_KERNEL(dg_equal_u8, uint8_t, va == vb)
+DG_COMPARE_KERNEL(dg_less_u8, uint8_t, va < vb)
+DG_COMPARE_KERNEL(dg_less_equal_u8, uint8_t, va <= vb)
+DG_COMPARE_KERNEL(dg_greater_u8, uint8_t, va > vb)
+DG_COMPARE_KERNEL(dg_greater_equal_u8, uint8_t, va >= vb)
 DG_COMPARE_KERNEL(dg_and_bool, uint8_t, va != 0 && vb != 0)
 DG_COMPARE_KERNEL(dg_or_bool, uint8_t, va != 0 || vb != 0)
 DG_COMPARE_KERNEL(dg_xor_bool, uint8_t, (va != 0) != (vb != 0))

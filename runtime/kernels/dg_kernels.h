@@ -294,6 +294,21 @@ void dg_avgpool_grad_f32(void *args);
 void dg_global_avgpool_f32(void *args);
 void dg_global_avgpool_grad_f32(void *args);
 
+/* MaxPool on int8 and uint8 (1-D as height 1, 2-D): dg_maxpool_f32's
+ * geometry, maxima, ties and indices in the input's type (an output whose
+ * window holds no tap of the input is the type's lowest value). */
+typedef struct {
+    const void *x;
+    void *y;
+    int64_t *indices; /* optional: NULL when not wanted */
+    uint32_t batch, channels, in_h, in_w, out_h, out_w;
+    uint32_t k_h, k_w, stride_h, stride_w, dil_h, dil_w;
+    uint32_t pad_top, pad_left, pad_bottom, pad_right;
+    uint32_t storage_order; /* optional: 0 = row-major indices */
+} dg_pool_typed_args_t;
+void dg_maxpool_i8(void *args);
+void dg_maxpool_u8(void *args);
+
 /* ======================================================================
  * Normalization
  * ====================================================================== */
@@ -930,8 +945,8 @@ void dg_sign_f32(void *args);
 
 /* Comparisons with numpy broadcasting, bool (one byte, 0 / 1) output:
  * Equal, Less, LessOrEqual, Greater, GreaterOrEqual on float inputs (a NaN
- * operand compares false), on int64 and on int32 inputs (the kernel's name
- * says which), And on bool inputs. Max / Min gradients use
+ * operand compares false), on int64, int32, int8 and uint8 inputs (the
+ * kernel's name says which), And on bool inputs. Max / Min gradients use
  * Equal (+ Cast, Sum, Div, Mul), the Clip gradient GreaterOrEqual /
  * LessOrEqual / And (+ Cast, Mul; or dg_clip_grad_f32 fused). Same layout
  * as dg_binary_args_t: ndim == 0: n contiguous elements each; else the
@@ -961,6 +976,16 @@ void dg_less_i32(void *args);
 void dg_less_equal_i32(void *args);
 void dg_greater_i32(void *args);
 void dg_greater_equal_i32(void *args);
+void dg_equal_i8(void *args);
+void dg_less_i8(void *args);
+void dg_less_equal_i8(void *args);
+void dg_greater_i8(void *args);
+void dg_greater_equal_i8(void *args);
+void dg_equal_u8(void *args);
+void dg_less_u8(void *args);
+void dg_less_equal_u8(void *args);
+void dg_greater_u8(void *args);
+void dg_greater_equal_u8(void *args);
 void dg_and_bool(void *args);
 void dg_or_bool(void *args);
 void dg_xor_bool(void *args);
@@ -1007,8 +1032,9 @@ void dg_gelu_tanh_grad_f32(void *args);
  * kernels' (tests only).
  *
  * Add, Sub, Mul, Div, Pow on int64 (and on int32: the same arithmetic in 32
- * bits, _i32 for _i64 in every name below) with numpy broadcasting, same
- * layout as dg_binary_args_t (y may alias a when a is not broadcast):
+ * bits, _i32 for _i64 in every name below; Add, Sub, Mul, Div on int8 in 8
+ * bits, _i8) with numpy broadcasting, same layout as dg_binary_args_t (y may
+ * alias a when a is not broadcast):
  *   Add, Sub, Mul wrap around (two's complement), as onnxruntime does;
  *   Div truncates toward zero (C's and onnxruntime's); a zero divisor gives 0
  *     and is a run-time error (dg_kernel_error), INT64_MIN / -1 gives
@@ -1020,7 +1046,9 @@ void dg_gelu_tanh_grad_f32(void *args);
  *     (onnxruntime's static_cast<int64_t>(std::pow(a, b))); a result that is
  *     NaN or outside int64 gives INT64_MIN, as onnxruntime does on x86-64;
  *   dg_pow_f32_i64: (float)pow((double)a, (double)b) (std::pow as
- *     onnxruntime calls it, in double). */
+ *     onnxruntime calls it, in double).
+ * Add, Sub, Mul, Div on uint8 (_u8): modulo 256, Div truncating; a zero
+ * divisor gives 0 and is a run-time error. */
 typedef struct {
     const void *a;
     const void *b;
@@ -1045,9 +1073,17 @@ void dg_div_i32(void *args);
 void dg_pow_i32(void *args);
 void dg_pow_i32_f32(void *args);
 void dg_pow_f32_i32(void *args);
+void dg_add_i8(void *args);
+void dg_sub_i8(void *args);
+void dg_mul_i8(void *args);
+void dg_div_i8(void *args);
+void dg_add_u8(void *args);
+void dg_sub_u8(void *args);
+void dg_mul_u8(void *args);
+void dg_div_u8(void *args);
 
-/* Variadic Max / Min on int64 and int32: as dg_variadic_args_t (x holds nin
- * pointers to inputs of the kernel's type, y is of that type). */
+/* Variadic Max / Min on int64, int32, int8 and uint8: as dg_variadic_args_t
+ * (x holds nin pointers to inputs of the kernel's type, y is of that type). */
 typedef struct {
     const void *const *x;
     uint32_t nin;
@@ -1061,6 +1097,28 @@ void dg_max_i64(void *args);
 void dg_min_i64(void *args);
 void dg_max_i32(void *args);
 void dg_min_i32(void *args);
+void dg_max_i8(void *args);
+void dg_min_i8(void *args);
+void dg_max_u8(void *args);
+void dg_min_u8(void *args);
+
+/* Clip and Relu on int8 (and Clip on uint8), in the input's type: Clip as
+ * dg_clip_f32 with the bounds of the input's type (lo = *min_ptr when
+ * min_ptr != NULL, else `min` when has_min, else the type's lowest value;
+ * hi likewise with the highest); Relu on dg_unary_typed_args_t,
+ * y = x > 0 ? x : 0. */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t n;
+    const void *min_ptr; /* optional: NULL when the bound is a value */
+    const void *max_ptr; /* optional: NULL when the bound is a value */
+    int32_t min, max;
+    uint32_t has_min, has_max;
+} dg_clip_typed_args_t;
+void dg_clip_i8(void *args);
+void dg_clip_u8(void *args);
+void dg_relu_i8(void *args);
 
 /* ReduceMax on int64 and on bool (one byte, 0 / 1: the result is 1 when any
  * reduced element is nonzero), laid out as dg_reduce_args_t. */
@@ -1078,8 +1136,9 @@ void dg_reduce_max_i64(void *args);
 void dg_reduce_max_bool(void *args);
 
 /* Mod with numpy broadcasting (dg_binary_typed_args_t; dg_mod_f32 and
- * dg_fmod_f32 on dg_binary_args_t; the _i32 forms as the _i64 ones in 32
- * bits): dg_mod_i64 and dg_mod_f32 are ONNX's
+ * dg_fmod_f32 on dg_binary_args_t; the _i32 and _i8 forms as the _i64 ones
+ * in 32 and 8 bits; on uint8 dg_mod_u8 and dg_fmod_u8 are both C's %):
+ * dg_mod_i64 and dg_mod_f32 are ONNX's
  * fmod = 0, the remainder with the divisor's sign (numpy's mod; on floats a
  * zero remainder is a zero of the divisor's sign, a zero divisor gives
  * NaN); dg_fmod_i64 and dg_fmod_f32 are fmod = 1, the remainder with the
@@ -1091,6 +1150,10 @@ void dg_fmod_i64(void *args);
 void dg_fmod_f32(void *args);
 void dg_mod_i32(void *args);
 void dg_fmod_i32(void *args);
+void dg_mod_i8(void *args);
+void dg_fmod_i8(void *args);
+void dg_mod_u8(void *args);
+void dg_fmod_u8(void *args);
 
 /* ---- logic, index and fill kernels (index.c) ------------------------------
  * Not on bool (one byte, 0 / 1): y = !x over n elements. */

@@ -1,6 +1,6 @@
 /* Integer and mixed-type forms of the elementwise binary operators, of the
- * variadic Max / Min and of ReduceMax (see dg_kernels.h for each one's
- * arithmetic). */
+ * variadic Max / Min, of Clip and Relu and of ReduceMax (see dg_kernels.h
+ * for each one's arithmetic). */
 #include "dg_internal.h"
 
 /* As DG_BINARY_KERNEL (elementwise.c) on a of type TA, b of type TB and y
@@ -48,9 +48,9 @@
 /* Two's complement wrap-around without signed overflow. */
 #define DG_WRAP(op, a, b) ((int64_t)((uint64_t)(a) op (uint64_t)(b)))
 
-/* Div, Pow and Mod of one signed width T (U its unsigned twin, W the
- * wrap-around of that width): the int64 and int32 kernels compute alike. */
-#define DG_INT_ARITH(sfx, T, U, W)                                            \
+/* Div and Mod of one signed width T (W the wrap-around of that width): the
+ * int64, int32 and int8 kernels compute alike. */
+#define DG_INT_DIV_MOD(sfx, T, W)                                             \
     static inline T div_##sfx(T a, T b)                                       \
     {                                                                         \
         DG_DATA_CHECK(b != 0, "integer Div by zero");                         \
@@ -60,6 +60,22 @@
             return W(-, 0, a);                                                \
         return a / b;                                                         \
     }                                                                         \
+    static inline T fmod_##sfx(T a, T b)                                      \
+    {                                                                         \
+        DG_DATA_CHECK(b != 0, "integer Mod by zero");                         \
+        if (b == 0 || b == -1)                                                \
+            return 0;                                                         \
+        return a % b;                                                         \
+    }                                                                         \
+    static inline T mod_##sfx(T a, T b)                                       \
+    {                                                                         \
+        const T r = fmod_##sfx(a, b);                                         \
+        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                  \
+    }
+
+/* Pow of one signed width T (U its unsigned twin): int64 and int32 only
+ * (ONNX's Pow takes no 8-bit integers). */
+#define DG_INT_POW(sfx, T, U)                                                 \
     static inline T pow_##sfx(T base, T e)                                    \
     {                                                                         \
         U acc = 1, b = (U)base;                                               \
@@ -77,25 +93,36 @@
             e >>= 1;                                                          \
         }                                                                     \
         return (T)acc;                                                        \
-    }                                                                         \
-    static inline T fmod_##sfx(T a, T b)                                      \
-    {                                                                         \
-        DG_DATA_CHECK(b != 0, "integer Mod by zero");                         \
-        if (b == 0 || b == -1)                                                \
-            return 0;                                                         \
-        return a % b;                                                         \
-    }                                                                         \
-    static inline T mod_##sfx(T a, T b)                                       \
-    {                                                                         \
-        const T r = fmod_##sfx(a, b);                                         \
-        return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;                  \
     }
 
 /* The int32 forms: the int64 arithmetic in 32 bits. */
 #define DG_WRAP32(op, a, b) ((int32_t)((uint32_t)(a) op (uint32_t)(b)))
 
-DG_INT_ARITH(i64, int64_t, uint64_t, DG_WRAP)
-DG_INT_ARITH(i32, int32_t, uint32_t, DG_WRAP32)
+/* The int8 forms: the same arithmetic in 8 bits (int8 Add, Sub, Mul wrap as
+ * numpy's and onnxruntime's int8 do). */
+#define DG_WRAP8(op, a, b) ((int8_t)(uint8_t)((uint32_t)(a) op (uint32_t)(b)))
+
+DG_INT_DIV_MOD(i64, int64_t, DG_WRAP)
+DG_INT_DIV_MOD(i32, int32_t, DG_WRAP32)
+DG_INT_DIV_MOD(i8, int8_t, DG_WRAP8)
+DG_INT_POW(i64, int64_t, uint64_t)
+DG_INT_POW(i32, int32_t, uint32_t)
+
+/* uint8: arithmetic modulo 256; Div and Mod as C's on unsigned operands
+ * (no sign, so fmod = 0 and fmod = 1 agree). */
+#define DG_WRAPU8(op, a, b) ((uint8_t)((uint32_t)(a) op (uint32_t)(b)))
+
+static inline uint8_t div_u8(uint8_t a, uint8_t b)
+{
+    DG_DATA_CHECK(b != 0, "integer Div by zero");
+    return b != 0 ? (uint8_t)(a / b) : 0;
+}
+
+static inline uint8_t mod_u8(uint8_t a, uint8_t b)
+{
+    DG_DATA_CHECK(b != 0, "integer Mod by zero");
+    return b != 0 ? (uint8_t)(a % b) : 0;
+}
 
 DG_TYPED_BINARY_KERNEL(dg_add_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP(+, va, vb))
 DG_TYPED_BINARY_KERNEL(dg_sub_i64, int64_t, int64_t, int64_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP(-, va, vb))
@@ -121,7 +148,21 @@ DG_TYPED_BINARY_KERNEL(dg_pow_i32_f32, int32_t, float, int32_t, DG_FAULT_I, DG_F
 DG_TYPED_BINARY_KERNEL(dg_pow_f32_i32, float, int32_t, float, DG_FAULT, DG_FAULT_POW,
                        (float)pow((double)va, (double)vb))
 
-/* ---- variadic Max / Min on int64 and int32 --------------------------------- */
+DG_TYPED_BINARY_KERNEL(dg_add_i8, int8_t, int8_t, int8_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAP8(+, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_sub_i8, int8_t, int8_t, int8_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAP8(-, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mul_i8, int8_t, int8_t, int8_t, DG_FAULT_I, DG_FAULT_MUL, DG_WRAP8(*, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_div_i8, int8_t, int8_t, int8_t, DG_FAULT_I, DG_FAULT_DIV, div_i8(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mod_i8, int8_t, int8_t, int8_t, DG_FAULT_I, DG_FAULT_MOD, mod_i8(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_fmod_i8, int8_t, int8_t, int8_t, DG_FAULT_I, DG_FAULT_MOD, fmod_i8(va, vb))
+
+DG_TYPED_BINARY_KERNEL(dg_add_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_ADD, DG_WRAPU8(+, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_sub_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_SUB, DG_WRAPU8(-, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mul_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_MUL, DG_WRAPU8(*, va, vb))
+DG_TYPED_BINARY_KERNEL(dg_div_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_DIV, div_u8(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_mod_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_MOD, mod_u8(va, vb))
+DG_TYPED_BINARY_KERNEL(dg_fmod_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_MOD, mod_u8(va, vb))
+
+/* ---- variadic Max / Min on int64, int32, int8 and uint8 ------------------- */
 #define DG_VARIADIC(NAME, T)                                                             \
     static void NAME(const dg_variadic_typed_args_t *p, int is_max, int fault)           \
     {                                                                                    \
@@ -176,6 +217,8 @@ DG_TYPED_BINARY_KERNEL(dg_pow_f32_i32, float, int32_t, float, DG_FAULT, DG_FAULT
 
 DG_VARIADIC(variadic_i64, int64_t)
 DG_VARIADIC(variadic_i32, int32_t)
+DG_VARIADIC(variadic_i8, int8_t)
+DG_VARIADIC(variadic_u8, uint8_t)
 
 void dg_max_i64(void *args)
 {
@@ -195,6 +238,61 @@ void dg_max_i32(void *args)
 void dg_min_i32(void *args)
 {
     variadic_i32((const dg_variadic_typed_args_t *)args, 0, DG_FAULT_MIN);
+}
+
+void dg_max_i8(void *args)
+{
+    variadic_i8((const dg_variadic_typed_args_t *)args, 1, DG_FAULT_MAX);
+}
+
+void dg_min_i8(void *args)
+{
+    variadic_i8((const dg_variadic_typed_args_t *)args, 0, DG_FAULT_MIN);
+}
+
+void dg_max_u8(void *args)
+{
+    variadic_u8((const dg_variadic_typed_args_t *)args, 1, DG_FAULT_MAX);
+}
+
+void dg_min_u8(void *args)
+{
+    variadic_u8((const dg_variadic_typed_args_t *)args, 0, DG_FAULT_MIN);
+}
+
+/* ---- Clip and Relu on int8 and uint8 --------------------------------------- */
+/* Bounds compared in int32: an absent bound is the type's own limit. */
+#define DG_CLIP_BOUND(T, ptr, has, v, none) ((ptr) ? (int32_t) * (const T *)(ptr) : (has) ? (v) : (none))
+#define DG_CLIP_KERNEL(name, T, LOWEST, HIGHEST)                                     \
+    void name(void *args)                                                            \
+    {                                                                                \
+        const dg_clip_typed_args_t *p = (const dg_clip_typed_args_t *)args;          \
+        const T *x = (const T *)p->x;                                                \
+        T *y = (T *)p->y;                                                            \
+        const int32_t lo = DG_CLIP_BOUND(T, p->min_ptr, p->has_min, p->min, LOWEST); \
+        const int32_t hi = DG_CLIP_BOUND(T, p->max_ptr, p->has_max, p->max, HIGHEST); \
+        dg_range_t r = dg_split(p->n);                                               \
+        uint32_t i;                                                                  \
+        for (i = r.start; i < r.end; i++) {                                          \
+            int32_t v = x[i];                                                        \
+            v = v < lo ? lo : v;                                                     \
+            v = v > hi ? hi : v;                                                     \
+            y[i] = (T)DG_FAULT_I(DG_FAULT_CLIP, v);                                  \
+        }                                                                            \
+    }
+
+DG_CLIP_KERNEL(dg_clip_i8, int8_t, INT8_MIN, INT8_MAX)
+DG_CLIP_KERNEL(dg_clip_u8, uint8_t, 0, UINT8_MAX)
+
+void dg_relu_i8(void *args)
+{
+    const dg_unary_typed_args_t *p = (const dg_unary_typed_args_t *)args;
+    const int8_t *x = (const int8_t *)p->x;
+    int8_t *y = (int8_t *)p->y;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++)
+        y[i] = (int8_t)DG_FAULT_I(DG_FAULT_RELU, x[i] > 0 ? x[i] : 0);
 }
 
 /* ---- ReduceMax on int64 and bool --------------------------------------------

@@ -348,6 +348,63 @@ void dg_maxpool_f32(void *args)
     }
 }
 
+/* ---- MaxPool on int8 and uint8 ---------------------------------------------
+ * Rows split as dg_maxpool_f32's; each output walks its window's taps inside
+ * the input (rows found once per output row, columns per output) in window
+ * order, keeping the first maximum. */
+#define DG_MAXPOOL_TYPED(NAME, T, LOWEST)                                                   \
+    void NAME(void *args)                                                                   \
+    {                                                                                       \
+        const dg_pool_typed_args_t *p = (const dg_pool_typed_args_t *)args;                 \
+        const uint32_t in_hw = (uint32_t)p->in_h * p->in_w;                                 \
+        dg_range_t r = dg_split(p->batch * p->channels * p->out_h);                         \
+        uint32_t row;                                                                       \
+        for (row = r.start; row < r.end; row++) {                                           \
+            const uint32_t oh = row % p->out_h, pl = row / p->out_h;                        \
+            const T *x = (const T *)p->x + (uint32_t)pl * in_hw;                            \
+            T *y = (T *)p->y + (uint32_t)row * p->out_w;                                    \
+            const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;          \
+            const int64_t base = (int64_t)pl * (int64_t)in_hw;                              \
+            uint32_t kh_lo = 0, kh_hi, ow;                                                  \
+            while (kh_lo < p->k_h && ih0 + (int32_t)(kh_lo * p->dil_h) < 0)                 \
+                kh_lo++;                                                                    \
+            kh_hi = kh_lo;                                                                  \
+            while (kh_hi < p->k_h && ih0 + (int32_t)(kh_hi * p->dil_h) < (int32_t)p->in_h)  \
+                kh_hi++;                                                                    \
+            for (ow = 0; ow < p->out_w; ow++) {                                             \
+                const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;     \
+                uint32_t kw_lo = 0, kw_hi, kh, kw;                                          \
+                T best = (LOWEST);                                                          \
+                int32_t bi = -1;                                                            \
+                while (kw_lo < p->k_w && iw0 + (int32_t)(kw_lo * p->dil_w) < 0)             \
+                    kw_lo++;                                                                \
+                kw_hi = kw_lo;                                                              \
+                while (kw_hi < p->k_w && iw0 + (int32_t)(kw_hi * p->dil_w) < (int32_t)p->in_w) \
+                    kw_hi++;                                                                \
+                for (kh = kh_lo; kh < kh_hi; kh++) {                                        \
+                    const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);                      \
+                    const T *xr = x + (uint32_t)ih * p->in_w;                               \
+                    for (kw = kw_lo; kw < kw_hi; kw++) {                                    \
+                        const int32_t iw = iw0 + (int32_t)(kw * p->dil_w);                  \
+                        const T v = xr[iw];                                                 \
+                        if (v > best || bi < 0) {                                           \
+                            best = v;                                                       \
+                            bi = p->storage_order ? iw * (int32_t)p->in_h + ih              \
+                                                  : ih * (int32_t)p->in_w + iw;             \
+                        }                                                                   \
+                    }                                                                       \
+                }                                                                           \
+                y[ow] = (T)DG_FAULT_I(DG_FAULT_MAXPOOL_Y, best);                            \
+                if (p->indices)                                                             \
+                    p->indices[(uint32_t)row * p->out_w + ow] =                             \
+                        DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + bi);                        \
+            }                                                                               \
+        }                                                                                   \
+    }
+
+DG_MAXPOOL_TYPED(dg_maxpool_i8, int8_t, INT8_MIN)
+DG_MAXPOOL_TYPED(dg_maxpool_u8, uint8_t, 0)
+
 void dg_maxpool_grad_f32(void *args)
 {
     const dg_pool_args_t *p = (const dg_pool_args_t *)args;

@@ -5,7 +5,8 @@
  * RMS normalization, ConvTranspose, Conv 1-D, the 3-D MaxPool, AveragePool,
  * Conv and ConvTranspose) against onnxruntime reference
  * vectors made by tools/make_kernel_refs.py (runtime/tests/refs/ops), and
- * the int64 / bool / mixed-type forms of integer.c, Mod, Not, ArgMax /
+ * the int64 / int32 / int8 / uint8 / bool / mixed-type forms of integer.c
+ * (and the int8 / uint8 comparisons and MaxPool), Mod, Not, ArgMax /
  * ArgMin, ConstantOfShape's fill, Tile, LogSoftmax and Resize against
  * numpy ones (ONNX's reference implementation for Resize) made by the same
  * script (--int-forms).
@@ -611,6 +612,88 @@ static void c_mod_i32(tc_t *t) { c_binary_typed(t, dg_mod_i32); }
 static void c_fmod_i32(tc_t *t) { c_binary_typed(t, dg_fmod_i32); }
 static void c_max_i32(tc_t *t) { c_variadic_typed(t, dg_max_i32); }
 static void c_min_i32(tc_t *t) { c_variadic_typed(t, dg_min_i32); }
+static void c_add_i8(tc_t *t) { c_binary_typed(t, dg_add_i8); }
+static void c_sub_i8(tc_t *t) { c_binary_typed(t, dg_sub_i8); }
+static void c_mul_i8(tc_t *t) { c_binary_typed(t, dg_mul_i8); }
+static void c_div_i8(tc_t *t) { c_binary_typed(t, dg_div_i8); }
+static void c_mod_i8(tc_t *t) { c_binary_typed(t, dg_mod_i8); }
+static void c_fmod_i8(tc_t *t) { c_binary_typed(t, dg_fmod_i8); }
+static void c_add_u8(tc_t *t) { c_binary_typed(t, dg_add_u8); }
+static void c_sub_u8(tc_t *t) { c_binary_typed(t, dg_sub_u8); }
+static void c_mul_u8(tc_t *t) { c_binary_typed(t, dg_mul_u8); }
+static void c_div_u8(tc_t *t) { c_binary_typed(t, dg_div_u8); }
+static void c_mod_u8(tc_t *t) { c_binary_typed(t, dg_mod_u8); }
+static void c_fmod_u8(tc_t *t) { c_binary_typed(t, dg_fmod_u8); }
+static void c_max_i8(tc_t *t) { c_variadic_typed(t, dg_max_i8); }
+static void c_min_u8(tc_t *t) { c_variadic_typed(t, dg_min_u8); }
+
+/* p_clip = [has_min, has_max, as_inputs], p_bounds = [min, max]: the input
+ * form passes the bounds by pointer (as bytes of X's type), the other by
+ * value. */
+static void c_clip_typed(tc_t *t, void (*k)(void *))
+{
+    dg_clip_typed_args_t a;
+    uint8_t *bounds = (uint8_t *)temp(t, 2);
+    memset(&a, 0, sizeof a);
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    a.has_min = P("clip", 0);
+    a.has_max = P("clip", 1);
+    bounds[0] = (uint8_t)PL("bounds", 0);
+    bounds[1] = (uint8_t)PL("bounds", 1);
+    if (P("clip", 2)) {
+        a.min_ptr = a.has_min ? &bounds[0] : NULL;
+        a.max_ptr = a.has_max ? &bounds[1] : NULL;
+        a.has_min = a.has_max = 0; /* the pointers alone must suffice */
+    } else {
+        a.min = PL("bounds", 0);
+        a.max = PL("bounds", 1);
+    }
+    FORK(k, &a);
+}
+static void c_clip_i8(tc_t *t) { c_clip_typed(t, dg_clip_i8); }
+static void c_clip_u8(tc_t *t) { c_clip_typed(t, dg_clip_u8); }
+
+static void c_relu_i8(tc_t *t)
+{
+    dg_unary_typed_args_t a;
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.n = N("out_y");
+    FORK(dg_relu_i8, &a);
+}
+
+/* p_pool as kernel_tests.c's pool_params (count_include_pad unused),
+ * p_order = [storage_order]. */
+static void c_maxpool_typed(tc_t *t, void (*k)(void *))
+{
+    dg_pool_typed_args_t a;
+    memset(&a, 0, sizeof a);
+    a.batch = P("pool", 0);
+    a.channels = P("pool", 1);
+    a.in_h = P("pool", 2);
+    a.in_w = P("pool", 3);
+    a.out_h = P("pool", 4);
+    a.out_w = P("pool", 5);
+    a.k_h = P("pool", 6);
+    a.k_w = P("pool", 7);
+    a.stride_h = P("pool", 8);
+    a.stride_w = P("pool", 9);
+    a.dil_h = P("pool", 10);
+    a.dil_w = P("pool", 11);
+    a.pad_top = P("pool", 12);
+    a.pad_left = P("pool", 13);
+    a.pad_bottom = P("pool", 14);
+    a.pad_right = P("pool", 15);
+    a.storage_order = P("order", 0);
+    a.x = in_(t, "x");
+    a.y = out_(t, "y", NULL);
+    a.indices = find(t, "out_", "indices") ? (int64_t *)out_(t, "indices", NULL) : NULL;
+    FORK(k, &a);
+}
+static void c_maxpool_i8(tc_t *t) { c_maxpool_typed(t, dg_maxpool_i8); }
+static void c_maxpool_u8(tc_t *t) { c_maxpool_typed(t, dg_maxpool_u8); }
 
 static void c_reduce_max_typed(tc_t *t, void (*k)(void *))
 {
@@ -637,6 +720,12 @@ static void c_less_i64(tc_t *t) { c_compare(t, dg_less_i64); }
 static void c_equal_i64(tc_t *t) { c_compare(t, dg_equal_i64); }
 static void c_greater_i32(tc_t *t) { c_compare(t, dg_greater_i32); }
 static void c_less_equal_i32(tc_t *t) { c_compare(t, dg_less_equal_i32); }
+static void c_less_i8(tc_t *t) { c_compare(t, dg_less_i8); }
+static void c_greater_i8(tc_t *t) { c_compare(t, dg_greater_i8); }
+static void c_greater_equal_i8(tc_t *t) { c_compare(t, dg_greater_equal_i8); }
+static void c_equal_u8(tc_t *t) { c_compare(t, dg_equal_u8); }
+static void c_less_equal_u8(tc_t *t) { c_compare(t, dg_less_equal_u8); }
+static void c_greater_equal_u8(tc_t *t) { c_compare(t, dg_greater_equal_u8); }
 static void c_mod_i64(tc_t *t) { c_binary_typed(t, dg_mod_i64); }
 static void c_fmod_i64(tc_t *t) { c_binary_typed(t, dg_fmod_i64); }
 static void c_mod_f32_with(tc_t *t, void (*k)(void *))
@@ -900,6 +989,34 @@ static const case_t CASES[] = {
     {"min_i32_same2", NULL, c_min_i32, EXACT, {DG_FAULT_MIN}},
     {"mod_i32_bcast", NULL, c_mod_i32, EXACT, {DG_FAULT_MOD}},
     {"fmod_i32_same", NULL, c_fmod_i32, EXACT, {DG_FAULT_MOD}},
+    {"add_i8_bcast", NULL, c_add_i8, EXACT, {DG_FAULT_ADD}},
+    {"sub_i8_same", NULL, c_sub_i8, EXACT, {DG_FAULT_SUB}},
+    {"mul_i8_bcast", NULL, c_mul_i8, EXACT, {DG_FAULT_MUL}},
+    {"add_u8_same", NULL, c_add_u8, EXACT, {DG_FAULT_ADD}},
+    {"sub_u8_bcast", NULL, c_sub_u8, EXACT, {DG_FAULT_SUB}},
+    {"mul_u8_same", NULL, c_mul_u8, EXACT, {DG_FAULT_MUL}},
+    {"div_i8_bcast", NULL, c_div_i8, EXACT, {DG_FAULT_DIV}},
+    {"div_u8_same", NULL, c_div_u8, EXACT, {DG_FAULT_DIV}},
+    {"mod_i8_bcast", NULL, c_mod_i8, EXACT, {DG_FAULT_MOD}},
+    {"fmod_i8_same", NULL, c_fmod_i8, EXACT, {DG_FAULT_MOD}},
+    {"mod_u8_bcast", NULL, c_mod_u8, EXACT, {DG_FAULT_MOD}},
+    {"fmod_u8_same", NULL, c_fmod_u8, EXACT, {DG_FAULT_MOD}},
+    {"less_i8_bcast", NULL, c_less_i8, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_i8_same", NULL, c_greater_i8, EXACT, {DG_FAULT_COMPARE}},
+    {"equal_u8_bcast", NULL, c_equal_u8, EXACT, {DG_FAULT_COMPARE}},
+    {"less_equal_u8_same", NULL, c_less_equal_u8, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_equal_u8_bcast", NULL, c_greater_equal_u8, EXACT, {DG_FAULT_COMPARE}},
+    {"greater_equal_i8_same", NULL, c_greater_equal_i8, EXACT, {DG_FAULT_COMPARE}},
+    {"max_i8_bcast3", NULL, c_max_i8, EXACT, {DG_FAULT_MAX}},
+    {"min_u8_same2", NULL, c_min_u8, EXACT, {DG_FAULT_MIN}},
+    {"clip_i8_inputs", NULL, c_clip_i8, EXACT, {DG_FAULT_CLIP}},
+    {"clip_i8_min_only", NULL, c_clip_i8, EXACT, {DG_FAULT_CLIP}},
+    {"clip_u8_max_only", NULL, c_clip_u8, EXACT, {DG_FAULT_CLIP}},
+    {"relu_i8", NULL, c_relu_i8, EXACT, {DG_FAULT_RELU}},
+    {"maxpool_i8_pads_ceil_ties", NULL, c_maxpool_i8, EXACT, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
+    {"maxpool_u8_dilations", NULL, c_maxpool_u8, EXACT, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_i8_lowest_column_major", NULL, c_maxpool_i8, EXACT, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
+    {"maxpool_u8_1d", NULL, c_maxpool_u8, EXACT, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"not_bool", NULL, c_not, EXACT, {DG_FAULT_NOT}},
     {"argmax_axis1_ties", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},
     {"argmin_last_select_last", NULL, c_arg_reduce, EXACT, {DG_FAULT_ARG}},

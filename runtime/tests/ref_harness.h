@@ -58,7 +58,7 @@ static size_t dtype_size(const char *dt)
         return 4;
     if (!strcmp(dt, "i8"))
         return 8;
-    if (!strcmp(dt, "u1") || !strcmp(dt, "b1"))
+    if (!strcmp(dt, "u1") || !strcmp(dt, "b1") || !strcmp(dt, "i1"))
         return 1;
     return 0;
 }

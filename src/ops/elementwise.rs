@@ -295,11 +295,13 @@ type BinaryForms = &'static [(DType, DType, &'static str, &'static str)];
 const F32_FORM: (DType, DType, &str, &str) = (DType::F32, DType::F32, "f32", "dg_binary_args_t");
 const I64_FORM: (DType, DType, &str, &str) = (DType::I64, DType::I64, "i64", "dg_binary_typed_args_t");
 const I32_FORM: (DType, DType, &str, &str) = (DType::I32, DType::I32, "i32", "dg_binary_typed_args_t");
+const I8_FORM: (DType, DType, &str, &str) = (DType::I8, DType::I8, "i8", "dg_binary_typed_args_t");
+const U8_FORM: (DType, DType, &str, &str) = (DType::U8, DType::U8, "u8", "dg_binary_typed_args_t");
 
 /// f32 only (PRelu).
 pub(super) const F32_ONLY: BinaryForms = &[F32_FORM];
-/// Add, Sub, Mul, Div, Mod: f32, i64 and i32.
-const ARITH: BinaryForms = &[F32_FORM, I64_FORM, I32_FORM];
+/// Add, Sub, Mul, Div, Mod: f32, i64, i32, i8 and u8.
+const ARITH: BinaryForms = &[F32_FORM, I64_FORM, I32_FORM, I8_FORM, U8_FORM];
 /// Pow: also a base and an exponent of different types (ONNX's T and T1).
 const POW_FORMS: BinaryForms = &[
     F32_FORM,
@@ -331,7 +333,8 @@ fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
     bind_binary(ctx, "dg_pow", POW_FORMS)
 }
 
-/// Mod: `dg_mod_{f32,i64,i32}` (fmod = 0), `dg_fmod_{f32,i64,i32}` (fmod = 1).
+/// Mod: `dg_mod_<suffix>` (fmod = 0), `dg_fmod_<suffix>` (fmod = 1), the
+/// suffixes of [`ARITH`].
 fn bind_mod(ctx: &KernelCtx) -> Result<KernelCall> {
     let stem = if ctx.attr_int("fmod", 0)? != 0 { "dg_fmod" } else { "dg_mod" };
     bind_binary(ctx, stem, ARITH)

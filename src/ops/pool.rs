@@ -290,16 +290,34 @@ pub(super) fn kernel_dims(ctx: &KernelCtx) -> Result<Vec<usize>> {
     k.iter().map(|&v| to_u32(ctx, "kernel_shape", v)).collect()
 }
 
+/// MaxPool's integer forms (1-D and 2-D, in `dg_pool_typed_args_t`):
+/// input type and kernel.
+const MAXPOOL_INT_FORMS: &[(DType, &str)] = &[(DType::I8, "dg_maxpool_i8"), (DType::U8, "dg_maxpool_u8")];
+
 /// MaxPool -> Y and, when wanted, its int64 Indices (flat positions in the
-/// whole input): `dg_maxpool_f32` (1-D, 2-D) or `dg_maxpool3d_f32`.
+/// whole input): `dg_maxpool_f32` (1-D, 2-D) or `dg_maxpool3d_f32`; on
+/// int8 and uint8 `dg_maxpool_i8` / `dg_maxpool_u8` (1-D, 2-D).
 pub(super) fn bind_maxpool(ctx: &KernelCtx) -> Result<KernelCall> {
-    ctx.require_f32(&[0])?;
+    let d = ctx.in_dtype(0)?;
+    let int_form = MAXPOOL_INT_FORMS.iter().find(|f| f.0 == d).map(|f| f.1);
+    if int_form.is_none() && d != DType::F32 {
+        let known: Vec<String> = MAXPOOL_INT_FORMS.iter().map(|f| f.0.to_string()).collect();
+        return Err(ctx.err(format!("input 0 is {d}; the kernel binding computes in f32, {} only", known.join(", "))));
+    }
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPool indices must be int64"));
     }
     let storage_order = ctx.attr_int("storage_order", 0)? != 0;
     let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
+    if let Some(func) = int_form {
+        if is_3d(&x) {
+            return Err(ctx.err(format!("3-D MaxPool on {d}: {func} pools 1-D and 2-D windows only")));
+        }
+        fields.extend(pool_fields(&geom(ctx, &x, &y, &kernel_dims(ctx)?)?));
+        fields.push(("storage_order", u(usize::from(storage_order && ctx.has_out(1)))));
+        return one(call(func, "dg_pool_typed_args_t", fields));
+    }
     if is_3d(&x) {
         if storage_order && ctx.has_out(1) {
             return Err(ctx.err("3-D MaxPool storage_order=1: dg_maxpool3d_f32 gives row-major indices only"));

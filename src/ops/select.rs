@@ -58,7 +58,8 @@ type CompareFn = fn(i64, i64) -> bool;
 
 /// The operand types a comparison's kernels take, with their suffixes.
 type Forms = &'static [(DType, &'static str)];
-const NUMBERS: Forms = &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32")];
+const NUMBERS: Forms =
+    &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32"), (DType::I8, "i8"), (DType::U8, "u8")];
 const BOOLS: Forms = &[(DType::Bool, "bool")];
 
 /// The comparison or logical operator of a node: what it computes on two
@@ -226,6 +227,8 @@ const VARIADIC_FORMS: &[(DType, &str, &str, &str)] = &[
     (DType::F32, "f32", "dg_variadic_args_t", "const float *const"),
     (DType::I64, "i64", "dg_variadic_typed_args_t", "const void *const"),
     (DType::I32, "i32", "dg_variadic_typed_args_t", "const void *const"),
+    (DType::I8, "i8", "dg_variadic_typed_args_t", "const void *const"),
+    (DType::U8, "u8", "dg_variadic_typed_args_t", "const void *const"),
 ];
 
 /// Variadic `<stem>_<suffix>`, the form of the inputs' type (every input
@@ -286,7 +289,7 @@ pub(super) fn bind_where(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_where", "dg_where_args_t", fields))
 }
 
-/// Comparisons: `dg_<op>_{f32,i64,i32}`; And, Or, Xor: `dg_<op>_bool`.
+/// Comparisons: `dg_<op>_<suffix>` of [`NUMBERS`]; And, Or, Xor: `dg_<op>_bool`.
 pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
     let Some((_, stem, forms)) = compare_op(&ctx.node.op) else {
         return Err(ctx.err(format!("{} is not a comparison", ctx.node.op)));

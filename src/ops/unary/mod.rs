@@ -17,7 +17,7 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Relu",
         infer: unary,
-        kernel: Some(bind_unary),
+        kernel: Some(bind_relu),
         tile: Some(tile::POINTWISE),
         grad: Some(relu_grad),
         act: Some(1),
@@ -485,6 +485,16 @@ pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call(func, "dg_unary_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
 }
 
+/// Relu: `dg_relu_f32`, or `dg_relu_i8` on int8 (a quantized graph's Relu
+/// between integer operators).
+fn bind_relu(ctx: &KernelCtx) -> Result<KernelCall> {
+    if ctx.in_dtype(0)? != DType::I8 {
+        return bind_unary(ctx);
+    }
+    let n = numel(&ctx.out_shape(0)?);
+    one(call("dg_relu_i8", "dg_unary_typed_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
+}
+
 /// Gelu's (and GeluGrad's) `approximate = "tanh"`; the shape rule has
 /// refused any value but "none" and "tanh".
 fn tanh_form(ctx: &KernelCtx) -> Result<bool> {
@@ -540,7 +550,16 @@ pub(super) fn clip_bound(ctx: &KernelCtx, slot: usize, attr: &str) -> Result<(Ar
     })
 }
 
+/// Clip's integer forms: input type, kernel, and the type's range (the
+/// bounds a value of that type can take).
+const CLIP_INT_FORMS: &[(DType, &str, i64, i64)] =
+    &[(DType::I8, "dg_clip_i8", i8::MIN as i64, i8::MAX as i64), (DType::U8, "dg_clip_u8", 0, u8::MAX as i64)];
+
 pub(super) fn bind_clip(ctx: &KernelCtx) -> Result<KernelCall> {
+    let d = ctx.in_dtype(0)?;
+    if let Some(&(_, func, lo, hi)) = CLIP_INT_FORMS.iter().find(|f| f.0 == d) {
+        return bind_clip_int(ctx, func, lo..=hi);
+    }
     ctx.require_f32(&[0])?;
     let n = numel(&ctx.out_shape(0)?);
     let (min_ptr, min, has_min) = clip_bound(ctx, 1, "min")?;
@@ -558,6 +577,40 @@ pub(super) fn bind_clip(ctx: &KernelCtx) -> Result<KernelCall> {
             ("max", f(max)),
             ("has_min", u(usize::from(has_min))),
             ("has_max", u(usize::from(has_max))),
+        ],
+    ))
+}
+
+/// Clip on an integer type: the bounds are values of that type, constants
+/// or run-time inputs of X's type.
+fn bind_clip_int(ctx: &KernelCtx, func: &'static str, range: std::ops::RangeInclusive<i64>) -> Result<KernelCall> {
+    let d = ctx.in_dtype(0)?;
+    let bound = |slot: usize, attr: &str| -> Result<(Arg, Arg, Arg)> {
+        let (ptr, v, has) = clip_bound(ctx, slot, attr)?;
+        if !matches!(ptr, Arg::Null) && ctx.in_dtype(slot)? != d {
+            return Err(ctx.err(format!("the {attr} bound is {}; X is {d}", ctx.in_dtype(slot)?)));
+        }
+        if has && !(v.fract() == 0.0 && range.contains(&(v as i64))) {
+            return Err(ctx.err(format!("the {attr} bound {v} is not a value of {d}")));
+        }
+        Ok((ptr, Arg::I(if has { v as i64 } else { 0 }), u(usize::from(has))))
+    };
+    let (min_ptr, min, has_min) = bound(1, "min")?;
+    let (max_ptr, max, has_max) = bound(2, "max")?;
+    let n = numel(&ctx.out_shape(0)?);
+    one(call(
+        func,
+        "dg_clip_typed_args_t",
+        vec![
+            ("x", ctx.inp(0)?),
+            ("y", ctx.out(0)?),
+            ("n", u(n)),
+            ("min_ptr", min_ptr),
+            ("max_ptr", max_ptr),
+            ("min", min),
+            ("max", max),
+            ("has_min", has_min),
+            ("has_max", has_max),
         ],
     ))
 }
