@@ -200,33 +200,39 @@ static void qconv_cols(const dg_qconv_args_t *p, int32_t off, uint32_t ow0, uint
 }
 
 /* The window sums of `n` output columns from `ow0` of output channel oc,
- * row oh, sample nb, into acc: summed over the group's input channels,
- * kernel rows and kernel columns in that order. One function per pair of
- * operand types, so that the inner loop loads plain bytes. */
+ * row oh, sample nb, into acc: for each kernel column (its range of
+ * output columns that read inside the row found once), over the group's
+ * input channels and the kernel rows. Integer sums: the order does not
+ * change them. One function per pair of operand types, so that the inner
+ * loop loads plain bytes. */
 #define DG_QCONV_ROW(NAME, XT, WT)                                                                             \
     static void NAME(const dg_qconv_args_t *p, uint32_t nb, uint32_t oc, uint32_t oh, uint32_t ow0, uint32_t n, \
                      int32_t xzp, int32_t wzp, int32_t *acc)                                                    \
     {                                                                                                           \
         const uint32_t cpg = p->in_c / p->group, g = oc / (p->out_c / p->group), plane = p->in_h * p->in_w;    \
+        const uint32_t kk = p->k_h * p->k_w, st = p->stride_w;                                                 \
         const XT *x = (const XT *)p->x + (nb * p->in_c + g * cpg) * plane;                                     \
-        const WT *w = (const WT *)p->w + oc * cpg * p->k_h * p->k_w;                                           \
+        const WT *w = (const WT *)p->w + oc * cpg * kk;                                                        \
         const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;                                 \
         uint32_t i, ic, kh, kw, lo, hi;                                                                        \
         for (i = 0; i < n; i++)                                                                                 \
             acc[i] = 0;                                                                                         \
-        for (ic = 0; ic < cpg; ic++) {                                                                          \
-            for (kh = 0; kh < p->k_h; kh++) {                                                                   \
-                const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);                                              \
-                const XT *xr = x + ic * plane + (uint32_t)ih * p->in_w;                                        \
-                const WT *wr = w + (ic * p->k_h + kh) * p->k_w;                                                 \
-                if (ih < 0 || ih >= (int32_t)p->in_h)                                                           \
-                    continue;                                                                                   \
-                for (kw = 0; kw < p->k_w; kw++) {                                                               \
-                    const int32_t wv = (int32_t)wr[kw] - wzp;                                                   \
-                    const int32_t off = (int32_t)(kw * p->dil_w) - (int32_t)p->pad_left;                        \
-                    qconv_cols(p, off, ow0, n, &lo, &hi);                                                       \
-                    for (i = lo; i < hi; i++)                                                                   \
-                        acc[i - ow0] += ((int32_t)xr[(int32_t)(i * p->stride_w) + off] - xzp) * wv;             \
+        for (kw = 0; kw < p->k_w; kw++) {                                                                       \
+            const int32_t off = (int32_t)(kw * p->dil_w) - (int32_t)p->pad_left;                                \
+            qconv_cols(p, off, ow0, n, &lo, &hi);                                                               \
+            if (lo >= hi)                                                                                       \
+                continue;                                                                                       \
+            for (ic = 0; ic < cpg; ic++) {                                                                      \
+                for (kh = 0; kh < p->k_h; kh++) {                                                               \
+                    const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);                                          \
+                    const int32_t wv = (int32_t)w[ic * kk + kh * p->k_w + kw] - wzp;                            \
+                    const XT *xp;                                                                               \
+                    int32_t *a = acc + (lo - ow0);                                                              \
+                    if (ih < 0 || ih >= (int32_t)p->in_h)                                                       \
+                        continue;                                                                               \
+                    xp = x + ic * plane + (uint32_t)ih * p->in_w + (uint32_t)((int32_t)(lo * st) + off);        \
+                    for (i = lo; i < hi; i++, xp += st)                                                         \
+                        *a++ += ((int32_t)*xp - xzp) * wv;                                                      \
                 }                                                                                               \
             }                                                                                                   \
         }                                                                                                       \

@@ -160,21 +160,31 @@ fn inputs_of(g: &mut Graph, f: &Fused, dqs: &[Option<Dq>], q: &Q) -> Option<Vec<
             QSlot::Scale(i) => Some(dqs.get(i).copied().flatten()?.scale),
             QSlot::ZeroPoint(i) => {
                 let dq = dqs.get(i).copied().flatten()?;
-                Some(dq.zero_point.unwrap_or_else(|| zero_like(g, dq.value)))
+                Some(match dq.zero_point {
+                    Some(z) => z,
+                    None => zero_like(g, dq.value)?,
+                })
             }
             QSlot::OutScale => Some(q.scale),
-            QSlot::OutZeroPoint => Some(q.zero_point.unwrap_or_else(|| zero_like(g, q.out))),
+            QSlot::OutZeroPoint => Some(match q.zero_point {
+                Some(z) => z,
+                None => zero_like(g, q.out)?,
+            }),
         });
     }
     Some(out)
 }
 
-/// A zero scalar of `t`'s type.
-fn zero_like(g: &mut Graph, t: TensorId) -> TensorId {
+/// A zero scalar of `t`'s type (8-bit integers only: other types are not
+/// fused).
+fn zero_like(g: &mut Graph, t: TensorId) -> Option<TensorId> {
     let dtype = g.tensor(t).ty.dtype;
+    if !matches!(dtype, crate::ir::DType::I8 | crate::ir::DType::U8) {
+        return None;
+    }
     let base = format!("{}.zero_point", g.name_of(t));
-    let zero = TensorData::from_i64_as(dtype, vec![], &[0]).expect("an integer type");
-    Builder::new(g).constant(&base, zero)
+    let zero = TensorData::from_i64_as(dtype, vec![], &[0])?;
+    Some(Builder::new(g).constant(&base, zero))
 }
 
 /// A third dequantized input (Conv's, Gemm's bias) is an int32 sum only
