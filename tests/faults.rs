@@ -230,14 +230,23 @@ fn zero_references_fail() {
     std::fs::write(dir.path().join("outputs.npz"), deploygen::bind::npz::write_npz(&[]).unwrap()).unwrap();
     let o = run_patched(&case(dir.path(), "GAP9", "L2"), |_| {});
     assert_fails(&o, Stage::Bind, "outputs.npz holds no reference for this model: nothing is compared; make the references with `python tools/make_refs.py");
-    // And a project whose harness was told there are 0 references.
+    // And a project whose harness was told there are 0 references: with
+    // its tensor checks it compares more than that, without any it has
+    // nothing to compare (0 values pass only for zero-size references).
     let zero = |dir: &Path| {
         replace(dir, "testoutputs.h", "#define EXPECTED_COMPARED 3470u", "#define EXPECTED_COMPARED 0u");
     };
     let o = run_patched(&case(&mlp(), "GAP9", "L2"), zero);
     assert!(!o.passed(), "{}", all_text(&o));
-    assert!(o.output.contains("FAILED: there are no references: nothing was compared"), "{}", o.output);
+    assert!(o.output.contains("FAILED: compared 3470 values, expected 0"), "{}", o.output);
     assert_ne!(o.stage, Some(Stage::Emit), "the manifest still promises 3470 values: it is the harness that fails");
+    let none = |dir: &Path| {
+        zero(dir);
+        replace(dir, "testoutputs.h", "#define N_TENSOR_CHECKS 6\n", "#define N_TENSOR_CHECKS 0\n");
+    };
+    let o = run_patched(&case(&mlp(), "GAP9", "L2"), none);
+    assert!(!o.passed(), "{}", all_text(&o));
+    assert!(o.output.contains("FAILED: there are no references: nothing was compared"), "{}", o.output);
 }
 
 /// A strict known failure that passes fails the run, naming the entry.

@@ -33,7 +33,20 @@ fn prints(lines: &[&str], exit: i32) -> String {
     s
 }
 
-fn manifest(case: &Case, expected: u64, loss_refs: u64) -> String {
+/// The tensors a fake `main.c` checks: one per `[check NAME] … out of N` line it prints.
+fn checked(main_c: &str) -> Vec<serde_json::Value> {
+    main_c
+        .split("[check ")
+        .skip(1)
+        .filter_map(|rest| {
+            let (name, tail) = rest.split_once(']')?;
+            let n: u64 = tail.split(" out of ").nth(1)?.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+            Some(serde_json::json!({ "name": name, "values": n }))
+        })
+        .collect()
+}
+
+fn manifest(case: &Case, expected: u64, loss_refs: u64, compared: Vec<serde_json::Value>) -> String {
     serde_json::json!({
         "model": case.name,
         "platform": case.platform,
@@ -42,6 +55,7 @@ fn manifest(case: &Case, expected: u64, loss_refs: u64) -> String {
         "expected_compared": expected,
         "loss_refs": loss_refs,
         "tolerance": 0.001,
+        "compared": compared,
         "not_compared": [],
         "steps": 2,
         "accum": 2,
@@ -55,7 +69,7 @@ fn fake(main_c: String, expected: u64, loss_refs: u64) -> impl Fn(&Case, &Path) 
     move |case, dir| {
         std::fs::write(dir.join("Makefile.host"), MAKEFILE).unwrap();
         std::fs::write(dir.join("main.c"), &main_c).unwrap();
-        std::fs::write(dir.join("deploygen.json"), manifest(case, expected, loss_refs)).unwrap();
+        std::fs::write(dir.join("deploygen.json"), manifest(case, expected, loss_refs, checked(&main_c))).unwrap();
         Ok(())
     }
 }
@@ -134,6 +148,24 @@ fn zero_compared_values_is_a_failure_not_a_pass() {
     // A project that promises nothing to compare cannot pass either.
     let o = run_case(&case("m"), &fake(prints(&["Errors: 0 out of 0"], 0), 0, 0));
     assert_stage(&o, Stage::Emit, "expected_compared is 0");
+}
+
+/// A project whose every reference is a zero-size tensor compares 0
+/// values: it passes when its harness printed each tensor's check line,
+/// and fails when it printed none (a run that never reached the checks).
+#[test]
+fn zero_size_references_pass_only_with_their_check_lines() {
+    let c = case("m");
+    let o = run_case(&c, &fake(prints(&["[check y] errors 0 out of 0", "Errors: 0 out of 0"], 0), 0, 0));
+    assert!(o.passed(), "{o:#?}");
+    let gen = |case: &Case, dir: &Path| -> Result<(), Error> {
+        fake(prints(&["Errors: 0 out of 0"], 0), 0, 0)(case, dir)?;
+        let empty = vec![serde_json::json!({ "name": "y", "values": 0 })];
+        std::fs::write(dir.join("deploygen.json"), manifest(case, 0, 0, empty)).unwrap();
+        Ok(())
+    };
+    let o = run_case(&c, &gen);
+    assert_stage(&o, Stage::Result, "the harness printed 0 `[check]` line(s) for 1 compared tensor(s)");
 }
 
 #[test]
@@ -308,7 +340,7 @@ fn clone_err(e: &Error) -> Error {
 fn a_manifest_for_another_project_is_refused() {
     let gen = |case: &Case, dir: &Path| -> Result<(), Error> {
         fake(prints(&["Errors: 0 out of 1"], 0), 1, 0)(case, dir)?;
-        let m = manifest(case, 1, 0).replace("\"L3\"", "\"L2\"");
+        let m = manifest(case, 1, 0, vec![]).replace("\"L3\"", "\"L2\"");
         std::fs::write(dir.join("deploygen.json"), m).unwrap();
         Ok(())
     };

@@ -14,11 +14,10 @@ use std::collections::HashMap;
 use super::layout::{self, Key, Target};
 use super::{inputs_path, npz};
 use crate::error::{Error, Result};
-use crate::ir::{Dim, Graph, Model, Origin, PinnedInput, TensorId};
+use crate::ir::{Graph, Model, Origin, PinnedInput, TensorId};
 use crate::ops;
 
-/// Pin every such input that `inputs.npz` names; then refuse any graph
-/// input fed at run time that still declares an empty dim.
+/// Pin every such input that `inputs.npz` names.
 pub fn pin(model: &mut Model) -> Result<()> {
     let candidates = candidates(&model.graph);
     if !candidates.is_empty() {
@@ -29,7 +28,7 @@ pub fn pin(model: &mut Model) -> Result<()> {
             }
         }
     }
-    refuse_empty_inputs(&model.graph)
+    Ok(())
 }
 
 /// Graph inputs fed at run time whose every use is read when generating
@@ -123,30 +122,5 @@ fn pin_one(model: &mut Model, t: TensorId, data: &npz::Npz) -> Result<()> {
     x.data = Some(std::sync::Arc::new(value));
     model.graph.inputs.retain(|&i| i != t);
     model.pinned.push(PinnedInput { name, keys: keys.iter().map(|k| k.to_string()).collect(), value: shown });
-    Ok(())
-}
-
-/// Import lets an integer graph input declare an empty dim (an empty axes
-/// or shape list, which pinning makes a constant); one still fed at run
-/// time has nothing to compute with.
-fn refuse_empty_inputs(g: &Graph) -> Result<()> {
-    for &t in &g.inputs {
-        let x = g.tensor(t);
-        if x.origin != Origin::Input {
-            continue;
-        }
-        if let Some(i) = x.ty.dims.iter().flatten().position(|d| *d == Dim::Fixed(0)) {
-            return Err(Error::Model {
-                tensor: Some(x.name.clone()),
-                node: None,
-                detail: format!(
-                    "graph input '{}' declares dim {i} as 0; dims must be positive or symbolic (dim_param) — an \
-                     empty input is accepted only as a value read when generating code (axes, shape) that \
-                     inputs.npz gives",
-                    x.name
-                ),
-            });
-        }
-    }
     Ok(())
 }

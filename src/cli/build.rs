@@ -154,7 +154,7 @@ pub fn generate(a: &Args) -> Result<Built> {
     let mut no_references = None;
     if let Some(b) = &g.binding {
         warnings.extend(b.warnings.iter().cloned());
-        if g.project.manifest.expected_compared == 0 {
+        if g.project.manifest.compares_nothing() {
             let msg = crate::bind::no_references(&g.model, b);
             if !warnings.contains(&msg) {
                 warnings.push(msg.clone());

@@ -301,9 +301,8 @@ fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3
     let float = r.data.dtype.is_float();
     let (ctype, values, raw, exact) = if dtype == DType::F32 && float {
         let vals = r.data.to_f32().unwrap_or_default();
-        let lits: Vec<String> = vals.iter().map(|v| c::f32_lit(*v)).collect();
         let raw: Vec<u8> = vals.iter().flat_map(|x| x.to_le_bytes()).collect();
-        ("float", lits, raw, None)
+        ("float", c::values(&ir::TensorData::from_f32(r.data.shape.clone(), &vals)), raw, None)
     } else if !float && dtype == r.data.dtype && dtype.size().is_some() {
         // Integers and booleans: the reference as the buffer holds it, compared exactly.
         (c::ctype_of(dtype), c::values(&r.data), r.data.bytes.clone(), dtype.size())

@@ -66,6 +66,15 @@ pub struct Manifest {
     pub model_api: Option<ModelApiSummary>,
 }
 
+impl Manifest {
+    /// Whether the harness has nothing to check: no loss and no tensor
+    /// reference. A project whose every reference is a zero-size tensor
+    /// compares 0 values but still checks each one's line.
+    pub fn compares_nothing(&self) -> bool {
+        self.expected_compared == 0 && self.compared.is_empty()
+    }
+}
+
 /// What `dg_model.h` offers: its inputs and predict outputs by index,
 /// the checkpoint's size (0 in an inference project), and what `demo.c`
 /// compares.

@@ -298,7 +298,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
         tile: None,
         rate: ctx.rate.clone(),
     };
-    let kc = binding(&kctx)?;
+    let kc = kernel::bind(binding, &kctx)?;
 
     // Operands a call stages for itself are copied around that call; the
     // rest around the node.

@@ -56,8 +56,8 @@ fn decode_failure(bytes: &[u8], e: &prost::DecodeError) -> String {
 }
 
 /// A graph input's or output's declaration: a defined element type, and
-/// dims that are positive or symbolic (a negative or zero fixed dim cannot
-/// be deployed).
+/// dims that are non-negative or symbolic (a zero dim is a zero-size
+/// tensor, legal ONNX; a negative one is no size).
 fn check_declared(what: &str, vi: &pb::ValueInfoProto) -> Result<()> {
     use pb::type_proto::Value;
     let name = vi.name();
@@ -78,15 +78,12 @@ fn check_declared(what: &str, vi: &pb::ValueInfoProto) -> Result<()> {
     }
     for (i, d) in tensor.shape.iter().flat_map(|s| &s.dim).enumerate() {
         if let Some(pb::tensor_shape_proto::dimension::Value::DimValue(v)) = &d.value {
-            // An empty list (axes, shape) may be a graph input read when
-            // generating code; `bind::pinned` refuses it if it stays data.
-            let empty_list = *v == 0 && what == "graph input" && DType::from_onnx(tensor.elem_type()).is_int();
-            if *v < 0 || *v == 0 && !empty_list {
+            if *v < 0 {
                 return Err(Error::Model {
                     tensor: Some(name.to_string()),
                     node: None,
                     detail: format!(
-                        "{what} '{name}' declares dim {i} as {v}; dims must be positive or symbolic (dim_param)"
+                        "{what} '{name}' declares dim {i} as {v}; dims must be non-negative or symbolic (dim_param)"
                     ),
                 });
             }

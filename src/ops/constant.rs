@@ -250,7 +250,12 @@ fn fold_constant(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData
 /// ConstantOfShape beyond FOLD_LIMIT elements: the value's little-endian
 /// bytes, written n times.
 pub(super) fn bind_fill(ctx: &KernelCtx) -> Result<KernelCall> {
-    let v = fill_value(&ctx.ops())?;
+    fill(ctx, &fill_value(&ctx.ops())?)
+}
+
+/// Output 0 filled with `v`'s one element, its little-endian bytes
+/// written n times.
+pub(super) fn fill(ctx: &KernelCtx, v: &TensorData) -> Result<KernelCall> {
     let mut bits = [0u8; 8];
     bits[..v.bytes.len().min(8)].copy_from_slice(&v.bytes[..v.bytes.len().min(8)]);
     one(call(

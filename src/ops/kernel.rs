@@ -145,6 +145,23 @@ pub struct KernelCall {
 
 pub type KernelFn = fn(&KernelCtx) -> Result<KernelCall>;
 
+/// The node's kernel call(s) by its binding `f`: none when every output is
+/// a zero-size tensor, since there is nothing to write (and a kernel's
+/// index arithmetic may divide by the zero dim).
+pub fn bind(f: KernelFn, ctx: &KernelCtx) -> Result<KernelCall> {
+    let sizes: Vec<Option<usize>> = ctx
+        .node
+        .outputs
+        .iter()
+        .flatten()
+        .map(|&t| ctx.graph.tensor(t).ty.shape().map(|s| s.iter().product()))
+        .collect();
+    if !sizes.is_empty() && sizes.iter().all(|&n| n == Some(0)) {
+        return Ok(KernelCall::default());
+    }
+    f(ctx)
+}
+
 // ---- context helpers ------------------------------------------------------
 
 impl KernelCtx<'_> {

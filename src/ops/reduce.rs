@@ -6,7 +6,7 @@ use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, Kern
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, DType, Graph, Node, TensorId, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorData, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -155,6 +155,22 @@ fn bind_reduce_mean(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 fn bind_reduce_max(ctx: &KernelCtx) -> Result<KernelCall> {
+    // The maximum of an empty set is the type's lowest value (onnx's
+    // reference: -inf, the least int64, false); the kernel needs elements.
+    if reduces_nothing(ctx)? {
+        let d = ctx.in_dtype(0)?;
+        let lowest = match d {
+            DType::F32 => TensorData::from_f32(vec![], &[f32::NEG_INFINITY]),
+            _ => {
+                TensorData::from_i64_as(d, vec![], &[if d == DType::Bool { 0 } else { i64::MIN }]).ok_or_else(|| {
+                    ctx.err(format!(
+                        "input 0 is {d}; the maximum of an empty set is written for f32, i64 and bool only"
+                    ))
+                })?
+            }
+        };
+        return super::constant::fill(ctx, &lowest);
+    }
     bind_reduce(
         ctx,
         &[
@@ -189,6 +205,13 @@ fn bind_arg_reduce(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
             ("select_last", u(usize::from(ctx.attr_int("select_last_index", 0)? != 0))),
         ],
     ))
+}
+
+/// Whether the node reduces a zero-size axis (each output is the result
+/// over no elements).
+fn reduces_nothing(ctx: &KernelCtx) -> Result<bool> {
+    let x = ctx.graph_in_shape(0)?;
+    Ok(reduced(ctx)?.is_some_and(|red| red.iter().zip(&x).any(|(&r, &d)| r && d == 0)))
 }
 
 fn bind_reduce(ctx: &KernelCtx, forms: ReduceForms) -> Result<KernelCall> {

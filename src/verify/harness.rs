@@ -222,6 +222,17 @@ pub fn judge(m: &Manifest, ran: &Ran, limit: Duration) -> Outcome {
         };
         return fail(Stage::Result, msg, vec![]);
     }
+    // One check line per compared tensor: what makes a project whose
+    // references are all zero-size (N = 0) more than a run that printed
+    // nothing.
+    if r.checks.len() != m.compared.len() {
+        let msg = format!(
+            "the harness printed {} `[check]` line(s) for {} compared tensor(s)",
+            r.checks.len(),
+            m.compared.len()
+        );
+        return fail(Stage::Result, msg, vec![]);
+    }
     // The detail lines must not contradict E = 0.
     let bad_losses: Vec<&Loss> = r.losses.iter().filter(|l| !l.within()).collect();
     let bad_checks: u64 = r.checks.iter().map(|c| c.errors).sum();

@@ -21,7 +21,7 @@ pub enum ManifestError {
     #[error("{FILE} of the generated project: {0}")]
     Malformed(#[source] serde_json::Error),
     #[error(
-        "{FILE}: expected_compared is 0 — the project has no reference to compare, so its test would pass by comparing nothing"
+        "{FILE}: expected_compared is 0 and no tensor is compared — the project has no reference to compare, so its test would pass by comparing nothing"
     )]
     NothingCompared,
     #[error("{FILE}: tolerance {0} is not a finite, non-negative number")]
@@ -42,7 +42,7 @@ pub fn read(dir: &Path) -> Result<Manifest, ManifestError> {
     let path = dir.join(FILE);
     let text = std::fs::read_to_string(&path).map_err(ManifestError::Unreadable)?;
     let m: Manifest = serde_json::from_str(&text).map_err(ManifestError::Malformed)?;
-    if m.expected_compared == 0 {
+    if m.compares_nothing() {
         return Err(ManifestError::NothingCompared);
     }
     if !(m.tolerance.is_finite() && m.tolerance >= 0.0) {

@@ -280,7 +280,7 @@ pub fn generate_case(case: &Case, out: &Path) -> Result<(), StageError> {
     let g = pipeline::generate(&case.model, &o)?;
     // Test data without one reference cannot be tested: the case would
     // compare nothing (its harness would fail it, as a run, not as data).
-    if g.project.manifest.expected_compared == 0 {
+    if g.project.manifest.compares_nothing() {
         let detail = match &g.binding {
             Some(b) => crate::bind::no_references(&g.model, b),
             None => format!("{} has no test data", case.model.display()),

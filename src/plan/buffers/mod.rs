@@ -240,7 +240,10 @@ pub struct Buffer {
     pub kind: Kind,
     /// Exact bytes of the value.
     pub bytes: u64,
-    /// Bytes reserved: `bytes` rounded up to the platform alignment.
+    /// Bytes reserved: `bytes` rounded up to the platform alignment. A
+    /// zero-size value reserves one unit all the same, so that its address
+    /// is a place of its own in a real arena (an arena of no bytes is never
+    /// allocated: its base is NULL).
     pub size: u64,
     #[serde(serialize_with = "dtype_name")]
     pub dtype: DType,
@@ -297,7 +300,7 @@ impl Buffer {
             graph: GraphSel::Main,
             kind,
             bytes: v.bytes,
-            size: v.bytes.div_ceil(align) * align,
+            size: v.bytes.max(1).div_ceil(align) * align,
             dtype: v.dtype,
             shape: v.shape,
             start: live.0,
