@@ -137,9 +137,9 @@ fn clean(message: &str, cases_dir: &Path) -> String {
 /// The doc's text before the first release's section.
 const HEADER: &str = "# ONNX backend conformance\n\n\
 The ONNX project's own backend test cases whose operators deploygen lists and whose inputs and outputs are\n\
-f32, i64, i32 or bool, run with `deploygen test --platform host` against the release's expected outputs, one\n\
-section per pinned onnx release. `tools/onnx_conformance.py` writes the folders, `tests/onnx_conformance.rs`\n\
-runs them and checks this file (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites the sections\n\
+f32, i64, i32, int8, uint8 or bool, run with `deploygen test --platform host` against the release's expected\n\
+outputs, one section per pinned onnx release. `tools/onnx_conformance.py` writes the folders,\n\
+`tests/onnx_conformance.rs` runs them and checks this file (`UPDATE_GOLDEN=1 cargo test --test onnx_conformance` rewrites the sections\n\
 of the releases it ran). A case either passes or is refused while generating the project with the message\n\
 below; a wrong value, a crash or an internal error fails the test. Values compare as\n\
 `|computed - ref| <= atol + rtol * |ref|` with rtol 1e-3 (ONNX's own backend check's) and atol 1e-3 times\n\

@@ -15,7 +15,7 @@ node case collection (numpy's generator seeded with 0 first, so the inputs
 are the same on every run); the other suites are the wheel's. A case is taken
 when every node's operator is one deploygen lists (the "Supported operators"
 list of docs/operators.md, the same list as `deploygen --help`), no node holds a
-subgraph, and every graph input and output is a tensor of f32, i64, i32 or bool.
+subgraph, and every graph input and output is a tensor of f32, i64, i32, int8, uint8 or bool.
 Each taken case becomes DIR/<name>/ with network.onnx, inputs.npz and
 outputs.npz keyed by the graph's input and output names, as `deploygen test`
 reads a folder. References are the wheel's own expected outputs (no

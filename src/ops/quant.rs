@@ -10,6 +10,9 @@ use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};
 
+/// QLinearAdd and QLinearMul(A, a_scale, a_zp, B, b_scale, b_zp, y_scale, y_zp).
+const QLINEAR_BINARY: OpDef = OpDef { infer: qlinear_binary, required: &[0, 1, 3, 4, 6], ..OpDef::BASE };
+
 const CONV_ATTRS: &[&str] = &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"];
 
 pub const OPS: &[OpDef] = &[
@@ -78,20 +81,8 @@ pub const OPS: &[OpDef] = &[
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
     },
-    OpDef {
-        name: "QLinearAdd",
-        infer: qlinear_binary,
-        required: &[0, 1, 3, 4, 6],
-        kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_add")),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "QLinearMul",
-        infer: qlinear_binary,
-        required: &[0, 1, 3, 4, 6],
-        kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_mul")),
-        ..OpDef::BASE
-    },
+    OpDef { name: "QLinearAdd", kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_add")), ..QLINEAR_BINARY },
+    OpDef { name: "QLinearMul", kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_mul")), ..QLINEAR_BINARY },
     OpDef {
         name: "QLinearGlobalAveragePool",
         attrs: &["channels_last"],
