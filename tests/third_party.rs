@@ -357,3 +357,37 @@ fn every_operator_requires_its_schemas_inputs() {
     let e = load_err(&b);
     assert!(e.contains("node 'Where_0' (Where): input 2 is required but missing"), "{e}");
 }
+
+/// Deeploy's test folders hold float64 inputs for float32 graph inputs
+/// (its runner casts them): binding converts them, with a note, and the
+/// values computed are those of the f32 inputs.
+#[test]
+fn float64_inputs_of_a_float32_graph_are_converted() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("a", F32, &[2, 3]).input("b", F32, &[2, 3]).node("Add", &["a", "b"], &["y"], vec![]).output(
+        "y",
+        F32,
+        &[2, 3],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let (a, c) = ([0.1f64, 0.2, 0.3, -1.5, 2.25, 1e-3], [1.0f64, -0.7, 0.05, 0.5, 3.0, 7.0]);
+    let f64s = |v: &[f64]| TensorData {
+        dtype: deploygen::ir::DType::F64,
+        shape: vec![2, 3],
+        bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+    };
+    write_npz(&dir.path().join("inputs.npz"), &[("a", f64s(&a)), ("b", f64s(&c))]);
+    let y: Vec<f32> = a.iter().zip(&c).map(|(x, z)| *x as f32 + *z as f32).collect();
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![2, 3], &y))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(6));
+    let m = deploygen::load(dir.path()).unwrap();
+    let bd = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap();
+    let notes = bd.notes.join("\n");
+    assert!(notes.contains("inputs.npz key 'a' is f64; converted to f32"), "{notes}");
+}

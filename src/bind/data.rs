@@ -180,7 +180,7 @@ impl<'a> Draft<'a> {
         for (&(idx, _), key) in &self.at {
             let x = &self.graph_inputs[idx];
             let t = self.inputs.header(key).expect("bound keys are listed");
-            if !fits(&x.ty, t) {
+            if !fits_data(&x.ty, t) {
                 bad.push(format!(
                     "  key '{key}' binds graph input '{}' ({}): expected {}, found {}",
                     x.name,
@@ -362,6 +362,13 @@ impl<'a> Draft<'a> {
             .iter()
             .map(|k| Ok(self.inputs.get(k)?.expect("bound keys are listed").clone()))
             .collect::<Result<_>>()?;
+        for (v, k) in values.iter_mut().zip(&keys) {
+            if v.dtype == DType::F64 && x.ty.dtype == DType::F32 {
+                self.notes
+                    .push(format!("inputs.npz key '{k}' is f64; converted to f32 for graph input '{}' (f32)", x.name));
+                *v = TensorData::from_f32(v.shape.clone(), &v.to_f32().unwrap_or_default());
+            }
+        }
         match (source, self.model.initial.get(&x.name)) {
             (Source::Initializer, Some(v)) => values.push(v.clone()),
             (Source::Constant, Some(_)) => self.notes.push(format!(
@@ -540,6 +547,14 @@ pub(super) fn ty_str(dtype: DType, shape: &[usize]) -> String {
     TensorType::new(dtype, shape).to_string()
 }
 
+/// Does an array bind to a graph input: it fits, or it is f64 data for an
+/// f32 input (third-party test runners write float64 inputs and cast them
+/// to the graph's type; so does binding, with a note).
+pub(super) fn fits_data(ty: &TensorType, t: &Header) -> bool {
+    let narrowed = t.dtype == DType::F64 && ty.dtype == DType::F32;
+    fits(ty, t) || (narrowed && fits(ty, &Header { dtype: DType::F32, shape: t.shape.clone() }))
+}
+
 /// Does an array fit a graph input's declared type? Symbolic dims take any
 /// size; an unknown rank takes any shape.
 pub(super) fn fits(ty: &TensorType, t: &Header) -> bool {
@@ -601,6 +616,6 @@ fn slot_order(graph_inputs: &[Input], role: &[Role], model: &Model) -> Vec<usize
 fn hint_for(x: &Input, inputs: &Npz, unknown: &[&str]) -> Option<String> {
     unknown
         .iter()
-        .find(|k| inputs.header(k).is_some_and(|h| fits(&x.ty, h)))
+        .find(|k| inputs.header(k).is_some_and(|h| fits_data(&x.ty, h)))
         .map(|k| format!("inputs.npz has an unused key '{k}' of type {}", x.ty))
 }

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::data::{fits, ty_str, Input};
+use super::data::{fits_data, ty_str, Input};
 use super::{quoted, Missing, Npz};
 use crate::error::{Error, Result};
 use crate::ir::Role;
@@ -28,7 +28,7 @@ pub(super) fn realign_positional(
     let key_at = |p: usize| format!("arr_{p:04}");
     let array = |p: usize| inputs.header(&key_at(p));
     let fits_at = |p: usize, q: usize| match (array(p), by_position.get(q)) {
-        (Some(t), Some(&i)) => fits(&graph_inputs[i].ty, t),
+        (Some(t), Some(&i)) => fits_data(&graph_inputs[i].ty, t),
         _ => false,
     };
     let mismatched: Vec<usize> = (0..by_position.len()).filter(|&p| array(p).is_some() && !fits_at(p, p)).collect();
