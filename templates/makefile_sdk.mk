@@ -20,6 +20,13 @@ endif
 {%- endif %}
 APP_CFLAGS = -std=gnu99 -O2 -D{{ c.platform_define }} -DNUM_CORES={{ c.cores }} \
 	-I$(CURDIR) -I$(CURDIR)/runtime/kernels -I$(CURDIR)/runtime/mem -I$(CURDIR)/runtime/harness
+{%- if c.xpulp %}
+# The int8 kernels' packed dot products (Xpulpv2, encoded with .insn);
+# make ... DG_NO_XPULP=1 builds their plain C loops instead.
+ifndef DG_NO_XPULP
+APP_CFLAGS += -DDG_XPULP
+endif
+{%- endif %}
 APP_LDFLAGS = -lm
 # make ... DG_PROFILE=1: every node prints its cycles (BENCH node lines,
 # for `deploygen report --profile`).

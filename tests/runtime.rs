@@ -472,6 +472,84 @@ fn kernel_math_checks_catch_a_wrong_coefficient() {
     }
 }
 
+// ---------------------------------------------------------------- int8 conv
+
+/// dg_qlinear_conv's packed path (gathered windows, 4-byte dot products)
+/// and its direct loop give the same int32 sums and requantized values for
+/// every pair of operand types, on 1, 3, 8 and 11 cores (an emulated
+/// cluster of 12: past the 8 scratch slots, cores idle).
+#[test]
+fn qconv_packed_and_direct_paths_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("qconv_tests");
+    build(&exe, "qconv_tests.c", "-O2", &["-DDG_PLATFORM_HOST", "-DDG_CLUSTER_CORES=12"]);
+    for cores in ["1", "3", "8", "11"] {
+        let (o, text) = run(&exe, &["--cores", cores]);
+        assert!(o.status.success(), "{cores} cores:\n{text}");
+        assert!(text.contains(&format!("56 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+    }
+}
+
+/// The Xpulpv2 instructions (OP-V, funct3 1 = bytes) in an object file:
+/// how many of pv.sdotsp.b, pv.sdotup.b and pv.sdotusp.b, at every
+/// 2-byte offset (compressed code aligns instructions so).
+fn packed_dots(obj: &[u8]) -> [usize; 3] {
+    let mut n = [0; 3];
+    for i in (0..obj.len().saturating_sub(3)).step_by(2) {
+        let w = u32::from_le_bytes(obj[i..i + 4].try_into().unwrap());
+        if w & 0x707F != 0x1057 {
+            continue;
+        }
+        match w >> 25 {
+            0x5C => n[0] += 1,
+            0x50 => n[1] += 1,
+            0x54 => n[2] += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// The chips' SDK builds define DG_XPULP: the int8 convolution's inner
+/// loops then are Xpulpv2's packed dot products, which the stock
+/// assemblers know only as `.insn` encodings. Built as the chip recipe
+/// builds the kernels (ziglang clang, rv32 zfinx), quant.c holds all three
+/// forms with the switch and none without it (GVSoC runs them: see
+/// docs/performance.md; qemu has no Xpulp).
+#[test]
+fn xpulp_switch_puts_packed_dot_products_in_the_int8_kernels() {
+    let have_zig =
+        Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
+    if !have_zig {
+        common::skip_unless_ci("xpulp kernels", "python3 -m ziglang missing (pip install ziglang)");
+        return;
+    }
+    common::ran("xpulp kernels");
+    let tmp = tempfile::tempdir().unwrap();
+    let r = root();
+    let build = |defs: &[&str], name: &str| -> Vec<u8> {
+        let obj = tmp.path().join(name);
+        let o = Command::new("python3")
+            .args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+c+zfinx"])
+            .args(["-O3", "-c", POSIX])
+            .args(STRICT)
+            .args(["-DDG_PLATFORM_SIRACUSA"])
+            .args(defs)
+            .args(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())))
+            .arg(r.join("kernels/quant.c"))
+            .arg("-o")
+            .arg(&obj)
+            .output()
+            .expect("ziglang cc");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        fs::read(&obj).unwrap()
+    };
+    let with = packed_dots(&build(&["-DDG_XPULP"], "xpulp.o"));
+    let without = packed_dots(&build(&[], "plain.o"));
+    assert!(with.iter().all(|&n| n >= 8), "sdotsp, sdotup, sdotusp with DG_XPULP: {with:?}");
+    assert_eq!(without, [0, 0, 0], "without DG_XPULP");
+}
+
 // ---------------------------------------------------------------- emulation
 
 fn emu_build(tmp: &Path, name: &str, opt: &str, extra: &[&str]) -> PathBuf {

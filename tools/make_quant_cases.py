@@ -122,17 +122,20 @@ def qbinary(out, rng, name, op, dt, ashape, bshape):
          [helper.make_tensor_value_info("y", tt(dt), yshape)], inits, {"a": a, "b": b})
 
 
-def qconv(out, rng, name, xdt, x_shape, w_shape, group=1, **attrs):
+def qconv(out, rng, name, xdt, x_shape, w_shape, group=1, wdt=np.int8, xzp=-2, wzp=0, **attrs):
+    """QLinearConv; xzp and wzp are offsets from the type's middle (0 for
+    int8, 128 for uint8): a nonzero W zero point (uint8 W) and a zero x
+    zero point exercise the kernels' zero-point terms."""
     x = q(rng, xdt, x_shape)
-    w = q(rng, np.int8, w_shape)
-    if xdt == np.uint8:
+    w = q(rng, wdt, w_shape)
+    if xdt == np.uint8 and wdt == np.int8:
         w = (w // 2).astype(np.int8)   # 7-bit weights: see qgemm
     m = w_shape[0]
     ws = rng.uniform(0.002, 0.02, m).astype(np.float32)
-    zp = (lambda v: xdt(v)) if xdt == np.int8 else (lambda v: xdt(v + 128))
-    inits = [const("xs", np.float32(0.04)), const("xzp", zp(-2)), const("w", w), const("ws", ws),
-             const("wzp", np.zeros(m, np.int8)), const("ys", np.float32(0.09)), const("yzp", zp(4)),
-             const("b", rng.integers(-3000, 3000, m).astype(np.int32))]
+    zp = lambda dt: (lambda v: dt(v)) if dt == np.int8 else (lambda v: dt(v + 128))
+    inits = [const("xs", np.float32(0.04)), const("xzp", zp(xdt)(xzp)), const("w", w), const("ws", ws),
+             const("wzp", np.full(m, zp(wdt)(wzp), wdt)), const("ys", np.float32(0.09)),
+             const("yzp", zp(xdt)(4)), const("b", rng.integers(-3000, 3000, m).astype(np.int32))]
     node = helper.make_node("QLinearConv", ["x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "b"], ["y"],
                             group=group, **attrs)
     ref = helper.make_graph([helper.make_node("Conv", ["xf", "wf"], ["yf"], group=group, **attrs)], "shape",
@@ -173,6 +176,16 @@ def main(argv=None):
           pads=[2, 2, 2, 2])
     qconv(args.out, rng, "qconv_int8_depthwise", np.int8, (1, 8, 7, 7), (8, 1, 3, 3), group=8, pads=[1, 1, 1, 1])
     qconv(args.out, rng, "qconv_int8_1d", np.int8, (1, 5, 70), (4, 5, 5), strides=[3], pads=[2, 2])
+    # In-channel windows of a multiple of 4 bytes: the kernels' packed path
+    # (gathered windows, 4-byte dot products); columns not a multiple of 4,
+    # an odd channel count per group.
+    qconv(args.out, rng, "qconv_int8_packed", np.int8, (2, 8, 9, 11), (11, 8, 3, 3), strides=[1, 2],
+          pads=[1, 1, 1, 1])
+    qconv(args.out, rng, "qconv_int8_packed_xzp0", np.int8, (1, 4, 6, 7), (5, 4, 1, 1), xzp=0)
+    qconv(args.out, rng, "qconv_uint8_packed_groups", np.uint8, (1, 8, 10, 9), (6, 4, 1, 3), group=2,
+          pads=[0, 1, 0, 1], dilations=[1, 2])
+    qconv(args.out, rng, "qconv_uint8_uint8w_packed", np.uint8, (1, 4, 8, 8), (7, 4, 2, 2), wdt=np.uint8,
+          wzp=-5, pads=[1, 0, 0, 1])
     print(f"{args.out}: {len(os.listdir(args.out))} cases")
     return 0
 

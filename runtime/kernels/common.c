@@ -25,7 +25,9 @@ void dg_kernel_error_set(const char *msg)
 volatile int dg_fault_id;
 #endif
 
-dg_range_t dg_split(uint32_t n)
+/* Inlined into both entry points: a call from dg_split would add a frame
+ * to every kernel's stack (runtime/kernels/stack_usage.txt). */
+static inline dg_range_t split(uint32_t n, uint32_t most)
 {
     dg_range_t r;
     uint32_t nc, id, chunk;
@@ -36,6 +38,8 @@ dg_range_t dg_split(uint32_t n)
 #endif
     nc = (uint32_t)pi_cl_team_nb_cores();
     id = pi_core_id();
+    if (nc > most)
+        nc = most;
     if (nc == 0)
         nc = 1;
     chunk = (n + nc - 1) / nc;
@@ -44,4 +48,14 @@ dg_range_t dg_split(uint32_t n)
     if (id >= nc)
         r.start = r.end = n;
     return r;
+}
+
+dg_range_t dg_split(uint32_t n)
+{
+    return split(n, 0xFFFFFFFFu);
+}
+
+dg_range_t dg_split_among(uint32_t n, uint32_t most)
+{
+    return split(n, most);
 }

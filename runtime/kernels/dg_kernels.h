@@ -40,6 +40,8 @@ typedef struct {
 
 /* Contiguous chunk [start, end) of n items for the calling core. */
 dg_range_t dg_split(uint32_t n);
+/* The same over at most `most` cores: the others get an empty range. */
+dg_range_t dg_split_among(uint32_t n, uint32_t most);
 
 /* ---- run-time errors in the data ----------------------------------------
  * What a kernel cannot compute from the values it is given (an integer Div
@@ -1381,6 +1383,14 @@ typedef struct {
     uint32_t group;
     uint32_t x_dtype, w_dtype, y_dtype;
     uint32_t w_per_channel; /* optional: 0 = one scale and zero point for W */
+    /* optional: NULL where the kernel does not read it. With K = in_c /
+     * group * k_h * k_w and KP = K rounded up to 4: 4 * out_c words of
+     * per-channel tables, out_c * KP bytes (W's rows zero-padded, when KP
+     * != K), then 8 slots (cores past the 8th idle) of 4 * KP bytes. Each
+     * core gathers the windows of 4 output pixels into its slot and
+     * multiplies them with W's rows 4 bytes at a time (packed dot products
+     * with DG_XPULP). Without it, a direct loop gives the same sums. */
+    void *scratch;
 } dg_qconv_args_t;
 void dg_qlinear_conv(void *args);
 

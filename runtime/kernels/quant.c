@@ -246,6 +246,287 @@ DG_QCONV_ROW(qconv_row_uu, uint8_t, uint8_t)
 typedef void (*qconv_row_fn)(const dg_qconv_args_t *, uint32_t, uint32_t, uint32_t, uint32_t, uint32_t, int32_t,
                              int32_t, int32_t *);
 
+/* ---- QLinearConv / ConvInteger, the packed path ---------------------------
+ * Each core gathers the windows of QCONV_PIX output columns into its
+ * scratch slot (pads read as x_zp) and multiplies them with W's rows four
+ * bytes at a time. With the raw bytes, sum (x - xzp)(w - wzp) =
+ * sum x w - wzp sum x - xzp sum w + K xzp wzp: the same int32 sum as the
+ * direct loop (in two's complement, whatever the order). */
+#define QCONV_PIX 4u
+#define QCONV_SLOTS 8u
+
+#if defined(DG_XPULP)
+/* Xpulpv2's pv.sdotsp.b / pv.sdotup.b / pv.sdotusp.b rd, rs1, rs2: rd plus
+ * the four byte products (signed x signed, unsigned x unsigned, unsigned
+ * rs1 x signed rs2). The stock assemblers do not know the names; .insn
+ * spells the encoding (OP-V 0x57, funct3 1: bytes; funct7 0x5C / 0x50 /
+ * 0x54). */
+#define Q_SDOT(F7, acc, a, b) __asm__(".insn r 0x57, 1, " #F7 ", %0, %1, %2" : "+r"(acc) : "r"(a), "r"(b))
+#define Q_DOT_SS(acc, a, b) Q_SDOT(0x5C, acc, a, b)
+#define Q_DOT_UU(acc, a, b) Q_SDOT(0x50, acc, a, b)
+#define Q_DOT_US(acc, a, b) Q_SDOT(0x54, acc, a, b)
+#else
+/* The same sums in plain C: the host emulation's and the fallback's. */
+#define Q_BYTE(v, i, T) ((int32_t)(T)(uint8_t)((v) >> (8u * (i))))
+#define Q_DOT4(T, U, a, b)                                                                                    \
+    (Q_BYTE(a, 0, T) * Q_BYTE(b, 0, U) + Q_BYTE(a, 1, T) * Q_BYTE(b, 1, U) + Q_BYTE(a, 2, T) * Q_BYTE(b, 2, U) + \
+     Q_BYTE(a, 3, T) * Q_BYTE(b, 3, U))
+#define Q_DOT_SS(acc, a, b) ((acc) += Q_DOT4(int8_t, int8_t, a, b))
+#define Q_DOT_UU(acc, a, b) ((acc) += Q_DOT4(uint8_t, uint8_t, a, b))
+#define Q_DOT_US(acc, a, b) ((acc) += Q_DOT4(uint8_t, int8_t, a, b))
+#endif
+/* x times w for each pair of operand types (su: the unsigned one first). */
+#define Q_XW_SS(acc, x, w) Q_DOT_SS(acc, x, w)
+#define Q_XW_UU(acc, x, w) Q_DOT_UU(acc, x, w)
+#define Q_XW_US(acc, x, w) Q_DOT_US(acc, x, w)
+#define Q_XW_SU(acc, x, w) Q_DOT_US(acc, w, x)
+#define Q_ONES 0x01010101u
+
+/* The packed path's geometry: W's row length k (0: the path cannot take
+ * the node), k rounded up to 4 bytes, and whether each core keeps a
+ * zero-padded copy of W (rows of kp bytes) because k is not. */
+typedef struct {
+    uint32_t k, kp, copy_w;
+} qconv_packing_t;
+
+static qconv_packing_t qconv_packing(const dg_qconv_args_t *p)
+{
+    qconv_packing_t g;
+    g.k = p->in_c / p->group * p->k_h * p->k_w;
+    g.kp = (g.k + 3u) & ~3u;
+    g.copy_w = g.k != g.kp;
+    if (!p->scratch || ((uintptr_t)p->scratch & 3u) != 0 || (!g.copy_w && ((uintptr_t)p->w & 3u) != 0))
+        g.k = 0;
+    return g;
+}
+
+/* The scratch: the per-channel tables (qconv_chan_t, four words per output
+ * channel) and W's copy, shared by the cores, then one slot of QCONV_PIX
+ * gathered windows per core. */
+static uint32_t qconv_shared_bytes(const dg_qconv_args_t *p, const qconv_packing_t *g)
+{
+    return 16u * p->out_c + (g->copy_w ? p->out_c * g->kp : 0u);
+}
+
+/* The window of output pixel (oh, ow) of sample nb, group g, into
+ * col[0, k) in W's (channel, row, column) order, then zeros up to kp;
+ * returns the sum of its k values. Pads read as xzp. The fields are read
+ * into locals once: col's byte stores may alias anything. */
+#define DG_QCONV_GATHER(NAME, XT)                                                                                 \
+    static int32_t NAME(const dg_qconv_args_t *p, uint32_t nb, uint32_t g, uint32_t oh, uint32_t ow, XT xzp,      \
+                        XT *col, const qconv_packing_t *pk)                                                       \
+    {                                                                                                             \
+        const uint32_t cpg = p->in_c / p->group, in_h = p->in_h, in_w = p->in_w, plane = in_h * in_w;             \
+        const uint32_t k_h = p->k_h, k_w = p->k_w, dil_h = p->dil_h, dil_w = p->dil_w, pad = pk->kp - pk->k;      \
+        const XT *x = (const XT *)p->x + (nb * p->in_c + g * cpg) * plane;                                        \
+        const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;                                    \
+        const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;                                   \
+        const int inner = ih0 >= 0 && iw0 >= 0 && ih0 + (int32_t)((k_h - 1u) * dil_h) < (int32_t)in_h &&          \
+                          iw0 + (int32_t)((k_w - 1u) * dil_w) < (int32_t)in_w;                                    \
+        int32_t sum = 0;                                                                                          \
+        uint32_t ic, kh, kw;                                                                                      \
+        if (inner) { /* the whole window inside: no tests */                                                     \
+            for (ic = 0; ic < cpg; ic++, x += plane) {                                                            \
+                const XT *r = x + (uint32_t)ih0 * in_w + (uint32_t)iw0;                                           \
+                for (kh = 0; kh < k_h; kh++, r += dil_h * in_w) {                                                 \
+                    for (kw = 0; kw < k_w; kw++) {                                                                \
+                        const XT v = r[kw * dil_w];                                                               \
+                        *col++ = v;                                                                               \
+                        sum += v;                                                                                 \
+                    }                                                                                             \
+                }                                                                                                 \
+            }                                                                                                     \
+        } else {                                                                                                  \
+            for (ic = 0; ic < cpg; ic++, x += plane) {                                                            \
+                for (kh = 0; kh < k_h; kh++) {                                                                    \
+                    const int32_t ih = ih0 + (int32_t)(kh * dil_h);                                               \
+                    const int in_row = ih >= 0 && ih < (int32_t)in_h;                                             \
+                    const XT *row = in_row ? x + (uint32_t)ih * in_w : x;                                         \
+                    for (kw = 0; kw < k_w; kw++) {                                                                \
+                        const int32_t iw = iw0 + (int32_t)(kw * dil_w);                                           \
+                        const XT v = in_row && iw >= 0 && iw < (int32_t)in_w ? row[iw] : xzp;                     \
+                        *col++ = v;                                                                               \
+                        sum += v;                                                                                 \
+                    }                                                                                             \
+                }                                                                                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+        for (kw = 0; kw < pad; kw++)                                                                              \
+            *col++ = 0;                                                                                           \
+        return sum;                                                                                               \
+    }
+
+DG_QCONV_GATHER(qconv_gather_s, int8_t)
+DG_QCONV_GATHER(qconv_gather_u, uint8_t)
+
+/* s * m as an 8-bit output at y[i] when |s| < lim, with lim below
+ * 2^21 / m: the product then lies well inside q_round's exact range, so
+ * the float clamps and NaN test go (m is finite and positive, or lim is
+ * 0). Otherwise, and for int32 and float outputs, q_out. */
+static inline void q_out8(void *y, uint32_t i, int32_t s, float m, uint32_t lim, int32_t zp, uint32_t dt)
+{
+    const uint32_t mag = s < 0 ? 0u - (uint32_t)s : (uint32_t)s;
+    const float magic = 12582912.0f;
+    volatile float v; /* rounded on its own: see q_out */
+    if (mag >= lim) {
+        q_out(y, i, s, m, zp, dt);
+        return;
+    }
+    v = (float)s * m;
+    q_store(y, i, (int32_t)((v + magic) - magic), zp, dt);
+}
+
+/* q_out8's bound for multiplier m (0: every value takes q_out). */
+static inline uint32_t q_lim(float m, uint32_t dt)
+{
+    float l;
+    if ((dt != DG_DT_I8 && dt != DG_DT_U8) || !(m > 0.0f) || !(m < 1e30f))
+        return 0;
+    l = 2097152.0f / m;
+    return l >= 2147483648.0f ? 0x7FFFFFFFu : (uint32_t)l;
+}
+
+/* A core's per-channel tables in its slot (the divisions once, not per
+ * output: the cluster's cores share one divider). */
+typedef struct {
+    uint32_t *base; /* bias - xzp sum w + K xzp wzp */
+    uint32_t *wzp;
+    float *m;
+    uint32_t *lim;
+} qconv_chan_t;
+
+/* Requantize n output pixels from pix0 of channel oc: acc holds sum x w
+ * of each, sx its window's sum x. Unsigned arithmetic: the terms wrap as
+ * the direct loop's sums would. */
+static inline void qconv_store(void *y, uint32_t at, uint32_t n, const int32_t *acc, const int32_t *sx,
+                               const qconv_chan_t *ch, uint32_t oc, int32_t yzp, uint32_t dt)
+{
+    const uint32_t base = ch->base[oc], wzp = ch->wzp[oc], lim = ch->lim[oc];
+    const float m = ch->m[oc];
+    uint32_t j;
+    for (j = 0; j < n; j++)
+        q_out8(y, at + j, (int32_t)((uint32_t)acc[j] - wzp * (uint32_t)sx[j] + base), m, lim, yzp, dt);
+}
+
+/* The tables of output channels [lo, hi) and their rows of W's copy (the
+ * divisions once per channel, not per output: the cluster's cores share
+ * one divider). */
+#define DG_QCONV_ROWS(NAME, WSUM)                                                                                  \
+    static void NAME(const dg_qconv_args_t *p, const qconv_packing_t *pk, const qconv_chan_t *ch, uint8_t *copy,  \
+                     uint32_t lo, uint32_t hi, int32_t xzp)                                                       \
+    {                                                                                                             \
+        uint32_t oc, i;                                                                                           \
+        for (oc = lo; oc < hi; oc++) {                                                                            \
+            const uint8_t *w = (const uint8_t *)p->w + oc * pk->k;                                                \
+            const uint32_t c = p->w_per_channel ? oc : 0;                                                         \
+            const uint32_t wzp = (uint32_t)q_zp(p->w_zero_point, c, p->w_dtype);                                  \
+            const uint32_t *r;                                                                                    \
+            int32_t sw = 0;                                                                                       \
+            if (pk->copy_w) {                                                                                     \
+                memcpy(copy + oc * pk->kp, w, pk->k);                                                             \
+                memset(copy + oc * pk->kp + pk->k, 0, pk->kp - pk->k);                                            \
+                w = copy + oc * pk->kp;                                                                           \
+            }                                                                                                     \
+            r = (const uint32_t *)w;                                                                              \
+            for (i = 0; xzp != 0 && i < pk->kp / 4u; i++)                                                         \
+                WSUM(sw, r[i], Q_ONES);                                                                           \
+            ch->base[oc] = (uint32_t)(p->b ? p->b[oc] : 0) - (uint32_t)xzp * (uint32_t)sw +                      \
+                           pk->k * (uint32_t)xzp * wzp;                                                           \
+            ch->wzp[oc] = wzp;                                                                                    \
+            ch->m[oc] = q_multiplier(p->x_scale, p->w_scale, p->y_scale, c);                                      \
+            ch->lim[oc] = q_lim(ch->m[oc], p->y_dtype);                                                           \
+        }                                                                                                         \
+    }
+
+DG_QCONV_ROWS(qconv_rows_s, Q_DOT_SS)
+DG_QCONV_ROWS(qconv_rows_u, Q_DOT_UU)
+
+/* The units [u0, u1): QCONV_PIX consecutive output pixels of one sample
+ * and group (row-major, so a narrow output fills every lane), for every
+ * output channel of the group, two channels at a time. */
+#define DG_QCONV_PACKED(NAME, XT, GATHER, XW)                                                                     \
+    static void NAME(const dg_qconv_args_t *p, const qconv_packing_t *pk, const qconv_chan_t *chan,               \
+                     const uint8_t *w, uint8_t *slot, uint32_t u0, uint32_t u1, int32_t xzp, int32_t yzp)         \
+    {                                                                                                             \
+        const uint32_t opg = p->out_c / p->group, k4 = pk->kp / 4u, hw = p->out_h * p->out_w;                     \
+        const uint32_t blocks = (hw + QCONV_PIX - 1u) / QCONV_PIX;                                                \
+        const qconv_chan_t ch = *chan;                                                                            \
+        XT *col = (XT *)slot;                                                                                     \
+        const uint32_t *c0 = (const uint32_t *)col, *c1 = c0 + k4, *c2 = c1 + k4, *c3 = c2 + k4;                \
+        int32_t sx[QCONV_PIX], a[QCONV_PIX], b[QCONV_PIX];                                                        \
+        uint32_t u, oc, j, i;                                                                                     \
+        for (u = u0; u < u1; u++) {                                                                               \
+            const uint32_t pix0 = (u % blocks) * QCONV_PIX, g = (u / blocks) % p->group;                          \
+            const uint32_t nb = u / (blocks * p->group), n = hw - pix0 < QCONV_PIX ? hw - pix0 : QCONV_PIX;       \
+            uint32_t oh = pix0 / p->out_w, ow = pix0 % p->out_w;                                                  \
+            for (j = 0; j < QCONV_PIX; j++) {                                                                     \
+                if (j < n)                                                                                        \
+                    sx[j] = GATHER(p, nb, g, oh, ow, (XT)xzp, col + j * pk->kp, pk);                              \
+                else /* a pixel past the plane: computed, never stored */                                         \
+                    memcpy(col + j * pk->kp, col, pk->kp);                                                        \
+                if (++ow == p->out_w)                                                                             \
+                    ow = 0, oh++;                                                                                 \
+            }                                                                                                     \
+            for (oc = g * opg; oc < (g + 1u) * opg; oc += 2u) {                                                   \
+                const int two = oc + 1u < (g + 1u) * opg;                                                         \
+                const uint32_t *w0 = (const uint32_t *)(w + oc * pk->kp), *w1 = two ? w0 + k4 : w0;               \
+                int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;                           \
+                for (i = 0; i < k4; i++) {                                                                        \
+                    const uint32_t wa = w0[i], wb = w1[i];                                                        \
+                    const uint32_t x0 = c0[i], x1 = c1[i], x2 = c2[i], x3 = c3[i];                                \
+                    XW(a0, x0, wa);                                                                               \
+                    XW(a1, x1, wa);                                                                               \
+                    XW(a2, x2, wa);                                                                               \
+                    XW(a3, x3, wa);                                                                               \
+                    XW(b0, x0, wb);                                                                               \
+                    XW(b1, x1, wb);                                                                               \
+                    XW(b2, x2, wb);                                                                               \
+                    XW(b3, x3, wb);                                                                               \
+                }                                                                                                 \
+                a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;                                                       \
+                qconv_store(p->y, (nb * p->out_c + oc) * hw + pix0, n, a, sx, &ch, oc, yzp, p->y_dtype);          \
+                if (two) {                                                                                        \
+                    b[0] = b0, b[1] = b1, b[2] = b2, b[3] = b3;                                                   \
+                    qconv_store(p->y, (nb * p->out_c + oc + 1u) * hw + pix0, n, b, sx, &ch, oc + 1u, yzp,         \
+                                p->y_dtype);                                                                      \
+                }                                                                                                 \
+            }                                                                                                     \
+        }                                                                                                         \
+    }
+
+DG_QCONV_PACKED(qconv_packed_ss, int8_t, qconv_gather_s, Q_XW_SS)
+DG_QCONV_PACKED(qconv_packed_us, uint8_t, qconv_gather_u, Q_XW_US)
+DG_QCONV_PACKED(qconv_packed_su, int8_t, qconv_gather_s, Q_XW_SU)
+DG_QCONV_PACKED(qconv_packed_uu, uint8_t, qconv_gather_u, Q_XW_UU)
+
+typedef void (*qconv_packed_fn)(const dg_qconv_args_t *, const qconv_packing_t *, const qconv_chan_t *,
+                                const uint8_t *, uint8_t *, uint32_t, uint32_t, int32_t, int32_t);
+
+/* The packed path: every core of the team fills its share of the tables
+ * (and of W's copy), then the first QCONV_SLOTS cores compute, each in its
+ * slot. */
+static void qconv_packed(const dg_qconv_args_t *p, const qconv_packing_t *pk, int32_t xzp, int32_t yzp)
+{
+    const int xs = p->x_dtype == DG_DT_I8, ws = p->w_dtype == DG_DT_I8;
+    const qconv_packed_fn f =
+        xs ? (ws ? qconv_packed_ss : qconv_packed_su) : (ws ? qconv_packed_us : qconv_packed_uu);
+    const uint32_t blocks = (p->out_h * p->out_w + QCONV_PIX - 1u) / QCONV_PIX;
+    uint8_t *sc = (uint8_t *)p->scratch, *copy = sc + 16u * p->out_c;
+    const dg_range_t rows = dg_split(p->out_c);
+    const uint32_t slot = qconv_shared_bytes(p, pk) + QCONV_PIX * pk->kp * (uint32_t)pi_core_id();
+    dg_range_t r;
+    qconv_chan_t ch;
+    ch.base = (uint32_t *)sc;
+    ch.wzp = ch.base + p->out_c;
+    ch.m = (float *)(ch.wzp + p->out_c);
+    ch.lim = (uint32_t *)(ch.m + p->out_c);
+    (ws ? qconv_rows_s : qconv_rows_u)(p, pk, &ch, copy, rows.start, rows.end, xzp);
+    pi_cl_team_barrier();
+    r = dg_split_among(p->batch * p->group * blocks, QCONV_SLOTS);
+    if (r.start < r.end)
+        f(p, pk, &ch, pk->copy_w ? copy : (const uint8_t *)p->w, sc + slot, r.start, r.end, xzp, yzp);
+}
+
 void dg_qlinear_conv(void *args)
 {
     const dg_qconv_args_t *p = (const dg_qconv_args_t *)args;
@@ -253,10 +534,16 @@ void dg_qlinear_conv(void *args)
     const int32_t yzp = q_zp(p->y_zero_point, 0, p->y_dtype);
     const int xs = p->x_dtype == DG_DT_I8, ws = p->w_dtype == DG_DT_I8;
     const qconv_row_fn row = xs ? (ws ? qconv_row_ss : qconv_row_su) : (ws ? qconv_row_us : qconv_row_uu);
-    /* One unit of work: an output row (sample, channel, row). */
-    dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
+    const qconv_packing_t pk = qconv_packing(p);
+    dg_range_t r;
     int32_t acc[QCONV_COLS];
     uint32_t u, ow, i;
+    if (pk.k) {
+        qconv_packed(p, &pk, xzp, yzp);
+        return;
+    }
+    /* One unit of work: an output row (sample, channel, row). */
+    r = dg_split(p->batch * p->out_c * p->out_h);
     for (u = r.start; u < r.end; u++) {
         const uint32_t oh = u % p->out_h, oc = (u / p->out_h) % p->out_c, nb = u / (p->out_h * p->out_c);
         const uint32_t c = p->w_per_channel ? oc : 0;

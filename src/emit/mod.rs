@@ -99,6 +99,8 @@ pub struct Common {
     /// The cluster stacks the harness asks for (`CC_STACK_SIZE`,
     /// `STACK_SIZE`, `SLAVE_STACK_SIZE`).
     pub stacks: Stacks,
+    /// The SDK build defines `DG_XPULP` (the platform's packed dot products).
+    pub xpulp: bool,
 }
 
 /// The graph, the plan and the buffers by tensor name: what the builders
@@ -224,6 +226,7 @@ pub fn generate(
         net: if training { "TrainingNetwork" } else { "Network" }.to_string(),
         cores: p.cluster_cores,
         stacks: p.stacks(),
+        xpulp: p.xpulp,
     };
     let net = network::build(&ctx, binding)?;
     let w = weights::build(&ctx, binding, opts.hex_files)?;

@@ -57,6 +57,7 @@ pub const OPS: &[OpDef] = &[
         infer: qlinear_conv,
         required: &[0, 1, 2, 3, 4, 5, 6, 7],
         kernel: Some(bind_qlinear_conv),
+        scratch: Some(|g, n| qconv_scratch(g, n, &QCONV)),
         macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(QCONV.w)?)),
         ..OpDef::BASE
     },
@@ -67,6 +68,7 @@ pub const OPS: &[OpDef] = &[
         infer: conv_integer,
         required: &[0, 1],
         kernel: Some(bind_conv_integer),
+        scratch: Some(|g, n| qconv_scratch(g, n, &CONV_INTEGER)),
         macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(CONV_INTEGER.w)?)),
         ..OpDef::BASE
     },
@@ -592,7 +594,29 @@ fn conv_call(ctx: &KernelCtx, s: &Slots) -> Result<KernelCall> {
     fields.extend(quant);
     fields.extend(conv_fields(&g, group));
     fields.push(("w_per_channel", u(usize::from(per.channel))));
+    fields.push(("scratch", ctx.scratch.clone().map_or(Arg::Null, Arg::Ptr)));
     one(call("dg_qlinear_conv", "dg_qconv_args_t", fields))
+}
+
+/// Cores with a scratch slot, and output columns gathered at once
+/// (runtime/kernels/dg_kernels.h, dg_qconv_args_t).
+const QCONV_SLOTS: u64 = 8;
+const QCONV_PIX: u64 = 4;
+
+/// The packed-dot path's scratch: four words per output channel (sum
+/// offset, W's zero point, multiplier, bound) and, where K = in_c/group *
+/// k_h * k_w is not a multiple of 4, W with its rows padded to KP (K
+/// rounded up to 4), shared by the cores; then per core QCONV_PIX gathered
+/// windows of KP bytes.
+fn qconv_scratch(g: &Graph, n: &Node, s: &Slots) -> u64 {
+    let Some(w) = n.input(s.w).and_then(|w| g.tensor(w).ty.shape()) else { return 0 };
+    let k = w.iter().skip(1).product::<usize>() as u64;
+    if w.len() < 3 || k == 0 {
+        return 0;
+    }
+    let (kp, out_c) = (k.div_ceil(4) * 4, w[0] as u64);
+    let copy = if kp == k { 0 } else { out_c * kp };
+    16 * out_c + copy + QCONV_SLOTS * QCONV_PIX * kp
 }
 
 fn bind_qlinear_matmul(ctx: &KernelCtx) -> Result<KernelCall> {

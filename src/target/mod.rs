@@ -148,6 +148,11 @@ pub struct Platform {
     /// The SDK build file generated beside `Makefile.host`.
     #[serde(default, skip_serializing)]
     pub sdk_build: SdkBuild,
+    /// Whether the cluster cores run Xpulpv2's packed 4 x 8-bit dot
+    /// products: the SDK build then defines `DG_XPULP` (the int8 kernels'
+    /// inner loops).
+    #[serde(default, skip_serializing)]
+    pub xpulp: bool,
 }
 
 /// Which SDK build file a project for the platform carries.
