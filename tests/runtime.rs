@@ -474,8 +474,9 @@ fn kernel_math_checks_catch_a_wrong_coefficient() {
 
 // ---------------------------------------------------------------- int8 conv
 
-/// dg_qlinear_conv's packed path (gathered windows, 4-byte dot products)
-/// and its direct loop give the same int32 sums and requantized values for
+/// dg_qlinear_conv's and dg_qlinear_matmul's packed paths (gathered
+/// windows, B's rows, 4-byte dot products) and their direct loops give the
+/// same int32 sums and requantized (or float) values for
 /// every pair of operand types, on 1, 3, 8 and 11 cores (an emulated
 /// cluster of 12: past the 8 scratch slots, cores idle).
 #[test]
@@ -486,7 +487,7 @@ fn qconv_packed_and_direct_paths_agree() {
     for cores in ["1", "3", "8", "11"] {
         let (o, text) = run(&exe, &["--cores", cores]);
         assert!(o.status.success(), "{cores} cores:\n{text}");
-        assert!(text.contains(&format!("56 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+        assert!(text.contains(&format!("72 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
     }
 }
 

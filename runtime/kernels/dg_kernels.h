@@ -1300,6 +1300,13 @@ typedef struct {
     uint32_t trans_b; /* optional: 0 = as stored */
     const int32_t *bias; /* optional: NULL where the kernel does not read it */
     float alpha; /* optional: 0 = 1 */
+    /* optional: NULL where the kernel does not read it. With one B for
+     * every batch, k a multiple of 4 and A word-aligned: n * k bytes (B as
+     * [n, k] rows) and 4 * n words of per-column tables; the team fills
+     * them, then each core multiplies pairs of A's rows with 4 of B's rows
+     * at a time, 4 bytes per packed dot product (DG_XPULP). Without it, a
+     * direct loop gives the same sums. */
+    void *scratch;
 } dg_qmatmul_args_t;
 void dg_qlinear_matmul(void *args);
 

@@ -1,5 +1,5 @@
 /*
- * The quantized convolution's two paths give the same sums.
+ * The quantized convolution's and product's two paths give the same sums.
  *
  *   qconv_tests [--cores N]
  *
@@ -151,6 +151,77 @@ static size_t one(const geom_t *g, uint32_t xdt, uint32_t wdt, uint32_t ydt, siz
     return bad;
 }
 
+/* ---- products: dg_qlinear_matmul with and without its scratch ---- */
+
+typedef struct {
+    dg_qmatmul_args_t a;
+    int ncores;
+} mm_job_t;
+
+static void mm_entry(void *arg)
+{
+    mm_job_t *j = (mm_job_t *)arg;
+    pi_cl_team_fork(j->ncores, dg_qlinear_matmul, &j->a);
+}
+
+static void mm_run(dg_qmatmul_args_t *a)
+{
+    struct pi_cluster_task task;
+    mm_job_t j;
+    j.a = *a;
+    j.ncores = g_cores;
+    pi_cluster_send_task_to_cl(&g_cluster, pi_cluster_task(&task, mm_entry, &j));
+}
+
+/* batch x m x k times k x n (or n x k with trans_b), B shared by the batch. */
+static size_t mm_one(uint32_t batch, uint32_t m, uint32_t k, uint32_t n, uint32_t trans_b, uint32_t adt,
+                     uint32_t bdt, uint32_t ydt, size_t *compared)
+{
+    const size_t na = (size_t)batch * m * k, nb = (size_t)k * n, ny = (size_t)batch * m * n;
+    const size_t ysz = ydt == DG_DT_I8 || ydt == DG_DT_U8 ? 1u : 4u;
+    uint8_t *av = malloc(na), *bv = malloc(nb), *y0 = malloc(ny * ysz), *y1 = malloc(ny * ysz);
+    uint8_t *scratch = malloc(nb + 16u * n), azp = (uint8_t)(adt == DG_DT_I8 ? 0xFE : 0x85), yzp = 5;
+    uint8_t *bzp = malloc(n);
+    int32_t *bias = malloc(4u * n);
+    float as = 0.05f, ys = 0.3f, *bs = malloc(4u * n);
+    size_t i, bad = 0;
+    dg_qmatmul_args_t a;
+    for (i = 0; i < na; i++)
+        av[i] = (uint8_t)rnd();
+    for (i = 0; i < nb; i++)
+        bv[i] = (uint8_t)rnd();
+    for (i = 0; i < n; i++) {
+        bzp[i] = (uint8_t)(rnd() % 5u + (bdt == DG_DT_U8 ? 126u : 0u)) - (bdt == DG_DT_I8 ? 2u : 0u);
+        bias[i] = (int32_t)(rnd() % 4000u) - 2000;
+        bs[i] = 0.001f + (float)(rnd() % 1000u) * 0.00001f;
+    }
+    memset(&a, 0, sizeof a);
+    a.a = av, a.b = bv, a.a_zero_point = &azp, a.b_zero_point = bzp, a.b_per_col = 1;
+    if (ydt != DG_DT_I32) {
+        a.a_scale = &as, a.b_scale = bs, a.bias = bias, a.alpha = 0.75f;
+        if (ydt != DG_DT_F32)
+            a.y_scale = &ys, a.y_zero_point = &yzp;
+    }
+    a.m = m, a.n = n, a.k = k, a.batch = batch, a.trans_b = trans_b;
+    if (batch > 1) {
+        a.nbatch_dims = 1, a.batch_shape[0] = batch, a.a_bstrides[0] = m * k, a.b_bstrides[0] = 0;
+    }
+    a.a_dtype = adt, a.b_dtype = bdt, a.y_dtype = ydt;
+    a.y = y0;
+    mm_run(&a);
+    a.y = y1;
+    a.scratch = scratch;
+    mm_run(&a);
+    for (i = 0; i < ny * ysz; i++)
+        bad += y0[i] != y1[i];
+    *compared += ny;
+    if (bad)
+        printf("  matmul %ux%ux%ux%u trans_b %u, a %u b %u y %u: %zu bytes differ\n", (unsigned)batch, (unsigned)m,
+               (unsigned)k, (unsigned)n, (unsigned)trans_b, (unsigned)adt, (unsigned)bdt, (unsigned)ydt, bad);
+    free(av), free(bv), free(y0), free(y1), free(scratch), free(bzp), free(bias), free(bs);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t pairs[4][2] = {
@@ -169,6 +240,14 @@ int main(int argc, char **argv)
             bad += one(&GEOMS[gi], pairs[p][0], pairs[p][1], pairs[p][0], &compared);
             cases += 2;
         }
+    }
+    for (p = 0; p < 4; p++) {
+        const uint32_t ad = pairs[p][0], bd = pairs[p][1];
+        bad += mm_one(1, 5, 12, 7, 0, ad, bd, DG_DT_I32, &compared);
+        bad += mm_one(3, 4, 40, 9, 1, ad, bd, ad, &compared);
+        bad += mm_one(2, 3, 8, 4, 0, ad, bd, DG_DT_F32, &compared);
+        bad += mm_one(1, 1, 64, 13, 1, ad, bd, ad, &compared);
+        cases += 4;
     }
     pi_cluster_close(&g_cluster);
     printf("qconv paths: %zu cases on %d cores, %zu values compared, %zu differ\n", cases, g_cores, compared, bad);

@@ -39,6 +39,7 @@ pub const OPS: &[OpDef] = &[
         infer: qlinear_matmul,
         required: &[0, 1, 2, 3, 4, 5, 6, 7],
         kernel: Some(bind_qlinear_matmul),
+        scratch: Some(|g, n| qmatmul_scratch(g, n, QCONV.w, false)),
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
     },
@@ -47,6 +48,7 @@ pub const OPS: &[OpDef] = &[
         infer: matmul_integer,
         required: &[0, 1],
         kernel: Some(bind_matmul_integer),
+        scratch: Some(|g, n| qmatmul_scratch(g, n, CONV_INTEGER.w, false)),
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
     },
@@ -80,6 +82,7 @@ pub const OPS: &[OpDef] = &[
         infer: qgemm,
         required: &[0, 1, 2, 3, 4, 5],
         kernel: Some(bind_qgemm),
+        scratch: Some(|g, n| qmatmul_scratch(g, n, QGEMM_SLOTS.w, n.attr_int("transB").unwrap_or(0) != 0)),
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
     },
@@ -643,7 +646,21 @@ fn matmul_call(ctx: &KernelCtx, s: &Slots) -> Result<KernelCall> {
     fields.extend(geometry.fields);
     fields.push(("b_per_col", u(usize::from(per.channel))));
     fields.push(("a_zp_per_row", u(usize::from(per.row))));
+    fields.push(("scratch", ctx.scratch.clone().map_or(Arg::Null, Arg::Ptr)));
     one(call("dg_qlinear_matmul", "dg_qmatmul_args_t", fields))
+}
+
+/// The packed product's scratch: B as [n, k] rows and four words per
+/// column, for a 2-D B (one for every batch) whose k is a multiple of 4;
+/// other products take the direct loop and no scratch.
+fn qmatmul_scratch(g: &Graph, n: &Node, b: usize, trans_b: bool) -> u64 {
+    let Some(shape) = n.input(b).and_then(|b| g.tensor(b).ty.shape()) else { return 0 };
+    let [rows, cols] = shape[..] else { return 0 };
+    let (k, cols) = if trans_b { (cols, rows) } else { (rows, cols) };
+    if k == 0 || k % 4 != 0 {
+        return 0;
+    }
+    (cols * k + 16 * cols) as u64
 }
 
 /// A conv field's name in the matmul kernel's struct (x, w -> a, b).
@@ -697,6 +714,7 @@ fn bind_qgemm(ctx: &KernelCtx) -> Result<KernelCall> {
     if alpha != 1.0 {
         fields.push(("alpha", Arg::F(alpha)));
     }
+    fields.push(("scratch", ctx.scratch.clone().map_or(Arg::Null, Arg::Ptr)));
     one(call("dg_qlinear_matmul", "dg_qmatmul_args_t", fields))
 }
 
