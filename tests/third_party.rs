@@ -391,3 +391,143 @@ fn float64_inputs_of_a_float32_graph_are_converted() {
     let notes = bd.notes.join("\n");
     assert!(notes.contains("inputs.npz key 'a' is f64; converted to f32"), "{notes}");
 }
+
+/// Deeploy writes integer arrays (int64, int8, …) for graph inputs and
+/// references declared float32, and its runner casts them. Binding does
+/// too, with a note, when every value is exact in f32.
+#[test]
+fn integer_data_of_a_float32_graph_is_converted_when_exact() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("a", F32, &[2, 3]).input("b", F32, &[2, 3]).node("Add", &["a", "b"], &["y"], vec![]).output(
+        "y",
+        F32,
+        &[2, 3],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let (a, c) = ([-128i64, 0, 127, 1 << 24, -(1 << 24), 5], [1i64, -7, 3, 0, 0, -5]);
+    let i8s: Vec<u8> = c.iter().map(|&v| v as i8 as u8).collect();
+    let c8 = TensorData { dtype: deploygen::ir::DType::I8, shape: vec![2, 3], bytes: i8s };
+    write_npz(&dir.path().join("inputs.npz"), &[("a", TensorData::from_i64(vec![2, 3], &a)), ("b", c8)]);
+    let y: Vec<i64> = a.iter().zip(&c).map(|(x, z)| x + z).collect();
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_i64(vec![2, 3], &y))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(6));
+    let m = deploygen::load(dir.path()).unwrap();
+    let bd = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap();
+    let notes = bd.notes.join("\n");
+    assert!(notes.contains("inputs.npz key 'a' is i64; converted to f32 for graph input 'a' (f32)"), "{notes}");
+    assert!(notes.contains("inputs.npz key 'b' is i8; converted to f32 for graph input 'b' (f32)"), "{notes}");
+    assert!(notes.contains("key 'y' is i64; converted to f32 for graph output 'y'"), "{notes}");
+}
+
+/// An integer value f32 cannot hold exactly (|v| > 2^24) is refused, and
+/// the error names the key, the input and the value.
+#[test]
+fn integer_data_not_exact_in_float32_is_refused_naming_the_value() {
+    let mut b = ModelBuilder::new();
+    b.input("a", F32, &[3]).node("Relu", &["a"], &["y"], vec![]).output("y", F32, &[3]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let a = [1i64, (1 << 24) + 1, 2];
+    write_npz(&dir.path().join("inputs.npz"), &[("a", TensorData::from_i64(vec![3], &a))]);
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![3], &[1.0, 0.0, 2.0]))]);
+    let m = deploygen::load(dir.path()).unwrap();
+    let err = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("key 'a' binds graph input 'a'"), "{err}");
+    assert!(err.contains("i64 value 16777217 at flat index 1 is not exact in f32"), "{err}");
+    // The same value in a reference is refused too.
+    write_npz(&dir.path().join("inputs.npz"), &[("a", TensorData::from_i64(vec![3], &[1, 2, 3]))]);
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_i64(vec![3], &a))]);
+    let err = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("key 'y' is the reference for graph output 'y'"), "{err}");
+    assert!(err.contains("i64 value 16777217 at flat index 1 is not exact in f32"), "{err}");
+}
+
+/// Deeploy's RequantShift: `clip(floor((x * mul + add + div / 2) / div))`
+/// to the signed or unsigned range of `n_levels`, mul and add per channel
+/// (axis 1; quantlib writes `[C, 1, 1]` for a rank-3 x), the attributes as
+/// one-value float tensors or ints, `n_levels_out` the older spelling.
+#[test]
+fn requant_shift_is_deeploys_rounding_shift_and_clip() {
+    if !have_gcc() {
+        return;
+    }
+    let x: Vec<f32> = vec![-300.0, -129.0, -128.0, -1.0, 0.0, 1.0, 127.0, 128.0, 1000.0, 63.0, 64.0, -65.0];
+    let (mul, add) = ([2.0f32, -3.0], [0.0f32, 5.0]);
+    let want = |signed: bool| -> Vec<f32> {
+        let (lo, hi) = if signed { (-128i64, 127) } else { (0, 255) };
+        x.iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let c = i / 6;
+                let t = v as i64 * mul[c] as i64 + add[c] as i64 + 4;
+                (t.div_euclid(8)).clamp(lo, hi) as f32
+            })
+            .collect()
+    };
+    for signed in [1, 0] {
+        let mut b = ModelBuilder::new();
+        b.input("x", F32, &[1, 2, 6])
+            .init("mul", &[2, 1, 1], &mul)
+            .init("add", &[2, 1, 1], &add)
+            .node(
+                "RequantShift",
+                &["x", "mul", "add"],
+                &["y"],
+                vec![
+                    common::attr_float("div", 8.0),
+                    common::attr_int("n_levels_out", 256),
+                    common::attr_int("signed", signed),
+                ],
+            )
+            .output("y", F32, &[1, 2, 6]);
+        let dir = tempfile::tempdir().unwrap();
+        b.write(dir.path(), "network.onnx");
+        write_npz(&dir.path().join("inputs.npz"), &[("x", TensorData::from_f32(vec![1, 2, 6], &x))]);
+        let y = want(signed == 1);
+        write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![1, 2, 6], &y))]);
+        let o = run(dir.path());
+        assert!(o.passed(), "signed {signed}: {}: {:?}\n{}", o.message, o.details, o.output);
+    }
+    // A div that is not a whole number is refused by name.
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 2]).init("m", &[1], &[1.0]).init("a", &[1], &[0.0]).node(
+        "RequantShift",
+        &["x", "m", "a"],
+        &["y"],
+        vec![common::attr_float("div", 2.5), common::attr_int("n_levels", 256)],
+    );
+    b.output("y", F32, &[1, 2]);
+    let e = load_err(&b);
+    assert!(e.contains("attribute 'div' = 2.5 is not a whole number"), "{e}");
+}
+
+/// Deeploy writes Pad's opset-2 `value` as an INT: read as that float,
+/// with a warning naming node and attribute.
+#[test]
+fn an_int_where_a_float_is_expected_is_read_as_that_float() {
+    let mut b = ModelBuilder::new();
+    b.opsets = vec![("".into(), 2)];
+    b.input("x", F32, &[1, 2]).node(
+        "Pad",
+        &["x"],
+        &["y"],
+        vec![common::attr_ints("pads", &[0, 1, 0, 1]), common::attr_int("value", 3)],
+    );
+    b.output("y", F32, &[1, 4]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = b.write(dir.path(), "network.onnx");
+    let m = deploygen::load(&p).unwrap();
+    assert!(
+        m.graph.warnings.iter().any(|w| w.contains("attribute 'value' is an INT (3) where a FLOAT is expected")),
+        "{:?}",
+        m.graph.warnings
+    );
+    let (_, n) = m.graph.nodes().next().unwrap();
+    assert_eq!(n.float("value").unwrap(), Some(3.0));
+}
