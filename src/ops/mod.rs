@@ -31,7 +31,6 @@ mod pool;
 pub mod quant;
 mod range;
 mod reduce;
-mod requant;
 mod resize;
 mod select;
 mod shape;
@@ -404,7 +403,6 @@ const FAMILIES: &[&[OpDef]] = &[
     conv_transpose::OPS,
     resize::OPS,
     quant::OPS,
-    requant::OPS,
 ];
 
 /// Resolve an operator type to its registry handle.
