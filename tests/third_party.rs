@@ -391,3 +391,59 @@ fn float64_inputs_of_a_float32_graph_are_converted() {
     let notes = bd.notes.join("\n");
     assert!(notes.contains("inputs.npz key 'a' is f64; converted to f32"), "{notes}");
 }
+
+/// Deeploy writes integer arrays (int64, int8, …) for graph inputs and
+/// references declared float32, and its runner casts them. Binding does
+/// too, with a note, when every value is exact in f32.
+#[test]
+fn integer_data_of_a_float32_graph_is_converted_when_exact() {
+    if !have_gcc() {
+        return;
+    }
+    let mut b = ModelBuilder::new();
+    b.input("a", F32, &[2, 3]).input("b", F32, &[2, 3]).node("Add", &["a", "b"], &["y"], vec![]).output(
+        "y",
+        F32,
+        &[2, 3],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let (a, c) = ([-128i64, 0, 127, 1 << 24, -(1 << 24), 5], [1i64, -7, 3, 0, 0, -5]);
+    let i8s: Vec<u8> = c.iter().map(|&v| v as i8 as u8).collect();
+    let c8 = TensorData { dtype: deploygen::ir::DType::I8, shape: vec![2, 3], bytes: i8s };
+    write_npz(&dir.path().join("inputs.npz"), &[("a", TensorData::from_i64(vec![2, 3], &a)), ("b", c8)]);
+    let y: Vec<i64> = a.iter().zip(&c).map(|(x, z)| x + z).collect();
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_i64(vec![2, 3], &y))]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some(6));
+    let m = deploygen::load(dir.path()).unwrap();
+    let bd = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap();
+    let notes = bd.notes.join("\n");
+    assert!(notes.contains("inputs.npz key 'a' is i64; converted to f32 for graph input 'a' (f32)"), "{notes}");
+    assert!(notes.contains("inputs.npz key 'b' is i8; converted to f32 for graph input 'b' (f32)"), "{notes}");
+    assert!(notes.contains("key 'y' is i64; converted to f32 for graph output 'y'"), "{notes}");
+}
+
+/// An integer value f32 cannot hold exactly (|v| > 2^24) is refused, and
+/// the error names the key, the input and the value.
+#[test]
+fn integer_data_not_exact_in_float32_is_refused_naming_the_value() {
+    let mut b = ModelBuilder::new();
+    b.input("a", F32, &[3]).node("Relu", &["a"], &["y"], vec![]).output("y", F32, &[3]);
+    let dir = tempfile::tempdir().unwrap();
+    b.write(dir.path(), "network.onnx");
+    let a = [1i64, (1 << 24) + 1, 2];
+    write_npz(&dir.path().join("inputs.npz"), &[("a", TensorData::from_i64(vec![3], &a))]);
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![3], &[1.0, 0.0, 2.0]))]);
+    let m = deploygen::load(dir.path()).unwrap();
+    let err = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("key 'a' binds graph input 'a'"), "{err}");
+    assert!(err.contains("i64 value 16777217 at flat index 1 is not exact in f32"), "{err}");
+    // The same value in a reference is refused too.
+    write_npz(&dir.path().join("inputs.npz"), &[("a", TensorData::from_i64(vec![3], &[1, 2, 3]))]);
+    write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_i64(vec![3], &a))]);
+    let err = deploygen::bind::bind(&m, &deploygen::bind::BindOptions::default()).unwrap_err().to_string();
+    assert!(err.contains("key 'y' is the reference for graph output 'y'"), "{err}");
+    assert!(err.contains("i64 value 16777217 at flat index 1 is not exact in f32"), "{err}");
+}

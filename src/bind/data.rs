@@ -188,6 +188,18 @@ impl<'a> Draft<'a> {
                     x.ty,
                     ty_str(t.dtype, &t.shape)
                 ));
+            } else if t.dtype.is_int() && x.ty.dtype == DType::F32 {
+                let v = self.inputs.get(key)?.expect("bound keys are listed");
+                if let Err(why) = int_as_f32(v) {
+                    bad.push(format!(
+                        "  key '{key}' binds graph input '{}' ({}): expected {}, found {} that f32 cannot hold \
+                         exactly: {why} (integer data converts to f32 only when every |value| <= 2^24)",
+                        x.name,
+                        x.role.name(),
+                        x.ty,
+                        ty_str(t.dtype, &t.shape)
+                    ));
+                }
             }
         }
         if bad.is_empty() {
@@ -367,6 +379,16 @@ impl<'a> Draft<'a> {
                 self.notes
                     .push(format!("inputs.npz key '{k}' is f64; converted to f32 for graph input '{}' (f32)", x.name));
                 *v = TensorData::from_f32(v.shape.clone(), &v.to_f32().unwrap_or_default());
+            } else if v.dtype.is_int() && x.ty.dtype == DType::F32 {
+                let f = int_as_f32(v).map_err(|why| {
+                    Error::binding(format!("inputs.npz key '{k}' for graph input '{}' (f32): {why}", x.name))
+                })?;
+                self.notes.push(format!(
+                    "inputs.npz key '{k}' is {}; converted to f32 for graph input '{}' (f32): every value is exact",
+                    v.dtype.name(),
+                    x.name
+                ));
+                *v = TensorData::from_f32(v.shape.clone(), &f);
             }
         }
         match (source, self.model.initial.get(&x.name)) {
@@ -547,12 +569,33 @@ pub(super) fn ty_str(dtype: DType, shape: &[usize]) -> String {
     TensorType::new(dtype, shape).to_string()
 }
 
-/// Does an array bind to a graph input: it fits, or it is f64 data for an
-/// f32 input (third-party test runners write float64 inputs and cast them
-/// to the graph's type; so does binding, with a note).
+/// Does an array bind to a graph input: it fits, or it is f64 or integer
+/// data for an f32 input (third-party test runners write float64 or
+/// integer inputs and cast them to the graph's type; so does binding, with
+/// a note). Whether integer values are exact in f32 needs the data: the
+/// check stage asks `int_as_f32`.
 pub(super) fn fits_data(ty: &TensorType, t: &Header) -> bool {
-    let narrowed = t.dtype == DType::F64 && ty.dtype == DType::F32;
+    let narrowed = (t.dtype == DType::F64 || t.dtype.is_int()) && ty.dtype == DType::F32;
     fits(ty, t) || (narrowed && fits(ty, &Header { dtype: DType::F32, shape: t.shape.clone() }))
+}
+
+/// Integer data as f32, when every value is exact there (|v| <= 2^24);
+/// otherwise the first value that is not, and where.
+pub(super) fn int_as_f32(v: &TensorData) -> std::result::Result<Vec<f32>, String> {
+    const EXACT: u64 = 1 << 24;
+    let wide: Vec<i128> = if v.dtype == DType::U64 {
+        v.bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as i128).collect()
+    } else {
+        v.to_i64()
+            .ok_or_else(|| format!("{} data is not integer", v.dtype.name()))?
+            .into_iter()
+            .map(i128::from)
+            .collect()
+    };
+    match wide.iter().position(|x| x.unsigned_abs() > EXACT as u128) {
+        Some(i) => Err(format!("{} value {} at flat index {i} is not exact in f32", v.dtype.name(), wide[i])),
+        None => Ok(wide.iter().map(|&x| x as f32).collect()),
+    }
 }
 
 /// Does an array fit a graph input's declared type? Symbolic dims take any

@@ -408,7 +408,7 @@ impl OutputKeys<'_> {
     /// only a reference that fits is read.
     fn read(&mut self, key: &str, what: &str, ty: &TensorType, h: &Header) -> Result<TensorData> {
         let o = self.o;
-        let narrowed = h.dtype == DType::F64 && ty.dtype == DType::F32;
+        let narrowed = (h.dtype == DType::F64 || h.dtype.is_int()) && ty.dtype == DType::F32;
         let as_read = Header { dtype: if narrowed { DType::F32 } else { h.dtype }, shape: h.shape.clone() };
         let same_count = ty.shape().is_some_and(|s| s.iter().product::<usize>() == as_read.numel());
         let reshape = if fits(ty, &as_read) {
@@ -424,7 +424,23 @@ impl OutputKeys<'_> {
             .at_key(key));
         };
         let mut t = o.get(key)?.expect("a listed key").clone();
-        if narrowed {
+        if narrowed && t.dtype.is_int() {
+            let f = data::int_as_f32(&t).map_err(|why| {
+                Error::binding(format!(
+                    "{}: key '{key}' is the reference for {what}: expected {ty}, found {} that f32 cannot hold \
+                     exactly: {why} (integer data converts to f32 only when every |value| <= 2^24)",
+                    o.path.display(),
+                    ty_str(t.dtype, &t.shape)
+                ))
+                .at_key(key)
+            })?;
+            self.notes.push(format!(
+                "{}: key '{key}' is {}; converted to f32 for {what} (f32): every value is exact",
+                o.path.display(),
+                t.dtype.name()
+            ));
+            t = TensorData::from_f32(t.shape.clone(), &f);
+        } else if narrowed {
             self.notes.push(format!("{}: key '{key}' is f64; converted to f32", o.path.display()));
             t = TensorData::from_f32(t.shape.clone(), &t.to_f32().unwrap_or_default());
         }
