@@ -447,3 +447,28 @@ fn integer_data_not_exact_in_float32_is_refused_naming_the_value() {
     assert!(err.contains("key 'y' is the reference for graph output 'y'"), "{err}");
     assert!(err.contains("i64 value 16777217 at flat index 1 is not exact in f32"), "{err}");
 }
+
+/// Deeploy writes Pad's opset-2 `value` as an INT: read as that float,
+/// with a warning naming node and attribute.
+#[test]
+fn an_int_where_a_float_is_expected_is_read_as_that_float() {
+    let mut b = ModelBuilder::new();
+    b.opsets = vec![("".into(), 2)];
+    b.input("x", F32, &[1, 2]).node(
+        "Pad",
+        &["x"],
+        &["y"],
+        vec![common::attr_ints("pads", &[0, 1, 0, 1]), common::attr_int("value", 3)],
+    );
+    b.output("y", F32, &[1, 4]);
+    let dir = tempfile::tempdir().unwrap();
+    let p = b.write(dir.path(), "network.onnx");
+    let m = deploygen::load(&p).unwrap();
+    assert!(
+        m.graph.warnings.iter().any(|w| w.contains("attribute 'value' is an INT (3) where a FLOAT is expected")),
+        "{:?}",
+        m.graph.warnings
+    );
+    let (_, n) = m.graph.nodes().next().unwrap();
+    assert_eq!(n.float("value").unwrap(), Some(3.0));
+}

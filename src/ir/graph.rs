@@ -264,6 +264,19 @@ impl Node {
             .cloned()
     }
 
+    /// The attribute an error of [`Node::float`] refused for being an INT
+    /// where a FLOAT is expected (Deeploy writes Pad's `value` that way):
+    /// the typing pass reads it as that float instead, when exact.
+    pub fn int_refused_as_float(&self, e: &Error) -> Option<String> {
+        let msg = e.to_string();
+        self.attrs
+            .iter()
+            .filter(|(_, a)| matches!(a, Attr::Int(v) if v.unsigned_abs() <= 1 << 24))
+            .map(|(name, _)| name)
+            .find(|name| self.wrong_type(name, "a FLOAT").to_string() == msg)
+            .cloned()
+    }
+
     /// The typed attribute accessors: `Ok(None)` when absent, an error
     /// naming node and attribute when present with another type. Shape
     /// rules read every attribute through these, so a model that passes

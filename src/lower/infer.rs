@@ -148,7 +148,8 @@ fn give_constant(graph: &mut Graph, n: petgraph::graph::NodeIndex, slot: usize, 
 }
 
 /// The operator's shape rule; a single INT given where the rule reads
-/// INTS becomes a one-element list, with a warning naming node and
+/// INTS becomes a one-element list, and an INT (exact in f32) where it
+/// reads a FLOAT becomes that float, each with a warning naming node and
 /// attribute (other wrong types stay errors).
 fn rule_with_int_lists(
     graph: &mut Graph,
@@ -161,6 +162,17 @@ fn rule_with_int_lists(
             Err(e) => e,
         };
         let node = &mut graph.dag[n];
+        if let Some(name) = node.int_refused_as_float(&e) {
+            let Some(Attr::Int(v)) = node.attrs.get(&name).cloned() else { return Err(e) };
+            node.attrs.insert(name.clone(), Attr::Float(v as f32));
+            let warning = format!(
+                "node '{}' ({}): attribute '{name}' is an INT ({v}) where a FLOAT is expected (not valid ONNX); \
+                 read as {v}.0",
+                node.name, node.op
+            );
+            graph.warnings.push(warning);
+            continue;
+        }
         let Some(name) = node.int_refused_as_ints(&e) else { return Err(e) };
         let Some(Attr::Int(v)) = node.attrs.get(&name).cloned() else { return Err(e) };
         node.attrs.insert(name.clone(), Attr::Ints(vec![v]));
