@@ -448,6 +448,65 @@ fn integer_data_not_exact_in_float32_is_refused_naming_the_value() {
     assert!(err.contains("i64 value 16777217 at flat index 1 is not exact in f32"), "{err}");
 }
 
+/// Deeploy's RequantShift: `clip(floor((x * mul + add + div / 2) / div))`
+/// to the signed or unsigned range of `n_levels`, mul and add per channel
+/// (axis 1; quantlib writes `[C, 1, 1]` for a rank-3 x), the attributes as
+/// one-value float tensors or ints, `n_levels_out` the older spelling.
+#[test]
+fn requant_shift_is_deeploys_rounding_shift_and_clip() {
+    if !have_gcc() {
+        return;
+    }
+    let x: Vec<f32> = vec![-300.0, -129.0, -128.0, -1.0, 0.0, 1.0, 127.0, 128.0, 1000.0, 63.0, 64.0, -65.0];
+    let (mul, add) = ([2.0f32, -3.0], [0.0f32, 5.0]);
+    let want = |signed: bool| -> Vec<f32> {
+        let (lo, hi) = if signed { (-128i64, 127) } else { (0, 255) };
+        x.iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let c = i / 6;
+                let t = v as i64 * mul[c] as i64 + add[c] as i64 + 4;
+                (t.div_euclid(8)).clamp(lo, hi) as f32
+            })
+            .collect()
+    };
+    for signed in [1, 0] {
+        let mut b = ModelBuilder::new();
+        b.input("x", F32, &[1, 2, 6])
+            .init("mul", &[2, 1, 1], &mul)
+            .init("add", &[2, 1, 1], &add)
+            .node(
+                "RequantShift",
+                &["x", "mul", "add"],
+                &["y"],
+                vec![
+                    common::attr_float("div", 8.0),
+                    common::attr_int("n_levels_out", 256),
+                    common::attr_int("signed", signed),
+                ],
+            )
+            .output("y", F32, &[1, 2, 6]);
+        let dir = tempfile::tempdir().unwrap();
+        b.write(dir.path(), "network.onnx");
+        write_npz(&dir.path().join("inputs.npz"), &[("x", TensorData::from_f32(vec![1, 2, 6], &x))]);
+        let y = want(signed == 1);
+        write_npz(&dir.path().join("outputs.npz"), &[("y", TensorData::from_f32(vec![1, 2, 6], &y))]);
+        let o = run(dir.path());
+        assert!(o.passed(), "signed {signed}: {}: {:?}\n{}", o.message, o.details, o.output);
+    }
+    // A div that is not a whole number is refused by name.
+    let mut b = ModelBuilder::new();
+    b.input("x", F32, &[1, 2]).init("m", &[1], &[1.0]).init("a", &[1], &[0.0]).node(
+        "RequantShift",
+        &["x", "m", "a"],
+        &["y"],
+        vec![common::attr_float("div", 2.5), common::attr_int("n_levels", 256)],
+    );
+    b.output("y", F32, &[1, 2]);
+    let e = load_err(&b);
+    assert!(e.contains("attribute 'div' = 2.5 is not a whole number"), "{e}");
+}
+
 /// Deeploy writes Pad's opset-2 `value` as an INT: read as that float,
 /// with a warning naming node and attribute.
 #[test]

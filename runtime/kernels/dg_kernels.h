@@ -1401,6 +1401,41 @@ typedef struct {
 } dg_qconv_args_t;
 void dg_qlinear_conv(void *args);
 
+/* ######################################################################
+ * Integer-emulation operators of third-party integer graphs (Deeploy):
+ * Round and RequantShift, on tensors that hold integer values.
+ * ###################################################################### */
+
+/* Fault ids of these kernels (tests only), after the ones above. */
+enum dg_fault_id_int { DG_FAULT_ROUND = DG_FAULT_W2_COUNT, DG_FAULT_REQUANT_SHIFT, DG_FAULT_INT_COUNT };
+
+/* Round (dg_unary_args_t): to the nearest integer, halves to even. */
+void dg_round_f32(void *args);
+
+/* Deeploy's RequantShift: y = clip(floor((x * mul + add + div / 2) / div),
+ * lo, hi), computed exactly in 64-bit integers (x, mul and add hold
+ * integer values; a fraction is truncated toward zero). div >= 1; signed:
+ * lo = -(n_levels / 2), hi = n_levels / 2 - 1; unsigned: lo = 0, hi =
+ * n_levels - 1. mul and add broadcast to x: ndim == 0: one value each
+ * (their strides unread); else `shape` is x's shape and mul_strides /
+ * add_strides their element strides per dimension (0 on a broadcast
+ * dimension). x, mul, add and y are DG_DT_F32 or DG_DT_I32 each. */
+typedef struct {
+    const void *x;
+    const void *mul;
+    const void *add;
+    void *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t mul_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t add_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    int32_t div;
+    int32_t lo, hi;
+    uint32_t x_dtype, mul_dtype, add_dtype, y_dtype;
+} dg_requant_shift_args_t;
+void dg_requant_shift(void *args);
+
 #ifdef __cplusplus
 }
 #endif

@@ -31,6 +31,7 @@ mod pool;
 pub mod quant;
 mod range;
 mod reduce;
+mod requant;
 mod resize;
 mod select;
 mod shape;
@@ -403,6 +404,7 @@ const FAMILIES: &[&[OpDef]] = &[
     conv_transpose::OPS,
     resize::OPS,
     quant::OPS,
+    requant::OPS,
 ];
 
 /// Resolve an operator type to its registry handle.

@@ -50,6 +50,15 @@ pub const OPS: &[OpDef] = &[
         grad: Some(grad::zero),
         ..OpDef::BASE
     },
+    // Round: halves to even (runtime/kernels/requant.c).
+    OpDef {
+        name: "Round",
+        infer: float_unary,
+        kernel: Some(bind_unary),
+        tile: Some(tile::POINTWISE),
+        grad: Some(grad::zero),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Exp",
         infer: float_unary,
@@ -465,6 +474,7 @@ pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
         "Gelu" => "dg_gelu_f32",
         "Ceil" => "dg_ceil_f32",
         "Floor" => "dg_floor_f32",
+        "Round" => "dg_round_f32",
         "Exp" => "dg_exp_f32",
         "Log" => "dg_log_f32",
         "Sqrt" => "dg_sqrt_f32",
