@@ -491,6 +491,48 @@ fn qconv_packed_and_direct_paths_agree() {
     }
 }
 
+/// The same agreement as the 32-bit cores build the kernels (ziglang
+/// clang, rv32 zfinx, -O3, under qemu-riscv32): the packed path rounds
+/// with the FPU's fcvt.w.s (static rne) where the direct loop adds and
+/// takes away 1.5 * 2^23, so this pins the conversion's rounding mode.
+#[test]
+fn qconv_paths_agree_on_rv32_zfinx() {
+    let have = |c: &mut Command| c.output().is_ok_and(|o| o.status.success());
+    if !have(Command::new("python3").args(["-m", "ziglang", "version"]))
+        || !have(Command::new("qemu-riscv32").arg("--version"))
+    {
+        common::skip_unless_ci("qconv on rv32", "python3 -m ziglang or qemu-riscv32 missing");
+        return;
+    }
+    common::ran("qconv on rv32");
+    let tmp = tempfile::tempdir().unwrap();
+    let (r, exe) = (root(), tmp.path().join("qconv_tests.rv32"));
+    let cc: Vec<String> =
+        ["python3", "-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx"]
+            .map(String::from)
+            .into();
+    let mut flags: Vec<String> = vec!["-O3".into(), POSIX.into(), "-DDG_PLATFORM_HOST".into()];
+    flags.push("-DDG_CLUSTER_CORES=12".into());
+    flags.extend(STRICT.iter().map(|f| f.to_string()));
+    flags.extend(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())));
+    let mut sources = kernel_sources();
+    sources.extend([r.join("mem/dg_mem.c"), r.join("pmsis-host/pmsis_host.c"), r.join("tests/qconv_tests.c")]);
+    let what = "the ziglang clang (rv32 build of qconv_tests.c)";
+    link(&cc, &flags, &objects(&cc, &flags, &sources, what), &["-lm"], &exe, what);
+    for cores in ["1", "8"] {
+        let o = Command::new("qemu-riscv32")
+            .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
+            .arg(&exe)
+            .args(["--cores", cores])
+            .env("DG_HOST_QUIET", "1")
+            .output()
+            .expect("running qemu-riscv32");
+        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        assert!(o.status.success(), "{cores} cores:\n{text}");
+        assert!(text.contains(&format!("72 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+    }
+}
+
 /// The Xpulpv2 instructions (OP-V, funct3 1 = bytes) in an object file:
 /// how many of pv.sdotsp.b, pv.sdotup.b and pv.sdotusp.b, at every
 /// 2-byte offset (compressed code aligns instructions so).

@@ -2890,6 +2890,19 @@ def maxpool_u8_1d():
     return _maxpool8(u8s((2, 3, 1, 13)), [1, 4], [1, 3], [0, 2, 0, 1])
 
 
+@case_int
+def maxpool_i8_dense_2x2():
+    # every window inside the input, no indices: the rows take the dense
+    # path (the 2x2 window unrolled); odd width leaves a column unused
+    return _maxpool8(ints8((2, 3, 8, 11)), [2, 2], [2, 2], [0, 0, 0, 0], indices=False)
+
+
+@case_int
+def maxpool_u8_dense_3x2():
+    # the dense path's general window (3x2, strides 1 and 2), values past 127
+    return _maxpool8(u8s((1, 2, 7, 9)), [3, 2], [1, 2], [0, 0, 0, 0], indices=False)
+
+
 def write_int_forms(out_dir):
     """Writes the integer-form cases into out_dir (runtime/tests/refs/ops),
     leaving the other cases there."""

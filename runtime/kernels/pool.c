@@ -351,59 +351,120 @@ void dg_maxpool_f32(void *args)
 /* ---- MaxPool on int8 and uint8 ---------------------------------------------
  * Rows split as dg_maxpool_f32's; each output walks its window's taps inside
  * the input (rows found once per output row, columns per output) in window
- * order, keeping the first maximum. */
-#define DG_MAXPOOL_TYPED(NAME, T, LOWEST)                                                   \
+ * order, keeping the first maximum. The geometry is read into locals once:
+ * the byte stores to y may alias anything, so fields read through p would
+ * be loaded again after every output. */
+typedef struct {
+    uint32_t in_h, in_w, k_h, k_w, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left, out_h, out_w;
+} maxpool_geom_t;
+
+static maxpool_geom_t maxpool_geom(const dg_pool_typed_args_t *p)
+{
+    maxpool_geom_t g = {p->in_h,     p->in_w,  p->k_h,     p->k_w,      p->stride_h, p->stride_w,
+                        p->dil_h,    p->dil_w, p->pad_top, p->pad_left, p->out_h,    p->out_w};
+    return g;
+}
+
+/* Taps [lo, hi) of a window starting at i0 (of k taps, dilation d) that lie
+ * inside [0, n). */
+static inline void maxpool_taps(int32_t i0, uint32_t k, uint32_t d, uint32_t n, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t a = 0, b;
+    while (a < k && i0 + (int32_t)(a * d) < 0)
+        a++;
+    b = a;
+    while (b < k && i0 + (int32_t)(b * d) < (int32_t)n)
+        b++;
+    *lo = a;
+    *hi = b;
+}
+
+/* The outputs of one row whose windows all lie inside the input (no
+ * dilation, no indices): the maximum of each, no bounds. */
+#define DG_MAXPOOL_DENSE_ROW(NAME, T)                                                                          \
+    static void NAME(const T *x, T *y, const maxpool_geom_t *g)                                                \
+    {                                                                                                          \
+        const uint32_t out_w = g->out_w, in_w = g->in_w, k_h = g->k_h, k_w = g->k_w, s_w = g->stride_w;        \
+        uint32_t ow, kh, kw;                                                                                   \
+        if (k_h == 2u && k_w == 2u) { /* the common 2x2 window, unrolled */                                    \
+            for (ow = 0; ow < out_w; ow++, x += s_w) {                                                         \
+                const T a = x[0] > x[1] ? x[0] : x[1], b = x[in_w] > x[in_w + 1u] ? x[in_w] : x[in_w + 1u];    \
+                y[ow] = (T)DG_FAULT_I(DG_FAULT_MAXPOOL_Y, a > b ? a : b);                                      \
+            }                                                                                                  \
+            return;                                                                                            \
+        }                                                                                                      \
+        for (ow = 0; ow < out_w; ow++, x += s_w) {                                                             \
+            const T *r = x;                                                                                    \
+            T best = r[0];                                                                                     \
+            for (kh = 0; kh < k_h; kh++, r += in_w)                                                            \
+                for (kw = 0; kw < k_w; kw++)                                                                   \
+                    best = r[kw] > best ? r[kw] : best;                                                        \
+            y[ow] = (T)DG_FAULT_I(DG_FAULT_MAXPOOL_Y, best);                                                   \
+        }                                                                                                      \
+    }
+
+DG_MAXPOOL_DENSE_ROW(maxpool_dense_row_i8, int8_t)
+DG_MAXPOOL_DENSE_ROW(maxpool_dense_row_u8, uint8_t)
+
+/* Whether output row oh's windows all lie inside the input with unit
+ * dilation: then maxpool_dense_row computes it. */
+static int maxpool_dense(const maxpool_geom_t *g, uint32_t oh, int has_indices)
+{
+    const int32_t ih0 = (int32_t)(oh * g->stride_h) - (int32_t)g->pad_top;
+    return !has_indices && g->dil_h == 1u && g->dil_w == 1u && g->pad_left == 0u && g->out_w > 0u &&
+           ih0 >= 0 && (uint32_t)ih0 + g->k_h <= g->in_h && (g->out_w - 1u) * g->stride_w + g->k_w <= g->in_w;
+}
+
+#define DG_MAXPOOL_TYPED(NAME, T, LOWEST, DENSE)                                            \
     void NAME(void *args)                                                                   \
     {                                                                                       \
         const dg_pool_typed_args_t *p = (const dg_pool_typed_args_t *)args;                 \
-        const uint32_t in_hw = (uint32_t)p->in_h * p->in_w;                                 \
-        dg_range_t r = dg_split(p->batch * p->channels * p->out_h);                         \
-        uint32_t row;                                                                       \
-        for (row = r.start; row < r.end; row++) {                                           \
-            const uint32_t oh = row % p->out_h, pl = row / p->out_h;                        \
-            const T *x = (const T *)p->x + (uint32_t)pl * in_hw;                            \
-            T *y = (T *)p->y + (uint32_t)row * p->out_w;                                    \
-            const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;          \
+        const maxpool_geom_t g = maxpool_geom(p);                                           \
+        const uint32_t in_hw = g.in_h * g.in_w, order = p->storage_order;                   \
+        int64_t *const indices = p->indices;                                                \
+        const T *const x0 = (const T *)p->x;                                                \
+        T *const y0 = (T *)p->y;                                                            \
+        dg_range_t r = dg_split(p->batch * p->channels * g.out_h);                          \
+        uint32_t row, oh = r.start % g.out_h, pl = r.start / g.out_h;                       \
+        /* (plane, output row) stepped, not divided: the cores share one divider */          \
+        for (row = r.start; row < r.end; row++, oh = oh + 1u == g.out_h ? (pl++, 0u) : oh + 1u) { \
+            const T *x = x0 + pl * in_hw;                                                   \
+            T *y = y0 + row * g.out_w;                                                      \
+            const int32_t ih0 = (int32_t)(oh * g.stride_h) - (int32_t)g.pad_top;            \
             const int64_t base = (int64_t)pl * (int64_t)in_hw;                              \
-            uint32_t kh_lo = 0, kh_hi, ow;                                                  \
-            while (kh_lo < p->k_h && ih0 + (int32_t)(kh_lo * p->dil_h) < 0)                 \
-                kh_lo++;                                                                    \
-            kh_hi = kh_lo;                                                                  \
-            while (kh_hi < p->k_h && ih0 + (int32_t)(kh_hi * p->dil_h) < (int32_t)p->in_h)  \
-                kh_hi++;                                                                    \
-            for (ow = 0; ow < p->out_w; ow++) {                                             \
-                const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;     \
-                uint32_t kw_lo = 0, kw_hi, kh, kw;                                          \
+            uint32_t kh_lo, kh_hi, ow;                                                      \
+            if (maxpool_dense(&g, oh, indices != NULL)) {                                   \
+                DENSE(x + (uint32_t)ih0 * g.in_w, y, &g);                                   \
+                continue;                                                                   \
+            }                                                                               \
+            maxpool_taps(ih0, g.k_h, g.dil_h, g.in_h, &kh_lo, &kh_hi);                      \
+            for (ow = 0; ow < g.out_w; ow++) {                                              \
+                const int32_t iw0 = (int32_t)(ow * g.stride_w) - (int32_t)g.pad_left;       \
+                uint32_t kw_lo, kw_hi, kh, kw;                                              \
                 T best = (LOWEST);                                                          \
                 int32_t bi = -1;                                                            \
-                while (kw_lo < p->k_w && iw0 + (int32_t)(kw_lo * p->dil_w) < 0)             \
-                    kw_lo++;                                                                \
-                kw_hi = kw_lo;                                                              \
-                while (kw_hi < p->k_w && iw0 + (int32_t)(kw_hi * p->dil_w) < (int32_t)p->in_w) \
-                    kw_hi++;                                                                \
+                maxpool_taps(iw0, g.k_w, g.dil_w, g.in_w, &kw_lo, &kw_hi);                  \
                 for (kh = kh_lo; kh < kh_hi; kh++) {                                        \
-                    const int32_t ih = ih0 + (int32_t)(kh * p->dil_h);                      \
-                    const T *xr = x + (uint32_t)ih * p->in_w;                               \
+                    const int32_t ih = ih0 + (int32_t)(kh * g.dil_h);                       \
+                    const T *xr = x + (uint32_t)ih * g.in_w;                                \
                     for (kw = kw_lo; kw < kw_hi; kw++) {                                    \
-                        const int32_t iw = iw0 + (int32_t)(kw * p->dil_w);                  \
+                        const int32_t iw = iw0 + (int32_t)(kw * g.dil_w);                   \
                         const T v = xr[iw];                                                 \
                         if (v > best || bi < 0) {                                           \
                             best = v;                                                       \
-                            bi = p->storage_order ? iw * (int32_t)p->in_h + ih              \
-                                                  : ih * (int32_t)p->in_w + iw;             \
+                            bi = order ? iw * (int32_t)g.in_h + ih : ih * (int32_t)g.in_w + iw; \
                         }                                                                   \
                     }                                                                       \
                 }                                                                           \
                 y[ow] = (T)DG_FAULT_I(DG_FAULT_MAXPOOL_Y, best);                            \
-                if (p->indices)                                                             \
-                    p->indices[(uint32_t)row * p->out_w + ow] =                             \
-                        DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + bi);                        \
+                if (indices)                                                                \
+                    indices[row * g.out_w + ow] = DG_FAULT_I(DG_FAULT_MAXPOOL_IDX, base + bi); \
             }                                                                               \
         }                                                                                   \
     }
 
-DG_MAXPOOL_TYPED(dg_maxpool_i8, int8_t, INT8_MIN)
-DG_MAXPOOL_TYPED(dg_maxpool_u8, uint8_t, 0)
+DG_MAXPOOL_TYPED(dg_maxpool_i8, int8_t, INT8_MIN, maxpool_dense_row_i8)
+DG_MAXPOOL_TYPED(dg_maxpool_u8, uint8_t, 0, maxpool_dense_row_u8)
 
 void dg_maxpool_grad_f32(void *args)
 {

@@ -347,21 +347,36 @@ static uint32_t qconv_shared_bytes(const dg_qconv_args_t *p, const qconv_packing
 DG_QCONV_GATHER(qconv_gather_s, int8_t)
 DG_QCONV_GATHER(qconv_gather_u, uint8_t)
 
+/* v rounded to nearest, ties to even, for |v| < 2^31. On the RISC-V FPUs
+ * one fcvt.w.s with a static rne mode: the product that feeds the asm is
+ * rounded to float on its own, as onnxruntime's is. Elsewhere q_round,
+ * with the product kept apart from its addition (see q_out). */
+static inline int32_t q_rne(float v)
+{
+    int32_t r;
+#if defined(__riscv) && defined(__riscv_zfinx)
+    __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "r"(v));
+#elif defined(__riscv) && defined(__riscv_flen)
+    __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "f"(v));
+#else
+    volatile float u = v;
+    r = q_round(u);
+#endif
+    return r;
+}
+
 /* s * m as an 8-bit output at y[i] when |s| < lim, with lim below
- * 2^21 / m: the product then lies well inside q_round's exact range, so
- * the float clamps and NaN test go (m is finite and positive, or lim is
- * 0). Otherwise, and for int32 and float outputs, q_out. */
+ * 2^21 / m: the product then lies well inside q_rne's range, so the
+ * float clamps and NaN test go (m is finite and positive, or lim is 0).
+ * Otherwise, and for int32 and float outputs, q_out. */
 static inline void q_out8(void *y, uint32_t i, int32_t s, float m, uint32_t lim, int32_t zp, uint32_t dt)
 {
     const uint32_t mag = s < 0 ? 0u - (uint32_t)s : (uint32_t)s;
-    const float magic = 12582912.0f;
-    volatile float v; /* rounded on its own: see q_out */
     if (mag >= lim) {
         q_out(y, i, s, m, zp, dt);
         return;
     }
-    v = (float)s * m;
-    q_store(y, i, (int32_t)((v + magic) - magic), zp, dt);
+    q_store(y, i, q_rne((float)s * m), zp, dt);
 }
 
 /* q_out8's bound for multiplier m (0: every value takes q_out). */

@@ -1015,6 +1015,8 @@ static const case_t CASES[] = {
     {"relu_i8", NULL, c_relu_i8, EXACT, {DG_FAULT_RELU}},
     {"maxpool_i8_pads_ceil_ties", NULL, c_maxpool_i8, EXACT, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"maxpool_u8_dilations", NULL, c_maxpool_u8, EXACT, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_i8_dense_2x2", NULL, c_maxpool_i8, EXACT, {DG_FAULT_MAXPOOL_Y}},
+    {"maxpool_u8_dense_3x2", NULL, c_maxpool_u8, EXACT, {DG_FAULT_MAXPOOL_Y}},
     {"maxpool_i8_lowest_column_major", NULL, c_maxpool_i8, EXACT, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"maxpool_u8_1d", NULL, c_maxpool_u8, EXACT, {DG_FAULT_MAXPOOL_Y, DG_FAULT_MAXPOOL_IDX}},
     {"not_bool", NULL, c_not, EXACT, {DG_FAULT_NOT}},
