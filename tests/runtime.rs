@@ -487,7 +487,7 @@ fn qconv_packed_and_direct_paths_agree() {
     for cores in ["1", "3", "8", "11"] {
         let (o, text) = run(&exe, &["--cores", cores]);
         assert!(o.status.success(), "{cores} cores:\n{text}");
-        assert!(text.contains(&format!("72 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+        assert!(text.contains(&format!("102 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
     }
 }
 
@@ -529,7 +529,7 @@ fn qconv_paths_agree_on_rv32_zfinx() {
             .expect("running qemu-riscv32");
         let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
         assert!(o.status.success(), "{cores} cores:\n{text}");
-        assert!(text.contains(&format!("72 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+        assert!(text.contains(&format!("102 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
     }
 }
 

@@ -51,6 +51,50 @@ static inline int32_t q_round(float v)
     return (int32_t)((v + magic) - magic);
 }
 
+/* v rounded to nearest, ties to even, for |v| < 2^31. On the RISC-V FPUs
+ * one fcvt.w.s with a static rne mode: the product that feeds the asm is
+ * rounded to float on its own, as onnxruntime's is. Elsewhere q_round,
+ * with the product kept apart from its addition (see q_out). */
+static inline int32_t q_rne(float v)
+{
+    int32_t r;
+#if defined(__riscv) && defined(__riscv_zfinx)
+    __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "r"(v));
+#elif defined(__riscv) && defined(__riscv_flen)
+    __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "f"(v));
+#else
+    volatile float u = v;
+    r = q_round(u);
+#endif
+    return r;
+}
+
+/* The reciprocal of a scale for q_div_rne, or NaN (every quotient then
+ * divides) where it would lose precision (subnormal or infinite). */
+static inline float q_inv(float s)
+{
+    const float inv = 1.0f / s;
+    return (inv > 1e-30f && inv < 1e30f) || (inv < -1e-30f && inv > -1e30f) ? inv : __builtin_nanf("");
+}
+
+/* q_round(x / s) with the division only where it can matter: q = x * inv
+ * lies within 2^-12 of the rounded quotient when |q| < 1024 (inv and the
+ * product each off by at most half an ulp), so a q farther than 0.4995
+ * from a half-integer rounds as the quotient does. Otherwise (near a tie,
+ * large, NaN) the division itself. The cluster's cores share one divider:
+ * a division per element serializes them. */
+static inline int32_t q_div_rne(float x, float s, float inv)
+{
+    const float q = x * inv;
+    if (q > -1024.0f && q < 1024.0f) {
+        const int32_t n = q_rne(q);
+        const float f = q - (float)n;
+        if (f < 0.4995f && f > -0.4995f)
+            return n;
+    }
+    return q_round(x / s);
+}
+
 /* Store the rounded value r + zp, saturated to y's type, at y[i]. */
 static inline void q_store(void *y, uint32_t i, int32_t r, int32_t zp, uint32_t dt)
 {
@@ -69,8 +113,15 @@ void dg_quantize_linear(void *args)
     const uint32_t n = p->outer * p->axis_len * p->inner;
     dg_range_t r = dg_split(n);
     uint32_t i;
+    if (!p->per_axis) {
+        const float s = p->scale[0], inv = q_inv(s);
+        const int32_t zp = q_zp(p->zero_point, 0, p->y_dtype);
+        for (i = r.start; i < r.end; i++)
+            q_store(p->y, i, q_div_rne(p->x[i], s, inv), zp, p->y_dtype);
+        return;
+    }
     for (i = r.start; i < r.end; i++) {
-        const uint32_t a = p->per_axis ? (i / p->inner) % p->axis_len : 0;
+        const uint32_t a = (i / p->inner) % p->axis_len;
         q_store(p->y, i, q_round(p->x[i] / p->scale[a]), q_zp(p->zero_point, a, p->y_dtype), p->y_dtype);
     }
 }
@@ -347,24 +398,6 @@ static uint32_t qconv_shared_bytes(const dg_qconv_args_t *p, const qconv_packing
 DG_QCONV_GATHER(qconv_gather_s, int8_t)
 DG_QCONV_GATHER(qconv_gather_u, uint8_t)
 
-/* v rounded to nearest, ties to even, for |v| < 2^31. On the RISC-V FPUs
- * one fcvt.w.s with a static rne mode: the product that feeds the asm is
- * rounded to float on its own, as onnxruntime's is. Elsewhere q_round,
- * with the product kept apart from its addition (see q_out). */
-static inline int32_t q_rne(float v)
-{
-    int32_t r;
-#if defined(__riscv) && defined(__riscv_zfinx)
-    __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "r"(v));
-#elif defined(__riscv) && defined(__riscv_flen)
-    __asm__("fcvt.w.s %0, %1, rne" : "=r"(r) : "f"(v));
-#else
-    volatile float u = v;
-    r = q_round(u);
-#endif
-    return r;
-}
-
 /* s * m as an 8-bit output at y[i] when |s| < lim, with lim below
  * 2^21 / m: the product then lies well inside q_rne's range, so the
  * float clamps and NaN test go (m is finite and positive, or lim is 0).
@@ -530,6 +563,118 @@ static void qconv_packed(const dg_qconv_args_t *p, const qconv_packing_t *pk, in
         f(p, pk, &ch, pk->copy_w ? copy : (const uint8_t *)p->w, sc + slot, r.start, r.end, xzp, yzp);
 }
 
+/* ---- depthwise (one input and one output channel per group) -------------
+ * Too few products per window for the gathered dot products: each output
+ * sums (x - xzp)(w - wzp) over its taps inside the input directly (a pad
+ * reads as xzp and adds nothing). Rows (sample, channel, output row) split
+ * among the cores; a channel's weights, multiplier and bound are set up
+ * once per run of its rows. */
+#define QDW_TAPS 25u
+
+typedef struct {
+    int32_t w[QDW_TAPS];
+    int32_t bias, xw; /* xw: xzp times the sum of w - wzp */
+    float m;
+    uint32_t lim;
+} qdw_chan_t;
+
+static void qdw_channel(const dg_qconv_args_t *p, uint32_t c, qdw_chan_t *ch)
+{
+    const uint32_t k = p->k_h * p->k_w, wc = p->w_per_channel ? c : 0;
+    const int32_t wzp = q_zp(p->w_zero_point, wc, p->w_dtype);
+    uint32_t i;
+    ch->xw = 0;
+    for (i = 0; i < k; i++) {
+        ch->w[i] = q_ld(p->w, c * k + i, p->w_dtype) - wzp;
+        ch->xw += ch->w[i];
+    }
+    ch->xw *= q_zp(p->x_zero_point, 0, p->x_dtype);
+    ch->bias = p->b ? p->b[c] : 0;
+    ch->m = q_multiplier(p->x_scale, p->w_scale, p->y_scale, wc);
+    ch->lim = q_lim(ch->m, p->y_dtype);
+}
+
+#define DG_QDW_ROW(NAME, XT)                                                                                    \
+    static void NAME(const dg_qconv_args_t *p, const qdw_chan_t *ch, const XT *x, uint32_t oh, uint32_t yoff,   \
+                     int32_t xzp, int32_t yzp)                                                                  \
+    {                                                                                                          \
+        const uint32_t in_h = p->in_h, in_w = p->in_w, k_h = p->k_h, k_w = p->k_w, out_w = p->out_w;          \
+        const uint32_t dil_h = p->dil_h, dil_w = p->dil_w, s_w = p->stride_w, dt = p->y_dtype;                \
+        const int32_t ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top, pl = (int32_t)p->pad_left;     \
+        void *y = p->y;                                                                                        \
+        uint32_t kh, kw, ow;                                                                                   \
+        uint32_t lo = 0, hi = 0;                                                                               \
+        if (k_h == 3u && k_w == 3u && dil_h == 1u && dil_w == 1u && ih0 >= 0 && ih0 + 2 < (int32_t)in_h) {     \
+            /* 3x3 rows inside: the weights in registers, xzp taken out once */                                \
+            const int32_t w0 = ch->w[0], w1 = ch->w[1], w2 = ch->w[2], w3 = ch->w[3], w4 = ch->w[4];           \
+            const int32_t w5 = ch->w[5], w6 = ch->w[6], w7 = ch->w[7], w8 = ch->w[8];                          \
+            const int32_t base = ch->bias - ch->xw;                                                            \
+            const float m = ch->m;                                                                             \
+            const uint32_t lim = ch->lim;                                                                      \
+            for (lo = 0; lo < out_w && (int32_t)(lo * s_w) < pl; lo++)                                         \
+                ;                                                                                              \
+            for (hi = lo; hi < out_w && (int32_t)(hi * s_w) - pl + 2 < (int32_t)in_w; hi++) {                 \
+                const XT *r0 = x + (uint32_t)ih0 * in_w + (hi * s_w - (uint32_t)pl), *r1 = r0 + in_w,          \
+                         *r2 = r1 + in_w;                                                                      \
+                const int32_t acc = base + r0[0] * w0 + r0[1] * w1 + r0[2] * w2 + r1[0] * w3 + r1[1] * w4 +   \
+                                    r1[2] * w5 + r2[0] * w6 + r2[1] * w7 + r2[2] * w8;                         \
+                q_out8(y, yoff + hi, acc, m, lim, yzp, dt);                                                    \
+            }                                                                                                  \
+        }                                                                                                      \
+        for (ow = 0; ow < out_w; ow++) {                                                                       \
+            const int32_t iw0 = (int32_t)(ow * s_w) - pl;                                                      \
+            const int inner_w = iw0 >= 0 && iw0 + (int32_t)((k_w - 1u) * dil_w) < (int32_t)in_w;              \
+            int32_t acc = ch->bias;                                                                            \
+            if (ow == lo && hi > lo) { /* done above */                                                        \
+                ow = hi - 1u;                                                                                  \
+                continue;                                                                                      \
+            }                                                                                                  \
+            for (kh = 0; kh < k_h; kh++) {                                                                     \
+                const int32_t ih = ih0 + (int32_t)(kh * dil_h);                                                \
+                const XT *r = x + (uint32_t)ih * in_w;                                                         \
+                const int32_t *w = ch->w + kh * k_w;                                                           \
+                if (ih < 0 || ih >= (int32_t)in_h)                                                             \
+                    continue;                                                                                  \
+                if (inner_w) {                                                                                 \
+                    for (kw = 0; kw < k_w; kw++)                                                               \
+                        acc += ((int32_t)r[iw0 + (int32_t)(kw * dil_w)] - xzp) * w[kw];                        \
+                    continue;                                                                                  \
+                }                                                                                              \
+                for (kw = 0; kw < k_w; kw++) {                                                                 \
+                    const int32_t iw = iw0 + (int32_t)(kw * dil_w);                                            \
+                    if (iw >= 0 && iw < (int32_t)in_w)                                                         \
+                        acc += ((int32_t)r[iw] - xzp) * w[kw];                                                 \
+                }                                                                                              \
+            }                                                                                                  \
+            q_out8(y, yoff + ow, acc, ch->m, ch->lim, yzp, dt);                                                \
+        }                                                                                                      \
+    }
+
+DG_QDW_ROW(qdw_row_s, int8_t)
+DG_QDW_ROW(qdw_row_u, uint8_t)
+
+static void qconv_depthwise(const dg_qconv_args_t *p, int32_t xzp, int32_t yzp)
+{
+    const uint32_t plane = p->in_h * p->in_w, oplane = p->out_h * p->out_w;
+    const dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
+    uint32_t u, c = 0, have = 0, oh = r.start % p->out_h, nc = r.start / p->out_h;
+    qdw_chan_t ch;
+    for (u = r.start; u < r.end; u++) {
+        const uint32_t cc = nc % p->out_c; /* once per plane, not per row */
+        if (!have || cc != c) {
+            c = cc;
+            have = 1;
+            qdw_channel(p, c, &ch);
+        }
+        if (p->x_dtype == DG_DT_I8)
+            qdw_row_s(p, &ch, (const int8_t *)p->x + nc * plane, oh, nc * oplane + oh * p->out_w, xzp, yzp);
+        else
+            qdw_row_u(p, &ch, (const uint8_t *)p->x + nc * plane, oh, nc * oplane + oh * p->out_w, xzp, yzp);
+        if (++oh == p->out_h)
+            oh = 0, nc++;
+    }
+}
+
 void dg_qlinear_conv(void *args)
 {
     const dg_qconv_args_t *p = (const dg_qconv_args_t *)args;
@@ -541,6 +686,10 @@ void dg_qlinear_conv(void *args)
     dg_range_t r;
     int32_t acc[QCONV_COLS];
     uint32_t u, ow, i;
+    if (pk.k && p->in_c == p->group && p->out_c == p->group && p->k_h * p->k_w <= QDW_TAPS) {
+        qconv_depthwise(p, xzp, yzp);
+        return;
+    }
     if (pk.k) {
         qconv_packed(p, &pk, xzp, yzp);
         return;
@@ -788,36 +937,58 @@ void dg_qlinear_softmax(void *args)
 }
 
 /* Element i of y's a and b offsets under the broadcast strides. */
-static void qbinary_offsets(const dg_qbinary_args_t *p, uint32_t i, uint32_t *ao, uint32_t *bo)
+/* Element i's offsets into a and b, and its index per dimension: the
+ * divisions once per core, then qbinary_step walks on. */
+typedef struct {
+    uint32_t idx[DG_MAX_DIMS], a, b;
+} qbinary_walk_t;
+
+static void qbinary_start(const dg_qbinary_args_t *p, uint32_t i, qbinary_walk_t *w)
 {
-    uint32_t d, a = 0, b = 0;
-    if (p->ndim == 0) {
-        *ao = *bo = i;
+    uint32_t d;
+    w->a = w->b = p->ndim == 0 ? i : 0;
+    for (d = p->ndim; d-- > 0;) {
+        w->idx[d] = i % p->shape[d];
+        i /= p->shape[d];
+        w->a += w->idx[d] * p->a_strides[d];
+        w->b += w->idx[d] * p->b_strides[d];
+    }
+}
+
+/* The next element: the last dimension steps, carrying into the ones before. */
+static inline void qbinary_step(const dg_qbinary_args_t *p, qbinary_walk_t *w)
+{
+    uint32_t d = p->ndim;
+    if (d == 0) {
+        w->a++, w->b++;
         return;
     }
-    for (d = p->ndim; d-- > 0;) {
-        const uint32_t id = i % p->shape[d];
-        i /= p->shape[d];
-        a += id * p->a_strides[d];
-        b += id * p->b_strides[d];
+    while (d-- > 0) {
+        w->a += p->a_strides[d];
+        w->b += p->b_strides[d];
+        if (++w->idx[d] < p->shape[d])
+            return;
+        w->a -= p->a_strides[d] * p->shape[d];
+        w->b -= p->b_strides[d] * p->shape[d];
+        w->idx[d] = 0;
     }
-    *ao = a;
-    *bo = b;
 }
 
 static void qbinary(const dg_qbinary_args_t *p, int mul)
 {
     const int32_t azp = q_zp(p->a_zero_point, 0, p->dtype), bzp = q_zp(p->b_zero_point, 0, p->dtype);
     const int32_t yzp = q_zp(p->y_zero_point, 0, p->dtype);
+    const float as = p->a_scale[0], bs = p->b_scale[0], ys = p->y_scale[0], inv = q_inv(ys);
     dg_range_t r = dg_split(p->n);
-    uint32_t i, ao, bo;
-    for (i = r.start; i < r.end; i++) {
-        volatile float va, vb, v;
-        qbinary_offsets(p, i, &ao, &bo);
-        va = p->a_scale[0] * (float)(q_ld(p->a, ao, p->dtype) - azp);
-        vb = p->b_scale[0] * (float)(q_ld(p->b, bo, p->dtype) - bzp);
+    qbinary_walk_t w;
+    uint32_t i;
+    qbinary_start(p, r.start, &w);
+    for (i = r.start; i < r.end; i++, qbinary_step(p, &w)) {
+        volatile float va, vb, v; /* each rounded on its own, as onnxruntime's */
+        va = as * (float)(q_ld(p->a, w.a, p->dtype) - azp);
+        vb = bs * (float)(q_ld(p->b, w.b, p->dtype) - bzp);
         v = mul ? va * vb : va + vb;
-        q_store(p->y, i, q_round(v / p->y_scale[0]), yzp, p->dtype);
+        q_store(p->y, i, q_div_rne(v, ys, inv), yzp, p->dtype);
     }
 }
 

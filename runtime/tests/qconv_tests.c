@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 typedef struct {
@@ -30,14 +31,19 @@ static const geom_t GEOMS[] = {
     {"3x3 pad 1", 1, 16, 6, 5, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {"3x3 stride 2, uneven pads", 2, 3, 11, 9, 5, 3, 3, 2, 2, 1, 1, 1, 0, 2, 1, 1},
     {"depthwise 3x3", 1, 6, 7, 7, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6},
+    {"depthwise 3x3 stride 2 dilated, uneven pads", 2, 8, 9, 11, 8, 3, 3, 2, 2, 2, 1, 1, 2, 0, 1, 8},
+    {"depthwise 5x1", 1, 4, 12, 3, 4, 5, 1, 1, 1, 1, 1, 2, 0, 2, 0, 4},
+    {"depthwise 3x3 stride 2", 1, 4, 9, 10, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 4},
     {"groups 2, dilated", 1, 8, 10, 9, 6, 1, 3, 1, 1, 1, 2, 0, 1, 0, 1, 2},
     {"1-D, k 5, stride 3", 1, 5, 1, 70, 4, 1, 5, 1, 3, 1, 1, 0, 2, 0, 2, 1},
     {"pointwise, odd out_c", 1, 4, 6, 7, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1},
     {"single channel 3x3", 1, 1, 9, 10, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 };
 
+/* One kernel call on g_cores cores of the cluster. */
 typedef struct {
-    dg_qconv_args_t a;
+    void (*kernel)(void *);
+    void *args;
     int ncores;
 } job_t;
 
@@ -46,18 +52,24 @@ static int g_cores = 8;
 static void entry(void *arg)
 {
     job_t *j = (job_t *)arg;
-    pi_cl_team_fork(j->ncores, dg_qlinear_conv, &j->a);
+    pi_cl_team_fork(j->ncores, j->kernel, j->args);
 }
 
 static struct pi_device g_cluster;
 
-static void run(dg_qconv_args_t *a)
+static void run_kernel(void (*kernel)(void *), void *args)
 {
     struct pi_cluster_task task;
     job_t j;
-    j.a = *a;
+    j.kernel = kernel;
+    j.args = args;
     j.ncores = g_cores;
     pi_cluster_send_task_to_cl(&g_cluster, pi_cluster_task(&task, entry, &j));
+}
+
+static void run(dg_qconv_args_t *a)
+{
+    run_kernel(dg_qlinear_conv, a);
 }
 
 static uint32_t rng_state = 12345u;
@@ -153,24 +165,9 @@ static size_t one(const geom_t *g, uint32_t xdt, uint32_t wdt, uint32_t ydt, siz
 
 /* ---- products: dg_qlinear_matmul with and without its scratch ---- */
 
-typedef struct {
-    dg_qmatmul_args_t a;
-    int ncores;
-} mm_job_t;
-
-static void mm_entry(void *arg)
-{
-    mm_job_t *j = (mm_job_t *)arg;
-    pi_cl_team_fork(j->ncores, dg_qlinear_matmul, &j->a);
-}
-
 static void mm_run(dg_qmatmul_args_t *a)
 {
-    struct pi_cluster_task task;
-    mm_job_t j;
-    j.a = *a;
-    j.ncores = g_cores;
-    pi_cluster_send_task_to_cl(&g_cluster, pi_cluster_task(&task, mm_entry, &j));
+    run_kernel(dg_qlinear_matmul, a);
 }
 
 /* batch x m x k times k x n (or n x k with trans_b), B shared by the batch. */
@@ -222,6 +219,51 @@ static size_t mm_one(uint32_t batch, uint32_t m, uint32_t k, uint32_t n, uint32_
     return bad;
 }
 
+/* QuantizeLinear with one scale: its quotients near every half-integer
+ * (ties of the product and their neighbours) and random ones, against
+ * rintf(x / scale) + zp saturated. Returns the values that differ. */
+static size_t quantize_one(float scale, int32_t zp, uint32_t ydt, size_t *compared)
+{
+    enum { N = 3 * 601 + 400 };
+    static float x[N];
+    static uint8_t y[N];
+    const int8_t zp8 = (int8_t)zp;
+    const uint8_t zpu = (uint8_t)zp;
+    dg_quantize_args_t a;
+    size_t n = 0, bad = 0, i;
+    int k;
+    for (k = -300; k <= 300; k++) {
+        const float t = ((float)k + 0.5f) * scale;
+        x[n++] = t;
+        x[n++] = nextafterf(t, 1e30f);
+        x[n++] = nextafterf(t, -1e30f);
+    }
+    while (n < N)
+        x[n++] = ((float)(rnd() % 200001u) / 100000.0f - 1.0f) * 400.0f * scale;
+    memset(&a, 0, sizeof a);
+    a.x = x;
+    a.scale = &scale;
+    a.zero_point = ydt == DG_DT_I8 ? (const void *)&zp8 : (const void *)&zpu;
+    a.y = y;
+    a.outer = 1;
+    a.axis_len = 1;
+    a.inner = N;
+    a.y_dtype = ydt;
+    run_kernel(dg_quantize_linear, &a);
+    for (i = 0; i < N; i++) {
+        volatile float q = x[i] / scale;
+        const int32_t lo = ydt == DG_DT_I8 ? -128 : 0, hi = ydt == DG_DT_I8 ? 127 : 255;
+        int32_t r = (int32_t)rintf(q) + zp;
+        const int32_t got = ydt == DG_DT_I8 ? (int32_t)(int8_t)y[i] : (int32_t)y[i];
+        r = r < lo ? lo : (r > hi ? hi : r);
+        bad += got != r;
+    }
+    *compared += N;
+    if (bad)
+        printf("  quantize scale %g zp %d y %u: %zu values differ\n", (double)scale, (int)zp, (unsigned)ydt, bad);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     static const uint32_t pairs[4][2] = {
@@ -248,6 +290,13 @@ int main(int argc, char **argv)
         bad += mm_one(2, 3, 8, 4, 0, ad, bd, DG_DT_F32, &compared);
         bad += mm_one(1, 1, 64, 13, 1, ad, bd, ad, &compared);
         cases += 4;
+    }
+    {
+        static const float scales[] = {0.1f, 0.0078125f, 1.0f / 3.0f, 0.0372f, 7.5f, 3e-5f};
+        for (p = 0; p < sizeof scales / sizeof scales[0]; p++) {
+            bad += quantize_one(scales[p], p % 2 ? 3 : -5, p % 2 ? DG_DT_U8 : DG_DT_I8, &compared);
+            cases++;
+        }
     }
     pi_cluster_close(&g_cluster);
     printf("qconv paths: %zu cases on %d cores, %zu values compared, %zu differ\n", cases, g_cores, compared, bad);
