@@ -4,6 +4,9 @@
 
 #include "dg_kernels.h"
 #include "dg_math.h"
+/* The chips' facts, written from platforms.json (the SDKs' pmsis.h does
+ * not bring them in as the host emulation's does). */
+#include "../mem/dg_chips.h"
 
 #include <math.h>
 #include <stddef.h>
