@@ -157,41 +157,37 @@ void dg_mm_block_f32(const float *a, uint32_t a_si, uint32_t a_sk, const float *
 #endif
 
 /* The N-d broadcast walk of the elementwise kernels: visits the output
- * elements [start, end) of `shape` in row-major order and keeps each
- * operand's element offset off[j] (operand j's strides st[j] per output
- * dimension, 0 on a broadcast dimension) up to date incrementally. With a
- * constant nin the operand loops unroll. */
-typedef struct {
-    uint32_t idx[DG_MAX_DIMS];
-    uint32_t off[DG_MAX_VARIADIC];
-} dg_bcast_t;
-
-static DG_INLINE void dg_bcast_start(dg_bcast_t *w, uint32_t ndim, const uint32_t *shape,
+ * elements [start, end) of `shape` in row-major order (position idx) and
+ * keeps each operand's element offset off[j] (operand j's strides st[j]
+ * per output dimension, 0 on a broadcast dimension) up to date
+ * incrementally. idx and off are separate arrays, so with a constant nin
+ * the operand loops unroll and the offsets stay in registers. */
+static DG_INLINE void dg_bcast_start(uint32_t *idx, uint32_t *off, uint32_t ndim, const uint32_t *shape,
                                      uint32_t nin, const uint32_t *const *st, uint32_t flat)
 {
     uint32_t d, j;
     for (j = 0; j < nin; j++)
-        w->off[j] = 0;
+        off[j] = 0;
     for (d = ndim; d-- > 0;) {
-        w->idx[d] = flat % shape[d];
+        idx[d] = flat % shape[d];
         flat /= shape[d];
         for (j = 0; j < nin; j++)
-            w->off[j] += w->idx[d] * st[j][d];
+            off[j] += idx[d] * st[j][d];
     }
 }
 
-static DG_INLINE void dg_bcast_next(dg_bcast_t *w, uint32_t ndim, const uint32_t *shape,
+static DG_INLINE void dg_bcast_next(uint32_t *idx, uint32_t *off, uint32_t ndim, const uint32_t *shape,
                                     uint32_t nin, const uint32_t *const *st)
 {
     uint32_t d, j;
     for (d = ndim; d-- > 0;) {
         for (j = 0; j < nin; j++)
-            w->off[j] += st[j][d];
-        if (++w->idx[d] < shape[d])
+            off[j] += st[j][d];
+        if (++idx[d] < shape[d])
             return;
         for (j = 0; j < nin; j++)
-            w->off[j] -= st[j][d] * shape[d];
-        w->idx[d] = 0;
+            off[j] -= st[j][d] * shape[d];
+        idx[d] = 0;
     }
 }
 
@@ -210,13 +206,13 @@ static DG_INLINE void dg_bcast_next(dg_bcast_t *w, uint32_t ndim, const uint32_t
             }                                                                       \
         } else {                                                                    \
             const uint32_t *const st_[2] = { (p)->a_strides, (p)->b_strides };      \
-            dg_bcast_t w_;                                                          \
-            dg_bcast_start(&w_, (p)->ndim, (p)->shape, 2, st_, r_.start);           \
+            uint32_t idx_[DG_MAX_DIMS], off_[2];                                    \
+            dg_bcast_start(idx_, off_, (p)->ndim, (p)->shape, 2, st_, r_.start);    \
             for (i = r_.start; i < r_.end; i++) {                                   \
-                const TA va = (A)[w_.off[0]];                                       \
-                const TB vb = (B)[w_.off[1]];                                       \
+                const TA va = (A)[off_[0]];                                         \
+                const TB vb = (B)[off_[1]];                                         \
                 STMT;                                                               \
-                dg_bcast_next(&w_, (p)->ndim, (p)->shape, 2, st_);                  \
+                dg_bcast_next(idx_, off_, (p)->ndim, (p)->shape, 2, st_);           \
             }                                                                       \
         }                                                                           \
     } while (0)
@@ -242,18 +238,18 @@ static DG_INLINE void dg_bcast_next(dg_bcast_t *w, uint32_t ndim, const uint32_t
             }                                                                       \
         } else if (r_.start < r_.end) {                                             \
             const uint32_t *st_[DG_MAX_VARIADIC];                                   \
-            dg_bcast_t w_;                                                          \
+            uint32_t idx_[DG_MAX_DIMS], off_[DG_MAX_VARIADIC];                      \
             for (j = 0; j < (p)->nin; j++)                                          \
                 st_[j] = (p)->strides[j];                                           \
-            dg_bcast_start(&w_, (p)->ndim, (p)->shape, (p)->nin, st_, r_.start);    \
+            dg_bcast_start(idx_, off_, (p)->ndim, (p)->shape, (p)->nin, st_, r_.start); \
             for (i = r_.start; i < r_.end; i++) {                                   \
-                T acc = (x)[0][w_.off[0]];                                          \
+                T acc = (x)[0][off_[0]];                                            \
                 for (j = 1; j < (p)->nin; j++) {                                    \
-                    const T v = (x)[j][w_.off[j]];                                  \
+                    const T v = (x)[j][off_[j]];                                    \
                     STMT;                                                           \
                 }                                                                   \
                 (Y)[i] = FAULT(fault, acc);                                         \
-                dg_bcast_next(&w_, (p)->ndim, (p)->shape, (p)->nin, st_);           \
+                dg_bcast_next(idx_, off_, (p)->ndim, (p)->shape, (p)->nin, st_);    \
             }                                                                       \
         }                                                                           \
     } while (0)
