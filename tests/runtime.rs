@@ -312,7 +312,7 @@ fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
 
 /// The kernels as the 32-bit cores build them: floats in the integer
 /// registers (zfinx), so the written-out RISC-V loops of linear.c and
-/// conv.c are compiled in, by the ziglang clang at -O3, run under
+/// the conv_*.c files are compiled in, by the ziglang clang at -O3, run under
 /// qemu-riscv32 on the same references (both drivers), 1, 3 and 8 cores.
 /// Needs the tools of tests/rv32.rs; without them it prints `SKIPPED:`
 /// (fails under CI).

@@ -89,7 +89,16 @@ fn a_project_lists_only_the_kernels_it_calls() {
     assert!(gemm.contains(&"runtime/kernels/linear.c".to_string()), "{gemm:?}");
     assert!(gemm.contains(&"runtime/kernels/common.c".to_string()), "dg_split comes along: {gemm:?}");
     assert!(gemm.contains(&"runtime/mem/dg_mem.c".to_string()), "{gemm:?}");
-    assert!(!gemm.iter().any(|s| s.ends_with("conv.c")), "{gemm:?}");
+    assert!(!gemm.iter().any(|s| s.contains("/conv_")), "{gemm:?}");
+    // One file per convolution variant: a forward project does not compile
+    // the gradients, and a dB alone compiles none of the other variants.
+    let kernels = |calls: &[&str]| -> Vec<String> {
+        let all = deploygen::emit::runtime_sources(calls.iter().copied()).unwrap();
+        all.into_iter().filter(|s| s.contains("/conv_")).map(|s| s.replace("runtime/kernels/", "")).collect()
+    };
+    assert_eq!(kernels(&["dg_conv_f32"]), ["conv_depthwise.c", "conv_fwd.c", "conv_pointwise.c"]);
+    assert_eq!(kernels(&["dg_conv_grad_db_f32"]), ["conv_grad_db.c"]);
+    assert_eq!(kernels(&["dg_conv_grad_dw_f32"]), ["conv_depthwise.c", "conv_grad_dw.c", "conv_pointwise.c"]);
     assert!(gemm.len() < all.len());
     let e = deploygen::emit::runtime_sources(["dg_no_such_kernel"]).unwrap_err();
     assert!(e.to_string().contains("dg_no_such_kernel"), "{e}");

@@ -4,40 +4,13 @@
  * gradients, and of shape and mask arithmetic on integers. */
 #include "dg_internal.h"
 
-#define DG_COMPARE_KERNEL(name, T, EXPR)                                             \
-    void name(void *args)                                                            \
-    {                                                                                \
-        const dg_compare_args_t *p = (const dg_compare_args_t *)args;                \
-        const T *A = (const T *)p->a, *B = (const T *)p->b;                          \
-        dg_range_t r = dg_split(p->n);                                               \
-        uint32_t i, d;                                                               \
-        if (p->ndim == 0) {                                                          \
-            for (i = r.start; i < r.end; i++) {                                      \
-                const T va = A[i], vb = B[i];                                        \
-                p->y[i] = (uint8_t)DG_FAULT_I(DG_FAULT_COMPARE, (EXPR) ? 1 : 0);     \
-            }                                                                        \
-        } else {                                                                     \
-            uint32_t idx[DG_MAX_DIMS], oa = 0, ob = 0, flat = r.start;               \
-            for (d = p->ndim; d-- > 0;) {                                            \
-                idx[d] = flat % p->shape[d];                                         \
-                flat /= p->shape[d];                                                 \
-                oa += idx[d] * p->a_strides[d];                                      \
-                ob += idx[d] * p->b_strides[d];                                      \
-            }                                                                        \
-            for (i = r.start; i < r.end; i++) {                                      \
-                const T va = A[oa], vb = B[ob];                                      \
-                p->y[i] = (uint8_t)DG_FAULT_I(DG_FAULT_COMPARE, (EXPR) ? 1 : 0);     \
-                for (d = p->ndim; d-- > 0;) {                                        \
-                    oa += p->a_strides[d];                                           \
-                    ob += p->b_strides[d];                                           \
-                    if (++idx[d] < p->shape[d])                                      \
-                        break;                                                       \
-                    oa -= p->a_strides[d] * p->shape[d];                             \
-                    ob -= p->b_strides[d] * p->shape[d];                             \
-                    idx[d] = 0;                                                      \
-                }                                                                    \
-            }                                                                        \
-        }                                                                            \
+#define DG_COMPARE_KERNEL(name, T, EXPR)                                        \
+    void name(void *args)                                                       \
+    {                                                                           \
+        const dg_compare_args_t *p = (const dg_compare_args_t *)args;           \
+        const T *A = (const T *)p->a, *B = (const T *)p->b;                     \
+        DG_BINARY_WALK(p, T, A, T, B,                                           \
+                       p->y[i] = (uint8_t)DG_FAULT_I(DG_FAULT_COMPARE, (EXPR) ? 1 : 0)); \
     }
 
 DG_COMPARE_KERNEL(dg_equal_f32, float, va == vb)

@@ -4,6 +4,9 @@
 
 #include "dg_kernels.h"
 #include "dg_math.h"
+/* The chips' facts, written from platforms.json (the SDKs' pmsis.h does
+ * not bring them in as the host emulation's does). */
+#include "../mem/dg_chips.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -152,5 +155,132 @@ void dg_mm_block_f32(const float *a, uint32_t a_si, uint32_t a_sk, const float *
 #else
 #define DG_NOINLINE
 #endif
+
+/* The N-d broadcast walk of the elementwise kernels: visits the output
+ * elements [start, end) of `shape` in row-major order (position idx) and
+ * keeps each operand's element offset off[j] (operand j's strides st[j]
+ * per output dimension, 0 on a broadcast dimension) up to date
+ * incrementally. idx and off are separate arrays, so with a constant nin
+ * the operand loops unroll and the offsets stay in registers. */
+static DG_INLINE void dg_bcast_start(uint32_t *idx, uint32_t *off, uint32_t ndim, const uint32_t *shape,
+                                     uint32_t nin, const uint32_t *const *st, uint32_t flat)
+{
+    uint32_t d, j;
+    for (j = 0; j < nin; j++)
+        off[j] = 0;
+    for (d = ndim; d-- > 0;) {
+        idx[d] = flat % shape[d];
+        flat /= shape[d];
+        for (j = 0; j < nin; j++)
+            off[j] += idx[d] * st[j][d];
+    }
+}
+
+static DG_INLINE void dg_bcast_next(uint32_t *idx, uint32_t *off, uint32_t ndim, const uint32_t *shape,
+                                    uint32_t nin, const uint32_t *const *st)
+{
+    uint32_t d, j;
+    for (d = ndim; d-- > 0;) {
+        for (j = 0; j < nin; j++)
+            off[j] += st[j][d];
+        if (++idx[d] < shape[d])
+            return;
+        for (j = 0; j < nin; j++)
+            off[j] -= st[j][d] * shape[d];
+        idx[d] = 0;
+    }
+}
+
+/* The body of a broadcast binary kernel over p (the dg_binary_args_t
+ * layout): this core's chunk of output elements i, each with va = A[.] of
+ * type TA and vb = B[.] of type TB, runs STMT. */
+#define DG_BINARY_WALK(p, TA, A, TB, B, STMT)                                       \
+    do {                                                                            \
+        const dg_range_t r_ = dg_split((p)->n);                                     \
+        uint32_t i;                                                                 \
+        if ((p)->ndim == 0) {                                                       \
+            for (i = r_.start; i < r_.end; i++) {                                   \
+                const TA va = (A)[i];                                               \
+                const TB vb = (B)[i];                                               \
+                STMT;                                                               \
+            }                                                                       \
+        } else {                                                                    \
+            const uint32_t *const st_[2] = { (p)->a_strides, (p)->b_strides };      \
+            uint32_t idx_[DG_MAX_DIMS], off_[2];                                    \
+            dg_bcast_start(idx_, off_, (p)->ndim, (p)->shape, 2, st_, r_.start);    \
+            for (i = r_.start; i < r_.end; i++) {                                   \
+                const TA va = (A)[off_[0]];                                         \
+                const TB vb = (B)[off_[1]];                                         \
+                STMT;                                                               \
+                dg_bcast_next(idx_, off_, (p)->ndim, (p)->shape, 2, st_);           \
+            }                                                                       \
+        }                                                                           \
+    } while (0)
+
+/* The body of a variadic kernel over p (the dg_variadic_args_t layout,
+ * inputs x of type T): for this core's chunk of output elements i, acc
+ * starts at input 0's element and takes each further input's element v in
+ * input order through STMT; then Y[i] = FAULT(fault, acc). */
+#define DG_VARIADIC_WALK(p, T, x, Y, FAULT, fault, STMT)                            \
+    do {                                                                            \
+        const dg_range_t r_ = dg_split((p)->n);                                     \
+        uint32_t i, j;                                                              \
+        DG_CHECK((p)->nin >= 1 && (p)->nin <= DG_MAX_VARIADIC,                      \
+                 "Max/Min: nin out of range");                                      \
+        if ((p)->ndim == 0) {                                                       \
+            for (i = r_.start; i < r_.end; i++) {                                   \
+                T acc = (x)[0][i];                                                  \
+                for (j = 1; j < (p)->nin; j++) {                                    \
+                    const T v = (x)[j][i];                                          \
+                    STMT;                                                           \
+                }                                                                   \
+                (Y)[i] = FAULT(fault, acc);                                         \
+            }                                                                       \
+        } else if (r_.start < r_.end) {                                             \
+            const uint32_t *st_[DG_MAX_VARIADIC];                                   \
+            uint32_t idx_[DG_MAX_DIMS], off_[DG_MAX_VARIADIC];                      \
+            for (j = 0; j < (p)->nin; j++)                                          \
+                st_[j] = (p)->strides[j];                                           \
+            dg_bcast_start(idx_, off_, (p)->ndim, (p)->shape, (p)->nin, st_, r_.start); \
+            for (i = r_.start; i < r_.end; i++) {                                   \
+                T acc = (x)[0][off_[0]];                                            \
+                for (j = 1; j < (p)->nin; j++) {                                    \
+                    const T v = (x)[j][off_[j]];                                    \
+                    STMT;                                                           \
+                }                                                                   \
+                (Y)[i] = FAULT(fault, acc);                                         \
+                dg_bcast_next(idx_, off_, (p)->ndim, (p)->shape, (p)->nin, st_);    \
+            }                                                                       \
+        }                                                                           \
+    } while (0)
+
+/* The first element of row `row` of an [outer, dim, inner] view: rows are
+ * the (outer, inner) pairs, a row's elements stand inner apart. */
+static inline uint32_t dg_axis_row(uint32_t row, uint32_t dim, uint32_t inner)
+{
+    return (row / inner) * dim * inner + row % inner;
+}
+
+/* The row maximum of n elements x[0], x[stride], ... (n >= 1). */
+static inline float dg_row_max(const float *x, uint32_t n, uint32_t stride)
+{
+    float mx = x[0];
+    uint32_t j;
+    for (j = 1; j < n; j++)
+        if (x[j * stride] > mx)
+            mx = x[j * stride];
+    return mx;
+}
+
+/* Row log-sum-exp, shifted by the row maximum mx: ln(sum_j exp(x_j - mx)),
+ * summed in order with dg_expf (Softmax's exponential). */
+static inline float dg_row_log_sum_exp(const float *x, uint32_t n, uint32_t stride, float mx)
+{
+    float sum = 0.0f;
+    uint32_t j;
+    for (j = 0; j < n; j++)
+        sum += dg_expf(x[j * stride] - mx);
+    return logf(sum);
+}
 
 #endif /* DG_INTERNAL_H */

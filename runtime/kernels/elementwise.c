@@ -2,41 +2,12 @@
  * gradients, Scale, Sum. */
 #include "dg_internal.h"
 
-/* Walks output elements [r.start, r.end) of a broadcast binary op, keeping
- * the input offsets up to date incrementally. */
-#define DG_BINARY_KERNEL(name, fault, EXPR)                                          \
-    void name(void *args)                                                            \
-    {                                                                                \
-        const dg_binary_args_t *p = (const dg_binary_args_t *)args;                  \
-        dg_range_t r = dg_split(p->n);                                               \
-        uint32_t i, d;                                                               \
-        if (p->ndim == 0) {                                                          \
-            for (i = r.start; i < r.end; i++) {                                      \
-                const float va = p->a[i], vb = p->b[i];                              \
-                p->y[i] = DG_FAULT(fault, (EXPR));                                   \
-            }                                                                        \
-        } else {                                                                     \
-            uint32_t idx[DG_MAX_DIMS], oa = 0, ob = 0, flat = r.start;               \
-            for (d = p->ndim; d-- > 0;) {                                            \
-                idx[d] = flat % p->shape[d];                                         \
-                flat /= p->shape[d];                                                 \
-                oa += idx[d] * p->a_strides[d];                                      \
-                ob += idx[d] * p->b_strides[d];                                      \
-            }                                                                        \
-            for (i = r.start; i < r.end; i++) {                                      \
-                const float va = p->a[oa], vb = p->b[ob];                            \
-                p->y[i] = DG_FAULT(fault, (EXPR));                                   \
-                for (d = p->ndim; d-- > 0;) {                                        \
-                    oa += p->a_strides[d];                                           \
-                    ob += p->b_strides[d];                                           \
-                    if (++idx[d] < p->shape[d])                                      \
-                        break;                                                       \
-                    oa -= p->a_strides[d] * p->shape[d];                             \
-                    ob -= p->b_strides[d] * p->shape[d];                             \
-                    idx[d] = 0;                                                      \
-                }                                                                    \
-            }                                                                        \
-        }                                                                            \
+/* A broadcast binary op on f32 (DG_BINARY_WALK, dg_internal.h). */
+#define DG_BINARY_KERNEL(name, fault, EXPR)                                     \
+    void name(void *args)                                                       \
+    {                                                                           \
+        const dg_binary_args_t *p = (const dg_binary_args_t *)args;             \
+        DG_BINARY_WALK(p, float, p->a, float, p->b, p->y[i] = DG_FAULT(fault, (EXPR))); \
     }
 
 DG_BINARY_KERNEL(dg_add_f32, DG_FAULT_ADD, va + vb)

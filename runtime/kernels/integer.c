@@ -5,44 +5,14 @@
 
 /* As DG_BINARY_KERNEL (elementwise.c) on a of type TA, b of type TB and y
  * of type TY; FAULT is DG_FAULT or DG_FAULT_I. */
-#define DG_TYPED_BINARY_KERNEL(name, TA, TB, TY, FAULT, fault, EXPR)                 \
-    void name(void *args)                                                            \
-    {                                                                                \
-        const dg_binary_typed_args_t *p = (const dg_binary_typed_args_t *)args;      \
-        const TA *A = (const TA *)p->a;                                              \
-        const TB *B = (const TB *)p->b;                                              \
-        TY *Y = (TY *)p->y;                                                          \
-        dg_range_t r = dg_split(p->n);                                               \
-        uint32_t i, d;                                                               \
-        if (p->ndim == 0) {                                                          \
-            for (i = r.start; i < r.end; i++) {                                      \
-                const TA va = A[i];                                                  \
-                const TB vb = B[i];                                                  \
-                Y[i] = FAULT(fault, (EXPR));                                         \
-            }                                                                        \
-        } else {                                                                     \
-            uint32_t idx[DG_MAX_DIMS], oa = 0, ob = 0, flat = r.start;               \
-            for (d = p->ndim; d-- > 0;) {                                            \
-                idx[d] = flat % p->shape[d];                                         \
-                flat /= p->shape[d];                                                 \
-                oa += idx[d] * p->a_strides[d];                                      \
-                ob += idx[d] * p->b_strides[d];                                      \
-            }                                                                        \
-            for (i = r.start; i < r.end; i++) {                                      \
-                const TA va = A[oa];                                                 \
-                const TB vb = B[ob];                                                 \
-                Y[i] = FAULT(fault, (EXPR));                                         \
-                for (d = p->ndim; d-- > 0;) {                                        \
-                    oa += p->a_strides[d];                                           \
-                    ob += p->b_strides[d];                                           \
-                    if (++idx[d] < p->shape[d])                                      \
-                        break;                                                       \
-                    oa -= p->a_strides[d] * p->shape[d];                             \
-                    ob -= p->b_strides[d] * p->shape[d];                             \
-                    idx[d] = 0;                                                      \
-                }                                                                    \
-            }                                                                        \
-        }                                                                            \
+#define DG_TYPED_BINARY_KERNEL(name, TA, TB, TY, FAULT, fault, EXPR)            \
+    void name(void *args)                                                       \
+    {                                                                           \
+        const dg_binary_typed_args_t *p = (const dg_binary_typed_args_t *)args; \
+        const TA *A = (const TA *)p->a;                                         \
+        const TB *B = (const TB *)p->b;                                         \
+        TY *Y = (TY *)p->y;                                                     \
+        DG_BINARY_WALK(p, TA, A, TB, B, Y[i] = FAULT(fault, (EXPR)));           \
     }
 
 /* Two's complement wrap-around without signed overflow. */
@@ -163,56 +133,14 @@ DG_TYPED_BINARY_KERNEL(dg_mod_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAUL
 DG_TYPED_BINARY_KERNEL(dg_fmod_u8, uint8_t, uint8_t, uint8_t, DG_FAULT_I, DG_FAULT_MOD, mod_u8(va, vb))
 
 /* ---- variadic Max / Min on int64, int32, int8 and uint8 ------------------- */
-#define DG_VARIADIC(NAME, T)                                                             \
-    static void NAME(const dg_variadic_typed_args_t *p, int is_max, int fault)           \
-    {                                                                                    \
-        const T *const *x = (const T *const *)p->x;                                      \
-        T *y = (T *)p->y;                                                                \
-        dg_range_t r = dg_split(p->n);                                                   \
-        uint32_t i, j, d;                                                                \
-        (void)fault;                                                                     \
-        DG_CHECK(p->nin >= 1 && p->nin <= DG_MAX_VARIADIC, "Max/Min: nin out of range"); \
-        if (r.start >= r.end)                                                            \
-            return;                                                                      \
-        if (p->ndim == 0) {                                                              \
-            for (i = r.start; i < r.end; i++) {                                          \
-                T acc = x[0][i];                                                         \
-                for (j = 1; j < p->nin; j++) {                                           \
-                    const T v = x[j][i];                                                 \
-                    if (is_max ? v > acc : v < acc)                                      \
-                        acc = v;                                                         \
-                }                                                                        \
-                y[i] = DG_FAULT_I(fault, acc);                                           \
-            }                                                                            \
-        } else {                                                                         \
-            uint32_t idx[DG_MAX_DIMS], off[DG_MAX_VARIADIC], flat = r.start;             \
-            for (j = 0; j < p->nin; j++)                                                 \
-                off[j] = 0;                                                              \
-            for (d = p->ndim; d-- > 0;) {                                                \
-                idx[d] = flat % p->shape[d];                                             \
-                flat /= p->shape[d];                                                     \
-                for (j = 0; j < p->nin; j++)                                             \
-                    off[j] += idx[d] * p->strides[j][d];                                 \
-            }                                                                            \
-            for (i = r.start; i < r.end; i++) {                                          \
-                T acc = x[0][off[0]];                                                    \
-                for (j = 1; j < p->nin; j++) {                                           \
-                    const T v = x[j][off[j]];                                            \
-                    if (is_max ? v > acc : v < acc)                                      \
-                        acc = v;                                                         \
-                }                                                                        \
-                y[i] = DG_FAULT_I(fault, acc);                                           \
-                for (d = p->ndim; d-- > 0;) {                                            \
-                    for (j = 0; j < p->nin; j++)                                         \
-                        off[j] += p->strides[j][d];                                      \
-                    if (++idx[d] < p->shape[d])                                          \
-                        break;                                                           \
-                    for (j = 0; j < p->nin; j++)                                         \
-                        off[j] -= p->strides[j][d] * p->shape[d];                        \
-                    idx[d] = 0;                                                          \
-                }                                                                        \
-            }                                                                            \
-        }                                                                                \
+#define DG_VARIADIC(NAME, T)                                                    \
+    static void NAME(const dg_variadic_typed_args_t *p, int is_max, int fault)  \
+    {                                                                           \
+        const T *const *x = (const T *const *)p->x;                             \
+        T *y = (T *)p->y;                                                       \
+        (void)fault;                                                            \
+        DG_VARIADIC_WALK(p, T, x, y, DG_FAULT_I, fault,                         \
+                         if (is_max ? v > acc : v < acc) acc = v);              \
     }
 
 DG_VARIADIC(variadic_i64, int64_t)

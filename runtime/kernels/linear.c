@@ -342,9 +342,10 @@ static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, f
  * 0.0f (the first step adds its products to the zero register, which reads
  * +0.0f) or from y, as in the C tile.
  *
- * Siracusa's cores i and i + 4 share an FPU that takes one operation a
- * cycle. There every multiply-add is followed by exactly one other
- * instruction (DG_ASM_PACE, a nop, where a step has nothing else to do),
+ * Where cores i and i + 4 share an FPU that takes one operation a cycle
+ * (DG_CHIP_FPU_SHARED_BY_CORE_PAIRS of dg_chips.h: Siracusa), every
+ * multiply-add is followed by exactly one other instruction (DG_ASM_PACE,
+ * a nop, where a step has nothing else to do),
  * so a core asks for the FPU every other cycle: two cores one cycle apart
  * never meet, and two in step meet once, after which one of them is a
  * cycle behind. The pair then runs at the FPU's full rate with neither
@@ -352,7 +353,7 @@ static void pack_a4(const float *a, uint32_t a_si, uint32_t a_sk, uint32_t kc, f
  * waits depends on the phase the two settle in, and one core ended 4,000
  * cycles after the other in the 64 x 64 x 64 Gemm). Elsewhere the nops
  * would only cost time. */
-#if defined(DG_PLATFORM_SIRACUSA)
+#if defined(DG_CHIP_FPU_SHARED_BY_CORE_PAIRS)
 #define DG_ASM_PACE "nop"
 #else
 #define DG_ASM_PACE ""

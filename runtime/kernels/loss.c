@@ -16,16 +16,11 @@ void dg_sce_loss_f32(void *args)
     uint32_t s, j;
     /* phase 1: log_softmax over classes, per sample */
     for (s = r.start; s < r.end; s++) {
-        const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+        const uint32_t base = dg_axis_row(s, p->classes, p->inner);
         const float *x = p->scores + base;
         float *lp = p->log_prob + base;
-        float mx = x[0], sum = 0.0f, lse;
-        for (j = 1; j < p->classes; j++)
-            if (x[(uint32_t)j * p->inner] > mx)
-                mx = x[(uint32_t)j * p->inner];
-        for (j = 0; j < p->classes; j++)
-            sum += dg_expf(x[(uint32_t)j * p->inner] - mx);
-        lse = logf(sum);
+        const float mx = dg_row_max(x, p->classes, p->inner);
+        const float lse = dg_row_log_sum_exp(x, p->classes, p->inner, mx);
         for (j = 0; j < p->classes; j++)
             lp[(uint32_t)j * p->inner] =
                 DG_FAULT(DG_FAULT_SCE_LOGPROB, x[(uint32_t)j * p->inner] - mx - lse);
@@ -38,7 +33,7 @@ void dg_sce_loss_f32(void *args)
         float acc = 0.0f, count = 0.0f;
         for (s = 0; s < samples; s++) {
             const int64_t l = label_at(p->labels, p->labels_i32, s);
-            const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+            const uint32_t base = dg_axis_row(s, p->classes, p->inner);
             float w, term;
             if (p->reduction == DG_REDUCTION_NONE)
                 p->loss[s] = 0.0f;
@@ -80,7 +75,7 @@ void dg_sce_loss_grad_f32(void *args)
     }
     for (s = r.start; s < r.end; s++) {
         const int64_t l = label_at(p->labels, p->labels_i32, s);
-        const uint32_t base = (uint32_t)(s / p->inner) * p->classes * p->inner + s % p->inner;
+        const uint32_t base = dg_axis_row(s, p->classes, p->inner);
         const int ignored = p->has_ignore && l == p->ignore_index;
         DG_CHECK(ignored || (l >= 0 && l < (int64_t)p->classes),
                  "SoftmaxCrossEntropyLossGrad: label out of range");

@@ -165,52 +165,10 @@ void dg_swish_grad_f32(void *args)
 /* ---- variadic Max / Min ----------------------------------------------------- */
 static void variadic(const dg_variadic_args_t *p, int is_max, int fault)
 {
-    dg_range_t r = dg_split(p->n);
-    uint32_t i, j, d;
     (void)fault;
-    DG_CHECK(p->nin >= 1 && p->nin <= DG_MAX_VARIADIC, "Max/Min: nin out of range");
-    if (r.start >= r.end)
-        return;
-    if (p->ndim == 0) {
-        for (i = r.start; i < r.end; i++) {
-            float acc = p->x[0][i];
-            for (j = 1; j < p->nin; j++) {
-                const float v = p->x[j][i];
-                /* a NaN operand propagates, whichever side it is on */
-                if (is_max ? !(acc >= v) : !(acc <= v))
-                    acc = (v != v) ? v : (acc != acc ? acc : v);
-            }
-            p->y[i] = DG_FAULT(fault, acc);
-        }
-    } else {
-        uint32_t idx[DG_MAX_DIMS], off[DG_MAX_VARIADIC], flat = r.start;
-        for (j = 0; j < p->nin; j++)
-            off[j] = 0;
-        for (d = p->ndim; d-- > 0;) {
-            idx[d] = flat % p->shape[d];
-            flat /= p->shape[d];
-            for (j = 0; j < p->nin; j++)
-                off[j] += idx[d] * p->strides[j][d];
-        }
-        for (i = r.start; i < r.end; i++) {
-            float acc = p->x[0][off[0]];
-            for (j = 1; j < p->nin; j++) {
-                const float v = p->x[j][off[j]];
-                if (is_max ? !(acc >= v) : !(acc <= v))
-                    acc = (v != v) ? v : (acc != acc ? acc : v);
-            }
-            p->y[i] = DG_FAULT(fault, acc);
-            for (d = p->ndim; d-- > 0;) {
-                for (j = 0; j < p->nin; j++)
-                    off[j] += p->strides[j][d];
-                if (++idx[d] < p->shape[d])
-                    break;
-                for (j = 0; j < p->nin; j++)
-                    off[j] -= p->strides[j][d] * p->shape[d];
-                idx[d] = 0;
-            }
-        }
-    }
+    /* a NaN operand propagates, whichever side it is on */
+    DG_VARIADIC_WALK(p, float, p->x, p->y, DG_FAULT, fault,
+                     if (is_max ? !(acc >= v) : !(acc <= v)) acc = (v != v) ? v : (acc != acc ? acc : v));
 }
 
 void dg_max_f32(void *args)

@@ -24,7 +24,8 @@ PI_L2 static uint8_t dg_stage[DG_COPY_STAGE_BYTES];
 #include "bsp/fs.h"
 #include "bsp/fs/readfs.h"
 #include "bsp/ram.h"
-#if defined(DG_PLATFORM_SIRACUSA)
+/* HyperRAM and HyperFlash where the board has them (dg_chips.h) */
+#if defined(DG_CHIP_HYPERBUS_MEMORY)
 #include "bsp/flash/hyperflash.h"
 #include "bsp/ram/hyperram.h"
 static struct pi_hyperram_conf dg_ram_conf;

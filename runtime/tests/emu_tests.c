@@ -17,11 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(DG_PLATFORM_GAP9)
-#define EXPECTED_CC_ID 8u
-#else
-#define EXPECTED_CC_ID 0u
-#endif
+#define EXPECTED_CC_ID DG_CHIP_CONTROLLER_CORE_ID
 
 static struct pi_device cluster;
 static const char *hexdir;
@@ -99,8 +95,8 @@ static int test_core_ids(void)
     CHECK(p.cluster_id == 0, "controller cluster id %u", p.cluster_id);
     CHECK(!p.is_fc, "controller believes it is the fabric controller");
     send(guarded_compare, &p);
-#if defined(DG_PLATFORM_GAP9)
-    CHECK(!p.guarded_ran, "a core-0 guard ran on the GAP9 controller (its id must be 8)");
+#if DG_CHIP_CONTROLLER_CORE_ID != 0
+    CHECK(!p.guarded_ran, "a core-0 guard ran on the controller (its id must be %u)", EXPECTED_CC_ID);
 #else
     CHECK(p.guarded_ran, "a core-0 guard did not run on the controller (its id must be 0)");
 #endif

@@ -137,6 +137,19 @@ pub struct Platform {
     pub ram_requests_in_flight: u32,
     #[serde(default, skip_serializing)]
     pub ram_note: String,
+    /// Whether the board's RAM and flash are HyperBus devices (HyperRAM,
+    /// HyperFlash) rather than the SDK's default ones: `dg_mem.c` opens
+    /// them with their own drivers.
+    #[serde(default, skip_serializing)]
+    pub hyperbus_memory: bool,
+    #[serde(default, skip_serializing)]
+    pub hyperbus_note: String,
+    /// Whether cores i and i + 4 of the cluster share one FPU: the matrix
+    /// tiles then pace their multiply-adds (`linear.c`).
+    #[serde(default, skip_serializing)]
+    pub fpu_shared_by_core_pairs: bool,
+    #[serde(default, skip_serializing)]
+    pub fpu_note: String,
     /// Every buffer offset and size is a multiple of this.
     pub alignment: u64,
     /// L1, L2, L3 in this order.
@@ -264,7 +277,8 @@ impl Platform {
 }
 
 /// `runtime/mem/dg_chips.h`: each platform's facts for the C runtime —
-/// controller core id, cores, every level's size and address window —
+/// controller core id, cores, RAM requests in flight, HyperBus memory, an
+/// FPU shared by core pairs, every level's size and address window —
 /// selected by its define; no define (or another) is an `#error`. The
 /// runtime reads these and nothing else, so the chips are described once,
 /// in `platforms.json`; `tests/plan.rs` checks the committed file.
@@ -282,6 +296,12 @@ pub fn chips_header() -> String {
         s.push_str(&format!("#define DG_CHIP_CLUSTER_CORES {}u\n", p.cluster_cores));
         if p.ram_requests_in_flight > 0 {
             s.push_str(&format!("#define DG_CHIP_RAM_REQS_IN_FLIGHT {}u\n", p.ram_requests_in_flight));
+        }
+        if p.hyperbus_memory {
+            s.push_str("#define DG_CHIP_HYPERBUS_MEMORY 1\n");
+        }
+        if p.fpu_shared_by_core_pairs {
+            s.push_str("#define DG_CHIP_FPU_SHARED_BY_CORE_PAIRS 1\n");
         }
         for l in Level::ALL {
             let d = p.level(l);
