@@ -1,7 +1,7 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, one, to_u32, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{ChannelWeights, Ctx, OpDef};
 use crate::error::Result;
@@ -14,7 +14,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
         infer: conv,
         required: &[0, 1],
-        kernel: Some(bind_conv),
+        kernel: Some(Kernel::Bind(bind_conv)),
         grad: Some(conv_grad_rule),
         tile: Some(CONV_TILES),
         // dg_conv_f32 (and dg_conv3d_f32) apply `act` in every path; its tiles split output
@@ -36,7 +36,7 @@ pub const OPS: &[OpDef] = &[
         infer: conv_grad,
         gradient: true,
         required: &[0, 1, 2],
-        kernel: Some(bind_conv_grad),
+        kernel: Some(Kernel::Bind(bind_conv_grad)),
         tile: Some(CONV_GRAD_TILES),
         // dX and dW each cost the forward's multiply-adds, when wanted.
         macs: Some(|g, n| {

@@ -2,7 +2,7 @@
 //! auto_pad), fp32.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::kernel::{call, one, to_u32, u, Kernel, KernelCall, KernelCtx};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, TensorType};
@@ -14,7 +14,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"],
         infer: conv_transpose,
         required: &[0, 1],
-        kernel: Some(bind_conv_transpose),
+        kernel: Some(Kernel::Bind(bind_conv_transpose)),
         grad: Some(conv_transpose_grad),
         ..OpDef::BASE
     },

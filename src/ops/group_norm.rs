@@ -2,7 +2,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{
-    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, Arg, KernelCall, KernelCtx, Local,
+    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, Arg, Kernel, KernelCall, KernelCtx, Local,
 };
 use super::norm::bn_dims;
 use super::tile::{self, Space, TileMap, TileRule};
@@ -18,7 +18,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["epsilon", "num_groups", "stash_type"],
         infer: group_norm,
         required: &[0, 1, 2],
-        kernel: Some(bind_groupnorm),
+        kernel: Some(Kernel::Bind(|c| bind_groupnorm(c, false))),
         grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
@@ -28,7 +28,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["epsilon"],
         infer: instance_norm,
         required: &[0, 1, 2],
-        kernel: Some(bind_groupnorm),
+        kernel: Some(Kernel::Bind(|c| bind_groupnorm(c, true))),
         grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
@@ -38,7 +38,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
         required: &[0, 1],
-        kernel: Some(bind_rmsnorm),
+        kernel: Some(Kernel::Bind(bind_rmsnorm)),
         tile: Some(RMSNORM_TILES),
         grad: Some(rms_norm_grad),
         ..OpDef::BASE
@@ -51,7 +51,7 @@ pub const OPS: &[OpDef] = &[
         // Deeploy's test folders write `eps`.
         renamed: &[("eps", "epsilon")],
         infer: rms_norm,
-        kernel: Some(bind_rmsnorm),
+        kernel: Some(Kernel::Bind(bind_rmsnorm)),
         tile: Some(RMSNORM_TILES),
         grad: Some(rms_norm_grad),
         ..OpDef::BASE
@@ -152,11 +152,12 @@ fn rms_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 // ---- kernel bindings --------------------------------------------------------
 
-pub(super) fn bind_groupnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+/// GroupNormalization, or (`instance`) InstanceNormalization: a group per
+/// channel.
+fn bind_groupnorm(ctx: &KernelCtx, instance: bool) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let x = ctx.in_shape(0)?;
     let [b, c, s] = bn_dims(ctx, &x)?;
-    let instance = ctx.node.op == "InstanceNormalization";
     let groups = if instance {
         c
     } else {

@@ -4,7 +4,7 @@
 
 use super::grad::GradCtx;
 use super::kernel::{
-    call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, Arg, KernelCall, KernelCtx,
+    call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, Arg, Kernel, KernelCall, KernelCtx,
 };
 use super::unary::scalar_attr_or_input;
 use super::{Ctx, OpDef};
@@ -18,7 +18,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["mode", "pads", "value"],
         infer: pad,
         compile_time: &[1, 2, 3],
-        kernel: Some(bind_pad),
+        kernel: Some(Kernel::Bind(bind_pad)),
         grad: Some(pad_grad),
         recompute: Some(super::recompute_copy),
         ..OpDef::BASE

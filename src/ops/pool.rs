@@ -4,7 +4,7 @@ use super::conv::{
     geom, is_3d, kernel_attr, refuse_3d_grad, window, window3d_fields, window3d_fields_of, Geom, MAX_EXTENT,
 };
 use super::grad::{self, GradCtx};
-use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, numel, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef, Recompute};
 use crate::error::Result;
@@ -17,7 +17,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
-        kernel: Some(bind_maxpool),
+        kernel: Some(Kernel::Bind(bind_maxpool)),
         grad: Some(max_pool_grad_rule),
         tile: Some(POOL_TILES),
         recompute: Some(max_pool_recompute),
@@ -31,7 +31,7 @@ pub const OPS: &[OpDef] = &[
         infer: max_pool_grad,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(bind_maxpool_grad),
+        kernel: Some(Kernel::Bind(bind_maxpool_grad)),
         ..OpDef::BASE
     },
     OpDef {
@@ -39,7 +39,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
-        kernel: Some(bind_avgpool),
+        kernel: Some(Kernel::Bind(bind_avgpool)),
         grad: Some(avg_pool_grad_rule),
         tile: Some(POOL_TILES),
         ..OpDef::BASE
@@ -50,14 +50,14 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool_grad,
         gradient: true,
-        kernel: Some(bind_avgpool_grad),
+        kernel: Some(Kernel::Bind(bind_avgpool_grad)),
         ..OpDef::BASE
     },
     OpDef {
         name: "GlobalAveragePool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(bind_global_pool),
+        kernel: Some(Kernel::Named(bind_global_pool, "dg_global_avgpool_f32")),
         tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_avg_pool_grad_rule),
         qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_GLOBAL_AVERAGE_POOL)),
@@ -67,7 +67,7 @@ pub const OPS: &[OpDef] = &[
         name: "GlobalMaxPool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(bind_global_pool),
+        kernel: Some(Kernel::Named(bind_global_pool, "dg_global_maxpool_f32")),
         tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_max_pool_grad),
         ..OpDef::BASE
@@ -77,7 +77,7 @@ pub const OPS: &[OpDef] = &[
         name: "GlobalAveragePoolGrad",
         infer: global_pool_grad,
         gradient: true,
-        kernel: Some(bind_global_pool),
+        kernel: Some(Kernel::Named(bind_global_pool_grad, "dg_global_avgpool_grad_f32")),
         tile: Some(GLOBAL_POOL_GRAD_TILES),
         ..OpDef::BASE
     },
@@ -391,9 +391,18 @@ pub(super) fn bind_avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_avgpool_grad_f32", "dg_pool_args_t", fields))
 }
 
-pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
+/// A global pool `func(x) -> y`.
+pub(super) fn bind_global_pool(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
+    bind_global(ctx, func, false)
+}
+
+/// A global pool's gradient `func(dy) -> dx`.
+pub(super) fn bind_global_pool_grad(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
+    bind_global(ctx, func, true)
+}
+
+fn bind_global(ctx: &KernelCtx, func: &'static str, grad: bool) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
-    let grad = ctx.node.op.ends_with("Grad");
     // Forward: x -> y; gradient: dy -> dx (x's shape is the output's).
     let x = if grad { ctx.out_shape(0)? } else { ctx.in_shape(0)? };
     if x.len() < 3 {
@@ -420,12 +429,6 @@ pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
         vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)]
     };
     fields.extend(dims);
-    let func = match ctx.node.op.as_str() {
-        "GlobalMaxPool" => "dg_global_maxpool_f32",
-        "GlobalAveragePoolGrad" => "dg_global_avgpool_grad_f32",
-        "GlobalAveragePool" => "dg_global_avgpool_f32",
-        other => return Err(ctx.err(format!("no global pool kernel is named for {other}"))),
-    };
     one(call(func, "dg_pool_args_t", fields))
 }
 

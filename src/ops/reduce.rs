@@ -2,7 +2,7 @@
 //! input after), and ArgMax / ArgMin (one axis, int64 indices).
 
 use super::grad::GradCtx;
-use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
+use super::kernel::{call, dims_list, max_dims, one, strides, u, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -13,14 +13,14 @@ pub const OPS: &[OpDef] = &[
         name: "ArgMax",
         attrs: &["axis", "keepdims", "select_last_index"],
         infer: arg_reduce,
-        kernel: Some(bind_argmax),
+        kernel: Some(Kernel::Bind(bind_argmax)),
         ..OpDef::BASE
     },
     OpDef {
         name: "ArgMin",
         attrs: &["axis", "keepdims", "select_last_index"],
         infer: arg_reduce,
-        kernel: Some(bind_argmin),
+        kernel: Some(Kernel::Bind(bind_argmin)),
         ..OpDef::BASE
     },
     OpDef {
@@ -29,7 +29,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce_sum),
+        kernel: Some(Kernel::Bind(bind_reduce_sum)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_sum_grad),
         ..OpDef::BASE
@@ -40,7 +40,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce_mean),
+        kernel: Some(Kernel::Bind(bind_reduce_mean)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_mean_grad),
         ..OpDef::BASE
@@ -51,7 +51,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce_max),
+        kernel: Some(Kernel::Bind(bind_reduce_max)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_max_grad),
         ..OpDef::BASE

@@ -4,7 +4,7 @@
 //! shares.
 
 use super::grad::GradCtx;
-use super::kernel::{call, elem_size, numel, one, u, Arg, KernelCall, KernelCtx, Local};
+use super::kernel::{call, elem_size, numel, one, u, Arg, Kernel, KernelCall, KernelCtx, Local};
 use super::shape::const_indices;
 use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
@@ -17,7 +17,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "num_outputs", "split"],
         infer: split,
         compile_time: &[1],
-        kernel: Some(bind_split),
+        kernel: Some(Kernel::Bind(bind_split)),
         grad: Some(split_grad),
         ..OpDef::BASE
     },
@@ -27,7 +27,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "num_outputs"],
         infer: split,
         compile_time: &[1],
-        kernel: Some(bind_split),
+        kernel: Some(Kernel::Bind(bind_split)),
         ..OpDef::BASE
     },
     // com.microsoft ConcatTraining(inputs…){axis} -> (concat_result,
@@ -36,7 +36,7 @@ pub const OPS: &[OpDef] = &[
         name: "ConcatTraining",
         attrs: &["axis"],
         infer: concat_training,
-        kernel: Some(super::shape::bind_concat),
+        kernel: Some(Kernel::Bind(|c| super::shape::bind_concat(c, true))),
         ..OpDef::BASE
     },
     // com.microsoft GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
@@ -47,7 +47,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         compile_time: &[0, 1],
         gradient: true,
-        kernel: Some(bind_gather_grad),
+        kernel: Some(Kernel::Bind(bind_gather_grad)),
         ..OpDef::BASE
     },
 ];

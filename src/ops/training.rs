@@ -1,6 +1,6 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
@@ -16,7 +16,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
-        kernel: Some(bind_accumulate),
+        kernel: Some(Kernel::Bind(bind_accumulate)),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
@@ -29,7 +29,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_sgd),
+        kernel: Some(Kernel::Bind(bind_sgd)),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
@@ -41,7 +41,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         update: Update::Sequence,
         train: Train::SgdSequence,
-        kernel: Some(bind_sgd_optimizer_v2),
+        kernel: Some(Kernel::Bind(bind_sgd_optimizer_v2)),
         ..OpDef::BASE
     },
     // deploygen's own optimizer steps of a derived training step, one per
@@ -57,7 +57,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_momentum_sgd),
+        kernel: Some(Kernel::Bind(bind_momentum_sgd)),
         // Pointwise: the velocity tile is read and written back with the weight's.
         tile: Some(tile::FLAT),
         ..OpDef::BASE
@@ -69,7 +69,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2, 3, 4],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_adamw),
+        kernel: Some(Kernel::Bind(bind_adamw)),
         tile: Some(ADAMW_TILES),
         ..OpDef::BASE
     },
