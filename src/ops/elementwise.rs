@@ -92,6 +92,10 @@ pub const OPS: &[OpDef] = &[
     },
 ];
 
+/// Mod's `fmod` and com.microsoft Scale's `scale_down` defaults.
+const FMOD: bool = false;
+const SCALE_DOWN: bool = false;
+
 /// Two operands broadcast numpy-style (opset < 7 attributes too), tiled
 /// as such.
 const BINARY: OpDef = OpDef {
@@ -108,7 +112,7 @@ fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 /// com.microsoft Scale: `scale_down` is 0/1.
 fn scale(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    ctx.node.flag("scale_down", false)?;
+    ctx.node.flag("scale_down", SCALE_DOWN)?;
     unary(ctx)
 }
 
@@ -180,7 +184,7 @@ fn cast_values(d: &TensorData, to: DType) -> Option<TensorData> {
 /// Mod: both inputs of one type; `fmod` is 0 or 1, on integers and floats
 /// alike (ONNX's current Mod defines fmod = 0 on floats as numpy's mod).
 fn modulo(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    ctx.node.flag("fmod", false)?;
+    ctx.node.flag("fmod", FMOD)?;
     let (a, b) = (ctx.dtype(0)?, ctx.dtype(1)?);
     if a != b {
         return Err(ctx.err(format!("inputs must have one element type, got {a} and {b}")));
@@ -190,7 +194,7 @@ fn modulo(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 /// Mod of constant integers (shape arithmetic).
 fn fold_mod(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let fmod = ctx.node.flag("fmod", false)?;
+    let fmod = ctx.node.flag("fmod", FMOD)?;
     fold_int_pair(ctx, out, |x, y| {
         if y == 0 {
             return Err(ctx.err("integer Mod by zero in a constant expression"));
@@ -306,7 +310,7 @@ fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
 /// Mod: `dg_mod_<suffix>` (fmod = 0), `dg_fmod_<suffix>` (fmod = 1), the
 /// suffixes of [`ARITH`].
 fn bind_mod(ctx: &KernelCtx) -> Result<KernelCall> {
-    let stem = if ctx.attr_int("fmod", 0)? != 0 { "dg_fmod" } else { "dg_mod" };
+    let stem = if ctx.attr_flag("fmod", FMOD)? { "dg_fmod" } else { "dg_mod" };
     bind_binary(ctx, stem, ARITH)
 }
 
@@ -342,7 +346,7 @@ pub(super) fn bind_binary(ctx: &KernelCtx, stem: &str, forms: BinaryForms) -> Re
 pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let n = numel(&ctx.out_shape(0)?);
-    let down = ctx.attr_int("scale_down", 0)?;
+    let down = ctx.attr_flag("scale_down", SCALE_DOWN)?;
     // A non-float scale (ORT casts it) is a constant: pass it as a float.
     let mut locals = vec![];
     let sc = if ctx.in_dtype(1)? == DType::F32 {
@@ -360,13 +364,7 @@ pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
     let mut inv = call(
         "dg_scale_f32",
         "dg_scale_args_t",
-        vec![
-            ("x", ctx.inp(0)?),
-            ("scale", sc),
-            ("y", ctx.out(0)?),
-            ("n", u(n)),
-            ("scale_down", u(usize::from(down != 0))),
-        ],
+        vec![("x", ctx.inp(0)?), ("scale", sc), ("y", ctx.out(0)?), ("n", u(n)), ("scale_down", u(usize::from(down)))],
     );
     inv.locals = locals;
     one(inv)

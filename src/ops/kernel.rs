@@ -307,6 +307,11 @@ impl KernelCtx<'_> {
         }
     }
 
+    /// A 0/1 INT attribute, `default` when absent.
+    pub fn attr_flag(&self, name: &str, default: bool) -> Result<bool> {
+        Ok(self.attr_int(name, i64::from(default))? != 0)
+    }
+
     /// The `lr_ptr` of an optimizer step whose compiled-in rate is `lr`:
     /// the run-time rate's pointer when its value is `lr` (same bits),
     /// else NULL (the kernel reads the constant).

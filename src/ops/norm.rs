@@ -81,6 +81,16 @@ pub const OPS: &[OpDef] = &[
     },
 ];
 
+/// The normalizations' attribute defaults (ONNX's): `epsilon` of every
+/// normalization (batch, layer, group, instance, RMS), the normalised
+/// `axis` of LayerNormalization and RMSNormalization, BatchNormalization's
+/// `momentum` and `training_mode` (onnxruntime's BatchNormInternal
+/// trains unless told otherwise, see [`ort_training_mode`]).
+pub(super) const EPSILON: f32 = 1e-5;
+pub(super) const AXIS: i64 = -1;
+const MOMENTUM: f32 = 0.9;
+const TRAINING_MODE: bool = false;
+
 /// Inference form: the same node again. ONNX training form saves no batch
 /// statistics, so it is never recomputed.
 fn batch_norm_recompute(g: &Graph, n: &Node) -> Option<Recompute> {
@@ -143,7 +153,7 @@ fn batch_norm_affine(g: &Graph, n: &Node) -> Option<ChannelAffine> {
     if onnx_training_mode(n) || n.outputs.iter().flatten().count() != 1 {
         return None;
     }
-    let eps = f64::from(n.attr_float("epsilon").unwrap_or(1e-5));
+    let eps = f64::from(n.attr_float("epsilon").unwrap_or(EPSILON));
     let param = |slot: usize| -> Option<Vec<f32>> {
         let d = g.tensor(n.input(slot)?).data.as_ref()?;
         (d.dtype == DType::F32 && d.shape.len() == 1).then(|| d.to_f32()).flatten()
@@ -166,7 +176,7 @@ fn layer_norm_grad_scratch(g: &Graph, node: &Node) -> u64 {
     }
     let Some(shape) = node.input(1).and_then(|x| g.tensor(x).ty.shape()) else { return 0 };
     let rank = shape.len() as i64;
-    let axis = node.attr_int("axis").unwrap_or(-1);
+    let axis = node.attr_int("axis").unwrap_or(AXIS);
     let axis = if axis < 0 { axis + rank } else { axis }.clamp(0, rank) as usize;
     let rows: usize = shape[..axis].iter().product();
     (2 * rows * 4) as u64
@@ -185,7 +195,7 @@ fn batch_norm_attrs(ctx: &Ctx) -> Result<()> {
             return Err(ctx.err(format!("attribute 'momentum' = {m} is out of range 0..=1")));
         }
     }
-    ctx.node.flag("training_mode", false)?;
+    ctx.node.flag("training_mode", TRAINING_MODE)?;
     ctx.node.flag("spatial", true)?;
     Ok(())
 }
@@ -237,7 +247,7 @@ fn layer_norm_attrs(ctx: &Ctx, x: Option<&[usize]>) -> Result<Option<usize>> {
     }
     ctx.node.int("stash_type")?;
     match x {
-        Some(x) => ctx.axis_attr("axis", -1, x.len()).map(Some),
+        Some(x) => ctx.axis_attr("axis", AXIS, x.len()).map(Some),
         None => ctx.node.int("axis").map(|_| None),
     }
 }
@@ -314,8 +324,8 @@ fn bind_batchnorm(ctx: &KernelCtx, internal: bool) -> Result<KernelCall> {
         ("batch", u(b)),
         ("channels", u(c)),
         ("spatial", u(s)),
-        ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
-        ("momentum", f(ctx.attr_float("momentum", 0.9)?)),
+        ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
+        ("momentum", f(ctx.attr_float("momentum", MOMENTUM)?)),
     ]);
     let func = match (train, saved) {
         (true, _) => "dg_batchnorm_train_f32",
@@ -349,7 +359,7 @@ pub(super) fn bind_batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 pub(super) fn rows_cols(ctx: &KernelCtx, x: &[usize]) -> Result<(usize, usize)> {
-    let axis = ctx.axis(ctx.attr_int("axis", -1)?, x.len())?;
+    let axis = ctx.axis(ctx.attr_int("axis", AXIS)?, x.len())?;
     Ok((numel(&x[..axis]), numel(&x[axis..])))
 }
 
@@ -372,7 +382,7 @@ pub(super) fn bind_layernorm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inv_std", ctx.opt_out(2)),
             ("rows", u(rows)),
             ("cols", u(cols)),
-            ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+            ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
         ],
     ))
 }
@@ -405,7 +415,7 @@ pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("scratch", scratch),
             ("rows", u(rows)),
             ("cols", u(cols)),
-            ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+            ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
         ],
     ))
 }
@@ -493,7 +503,7 @@ pub(super) const LAYERNORM_GRAD_TILES: TileRule =
 /// Whether the kernel normalises with batch statistics: BatchNormInternal
 /// (`internal`) always, BatchNormalization with `training_mode` set.
 fn batch_stats(ctx: &KernelCtx, internal: bool) -> Result<bool> {
-    Ok(internal || ctx.attr_int("training_mode", 0)? != 0)
+    Ok(internal || ctx.attr_flag("training_mode", TRAINING_MODE)?)
 }
 
 fn batchnorm_tile_space(ctx: &KernelCtx, internal: bool) -> Result<std::result::Result<Space, String>> {
@@ -570,7 +580,7 @@ fn channels_map(ctx: &KernelCtx, x_slot: usize, start: &[usize], len: &[usize]) 
 
 fn norm_axis(ctx: &KernelCtx, x_slot: usize) -> Result<usize> {
     let r = ctx.graph_in_shape(x_slot)?.len();
-    ctx.axis(ctx.attr_int("axis", -1)?, r)
+    ctx.axis(ctx.attr_int("axis", AXIS)?, r)
 }
 
 fn layernorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {

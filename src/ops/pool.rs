@@ -83,6 +83,11 @@ pub const OPS: &[OpDef] = &[
     },
 ];
 
+/// The pools' attribute defaults (ONNX's), for shape rules and bindings.
+const CEIL_MODE: bool = false;
+const COUNT_INCLUDE_PAD: bool = false;
+const STORAGE_ORDER: i64 = 0;
+
 /// Global pools tile over batch and channels: each (sample, channel) map
 /// pools alone, its whole map in the tile (X is input 0 forward, input 1
 /// of the gradient).
@@ -105,9 +110,9 @@ fn kernel_shape(ctx: &Ctx, x: Option<&[usize]>) -> Result<Vec<usize>> {
 
 /// The pooling attributes deploygen does not compute with, type-checked.
 fn pool_flags(ctx: &Ctx) -> Result<bool> {
-    ctx.node.flag("count_include_pad", false)?;
-    ctx.node.int_in("storage_order", 0, 0, 1)?;
-    ctx.node.flag("ceil_mode", false)
+    ctx.node.flag("count_include_pad", COUNT_INCLUDE_PAD)?;
+    ctx.node.int_in("storage_order", STORAGE_ORDER, 0, 1)?;
+    ctx.node.flag("ceil_mode", CEIL_MODE)
 }
 
 /// The pooled shape of `x` under the node's attributes.
@@ -204,7 +209,7 @@ fn avg_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     };
     let k = kernel_shape(ctx, Some(&dy))?;
     let sp = k.len();
-    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let auto = ctx.node.string("auto_pad")?.unwrap_or(super::conv::AUTO_PAD);
     if !matches!(auto, "NOTSET" | "VALID" | "") {
         // SAME_*: the input extent is ambiguous; the forward rule still
         // checks the attributes once the file declares it.
@@ -308,7 +313,7 @@ pub(super) fn bind_maxpool(ctx: &KernelCtx) -> Result<KernelCall> {
     if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPool indices must be int64"));
     }
-    let storage_order = ctx.attr_int("storage_order", 0)? != 0;
+    let storage_order = ctx.attr_int("storage_order", STORAGE_ORDER)? != 0;
     let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
     if let Some(func) = int_form {
         if is_3d(&x) {
@@ -339,7 +344,7 @@ pub(super) fn bind_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)];
-    let include_pad = ("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0)));
+    let include_pad = ("count_include_pad", u(usize::from(ctx.attr_flag("count_include_pad", COUNT_INCLUDE_PAD)?)));
     if is_3d(&x) {
         fields.extend(window3d_fields(ctx, &x, &y, &kernel_dims(ctx)?)?);
         fields.push(include_pad);
@@ -362,7 +367,7 @@ pub(super) fn bind_maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     if ctx.in_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPoolGrad indices must be int64"));
     }
-    if ctx.attr_int("storage_order", 0)? != 0 {
+    if ctx.attr_int("storage_order", STORAGE_ORDER)? != 0 {
         return Err(
             ctx.err("MaxPoolGrad reads row-major indices: a MaxPool with storage_order=1 has no gradient kernel")
         );
@@ -387,7 +392,7 @@ pub(super) fn bind_avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     }
     let mut fields = vec![("dy", ctx.inp(0)?), ("dx", ctx.out(0)?)];
     fields.extend(pool_fields(&g));
-    fields.push(("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0))));
+    fields.push(("count_include_pad", u(usize::from(ctx.attr_flag("count_include_pad", COUNT_INCLUDE_PAD)?))));
     one(call("dg_avgpool_grad_f32", "dg_pool_args_t", fields))
 }
 

@@ -580,7 +580,7 @@ fn bind_conv_integer(ctx: &KernelCtx) -> Result<KernelCall> {
 
 fn conv_call(ctx: &KernelCtx, s: &Slots) -> Result<KernelCall> {
     let (x, w, y) = (ctx.in_shape(s.x)?, ctx.in_shape(s.w)?, ctx.out_shape(0)?);
-    let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
+    let group = to_u32(ctx, "group", ctx.attr_int("group", super::conv::GROUP)?)?;
     let g = geom(ctx, &x, &y, &w[2..])?;
     if let Some(b) = s.bias.filter(|&b| ctx.node.input(b).is_some()) {
         if ctx.in_dtype(b)? != DType::I32 {

@@ -12,6 +12,9 @@ use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
 
+/// Gather's `axis` default (ONNX's).
+const GATHER_AXIS: i64 = 0;
+
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Identity",
@@ -363,7 +366,7 @@ fn gather(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if x.is_empty() {
         return Err(ctx.err("cannot gather from a scalar"));
     }
-    let a = ctx.axis_attr("axis", 0, x.len())?;
+    let a = ctx.axis_attr("axis", GATHER_AXIS, x.len())?;
     let mut out = x[..a].to_vec();
     out.extend(idx);
     out.extend_from_slice(&x[a + 1..]);
@@ -612,7 +615,7 @@ pub(super) fn const_indices(ctx: &KernelCtx, slot: usize, dim: usize) -> Result<
 
 pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
-    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(GATHER_AXIS), x.len())?;
     let n_idx = numel(&ctx.in_shape(1)?);
     // Constant indices are written out normalised; others (token ids of an
     // embedding lookup) are data the kernel reads, int64 or int32.

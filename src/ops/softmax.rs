@@ -64,7 +64,7 @@ pub(super) fn default_axis(coerce: bool) -> i64 {
 fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {
     match ctx.shape(0)? {
         Some(s) => {
-            ctx.axis_attr("axis", -1, s.len())?;
+            ctx.axis_attr("axis", default_axis(false), s.len())?;
         }
         None => {
             ctx.node.int("axis")?;
