@@ -258,3 +258,109 @@ fn help_and_docs_list_exactly_the_registry() {
     let doc = std::fs::read_to_string(root().join("docs/operators.md")).unwrap();
     assert_eq!(listed(&doc, "that the two agree):\n", "."), want);
 }
+
+/// The operators without a kernel binding: each is folded when generating
+/// code (a value or a shape), so it never runs.
+const FOLDED_ONLY: &[&str] = &["Constant", "Range", "Shape", "Size"];
+
+#[test]
+fn every_operator_that_runs_has_a_kernel_binding() {
+    let def = |n: &str| ops::lookup(n).unwrap_or_else(|| panic!("{n} is not registered"));
+    let without: Vec<&str> = ops::supported().into_iter().filter(|n| def(n).kernel.is_none()).collect();
+    assert_eq!(without, FOLDED_ONLY, "operators without a kernel binding (OpDef::kernel)");
+    for n in ops::supported() {
+        let d = def(n);
+        let needs = d.tile.is_some() || d.act.is_some() || d.fuses_act.is_some() || d.scratch.is_some();
+        assert!(!needs || d.kernel.is_some(), "{n} has a tile rule, activation or scratch but no kernel binding");
+    }
+    // A C function (or stem) a registry entry names is one the runtime declares.
+    let header = std::fs::read_to_string(root().join("runtime/kernels/dg_kernels.h")).unwrap();
+    for n in ops::supported() {
+        let Some(func) = def(n).kernel.and_then(|k| k.func()) else { continue };
+        assert!(
+            func.starts_with("dg_")
+                && (header.contains(&format!("void {func}(")) || header.contains(&format!("void {func}_"))),
+            "{n}'s kernel binding names '{func}', which runtime/kernels/dg_kernels.h does not declare"
+        );
+    }
+}
+
+/// The registry's source files, item by item: (file, line of the item's
+/// first line, the item's lines without comment lines). An item starts at
+/// each line that begins in column 0 (the layout rustfmt writes).
+fn ops_items() -> Vec<(String, usize, String)> {
+    let (mut files, mut dirs) = (vec![], vec![root().join("src/ops")]);
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut items = vec![];
+    for f in files {
+        let name = f.strip_prefix(root()).unwrap().display().to_string();
+        let (mut start, mut cur) = (0, String::new());
+        for (i, line) in std::fs::read_to_string(&f).unwrap().lines().enumerate() {
+            if line.trim_start().starts_with("//") {
+                continue;
+            }
+            let top = line.starts_with(|c: char| !c.is_whitespace() && !"})]".contains(c));
+            if top && !cur.is_empty() {
+                items.push((name.clone(), start + 1, std::mem::take(&mut cur)));
+            }
+            if cur.is_empty() {
+                start = i;
+            }
+            cur.push_str(line);
+            cur.push('\n');
+        }
+        if !cur.is_empty() {
+            items.push((name, start + 1, cur));
+        }
+    }
+    items
+}
+
+/// Kernel bindings (and tile rules) never ask which operator they bind:
+/// the registry entry holds the binding and the C function it calls
+/// (`OpDef::kernel`), so no item that names a kernel or reads a
+/// `KernelCtx` reads the node's operator name, matches an operator name,
+/// or names a kernel in a catch-all match arm (a fallback that would call
+/// another operator's kernel).
+#[test]
+fn no_operator_name_picks_a_kernel() {
+    let names = ops::supported();
+    let mut faults = vec![];
+    for (file, line, text) in ops_items() {
+        if !(text.contains("\"dg_") || text.contains("KernelCtx")) {
+            continue;
+        }
+        for (k, l) in text.lines().enumerate() {
+            let at = format!("{file}:{}", line + k);
+            let t = l.trim_start();
+            let reads_op = l
+                .match_indices(".op")
+                .any(|(i, _)| !l[i + 3..].starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '('));
+            if reads_op {
+                faults.push(format!("{at}: reads the operator's name: {t}"));
+            }
+            let quoted = t.strip_prefix('"').and_then(|r| r.split('"').next());
+            if quoted.is_some_and(|q| names.contains(&q)) && (t.contains("=>") || t.contains(" | ")) {
+                faults.push(format!("{at}: matches an operator name: {t}"));
+            }
+            let arm = t.split("=>").next().unwrap_or("").trim();
+            let catch_all = t.contains("=>")
+                && !arm.is_empty()
+                && arm.chars().all(|c| c == '_' || c.is_ascii_lowercase() || c.is_ascii_digit());
+            if catch_all && t.contains("\"dg_") {
+                faults.push(format!("{at}: a catch-all arm names a kernel: {t}"));
+            }
+        }
+    }
+    assert!(faults.is_empty(), "operator-name kernel choices in src/ops:\n{}", faults.join("\n"));
+}

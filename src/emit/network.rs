@@ -328,7 +328,7 @@ fn node_code(ctx: &Ctx, n: &plan::NodePlan) -> Result<NodeCode> {
 }
 
 /// The operator's kernel binding; an operator without one has no code.
-fn kernel_binding(node: &ir::Node) -> Result<kernel::KernelFn> {
+fn kernel_binding(node: &ir::Node) -> Result<kernel::Kernel> {
     ops::of(node).kernel.ok_or_else(|| {
         let known = ops::with_kernels();
         Error::Node {
@@ -350,7 +350,7 @@ fn tiled_node_code(
     n: &plan::NodePlan,
     t: &plan::Tiling,
     node: &ir::Node,
-    binding: kernel::KernelFn,
+    binding: kernel::Kernel,
 ) -> Result<NodeCode> {
     let g = ctx.graph(n.graph);
     let code = tiled::tiled_code(ctx, n, t, g, node, binding)?;

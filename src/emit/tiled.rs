@@ -119,7 +119,7 @@ pub fn tiled_code(
     t: &Tiling,
     g: &Graph,
     node: &Node,
-    binding: kernel::KernelFn,
+    binding: kernel::Kernel,
 ) -> Result<TiledCode> {
     let rule =
         ops::of(node).tile.ok_or_else(|| Error::node(node, "the plan tiles a node whose operator has no tile rule"))?;
@@ -172,7 +172,7 @@ pub fn tiled_code(
         };
         let map = (rule.map)(&kctx, &tile.start, &tile.len)?;
         kctx.tile = Some(map.view(&kctx));
-        per_tile.push(binding(&kctx)?);
+        per_tile.push(binding.call(&kctx)?);
     }
     let calls = merge_calls(node, &per_tile, &mut tables)?;
     let state_updates = per_tile[0].state_updates.clone();

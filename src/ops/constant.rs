@@ -3,7 +3,7 @@
 //! fold at import (ConstantOfShape beyond FOLD_LIMIT elements runs a fill
 //! kernel instead), which is how shape subgraphs disappear.
 
-use super::kernel::{call, elem_size, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, elem_size, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::range::{self, Operand};
 use super::{checked_numel, Ctx, FoldWhen, OpDef, FOLD_LIMIT};
 use crate::error::Result;
@@ -19,7 +19,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[0],
         fold: Some(fold_constant_of_shape),
         fold_when: FoldWhen::Always,
-        kernel: Some(bind_fill),
+        kernel: Some(Kernel::Bind(bind_fill)),
         ..OpDef::BASE
     },
     OpDef {

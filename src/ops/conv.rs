@@ -1,7 +1,7 @@
 //! Convolution (regular, depthwise/grouped, pointwise) and ConvGrad.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, one, to_u32, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{ChannelWeights, Ctx, OpDef};
 use crate::error::Result;
@@ -14,7 +14,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"],
         infer: conv,
         required: &[0, 1],
-        kernel: Some(bind_conv),
+        kernel: Some(Kernel::Bind(bind_conv)),
         grad: Some(conv_grad_rule),
         tile: Some(CONV_TILES),
         // dg_conv_f32 (and dg_conv3d_f32) apply `act` in every path; its tiles split output
@@ -36,7 +36,7 @@ pub const OPS: &[OpDef] = &[
         infer: conv_grad,
         gradient: true,
         required: &[0, 1, 2],
-        kernel: Some(bind_conv_grad),
+        kernel: Some(Kernel::Bind(bind_conv_grad)),
         tile: Some(CONV_GRAD_TILES),
         // dX and dW each cost the forward's multiply-adds, when wanted.
         macs: Some(|g, n| {
@@ -108,7 +108,7 @@ pub fn window(ctx: &Ctx, input: &[usize], kernel: Vec<usize>, ceil: bool) -> Res
     let strides = per_dim(ctx, "strides", sp, sp, 1, 1)?;
     let dilations = per_dim(ctx, "dilations", sp, sp, 1, 1)?;
     let mut pads = per_dim(ctx, "pads", sp, 2 * sp, 0, 0)?;
-    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let auto = ctx.node.string("auto_pad")?.unwrap_or(AUTO_PAD);
     let mut out = Vec::with_capacity(sp);
     for d in 0..sp {
         let inp = input[d + 2];
@@ -205,13 +205,13 @@ fn conv_same_pads(ctx: &Ctx) -> Result<Option<Vec<i64>>> {
 pub(super) fn conv_shape(ctx: &Ctx, xi: usize, wi: usize, bi: Option<usize>) -> Result<Option<Vec<usize>>> {
     let (Some(x), Some(w)) = (ctx.shape(xi)?, ctx.shape(wi)?) else {
         kernel_attr(ctx, None)?;
-        ctx.node.int_in("group", 1, 1, MAX_EXTENT)?;
+        ctx.node.int_in("group", GROUP, 1, MAX_EXTENT)?;
         return Ok(None);
     };
     if w.len() != x.len() || w.len() < 3 {
         return Err(ctx.err(format!("weight shape {w:?} does not match input shape {x:?}")));
     }
-    let group = ctx.node.int_in("group", 1, 1, MAX_EXTENT)?;
+    let group = ctx.node.int_in("group", GROUP, 1, MAX_EXTENT)?;
     let group_ok = (w[1] as u128) * (group as u128) == x[1] as u128 && (w[0] as u128).is_multiple_of(group as u128);
     if !group_ok {
         return Err(ctx.err(format!(
@@ -257,6 +257,11 @@ fn conv_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     };
     Ok(vec![dx, dw, db])
 }
+
+/// The window operators' attribute defaults (ONNX's): convolutions'
+/// `group`, and `auto_pad` of convolutions and pools.
+pub(super) const GROUP: i64 = 1;
+pub(super) const AUTO_PAD: &str = "NOTSET";
 
 // ---- kernel bindings --------------------------------------------------------
 
@@ -432,7 +437,7 @@ pub(super) fn conv_fields(g: &Geom, group: usize) -> Vec<(&'static str, Arg)> {
 pub(super) fn bind_conv(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let (x, w, y) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.out_shape(0)?);
-    let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
+    let group = to_u32(ctx, "group", ctx.attr_int("group", GROUP)?)?;
     let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
     let act = ctx.node.marks.fused_act.unwrap_or(0);
     let (func, args) = if is_3d(&x) {
@@ -454,7 +459,7 @@ pub(super) fn bind_conv_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     // ConvGrad(dY, X, W) -> dX, dW, dB
     let (dy, x, w) = (ctx.in_shape(0)?, ctx.in_shape(1)?, ctx.in_shape(2)?);
     let g = geom(ctx, &x, &dy, &w[2..])?;
-    let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
+    let group = to_u32(ctx, "group", ctx.attr_int("group", GROUP)?)?;
     let base = |c: &KernelCtx| -> Result<Vec<(&'static str, Arg)>> {
         Ok(vec![
             ("x", c.inp(1)?),
@@ -509,7 +514,7 @@ fn conv_grad_split(ctx: &KernelCtx) -> Result<std::result::Result<GradSplit, Str
         return Ok(Ok(GradSplit::Batch));
     }
     let x = ctx.graph_in_shape(1)?;
-    let group = ctx.attr_int("group", 1)?;
+    let group = ctx.attr_int("group", GROUP)?;
     let depthwise = group > 1 && x.get(1) == Some(&(group as usize)) && dy.get(1) == Some(&(group as usize));
     if group != 1 && !depthwise {
         return Ok(Err(format!("a batch of 1 and group {group}: a grouped ConvGrad splits its batch only")));
@@ -627,7 +632,7 @@ pub(super) const CONV_TILES: TileRule = TileRule { space: conv_tile_space, map: 
 /// Whether output channels split: plain Conv, or depthwise (each output
 /// channel reads its own input channel).
 fn conv_channels(ctx: &KernelCtx) -> Result<(bool, bool)> {
-    let group = ctx.attr_int("group", 1)?;
+    let group = ctx.attr_int("group", GROUP)?;
     let (x, y) = (ctx.graph_in_shape(0)?, ctx.graph_out_shape(0)?);
     let depthwise = group > 1 && x.get(1) == Some(&(group as usize)) && y.get(1) == Some(&(group as usize));
     Ok((group == 1 || depthwise, depthwise))

@@ -2,7 +2,7 @@
 //! auto_pad), fp32.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, one, to_u32, u, KernelCall, KernelCtx};
+use super::kernel::{call, one, to_u32, u, Kernel, KernelCall, KernelCtx};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, TensorType};
@@ -14,7 +14,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "output_padding", "output_shape"],
         infer: conv_transpose,
         required: &[0, 1],
-        kernel: Some(bind_conv_transpose),
+        kernel: Some(Kernel::Bind(bind_conv_transpose)),
         grad: Some(conv_transpose_grad),
         ..OpDef::BASE
     },
@@ -62,7 +62,7 @@ pub fn output_spatial(ctx: &Ctx, input: &[usize], kernel: &[usize]) -> Result<(V
             )));
         }
     }
-    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let auto = ctx.node.string("auto_pad")?.unwrap_or(super::conv::AUTO_PAD);
     let output_shape = ctx.node.ints("output_shape")?.map(<[i64]>::to_vec);
     if let Some(os) = &output_shape {
         // Either the spatial dims or the whole shape.
@@ -127,7 +127,7 @@ fn conv_transpose(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if w.len() != x.len() || w.len() < 3 {
         return Err(ctx.err(format!("weight shape {w:?} does not match input shape {x:?}")));
     }
-    let group = ctx.node.int("group")?.unwrap_or(1);
+    let group = ctx.node.int("group")?.unwrap_or(super::conv::GROUP);
     if group < 1 || w[0] != x[1] || x[1] % group as usize != 0 {
         return Err(ctx.err(format!(
             "input channels {} do not match weight {w:?} (ConvTranspose weights are [C, M / group, k…]) with \
@@ -176,7 +176,7 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
     let dil = get("dilations", sp, 1)?;
     let out_pad = get("output_padding", sp, 0)?;
     let pads = get("pads", 2 * sp, 0)?;
-    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let auto = ctx.node.string("auto_pad")?.unwrap_or(super::conv::AUTO_PAD);
     let derived = ctx.node.ints("output_shape")?.is_some() || matches!(auto, "SAME_UPPER" | "SAME_LOWER");
     // The begin pads; the end pads and output_padding are implied by the
     // output size the shape rule computed.
@@ -193,7 +193,7 @@ pub(super) fn bind_conv_transpose(ctx: &KernelCtx) -> Result<KernelCall> {
             pads[d]
         };
     }
-    let group = to_u32(ctx, "group", ctx.node.int("group")?.unwrap_or(1))?;
+    let group = to_u32(ctx, "group", ctx.node.int("group")?.unwrap_or(super::conv::GROUP))?;
     if sp == 3 {
         let mut fields = vec![("x", ctx.inp(0)?), ("w", ctx.inp(1)?), ("b", ctx.opt_in(2)), ("y", ctx.out(0)?)];
         let names = [

@@ -2,7 +2,7 @@
 
 use super::grad::GradCtx;
 use super::kernel::{
-    broadcast_strides, call, dims_list, f, max_dims, numel, one, u, Arg, KernelCall, KernelCtx, Local,
+    broadcast_strides, call, dims_list, f, max_dims, numel, one, u, Arg, Kernel, KernelCall, KernelCtx, Local,
 };
 use super::tile;
 use super::{broadcast_inputs, Ctx, OpDef, FOLD_LIMIT};
@@ -12,72 +12,47 @@ use crate::ir::{DType, TensorData, TensorType};
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Add",
-        legacy: super::LEGACY_BROADCAST,
-        infer: binary,
-        required: &[0, 1],
-        fold: Some(fold_arith),
-        kernel: Some(bind_add),
+        fold: Some(|c, o| fold_arith(c, o, |x, y| Some(x.wrapping_add(y)))),
+        kernel: Some(Kernel::Named(bind_arith, "dg_add")),
         grad: Some(add_grad),
-        tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
         qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_ADD)),
-        ..OpDef::BASE
+        ..BINARY
     },
     OpDef {
         name: "Sub",
-        legacy: super::LEGACY_BROADCAST,
-        infer: binary,
-        required: &[0, 1],
-        fold: Some(fold_arith),
-        kernel: Some(bind_sub),
+        fold: Some(|c, o| fold_arith(c, o, |x, y| Some(x.wrapping_sub(y)))),
+        kernel: Some(Kernel::Named(bind_arith, "dg_sub")),
         grad: Some(sub_grad),
-        tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..BINARY
     },
     OpDef {
         name: "Mul",
-        legacy: super::LEGACY_BROADCAST,
-        infer: binary,
-        required: &[0, 1],
-        fold: Some(fold_arith),
-        kernel: Some(bind_mul),
+        fold: Some(|c, o| fold_arith(c, o, |x, y| Some(x.wrapping_mul(y)))),
+        kernel: Some(Kernel::Named(bind_arith, "dg_mul")),
         grad: Some(mul_grad),
-        tile: Some(tile::BROADCAST),
         recompute: Some(super::recompute_copy),
         qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_MUL)),
-        ..OpDef::BASE
+        ..BINARY
     },
     OpDef {
         name: "Div",
-        legacy: super::LEGACY_BROADCAST,
-        infer: binary,
-        required: &[0, 1],
-        fold: Some(fold_arith),
-        kernel: Some(bind_div),
+        fold: Some(|c, o| fold_arith(c, o, |x, y| (y != 0).then(|| x.wrapping_div(y)))),
+        kernel: Some(Kernel::Named(bind_arith, "dg_div")),
         grad: Some(div_grad),
-        tile: Some(tile::BROADCAST),
-        ..OpDef::BASE
+        ..BINARY
     },
-    OpDef {
-        name: "Pow",
-        legacy: super::LEGACY_BROADCAST,
-        infer: pow,
-        required: &[0, 1],
-        kernel: Some(bind_pow),
-        tile: Some(tile::BROADCAST),
-        grad: Some(pow_grad),
-        ..OpDef::BASE
-    },
+    OpDef { name: "Pow", infer: pow, kernel: Some(Kernel::Bind(bind_pow)), grad: Some(pow_grad), ..BINARY },
     // Same-shaped inputs only (the kernel's): tiles are flat ranges.
-    OpDef { name: "Sum", infer: binary, kernel: Some(bind_sum), tile: Some(tile::FLAT), ..OpDef::BASE },
+    OpDef { name: "Sum", infer: binary, kernel: Some(Kernel::Bind(bind_sum)), tile: Some(tile::FLAT), ..OpDef::BASE },
     OpDef {
         name: "Cast",
         attrs: &["saturate", "to"],
         infer: cast,
         fold: Some(fold_cast),
         fold_when: super::FoldWhen::ConstantValues,
-        kernel: Some(bind_cast),
+        kernel: Some(Kernel::Bind(bind_cast)),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
@@ -90,7 +65,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_cast_like),
         fold_when: super::FoldWhen::ConstantValues,
         type_only: &[1],
-        kernel: Some(bind_cast),
+        kernel: Some(Kernel::Bind(bind_cast)),
         ..OpDef::BASE
     },
     // Mod{fmod}: fmod = 0 takes the divisor's sign (numpy's mod), fmod = 1
@@ -101,7 +76,7 @@ pub const OPS: &[OpDef] = &[
         infer: modulo,
         required: &[0, 1],
         fold: Some(fold_mod),
-        kernel: Some(bind_mod),
+        kernel: Some(Kernel::Bind(bind_mod)),
         tile: Some(tile::BROADCAST),
         ..OpDef::BASE
     },
@@ -111,11 +86,25 @@ pub const OPS: &[OpDef] = &[
         attrs: &["scale_down"],
         infer: scale,
         required: &[0, 1],
-        kernel: Some(bind_scale),
+        kernel: Some(Kernel::Bind(bind_scale)),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
 ];
+
+/// Mod's `fmod` and com.microsoft Scale's `scale_down` defaults.
+const FMOD: bool = false;
+const SCALE_DOWN: bool = false;
+
+/// Two operands broadcast numpy-style (opset < 7 attributes too), tiled
+/// as such.
+const BINARY: OpDef = OpDef {
+    legacy: super::LEGACY_BROADCAST,
+    infer: binary,
+    required: &[0, 1],
+    tile: Some(tile::BROADCAST),
+    ..OpDef::BASE
+};
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![ctx.same_as(0)?])
@@ -123,7 +112,7 @@ fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 /// com.microsoft Scale: `scale_down` is 0/1.
 fn scale(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    ctx.node.flag("scale_down", false)?;
+    ctx.node.flag("scale_down", SCALE_DOWN)?;
     unary(ctx)
 }
 
@@ -195,7 +184,7 @@ fn cast_values(d: &TensorData, to: DType) -> Option<TensorData> {
 /// Mod: both inputs of one type; `fmod` is 0 or 1, on integers and floats
 /// alike (ONNX's current Mod defines fmod = 0 on floats as numpy's mod).
 fn modulo(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    ctx.node.flag("fmod", false)?;
+    ctx.node.flag("fmod", FMOD)?;
     let (a, b) = (ctx.dtype(0)?, ctx.dtype(1)?);
     if a != b {
         return Err(ctx.err(format!("inputs must have one element type, got {a} and {b}")));
@@ -205,7 +194,7 @@ fn modulo(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 /// Mod of constant integers (shape arithmetic).
 fn fold_mod(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let fmod = ctx.node.flag("fmod", false)?;
+    let fmod = ctx.node.flag("fmod", FMOD)?;
     fold_int_pair(ctx, out, |x, y| {
         if y == 0 {
             return Err(ctx.err("integer Mod by zero in a constant expression"));
@@ -220,16 +209,12 @@ fn fold_cast(ctx: &Ctx, _out: &[TensorType]) -> Result<Option<Vec<TensorData>>> 
     Ok(ctx.konst(0).and_then(|d| cast_values(d, to)).map(|t| vec![t]))
 }
 
-/// Integer arithmetic on shape values (e.g. `Shape → Div → Concat`).
-fn fold_arith(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let op = ctx.node.op.as_str();
-    fold_int_pair(ctx, out, |x, y| match op {
-        "Add" => Ok(Some(x.wrapping_add(y))),
-        "Sub" => Ok(Some(x.wrapping_sub(y))),
-        "Mul" => Ok(Some(x.wrapping_mul(y))),
-        "Div" if y != 0 => Ok(Some(x.wrapping_div(y))),
-        "Div" => Err(ctx.err("integer division by zero in a constant shape expression")),
-        _ => Ok(None),
+/// Integer arithmetic `f` on shape values (e.g. `Shape → Div → Concat`);
+/// `f` gives `None` only for a division by zero.
+fn fold_arith(ctx: &Ctx, out: &[TensorType], f: fn(i64, i64) -> Option<i64>) -> Result<Option<Vec<TensorData>>> {
+    fold_int_pair(ctx, out, |x, y| match f(x, y) {
+        Some(v) => Ok(Some(v)),
+        None => Err(ctx.err("integer division by zero in a constant shape expression")),
     })
 }
 
@@ -313,20 +298,9 @@ const POW_FORMS: BinaryForms = &[
     (DType::I32, DType::F32, "i32_f32", "dg_binary_typed_args_t"),
 ];
 
-fn bind_add(ctx: &KernelCtx) -> Result<KernelCall> {
-    bind_binary(ctx, "dg_add", ARITH)
-}
-
-fn bind_sub(ctx: &KernelCtx) -> Result<KernelCall> {
-    bind_binary(ctx, "dg_sub", ARITH)
-}
-
-fn bind_mul(ctx: &KernelCtx) -> Result<KernelCall> {
-    bind_binary(ctx, "dg_mul", ARITH)
-}
-
-fn bind_div(ctx: &KernelCtx) -> Result<KernelCall> {
-    bind_binary(ctx, "dg_div", ARITH)
+/// Add, Sub, Mul, Div: `<stem>_<suffix>` of [`ARITH`].
+fn bind_arith(ctx: &KernelCtx, stem: &'static str) -> Result<KernelCall> {
+    bind_binary(ctx, stem, ARITH)
 }
 
 fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
@@ -336,7 +310,7 @@ fn bind_pow(ctx: &KernelCtx) -> Result<KernelCall> {
 /// Mod: `dg_mod_<suffix>` (fmod = 0), `dg_fmod_<suffix>` (fmod = 1), the
 /// suffixes of [`ARITH`].
 fn bind_mod(ctx: &KernelCtx) -> Result<KernelCall> {
-    let stem = if ctx.attr_int("fmod", 0)? != 0 { "dg_fmod" } else { "dg_mod" };
+    let stem = if ctx.attr_flag("fmod", FMOD)? { "dg_fmod" } else { "dg_mod" };
     bind_binary(ctx, stem, ARITH)
 }
 
@@ -372,7 +346,7 @@ pub(super) fn bind_binary(ctx: &KernelCtx, stem: &str, forms: BinaryForms) -> Re
 pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let n = numel(&ctx.out_shape(0)?);
-    let down = ctx.attr_int("scale_down", 0)?;
+    let down = ctx.attr_flag("scale_down", SCALE_DOWN)?;
     // A non-float scale (ORT casts it) is a constant: pass it as a float.
     let mut locals = vec![];
     let sc = if ctx.in_dtype(1)? == DType::F32 {
@@ -390,13 +364,7 @@ pub(super) fn bind_scale(ctx: &KernelCtx) -> Result<KernelCall> {
     let mut inv = call(
         "dg_scale_f32",
         "dg_scale_args_t",
-        vec![
-            ("x", ctx.inp(0)?),
-            ("scale", sc),
-            ("y", ctx.out(0)?),
-            ("n", u(n)),
-            ("scale_down", u(usize::from(down != 0))),
-        ],
+        vec![("x", ctx.inp(0)?), ("scale", sc), ("y", ctx.out(0)?), ("n", u(n)), ("scale_down", u(usize::from(down)))],
     );
     inv.locals = locals;
     one(inv)

@@ -2,9 +2,9 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{
-    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, Arg, KernelCall, KernelCtx, Local,
+    broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, Arg, Kernel, KernelCall, KernelCtx, Local,
 };
-use super::norm::bn_dims;
+use super::norm::{bn_dims, AXIS, EPSILON};
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -18,7 +18,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["epsilon", "num_groups", "stash_type"],
         infer: group_norm,
         required: &[0, 1, 2],
-        kernel: Some(bind_groupnorm),
+        kernel: Some(Kernel::Bind(|c| bind_groupnorm(c, false))),
         grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
@@ -28,7 +28,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["epsilon"],
         infer: instance_norm,
         required: &[0, 1, 2],
-        kernel: Some(bind_groupnorm),
+        kernel: Some(Kernel::Bind(|c| bind_groupnorm(c, true))),
         grad: Some(group_norm_grad),
         ..OpDef::BASE
     },
@@ -38,7 +38,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         infer: rms_norm,
         required: &[0, 1],
-        kernel: Some(bind_rmsnorm),
+        kernel: Some(Kernel::Bind(bind_rmsnorm)),
         tile: Some(RMSNORM_TILES),
         grad: Some(rms_norm_grad),
         ..OpDef::BASE
@@ -51,7 +51,7 @@ pub const OPS: &[OpDef] = &[
         // Deeploy's test folders write `eps`.
         renamed: &[("eps", "epsilon")],
         infer: rms_norm,
-        kernel: Some(bind_rmsnorm),
+        kernel: Some(Kernel::Bind(bind_rmsnorm)),
         tile: Some(RMSNORM_TILES),
         grad: Some(rms_norm_grad),
         ..OpDef::BASE
@@ -127,7 +127,7 @@ fn rms_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
         out.extend(std::iter::repeat_n(TensorType::unknown(DType::F32), ctx.node.outputs.len().saturating_sub(1)));
         return Ok(out);
     };
-    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(-1), x.len())?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), x.len())?;
     let tail = &x[axis..];
     for slot in [1, 2] {
         if !ctx.has(slot) {
@@ -152,11 +152,12 @@ fn rms_norm(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 // ---- kernel bindings --------------------------------------------------------
 
-pub(super) fn bind_groupnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+/// GroupNormalization, or (`instance`) InstanceNormalization: a group per
+/// channel.
+fn bind_groupnorm(ctx: &KernelCtx, instance: bool) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let x = ctx.in_shape(0)?;
     let [b, c, s] = bn_dims(ctx, &x)?;
-    let instance = ctx.node.op == "InstanceNormalization";
     let groups = if instance {
         c
     } else {
@@ -189,7 +190,7 @@ pub(super) fn bind_groupnorm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("spatial", u(s)),
             ("groups", u(groups)),
             ("scale_per_group", u(usize::from(per_group))),
-            ("epsilon", f(float_attr(ctx, "epsilon", 1e-5)?)),
+            ("epsilon", f(float_attr(ctx, "epsilon", EPSILON)?)),
         ],
     ))
 }
@@ -227,7 +228,7 @@ pub(super) fn full_cols(
 pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
     let x = ctx.in_shape(0)?;
-    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(-1), x.len())?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), x.len())?;
     let (rows, cols) = (numel(&x[..axis]), numel(&x[axis..]));
     let mut locals = vec![];
     let (scale, l) = full_cols(ctx, 1, &x[axis..], "scale_full")?;
@@ -251,7 +252,7 @@ pub(super) fn bind_rmsnorm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inv_std", ctx.opt_out(1)),
             ("rows", u(rows)),
             ("cols", u(cols)),
-            ("epsilon", f(float_attr(ctx, "epsilon", 1e-5)?)),
+            ("epsilon", f(float_attr(ctx, "epsilon", EPSILON)?)),
         ],
     );
     inv.locals = locals;
@@ -266,7 +267,7 @@ pub(super) const RMSNORM_TILES: TileRule =
 
 fn rms_axis(ctx: &KernelCtx) -> Result<usize> {
     let r = ctx.graph_in_shape(0)?.len();
-    ctx.axis(ctx.node.int("axis")?.unwrap_or(-1), r)
+    ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), r)
 }
 
 fn rmsnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
@@ -288,7 +289,7 @@ fn rms_norm_grad(ctx: &mut GradCtx) -> Result<()> {
     let rank = ctx.shape(x)?.len();
     let (axis, eps) = {
         let c = Ctx { graph: ctx.b.graph, node: &ctx.node };
-        (c.axis(ctx.node.int("axis")?.unwrap_or(-1), rank)?, ctx.node.float("epsilon")?.unwrap_or(1e-5))
+        (c.axis(ctx.node.int("axis")?.unwrap_or(AXIS), rank)?, ctx.node.float("epsilon")?.unwrap_or(EPSILON))
     };
     let axes: Vec<i64> = (axis as i64..rank as i64).collect();
     let mean = |ctx: &mut GradCtx, t, what: &str| -> Result<TensorId> {
@@ -335,7 +336,7 @@ fn group_norm_grad(ctx: &mut GradCtx) -> Result<()> {
         return Err(ctx.err(format!("the gradient is derived for a per-channel scale [{c}] only")));
     }
     let k = xs.iter().product::<usize>() / (n * groups).max(1);
-    let eps = ctx.node.float("epsilon")?.unwrap_or(1e-5);
+    let eps = ctx.node.float("epsilon")?.unwrap_or(EPSILON);
     let rows = ctx.b.reshape(x, &[n, groups, k], &ctx.name("grouped"))?;
     let ones = ctx.b.constant(&ctx.name("unit_scale"), TensorData::from_f32(vec![k], &vec![1.0; k]));
     let attrs = vec![("axis".to_string(), Attr::Int(-1)), ("epsilon".to_string(), Attr::Float(eps))];

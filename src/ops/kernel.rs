@@ -3,8 +3,10 @@
 //! args struct, forked on the cluster team).
 //!
 //! Each operator's registry entry names its binding (`OpDef::kernel`, a
-//! [`KernelFn`] written in the operator's family file beside its shape
-//! rule), so the emitter never knows operators. A binding reads everything
+//! [`Kernel`]: a [`KernelFn`] written in the operator's family file beside
+//! its shape rule, or a family's shared binding with the operator's C
+//! function), so neither the emitter nor a binding asks which operator it
+//! binds. A binding reads everything
 //! it needs from the [`KernelCtx`] — the node, its graph (shapes, dtypes,
 //! attributes, compile-time constants) and the C expression of each
 //! operand's pointer where the plan has the kernel compute on it — and
@@ -145,10 +147,45 @@ pub struct KernelCall {
 
 pub type KernelFn = fn(&KernelCtx) -> Result<KernelCall>;
 
-/// The node's kernel call(s) by its binding `f`: none when every output is
+/// A binding several operators of a family share, given the one
+/// operator's C function (`runtime/kernels/dg_kernels.h`), or the stem
+/// of its functions where the binding picks one by the operands' dtype
+/// (`dg_add` of `dg_add_f32`, `dg_add_i64`, ...).
+pub type NamedFn = fn(&KernelCtx, &'static str) -> Result<KernelCall>;
+
+/// An operator's kernel binding ([`super::OpDef::kernel`]), a value of
+/// its registry entry: the binding never asks which operator it binds.
+#[derive(Clone, Copy)]
+pub enum Kernel {
+    /// A binding of the operator's own, which names its kernel(s) itself
+    /// (one per dtype or attribute form).
+    Bind(KernelFn),
+    /// A family's shared binding and this operator's C function (or stem).
+    Named(NamedFn, &'static str),
+}
+
+impl Kernel {
+    /// The C function (or stem) the registry entry names, when it names one.
+    pub fn func(&self) -> Option<&'static str> {
+        match self {
+            Kernel::Bind(_) => None,
+            Kernel::Named(_, func) => Some(func),
+        }
+    }
+
+    /// The node's kernel call(s) ([`bind`] skips a node with nothing to write).
+    pub fn call(&self, ctx: &KernelCtx) -> Result<KernelCall> {
+        match *self {
+            Kernel::Bind(f) => f(ctx),
+            Kernel::Named(f, func) => f(ctx, func),
+        }
+    }
+}
+
+/// The node's kernel call(s) by its binding `k`: none when every output is
 /// a zero-size tensor, since there is nothing to write (and a kernel's
 /// index arithmetic may divide by the zero dim).
-pub fn bind(f: KernelFn, ctx: &KernelCtx) -> Result<KernelCall> {
+pub fn bind(k: Kernel, ctx: &KernelCtx) -> Result<KernelCall> {
     let sizes: Vec<Option<usize>> = ctx
         .node
         .outputs
@@ -159,7 +196,7 @@ pub fn bind(f: KernelFn, ctx: &KernelCtx) -> Result<KernelCall> {
     if !sizes.is_empty() && sizes.iter().all(|&n| n == Some(0)) {
         return Ok(KernelCall::default());
     }
-    f(ctx)
+    k.call(ctx)
 }
 
 // ---- context helpers ------------------------------------------------------
@@ -268,6 +305,11 @@ impl KernelCtx<'_> {
             Some(Attr::Int(v)) => Ok(*v),
             Some(other) => Err(self.err(format!("attribute '{name}' must be an int, found {other:?}"))),
         }
+    }
+
+    /// A 0/1 INT attribute, `default` when absent.
+    pub fn attr_flag(&self, name: &str, default: bool) -> Result<bool> {
+        Ok(self.attr_int(name, i64::from(default))? != 0)
     }
 
     /// The `lr_ptr` of an optimizer step whose compiled-in rate is `lr`:

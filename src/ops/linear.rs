@@ -2,7 +2,7 @@
 //! backward graph; there is no GemmGrad operator.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, dims_list, f, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, dims_list, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{broadcast, Ctx, LegacyAttr, OpDef};
 use crate::error::{Error, Result};
@@ -15,7 +15,7 @@ pub const OPS: &[OpDef] = &[
         legacy: &[LegacyAttr { name: "broadcast", before: 7, unsupported: super::ignorable }],
         infer: gemm,
         required: &[0, 1],
-        kernel: Some(bind_gemm),
+        kernel: Some(Kernel::Bind(bind_gemm)),
         grad: Some(gemm_grad),
         tile: Some(GEMM_TILES),
         fuses_act: Some(gemm_fuses_act),
@@ -27,7 +27,7 @@ pub const OPS: &[OpDef] = &[
         name: "MatMul",
         infer: matmul,
         required: &[0, 1],
-        kernel: Some(bind_matmul),
+        kernel: Some(Kernel::Bind(bind_matmul)),
         grad: Some(matmul_grad),
         tile: Some(MATMUL_TILES),
         macs: Some(product_macs),
@@ -41,7 +41,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha", "transA", "transB", "transBatchA", "transBatchB"],
         infer: fused_matmul,
         required: &[0, 1],
-        kernel: Some(bind_fused_matmul),
+        kernel: Some(Kernel::Bind(bind_fused_matmul)),
         tile: Some(MATMUL_TILES),
         macs: Some(product_macs),
         ..OpDef::BASE

@@ -1,7 +1,7 @@
 //! Loss functions and their gradients.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx, Local};
+use super::kernel::{call, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx, Local};
 use super::{ClassLabels, Ctx, OpDef, Train};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, Origin, TensorId, TensorType};
@@ -18,7 +18,7 @@ pub const OPS: &[OpDef] = &[
         labels: Some(slot_1),
         class_labels: Some(sce_classes),
         scratch: Some(sce_scratch),
-        kernel: Some(bind_sce_loss),
+        kernel: Some(Kernel::Bind(bind_sce_loss)),
         grad: Some(sce_grad_rule),
         ..OpDef::BASE
     },
@@ -31,7 +31,7 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1],
         labels: Some(sce_grad_labels),
-        kernel: Some(bind_sce_loss_grad),
+        kernel: Some(Kernel::Bind(bind_sce_loss_grad)),
         ..OpDef::BASE
     },
     // (X, target) -> scalar mean of squared differences.
@@ -42,7 +42,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         train: Train::Loss,
         labels: Some(slot_1),
-        kernel: Some(bind_mse_loss),
+        kernel: Some(Kernel::Bind(bind_mse_loss)),
         ..OpDef::BASE
     },
     // (dY, X, target) -> dX.
@@ -53,7 +53,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         gradient: true,
         labels: Some(slot_2),
-        kernel: Some(bind_mse_loss_grad),
+        kernel: Some(Kernel::Bind(bind_mse_loss_grad)),
         ..OpDef::BASE
     },
 ];

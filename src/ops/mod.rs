@@ -188,7 +188,7 @@ pub struct OpDef {
     pub fixed_1x1: Option<fn(&Graph, &Node) -> bool>,
     /// How a node becomes a call of a `runtime/kernels` function; `None`:
     /// no kernel (the emitter refuses the node, naming it).
-    pub kernel: Option<kernel::KernelFn>,
+    pub kernel: Option<kernel::Kernel>,
     /// How the backward pass of a node is built (`grad.rs`); `None`: no
     /// gradient, so a derived training step refuses the node when a
     /// trainable weight lies behind it.

@@ -2,7 +2,7 @@
 //! BatchNormInternal, LayerNormalization, and their gradients.
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::linear::finite;
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{ChannelAffine, Ctx, LegacyAttr, OpDef, Recompute};
@@ -24,7 +24,7 @@ pub const OPS: &[OpDef] = &[
         batch_stats: Some(onnx_training_mode),
         eval_form: Some(eval_form),
         running_stats: &[3, 4],
-        kernel: Some(bind_batchnorm),
+        kernel: Some(Kernel::Bind(|c| bind_batchnorm(c, false))),
         grad: Some(batch_norm_grad_rule),
         tile: Some(BATCHNORM_TILES),
         channel_affine: Some(batch_norm_affine),
@@ -40,8 +40,8 @@ pub const OPS: &[OpDef] = &[
         batch_stats: Some(ort_training_mode),
         eval_form: Some(eval_form),
         running_stats: &[3, 4],
-        kernel: Some(bind_batchnorm),
-        tile: Some(BATCHNORM_TILES),
+        kernel: Some(Kernel::Bind(|c| bind_batchnorm(c, true))),
+        tile: Some(BATCHNORM_INTERNAL_TILES),
         recompute: Some(batch_norm_internal_recompute),
         ..OpDef::BASE
     },
@@ -52,7 +52,7 @@ pub const OPS: &[OpDef] = &[
         infer: batch_norm_grad,
         gradient: true,
         required: &[0, 1, 2],
-        kernel: Some(bind_batchnorm_grad),
+        kernel: Some(Kernel::Bind(bind_batchnorm_grad)),
         tile: Some(BATCHNORM_GRAD_TILES),
         ..OpDef::BASE
     },
@@ -62,7 +62,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "epsilon", "stash_type"],
         infer: layer_norm,
         required: &[0, 1],
-        kernel: Some(bind_layernorm),
+        kernel: Some(Kernel::Bind(bind_layernorm)),
         grad: Some(layer_norm_grad_rule),
         tile: Some(LAYERNORM_TILES),
         ..OpDef::BASE
@@ -75,11 +75,21 @@ pub const OPS: &[OpDef] = &[
         gradient: true,
         required: &[0, 1, 2],
         scratch: Some(layer_norm_grad_scratch),
-        kernel: Some(bind_layernorm_grad),
+        kernel: Some(Kernel::Bind(bind_layernorm_grad)),
         tile: Some(LAYERNORM_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
+
+/// The normalizations' attribute defaults (ONNX's): `epsilon` of every
+/// normalization (batch, layer, group, instance, RMS), the normalised
+/// `axis` of LayerNormalization and RMSNormalization, BatchNormalization's
+/// `momentum` and `training_mode` (onnxruntime's BatchNormInternal
+/// trains unless told otherwise, see [`ort_training_mode`]).
+pub(super) const EPSILON: f32 = 1e-5;
+pub(super) const AXIS: i64 = -1;
+const MOMENTUM: f32 = 0.9;
+const TRAINING_MODE: bool = false;
 
 /// Inference form: the same node again. ONNX training form saves no batch
 /// statistics, so it is never recomputed.
@@ -143,7 +153,7 @@ fn batch_norm_affine(g: &Graph, n: &Node) -> Option<ChannelAffine> {
     if onnx_training_mode(n) || n.outputs.iter().flatten().count() != 1 {
         return None;
     }
-    let eps = f64::from(n.attr_float("epsilon").unwrap_or(1e-5));
+    let eps = f64::from(n.attr_float("epsilon").unwrap_or(EPSILON));
     let param = |slot: usize| -> Option<Vec<f32>> {
         let d = g.tensor(n.input(slot)?).data.as_ref()?;
         (d.dtype == DType::F32 && d.shape.len() == 1).then(|| d.to_f32()).flatten()
@@ -166,7 +176,7 @@ fn layer_norm_grad_scratch(g: &Graph, node: &Node) -> u64 {
     }
     let Some(shape) = node.input(1).and_then(|x| g.tensor(x).ty.shape()) else { return 0 };
     let rank = shape.len() as i64;
-    let axis = node.attr_int("axis").unwrap_or(-1);
+    let axis = node.attr_int("axis").unwrap_or(AXIS);
     let axis = if axis < 0 { axis + rank } else { axis }.clamp(0, rank) as usize;
     let rows: usize = shape[..axis].iter().product();
     (2 * rows * 4) as u64
@@ -185,7 +195,7 @@ fn batch_norm_attrs(ctx: &Ctx) -> Result<()> {
             return Err(ctx.err(format!("attribute 'momentum' = {m} is out of range 0..=1")));
         }
     }
-    ctx.node.flag("training_mode", false)?;
+    ctx.node.flag("training_mode", TRAINING_MODE)?;
     ctx.node.flag("spatial", true)?;
     Ok(())
 }
@@ -237,7 +247,7 @@ fn layer_norm_attrs(ctx: &Ctx, x: Option<&[usize]>) -> Result<Option<usize>> {
     }
     ctx.node.int("stash_type")?;
     match x {
-        Some(x) => ctx.axis_attr("axis", -1, x.len()).map(Some),
+        Some(x) => ctx.axis_attr("axis", AXIS, x.len()).map(Some),
         None => ctx.node.int("axis").map(|_| None),
     }
 }
@@ -282,12 +292,13 @@ pub(super) fn bn_dims(ctx: &KernelCtx, x: &[usize]) -> Result<[usize; 3]> {
     Ok([x[0], x[1], numel(&x[2..])])
 }
 
-pub(super) fn bind_batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
+/// BatchNormalization, or (`internal`) onnxruntime's BatchNormInternal.
+fn bind_batchnorm(ctx: &KernelCtx, internal: bool) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3, 4])?;
     let [b, c, s] = bn_dims(ctx, &ctx.in_shape(0)?)?;
     // A copy from saved statistics reads input 4 as 1 / sqrt(var + eps).
     let saved = ctx.node.marks.saved_stats;
-    let train = !saved && (ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0);
+    let train = !saved && batch_stats(ctx, internal)?;
     let mut fields = vec![
         ("x", ctx.inp(0)?),
         ("scale", ctx.inp(1)?),
@@ -313,8 +324,8 @@ pub(super) fn bind_batchnorm(ctx: &KernelCtx) -> Result<KernelCall> {
         ("batch", u(b)),
         ("channels", u(c)),
         ("spatial", u(s)),
-        ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
-        ("momentum", f(ctx.attr_float("momentum", 0.9)?)),
+        ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
+        ("momentum", f(ctx.attr_float("momentum", MOMENTUM)?)),
     ]);
     let func = match (train, saved) {
         (true, _) => "dg_batchnorm_train_f32",
@@ -348,7 +359,7 @@ pub(super) fn bind_batchnorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 pub(super) fn rows_cols(ctx: &KernelCtx, x: &[usize]) -> Result<(usize, usize)> {
-    let axis = ctx.axis(ctx.attr_int("axis", -1)?, x.len())?;
+    let axis = ctx.axis(ctx.attr_int("axis", AXIS)?, x.len())?;
     Ok((numel(&x[..axis]), numel(&x[axis..])))
 }
 
@@ -371,7 +382,7 @@ pub(super) fn bind_layernorm(ctx: &KernelCtx) -> Result<KernelCall> {
             ("inv_std", ctx.opt_out(2)),
             ("rows", u(rows)),
             ("cols", u(cols)),
-            ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+            ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
         ],
     ))
 }
@@ -404,7 +415,7 @@ pub(super) fn bind_layernorm_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("scratch", scratch),
             ("rows", u(rows)),
             ("cols", u(cols)),
-            ("epsilon", f(ctx.attr_float("epsilon", 1e-5)?)),
+            ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
         ],
     ))
 }
@@ -466,8 +477,17 @@ fn layer_norm_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 /// batch and map, so it tiles over channels, each tile taking its channels'
 /// parameters and statistics; the running statistics are copied back after
 /// the loop.
-pub(super) const BATCHNORM_TILES: TileRule =
-    TileRule { space: batchnorm_tile_space, map: batchnorm_tile_map, in_place: false };
+const BATCHNORM_TILES: TileRule = TileRule {
+    space: |c| batchnorm_tile_space(c, false),
+    map: |c, s, l| batchnorm_tile_map(c, false, s, l),
+    in_place: false,
+};
+/// [`BATCHNORM_TILES`] of BatchNormInternal.
+const BATCHNORM_INTERNAL_TILES: TileRule = TileRule {
+    space: |c| batchnorm_tile_space(c, true),
+    map: |c, s, l| batchnorm_tile_map(c, true, s, l),
+    in_place: false,
+};
 /// BatchNormalizationGrad tiles over channels: a channel's dScale and
 /// dBias sum over its whole batch and map, and its dX needs those sums.
 pub(super) const BATCHNORM_GRAD_TILES: TileRule =
@@ -480,12 +500,14 @@ pub(super) const LAYERNORM_TILES: TileRule =
 pub(super) const LAYERNORM_GRAD_TILES: TileRule =
     TileRule { space: layernorm_grad_tile_space, map: layernorm_grad_tile_map, in_place: false };
 
-fn batch_stats(ctx: &KernelCtx) -> Result<bool> {
-    Ok(ctx.node.op == "BatchNormInternal" || ctx.attr_int("training_mode", 0)? != 0)
+/// Whether the kernel normalises with batch statistics: BatchNormInternal
+/// (`internal`) always, BatchNormalization with `training_mode` set.
+fn batch_stats(ctx: &KernelCtx, internal: bool) -> Result<bool> {
+    Ok(internal || ctx.attr_flag("training_mode", TRAINING_MODE)?)
 }
 
-fn batchnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
-    if batch_stats(ctx)? {
+fn batchnorm_tile_space(ctx: &KernelCtx, internal: bool) -> Result<std::result::Result<Space, String>> {
+    if batch_stats(ctx, internal)? {
         // A channel's statistics need its whole batch and map: split channels.
         let x = ctx.graph_in_shape(0)?;
         if x.len() < 2 {
@@ -500,8 +522,8 @@ fn batchnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, St
     Ok(Ok(Space { split: (0..x.len()).map(|d| d == 0).collect(), dims: x }))
 }
 
-fn batchnorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
-    if !batch_stats(ctx)? {
+fn batchnorm_tile_map(ctx: &KernelCtx, internal: bool, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    if !batch_stats(ctx, internal)? {
         return tile::rows_map(ctx, 0, 1, start, len);
     }
     channels_map(ctx, 0, start, len)
@@ -558,7 +580,7 @@ fn channels_map(ctx: &KernelCtx, x_slot: usize, start: &[usize], len: &[usize]) 
 
 fn norm_axis(ctx: &KernelCtx, x_slot: usize) -> Result<usize> {
     let r = ctx.graph_in_shape(x_slot)?.len();
-    ctx.axis(ctx.attr_int("axis", -1)?, r)
+    ctx.axis(ctx.attr_int("axis", AXIS)?, r)
 }
 
 fn layernorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {

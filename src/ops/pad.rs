@@ -4,12 +4,15 @@
 
 use super::grad::GradCtx;
 use super::kernel::{
-    call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, Arg, KernelCall, KernelCtx,
+    call, dims_list, f, float_attr, ints_list, max_dims, one, scalar_const, u, Arg, Kernel, KernelCall, KernelCtx,
 };
 use super::unary::scalar_attr_or_input;
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorType};
+
+/// Pad's `mode` default (ONNX's).
+const MODE: &str = "constant";
 
 pub const OPS: &[OpDef] = &[
     // Pad(data, pads [, constant_value] [, axes]){mode}.
@@ -18,7 +21,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["mode", "pads", "value"],
         infer: pad,
         compile_time: &[1, 2, 3],
-        kernel: Some(bind_pad),
+        kernel: Some(Kernel::Bind(bind_pad)),
         grad: Some(pad_grad),
         recompute: Some(super::recompute_copy),
         ..OpDef::BASE
@@ -27,7 +30,7 @@ pub const OPS: &[OpDef] = &[
 
 /// The padding mode (`wrap` is opset 19's).
 pub fn mode<'a>(ctx: &Ctx<'a>) -> Result<&'a str> {
-    match ctx.node.string("mode")?.unwrap_or("constant") {
+    match ctx.node.string("mode")?.unwrap_or(MODE) {
         m @ ("constant" | "reflect" | "edge" | "wrap") => Ok(m),
         other => Err(ctx.err(format!("mode '{other}' is not supported (constant, reflect, edge, wrap)"))),
     }
@@ -115,7 +118,7 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
     }
     let x = ctx.in_shape(0)?;
     max_dims(ctx, x.len())?;
-    let mode = match ctx.node.string("mode")?.unwrap_or("constant") {
+    let mode = match ctx.node.string("mode")?.unwrap_or(MODE) {
         "constant" => "DG_PAD_CONSTANT",
         "reflect" => "DG_PAD_REFLECT",
         "edge" => "DG_PAD_EDGE",

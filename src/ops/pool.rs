@@ -4,7 +4,7 @@ use super::conv::{
     geom, is_3d, kernel_attr, refuse_3d_grad, window, window3d_fields, window3d_fields_of, Geom, MAX_EXTENT,
 };
 use super::grad::{self, GradCtx};
-use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, numel, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef, Recompute};
 use crate::error::Result;
@@ -17,7 +17,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"],
         infer: max_pool,
-        kernel: Some(bind_maxpool),
+        kernel: Some(Kernel::Bind(bind_maxpool)),
         grad: Some(max_pool_grad_rule),
         tile: Some(POOL_TILES),
         recompute: Some(max_pool_recompute),
@@ -31,7 +31,7 @@ pub const OPS: &[OpDef] = &[
         infer: max_pool_grad,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(bind_maxpool_grad),
+        kernel: Some(Kernel::Bind(bind_maxpool_grad)),
         ..OpDef::BASE
     },
     OpDef {
@@ -39,7 +39,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(pool_same_pads),
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool,
-        kernel: Some(bind_avgpool),
+        kernel: Some(Kernel::Bind(bind_avgpool)),
         grad: Some(avg_pool_grad_rule),
         tile: Some(POOL_TILES),
         ..OpDef::BASE
@@ -50,14 +50,14 @@ pub const OPS: &[OpDef] = &[
         attrs: &["auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"],
         infer: avg_pool_grad,
         gradient: true,
-        kernel: Some(bind_avgpool_grad),
+        kernel: Some(Kernel::Bind(bind_avgpool_grad)),
         ..OpDef::BASE
     },
     OpDef {
         name: "GlobalAveragePool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(bind_global_pool),
+        kernel: Some(Kernel::Named(bind_global_pool, "dg_global_avgpool_f32")),
         tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_avg_pool_grad_rule),
         qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_GLOBAL_AVERAGE_POOL)),
@@ -67,7 +67,7 @@ pub const OPS: &[OpDef] = &[
         name: "GlobalMaxPool",
         infer: global_pool,
         fixed_1x1: Some(always_1x1),
-        kernel: Some(bind_global_pool),
+        kernel: Some(Kernel::Named(bind_global_pool, "dg_global_maxpool_f32")),
         tile: Some(GLOBAL_POOL_TILES),
         grad: Some(global_max_pool_grad),
         ..OpDef::BASE
@@ -77,11 +77,16 @@ pub const OPS: &[OpDef] = &[
         name: "GlobalAveragePoolGrad",
         infer: global_pool_grad,
         gradient: true,
-        kernel: Some(bind_global_pool),
+        kernel: Some(Kernel::Named(bind_global_pool_grad, "dg_global_avgpool_grad_f32")),
         tile: Some(GLOBAL_POOL_GRAD_TILES),
         ..OpDef::BASE
     },
 ];
+
+/// The pools' attribute defaults (ONNX's), for shape rules and bindings.
+const CEIL_MODE: bool = false;
+const COUNT_INCLUDE_PAD: bool = false;
+const STORAGE_ORDER: i64 = 0;
 
 /// Global pools tile over batch and channels: each (sample, channel) map
 /// pools alone, its whole map in the tile (X is input 0 forward, input 1
@@ -105,9 +110,9 @@ fn kernel_shape(ctx: &Ctx, x: Option<&[usize]>) -> Result<Vec<usize>> {
 
 /// The pooling attributes deploygen does not compute with, type-checked.
 fn pool_flags(ctx: &Ctx) -> Result<bool> {
-    ctx.node.flag("count_include_pad", false)?;
-    ctx.node.int_in("storage_order", 0, 0, 1)?;
-    ctx.node.flag("ceil_mode", false)
+    ctx.node.flag("count_include_pad", COUNT_INCLUDE_PAD)?;
+    ctx.node.int_in("storage_order", STORAGE_ORDER, 0, 1)?;
+    ctx.node.flag("ceil_mode", CEIL_MODE)
 }
 
 /// The pooled shape of `x` under the node's attributes.
@@ -204,7 +209,7 @@ fn avg_pool_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     };
     let k = kernel_shape(ctx, Some(&dy))?;
     let sp = k.len();
-    let auto = ctx.node.string("auto_pad")?.unwrap_or("NOTSET");
+    let auto = ctx.node.string("auto_pad")?.unwrap_or(super::conv::AUTO_PAD);
     if !matches!(auto, "NOTSET" | "VALID" | "") {
         // SAME_*: the input extent is ambiguous; the forward rule still
         // checks the attributes once the file declares it.
@@ -308,7 +313,7 @@ pub(super) fn bind_maxpool(ctx: &KernelCtx) -> Result<KernelCall> {
     if ctx.has_out(1) && ctx.out_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPool indices must be int64"));
     }
-    let storage_order = ctx.attr_int("storage_order", 0)? != 0;
+    let storage_order = ctx.attr_int("storage_order", STORAGE_ORDER)? != 0;
     let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("indices", ctx.opt_out(1))];
     if let Some(func) = int_form {
         if is_3d(&x) {
@@ -339,7 +344,7 @@ pub(super) fn bind_avgpool(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let (x, y) = (ctx.in_shape(0)?, ctx.out_shape(0)?);
     let mut fields = vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)];
-    let include_pad = ("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0)));
+    let include_pad = ("count_include_pad", u(usize::from(ctx.attr_flag("count_include_pad", COUNT_INCLUDE_PAD)?)));
     if is_3d(&x) {
         fields.extend(window3d_fields(ctx, &x, &y, &kernel_dims(ctx)?)?);
         fields.push(include_pad);
@@ -362,7 +367,7 @@ pub(super) fn bind_maxpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     if ctx.in_dtype(1)? != DType::I64 {
         return Err(ctx.err("MaxPoolGrad indices must be int64"));
     }
-    if ctx.attr_int("storage_order", 0)? != 0 {
+    if ctx.attr_int("storage_order", STORAGE_ORDER)? != 0 {
         return Err(
             ctx.err("MaxPoolGrad reads row-major indices: a MaxPool with storage_order=1 has no gradient kernel")
         );
@@ -387,13 +392,22 @@ pub(super) fn bind_avgpool_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     }
     let mut fields = vec![("dy", ctx.inp(0)?), ("dx", ctx.out(0)?)];
     fields.extend(pool_fields(&g));
-    fields.push(("count_include_pad", u(usize::from(ctx.attr_int("count_include_pad", 0)? != 0))));
+    fields.push(("count_include_pad", u(usize::from(ctx.attr_flag("count_include_pad", COUNT_INCLUDE_PAD)?))));
     one(call("dg_avgpool_grad_f32", "dg_pool_args_t", fields))
 }
 
-pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
+/// A global pool `func(x) -> y`.
+pub(super) fn bind_global_pool(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
+    bind_global(ctx, func, false)
+}
+
+/// A global pool's gradient `func(dy) -> dx`.
+pub(super) fn bind_global_pool_grad(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
+    bind_global(ctx, func, true)
+}
+
+fn bind_global(ctx: &KernelCtx, func: &'static str, grad: bool) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
-    let grad = ctx.node.op.ends_with("Grad");
     // Forward: x -> y; gradient: dy -> dx (x's shape is the output's).
     let x = if grad { ctx.out_shape(0)? } else { ctx.in_shape(0)? };
     if x.len() < 3 {
@@ -420,12 +434,6 @@ pub(super) fn bind_global_pool(ctx: &KernelCtx) -> Result<KernelCall> {
         vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?)]
     };
     fields.extend(dims);
-    let func = match ctx.node.op.as_str() {
-        "GlobalMaxPool" => "dg_global_maxpool_f32",
-        "GlobalAveragePoolGrad" => "dg_global_avgpool_grad_f32",
-        "GlobalAveragePool" => "dg_global_avgpool_f32",
-        other => return Err(ctx.err(format!("no global pool kernel is named for {other}"))),
-    };
     one(call(func, "dg_pool_args_t", fields))
 }
 

@@ -4,7 +4,7 @@
 //! onnxruntime does, so that integer outputs compare exactly.
 
 use super::conv::{auto_same, conv_fields, conv_macs, conv_shape, geom, kernel_attr, same_pads};
-use super::kernel::{call, numel, one, to_u32, u, Arg, KernelCall, KernelCtx, Local};
+use super::kernel::{call, numel, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx, Local};
 use super::linear::{matmul_shapes, product_fields};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -21,7 +21,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "block_size", "output_dtype", "saturate", "precision"],
         infer: quantize,
         required: &[0, 1],
-        kernel: Some(bind_quantize),
+        kernel: Some(Kernel::Bind(bind_quantize)),
         qdq: Some(Qdq::Quantize),
         ..OpDef::BASE
     },
@@ -30,7 +30,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "block_size", "output_dtype"],
         infer: dequantize,
         required: &[0, 1],
-        kernel: Some(bind_dequantize),
+        kernel: Some(Kernel::Bind(bind_dequantize)),
         qdq: Some(Qdq::Dequantize),
         ..OpDef::BASE
     },
@@ -38,7 +38,7 @@ pub const OPS: &[OpDef] = &[
         name: "QLinearMatMul",
         infer: qlinear_matmul,
         required: &[0, 1, 2, 3, 4, 5, 6, 7],
-        kernel: Some(bind_qlinear_matmul),
+        kernel: Some(Kernel::Bind(bind_qlinear_matmul)),
         scratch: Some(|g, n| qmatmul_scratch(g, n, QCONV.w, false)),
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
@@ -47,7 +47,7 @@ pub const OPS: &[OpDef] = &[
         name: "MatMulInteger",
         infer: matmul_integer,
         required: &[0, 1],
-        kernel: Some(bind_matmul_integer),
+        kernel: Some(Kernel::Bind(bind_matmul_integer)),
         scratch: Some(|g, n| qmatmul_scratch(g, n, CONV_INTEGER.w, false)),
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
@@ -58,7 +58,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(|ctx| window_same_pads(ctx, QCONV.w)),
         infer: qlinear_conv,
         required: &[0, 1, 2, 3, 4, 5, 6, 7],
-        kernel: Some(bind_qlinear_conv),
+        kernel: Some(Kernel::Bind(bind_qlinear_conv)),
         scratch: Some(|g, n| qconv_scratch(g, n, &QCONV)),
         macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(QCONV.w)?)),
         ..OpDef::BASE
@@ -69,7 +69,7 @@ pub const OPS: &[OpDef] = &[
         explicit_pads: Some(|ctx| window_same_pads(ctx, CONV_INTEGER.w)),
         infer: conv_integer,
         required: &[0, 1],
-        kernel: Some(bind_conv_integer),
+        kernel: Some(Kernel::Bind(bind_conv_integer)),
         scratch: Some(|g, n| qconv_scratch(g, n, &CONV_INTEGER)),
         macs: Some(|g, n| conv_macs(g, n.output(0)?, n.input(CONV_INTEGER.w)?)),
         ..OpDef::BASE
@@ -81,19 +81,19 @@ pub const OPS: &[OpDef] = &[
         attrs: &["alpha", "transA", "transB"],
         infer: qgemm,
         required: &[0, 1, 2, 3, 4, 5],
-        kernel: Some(bind_qgemm),
+        kernel: Some(Kernel::Bind(bind_qgemm)),
         scratch: Some(|g, n| qmatmul_scratch(g, n, QGEMM_SLOTS.w, n.attr_int("transB").unwrap_or(0) != 0)),
         macs: Some(|g, n| product_macs(g, n, 0)),
         ..OpDef::BASE
     },
-    OpDef { name: "QLinearAdd", kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_add")), ..QLINEAR_BINARY },
-    OpDef { name: "QLinearMul", kernel: Some(|ctx| bind_qlinear_binary(ctx, "dg_qlinear_mul")), ..QLINEAR_BINARY },
+    OpDef { name: "QLinearAdd", kernel: Some(Kernel::Named(bind_qlinear_binary, "dg_qlinear_add")), ..QLINEAR_BINARY },
+    OpDef { name: "QLinearMul", kernel: Some(Kernel::Named(bind_qlinear_binary, "dg_qlinear_mul")), ..QLINEAR_BINARY },
     OpDef {
         name: "QLinearGlobalAveragePool",
         attrs: &["channels_last"],
         infer: qlinear_gap,
         required: &[0, 1, 2, 3, 4],
-        kernel: Some(bind_qlinear_gap),
+        kernel: Some(Kernel::Bind(bind_qlinear_gap)),
         fixed_1x1: Some(|_, _| true),
         ..OpDef::BASE
     },
@@ -102,7 +102,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "opset"],
         infer: qlinear_softmax,
         required: &[0, 1, 2, 3, 4],
-        kernel: Some(bind_qlinear_softmax),
+        kernel: Some(Kernel::Bind(bind_qlinear_softmax)),
         tables: Some(|_, _| Ok(SOFTMAX_TABLE as u64 * 4)),
         ..OpDef::BASE
     },
@@ -226,7 +226,7 @@ pub const QDQ_SOFTMAX: Fused = Fused {
     inputs: &[Value(0), Scale(0), ZeroPoint(0), OutScale, OutZeroPoint],
     attrs: |g, n| {
         let opset = g.opsets.get("").copied().unwrap_or(13);
-        let axis = n.int("axis").ok().flatten().unwrap_or(if opset < 13 { 1 } else { -1 });
+        let axis = n.int("axis").ok().flatten().unwrap_or(super::softmax::default_axis(opset < 13));
         vec![("axis".to_string(), Attr::Int(axis)), ("opset".to_string(), Attr::Int(opset))]
     },
     optional: &[],
@@ -580,7 +580,7 @@ fn bind_conv_integer(ctx: &KernelCtx) -> Result<KernelCall> {
 
 fn conv_call(ctx: &KernelCtx, s: &Slots) -> Result<KernelCall> {
     let (x, w, y) = (ctx.in_shape(s.x)?, ctx.in_shape(s.w)?, ctx.out_shape(0)?);
-    let group = to_u32(ctx, "group", ctx.attr_int("group", 1)?)?;
+    let group = to_u32(ctx, "group", ctx.attr_int("group", super::conv::GROUP)?)?;
     let g = geom(ctx, &x, &y, &w[2..])?;
     if let Some(b) = s.bias.filter(|&b| ctx.node.input(b).is_some()) {
         if ctx.in_dtype(b)? != DType::I32 {
@@ -785,7 +785,7 @@ fn bind_qlinear_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
         per_tensor(ctx, scale)?;
     }
     let opset = ctx.attr_int("opset", 13)?;
-    let axis = ctx.axis(ctx.attr_int("axis", if opset < 13 { 1 } else { -1 })?, x.len())?;
+    let axis = ctx.axis(ctx.attr_int("axis", super::softmax::default_axis(opset < 13))?, x.len())?;
     // From opset 13 the row is the axis alone; it must be the last
     // (the kernel reads contiguous rows).
     if opset >= 13 && numel(&x[axis + 1..]) != 1 {

@@ -2,25 +2,33 @@
 //! input after), and ArgMax / ArgMin (one axis, int64 indices).
 
 use super::grad::GradCtx;
-use super::kernel::{call, dims_list, max_dims, one, strides, u, KernelCall, KernelCtx};
+use super::kernel::{call, dims_list, max_dims, one, strides, u, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorData, TensorId, TensorType};
+
+/// The reductions' attribute defaults (ONNX's): `keepdims`,
+/// `noop_with_empty_axes`, and ArgMax / ArgMin's `axis` and
+/// `select_last_index`.
+const KEEPDIMS: bool = true;
+const NOOP_WITH_EMPTY_AXES: bool = false;
+const ARG_AXIS: i64 = 0;
+const SELECT_LAST_INDEX: bool = false;
 
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "ArgMax",
         attrs: &["axis", "keepdims", "select_last_index"],
         infer: arg_reduce,
-        kernel: Some(bind_argmax),
+        kernel: Some(Kernel::Bind(bind_argmax)),
         ..OpDef::BASE
     },
     OpDef {
         name: "ArgMin",
         attrs: &["axis", "keepdims", "select_last_index"],
         infer: arg_reduce,
-        kernel: Some(bind_argmin),
+        kernel: Some(Kernel::Bind(bind_argmin)),
         ..OpDef::BASE
     },
     OpDef {
@@ -29,7 +37,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce_sum),
+        kernel: Some(Kernel::Bind(bind_reduce_sum)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_sum_grad),
         ..OpDef::BASE
@@ -40,7 +48,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce_mean),
+        kernel: Some(Kernel::Bind(bind_reduce_mean)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_mean_grad),
         ..OpDef::BASE
@@ -51,7 +59,7 @@ pub const OPS: &[OpDef] = &[
         infer: reduce,
         compile_time: &[1],
         fixed_1x1: Some(over_spatial),
-        kernel: Some(bind_reduce_max),
+        kernel: Some(Kernel::Bind(bind_reduce_max)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_max_grad),
         ..OpDef::BASE
@@ -74,14 +82,14 @@ fn over_spatial(g: &Graph, n: &Node) -> bool {
     };
     let mut axes: Vec<i64> = axes.iter().map(|&a| if a < 0 { a + rank as i64 } else { a }).collect();
     axes.sort_unstable();
-    n.attr_int("keepdims").unwrap_or(1) != 0 && axes == (2..rank as i64).collect::<Vec<_>>()
+    n.attr_int("keepdims").map_or(KEEPDIMS, |k| k != 0) && axes == (2..rank as i64).collect::<Vec<_>>()
 }
 
 /// Normalised, sorted, deduplicated reduction axes; `None` = no reduction
 /// (noop_with_empty_axes with empty axes).
 pub fn reduce_axes(ctx: &Ctx, rank: usize) -> Result<Option<Vec<usize>>> {
     let axes = ctx.ints_attr_or_input("axes", 1)?.unwrap_or_default();
-    let noop = ctx.node.flag("noop_with_empty_axes", false)?;
+    let noop = ctx.node.flag("noop_with_empty_axes", NOOP_WITH_EMPTY_AXES)?;
     if axes.is_empty() {
         if noop {
             return Ok(None);
@@ -97,13 +105,13 @@ pub fn reduce_axes(ctx: &Ctx, rank: usize) -> Result<Option<Vec<usize>>> {
 /// ArgMax / ArgMin: int64 indices along `axis` (default 0), which stays
 /// as a size-1 dim unless `keepdims` = 0.
 fn arg_reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
-    let keep = ctx.node.flag("keepdims", true)?;
-    ctx.node.flag("select_last_index", false)?;
+    let keep = ctx.node.flag("keepdims", KEEPDIMS)?;
+    ctx.node.flag("select_last_index", SELECT_LAST_INDEX)?;
     let Some(x) = ctx.shape(0)? else {
         ctx.node.int("axis")?;
         return Ok(vec![TensorType::unknown(DType::I64)]);
     };
-    let axis = ctx.axis_attr("axis", 0, x.len())?;
+    let axis = ctx.axis_attr("axis", ARG_AXIS, x.len())?;
     if x[axis] == 0 {
         return Err(ctx.err(format!("axis {axis} of input shape {x:?} is empty: there is no index to select")));
     }
@@ -118,10 +126,10 @@ fn arg_reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
     let dtype = ctx.dtype(0)?;
-    let keep = ctx.node.flag("keepdims", true)?;
+    let keep = ctx.node.flag("keepdims", KEEPDIMS)?;
     let Some(x) = ctx.shape(0)? else {
         ctx.ints_attr_or_input("axes", 1)?;
-        ctx.node.flag("noop_with_empty_axes", false)?;
+        ctx.node.flag("noop_with_empty_axes", NOOP_WITH_EMPTY_AXES)?;
         return Ok(vec![TensorType::unknown(dtype)]);
     };
     let Some(axes) = reduce_axes(ctx, x.len())? else {
@@ -192,7 +200,7 @@ fn bind_argmin(ctx: &KernelCtx) -> Result<KernelCall> {
 fn bind_arg_reduce(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let x = ctx.in_shape(0)?;
-    let axis = ctx.axis(ctx.attr_int("axis", 0)?, x.len())?;
+    let axis = ctx.axis(ctx.attr_int("axis", ARG_AXIS)?, x.len())?;
     one(call(
         func,
         "dg_arg_reduce_args_t",
@@ -202,7 +210,7 @@ fn bind_arg_reduce(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
             ("outer", u(x[..axis].iter().product())),
             ("dim", u(x[axis])),
             ("inner", u(x[axis + 1..].iter().product())),
-            ("select_last", u(usize::from(ctx.attr_int("select_last_index", 0)? != 0))),
+            ("select_last", u(usize::from(ctx.attr_flag("select_last_index", SELECT_LAST_INDEX)?))),
         ],
     ))
 }
@@ -223,7 +231,7 @@ fn bind_reduce(ctx: &KernelCtx, forms: ReduceForms) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
     max_dims(ctx, x.len())?;
     let axes = ctx.ops().ints_attr_or_input("axes", 1)?.unwrap_or_default();
-    let noop = ctx.attr_int("noop_with_empty_axes", 0)? != 0;
+    let noop = ctx.attr_flag("noop_with_empty_axes", NOOP_WITH_EMPTY_AXES)?;
     if axes.is_empty() && noop {
         return super::shape::bind_copy(ctx);
     }
@@ -270,7 +278,7 @@ const REDUCE_TILES: TileRule = TileRule { space: reduce_tile_space, map: reduce_
 fn reduced(ctx: &KernelCtx) -> Result<Option<Vec<bool>>> {
     let rank = ctx.graph_in_shape(0)?.len();
     let axes = ctx.ops().ints_attr_or_input("axes", 1)?.unwrap_or_default();
-    if axes.is_empty() && ctx.attr_int("noop_with_empty_axes", 0)? != 0 {
+    if axes.is_empty() && ctx.attr_flag("noop_with_empty_axes", NOOP_WITH_EMPTY_AXES)? {
         return Ok(None);
     }
     let mut red = vec![axes.is_empty(); rank];

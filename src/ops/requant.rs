@@ -7,7 +7,7 @@
 //! add broadcast to x, or hold one value per channel (axis 1) as Deeploy's
 //! kernel reads them.
 
-use super::kernel::{broadcast_strides, call, dims_list, max_dims, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{broadcast_strides, call, dims_list, max_dims, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::{Ctx, OpDef};
 use crate::error::{Error, Result};
 use crate::ir::{Attr, DType, Node, TensorType};
@@ -23,7 +23,7 @@ pub const OPS: &[OpDef] = &[
         renamed: &[("n_levels_out", "n_levels")],
         required: &[0, 1, 2],
         infer: requant_shift,
-        kernel: Some(bind_requant_shift),
+        kernel: Some(Kernel::Bind(bind_requant_shift)),
         ..OpDef::BASE
     },
 ];

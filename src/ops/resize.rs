@@ -5,7 +5,7 @@
 //! with edge padding, `exclude_outside`, the crop of tf_crop_and_resize)
 //! and passed to the kernel as tables.
 
-use super::kernel::{call, one, u, Arg, KernelCall, KernelCtx, Local};
+use super::kernel::{call, one, u, Arg, Kernel, KernelCall, KernelCtx, Local};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Graph, Node, TensorType};
@@ -25,7 +25,7 @@ pub const OPS: &[OpDef] = &[OpDef {
     ],
     infer: resize,
     compile_time: &[1, 2, 3],
-    kernel: Some(bind_resize),
+    kernel: Some(Kernel::Bind(bind_resize)),
     tables: Some(tables),
     ..OpDef::BASE
 }];

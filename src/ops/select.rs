@@ -5,7 +5,7 @@
 use super::elementwise::fold_int_pair;
 use super::grad::GradCtx;
 use super::kernel::{
-    broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, Arg, KernelCall, KernelCtx, Local,
+    broadcast_strides, call, dims_list, elem_size, max_dims, numel, one, u, Arg, Kernel, KernelCall, KernelCtx, Local,
 };
 use super::{broadcast, Ctx, OpDef};
 use crate::error::Result;
@@ -15,16 +15,16 @@ pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Max",
         infer: same_type,
-        fold: Some(fold_min_max),
-        kernel: Some(bind_max),
+        fold: Some(|c, o| fold_min_max(c, o, i64::max)),
+        kernel: Some(Kernel::Named(bind_variadic, "dg_max")),
         grad: Some(max_grad),
         ..OpDef::BASE
     },
     OpDef {
         name: "Min",
         infer: same_type,
-        fold: Some(fold_min_max),
-        kernel: Some(bind_min),
+        fold: Some(|c, o| fold_min_max(c, o, i64::min)),
+        kernel: Some(Kernel::Named(bind_variadic, "dg_min")),
         grad: Some(min_grad),
         ..OpDef::BASE
     },
@@ -34,24 +34,66 @@ pub const OPS: &[OpDef] = &[
         infer: where_,
         required: &[0, 1, 2],
         fold: Some(fold_where),
-        kernel: Some(bind_where),
+        kernel: Some(Kernel::Bind(bind_where)),
         grad: Some(where_grad),
         ..OpDef::BASE
     },
-    OpDef { name: "Equal", ..COMPARE },
-    OpDef { name: "Less", ..COMPARE },
-    OpDef { name: "LessOrEqual", ..COMPARE },
-    OpDef { name: "Greater", ..COMPARE },
-    OpDef { name: "GreaterOrEqual", ..COMPARE },
-    OpDef { name: "And", infer: logical, ..COMPARE },
-    OpDef { name: "Or", infer: logical, ..COMPARE },
-    OpDef { name: "Xor", infer: logical, ..COMPARE },
+    OpDef {
+        name: "Equal",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a == b)),
+        kernel: Some(Kernel::Named(bind_compare, "dg_equal")),
+        ..COMPARE
+    },
+    OpDef {
+        name: "Less",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a < b)),
+        kernel: Some(Kernel::Named(bind_compare, "dg_less")),
+        ..COMPARE
+    },
+    OpDef {
+        name: "LessOrEqual",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a <= b)),
+        kernel: Some(Kernel::Named(bind_compare, "dg_less_equal")),
+        ..COMPARE
+    },
+    OpDef {
+        name: "Greater",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a > b)),
+        kernel: Some(Kernel::Named(bind_compare, "dg_greater")),
+        ..COMPARE
+    },
+    OpDef {
+        name: "GreaterOrEqual",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a >= b)),
+        kernel: Some(Kernel::Named(bind_compare, "dg_greater_equal")),
+        ..COMPARE
+    },
+    OpDef {
+        name: "And",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a != 0 && b != 0)),
+        kernel: Some(Kernel::Named(bind_logical, "dg_and")),
+        ..LOGICAL
+    },
+    OpDef {
+        name: "Or",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| a != 0 || b != 0)),
+        kernel: Some(Kernel::Named(bind_logical, "dg_or")),
+        ..LOGICAL
+    },
+    OpDef {
+        name: "Xor",
+        fold: Some(|c, o| fold_compare(c, o, |a, b| (a != 0) != (b != 0))),
+        kernel: Some(Kernel::Named(bind_logical, "dg_xor")),
+        ..LOGICAL
+    },
 ];
 
 /// Two operands broadcast to a bool result, folded when both are constant
 /// integers or bools (mask and shape arithmetic).
-const COMPARE: OpDef =
-    OpDef { infer: compare, required: &[0, 1], fold: Some(fold_compare), kernel: Some(bind_compare), ..OpDef::BASE };
+const COMPARE: OpDef = OpDef { infer: compare, required: &[0, 1], ..OpDef::BASE };
+
+/// A [`COMPARE`] of two bools (And, Or, Xor).
+const LOGICAL: OpDef = OpDef { infer: logical, ..COMPARE };
 
 /// What a comparison computes on two integer (or 0/1) operands.
 type CompareFn = fn(i64, i64) -> bool;
@@ -62,26 +104,8 @@ const NUMBERS: Forms =
     &[(DType::F32, "f32"), (DType::I64, "i64"), (DType::I32, "i32"), (DType::I8, "i8"), (DType::U8, "u8")];
 const BOOLS: Forms = &[(DType::Bool, "bool")];
 
-/// The comparison or logical operator of a node: what it computes on two
-/// integer (or 0/1) operands, its kernel's stem and the operand types its
-/// kernels take.
-fn compare_op(op: &str) -> Option<(CompareFn, &'static str, Forms)> {
-    Some(match op {
-        "Equal" => (|a, b| a == b, "dg_equal", NUMBERS),
-        "Less" => (|a, b| a < b, "dg_less", NUMBERS),
-        "LessOrEqual" => (|a, b| a <= b, "dg_less_equal", NUMBERS),
-        "Greater" => (|a, b| a > b, "dg_greater", NUMBERS),
-        "GreaterOrEqual" => (|a, b| a >= b, "dg_greater_equal", NUMBERS),
-        "And" => (|a, b| a != 0 && b != 0, "dg_and", BOOLS),
-        "Or" => (|a, b| a != 0 || b != 0, "dg_or", BOOLS),
-        "Xor" => (|a, b| (a != 0) != (b != 0), "dg_xor", BOOLS),
-        _ => return None,
-    })
-}
-
-/// A comparison or logical operator of constant integers or bools.
-fn fold_compare(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let Some((f, _, _)) = compare_op(&ctx.node.op) else { return Ok(None) };
+/// A comparison or logical operator `f` of constant integers or bools.
+fn fold_compare(ctx: &Ctx, out: &[TensorType], f: CompareFn) -> Result<Option<Vec<TensorData>>> {
     fold_int_pair(ctx, out, |a, b| Ok(Some(f(a, b) as i64)))
 }
 
@@ -151,15 +175,12 @@ fn same_type(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![typed(dtype, broadcast_slots(ctx, 0..n)?)])
 }
 
-/// Max or Min of two constant integer inputs (shape arithmetic such as
-/// `Max(Shape(x), target)`); one input is itself.
-fn fold_min_max(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+/// Max or Min (`pick`) of two constant integer inputs (shape arithmetic
+/// such as `Max(Shape(x), target)`); one input is itself.
+fn fold_min_max(ctx: &Ctx, out: &[TensorType], pick: fn(i64, i64) -> i64) -> Result<Option<Vec<TensorData>>> {
     match ctx.node.inputs.len() {
         1 => Ok(ctx.konst(0).filter(|d| d.dtype.is_int()).map(|d| vec![d.clone()])),
-        2 => {
-            let max = ctx.node.op.as_str() == "Max";
-            fold_int_pair(ctx, out, |x, y| Ok(Some(if max { x.max(y) } else { x.min(y) })))
-        }
+        2 => fold_int_pair(ctx, out, |x, y| Ok(Some(pick(x, y)))),
         _ => Ok(None),
     }
 }
@@ -213,14 +234,6 @@ pub(super) fn broadcast_layout(ctx: &KernelCtx, slots: &[usize]) -> Result<Layou
     Ok((y, Some(st)))
 }
 
-fn bind_max(ctx: &KernelCtx) -> Result<KernelCall> {
-    bind_variadic(ctx, "dg_max")
-}
-
-fn bind_min(ctx: &KernelCtx) -> Result<KernelCall> {
-    bind_variadic(ctx, "dg_min")
-}
-
 /// The element types variadic Max / Min kernels are built for: the
 /// kernel name's suffix, its args struct and the C type of its input list.
 const VARIADIC_FORMS: &[(DType, &str, &str, &str)] = &[
@@ -233,7 +246,7 @@ const VARIADIC_FORMS: &[(DType, &str, &str, &str)] = &[
 
 /// Variadic `<stem>_<suffix>`, the form of the inputs' type (every input
 /// has one type, the shape rule's check).
-fn bind_variadic(ctx: &KernelCtx, stem: &str) -> Result<KernelCall> {
+fn bind_variadic(ctx: &KernelCtx, stem: &'static str) -> Result<KernelCall> {
     let slots: Vec<usize> = (0..ctx.node.inputs.len()).filter(|&i| ctx.node.input(i).is_some()).collect();
     if slots.is_empty() || slots.len() > 8 {
         return Err(ctx.err(format!("{} inputs; the kernel takes 1 to 8", slots.len())));
@@ -289,11 +302,18 @@ pub(super) fn bind_where(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_where", "dg_where_args_t", fields))
 }
 
-/// Comparisons: `dg_<op>_<suffix>` of [`NUMBERS`]; And, Or, Xor: `dg_<op>_bool`.
-pub(super) fn bind_compare(ctx: &KernelCtx) -> Result<KernelCall> {
-    let Some((_, stem, forms)) = compare_op(&ctx.node.op) else {
-        return Err(ctx.err(format!("{} is not a comparison", ctx.node.op)));
-    };
+/// A comparison: `<stem>_<suffix>` of [`NUMBERS`].
+fn bind_compare(ctx: &KernelCtx, stem: &'static str) -> Result<KernelCall> {
+    bind_two(ctx, stem, NUMBERS)
+}
+
+/// And, Or, Xor: `<stem>_bool`.
+fn bind_logical(ctx: &KernelCtx, stem: &'static str) -> Result<KernelCall> {
+    bind_two(ctx, stem, BOOLS)
+}
+
+/// `<stem>_<suffix>(a, b) -> y` broadcast, of the operands' form in `forms`.
+fn bind_two(ctx: &KernelCtx, stem: &str, forms: Forms) -> Result<KernelCall> {
     let d = ctx.in_dtype(0)?;
     let (Some(&(_, suffix)), true) = (forms.iter().find(|(t, _)| *t == d), ctx.in_dtype(1)? == d) else {
         let known: Vec<String> = forms.iter().map(|(t, _)| t.to_string()).collect();

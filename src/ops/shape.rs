@@ -4,13 +4,16 @@
 
 use super::grad;
 use super::kernel::{
-    broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, Arg, KernelCall,
-    KernelCtx, Local,
+    broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, Arg, Kernel,
+    KernelCall, KernelCtx, Local,
 };
 use super::tile::{Part, Space, TileMap, TileRule};
 use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
+
+/// Gather's `axis` default (ONNX's).
+const GATHER_AXIS: i64 = 0;
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -18,7 +21,7 @@ pub const OPS: &[OpDef] = &[
         infer: identity,
         fold: Some(fold_identity),
         view: true,
-        kernel: Some(bind_copy),
+        kernel: Some(Kernel::Bind(bind_copy)),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
         ..OpDef::BASE
@@ -27,7 +30,7 @@ pub const OPS: &[OpDef] = &[
         name: "Transpose",
         attrs: &["perm"],
         infer: transpose,
-        kernel: Some(bind_transpose),
+        kernel: Some(Kernel::Bind(bind_transpose)),
         grad: Some(transpose_grad),
         tile: Some(TRANSPOSE_TILES),
         recompute: Some(super::recompute_copy),
@@ -42,7 +45,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,
-        kernel: Some(bind_copy),
+        kernel: Some(Kernel::Bind(bind_copy)),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
         qdq: Some(super::quant::Qdq::Passthrough),
@@ -55,7 +58,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,
-        kernel: Some(bind_copy),
+        kernel: Some(Kernel::Bind(bind_copy)),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
         qdq: Some(super::quant::Qdq::Passthrough),
@@ -68,7 +71,7 @@ pub const OPS: &[OpDef] = &[
         fold: Some(fold_view),
         compile_time: &[1],
         view: true,
-        kernel: Some(bind_copy),
+        kernel: Some(Kernel::Bind(bind_copy)),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
         qdq: Some(super::quant::Qdq::Passthrough),
@@ -80,7 +83,7 @@ pub const OPS: &[OpDef] = &[
         infer: flatten,
         fold: Some(fold_view),
         view: true,
-        kernel: Some(bind_copy),
+        kernel: Some(Kernel::Bind(bind_copy)),
         grad: Some(grad::reshape_back),
         recompute: Some(super::recompute_copy),
         qdq: Some(super::quant::Qdq::Passthrough),
@@ -91,7 +94,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis"],
         infer: concat,
         fold: Some(fold_concat),
-        kernel: Some(bind_concat),
+        kernel: Some(Kernel::Bind(|c| bind_concat(c, false))),
         grad: Some(concat_grad),
         ..OpDef::BASE
     },
@@ -101,7 +104,7 @@ pub const OPS: &[OpDef] = &[
         infer: slice,
         fold: Some(fold_slice),
         compile_time: &[1, 2, 3, 4],
-        kernel: Some(bind_slice),
+        kernel: Some(Kernel::Bind(bind_slice)),
         ..OpDef::BASE
     },
     OpDef {
@@ -109,10 +112,17 @@ pub const OPS: &[OpDef] = &[
         infer: expand,
         required: &[0, 1],
         compile_time: &[1],
-        kernel: Some(bind_expand),
+        kernel: Some(Kernel::Bind(bind_expand)),
         ..OpDef::BASE
     },
-    OpDef { name: "Tile", infer: tile, required: &[0, 1], compile_time: &[1], kernel: Some(bind_tile), ..OpDef::BASE },
+    OpDef {
+        name: "Tile",
+        infer: tile,
+        required: &[0, 1],
+        compile_time: &[1],
+        kernel: Some(Kernel::Bind(bind_tile)),
+        ..OpDef::BASE
+    },
     OpDef {
         name: "Gather",
         attrs: &["axis"],
@@ -121,7 +131,7 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1],
         data_when_not_constant: &[1],
         fold: Some(fold_gather),
-        kernel: Some(bind_gather),
+        kernel: Some(Kernel::Bind(bind_gather)),
         grad: Some(gather_grad),
         ..OpDef::BASE
     },
@@ -356,7 +366,7 @@ fn gather(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if x.is_empty() {
         return Err(ctx.err("cannot gather from a scalar"));
     }
-    let a = ctx.axis_attr("axis", 0, x.len())?;
+    let a = ctx.axis_attr("axis", GATHER_AXIS, x.len())?;
     let mut out = x[..a].to_vec();
     out.extend(idx);
     out.extend_from_slice(&x[a + 1..]);
@@ -532,7 +542,9 @@ pub(super) fn bind_expand(ctx: &KernelCtx) -> Result<KernelCall> {
     strided(ctx, "dg_expand", &y, &s, 0)
 }
 
-pub(super) fn bind_concat(ctx: &KernelCtx) -> Result<KernelCall> {
+/// Concat, or (`lengths`) ConcatTraining, which also outputs each input's
+/// extent on the axis.
+pub(super) fn bind_concat(ctx: &KernelCtx, lengths: bool) -> Result<KernelCall> {
     let y = ctx.out_shape(0)?;
     let axis = ctx.axis(ctx.attr_int("axis", 0)?, y.len())?;
     let es = elem_size(ctx, ctx.out_dtype(0)?)?;
@@ -562,7 +574,7 @@ pub(super) fn bind_concat(ctx: &KernelCtx) -> Result<KernelCall> {
     inv.locals.push(Local { ctype: "const void *const", name: "xs", values: xs });
     inv.locals.push(Local { ctype: "const uint32_t", name: "sizes", values: sizes });
     let mut kc = one(inv)?;
-    if ctx.node.op == "ConcatTraining" && ctx.has_out(1) {
+    if lengths && ctx.has_out(1) {
         // Output 1, per_input_length (int64): each input's extent on the
         // axis, known when generating code.
         let mut lens = vec![];
@@ -603,7 +615,7 @@ pub(super) fn const_indices(ctx: &KernelCtx, slot: usize, dim: usize) -> Result<
 
 pub(super) fn bind_gather(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
-    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(GATHER_AXIS), x.len())?;
     let n_idx = numel(&ctx.in_shape(1)?);
     // Constant indices are written out normalised; others (token ids of an
     // embedding lookup) are data the kernel reads, int64 or int32.

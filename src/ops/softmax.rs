@@ -2,7 +2,7 @@
 //! opset-13 axis semantics).
 
 use super::grad::{self, GradCtx};
-use super::kernel::{call, numel, one, u, KernelCall, KernelCtx};
+use super::kernel::{call, numel, one, u, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Space, TileMap, TileRule};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -13,7 +13,7 @@ pub const OPS: &[OpDef] = &[
         name: "Softmax",
         attrs: &["axis"],
         infer: same,
-        kernel: Some(bind_softmax),
+        kernel: Some(Kernel::Bind(bind_softmax)),
         grad: Some(softmax_grad_rule),
         tile: Some(SOFTMAX_TILES),
         qdq: Some(super::quant::Qdq::Fuse(&super::quant::QDQ_SOFTMAX)),
@@ -24,7 +24,7 @@ pub const OPS: &[OpDef] = &[
         name: "LogSoftmax",
         attrs: &["axis"],
         infer: same,
-        kernel: Some(bind_log_softmax),
+        kernel: Some(Kernel::Bind(bind_log_softmax)),
         tile: Some(SOFTMAX_TILES),
         ..OpDef::BASE
     },
@@ -35,7 +35,7 @@ pub const OPS: &[OpDef] = &[
         infer: same,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(bind_softmax_grad),
+        kernel: Some(Kernel::Bind(|c| bind_softmax_grad(c, true))),
         tile: Some(SOFTMAX_GRAD_TILES),
         ..OpDef::BASE
     },
@@ -45,16 +45,26 @@ pub const OPS: &[OpDef] = &[
         infer: same,
         gradient: true,
         required: &[0, 1],
-        kernel: Some(bind_softmax_grad),
-        tile: Some(SOFTMAX_GRAD_TILES),
+        kernel: Some(Kernel::Bind(|c| bind_softmax_grad(c, false))),
+        tile: Some(SOFTMAX_GRAD_13_TILES),
         ..OpDef::BASE
     },
 ];
 
+/// The softmax axis when the node gives none: 1 in the pre-13 form that
+/// flattens to 2-D at the axis (`coerce`), -1 from opset 13 on.
+pub(super) fn default_axis(coerce: bool) -> i64 {
+    if coerce {
+        1
+    } else {
+        -1
+    }
+}
+
 fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {
     match ctx.shape(0)? {
         Some(s) => {
-            ctx.axis_attr("axis", -1, s.len())?;
+            ctx.axis_attr("axis", default_axis(false), s.len())?;
         }
         None => {
             ctx.node.int("axis")?;
@@ -67,8 +77,8 @@ fn same(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 /// `[outer, dim, inner]` of a softmax over `axis`; `coerce` is the pre-13
 /// "flatten to 2-D at axis" form.
-pub(super) fn softmax_dims(ctx: &KernelCtx, x: &[usize], coerce: bool, default_axis: i64) -> Result<[usize; 3]> {
-    let axis = ctx.axis(ctx.attr_int("axis", default_axis)?, x.len())?;
+pub(super) fn softmax_dims(ctx: &KernelCtx, x: &[usize], coerce: bool) -> Result<[usize; 3]> {
+    let axis = ctx.axis(ctx.attr_int("axis", default_axis(coerce))?, x.len())?;
     Ok(if coerce {
         [numel(&x[..axis]), numel(&x[axis..]), 1]
     } else {
@@ -88,7 +98,7 @@ fn bind_log_softmax(ctx: &KernelCtx) -> Result<KernelCall> {
 fn bind_softmax_form(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
     let old = ctx.opset() < 13;
-    let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(0)?, old, if old { 1 } else { -1 })?;
+    let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(0)?, old)?;
     one(call(
         func,
         "dg_softmax_args_t",
@@ -96,10 +106,10 @@ fn bind_softmax_form(ctx: &KernelCtx, func: &str) -> Result<KernelCall> {
     ))
 }
 
-pub(super) fn bind_softmax_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+/// SoftmaxGrad (`old`: the pre-13 2-D form) or SoftmaxGrad_13.
+fn bind_softmax_grad(ctx: &KernelCtx, old: bool) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
-    let old = ctx.node.op == "SoftmaxGrad";
-    let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(1)?, old, if old { 1 } else { -1 })?;
+    let [o, d, i] = softmax_dims(ctx, &ctx.in_shape(1)?, old)?;
     one(call(
         "dg_softmax_grad_f32",
         "dg_softmax_grad_args_t",
@@ -134,12 +144,20 @@ fn softmax_grad_rule(ctx: &mut GradCtx) -> Result<()> {
 /// it are whole in every tile.
 pub(super) const SOFTMAX_TILES: TileRule =
     TileRule { space: softmax_tile_space, map: softmax_tile_map, in_place: false };
-pub(super) const SOFTMAX_GRAD_TILES: TileRule =
-    TileRule { space: softmax_grad_tile_space, map: softmax_grad_tile_map, in_place: false };
+const SOFTMAX_GRAD_TILES: TileRule = TileRule {
+    space: |c| softmax_grad_tile_space(c, true),
+    map: |c, s, l| softmax_grad_tile_map(c, true, s, l),
+    in_place: false,
+};
+const SOFTMAX_GRAD_13_TILES: TileRule = TileRule {
+    space: |c| softmax_grad_tile_space(c, false),
+    map: |c, s, l| softmax_grad_tile_map(c, false, s, l),
+    in_place: false,
+};
 
 fn softmax_axis(ctx: &KernelCtx, x_slot: usize, old: bool) -> Result<usize> {
     let r = ctx.graph_in_shape(x_slot)?.len();
-    ctx.axis(ctx.attr_int("axis", if old { 1 } else { -1 })?, r)
+    ctx.axis(ctx.attr_int("axis", default_axis(old))?, r)
 }
 
 fn softmax_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
@@ -150,10 +168,10 @@ fn softmax_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<T
     tile::rows_map(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?, start, len)
 }
 
-fn softmax_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
-    tile::rows_space(ctx, 1, softmax_axis(ctx, 1, ctx.node.op == "SoftmaxGrad")?)
+fn softmax_grad_tile_space(ctx: &KernelCtx, old: bool) -> Result<std::result::Result<Space, String>> {
+    tile::rows_space(ctx, 1, softmax_axis(ctx, 1, old)?)
 }
 
-fn softmax_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
-    tile::rows_map(ctx, 1, softmax_axis(ctx, 1, ctx.node.op == "SoftmaxGrad")?, start, len)
+fn softmax_grad_tile_map(ctx: &KernelCtx, old: bool, start: &[usize], len: &[usize]) -> Result<TileMap> {
+    tile::rows_map(ctx, 1, softmax_axis(ctx, 1, old)?, start, len)
 }

@@ -4,11 +4,15 @@
 //! shares.
 
 use super::grad::GradCtx;
-use super::kernel::{call, elem_size, numel, one, u, Arg, KernelCall, KernelCtx, Local};
+use super::kernel::{call, elem_size, numel, one, u, Arg, Kernel, KernelCall, KernelCtx, Local};
 use super::shape::const_indices;
 use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, TensorData, TensorType};
+
+/// The `axis` default of Split, SplitTraining, ConcatTraining and
+/// GatherGrad.
+const AXIS: i64 = 0;
 
 pub const OPS: &[OpDef] = &[
     // Split(input [, split]){axis, num_outputs | split}.
@@ -17,7 +21,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "num_outputs", "split"],
         infer: split,
         compile_time: &[1],
-        kernel: Some(bind_split),
+        kernel: Some(Kernel::Bind(bind_split)),
         grad: Some(split_grad),
         ..OpDef::BASE
     },
@@ -27,7 +31,7 @@ pub const OPS: &[OpDef] = &[
         attrs: &["axis", "num_outputs"],
         infer: split,
         compile_time: &[1],
-        kernel: Some(bind_split),
+        kernel: Some(Kernel::Bind(bind_split)),
         ..OpDef::BASE
     },
     // com.microsoft ConcatTraining(inputs…){axis} -> (concat_result,
@@ -36,7 +40,7 @@ pub const OPS: &[OpDef] = &[
         name: "ConcatTraining",
         attrs: &["axis"],
         infer: concat_training,
-        kernel: Some(super::shape::bind_concat),
+        kernel: Some(Kernel::Bind(|c| super::shape::bind_concat(c, true))),
         ..OpDef::BASE
     },
     // com.microsoft GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
@@ -47,7 +51,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         compile_time: &[0, 1],
         gradient: true,
-        kernel: Some(bind_gather_grad),
+        kernel: Some(Kernel::Bind(bind_gather_grad)),
         ..OpDef::BASE
     },
 ];
@@ -104,7 +108,7 @@ fn concat_lengths(ctx: &Ctx, slot: usize) -> Result<Option<Vec<i64>>> {
     let mut v = Vec::with_capacity(p.inputs.len());
     for i in p.inputs.iter() {
         let Some(s) = i.and_then(|i| ctx.graph.tensor(i).ty.shape()) else { return Ok(None) };
-        let a = ctx.axis(p.int("axis")?.unwrap_or(0), s.len())?;
+        let a = ctx.axis(p.int("axis")?.unwrap_or(AXIS), s.len())?;
         v.push(s[a] as i64);
     }
     Ok(Some(v))
@@ -119,7 +123,7 @@ fn split(ctx: &Ctx) -> Result<Vec<TensorType>> {
     if x.is_empty() {
         return Err(ctx.err("cannot split a scalar"));
     }
-    let a = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let a = ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), x.len())?;
     Ok(split_sizes(ctx, x[a], n)?
         .into_iter()
         .map(|s| {
@@ -183,7 +187,7 @@ fn gather_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
     }
     let x: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
     checked_numel(ctx, &x)?;
-    let a = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let a = ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), x.len())?;
     check_indices(ctx, 1, x[a])?;
     if let (Some(idx), Some(dy)) = (ctx.shape(1)?, ctx.shape(2)?) {
         let mut want = x[..a].to_vec();
@@ -200,7 +204,7 @@ fn gather_grad(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 pub(super) fn bind_split(ctx: &KernelCtx) -> Result<KernelCall> {
     let x = ctx.in_shape(0)?;
-    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), x.len())?;
     let es = elem_size(ctx, ctx.in_dtype(0)?)?;
     // The sizes are the outputs' extents, which the shape rule computed
     // from the split input or attribute (or ConcatTraining's lengths).
@@ -233,7 +237,7 @@ pub(super) fn bind_gather_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     // GatherGrad(shape, indices, dY){axis} -> dX of `shape`.
     ctx.require_f32(&[2])?;
     let x = ctx.out_shape(0)?;
-    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(0), x.len())?;
+    let axis = ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), x.len())?;
     let n_idx = numel(&ctx.in_shape(1)?);
     let idx = const_indices(ctx, 1, x[axis])?;
     let mut inv = call(
@@ -263,7 +267,7 @@ fn split_grad(ctx: &mut GradCtx) -> Result<()> {
         return Ok(());
     }
     let rank = ctx.shape(ctx.x(0)?)?.len();
-    let axis = Ctx { graph: ctx.b.graph, node: &ctx.node }.axis_attr("axis", 0, rank)?;
+    let axis = Ctx { graph: ctx.b.graph, node: &ctx.node }.axis_attr("axis", AXIS, rank)?;
     let mut parts = vec![];
     for i in 0..ctx.node.outputs.len() {
         let part = match ctx.dy(i) {

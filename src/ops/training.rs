@@ -1,10 +1,16 @@
 //! Gradient accumulation and optimizer operators.
 
-use super::kernel::{call, f, numel, one, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef, Train, Update};
 use crate::error::Result;
 use crate::ir::{Attr, DType, TensorType};
+
+/// The optimizers' hyper-parameter defaults when a node gives none.
+const LR: f32 = 0.0;
+const MOMENTUM: f32 = 0.0;
+const WEIGHT_DECAY: f32 = 0.0;
+const EPSILON: f32 = 0.0;
 
 pub const OPS: &[OpDef] = &[
     // com.microsoft (buffer, gradient, overwrite: bool) -> (updated: bool [1]
@@ -16,7 +22,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::Always { input: 0, output: 1 },
         train: Train::Accumulator,
-        kernel: Some(bind_accumulate),
+        kernel: Some(Kernel::Bind(bind_accumulate)),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
@@ -29,7 +35,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_sgd),
+        kernel: Some(Kernel::Bind(bind_sgd)),
         tile: Some(tile::FLAT),
         ..OpDef::BASE
     },
@@ -41,7 +47,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         update: Update::Sequence,
         train: Train::SgdSequence,
-        kernel: Some(bind_sgd_optimizer_v2),
+        kernel: Some(Kernel::Bind(bind_sgd_optimizer_v2)),
         ..OpDef::BASE
     },
     // deploygen's own optimizer steps of a derived training step, one per
@@ -57,7 +63,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_momentum_sgd),
+        kernel: Some(Kernel::Bind(bind_momentum_sgd)),
         // Pointwise: the velocity tile is read and written back with the weight's.
         tile: Some(tile::FLAT),
         ..OpDef::BASE
@@ -69,7 +75,7 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1, 2, 3, 4],
         update: Update::WhenLastReader { input: 0, output: 0 },
         train: Train::Sgd,
-        kernel: Some(bind_adamw),
+        kernel: Some(Kernel::Bind(bind_adamw)),
         tile: Some(ADAMW_TILES),
         ..OpDef::BASE
     },
@@ -166,7 +172,7 @@ pub(super) fn bind_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     // The rate is the attribute `lr`, or a tensor input.
     let (lr, lr_ptr) = match ctx.node.attrs.get("lr") {
         Some(_) => {
-            let lr = ctx.attr_float("lr", 0.0)?;
+            let lr = ctx.attr_float("lr", LR)?;
             (lr, ctx.rate_ptr(lr))
         }
         None => match ctx.inputs.get(2).cloned().flatten() {
@@ -264,7 +270,7 @@ fn adamw(ctx: &Ctx) -> Result<Vec<TensorType>> {
 
 fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2])?;
-    let lr = ctx.attr_float("lr", 0.0)?;
+    let lr = ctx.attr_float("lr", LR)?;
     one(call(
         "dg_momentum_sgd_f32",
         "dg_momentum_sgd_args_t",
@@ -276,15 +282,15 @@ fn bind_momentum_sgd(ctx: &KernelCtx) -> Result<KernelCall> {
             ("n", u(numel(&ctx.in_shape(0)?))),
             ("lr", f(lr)),
             ("lr_ptr", ctx.rate_ptr(lr)),
-            ("momentum", f(ctx.attr_float("momentum", 0.0)?)),
-            ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
+            ("momentum", f(ctx.attr_float("momentum", MOMENTUM)?)),
+            ("weight_decay", f(ctx.attr_float("weight_decay", WEIGHT_DECAY)?)),
         ],
     ))
 }
 
 fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1, 2, 3])?;
-    let lr = ctx.attr_float("lr", 0.0)?;
+    let lr = ctx.attr_float("lr", LR)?;
     let mut fields = vec![
         ("w", ctx.inp(0)?),
         ("g", ctx.inp(1)?),
@@ -297,8 +303,8 @@ fn bind_adamw(ctx: &KernelCtx) -> Result<KernelCall> {
         ("lr_ptr", ctx.rate_ptr(lr)),
         ("beta1", f(ctx.attr_float("beta1", 0.0)?)),
         ("beta2", f(ctx.attr_float("beta2", 0.0)?)),
-        ("epsilon", f(ctx.attr_float("epsilon", 0.0)?)),
-        ("weight_decay", f(ctx.attr_float("weight_decay", 0.0)?)),
+        ("epsilon", f(ctx.attr_float("epsilon", EPSILON)?)),
+        ("weight_decay", f(ctx.attr_float("weight_decay", WEIGHT_DECAY)?)),
     ];
     if ctx.tile.is_some() {
         fields.push(("hold_step", u(ctx.attr_int(HOLD_STEP, 0)? as usize)));

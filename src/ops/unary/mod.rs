@@ -7,187 +7,115 @@ mod rules;
 use rules::*;
 
 use super::grad;
-use super::kernel::{call, f, float_attr, numel, one, scalar_const, u, Arg, KernelCall, KernelCtx};
+use super::kernel::{call, f, numel, one, scalar_const, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile;
 use super::{Ctx, OpDef};
 use crate::error::Result;
-use crate::ir::{DType, TensorData, TensorType};
+use crate::ir::{DType, Node, TensorData, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
         name: "Relu",
         infer: unary,
-        kernel: Some(bind_relu),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Bind(bind_relu)),
         grad: Some(relu_grad),
         act: Some(1),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     OpDef {
         name: "Gelu",
         attrs: &["approximate"],
         infer: gelu,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Bind(bind_gelu)),
         grad: Some(gelu_grad_rule),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
-    OpDef {
-        name: "Ceil",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
-        grad: Some(grad::zero),
-        ..OpDef::BASE
-    },
+    OpDef { name: "Ceil", kernel: Some(Kernel::Named(bind_unary, "dg_ceil_f32")), grad: Some(grad::zero), ..POINTWISE },
     OpDef {
         name: "Floor",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_floor_f32")),
         grad: Some(grad::zero),
-        ..OpDef::BASE
+        ..POINTWISE
     },
     // Round: halves to even (runtime/kernels/requant.c).
     OpDef {
         name: "Round",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_round_f32")),
         grad: Some(grad::zero),
-        ..OpDef::BASE
+        ..POINTWISE
     },
-    OpDef {
-        name: "Exp",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
-        grad: Some(exp_grad),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Log",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
-        grad: Some(log_grad),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "Sqrt",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
-        grad: Some(sqrt_grad),
-        ..OpDef::BASE
-    },
+    OpDef { name: "Exp", kernel: Some(Kernel::Named(bind_unary, "dg_exp_f32")), grad: Some(exp_grad), ..POINTWISE },
+    OpDef { name: "Log", kernel: Some(Kernel::Named(bind_unary, "dg_log_f32")), grad: Some(log_grad), ..POINTWISE },
+    OpDef { name: "Sqrt", kernel: Some(Kernel::Named(bind_unary, "dg_sqrt_f32")), grad: Some(sqrt_grad), ..POINTWISE },
     // Folds on integers: Pad's gradient negates the constant pads.
     OpDef {
         name: "Neg",
         infer: unary,
         fold: Some(fold_neg),
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_neg_f32")),
         grad: Some(neg_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     OpDef {
         name: "Abs",
         infer: unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_abs_f32")),
         grad: Some(abs_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     OpDef {
         name: "Not",
         infer: logical_not,
         fold: Some(super::select::fold_not),
-        kernel: Some(bind_not),
-        tile: Some(tile::POINTWISE),
-        ..OpDef::BASE
+        kernel: Some(Kernel::Bind(bind_not)),
+        ..POINTWISE
     },
-    OpDef { name: "Sign", infer: unary, kernel: Some(bind_unary), tile: Some(tile::POINTWISE), ..OpDef::BASE },
-    OpDef {
-        name: "Tanh",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
-        grad: Some(tanh_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
-    },
+    OpDef { name: "Sign", infer: unary, kernel: Some(Kernel::Named(bind_unary, "dg_sign_f32")), ..POINTWISE },
+    OpDef { name: "Tanh", kernel: Some(Kernel::Named(bind_unary, "dg_tanh_f32")), grad: Some(tanh_grad), ..ACTIVATION },
     OpDef {
         name: "Sigmoid",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_sigmoid_f32")),
         grad: Some(sigmoid_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
-    OpDef {
-        name: "Erf",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
-        grad: Some(erf_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
-    },
-    // HardSigmoid{alpha=0.2, beta=0.5}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
+    OpDef { name: "Erf", kernel: Some(Kernel::Named(bind_unary, "dg_erf_f32")), grad: Some(erf_grad), ..ACTIVATION },
+    // HardSigmoid{alpha, beta}, HardSwish = x * HardSigmoid(x){1/6, 0.5}.
     OpDef {
         name: "HardSigmoid",
         attrs: &["alpha", "beta"],
         infer: alpha_beta,
-        kernel: Some(bind_unary_param),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Bind(|c| bind_unary_param(c, "dg_hard_sigmoid_f32", HARD_SIGMOID))),
         grad: Some(hard_sigmoid_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     OpDef {
         name: "HardSwish",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_hard_swish_f32")),
         grad: Some(hard_swish_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
-    // LeakyRelu{alpha=0.01}, Elu{alpha=1}, Softplus = ln(1 + exp(x)).
+    // LeakyRelu{alpha}, Elu{alpha}, Softplus = ln(1 + exp(x)).
     OpDef {
         name: "LeakyRelu",
         attrs: &["alpha"],
         infer: alpha_beta,
-        kernel: Some(bind_unary_param),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Bind(|c| bind_unary_param(c, "dg_leaky_relu_f32", LEAKY_RELU))),
         grad: Some(leaky_relu_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     OpDef {
         name: "Elu",
         attrs: &["alpha"],
         infer: alpha_beta,
-        kernel: Some(bind_unary_param),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Bind(|c| bind_unary_param(c, "dg_elu_f32", ELU))),
         grad: Some(elu_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     OpDef {
         name: "Softplus",
-        infer: float_unary,
-        kernel: Some(bind_unary),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Named(bind_unary, "dg_softplus_f32")),
         grad: Some(softplus_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     // PRelu(X, slope): the slope broadcasts to X (one way); the kernel is
     // the broadcasting binary one's.
@@ -196,33 +124,28 @@ pub const OPS: &[OpDef] = &[
         infer: prelu,
         legacy_input: Some(prelu_channel_slope),
         required: &[0, 1],
-        kernel: Some(bind_prelu),
+        kernel: Some(Kernel::Bind(bind_prelu)),
         tile: Some(tile::BROADCAST),
         grad: Some(prelu_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
-    // Swish{alpha=1} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
-    // QuickGelu{alpha=1.702} is the same function.
+    // Swish{alpha} = x * Sigmoid(alpha * x) (opset 24); com.microsoft
+    // QuickGelu{alpha} is the same function with another default.
     OpDef {
         name: "Swish",
         attrs: &["alpha"],
         infer: alpha_beta,
-        kernel: Some(bind_unary_param),
-        tile: Some(tile::POINTWISE),
-        grad: Some(swish_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        kernel: Some(Kernel::Bind(|c| bind_unary_param(c, "dg_swish_f32", SWISH))),
+        grad: Some(|c| swish_grad(c, SWISH)),
+        ..ACTIVATION
     },
     OpDef {
         name: "QuickGelu",
         attrs: &["alpha"],
         infer: alpha_beta,
-        kernel: Some(bind_unary_param),
-        tile: Some(tile::POINTWISE),
-        grad: Some(swish_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        kernel: Some(Kernel::Bind(|c| bind_unary_param(c, "dg_swish_f32", QUICK_GELU))),
+        grad: Some(|c| swish_grad(c, QUICK_GELU)),
+        ..ACTIVATION
     },
     // Clip(X [, min] [, max]), or opset-6 attributes min/max: the bounds are
     // read when generating code.
@@ -233,62 +156,76 @@ pub const OPS: &[OpDef] = &[
         compile_time: &[1, 2],
         // The kernel reads run-time bounds from their buffers.
         data_when_not_constant: &[1, 2],
-        kernel: Some(bind_clip),
-        tile: Some(tile::POINTWISE),
+        kernel: Some(Kernel::Bind(bind_clip)),
         grad: Some(clip_grad),
-        recompute: Some(super::recompute_copy),
-        ..OpDef::BASE
+        ..ACTIVATION
     },
     // com.microsoft (dY, Y) -> dX, and QuickGeluGrad(dY, X){alpha}.
-    OpDef {
-        name: "SigmoidGrad",
-        infer: grad,
-        required: &[0, 1],
-        gradient: true,
-        kernel: Some(bind_act_grad_y),
-        tile: Some(tile::POINTWISE),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "TanhGrad",
-        infer: grad,
-        required: &[0, 1],
-        gradient: true,
-        kernel: Some(bind_act_grad_y),
-        tile: Some(tile::POINTWISE),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "QuickGeluGrad",
-        attrs: &["alpha"],
-        infer: grad,
-        required: &[0, 1],
-        gradient: true,
-        kernel: Some(bind_swish_grad),
-        tile: Some(tile::POINTWISE),
-        ..OpDef::BASE
-    },
+    OpDef { name: "SigmoidGrad", kernel: Some(Kernel::Named(bind_act_grad_y, "dg_sigmoid_grad_f32")), ..ACT_GRAD },
+    OpDef { name: "TanhGrad", kernel: Some(Kernel::Named(bind_act_grad_y, "dg_tanh_grad_f32")), ..ACT_GRAD },
+    OpDef { name: "QuickGeluGrad", attrs: &["alpha"], kernel: Some(Kernel::Bind(bind_swish_grad)), ..ACT_GRAD },
     // ReluGrad(dY, X), GeluGrad(dY, X): dX has dY's shape.
     OpDef {
         name: "ReluGrad",
         infer: unary,
-        gradient: true,
-        required: &[0, 1],
-        kernel: Some(bind_act_grad),
-        tile: Some(tile::POINTWISE),
-        ..OpDef::BASE
+        kernel: Some(Kernel::Named(bind_act_grad, "dg_relu_grad_f32")),
+        ..ACT_GRAD
     },
     OpDef {
         name: "GeluGrad",
         attrs: &["approximate"],
         infer: gelu_grad,
-        gradient: true,
-        required: &[0, 1],
-        kernel: Some(bind_act_grad),
-        tile: Some(tile::POINTWISE),
-        ..OpDef::BASE
+        kernel: Some(Kernel::Bind(bind_gelu_grad)),
+        ..ACT_GRAD
     },
 ];
+
+/// A function of one floating-point tensor, element by element: tiled
+/// as such.
+const POINTWISE: OpDef = OpDef { infer: float_unary, tile: Some(tile::POINTWISE), ..OpDef::BASE };
+
+/// A [`POINTWISE`] activation: pure, so recomputed rather than kept for
+/// the backward pass when the plan asks.
+const ACTIVATION: OpDef = OpDef { recompute: Some(super::recompute_copy), ..POINTWISE };
+
+/// An activation's gradient (dY, Y or X) -> dX, element by element.
+const ACT_GRAD: OpDef =
+    OpDef { infer: grad, required: &[0, 1], gradient: true, tile: Some(tile::POINTWISE), ..OpDef::BASE };
+
+/// A parametric activation's attribute defaults: `alpha`, and `beta`
+/// where the operator defines it. The shape rule, kernel binding and
+/// gradient rule of the operator read its attributes through these.
+#[derive(Clone, Copy)]
+pub(super) struct AlphaBeta {
+    alpha: f32,
+    beta: Option<f32>,
+}
+
+/// HardSigmoid{alpha = 0.2, beta = 0.5}.
+const HARD_SIGMOID: AlphaBeta = AlphaBeta { alpha: 0.2, beta: Some(0.5) };
+/// LeakyRelu{alpha = 0.01}.
+const LEAKY_RELU: AlphaBeta = AlphaBeta { alpha: 0.01, beta: None };
+/// Elu{alpha = 1}.
+const ELU: AlphaBeta = AlphaBeta { alpha: 1.0, beta: None };
+/// Swish{alpha = 1}.
+const SWISH: AlphaBeta = AlphaBeta { alpha: 1.0, beta: None };
+/// com.microsoft QuickGelu{alpha = 1.702}, and QuickGeluGrad's alpha.
+const QUICK_GELU: AlphaBeta = AlphaBeta { alpha: 1.702, beta: None };
+
+impl AlphaBeta {
+    /// The node's `alpha`, or the default.
+    pub(super) fn alpha(self, node: &Node) -> Result<f32> {
+        Ok(node.float("alpha")?.unwrap_or(self.alpha))
+    }
+
+    /// The node's `beta`, or the default; 0 for an operator without one.
+    pub(super) fn beta(self, node: &Node) -> Result<f32> {
+        match self.beta {
+            Some(default) => Ok(node.float("beta")?.unwrap_or(default)),
+            None => Ok(0.0),
+        }
+    }
+}
 
 fn unary(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![ctx.same_as(0)?])
@@ -467,30 +404,9 @@ fn bind_not(ctx: &KernelCtx) -> Result<KernelCall> {
     one(call("dg_not_bool", "dg_unary_typed_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
 }
 
-pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
+/// `func(x) -> y` over n f32 elements (`dg_unary_args_t`).
+pub(super) fn bind_unary(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
-    let func = match ctx.node.op.as_str() {
-        "Relu" => "dg_relu_f32",
-        "Gelu" => "dg_gelu_f32",
-        "Ceil" => "dg_ceil_f32",
-        "Floor" => "dg_floor_f32",
-        "Round" => "dg_round_f32",
-        "Exp" => "dg_exp_f32",
-        "Log" => "dg_log_f32",
-        "Sqrt" => "dg_sqrt_f32",
-        "Neg" => "dg_neg_f32",
-        "Abs" => "dg_abs_f32",
-        "Tanh" => "dg_tanh_f32",
-        "Sigmoid" => "dg_sigmoid_f32",
-        "Erf" => "dg_erf_f32",
-        "HardSwish" => "dg_hard_swish_f32",
-        "Softplus" => "dg_softplus_f32",
-        "Sign" => "dg_sign_f32",
-        // No fallback: an operator wired here without its kernel is an
-        // error naming it, never another operator's kernel.
-        other => return Err(ctx.err(format!("no unary kernel is named for {other}"))),
-    };
-    let func = if ctx.node.op == "Gelu" && tanh_form(ctx)? { "dg_gelu_tanh_f32" } else { func };
     let n = numel(&ctx.out_shape(0)?);
     one(call(func, "dg_unary_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
 }
@@ -499,7 +415,7 @@ pub(super) fn bind_unary(ctx: &KernelCtx) -> Result<KernelCall> {
 /// between integer operators).
 fn bind_relu(ctx: &KernelCtx) -> Result<KernelCall> {
     if ctx.in_dtype(0)? != DType::I8 {
-        return bind_unary(ctx);
+        return bind_unary(ctx, "dg_relu_f32");
     }
     let n = numel(&ctx.out_shape(0)?);
     one(call("dg_relu_i8", "dg_unary_typed_args_t", vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("n", u(n))]))
@@ -511,14 +427,14 @@ fn tanh_form(ctx: &KernelCtx) -> Result<bool> {
     Ok(ctx.attr_str("approximate")?.as_deref() == Some("tanh"))
 }
 
-pub(super) fn bind_act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+/// Gelu: the erf form, or the tanh approximation.
+fn bind_gelu(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_unary(ctx, if tanh_form(ctx)? { "dg_gelu_tanh_f32" } else { "dg_gelu_f32" })
+}
+
+/// `func(dy, x) -> dx` (`dg_act_grad_args_t`).
+pub(super) fn bind_act_grad(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
-    let func = match ctx.node.op.as_str() {
-        "ReluGrad" => "dg_relu_grad_f32",
-        "GeluGrad" if tanh_form(ctx)? => "dg_gelu_tanh_grad_f32",
-        "GeluGrad" => "dg_gelu_grad_f32",
-        other => return Err(ctx.err(format!("no activation-gradient kernel is named for {other}"))),
-    };
     let n = numel(&ctx.out_shape(0)?);
     one(call(
         func,
@@ -527,16 +443,16 @@ pub(super) fn bind_act_grad(ctx: &KernelCtx) -> Result<KernelCall> {
     ))
 }
 
-pub(super) fn bind_unary_param(ctx: &KernelCtx) -> Result<KernelCall> {
+/// GeluGrad: of the erf form, or of the tanh approximation.
+fn bind_gelu_grad(ctx: &KernelCtx) -> Result<KernelCall> {
+    bind_act_grad(ctx, if tanh_form(ctx)? { "dg_gelu_tanh_grad_f32" } else { "dg_gelu_grad_f32" })
+}
+
+/// `func(x; alpha, beta) -> y` with the operator's attribute defaults
+/// (`dg_unary_param_args_t`).
+fn bind_unary_param(ctx: &KernelCtx, func: &'static str, defaults: AlphaBeta) -> Result<KernelCall> {
     ctx.require_f32(&[0])?;
-    let (func, alpha, beta) = match ctx.node.op.as_str() {
-        "HardSigmoid" => ("dg_hard_sigmoid_f32", float_attr(ctx, "alpha", 0.2)?, float_attr(ctx, "beta", 0.5)?),
-        "QuickGelu" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.702)?, 0.0),
-        "LeakyRelu" => ("dg_leaky_relu_f32", float_attr(ctx, "alpha", 0.01)?, 0.0),
-        "Elu" => ("dg_elu_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
-        "Swish" => ("dg_swish_f32", float_attr(ctx, "alpha", 1.0)?, 0.0),
-        other => return Err(ctx.err(format!("no parametric unary kernel is named for {other}"))),
-    };
+    let (alpha, beta) = (defaults.alpha(ctx.node)?, defaults.beta(ctx.node)?);
     let n = numel(&ctx.out_shape(0)?);
     one(call(
         func,
@@ -625,10 +541,9 @@ fn bind_clip_int(ctx: &KernelCtx, func: &'static str, range: std::ops::RangeIncl
     ))
 }
 
-pub(super) fn bind_act_grad_y(ctx: &KernelCtx) -> Result<KernelCall> {
-    // (dY, Y) -> dX
+/// `func(dy, y) -> dx` (`dg_act_grad_y_args_t`).
+pub(super) fn bind_act_grad_y(ctx: &KernelCtx, func: &'static str) -> Result<KernelCall> {
     ctx.require_f32(&[0, 1])?;
-    let func = if ctx.node.op == "SigmoidGrad" { "dg_sigmoid_grad_f32" } else { "dg_tanh_grad_f32" };
     let n = numel(&ctx.out_shape(0)?);
     one(call(
         func,
@@ -649,7 +564,7 @@ pub(super) fn bind_swish_grad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("x", ctx.inp(1)?),
             ("dx", ctx.out(0)?),
             ("n", u(n)),
-            ("alpha", f(float_attr(ctx, "alpha", 1.702)?)),
+            ("alpha", f(QUICK_GELU.alpha(ctx.node)?)),
         ],
     ))
 }

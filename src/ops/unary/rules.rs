@@ -4,7 +4,7 @@
 
 use super::super::grad::{self, GradCtx};
 use super::super::Ctx;
-use super::scalar_attr_or_input;
+use super::{scalar_attr_or_input, AlphaBeta, ELU, HARD_SIGMOID, LEAKY_RELU};
 use crate::error::Result;
 use crate::ir::{Attr, TensorId};
 
@@ -25,12 +25,11 @@ pub(super) fn tanh_grad(ctx: &mut GradCtx) -> Result<()> {
 }
 
 /// Swish{alpha} and QuickGelu{alpha}: QuickGeluGrad(dY, X){alpha}.
-pub(super) fn swish_grad(ctx: &mut GradCtx) -> Result<()> {
+pub(super) fn swish_grad(ctx: &mut GradCtx, defaults: AlphaBeta) -> Result<()> {
     if !ctx.needs(0) {
         return Ok(());
     }
-    let default = if ctx.node.op == "QuickGelu" { 1.702 } else { 1.0 };
-    let alpha = ctx.node.float("alpha")?.unwrap_or(default);
+    let alpha = defaults.alpha(&ctx.node)?;
     let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
     let out = ctx.dx_name(0);
     let dx = ctx.emit1("QuickGeluGrad", grad::MS, &[dy, x], &out, vec![("alpha".into(), Attr::Float(alpha))])?;
@@ -109,7 +108,7 @@ pub(super) fn erf_grad(ctx: &mut GradCtx) -> Result<()> {
 /// HardSigmoid{alpha, beta}: dX = dY * alpha where 0 < Y < 1, else 0.
 pub(super) fn hard_sigmoid_grad(ctx: &mut GradCtx) -> Result<()> {
     if ctx.needs(0) {
-        let alpha = ctx.node.float("alpha")?.unwrap_or(0.2);
+        let alpha = HARD_SIGMOID.alpha(&ctx.node)?;
         let (dy, y) = (ctx.dy(0)?, ctx.y(0)?);
         let inside = inside_unit(ctx, y)?;
         let a = ctx.scalar("alpha", alpha);
@@ -122,7 +121,7 @@ pub(super) fn hard_sigmoid_grad(ctx: &mut GradCtx) -> Result<()> {
 /// LeakyRelu{alpha}: dX = dY * (X > 0 ? 1 : alpha).
 pub(super) fn leaky_relu_grad(ctx: &mut GradCtx) -> Result<()> {
     if ctx.needs(0) {
-        let alpha = ctx.node.float("alpha")?.unwrap_or(0.01);
+        let alpha = LEAKY_RELU.alpha(&ctx.node)?;
         let (dy, x) = (ctx.dy(0)?, ctx.x(0)?);
         let (zero, one) = (ctx.scalar("zero", 0.0), ctx.scalar("one", 1.0));
         let a = ctx.scalar("alpha", alpha);
@@ -137,7 +136,7 @@ pub(super) fn leaky_relu_grad(ctx: &mut GradCtx) -> Result<()> {
 /// where X <= 0.
 pub(super) fn elu_grad(ctx: &mut GradCtx) -> Result<()> {
     if ctx.needs(0) {
-        let alpha = ctx.node.float("alpha")?.unwrap_or(1.0);
+        let alpha = ELU.alpha(&ctx.node)?;
         let (dy, x, y) = (ctx.dy(0)?, ctx.x(0)?, ctx.y(0)?);
         let (zero, one) = (ctx.scalar("zero", 0.0), ctx.scalar("one", 1.0));
         let a = ctx.scalar("alpha", alpha);
