@@ -275,11 +275,27 @@ fn kernels_match_onnxruntime_with_the_rv32_tiling() {
     ops_pass("-DDG_PLATFORM_GAP9", "-O2", &["-DDG_TILE_N=4", "-DDG_MM_PANEL", "-DDG_CONV_PANEL"], &["--cores", "1,8"]);
 }
 
+/// Whether the ziglang clang and qemu-riscv32 are here for the rv32 test
+/// `what`; without them the test is a skip (a failure under CI=true).
+fn rv32_tools(what: &str) -> bool {
+    let have = |c: &mut Command| c.output().is_ok_and(|o| o.status.success());
+    if !have(Command::new("python3").args(["-m", "ziglang", "version"]))
+        || !have(Command::new("qemu-riscv32").arg("--version"))
+    {
+        common::skip_unless_ci(
+            what,
+            "python3 -m ziglang or qemu-riscv32 missing (pip install ziglang; apt-get install qemu-user)",
+        );
+        return false;
+    }
+    common::ran(what);
+    true
+}
+
 /// Builds `driver` and the kernels with the ziglang clang for riscv32 +
-/// zfinx at -O3 (the CPU of tests/rv32.rs, so both use one build of musl)
-/// and runs it under qemu-riscv32 on `refs`, 1, 3 and 8 cores; asserts
-/// that every case in `names` passed.
-fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
+/// zfinx at -O3 (the CPU of tests/rv32.rs, so both use one build of musl),
+/// with the defines `defs`.
+fn rv32_build(tmp: &Path, driver: &str, defs: &[&str]) -> PathBuf {
     let exe = tmp.join(format!("{driver}.rv32"));
     let r = root();
     let cc: Vec<String> =
@@ -288,47 +304,45 @@ fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
             .into();
     let mut flags: Vec<String> = vec!["-O3".into()];
     flags.extend(STRICT.iter().map(|f| f.to_string()));
-    flags.extend([POSIX.to_string(), "-DDG_PLATFORM_GAP9".to_string()]);
+    flags.push(POSIX.to_string());
+    flags.extend(defs.iter().map(|d| d.to_string()));
     flags.extend(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())));
     let mut sources = kernel_sources();
     sources.extend([r.join("mem/dg_mem.c"), r.join("pmsis-host/pmsis_host.c"), r.join("tests").join(driver)]);
     let what = format!("the ziglang clang (rv32 build of {driver})");
     link(&cc, &flags, &objects(&cc, &flags, &sources, &what), &["-lm"], &exe, &what);
+    exe
+}
+
+/// Runs an rv32 program under qemu-riscv32 (zfinx): its success and output.
+fn qemu_rv32(exe: &Path, args: &[&str]) -> (bool, String) {
     let o = Command::new("qemu-riscv32")
         .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
         .arg(exe)
-        .arg(refs)
-        .args(["--cores", "1,3,8"])
+        .args(args)
         .env("DG_HOST_QUIET", "1")
         .output()
         .expect("running qemu-riscv32");
-    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success(), "rv32 {driver} failed:\n{text}");
+    (o.status.success(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+/// Runs `driver` (see rv32_build) under qemu-riscv32 on `refs`, 1, 3 and 8
+/// cores; asserts that every case in `names` passed.
+fn rv32_pass(tmp: &Path, driver: &str, refs: &Path, names: &[String]) {
+    let exe = rv32_build(tmp, driver, &["-DDG_PLATFORM_GAP9"]);
+    let (ok, text) = qemu_rv32(&exe, &[refs.to_str().unwrap(), "--cores", "1,3,8"]);
+    assert!(ok, "rv32 {driver} failed:\n{text}");
     for n in names {
         assert!(text.contains(&format!("ok   {n} ")), "case {n} did not pass on rv32:\n{text}");
     }
     assert!(text.contains(" 0 failed"), "{text}");
 }
 
-/// The kernels as the 32-bit cores build them: floats in the integer
-/// registers (zfinx), so the written-out RISC-V loops of linear.c and
-/// the conv_*.c files are compiled in, by the ziglang clang at -O3, run under
-/// qemu-riscv32 on the same references (both drivers), 1, 3 and 8 cores.
-/// Needs the tools of tests/rv32.rs; without them it prints `SKIPPED:`
-/// (fails under CI).
 #[test]
 fn kernels_match_onnxruntime_on_rv32_zfinx() {
-    let have_zig =
-        Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
-    let have_qemu = Command::new("qemu-riscv32").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !have_zig || !have_qemu {
-        common::skip_unless_ci(
-            "rv32 kernel tests",
-            "python3 -m ziglang or qemu-riscv32 missing (pip install ziglang; apt-get install qemu-user)",
-        );
+    if !rv32_tools("rv32 kernel tests") {
         return;
     }
-    common::ran("rv32 kernel tests");
     let tmp = tempfile::tempdir().unwrap();
     let refs = tmp.path().join("refs");
     let names = unpack_refs(&refs);
@@ -424,17 +438,9 @@ fn kernel_math_within_two_ulp() {
     let (ok, text) = math_tests(tmp.path(), &root().join("kernels"), "17");
     assert!(ok && text.contains("math_tests: ok"), "{text}");
 
-    let have_zig =
-        Command::new("python3").args(["-m", "ziglang", "version"]).output().is_ok_and(|o| o.status.success());
-    let have_qemu = Command::new("qemu-riscv32").arg("--version").output().is_ok_and(|o| o.status.success());
-    if !have_zig || !have_qemu {
-        common::skip_unless_ci(
-            "rv32 math tests",
-            "python3 -m ziglang or qemu-riscv32 missing (pip install ziglang; apt-get install qemu-user)",
-        );
+    if !rv32_tools("rv32 math tests") {
         return;
     }
-    common::ran("rv32 math tests");
     let exe = tmp.path().join("math_tests.rv32");
     let o = Command::new("python3")
         .args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx", "-O3"])
@@ -446,14 +452,8 @@ fn kernel_math_within_two_ulp() {
         .output()
         .expect("running the ziglang clang");
     assert!(o.status.success(), "rv32 build of math_tests.c failed:\n{}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new("qemu-riscv32")
-        .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
-        .arg(&exe)
-        .arg("1021")
-        .output()
-        .expect("running qemu-riscv32");
-    let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(o.status.success() && text.contains("math_tests: ok"), "rv32 math_tests failed:\n{text}");
+    let (ok, text) = qemu_rv32(&exe, &["1021"]);
+    assert!(ok && text.contains("math_tests: ok"), "rv32 math_tests failed:\n{text}");
 }
 
 /// Each of the three polynomials of dg_math.h, one coefficient changed in
@@ -497,38 +497,14 @@ fn qconv_packed_and_direct_paths_agree() {
 /// takes away 1.5 * 2^23, so this pins the conversion's rounding mode.
 #[test]
 fn qconv_paths_agree_on_rv32_zfinx() {
-    let have = |c: &mut Command| c.output().is_ok_and(|o| o.status.success());
-    if !have(Command::new("python3").args(["-m", "ziglang", "version"]))
-        || !have(Command::new("qemu-riscv32").arg("--version"))
-    {
-        common::skip_unless_ci("qconv on rv32", "python3 -m ziglang or qemu-riscv32 missing");
+    if !rv32_tools("qconv on rv32") {
         return;
     }
-    common::ran("qconv on rv32");
     let tmp = tempfile::tempdir().unwrap();
-    let (r, exe) = (root(), tmp.path().join("qconv_tests.rv32"));
-    let cc: Vec<String> =
-        ["python3", "-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+zfinx"]
-            .map(String::from)
-            .into();
-    let mut flags: Vec<String> = vec!["-O3".into(), POSIX.into(), "-DDG_PLATFORM_HOST".into()];
-    flags.push("-DDG_CLUSTER_CORES=12".into());
-    flags.extend(STRICT.iter().map(|f| f.to_string()));
-    flags.extend(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())));
-    let mut sources = kernel_sources();
-    sources.extend([r.join("mem/dg_mem.c"), r.join("pmsis-host/pmsis_host.c"), r.join("tests/qconv_tests.c")]);
-    let what = "the ziglang clang (rv32 build of qconv_tests.c)";
-    link(&cc, &flags, &objects(&cc, &flags, &sources, what), &["-lm"], &exe, what);
+    let exe = rv32_build(tmp.path(), "qconv_tests.c", &["-DDG_PLATFORM_HOST", "-DDG_CLUSTER_CORES=12"]);
     for cores in ["1", "8"] {
-        let o = Command::new("qemu-riscv32")
-            .args(["-cpu", "rv32,f=false,d=false,zfinx=true"])
-            .arg(&exe)
-            .args(["--cores", cores])
-            .env("DG_HOST_QUIET", "1")
-            .output()
-            .expect("running qemu-riscv32");
-        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-        assert!(o.status.success(), "{cores} cores:\n{text}");
+        let (ok, text) = qemu_rv32(&exe, &["--cores", cores]);
+        assert!(ok, "{cores} cores:\n{text}");
         assert!(text.contains(&format!("102 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
     }
 }

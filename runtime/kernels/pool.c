@@ -4,6 +4,20 @@
 
 #include <float.h>
 
+/* Taps [lo, hi) of a window starting at i0 (of k taps, dilation d) that lie
+ * inside [0, n). */
+static inline void maxpool_taps(int32_t i0, uint32_t k, uint32_t d, uint32_t n, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t a = 0, b;
+    while (a < k && i0 + (int32_t)(a * d) < 0)
+        a++;
+    b = a;
+    while (b < k && i0 + (int32_t)(b * d) < (int32_t)n)
+        b++;
+    *lo = a;
+    *hi = b;
+}
+
 /* Max over the window taps inside the input, in window order (kh, then
  * kw), keeping the first maximum: best starts at the first tap and is
  * replaced only by a strictly greater value. The input rows of the window
@@ -271,15 +285,10 @@ void dg_maxpool_f32(void *args)
     for (row = r.start; row < r.end; row++) {
         const uint32_t oh = row % p->out_h, pl = row / p->out_h;
         float *y = p->y + (uint32_t)row * p->out_w;
-        uint32_t kh, ow, tiled_lo = 0, tiled_hi = 0;
+        uint32_t ow, tiled_lo = 0, tiled_hi = 0;
         q.x = p->x + (uint32_t)pl * in_hw;
         q.ih0 = (int32_t)(oh * p->stride_h) - (int32_t)p->pad_top;
-        for (kh = 0; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < 0; kh++)
-            ;
-        q.kh_lo = kh;
-        for (; kh < p->k_h && q.ih0 + (int32_t)(kh * p->dil_h) < (int32_t)p->in_h; kh++)
-            ;
-        q.kh_hi = kh;
+        maxpool_taps(q.ih0, p->k_h, p->dil_h, p->in_h, &q.kh_lo, &q.kh_hi);
         /* interior tiles (the last one shifted left to end at ow_hi) */
         ow = 0;
         if (q.kh_lo < q.kh_hi) {
@@ -319,13 +328,8 @@ void dg_maxpool_f32(void *args)
             if (q.kh_lo >= q.kh_hi) {
                 kw_hi = 0;
             } else if (ow < ow_lo || ow >= ow_hi) {
-                const int32_t iw0 = (int32_t)(ow * p->stride_w) - (int32_t)p->pad_left;
-                for (; kw_lo < p->k_w && iw0 + (int32_t)(kw_lo * p->dil_w) < 0; kw_lo++)
-                    ;
-                for (kw_hi = kw_lo;
-                     kw_hi < p->k_w && iw0 + (int32_t)(kw_hi * p->dil_w) < (int32_t)p->in_w;
-                     kw_hi++)
-                    ;
+                maxpool_taps((int32_t)(ow * p->stride_w) - (int32_t)p->pad_left, p->k_w, p->dil_w, p->in_w,
+                             &kw_lo, &kw_hi);
             }
             if (p->indices) {
                 int64_t bi;
@@ -363,20 +367,6 @@ static maxpool_geom_t maxpool_geom(const dg_pool_typed_args_t *p)
     maxpool_geom_t g = {p->in_h,     p->in_w,  p->k_h,     p->k_w,      p->stride_h, p->stride_w,
                         p->dil_h,    p->dil_w, p->pad_top, p->pad_left, p->out_h,    p->out_w};
     return g;
-}
-
-/* Taps [lo, hi) of a window starting at i0 (of k taps, dilation d) that lie
- * inside [0, n). */
-static inline void maxpool_taps(int32_t i0, uint32_t k, uint32_t d, uint32_t n, uint32_t *lo, uint32_t *hi)
-{
-    uint32_t a = 0, b;
-    while (a < k && i0 + (int32_t)(a * d) < 0)
-        a++;
-    b = a;
-    while (b < k && i0 + (int32_t)(b * d) < (int32_t)n)
-        b++;
-    *lo = a;
-    *hi = b;
 }
 
 /* The outputs of one row whose windows all lie inside the input (no

@@ -321,6 +321,29 @@ typedef void (*qconv_row_fn)(const dg_qconv_args_t *, uint32_t, uint32_t, uint32
 #define Q_XW_SU(acc, x, w) Q_DOT_US(acc, w, x)
 #define Q_ONES 0x01010101u
 
+/* The packed products' register block: two rows t0, t1 times four rows
+ * f0..f3, k4 words each, into a0..a3 (t0's) and b0..b3 (t1's). XW takes
+ * the activation's word first; X_IS says which side holds the activations
+ * (TWO: a matrix product's rows of A; FOUR: a convolution's windows). */
+#define Q_PAIR_TWO(XW, acc, t, f) XW(acc, t, f)
+#define Q_PAIR_FOUR(XW, acc, t, f) XW(acc, f, t)
+#define Q_DOT_2X4(XW, X_IS, k4, t0, t1, f0, f1, f2, f3, a0, a1, a2, a3, b0, b1, b2, b3)                        \
+    do {                                                                                                       \
+        uint32_t q_i;                                                                                          \
+        for (q_i = 0; q_i < (k4); q_i++) {                                                                     \
+            const uint32_t q_t0 = (t0)[q_i], q_t1 = (t1)[q_i];                                                 \
+            const uint32_t q_f0 = (f0)[q_i], q_f1 = (f1)[q_i], q_f2 = (f2)[q_i], q_f3 = (f3)[q_i];             \
+            Q_PAIR_##X_IS(XW, a0, q_t0, q_f0);                                                                 \
+            Q_PAIR_##X_IS(XW, a1, q_t0, q_f1);                                                                 \
+            Q_PAIR_##X_IS(XW, a2, q_t0, q_f2);                                                                 \
+            Q_PAIR_##X_IS(XW, a3, q_t0, q_f3);                                                                 \
+            Q_PAIR_##X_IS(XW, b0, q_t1, q_f0);                                                                 \
+            Q_PAIR_##X_IS(XW, b1, q_t1, q_f1);                                                                 \
+            Q_PAIR_##X_IS(XW, b2, q_t1, q_f2);                                                                 \
+            Q_PAIR_##X_IS(XW, b3, q_t1, q_f3);                                                                 \
+        }                                                                                                      \
+    } while (0)
+
 /* The packed path's geometry: W's row length k (0: the path cannot take
  * the node), k rounded up to 4 bytes, and whether each core keeps a
  * zero-padded copy of W (rows of kp bytes) because k is not. */
@@ -490,7 +513,7 @@ DG_QCONV_ROWS(qconv_rows_u, Q_DOT_UU)
         XT *col = (XT *)slot;                                                                                     \
         const uint32_t *c0 = (const uint32_t *)col, *c1 = c0 + k4, *c2 = c1 + k4, *c3 = c2 + k4;                \
         int32_t sx[QCONV_PIX], a[QCONV_PIX], b[QCONV_PIX];                                                        \
-        uint32_t u, oc, j, i;                                                                                     \
+        uint32_t u, oc, j;                                                                                        \
         for (u = u0; u < u1; u++) {                                                                               \
             const uint32_t pix0 = (u % blocks) * QCONV_PIX, g = (u / blocks) % p->group;                          \
             const uint32_t nb = u / (blocks * p->group), n = hw - pix0 < QCONV_PIX ? hw - pix0 : QCONV_PIX;       \
@@ -507,18 +530,7 @@ DG_QCONV_ROWS(qconv_rows_u, Q_DOT_UU)
                 const int two = oc + 1u < (g + 1u) * opg;                                                         \
                 const uint32_t *w0 = (const uint32_t *)(w + oc * pk->kp), *w1 = two ? w0 + k4 : w0;               \
                 int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;                           \
-                for (i = 0; i < k4; i++) {                                                                        \
-                    const uint32_t wa = w0[i], wb = w1[i];                                                        \
-                    const uint32_t x0 = c0[i], x1 = c1[i], x2 = c2[i], x3 = c3[i];                                \
-                    XW(a0, x0, wa);                                                                               \
-                    XW(a1, x1, wa);                                                                               \
-                    XW(a2, x2, wa);                                                                               \
-                    XW(a3, x3, wa);                                                                               \
-                    XW(b0, x0, wb);                                                                               \
-                    XW(b1, x1, wb);                                                                               \
-                    XW(b2, x2, wb);                                                                               \
-                    XW(b3, x3, wb);                                                                               \
-                }                                                                                                 \
+                Q_DOT_2X4(XW, FOUR, k4, w0, w1, c0, c1, c2, c3, a0, a1, a2, a3, b0, b1, b2, b3);                   \
                 a[0] = a0, a[1] = a1, a[2] = a2, a[3] = a3;                                                       \
                 qconv_store(p->y, (nb * p->out_c + oc) * hw + pix0, n, a, sx, &ch, oc, yzp, p->y_dtype);          \
                 if (two) {                                                                                        \
@@ -657,13 +669,12 @@ static void qconv_depthwise(const dg_qconv_args_t *p, int32_t xzp, int32_t yzp)
 {
     const uint32_t plane = p->in_h * p->in_w, oplane = p->out_h * p->out_w;
     const dg_range_t r = dg_split(p->batch * p->out_c * p->out_h);
-    uint32_t u, c = 0, have = 0, oh = r.start % p->out_h, nc = r.start / p->out_h;
+    uint32_t u, c = UINT32_MAX, oh = r.start % p->out_h, nc = r.start / p->out_h;
     qdw_chan_t ch;
     for (u = r.start; u < r.end; u++) {
-        const uint32_t cc = nc % p->out_c; /* once per plane, not per row */
-        if (!have || cc != c) {
+        const uint32_t cc = nc % p->out_c;
+        if (cc != c) { /* set up once per run of the channel's rows */
             c = cc;
-            have = 1;
             qdw_channel(p, c, &ch);
         }
         if (p->x_dtype == DG_DT_I8)
@@ -806,17 +817,7 @@ static inline void qmm_store(const dg_qmatmul_args_t *p, const qmm_chan_t *ch, u
                 int32_t x0 = 0, x1 = 0, x2 = 0, x3 = 0, y0 = 0, y1 = 0, y2 = 0, y3 = 0;                           \
                 const uint32_t nj = n - j < 4u ? n - j : 4u;                                                      \
                 int32_t xs[4], ys[4];                                                                             \
-                for (i = 0; i < k4; i++) {                                                                        \
-                    const uint32_t u = a0[i], v = a1[i], w0 = b0[i], w1 = b1[i], w2 = b2[i], w3 = b3[i];          \
-                    XW(x0, u, w0);                                                                                \
-                    XW(x1, u, w1);                                                                                \
-                    XW(x2, u, w2);                                                                                \
-                    XW(x3, u, w3);                                                                                \
-                    XW(y0, v, w0);                                                                                \
-                    XW(y1, v, w1);                                                                                \
-                    XW(y2, v, w2);                                                                                \
-                    XW(y3, v, w3);                                                                                \
-                }                                                                                                 \
+                Q_DOT_2X4(XW, TWO, k4, a0, a1, b0, b1, b2, b3, x0, x1, x2, x3, y0, y1, y2, y3);                   \
                 xs[0] = x0, xs[1] = x1, xs[2] = x2, xs[3] = x3;                                                   \
                 ys[0] = y0, ys[1] = y1, ys[2] = y2, ys[3] = y3;                                                   \
                 for (i = 0; i < nj; i++) {                                                                        \
@@ -936,60 +937,43 @@ void dg_qlinear_softmax(void *args)
         qsoftmax_row(p, row);
 }
 
-/* Element i of y's a and b offsets under the broadcast strides. */
-/* Element i's offsets into a and b, and its index per dimension: the
- * divisions once per core, then qbinary_step walks on. */
+/* QLinearAdd/Mul's per-call constants. */
 typedef struct {
-    uint32_t idx[DG_MAX_DIMS], a, b;
-} qbinary_walk_t;
+    int32_t azp, bzp, yzp;
+    float as, bs, ys, inv;
+    int mul;
+} qbinary_k_t;
 
-static void qbinary_start(const dg_qbinary_args_t *p, uint32_t i, qbinary_walk_t *w)
+/* y[i] from a[ao] and b[bo]: each dequantized operand and their sum or
+ * product is rounded to f32 on its own, as onnxruntime's. */
+static DG_INLINE void qbinary_one(const dg_qbinary_args_t *p, const qbinary_k_t *k, uint32_t i, uint32_t ao,
+                                  uint32_t bo)
 {
-    uint32_t d;
-    w->a = w->b = p->ndim == 0 ? i : 0;
-    for (d = p->ndim; d-- > 0;) {
-        w->idx[d] = i % p->shape[d];
-        i /= p->shape[d];
-        w->a += w->idx[d] * p->a_strides[d];
-        w->b += w->idx[d] * p->b_strides[d];
-    }
+    volatile float va, vb, v;
+    va = k->as * (float)(q_ld(p->a, ao, p->dtype) - k->azp);
+    vb = k->bs * (float)(q_ld(p->b, bo, p->dtype) - k->bzp);
+    v = k->mul ? va * vb : va + vb;
+    q_store(p->y, i, q_div_rne(v, k->ys, k->inv), k->yzp, p->dtype);
 }
 
-/* The next element: the last dimension steps, carrying into the ones before. */
-static inline void qbinary_step(const dg_qbinary_args_t *p, qbinary_walk_t *w)
-{
-    uint32_t d = p->ndim;
-    if (d == 0) {
-        w->a++, w->b++;
-        return;
-    }
-    while (d-- > 0) {
-        w->a += p->a_strides[d];
-        w->b += p->b_strides[d];
-        if (++w->idx[d] < p->shape[d])
-            return;
-        w->a -= p->a_strides[d] * p->shape[d];
-        w->b -= p->b_strides[d] * p->shape[d];
-        w->idx[d] = 0;
-    }
-}
-
+/* Same shapes (ndim 0) index all three alike; otherwise the operands'
+ * offsets follow the shared broadcast walk. */
 static void qbinary(const dg_qbinary_args_t *p, int mul)
 {
-    const int32_t azp = q_zp(p->a_zero_point, 0, p->dtype), bzp = q_zp(p->b_zero_point, 0, p->dtype);
-    const int32_t yzp = q_zp(p->y_zero_point, 0, p->dtype);
-    const float as = p->a_scale[0], bs = p->b_scale[0], ys = p->y_scale[0], inv = q_inv(ys);
-    dg_range_t r = dg_split(p->n);
-    qbinary_walk_t w;
-    uint32_t i;
-    qbinary_start(p, r.start, &w);
-    for (i = r.start; i < r.end; i++, qbinary_step(p, &w)) {
-        volatile float va, vb, v; /* each rounded on its own, as onnxruntime's */
-        va = as * (float)(q_ld(p->a, w.a, p->dtype) - azp);
-        vb = bs * (float)(q_ld(p->b, w.b, p->dtype) - bzp);
-        v = mul ? va * vb : va + vb;
-        q_store(p->y, i, q_div_rne(v, ys, inv), yzp, p->dtype);
+    const qbinary_k_t k = {q_zp(p->a_zero_point, 0, p->dtype), q_zp(p->b_zero_point, 0, p->dtype),
+                           q_zp(p->y_zero_point, 0, p->dtype), p->a_scale[0], p->b_scale[0], p->y_scale[0],
+                           q_inv(p->y_scale[0]), mul};
+    const uint32_t *const st[2] = {p->a_strides, p->b_strides};
+    const dg_range_t r = dg_split(p->n);
+    uint32_t i, idx[DG_MAX_DIMS], off[2];
+    if (!p->ndim) {
+        for (i = r.start; i < r.end; i++)
+            qbinary_one(p, &k, i, i, i);
+        return;
     }
+    dg_bcast_start(idx, off, p->ndim, p->shape, 2, st, r.start);
+    for (i = r.start; i < r.end; i++, dg_bcast_next(idx, off, p->ndim, p->shape, 2, st))
+        qbinary_one(p, &k, i, off[0], off[1]);
 }
 
 void dg_qlinear_add(void *args)
