@@ -9,9 +9,12 @@
 #ifndef DG_COPY_DMA_MIN
 #define DG_COPY_DMA_MIN 256
 #endif
+/* The L2 stage of copies between L3 and L1 or L3: two halves, so the
+ * RAM moves one while the cluster DMA moves the other. */
 #ifndef DG_COPY_STAGE_BYTES
-#define DG_COPY_STAGE_BYTES 1024
+#define DG_COPY_STAGE_BYTES 8192
 #endif
+#define DG_STAGE_HALF (DG_COPY_STAGE_BYTES / 2)
 
 static struct pi_device dg_ram_dev;
 static int dg_ram_ready;
@@ -40,15 +43,20 @@ static struct pi_default_flash_conf dg_flash_conf;
 #endif
 /* A chip whose RAM driver takes one cluster-RAM request at a time
  * (dg_chips.h, e.g. Siracusa: overlapping requests of several queues hang
- * the PULP SDK's hyperram path on GVSoC) has each waited before the next. */
+ * the PULP SDK's hyperram path on GVSoC) keeps one in flight across all
+ * queues: the next request, of any queue, first waits for it. It still
+ * overlaps the compute that follows its issue. */
 #ifdef DG_CHIP_RAM_REQS_IN_FLIGHT
 #if DG_CHIP_RAM_REQS_IN_FLIGHT != 1
-#error "dg_mem.c waits for each RAM request (a limit of 1); another limit needs a shared count"
+#error "dg_mem.c keeps one RAM request in flight (a limit of 1); another limit needs a count"
 #endif
 #define DG_RAM_SERIAL 1
 #else
 #define DG_RAM_SERIAL 0
 #endif
+/* The queue whose RAM request is in flight (DG_RAM_SERIAL), or NULL. */
+static dg_dma_q_t *dg_ram_busy;
+static void dg_ram_settle(void);
 static struct pi_device dg_flash_dev;
 static struct pi_device dg_fs_dev;
 static struct pi_readfs_conf dg_fs_conf;
@@ -86,6 +94,7 @@ void *dg_l3_malloc(size_t size)
             return NULL;
     } else {
         pi_cl_ram_alloc_req_t req;
+        dg_ram_settle();
         pi_cl_ram_alloc(&dg_ram_dev, (uint32_t)size, &req);
         if (pi_cl_ram_alloc_wait(&req, &addr) != 0)
             return NULL;
@@ -101,6 +110,7 @@ void dg_l3_free(void *l3, size_t size)
         pi_ram_free(&dg_ram_dev, (uint32_t)(uintptr_t)l3, (uint32_t)size);
     } else {
         pi_cl_ram_free_req_t req;
+        dg_ram_settle();
         pi_cl_ram_free(&dg_ram_dev, (uint32_t)(uintptr_t)l3, (uint32_t)size, &req);
         pi_cl_ram_free_wait(&req);
     }
@@ -114,6 +124,7 @@ static void dg_l3_xfer(uint32_t l3, void *l2, size_t size, int ext2loc)
         pi_ram_copy(&dg_ram_dev, l3, l2, (uint32_t)size, ext2loc);
     } else {
         pi_cl_ram_req_t req;
+        dg_ram_settle();
         pi_cl_ram_copy(&dg_ram_dev, l3, l2, (uint32_t)size, ext2loc, &req);
         pi_cl_ram_copy_wait(&req);
     }
@@ -150,6 +161,7 @@ int dg_mem_level(const void *ptr)
 
 static void dg_dma_lines(uint8_t *ext, uint8_t *loc, uint32_t run, uint32_t lines, uint32_t stride,
                          int to_l1, dg_dma_q_t *q);
+static void dg_copy_l3_l1(uint8_t *l1, uint32_t l3, size_t n, int to_l1);
 
 /* One share of a copy over the cluster team. */
 typedef struct {
@@ -204,8 +216,12 @@ void dg_copy(void *dst, const void *src, size_t n)
         dg_l3_read(dst, src, n);
     } else if (ld == DG_LEVEL_L3 && ls == DG_LEVEL_L2) {
         dg_l3_write(dst, src, n);
+    } else if (!pi_is_fc() && ld == DG_LEVEL_L1) {
+        dg_copy_l3_l1((uint8_t *)dst, (uint32_t)(uintptr_t)src, n, 1);
+    } else if (!pi_is_fc() && ls == DG_LEVEL_L1) {
+        dg_copy_l3_l1((uint8_t *)(uintptr_t)src, (uint32_t)(uintptr_t)dst, n, 0);
     } else {
-        /* L3 -> L3, L1 -> L3, L3 -> L1: through the L2 stage, chunk by chunk. */
+        /* L3 -> L3 (and L1 on the controller): through the L2 stage, chunk by chunk. */
         for (done = 0; done < n; done += k) {
             k = n - done < DG_COPY_STAGE_BYTES ? n - done : DG_COPY_STAGE_BYTES;
             if (ls == DG_LEVEL_L3)
@@ -230,6 +246,8 @@ static pi_cl_dma_cmd_t *dg_dma_slot(dg_dma_q_t *q)
 
 void dg_dma_init(dg_dma_q_t *q)
 {
+    if (dg_ram_busy == q)
+        dg_ram_settle(); /* a queue reset with its request in flight */
     q->n = 0;
     q->nram = 0;
     q->ram_write = 0;
@@ -249,6 +267,15 @@ static void dg_ram_wait(dg_dma_q_t *q)
             pi_cl_ram_read_wait(&q->ram[i]);
     }
     q->nram = 0;
+    if (dg_ram_busy == q)
+        dg_ram_busy = NULL;
+}
+
+/* Waits for the RAM request in flight, whichever queue issued it. */
+static void dg_ram_settle(void)
+{
+    if (dg_ram_busy != NULL)
+        dg_ram_wait(dg_ram_busy);
 }
 
 void dg_dma_wait(dg_dma_q_t *q)
@@ -310,10 +337,49 @@ static uint32_t dg_box_loc(const dg_box_t *b, uint32_t i1, uint32_t i2)
  * for the outstanding ones when full or of the other direction). */
 static pi_cl_ram_req_t *dg_ram_slot(dg_dma_q_t *q, int write)
 {
+    if (DG_RAM_SERIAL)
+        dg_ram_settle();
     if (q->nram == DG_RAM_REQS || (q->nram > 0 && q->ram_write != write))
         dg_ram_wait(q);
     q->ram_write = write;
+    if (DG_RAM_SERIAL)
+        dg_ram_busy = q;
     return &q->ram[q->nram++];
+}
+
+/* n bytes between L3 and L1 on the cluster, DG_STAGE_HALF at a time:
+ * chunk i's RAM transfer overlaps the cluster DMA of chunk i - 1 (reading)
+ * or i + 1 (writing) through the other half of the stage. */
+static void dg_copy_l3_l1(uint8_t *l1, uint32_t l3, size_t n, int to_l1)
+{
+    static dg_dma_q_t qr, qd; /* RAM requests; stage <-> L1 DMA */
+    size_t done, k;
+    uint32_t b = 0;
+    dg_dma_init(&qr);
+    dg_dma_init(&qd);
+    if (to_l1)
+        pi_cl_ram_read(&dg_ram_dev, l3, dg_stage, (uint32_t)(n < DG_STAGE_HALF ? n : DG_STAGE_HALF),
+                       dg_ram_slot(&qr, 0));
+    for (done = 0; done < n; done += k, b ^= 1u) {
+        uint8_t *half = dg_stage + b * DG_STAGE_HALF, *other = dg_stage + (b ^ 1u) * DG_STAGE_HALF;
+        k = n - done < DG_STAGE_HALF ? n - done : DG_STAGE_HALF;
+        if (to_l1) {
+            dg_ram_wait(&qr); /* chunk i is in `half` */
+            dg_dma_wait(&qd); /* chunk i - 1 has left `other` */
+            if (done + k < n)
+                pi_cl_ram_read(&dg_ram_dev, l3 + (uint32_t)(done + k), other,
+                               (uint32_t)(n - done - k < DG_STAGE_HALF ? n - done - k : DG_STAGE_HALF),
+                               dg_ram_slot(&qr, 0));
+            dg_dma_lines(half, l1 + done, (uint32_t)k, 1, 0, 1, &qd);
+        } else {
+            dg_dma_lines(half, l1 + done, (uint32_t)k, 1, 0, 0, &qd);
+            dg_dma_wait(&qd);
+            dg_ram_wait(&qr); /* chunk i - 1 is written; `other` is free */
+            pi_cl_ram_write(&dg_ram_dev, l3 + (uint32_t)done, half, (uint32_t)k, dg_ram_slot(&qr, 1));
+        }
+    }
+    dg_dma_wait(&qd);
+    dg_ram_wait(&qr);
 }
 
 /* The RAM side of an L3 part, issued on q: L3 <-> the packed L2 stage. */
@@ -334,8 +400,6 @@ static void dg_ram_box(uint32_t l3, uint8_t *stage, const dg_box_t *b, int read,
             } else {
                 pi_cl_ram_write_2d(&dg_ram_dev, l3 + eo, stage + lo, bytes, b->s[0], b->run, req);
             }
-            if (DG_RAM_SERIAL)
-                dg_ram_wait(q);
         }
 }
 
