@@ -128,22 +128,40 @@ fn header_uses(text: &str) -> Vec<String> {
     out
 }
 
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+}
+
+/// The runtime headers `text` (the file `at`) includes with `#include "…"`,
+/// and the headers they include, each once, in order of first inclusion
+/// (a name that is no file beside the includer, as `pmsis.h`, is the
+/// SDK's or the emulation's and left out).
+fn included(at: &Path, text: &str, seen: &mut Vec<PathBuf>) {
+    for l in text.lines().filter(|l| l.trim_start().starts_with("#include \"")) {
+        let h = at.parent().expect("a runtime file's folder").join(l.split('"').nth(1).unwrap_or(""));
+        let Ok(h) = h.canonicalize() else { continue };
+        if h.is_file() && !seen.contains(&h) {
+            seen.push(h.clone());
+            included(&h, &read(&h), seen);
+        }
+    }
+}
+
 /// `$OUT_DIR/runtime_symbols.rs`: per `kernels/*.c` file, the names it
-/// defines and the `dg_*` names it (or a header it includes) uses.
+/// defines and the `dg_*` names it (or a header it includes, directly or
+/// through another header) uses.
 fn kernel_symbols() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR")).join("runtime/kernels");
     let mut files = vec![];
     walk(&dir, &mut files);
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
     let mut code = String::from("&[\n");
     for p in files.iter().filter(|p| p.extension().is_some_and(|e| e == "c")) {
         let text = read(p);
         let mut uses = dg_idents(&text);
-        for l in text.lines().filter(|l| l.trim_start().starts_with("#include \"")) {
-            let h = dir.join(l.split('"').nth(1).unwrap_or(""));
-            if h.is_file() {
-                uses.extend(header_uses(&read(&h)));
-            }
+        let mut headers = vec![];
+        included(p, &text, &mut headers);
+        for h in &headers {
+            uses.extend(header_uses(&read(h)));
         }
         let defs = definitions(&text);
         uses.sort();
@@ -203,14 +221,20 @@ fn statement(stmt: &str, defines: &[(String, u64)]) -> Vec<(String, String, Vec<
 }
 
 /// `$OUT_DIR/kernel_args.rs`: every `dg_*_args_t` of
-/// `runtime/kernels/dg_kernels.h` as `(struct, [(field, element type,
+/// `runtime/kernels/dg_kernels.h` and the family headers it includes
+/// (`dg_k_*.h`) as `(struct, [(field, element type,
 /// dims, optional)])` — a field is optional when its line's comment says
 /// `optional` (its zero means off) — and `$OUT_DIR/kernel_enums.rs`, the
 /// header's enumerators; for the emitter's check of each kernel call.
 fn kernel_args() {
     let p = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"))
         .join("runtime/kernels/dg_kernels.h");
-    let raw = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    let mut raw = read(&p);
+    let mut headers = vec![];
+    included(&p, &raw, &mut headers);
+    for h in headers.iter().filter(|h| h.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with("dg_k_"))) {
+        raw.push_str(&read(h));
+    }
     let defines: Vec<(String, u64)> = raw
         .lines()
         .filter_map(|l| l.trim().strip_prefix("#define "))

@@ -273,8 +273,19 @@ fn every_operator_that_runs_has_a_kernel_binding() {
         let needs = d.tile.is_some() || d.act.is_some() || d.fuses_act.is_some() || d.scratch.is_some();
         assert!(!needs || d.kernel.is_some(), "{n} has a tile rule, activation or scratch but no kernel binding");
     }
-    // A C function (or stem) a registry entry names is one the runtime declares.
-    let header = std::fs::read_to_string(root().join("runtime/kernels/dg_kernels.h")).unwrap();
+    // A C function (or stem) a registry entry names is one the runtime
+    // declares: in dg_kernels.h or a family header it includes.
+    let dir = root().join("runtime/kernels");
+    let mut header = std::fs::read_to_string(dir.join("dg_kernels.h")).unwrap();
+    let family: Vec<String> = header
+        .lines()
+        .filter_map(|l| l.strip_prefix("#include \"dg_k_"))
+        .map(|l| format!("dg_k_{}", l.trim_end_matches('"')))
+        .collect();
+    assert!(!family.is_empty(), "dg_kernels.h includes no family header (dg_k_*.h)");
+    for f in family {
+        header.push_str(&std::fs::read_to_string(dir.join(&f)).unwrap());
+    }
     for n in ops::supported() {
         let Some(func) = def(n).kernel.and_then(|k| k.func()) else { continue };
         assert!(

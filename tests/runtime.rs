@@ -534,8 +534,9 @@ fn packed_dots(obj: &[u8]) -> [usize; 3] {
 /// The chips' SDK builds define DG_XPULP: the int8 convolution's inner
 /// loops then are Xpulpv2's packed dot products, which the stock
 /// assemblers know only as `.insn` encodings. Built as the chip recipe
-/// builds the kernels (ziglang clang, rv32 zfinx), quant.c holds all three
-/// forms with the switch and none without it (GVSoC runs them: see
+/// builds the kernels (ziglang clang, rv32 zfinx), the int8 convolution
+/// and matrix product (quant_conv.c, quant_matmul.c) hold all three forms
+/// with the switch and none without it (GVSoC runs them: see
 /// docs/performance.md; qemu has no Xpulp).
 #[test]
 fn xpulp_switch_puts_packed_dot_products_in_the_int8_kernels() {
@@ -548,8 +549,8 @@ fn xpulp_switch_puts_packed_dot_products_in_the_int8_kernels() {
     common::ran("xpulp kernels");
     let tmp = tempfile::tempdir().unwrap();
     let r = root();
-    let build = |defs: &[&str], name: &str| -> Vec<u8> {
-        let obj = tmp.path().join(name);
+    let build = |defs: &[&str], file: &str| -> Vec<u8> {
+        let obj = tmp.path().join(format!("{file}{}.o", defs.len()));
         let o = Command::new("python3")
             .args(["-m", "ziglang", "cc", "-target", "riscv32-linux-musl", "-mcpu=generic_rv32+m+a+c+zfinx"])
             .args(["-O3", "-c", POSIX])
@@ -557,7 +558,7 @@ fn xpulp_switch_puts_packed_dot_products_in_the_int8_kernels() {
             .args(["-DDG_PLATFORM_SIRACUSA"])
             .args(defs)
             .args(["pmsis-host", "kernels", "mem"].map(|inc| format!("-I{}", r.join(inc).display())))
-            .arg(r.join("kernels/quant.c"))
+            .arg(r.join(format!("kernels/{file}.c")))
             .arg("-o")
             .arg(&obj)
             .output()
@@ -565,10 +566,14 @@ fn xpulp_switch_puts_packed_dot_products_in_the_int8_kernels() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         fs::read(&obj).unwrap()
     };
-    let with = packed_dots(&build(&["-DDG_XPULP"], "xpulp.o"));
-    let without = packed_dots(&build(&[], "plain.o"));
-    assert!(with.iter().all(|&n| n >= 8), "sdotsp, sdotup, sdotusp with DG_XPULP: {with:?}");
-    assert_eq!(without, [0, 0, 0], "without DG_XPULP");
+    for file in ["quant_conv", "quant_matmul"] {
+        let with = packed_dots(&build(&["-DDG_XPULP"], file));
+        let without = packed_dots(&build(&[], file));
+        assert!(with.iter().all(|&n| n >= 8), "{file}.c: sdotsp, sdotup, sdotusp with DG_XPULP: {with:?}");
+        assert_eq!(without, [0, 0, 0], "{file}.c without DG_XPULP");
+    }
+    // The other quantized kernels have no packed products.
+    assert_eq!(packed_dots(&build(&["-DDG_XPULP"], "quant")), [0, 0, 0], "quant.c with DG_XPULP");
 }
 
 // ---------------------------------------------------------------- emulation

@@ -99,6 +99,14 @@ fn a_project_lists_only_the_kernels_it_calls() {
     assert_eq!(kernels(&["dg_conv_f32"]), ["conv_depthwise.c", "conv_fwd.c", "conv_pointwise.c"]);
     assert_eq!(kernels(&["dg_conv_grad_db_f32"]), ["conv_grad_db.c"]);
     assert_eq!(kernels(&["dg_conv_grad_dw_f32"]), ["conv_depthwise.c", "conv_grad_dw.c", "conv_pointwise.c"]);
+    // One file per quantized kernel variant as well.
+    let quant = |calls: &[&str]| -> Vec<String> {
+        let all = deploygen::emit::runtime_sources(calls.iter().copied()).unwrap();
+        all.into_iter().filter(|s| s.contains("/quant")).map(|s| s.replace("runtime/kernels/", "")).collect()
+    };
+    assert_eq!(quant(&["dg_qlinear_conv"]), ["quant_conv.c"]);
+    assert_eq!(quant(&["dg_qlinear_matmul"]), ["quant_matmul.c"]);
+    assert_eq!(quant(&["dg_quantize_linear", "dg_qlinear_add"]), ["quant.c"]);
     assert!(gemm.len() < all.len());
     let e = deploygen::emit::runtime_sources(["dg_no_such_kernel"]).unwrap_err();
     assert!(e.to_string().contains("dg_no_such_kernel"), "{e}");

@@ -1,6 +1,7 @@
 //! Kernel arguments in C: the one place an [`Arg`] becomes C text, and the
 //! check of every call against its args struct as
-//! `runtime/kernels/dg_kernels.h` declares it (read by `build.rs`): a field
+//! `runtime/kernels/dg_kernels.h` declares it (read by `build.rs` with the
+//! family headers it includes, `dg_k_*.h`): a field
 //! the struct lacks, a value of the wrong kind, an array too long, or a
 //! field left out (which C would silently zero) is an internal error
 //! naming the kernel and the field.

@@ -1,6 +1,6 @@
 //! Quantized operators (int8 / uint8 operands, int32 sums): QuantizeLinear,
 //! DequantizeLinear, QLinearMatMul, QLinearConv, MatMulInteger and
-//! ConvInteger. Their kernels (runtime/kernels/quant.c) compute as
+//! ConvInteger. Their kernels (runtime/kernels/quant*.c) compute as
 //! onnxruntime does, so that integer outputs compare exactly.
 
 use super::conv::{auto_same, conv_fields, conv_macs, conv_shape, geom, kernel_attr, same_pads};
@@ -602,7 +602,7 @@ fn conv_call(ctx: &KernelCtx, s: &Slots) -> Result<KernelCall> {
 }
 
 /// Cores with a scratch slot, and output columns gathered at once
-/// (runtime/kernels/dg_kernels.h, dg_qconv_args_t).
+/// (runtime/kernels/dg_k_quant.h, dg_qconv_args_t).
 const QCONV_SLOTS: u64 = 8;
 const QCONV_PIX: u64 = 4;
 
