@@ -58,7 +58,9 @@ pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
     }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
-    predict::attach(&mut model, &raw)?;
+    // The forward part, found once for the prediction graph's builds.
+    let forward = forward::forward(&model);
+    predict::attach(&mut model, &raw, forward)?;
     Ok(model)
 }
 
