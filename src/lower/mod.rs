@@ -58,8 +58,10 @@ pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
     }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
-    // The forward part, found once for the prediction graph's builds.
+    // The forward part, found once: the prediction graph is built from it,
+    // and the checkpoint's layout hash names its nodes.
     let forward = forward::forward(&model);
+    model.forward_nodes = forward.as_ref().ok().map(|f| f.nodes.clone());
     predict::attach(&mut model, &raw, forward)?;
     Ok(model)
 }
