@@ -282,12 +282,19 @@ pub fn plan_options(model: &Model, binding: Option<&Binding>, base: &PlanOptions
 /// value is supplied from inputs.npz like a weight's, not as a
 /// per-mini-batch slot the harness fills.
 fn held_constant(model: &mut Model, b: &Binding) {
+    let mut changed = false;
     for name in &b.held_constant {
         if let Some(r) = model.roles.main.get_mut(name) {
             if matches!(*r, Role::Data | Role::Labels) {
                 *r = Role::Frozen;
+                changed = true;
             }
         }
+    }
+    // The forward part follows the roles (a frozen label is a forward
+    // value): found again, as emission reads it.
+    if changed {
+        model.forward_nodes = lower::forward::forward(model).ok().map(|f| f.nodes);
     }
 }
 

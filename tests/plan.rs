@@ -599,19 +599,19 @@ fn the_verifier_catches_overlap_and_overflow() {
         })
         .unwrap();
     bad.buffers[b].placement = bad.buffers[a].placement;
-    let e = bad.verify().unwrap_err();
+    let e = bad.verify().unwrap_err().to_string();
     assert!(e.contains("overlap"), "{e}");
 
     // A buffer past the arena's end.
     let mut bad = good.clone();
     let arena = bad.level(Level::L3).arena_bytes;
     bad.buffers[a].placement = Placement::Arena { offset: arena };
-    assert!(bad.verify().unwrap_err().contains("past the arena"));
+    assert!(bad.verify().unwrap_err().to_string().contains("past the arena"));
 
     // A weight with no supply.
     let mut bad = good.clone();
     bad.weights.pop();
-    assert!(bad.verify().unwrap_err().contains("no supply"));
+    assert!(bad.verify().unwrap_err().to_string().contains("no supply"));
 }
 
 // ---------------------------------------------------------------- the CLI

@@ -79,7 +79,7 @@ fn the_verifier_sees_a_missing_tile() {
     let t = p.nodes[i].tiling.as_mut().unwrap();
     t.tiles = t.tiles[..t.tiles.len() - 1].into();
     t.count -= 1;
-    let e = p.verify().unwrap_err();
+    let e = p.verify().unwrap_err().to_string();
     assert!(e.contains("stop at") || e.contains("exactly once"), "{e}");
 }
 
@@ -90,7 +90,7 @@ fn the_verifier_sees_a_tile_larger_than_its_buffer() {
     let i = multi_tile(&p);
     let b = p.nodes[i].tiling.as_ref().unwrap().operands[0].l1[0];
     p.buffers[b].size = 4;
-    let e = p.verify().unwrap_err();
+    let e = p.verify().unwrap_err().to_string();
     assert!(e.contains("needs") && e.contains("its buffer"), "{e}");
 }
 
@@ -101,7 +101,7 @@ fn the_verifier_sees_one_buffer_used_as_both_halves() {
     let i = multi_tile(&p);
     let o = p.nodes[i].tiling.as_mut().unwrap().operands.iter_mut().find(|o| o.l1.len() == 2).unwrap();
     o.l1[1] = o.l1[0];
-    let e = p.verify().unwrap_err();
+    let e = p.verify().unwrap_err().to_string();
     assert!(e.contains("distinct"), "{e}");
 }
 
@@ -150,7 +150,7 @@ fn the_verifier_sees_a_whole_operand_double_buffered() {
     o.double = true;
     let next = p.buffers.iter().map(|b| b.id).find(|&b| b > o.l1[0]).unwrap();
     o.l1.push(next);
-    let e = p.verify().unwrap_err();
+    let e = p.verify().unwrap_err().to_string();
     assert!(e.contains("loaded once"), "{e}");
 }
 

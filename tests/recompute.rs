@@ -224,7 +224,7 @@ fn a_copy_reading_a_stale_input_gives_wrong_results() {
             })
             .expect("a recomputed node whose input's bytes another buffer could take");
         p.plan.buffers[xi].placement = at;
-        let e = p.plan.verify().expect_err("the arena verifier must see the overlap");
+        let e = p.plan.verify().expect_err("the arena verifier must see the overlap").to_string();
         assert!(e.contains("overlap"), "{e}");
     };
     let o = run_faulty(&case(&model, Mode::Auto), stale);

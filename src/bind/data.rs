@@ -579,21 +579,26 @@ pub(super) fn fits_data(ty: &TensorType, t: &Header) -> bool {
     fits(ty, t) || (narrowed && fits(ty, &Header { dtype: DType::F32, shape: t.shape.clone() }))
 }
 
+/// Why integer data does not convert to f32.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NotF32 {
+    #[error("{} data is not integer", .0.name())]
+    NotInteger(DType),
+    #[error("{} value {value} at flat index {index} is not exact in f32", .dtype.name())]
+    Inexact { dtype: DType, value: i128, index: usize },
+}
+
 /// Integer data as f32, when every value is exact there (|v| <= 2^24);
 /// otherwise the first value that is not, and where.
-pub(super) fn int_as_f32(v: &TensorData) -> std::result::Result<Vec<f32>, String> {
+pub(super) fn int_as_f32(v: &TensorData) -> std::result::Result<Vec<f32>, NotF32> {
     const EXACT: u64 = 1 << 24;
     let wide: Vec<i128> = if v.dtype == DType::U64 {
         v.bytes.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")) as i128).collect()
     } else {
-        v.to_i64()
-            .ok_or_else(|| format!("{} data is not integer", v.dtype.name()))?
-            .into_iter()
-            .map(i128::from)
-            .collect()
+        v.to_i64().ok_or(NotF32::NotInteger(v.dtype))?.into_iter().map(i128::from).collect()
     };
     match wide.iter().position(|x| x.unsigned_abs() > EXACT as u128) {
-        Some(i) => Err(format!("{} value {} at flat index {i} is not exact in f32", v.dtype.name(), wide[i])),
+        Some(index) => Err(NotF32::Inexact { dtype: v.dtype, value: wide[index], index }),
         None => Ok(wide.iter().map(|&x| x as f32).collect()),
     }
 }

@@ -6,7 +6,7 @@
 //! (`testpredict.h`, from the model's `predict.npz`).
 //!
 //! `dg_model_predict` of a training project runs the prediction graph
-//! (`lower::predict`): the forward part in eval mode (BatchNorm with its
+//! (`Model::predict`): the forward part in eval mode (BatchNorm with its
 //! running statistics) at its own batch, reading the training step's
 //! weight buffers. In an inference project it runs the network.
 
@@ -18,7 +18,6 @@ use crate::c;
 use crate::error::{Error, Result};
 use crate::escape::{c_comment, c_ident, c_string};
 use crate::ir::{DType, Graph, Role};
-use crate::lower::forward;
 use crate::ops;
 use crate::plan::GraphSel;
 
@@ -328,7 +327,7 @@ fn checkpoint(ctx: &Ctx, net: &Network, api: &mut ModelApi) {
     api.layout_lines = lines;
     layout.push_str("forward\n");
     // Recompute copies change with the platform; the forward part does not.
-    let fwd = forward::forward(ctx.model).map(|f| f.nodes).unwrap_or_else(|_| g.schedule.clone());
+    let fwd = ctx.model.forward_nodes.clone().unwrap_or_else(|| g.schedule.clone());
     structure(g, &fwd, &mut layout);
     if let Some(og) = &ctx.model.optimizer {
         layout.push_str("optimizer\n");

@@ -252,5 +252,6 @@ pub fn load_with(arg: &Path, req: &TrainRequest) -> Result<Model> {
         predict_note: None,
         predict: None,
         no_predict: None,
+        forward_nodes: None,
     })
 }

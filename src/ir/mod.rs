@@ -56,6 +56,10 @@ pub struct Model {
     pub predict: Option<Graph>,
     /// Why a training model has no prediction graph.
     pub no_predict: Option<String>,
+    /// The forward part of a training model's main graph (`lower::forward`):
+    /// its nodes, in schedule order; `None` when it has none. Found once,
+    /// when lowering, for the stages after it.
+    pub forward_nodes: Option<Vec<petgraph::stable_graph::NodeIndex>>,
 }
 
 /// A graph input the code is generated for one value of (a shape, axes or

@@ -58,7 +58,11 @@ pub fn lower_within(mut model: Model, limit: FoldLimit) -> Result<Model> {
     }
     training::check_pairing(&model)?;
     check_training_inputs(&model)?;
-    predict::attach(&mut model, &raw)?;
+    // The forward part, found once: the prediction graph is built from it,
+    // and the checkpoint's layout hash names its nodes.
+    let forward = forward::forward(&model);
+    model.forward_nodes = forward.as_ref().ok().map(|f| f.nodes.clone());
+    predict::attach(&mut model, &raw, forward)?;
     Ok(model)
 }
 

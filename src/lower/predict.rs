@@ -22,16 +22,41 @@ use std::collections::{HashMap, HashSet};
 
 use petgraph::stable_graph::NodeIndex;
 
-use super::forward;
+use super::forward::Forward;
 use crate::error::{Error, Result};
 use crate::ir::{DType, Dim, Graph, Model, Origin, Role, TensorId, TensorType};
 use crate::ops;
 
+/// Why a training model has no prediction graph at a batch.
+#[derive(Debug, thiserror::Error)]
+pub enum NoPredict {
+    #[error("the training graph has no forward part to predict with: {0}")]
+    NoForward(Box<Error>),
+    #[error("forward output '{0}' is not computed by a node of the model file")]
+    NotInFile(String),
+    #[error("forward node '{node}' ({op}) is a training operator")]
+    TrainingOp { node: String, op: String },
+    #[error("data input '{0}' has no batch dimension")]
+    NoBatchDim(String),
+    #[error("the forward part reads no data input")]
+    NoData,
+    #[error("the forward part does not run at batch {batch}: {error}")]
+    Infer { batch: usize, error: Box<Error> },
+    #[error("forward output '{output}' has no static shape at batch {batch}")]
+    NoStaticShape { output: String, batch: usize },
+    #[error(
+        "forward output '{output}' is {shape:?} at batch {batch}, not batch-major: a shape constant of the model \
+         spells out the training batch"
+    )]
+    NotBatchMajor { output: String, shape: Vec<usize>, batch: usize },
+}
+
 /// Build `model.predict` (or `model.no_predict`) from `raw`, the main
-/// graph as imported (before typing and folding). An inference model
-/// predicts with its own graph, at its inputs' batch: `--predict-batch`
-/// there would do nothing, and is refused.
-pub fn attach(model: &mut Model, raw: &Graph) -> Result<()> {
+/// graph as imported (before typing and folding), and `forward`, the
+/// forward part of the main graph. An inference model predicts with its
+/// own graph, at its inputs' batch: `--predict-batch` there would do
+/// nothing, and is refused.
+pub fn attach(model: &mut Model, raw: &Graph, forward: Result<Forward>) -> Result<()> {
     if !model.roles.is_training() {
         if model.predict_batch_given {
             return Err(Error::Usage(format!(
@@ -42,7 +67,15 @@ pub fn attach(model: &mut Model, raw: &Graph) -> Result<()> {
         }
         return Ok(());
     }
-    let why = match build(model, raw, model.predict_batch) {
+    // Without a forward part there is no prediction at any batch.
+    let f = match forward {
+        Ok(f) => f,
+        Err(e) => {
+            model.no_predict = Some(NoPredict::NoForward(Box::new(e)).to_string());
+            return Ok(());
+        }
+    };
+    let why = match build(model, raw, &f, model.predict_batch) {
         Ok(g) => {
             model.predict = Some(g);
             return Ok(());
@@ -51,7 +84,7 @@ pub fn attach(model: &mut Model, raw: &Graph) -> Result<()> {
     };
     let trained = training_batch(model).filter(|&b| b != model.predict_batch && !model.predict_batch_given);
     if let Some(b) = trained {
-        if let Ok(g) = build(model, raw, b) {
+        if let Ok(g) = build(model, raw, &f, b) {
             model.predict_note =
                 Some(format!("predicts at the training batch {b}, not {}: {why}", model.predict_batch));
             model.predict_batch = b;
@@ -59,7 +92,7 @@ pub fn attach(model: &mut Model, raw: &Graph) -> Result<()> {
             return Ok(());
         }
     }
-    model.no_predict = Some(why);
+    model.no_predict = Some(why.to_string());
     Ok(())
 }
 
@@ -70,9 +103,7 @@ fn training_batch(model: &Model) -> Option<usize> {
     g.tensor(*t).ty.shape()?.first().copied()
 }
 
-fn build(model: &Model, raw: &Graph, batch: usize) -> Result<Graph, String> {
-    let f =
-        forward::forward(model).map_err(|e| format!("the training graph has no forward part to predict with: {e}"))?;
+fn build(model: &Model, raw: &Graph, f: &Forward, batch: usize) -> Result<Graph, NoPredict> {
     let main = &model.graph;
     let mut g = raw.clone();
     let mut producer: HashMap<TensorId, NodeIndex> = HashMap::new();
@@ -85,7 +116,7 @@ fn build(model: &Model, raw: &Graph, batch: usize) -> Result<Graph, String> {
     for &t in &f.outputs {
         let name = main.name_of(t);
         let Some(rt) = g.id(name).filter(|rt| producer.contains_key(rt)) else {
-            return Err(format!("forward output '{name}' is not computed by a node of the model file"));
+            return Err(NoPredict::NotInFile(name.to_string()));
         };
         outputs.push(rt);
     }
@@ -107,7 +138,7 @@ fn build(model: &Model, raw: &Graph, batch: usize) -> Result<Graph, String> {
         let def = ops::of(&g.dag[n]);
         if def.gradient || def.train != ops::Train::None {
             let node = &g.dag[n];
-            return Err(format!("forward node '{}' ({}) is a training operator", node.name, node.op));
+            return Err(NoPredict::TrainingOp { node: node.name.clone(), op: node.op.clone() });
         }
         if def.batch_stats.is_some_and(|b| b(&g.dag[n])) {
             if let Some(eval) = def.eval_form {
@@ -134,7 +165,7 @@ fn build(model: &Model, raw: &Graph, batch: usize) -> Result<Graph, String> {
             // The data's batch: dim 0.
             match tensor.ty.dims.as_mut().and_then(|d| d.first_mut()) {
                 Some(d) => *d = Dim::Fixed(batch),
-                None => return Err(format!("data input '{}' has no batch dimension", tensor.name)),
+                None => return Err(NoPredict::NoBatchDim(tensor.name.clone())),
             }
             data += 1;
         } else if tensor.origin == Origin::Value {
@@ -143,19 +174,15 @@ fn build(model: &Model, raw: &Graph, batch: usize) -> Result<Graph, String> {
         }
     }
     if data == 0 {
-        return Err("the forward part reads no data input".into());
+        return Err(NoPredict::NoData);
     }
     g.rebuild_edges();
-    super::infer(&mut g).map_err(|e| format!("the forward part does not run at batch {batch}: {e}"))?;
+    super::infer(&mut g).map_err(|error| NoPredict::Infer { batch, error: Box::new(error) })?;
     for &t in &g.outputs {
         match g.tensor(t).ty.shape() {
-            None => return Err(format!("forward output '{}' has no static shape at batch {batch}", g.name_of(t))),
-            Some(s) if s.first() != Some(&batch) => {
-                return Err(format!(
-                    "forward output '{}' is {s:?} at batch {batch}, not batch-major: a shape constant of the model \
-                     spells out the training batch",
-                    g.name_of(t)
-                ))
+            None => return Err(NoPredict::NoStaticShape { output: g.name_of(t).to_string(), batch }),
+            Some(shape) if shape.first() != Some(&batch) => {
+                return Err(NoPredict::NotBatchMajor { output: g.name_of(t).to_string(), shape, batch })
             }
             Some(_) => {}
         }

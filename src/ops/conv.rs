@@ -2,7 +2,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{call, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx};
-use super::tile::{self, Part, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{ChannelWeights, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, Graph, TensorId, TensorType};
@@ -505,10 +505,10 @@ enum GradSplit {
     Channels { depthwise: bool },
 }
 
-fn conv_grad_split(ctx: &KernelCtx) -> Result<std::result::Result<GradSplit, String>> {
+fn conv_grad_split(ctx: &KernelCtx) -> Result<Tileable<GradSplit>> {
     let dy = ctx.graph_in_shape(0)?;
     if !(3..=4).contains(&dy.len()) {
-        return Ok(Err(format!("dY {dy:?} is not a 1-D or 2-D map")));
+        return Ok(Err(TileRefusal::NotAMap { operand: "dY", shape: dy }));
     }
     if dy[0] >= 2 {
         return Ok(Ok(GradSplit::Batch));
@@ -517,12 +517,12 @@ fn conv_grad_split(ctx: &KernelCtx) -> Result<std::result::Result<GradSplit, Str
     let group = ctx.attr_int("group", GROUP)?;
     let depthwise = group > 1 && x.get(1) == Some(&(group as usize)) && dy.get(1) == Some(&(group as usize));
     if group != 1 && !depthwise {
-        return Ok(Err(format!("a batch of 1 and group {group}: a grouped ConvGrad splits its batch only")));
+        return Ok(Err(TileRefusal::GroupedBatchOfOne(group)));
     }
     Ok(Ok(GradSplit::Channels { depthwise }))
 }
 
-fn conv_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn conv_grad_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     Ok(match conv_grad_split(ctx)? {
         Err(why) => Err(why),
         Ok(GradSplit::Batch) => {
@@ -552,7 +552,7 @@ fn axis_part(shape: Vec<usize>, axis: usize, start: usize, len: usize) -> Part {
 fn conv_grad_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<TileMap> {
     let split = match conv_grad_split(ctx)? {
         Ok(s) => s,
-        Err(why) => return Err(ctx.err(why)),
+        Err(why) => return Err(ctx.err(why.to_string())),
     };
     let mut m = TileMap::default();
     match split {
@@ -638,7 +638,7 @@ fn conv_channels(ctx: &KernelCtx) -> Result<(bool, bool)> {
     Ok((group == 1 || depthwise, depthwise))
 }
 
-fn conv_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn conv_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     tile::window_space(ctx, conv_channels(ctx)?.0)
 }
 

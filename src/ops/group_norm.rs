@@ -5,7 +5,7 @@ use super::kernel::{
     broadcast_strides, call, f, float_attr, numel, one, strides, to_u32, u, Arg, Kernel, KernelCall, KernelCtx, Local,
 };
 use super::norm::{bn_dims, AXIS, EPSILON};
-use super::tile::{self, Space, TileMap, TileRule};
+use super::tile::{self, TileMap, TileRule, Tileable};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, TensorData, TensorId, TensorType};
@@ -270,7 +270,7 @@ fn rms_axis(ctx: &KernelCtx) -> Result<usize> {
     ctx.axis(ctx.node.int("axis")?.unwrap_or(AXIS), r)
 }
 
-fn rmsnorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn rmsnorm_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     tile::rows_space(ctx, 0, rms_axis(ctx)?)
 }
 

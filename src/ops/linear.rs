@@ -3,7 +3,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{call, dims_list, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
-use super::tile::{self, Part, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{broadcast, Ctx, LegacyAttr, OpDef};
 use crate::error::{Error, Result};
 use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
@@ -464,19 +464,19 @@ fn plain_gemm_operands(a: &[usize], b: &[usize], trans_a: bool) -> bool {
     a.len() >= 2 && (!trans_a || lead1(a)) && lead1(b)
 }
 
-fn gemm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn gemm_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     if batched_gemm(ctx)? {
         return matmul_tile_space(ctx);
     }
     let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
     if y.len() < 2 {
-        return Ok(Err(format!("Y {y:?} is not a matrix")));
+        return Ok(Err(TileRefusal::NotAMatrix(y)));
     }
     if !lead1(&a) || !lead1(&b) || !lead1(&y) {
-        return Ok(Err(format!("A {a:?}, B {b:?}, Y {y:?} have batch dims")));
+        return Ok(Err(TileRefusal::BatchDims { a, b, y }));
     }
     if ctx.node.input(2).is_some() && ctx.graph_in_shape(2)?.iter().rev().skip(2).any(|&d| d != 1) {
-        return Ok(Err("C has batch dims".into()));
+        return Ok(Err(TileRefusal::BatchedC));
     }
     let r = y.len();
     Ok(Ok(Space { dims: vec![y[r - 2], y[r - 1]], split: vec![true, true] }))
@@ -531,10 +531,10 @@ fn batched_gemm(ctx: &KernelCtx) -> Result<bool> {
     Ok(!ok && a.len() > 2 && b.len() > 2 && ctx.node.input(2).is_none())
 }
 
-fn matmul_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn matmul_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     let (a, b, y) = (ctx.graph_in_shape(0)?, ctx.graph_in_shape(1)?, ctx.graph_out_shape(0)?);
     if a.len() < 2 || b.len() < 2 || y.len() < 2 {
-        return Ok(Err(format!("A {a:?} or B {b:?} is 1-D")));
+        return Ok(Err(TileRefusal::OneD { a, b }));
     }
     let r = y.len();
     Ok(Ok(Space { split: (0..r).map(|d| d + 1 < r).collect(), dims: y }))

@@ -4,7 +4,7 @@
 use super::grad::{self, GradCtx};
 use super::kernel::{call, f, numel, one, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::linear::finite;
-use super::tile::{self, Part, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{ChannelAffine, Ctx, LegacyAttr, OpDef, Recompute};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorType};
@@ -506,17 +506,17 @@ fn batch_stats(ctx: &KernelCtx, internal: bool) -> Result<bool> {
     Ok(internal || ctx.attr_flag("training_mode", TRAINING_MODE)?)
 }
 
-fn batchnorm_tile_space(ctx: &KernelCtx, internal: bool) -> Result<std::result::Result<Space, String>> {
+fn batchnorm_tile_space(ctx: &KernelCtx, internal: bool) -> Result<Tileable> {
     if batch_stats(ctx, internal)? {
         // A channel's statistics need its whole batch and map: split channels.
         let x = ctx.graph_in_shape(0)?;
         if x.len() < 2 {
-            return Ok(Err(format!("input {x:?} has no channel axis")));
+            return Ok(Err(TileRefusal::NoChannelAxis(x)));
         }
         return Ok(Ok(Space { split: (0..x.len()).map(|d| d == 1).collect(), dims: x }));
     }
     if (1..ctx.node.outputs.len()).any(|i| ctx.node.output(i).is_some()) {
-        return Ok(Err("it outputs running statistics".into()));
+        return Ok(Err(TileRefusal::RunningStats));
     }
     let x = ctx.graph_in_shape(0)?;
     Ok(Ok(Space { split: (0..x.len()).map(|d| d == 0).collect(), dims: x }))
@@ -529,10 +529,10 @@ fn batchnorm_tile_map(ctx: &KernelCtx, internal: bool, start: &[usize], len: &[u
     channels_map(ctx, 0, start, len)
 }
 
-fn batchnorm_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn batchnorm_grad_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     let x = ctx.graph_in_shape(1)?;
     if x.len() < 2 {
-        return Ok(Err(format!("input {x:?} has no channel axis")));
+        return Ok(Err(TileRefusal::NoChannelAxis(x)));
     }
     Ok(Ok(Space { split: (0..x.len()).map(|d| d == 1).collect(), dims: x }))
 }
@@ -583,7 +583,7 @@ fn norm_axis(ctx: &KernelCtx, x_slot: usize) -> Result<usize> {
     ctx.axis(ctx.attr_int("axis", AXIS)?, r)
 }
 
-fn layernorm_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn layernorm_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     tile::rows_space(ctx, 0, norm_axis(ctx, 0)?)
 }
 
@@ -591,9 +591,9 @@ fn layernorm_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result
     tile::rows_map(ctx, 0, norm_axis(ctx, 0)?, start, len)
 }
 
-fn layernorm_grad_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn layernorm_grad_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     if ctx.has_out(1) || ctx.has_out(2) || ctx.node.output(1).is_some() || ctx.node.output(2).is_some() {
-        return Ok(Err("dScale and dBias sum over every row".into()));
+        return Ok(Err(TileRefusal::ParamGradsSumRows));
     }
     tile::rows_space(ctx, 1, norm_axis(ctx, 1)?)
 }

@@ -5,7 +5,7 @@ use super::conv::{
 };
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx};
-use super::tile::{self, Space, TileMap, TileRule};
+use super::tile::{self, TileMap, TileRefusal, TileRule, Tileable};
 use super::{Ctx, OpDef, Recompute};
 use crate::error::Result;
 use crate::ir::{DType, Graph, Node, TensorType};
@@ -506,9 +506,9 @@ fn global_max_pool_grad(ctx: &mut GradCtx) -> Result<()> {
 /// so a MaxPool that outputs them runs untiled.
 pub(super) const POOL_TILES: TileRule = TileRule { space: pool_tile_space, map: pool_tile_map, in_place: false };
 
-fn pool_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn pool_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     if ctx.has_out(1) || ctx.node.output(1).is_some() {
-        return Ok(Err("its indices output counts positions in the whole input".into()));
+        return Ok(Err(TileRefusal::PoolIndices));
     }
     tile::window_space(ctx, true)
 }

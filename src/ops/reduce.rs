@@ -3,7 +3,7 @@
 
 use super::grad::GradCtx;
 use super::kernel::{call, dims_list, max_dims, one, strides, u, Kernel, KernelCall, KernelCtx};
-use super::tile::{self, Part, Space, TileMap, TileRule};
+use super::tile::{self, Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{Attr, DType, Graph, Node, TensorData, TensorId, TensorType};
@@ -288,10 +288,10 @@ fn reduced(ctx: &KernelCtx) -> Result<Option<Vec<bool>>> {
     Ok(Some(red))
 }
 
-fn reduce_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
-    let Some(red) = reduced(ctx)? else { return Ok(Err("it reduces no axis (a copy)".into())) };
+fn reduce_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
+    let Some(red) = reduced(ctx)? else { return Ok(Err(TileRefusal::ReducesNoAxis)) };
     if red.iter().all(|&r| r) {
-        return Ok(Err("it reduces every axis".into()));
+        return Ok(Err(TileRefusal::ReducesEveryAxis));
     }
     Ok(Ok(Space { dims: ctx.graph_in_shape(0)?, split: red.iter().map(|&r| !r).collect() }))
 }

@@ -7,7 +7,7 @@ use super::kernel::{
     broadcast_strides, call, dims_list, elem_size, ints_list, max_dims, numel, one, strides, u, Arg, Kernel,
     KernelCall, KernelCtx, Local,
 };
-use super::tile::{Part, Space, TileMap, TileRule};
+use super::tile::{Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{checked_numel, Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::{DType, TensorData, TensorType};
@@ -662,10 +662,10 @@ fn transpose_perm(ctx: &KernelCtx, rank: usize) -> Result<Vec<usize>> {
     }
 }
 
-fn transpose_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn transpose_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     let y = ctx.graph_out_shape(0)?;
     if y.is_empty() {
-        return Ok(Err("a scalar".into()));
+        return Ok(Err(TileRefusal::Scalar));
     }
     Ok(Ok(Space { split: vec![true; y.len()], dims: y }))
 }

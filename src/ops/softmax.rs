@@ -3,7 +3,7 @@
 
 use super::grad::{self, GradCtx};
 use super::kernel::{call, numel, one, u, Kernel, KernelCall, KernelCtx};
-use super::tile::{self, Space, TileMap, TileRule};
+use super::tile::{self, TileMap, TileRule, Tileable};
 use super::{Ctx, OpDef};
 use crate::error::Result;
 use crate::ir::TensorType;
@@ -160,7 +160,7 @@ fn softmax_axis(ctx: &KernelCtx, x_slot: usize, old: bool) -> Result<usize> {
     ctx.axis(ctx.attr_int("axis", default_axis(old))?, r)
 }
 
-fn softmax_tile_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+fn softmax_tile_space(ctx: &KernelCtx) -> Result<Tileable> {
     tile::rows_space(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?)
 }
 
@@ -168,7 +168,7 @@ fn softmax_tile_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<T
     tile::rows_map(ctx, 0, softmax_axis(ctx, 0, ctx.opset() < 13)?, start, len)
 }
 
-fn softmax_grad_tile_space(ctx: &KernelCtx, old: bool) -> Result<std::result::Result<Space, String>> {
+fn softmax_grad_tile_space(ctx: &KernelCtx, old: bool) -> Result<Tileable> {
     tile::rows_space(ctx, 1, softmax_axis(ctx, 1, old)?)
 }
 

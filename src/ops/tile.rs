@@ -77,9 +77,57 @@ pub struct TileView {
     pub accumulate: bool,
 }
 
-/// The iteration space of a node, or `None` when this node cannot be
-/// tiled (with the reason).
-pub type SpaceFn = fn(&KernelCtx) -> Result<std::result::Result<Space, String>>;
+/// Why a tile rule refuses a node: it runs untiled, and the plan says why.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TileRefusal {
+    #[error("{} {slot} has {elems} elements, input 0 {first}: not pointwise", side(.output))]
+    NotPointwise { output: bool, slot: usize, elems: usize, first: usize },
+    #[error("the normalised axes span the whole tensor")]
+    WholeTensorRows,
+    /// A window operator's operand (`output`, `dY`) of another rank.
+    #[error("{operand} {shape:?} is not a 1-D or 2-D map")]
+    NotAMap { operand: &'static str, shape: Vec<usize> },
+    #[error("auto_pad '{0}'")]
+    AutoPad(String),
+    #[error("a batch of 1 and group {0}: a grouped ConvGrad splits its batch only")]
+    GroupedBatchOfOne(i64),
+    #[error("Y {0:?} is not a matrix")]
+    NotAMatrix(Vec<usize>),
+    #[error("A {a:?}, B {b:?}, Y {y:?} have batch dims")]
+    BatchDims { a: Vec<usize>, b: Vec<usize>, y: Vec<usize> },
+    #[error("C has batch dims")]
+    BatchedC,
+    #[error("A {a:?} or B {b:?} is 1-D")]
+    OneD { a: Vec<usize>, b: Vec<usize> },
+    #[error("input {0:?} has no channel axis")]
+    NoChannelAxis(Vec<usize>),
+    #[error("it outputs running statistics")]
+    RunningStats,
+    #[error("dScale and dBias sum over every row")]
+    ParamGradsSumRows,
+    #[error("its indices output counts positions in the whole input")]
+    PoolIndices,
+    #[error("it reduces no axis (a copy)")]
+    ReducesNoAxis,
+    #[error("it reduces every axis")]
+    ReducesEveryAxis,
+    #[error("a scalar")]
+    Scalar,
+}
+
+fn side(output: &bool) -> &'static str {
+    if *output {
+        "output"
+    } else {
+        "input"
+    }
+}
+
+/// A rule's answer for one node: `T`, or why the node runs untiled.
+pub type Tileable<T = Space> = std::result::Result<T, TileRefusal>;
+
+/// The iteration space of a node, or why this node cannot be tiled.
+pub type SpaceFn = fn(&KernelCtx) -> Result<Tileable>;
 /// A tile (start, len per space axis) → the parts of the operands.
 pub type MapFn = fn(&KernelCtx, &[usize], &[usize]) -> Result<TileMap>;
 
@@ -130,13 +178,13 @@ fn flat_len(ctx: &KernelCtx) -> Result<usize> {
 
 /// Pointwise: one flat range of the output; inputs of the output's size
 /// take the same range, smaller ones (scalars, rates, flags) stay whole.
-pub fn flat_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+pub fn flat_space(ctx: &KernelCtx) -> Result<Tileable> {
     let n = flat_len(ctx)?;
     for i in 0..ctx.node.inputs.len() {
         if ctx.node.input(i).is_some() {
             let m = numel(&ctx.graph_in_shape(i)?);
             if m != n && m != 1 {
-                return Ok(Err(format!("input {i} has {m} elements, input 0 {n}: not pointwise")));
+                return Ok(Err(TileRefusal::NotPointwise { output: false, slot: i, elems: m, first: n }));
             }
         }
     }
@@ -146,7 +194,7 @@ pub fn flat_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>>
         if ctx.node.output(i).is_some() {
             let m = numel(&ctx.graph_out_shape(i)?);
             if m != n && m != 1 {
-                return Ok(Err(format!("output {i} has {m} elements, input 0 {n}: not pointwise")));
+                return Ok(Err(TileRefusal::NotPointwise { output: true, slot: i, elems: m, first: n }));
             }
         }
     }
@@ -195,7 +243,7 @@ pub fn broadcast_part(shape: &[usize], start: &[usize], len: &[usize]) -> Part {
 }
 
 /// Broadcasting elementwise: the space is the output; every axis splits.
-pub fn broadcast_space(ctx: &KernelCtx) -> Result<std::result::Result<Space, String>> {
+pub fn broadcast_space(ctx: &KernelCtx) -> Result<Tileable> {
     if flat_space(ctx)?.is_ok() {
         return flat_space(ctx);
     }
@@ -219,10 +267,10 @@ pub fn broadcast_map(ctx: &KernelCtx, start: &[usize], len: &[usize]) -> Result<
 /// rest is whole in every tile; operands of the input's shape take the
 /// tile's rows, the others (scale, bias) stay whole, outputs with size-1
 /// normalised axes (statistics) take the rows too.
-pub fn rows_space(ctx: &KernelCtx, x_slot: usize, axis: usize) -> Result<std::result::Result<Space, String>> {
+pub fn rows_space(ctx: &KernelCtx, x_slot: usize, axis: usize) -> Result<Tileable> {
     let x = ctx.graph_in_shape(x_slot)?;
     if axis == 0 {
-        return Ok(Err("the normalised axes span the whole tensor".into()));
+        return Ok(Err(TileRefusal::WholeTensorRows));
     }
     Ok(Ok(Space { split: (0..x.len()).map(|d| d < axis).collect(), dims: x }))
 }
@@ -335,14 +383,14 @@ pub const BROADCAST: TileRule = TileRule { space: broadcast_space, map: broadcas
 
 /// Split axes of a window operator's output: N, the first spatial axis,
 /// and the channels when `split_c`.
-pub fn window_space(ctx: &KernelCtx, split_c: bool) -> Result<std::result::Result<Space, String>> {
+pub fn window_space(ctx: &KernelCtx, split_c: bool) -> Result<Tileable> {
     let y = out_shape0(ctx)?;
     if !(3..=4).contains(&y.len()) {
-        return Ok(Err(format!("output {y:?} is not a 1-D or 2-D map")));
+        return Ok(Err(TileRefusal::NotAMap { operand: "output", shape: y }));
     }
     if let Some(p) = ctx.attr_str("auto_pad")? {
         if p != "NOTSET" && p != "VALID" {
-            return Ok(Err(format!("auto_pad '{p}'")));
+            return Ok(Err(TileRefusal::AutoPad(p)));
         }
     }
     let split = (0..y.len()).map(|d| d == 0 || d == 2 || (d == 1 && split_c)).collect();

@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::ir::DType;
 
 use super::buffers::{Access, BufId, Buffer, Buffers, GraphSel, Kind, Step, Value};
-use super::tile::{Choice, OperandIn, Slot, Tile};
+use super::tile::{Choice, OperandIn, Slot, Tile, Untiled};
 use crate::ir::OpId;
 use crate::ops::{self, Update};
 use crate::target::{Level, Platform};
@@ -87,7 +87,7 @@ pub struct NodePlan {
     pub tiling: Option<Tiling>,
     /// Why a node that runs code is not tiled.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub untiled: Option<String>,
+    pub untiled: Option<Untiled>,
 }
 
 /// Bytes a node moves between levels, per direction.
@@ -314,7 +314,7 @@ fn per_node_bound(buffers: &Buffers, steps: &[Step], choices: &[Tiler]) -> usize
 }
 
 /// The tiler's answer for a step (`None`: tiling off) and its operands.
-pub type Tiler = (Option<Result<Choice, String>>, Vec<OperandIn>);
+pub type Tiler = (Option<Result<Choice, Untiled>>, Vec<OperandIn>);
 
 /// A tile buffer of a node: L1 (or an L2 stage) for one operand.
 fn tile_buffer(buffers: &mut Buffers, step: &Step, of: BufId, kind: Kind, bytes: u64, k: usize, align: u64) -> BufId {

@@ -246,79 +246,126 @@ impl Plan {
     /// at a common step overlap, all lie inside the arena, the arena fits
     /// what the level has left after reservations and static data; every
     /// buffer is placed; every weight has exactly one supply.
-    pub fn verify(&self) -> std::result::Result<(), String> {
-        let align = self.platform.alignment.max(1);
-        for b in &self.buffers {
-            if b.placement == Placement::Unplaced {
-                return Err(format!("buffer '{}' was never placed", b.name));
-            }
+    pub fn verify(&self) -> std::result::Result<(), PlanFault> {
+        if let Some(b) = self.buffers.iter().find(|b| b.placement == Placement::Unplaced) {
+            return Err(PlanFault::Unplaced(b.name.clone()));
         }
         for l in Level::ALL {
-            let lp = self.level(l);
-            let placed = self.arena(l);
-            let items: Vec<offsets::Item> =
-                placed.iter().map(|(b, _)| offsets::Item::new(b.size, b.start, b.end)).collect();
-            let offs: Vec<u64> = placed.iter().map(|(_, o)| *o).collect();
-            let room = lp.capacity.saturating_sub(lp.reserved_bytes + lp.static_bytes);
-            offsets::verify(&items, &offs, lp.arena_bytes, room, align).map_err(|v| {
-                let name = |i: usize| placed.get(i).map_or("?".to_string(), |(b, _)| format!("'{}'", b.name));
-                let detail = match &v {
-                    offsets::Violation::Overlap { a, b } => {
-                        format!("{} and {} overlap while both live", name(*a), name(*b))
-                    }
-                    offsets::Violation::OutOfArena { item, .. } | offsets::Violation::Misaligned { item, .. } => {
-                        format!("{}: {v}", name(*item))
-                    }
-                    _ => v.to_string(),
-                };
-                format!("{l}: {detail}")
-            })?;
+            self.verify_arena(l)?;
         }
-        // Every buffer a node touches is live at that node's step.
         for n in &self.nodes {
-            let tile_bufs: Vec<BufId> = n
-                .tiling
-                .iter()
-                .flat_map(|t| t.operands.iter().flat_map(|o| o.l1.iter().chain(&o.l2_stage).copied()))
-                .collect();
-            if let Some(t) = &n.tiling {
-                tile::verify(&n.name, t, &self.buffers)?;
-            }
-            let touched = n.operands.iter().flat_map(|o| [Some(o.buffer), o.l2_staging, o.l1_copy]).chain([n.scratch]);
-            for b in touched.flatten().chain(tile_bufs) {
-                let buf = self
-                    .buffers
-                    .get(b)
-                    .ok_or_else(|| format!("node '{}' names buffer {b}, which does not exist", n.name))?;
-                if !(buf.start <= n.step && n.step <= buf.end) {
-                    return Err(format!(
-                        "node '{}' at step {} touches '{}', which is live only at steps {}..{}",
-                        n.name, n.step, buf.name, buf.start, buf.end
-                    ));
-                }
-            }
-            for o in &n.operands {
-                let home = self.buffers[o.buffer].level;
-                if home == Level::L3 && o.at == Level::L3 {
-                    return Err(format!(
-                        "node '{}' computes on '{}' in L3, which its cores cannot address",
-                        n.name, self.buffers[o.buffer].name
-                    ));
-                }
-            }
+            self.verify_node(n)?;
         }
         let mut seen = std::collections::HashSet::new();
         for w in &self.weights {
             if !seen.insert(w.buffer) {
-                return Err(format!("weight '{}' has two supplies", w.name));
+                return Err(PlanFault::TwoSupplies(w.name.clone()));
             }
         }
         for b in self.buffers.iter().filter(|b| b.kind.is_weight()) {
             if !seen.contains(&b.id) {
-                return Err(format!("weight '{}' has no supply", b.name));
+                return Err(PlanFault::NoSupply(b.name.clone()));
             }
         }
         Ok(())
+    }
+
+    /// Level `l`'s arena: its buffers' offsets, alignment and room.
+    fn verify_arena(&self, l: Level) -> std::result::Result<(), PlanFault> {
+        let align = self.platform.alignment.max(1);
+        let lp = self.level(l);
+        let placed = self.arena(l);
+        let items: Vec<offsets::Item> =
+            placed.iter().map(|(b, _)| offsets::Item::new(b.size, b.start, b.end)).collect();
+        let offs: Vec<u64> = placed.iter().map(|(_, o)| *o).collect();
+        let room = lp.capacity.saturating_sub(lp.reserved_bytes + lp.static_bytes);
+        offsets::verify(&items, &offs, lp.arena_bytes, room, align).map_err(|violation| {
+            let name = |i: usize| placed.get(i).map(|(b, _)| b.name.clone());
+            match violation {
+                offsets::Violation::Overlap { a, b } => PlanFault::Overlap { level: l, a: name(a), b: name(b) },
+                offsets::Violation::OutOfArena { item, .. } | offsets::Violation::Misaligned { item, .. } => {
+                    PlanFault::Misplaced { level: l, buffer: name(item), violation }
+                }
+                _ => PlanFault::Arena { level: l, violation },
+            }
+        })
+    }
+
+    /// Node `n`'s tiling, and every buffer it touches live at its step
+    /// and addressable by its cores.
+    fn verify_node(&self, n: &NodePlan) -> std::result::Result<(), PlanFault> {
+        let tile_bufs: Vec<BufId> = n
+            .tiling
+            .iter()
+            .flat_map(|t| t.operands.iter().flat_map(|o| o.l1.iter().chain(&o.l2_stage).copied()))
+            .collect();
+        if let Some(t) = &n.tiling {
+            tile::verify(t, &self.buffers).map_err(|fault| PlanFault::Tiling { node: n.name.clone(), fault })?;
+        }
+        let touched = n.operands.iter().flat_map(|o| [Some(o.buffer), o.l2_staging, o.l1_copy]).chain([n.scratch]);
+        for b in touched.flatten().chain(tile_bufs) {
+            let buf = self.buffers.get(b).ok_or_else(|| PlanFault::NoBuffer { node: n.name.clone(), buffer: b })?;
+            if !(buf.start <= n.step && n.step <= buf.end) {
+                let (node, step, buffer) = (n.name.clone(), n.step, buf.name.clone());
+                return Err(PlanFault::NotLive { node, step, buffer, start: buf.start, end: buf.end });
+            }
+        }
+        for o in &n.operands {
+            if self.buffers[o.buffer].level == Level::L3 && o.at == Level::L3 {
+                return Err(PlanFault::InL3 { node: n.name.clone(), buffer: self.buffers[o.buffer].name.clone() });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What [`Plan::verify`] finds wrong with a plan: a bug of the planner,
+/// never of the model.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanFault {
+    #[error("buffer '{0}' was never placed")]
+    Unplaced(String),
+    /// Two buffers of a level's arena (`None`: no such buffer).
+    #[error("{level}: {} and {} overlap while both live", quoted(.a), quoted(.b))]
+    Overlap { level: Level, a: Option<String>, b: Option<String> },
+    /// A buffer out of its level's arena, or misaligned there.
+    #[error("{level}: {}: {violation}", quoted(.buffer))]
+    Misplaced { level: Level, buffer: Option<String>, violation: offsets::Violation },
+    #[error("{level}: {violation}")]
+    Arena { level: Level, violation: offsets::Violation },
+    #[error("node '{node}': {fault}")]
+    Tiling { node: String, fault: tile::TileFault },
+    #[error("node '{node}' names buffer {buffer}, which does not exist")]
+    NoBuffer { node: String, buffer: BufId },
+    #[error("node '{node}' at step {step} touches '{buffer}', which is live only at steps {start}..{end}")]
+    NotLive { node: String, step: u32, buffer: String, start: u32, end: u32 },
+    #[error("node '{node}' computes on '{buffer}' in L3, which its cores cannot address")]
+    InL3 { node: String, buffer: String },
+    #[error("weight '{0}' has two supplies")]
+    TwoSupplies(String),
+    #[error("weight '{0}' has no supply")]
+    NoSupply(String),
+}
+
+/// A buffer's name in quotes, `?` for none.
+fn quoted(name: &Option<String>) -> String {
+    name.as_ref().map_or("?".to_string(), |n| format!("'{n}'"))
+}
+
+/// A plan that fails its own check is an internal error, naming the node
+/// or buffer at fault where there is one.
+impl From<PlanFault> for Error {
+    fn from(fault: PlanFault) -> Self {
+        let (node, buffer) = match &fault {
+            PlanFault::Tiling { node, .. } | PlanFault::NoBuffer { node, .. } => (Some(node.clone()), None),
+            PlanFault::NotLive { node, buffer, .. } | PlanFault::InL3 { node, buffer } => {
+                (Some(node.clone()), Some(buffer.clone()))
+            }
+            PlanFault::Unplaced(b) | PlanFault::TwoSupplies(b) | PlanFault::NoSupply(b) => (None, Some(b.clone())),
+            _ => (None, None),
+        };
+        let detail = format!("internal error: the memory plan failed its own check: {fault}");
+        Error::Plan { buffer, node, detail }
     }
 }
 
@@ -557,7 +604,7 @@ fn largest_staging(a: &Attempt) -> Option<(String, u64)> {
 fn tile_choices(model: &Model, disc: &buffers::Discovery, opts: &PlanOptions) -> Vec<levels::Tiler> {
     // A long step repeats a few kinds of node thousands of times: each
     // kind is tiled once.
-    let mut made: HashMap<String, std::result::Result<tile::Choice, String>> = HashMap::new();
+    let mut made: HashMap<String, std::result::Result<tile::Choice, tile::Untiled>> = HashMap::new();
     disc.steps
         .iter()
         .map(|step| {
@@ -590,7 +637,7 @@ fn choose_tiles(
     step: &buffers::Step,
     operands: &[tile::OperandIn],
     opts: &PlanOptions,
-) -> std::result::Result<tile::Choice, String> {
+) -> std::result::Result<tile::Choice, tile::Untiled> {
     tile::choose(&tile::NodeIn {
         model,
         graph,
@@ -635,11 +682,11 @@ fn tile_operands<'m>(
     model: &'m Model,
     disc: &buffers::Discovery,
     step: &buffers::Step,
-) -> std::result::Result<(&'m crate::ir::Graph, Vec<tile::OperandIn>), String> {
+) -> std::result::Result<(&'m crate::ir::Graph, Vec<tile::OperandIn>), tile::Untiled> {
     let (graph, map) = match step.graph {
         GraphSel::Main => (&model.graph, &disc.main),
-        GraphSel::Optimizer => (model.optimizer.as_ref().ok_or("no optimizer graph")?, &disc.optimizer),
-        GraphSel::Predict => (model.predict.as_ref().ok_or("no predict graph")?, &disc.predict),
+        GraphSel::Optimizer => (model.optimizer.as_ref().ok_or(tile::Untiled::NoGraph("optimizer"))?, &disc.optimizer),
+        GraphSel::Predict => (model.predict.as_ref().ok_or(tile::Untiled::NoGraph("predict"))?, &disc.predict),
     };
     let node = graph.node(step.node);
     let mut ops: Vec<tile::OperandIn> =
@@ -649,14 +696,14 @@ fn tile_operands<'m>(
     for (output, index, t) in slots {
         let Some(t) = t else { continue };
         if graph.tensor(t).sequence {
-            return Err("it takes a sequence operand".into());
+            return Err(tile::Untiled::Sequence);
         }
         let Some(&b) = map.get(&t) else { continue };
-        let o = ops.iter_mut().find(|o| o.buffer == b).ok_or("a slot's buffer is not among its operands")?;
+        let o = ops.iter_mut().find(|o| o.buffer == b).ok_or(tile::Untiled::SlotNotOperand)?;
         o.slots.push((tile::Slot { output, index }, t));
     }
     if ops.iter().any(|o| o.slots.is_empty()) {
-        return Err("an operand is named by no slot".into());
+        return Err(tile::Untiled::UnnamedOperand);
     }
     Ok((graph, ops))
 }
@@ -772,7 +819,7 @@ fn plan_once(model: &Model, opts: &PlanOptions) -> Result<Plan> {
         decisions,
         recompute: None,
     };
-    plan.verify().map_err(|e| Error::plan(format!("internal error: the memory plan failed its own check: {e}")))?;
+    plan.verify()?;
     Ok(plan)
 }
 
@@ -893,9 +940,9 @@ pub(crate) mod tests {
                 let Ok((graph, _)) = tile_operands(&m, &disc, step) else { continue };
                 let node = graph.node(step.node);
                 let alone = choose_tiles(&m, graph, step, operands, &opts);
-                let seen = |c: &std::result::Result<tile::Choice, String>| match c {
+                let seen = |c: &std::result::Result<tile::Choice, tile::Untiled>| match c {
                     Ok(c) => format!("{:?} {:?} {:?} {} {:?}", c.space, c.tile, c.double, c.why, c.tiles),
-                    Err(why) => why.clone(),
+                    Err(why) => why.to_string(),
                 };
                 assert_eq!(seen(choice), seen(&alone), "{model}: node '{}'", node.name);
                 let key = alike(graph, node, operands, step.scratch_bytes);

@@ -345,7 +345,8 @@ fn tiling_text(o: &mut String, plan: &Plan) {
         }
     }
     for (n, why) in untiled {
-        let _ = writeln!(o, "  untiled: step {} '{}' ({}): {}", n.step, line(&n.name), line(&n.op), line(why));
+        let why = why.to_string();
+        let _ = writeln!(o, "  untiled: step {} '{}' ({}): {}", n.step, line(&n.name), line(&n.op), line(&why));
     }
 }
 

@@ -44,14 +44,95 @@
 //! Whole operands (weights, per-channel parameters, scalars) are loaded
 //! once per node and count once.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
+use crate::error::Error;
 use crate::ir::{Graph, Model, Node, TensorId};
 use crate::ops::kernel::{numel, KernelCtx};
-use crate::ops::tile::{Part, Space, TileMap, TileRule};
+use crate::ops::tile::{Part, Space, TileMap, TileRefusal, TileRule};
 use crate::ops::{self};
 
 use super::buffers::{Access, BufId};
+use super::{Buffers, Level, TiledOperand, Tiling};
+
+/// Why a node runs untiled: its operator's rule refuses it, or no tiling
+/// of it can be made or fits.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum Untiled {
+    #[error("operator {0} has no tile rule")]
+    NoRule(String),
+    #[error("no kernel binding")]
+    NoKernel,
+    #[error(transparent)]
+    Refused(#[from] TileRefusal),
+    /// The rule failed on the node (an attribute it cannot read). Shared:
+    /// nodes alike get one choice, and the error is not `Clone`.
+    #[error("{0}")]
+    Rule(Arc<Error>),
+    #[error("empty iteration space")]
+    EmptySpace,
+    #[error("no tile fits L1's {} B budget (the whole operands and one row of the rest do not fit)", super::thousands(*.0))]
+    NoFit(u64),
+    #[error("the tile rule gives {} {} no part", if .0.output { "output" } else { "input" }, .0.index)]
+    NoPart(Slot),
+    #[error("one buffer is read as two different parts")]
+    TwoParts,
+    #[error("an operand has no static shape")]
+    NoStaticShape,
+    #[error("an operand has no element size")]
+    NoElementSize,
+    #[error("an operand has no slot")]
+    NoSlot,
+    #[error("a part needs more than three levels of runs")]
+    TooManyRuns,
+    /// The step's graph (`optimizer`, `predict`) is not in the model.
+    #[error("no {0} graph")]
+    NoGraph(&'static str),
+    #[error("it takes a sequence operand")]
+    Sequence,
+    #[error("a slot's buffer is not among its operands")]
+    SlotNotOperand,
+    #[error("an operand is named by no slot")]
+    UnnamedOperand,
+}
+
+impl Untiled {
+    fn rule(e: Error) -> Self {
+        Untiled::Rule(Arc::new(e))
+    }
+}
+
+/// The plan's JSON keeps the reason as its message.
+impl Serialize for Untiled {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// What [`verify`] finds wrong with a tiled node.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TileFault {
+    #[error("records {recorded} tiles but has {has}")]
+    Count { recorded: u32, has: usize },
+    #[error("tile {start:?}+{len:?} leaves the space {space:?}")]
+    Outside { start: Vec<usize>, len: Vec<usize>, space: Vec<usize> },
+    #[error("axis {axis}: the tiles' intervals do not partition 0..{dim}")]
+    NoPartition { axis: usize, dim: usize },
+    #[error("axis {axis}: the tiles stop at {at} of {dim}")]
+    Short { axis: usize, at: usize, dim: usize },
+    #[error("{tiles} tiles do not cover the {cells} cells of the grid exactly once")]
+    Cover { tiles: usize, cells: usize },
+    #[error("'{operand}' has {has} L1 buffers where its buffering needs {needs} distinct")]
+    L1Buffers { operand: String, has: usize, needs: usize },
+    #[error("'{0}' is double-buffered but loaded once")]
+    DoubleOnce(String),
+    #[error("'{operand}' in {home} has {has} L2 stages, needs {needs}")]
+    Stages { operand: String, home: Level, has: usize, needs: usize },
+    #[error("a tile of '{operand}' needs {bytes} B, its buffer '{buffer}' has {size}")]
+    Small { operand: String, bytes: u64, buffer: String, size: u64 },
+}
 
 /// Largest 1-D DMA command the emitted code issues (the SDK truncates a
 /// 1-D copy of 64 KiB or more; 2-D lines must stay below 64 KiB too).
@@ -219,33 +300,27 @@ impl NodeIn<'_> {
 
     /// Every operand's part and runs for one tile; an error when the rule
     /// gives one buffer two different parts or a part has too many runs.
-    fn boxes(&self, rule: &TileRule, start: &[usize], len: &[usize]) -> Result<(Vec<Part>, Vec<DmaBox>), String> {
+    fn boxes(&self, rule: &TileRule, start: &[usize], len: &[usize]) -> Result<(Vec<Part>, Vec<DmaBox>), Untiled> {
         let ctx = self.ctx();
-        let map: TileMap = (rule.map)(&ctx, start, len).map_err(|e| e.to_string())?;
+        let map: TileMap = (rule.map)(&ctx, start, len).map_err(Untiled::rule)?;
         let mut parts = vec![];
         let mut boxes = vec![];
         for o in &self.operands {
             let mut part: Option<&Part> = None;
             for (slot, _) in &o.slots {
                 let list = if slot.output { &map.outputs } else { &map.inputs };
-                let p = list.get(slot.index).and_then(Option::as_ref).ok_or_else(|| {
-                    format!(
-                        "the tile rule gives {} {} no part",
-                        if slot.output { "output" } else { "input" },
-                        slot.index
-                    )
-                })?;
+                let p = list.get(slot.index).and_then(Option::as_ref).ok_or(Untiled::NoPart(*slot))?;
                 if part.is_some_and(|q| q != p) {
-                    return Err("one buffer is read as two different parts".into());
+                    return Err(Untiled::TwoParts);
                 }
                 part = Some(p);
             }
             let (_, t) = o.slots[0];
             let ty = &self.graph.tensor(t).ty;
-            let shape = ty.shape().ok_or("an operand has no static shape")?;
-            let elem = ty.dtype.size().ok_or("an operand has no element size")? as u64;
-            let p = part.ok_or("an operand has no slot")?.clone();
-            boxes.push(dma_box(&p, &shape, elem).ok_or("a part needs more than three levels of runs")?);
+            let shape = ty.shape().ok_or(Untiled::NoStaticShape)?;
+            let elem = ty.dtype.size().ok_or(Untiled::NoElementSize)? as u64;
+            let p = part.ok_or(Untiled::NoSlot)?.clone();
+            boxes.push(dma_box(&p, &shape, elem).ok_or(Untiled::TooManyRuns)?);
             parts.push(p);
         }
         Ok((parts, boxes))
@@ -310,7 +385,7 @@ impl Eval {
 }
 
 /// Whether each operand of candidate `c` is whole, and its largest part.
-fn eval(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand) -> Result<Eval, String> {
+fn eval(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand) -> Result<Eval, Untiled> {
     let count = space.dims[c.k].div_ceil(c.l);
     let zero = vec![0; space.dims.len()];
     let mut whole = vec![true; n.operands.len()];
@@ -354,7 +429,7 @@ fn largest_fit(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand, double: bool
 }
 
 /// Every tile of candidate `c`, in loop order (outer axes, then `c.k`).
-fn all_tiles(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand) -> Result<Vec<Tile>, String> {
+fn all_tiles(n: &NodeIn, rule: &TileRule, space: &Space, c: Cand) -> Result<Vec<Tile>, Untiled> {
     let count = space.dims[c.k].div_ceil(c.l);
     let outer: Vec<usize> = if c.outer_whole { vec![] } else { (0..c.k).filter(|&d| space.split[d]).collect() };
     let total = outer_count(space, c) as usize * count;
@@ -504,19 +579,15 @@ fn candidates(n: &NodeIn, rule: &TileRule, space: &Space) -> Vec<Cand> {
 }
 
 /// Choose the tiling of one node, or say why it runs untiled.
-pub fn choose(n: &NodeIn) -> Result<Choice, String> {
+pub fn choose(n: &NodeIn) -> Result<Choice, Untiled> {
     let def = ops::of(n.node);
-    let rule = def.tile.ok_or_else(|| format!("operator {} has no tile rule", n.node.op))?;
+    let rule = def.tile.ok_or_else(|| Untiled::NoRule(n.node.op.clone()))?;
     if def.kernel.is_none() {
-        return Err("no kernel binding".into());
+        return Err(Untiled::NoKernel);
     }
-    let space = match (rule.space)(&n.ctx()) {
-        Ok(Ok(s)) => s,
-        Ok(Err(why)) => return Err(why),
-        Err(e) => return Err(e.to_string()),
-    };
+    let space = (rule.space)(&n.ctx()).map_err(Untiled::rule)??;
     if space.dims.contains(&0) || space.dims.is_empty() {
-        return Err("empty iteration space".into());
+        return Err(Untiled::EmptySpace);
     }
     let access: Vec<Access> = n.operands.iter().map(|o| o.access).collect();
     let mut best: Option<(u64, u64, Cand, Eval, Vec<bool>)> = None;
@@ -530,10 +601,7 @@ pub fn choose(n: &NodeIn) -> Result<Choice, String> {
         }
     }
     let Some((_, _, c, e, double)) = best else {
-        return Err(format!(
-            "no tile fits L1's {} B budget (the whole operands and one row of the rest do not fit)",
-            super::thousands(n.budget)
-        ));
+        return Err(Untiled::NoFit(n.budget));
     };
     let tiles = all_tiles(n, &rule, &space, c)?;
     let (bytes, cmds) = traffic(&tiles, &e.whole, &access);
@@ -586,17 +654,17 @@ fn traffic_of(tiles: &[Tile], whole: &[bool], access: &[Access], pick: impl Fn(u
 /// once (a grid: per axis, the tiles' intervals partition the axis, and
 /// every combination occurs once), every tile's part fits its L1 buffer
 /// (and L2 stage), double buffers are two distinct buffers.
-pub fn verify(name: &str, t: &super::Tiling, buffers: &super::Buffers) -> Result<(), String> {
-    let err = |m: String| Err(format!("node '{name}': {m}"));
+pub fn verify(t: &Tiling, buffers: &Buffers) -> Result<(), TileFault> {
     let r = t.space.len();
     if t.tiles.len() != t.count as usize || t.tiles.is_empty() {
-        return err(format!("records {} tiles but has {}", t.count, t.tiles.len()));
+        return Err(TileFault::Count { recorded: t.count, has: t.tiles.len() });
     }
     let mut intervals: Vec<Vec<(usize, usize)>> = vec![vec![]; r];
     for tile in t.tiles.iter() {
         for (d, iv) in intervals.iter_mut().enumerate() {
             if tile.len[d] == 0 || tile.start[d] + tile.len[d] > t.space[d] {
-                return err(format!("tile {:?}+{:?} leaves the space {:?}", tile.start, tile.len, t.space));
+                let (start, len, space) = (tile.start.clone(), tile.len.clone(), t.space.clone());
+                return Err(TileFault::Outside { start, len, space });
             }
             iv.push((tile.start[d], tile.len[d]));
         }
@@ -607,41 +675,45 @@ pub fn verify(name: &str, t: &super::Tiling, buffers: &super::Buffers) -> Result
         let mut at = 0;
         for &(s, l) in iv.iter() {
             if s != at {
-                return err(format!("axis {d}: the tiles' intervals do not partition 0..{}", t.space[d]));
+                return Err(TileFault::NoPartition { axis: d, dim: t.space[d] });
             }
             at = s + l;
         }
         if at != t.space[d] {
-            return err(format!("axis {d}: the tiles stop at {at} of {}", t.space[d]));
+            return Err(TileFault::Short { axis: d, at, dim: t.space[d] });
         }
     }
     let cells: usize = intervals.iter().map(Vec::len).product();
     let distinct: std::collections::HashSet<&Vec<usize>> = t.tiles.iter().map(|x| &x.start).collect();
     if distinct.len() != t.tiles.len() || cells != t.tiles.len() {
-        return err(format!("{} tiles do not cover the {cells} cells of the grid exactly once", t.tiles.len()));
+        return Err(TileFault::Cover { tiles: t.tiles.len(), cells });
     }
     for (j, o) in t.operands.iter().enumerate() {
-        let what = &buffers[o.buffer].name;
-        let want = if o.double { 2 } else { 1 };
-        if o.l1.len() != want || (want == 2 && o.l1[0] == o.l1[1]) {
-            return err(format!("'{what}' has {} L1 buffers where its buffering needs {want} distinct", o.l1.len()));
-        }
-        if o.double && (o.whole || t.count == 1) {
-            return err(format!("'{what}' is double-buffered but loaded once"));
-        }
-        let stages = if o.home == crate::target::Level::L3 { o.l1.len() } else { 0 };
-        if o.l2_stage.len() != stages {
-            return err(format!("'{what}' in {} has {} L2 stages, needs {stages}", o.home, o.l2_stage.len()));
-        }
-        for tile in t.tiles.iter() {
-            let bytes = tile.boxes[j].bytes();
-            for &b in o.l1.iter().chain(&o.l2_stage) {
-                if buffers[b].size < bytes {
-                    return err(format!(
-                        "a tile of '{what}' needs {bytes} B, its buffer '{}' has {}",
-                        buffers[b].name, buffers[b].size
-                    ));
-                }
+        verify_operand(t, j, o, buffers)?;
+    }
+    Ok(())
+}
+
+/// Operand `j` of a tiled node: its buffers, their number and sizes.
+fn verify_operand(t: &Tiling, j: usize, o: &TiledOperand, buffers: &Buffers) -> Result<(), TileFault> {
+    let operand = || buffers[o.buffer].name.clone();
+    let needs = if o.double { 2 } else { 1 };
+    if o.l1.len() != needs || (needs == 2 && o.l1[0] == o.l1[1]) {
+        return Err(TileFault::L1Buffers { operand: operand(), has: o.l1.len(), needs });
+    }
+    if o.double && (o.whole || t.count == 1) {
+        return Err(TileFault::DoubleOnce(operand()));
+    }
+    let needs = if o.home == Level::L3 { o.l1.len() } else { 0 };
+    if o.l2_stage.len() != needs {
+        return Err(TileFault::Stages { operand: operand(), home: o.home, has: o.l2_stage.len(), needs });
+    }
+    for tile in t.tiles.iter() {
+        let bytes = tile.boxes[j].bytes();
+        for &b in o.l1.iter().chain(&o.l2_stage) {
+            if buffers[b].size < bytes {
+                let (buffer, size) = (buffers[b].name.clone(), buffers[b].size);
+                return Err(TileFault::Small { operand: operand(), bytes, buffer, size });
             }
         }
     }
