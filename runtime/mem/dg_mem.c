@@ -347,6 +347,12 @@ static pi_cl_ram_req_t *dg_ram_slot(dg_dma_q_t *q, int write)
     return &q->ram[q->nram++];
 }
 
+/* The bytes of the chunk at `done` of an n-byte staged copy. */
+static uint32_t dg_stage_chunk(size_t n, size_t done)
+{
+    return (uint32_t)(n - done < DG_STAGE_HALF ? n - done : DG_STAGE_HALF);
+}
+
 /* n bytes between L3 and L1 on the cluster, DG_STAGE_HALF at a time:
  * chunk i's RAM transfer overlaps the cluster DMA of chunk i - 1 (reading)
  * or i + 1 (writing) through the other half of the stage. */
@@ -358,17 +364,15 @@ static void dg_copy_l3_l1(uint8_t *l1, uint32_t l3, size_t n, int to_l1)
     dg_dma_init(&qr);
     dg_dma_init(&qd);
     if (to_l1)
-        pi_cl_ram_read(&dg_ram_dev, l3, dg_stage, (uint32_t)(n < DG_STAGE_HALF ? n : DG_STAGE_HALF),
-                       dg_ram_slot(&qr, 0));
+        pi_cl_ram_read(&dg_ram_dev, l3, dg_stage, dg_stage_chunk(n, 0), dg_ram_slot(&qr, 0));
     for (done = 0; done < n; done += k, b ^= 1u) {
         uint8_t *half = dg_stage + b * DG_STAGE_HALF, *other = dg_stage + (b ^ 1u) * DG_STAGE_HALF;
-        k = n - done < DG_STAGE_HALF ? n - done : DG_STAGE_HALF;
+        k = dg_stage_chunk(n, done);
         if (to_l1) {
             dg_ram_wait(&qr); /* chunk i is in `half` */
             dg_dma_wait(&qd); /* chunk i - 1 has left `other` */
             if (done + k < n)
-                pi_cl_ram_read(&dg_ram_dev, l3 + (uint32_t)(done + k), other,
-                               (uint32_t)(n - done - k < DG_STAGE_HALF ? n - done - k : DG_STAGE_HALF),
+                pi_cl_ram_read(&dg_ram_dev, l3 + (uint32_t)(done + k), other, dg_stage_chunk(n, done + k),
                                dg_ram_slot(&qr, 0));
             dg_dma_lines(half, l1 + done, (uint32_t)k, 1, 0, 1, &qd);
         } else {
