@@ -74,8 +74,12 @@ static int demo(void)
 {%- when Some with (size) %}
     errors += dg_check_exact("{{ k.name }}", output, {{ k.ref_name }}, {{ k.values }}u, {{ size }}u, &compared);
 {%- when None %}
+{%- if k.integral %}
+    errors += dg_check_close("{{ k.name }}", output, {{ k.ref_name }}, {{ k.values }}u, 0.0f, 0.0f, &compared);
+{%- else %}
     errors += dg_check_close("{{ k.name }}", output, {{ k.ref_name }}, {{ k.values }}u, DEMO_TOLERANCE_ABS,
                              DEMO_TOLERANCE_REL, &compared);
+{%- endif %}
 {%- endmatch %}
 {%- endfor %}
     printf("Errors: %u out of %u\r\n", (unsigned)errors, (unsigned)compared);

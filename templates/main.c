@@ -99,8 +99,13 @@ static void compare_task(void *arg)
     check_errors += dg_check_exact("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u, {{ size }}u,
                                    &check_compared);
 {%- when None %}
+{%- if k.integral %}
+    check_errors += dg_check_close("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u, 0.0f, 0.0f,
+                                   &check_compared);
+{%- else %}
     check_errors += dg_check_close("{{ k.name }}", {{ k.expr }}, {{ k.ref_name }}, {{ k.values }}u,
                                    TRAINING_TOLERANCE_ABS, TRAINING_TOLERANCE_REL, &check_compared);
+{%- endif %}
 {%- endmatch %}
 {%- endfor %}
 }

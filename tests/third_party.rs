@@ -531,3 +531,39 @@ fn an_int_where_a_float_is_expected_is_read_as_that_float() {
     let (_, n) = m.graph.nodes().next().unwrap();
     assert_eq!(n.float("value").unwrap(), Some(3.0));
 }
+
+/// Deeploy's integer MatMul folders declare int32 inputs and write int8
+/// arrays: they bind (every value fits, a note says so) and the product
+/// runs on int32, equal to the integer reference.
+#[test]
+fn int8_data_binds_int32_inputs_of_an_integer_matmul() {
+    if !have_gcc() {
+        return;
+    }
+    let (m, k, n) = (3usize, 5usize, 4usize);
+    let a: Vec<i64> = (0..m * k).map(|i| (i as i64 * 37 % 255) - 128).collect();
+    let b: Vec<i64> = (0..k * n).map(|i| (i as i64 * 91 % 255) - 127).collect();
+    let y: Vec<i64> = (0..m * n).map(|o| (0..k).map(|j| a[o / n * k + j] * b[j * n + o % n]).sum()).collect();
+    let mut mb = ModelBuilder::new();
+    mb.input("a", common::I32, &[1, m as i64, k as i64])
+        .input("b", common::I32, &[1, k as i64, n as i64])
+        .node("MatMul", &["a", "b"], &["y"], vec![])
+        .output("y", common::I32, &[1, m as i64, n as i64]);
+    let dir = tempfile::tempdir().unwrap();
+    mb.write(dir.path(), "network.onnx");
+    let i8s = |v: &[i64], shape: Vec<usize>| TensorData {
+        dtype: deploygen::ir::DType::I8,
+        shape,
+        bytes: v.iter().map(|&x| x as i8 as u8).collect(),
+    };
+    write_npz(&dir.path().join("inputs.npz"), &[("a", i8s(&a, vec![1, m, k])), ("b", i8s(&b, vec![1, k, n]))]);
+    let y32 = TensorData::from_i64_as(deploygen::ir::DType::I32, vec![1, m, n], &y).unwrap();
+    write_npz(&dir.path().join("outputs.npz"), &[("y", y32)]);
+    let o = run(dir.path());
+    assert!(o.passed(), "{}: {:?}\n{}", o.message, o.details, o.output);
+    assert_eq!(o.compared, Some((m * n) as u64));
+    let model = deploygen::load(dir.path()).unwrap();
+    let bd = deploygen::bind::bind(&model, &deploygen::bind::BindOptions::default()).unwrap();
+    let notes = bd.notes.join("\n");
+    assert!(notes.contains("inputs.npz key 'a' is i8; converted to i32 for graph input 'a' (i32)"), "{notes}");
+}

@@ -254,6 +254,21 @@ static DG_INLINE void dg_bcast_next(uint32_t *idx, uint32_t *off, uint32_t ndim,
         }                                                                           \
     } while (0)
 
+/* Where batch `bi` of a dg_matmul_args_t product starts in A and in B
+ * (element offsets; broadcast dims have stride 0). */
+static inline void dg_matmul_batch(const dg_matmul_args_t *p, uint32_t bi, uint32_t *aoff, uint32_t *boff)
+{
+    uint32_t d;
+    *aoff = 0;
+    *boff = 0;
+    for (d = p->nbatch_dims; d-- > 0;) {
+        const uint32_t id = bi % p->batch_shape[d];
+        bi /= p->batch_shape[d];
+        *aoff += id * p->a_bstrides[d];
+        *boff += id * p->b_bstrides[d];
+    }
+}
+
 /* The first element of row `row` of an [outer, dim, inner] view: rows are
  * the (outer, inner) pairs, a row's elements stand inner apart. */
 static inline uint32_t dg_axis_row(uint32_t row, uint32_t dim, uint32_t inner)

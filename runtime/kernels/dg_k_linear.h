@@ -63,6 +63,10 @@ typedef struct {
     uint32_t accumulate; /* optional: 0 = overwrite */
 } dg_matmul_args_t;
 void dg_matmul_f32(void *args);
+/* dg_matmul_args_t on int32 a, b and y (the pointers cast): each output
+ * the sum over k in order, wrapping as two's complement; accumulate as
+ * above. */
+void dg_matmul_i32(void *args);
 /* com.microsoft FusedMatMul: MatMul with transposes and a scale, which
  * onnxruntime emits for MatMul gradients. */
 void dg_fused_matmul_f32(void *args);

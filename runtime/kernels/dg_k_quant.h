@@ -218,6 +218,109 @@ typedef struct {
 } dg_requant_shift_args_t;
 void dg_requant_shift(void *args);
 
+/* ---- Deeploy's integer-only approximations (requant.c) ----------------
+ * Operators quantlib exports for integerised transformers and Deeploy runs
+ * on its Generic target. Every operand holds integer values, as DG_DT_F32
+ * or DG_DT_I32 (the `*_dtype` fields); each kernel computes as Deeploy's
+ * Generic C kernel does, in the operand's real values (Deeploy stores an
+ * unsigned tensor shifted by n_levels / 2 and adds the shift back: the
+ * real values are what the references hold). C's division truncates
+ * toward zero, `>>` floors. */
+
+/* Softmax over the last axis, rows of `len` values each.
+ * dg_isoftmax (iSoftmax, I-BERT's polynomial): per value d = x - max(row),
+ * z = min(-d / log2, 31), p = d + z * log2,
+ * e = (uint32)((coeff_a * (p + coeff_b)^2 + coeff_c) >> z);
+ * y = (uint32)(e * (n_levels - 1)) / sum(e), all in uint32 as Deeploy.
+ * dg_itamax (ITAMax, group == 0, and ITAPartialMax, group > 0): shift =
+ * (max - x + 16) >> 5, e = 256 >> shift, y = inv >> shift with inv =
+ * ((n_levels - 1) * 256) / sum(e), or for groups a running maximum with
+ * the partial sums rescaled and inv = ((n_levels / 2 - 1) * 256) / sum. */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t rows, len;
+    int32_t coeff_a, coeff_b, log2;
+    int64_t coeff_c;
+    uint32_t n_levels;
+    uint32_t group;
+    uint32_t x_dtype, y_dtype;
+} dg_isoftmax_args_t;
+void dg_isoftmax(void *args);
+void dg_itamax(void *args);
+
+/* Normalisation over rows of `len` values, weight (and bias) of `len`
+ * values. dg_irmsnorm (iRMSNorm): s = sum(x^2) / len + 1, r = isqrt(s),
+ * y = clip((x * w / r) >> log2d, lo, hi). dg_ilayernorm (iLayerNorm):
+ * m = sum(x) / len, s = sum((x - m)^2) / len + 1, r = isqrt(s),
+ * y = clip(((x - m) * w / r + b) >> log2d, lo, hi). */
+typedef struct {
+    const void *x;
+    const void *w;
+    const void *b; /* NULL for dg_irmsnorm */
+    void *y;
+    uint32_t rows, len;
+    int32_t log2d;
+    int32_t lo, hi;
+    uint32_t x_dtype, w_dtype, b_dtype, y_dtype;
+} dg_inorm_args_t;
+void dg_irmsnorm(void *args);
+void dg_ilayernorm(void *args);
+
+/* Elementwise, n values, constants a, b, c as each kernel reads them.
+ * dg_ihardswish (iHardswish): y = x * (clip(x + b, 0, c) * a), a =
+ * one_over_six, b = three, c = six. dg_igelu (iGELU): s = sign(x),
+ * q = min(|x|, -a), l = s * (b - (q + a)^2), y = x * ((b + l) >> 1), a = b
+ * (negative), b = one. dg_itrue_div (TrueIntegerDiv): y = floor(x * a / b),
+ * a = Delta * eta, b = y * eta + eps > 0. */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t n;
+    int64_t a, b, c;
+    uint32_t x_dtype, y_dtype;
+} dg_ipoint_args_t;
+void dg_ihardswish(void *args);
+void dg_igelu(void *args);
+void dg_itrue_div(void *args);
+
+/* iNoNorm: y = clip(((x * w + b) * mul) >> log2d, lo, hi), w and b
+ * broadcast to x as dg_requant_shift's mul and add (ndim == 0: one value
+ * each). */
+typedef struct {
+    const void *x;
+    const void *w;
+    const void *b;
+    void *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t w_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    uint32_t b_strides[DG_MAX_DIMS]; /* optional: read only when ndim > 0 */
+    int32_t mul, log2d;
+    int32_t lo, hi;
+    uint32_t x_dtype, w_dtype, b_dtype, y_dtype;
+} dg_inonorm_args_t;
+void dg_inonorm(void *args);
+
+/* IntegerDiv: n = delta_eta * a, d = eta * b + eps,
+ * y = (n + sign(n) * (d >> 1)) / d (C's truncation: halves away from zero;
+ * sign(0) = 1; d == 0 is a data error and gives 0). a and b broadcast to
+ * `shape` with their element strides. */
+typedef struct {
+    const void *a;
+    const void *b;
+    void *y;
+    uint32_t n;
+    uint32_t ndim;
+    uint32_t shape[DG_MAX_DIMS];
+    uint32_t a_strides[DG_MAX_DIMS];
+    uint32_t b_strides[DG_MAX_DIMS];
+    int64_t delta_eta, eta, eps;
+    uint32_t a_dtype, b_dtype, y_dtype;
+} dg_integer_div_args_t;
+void dg_integer_div(void *args);
+
 #ifdef __cplusplus
 }
 #endif

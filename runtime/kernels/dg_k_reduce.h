@@ -32,6 +32,25 @@ typedef struct {
 void dg_reduce_sum_f32(void *args);
 void dg_reduce_mean_f32(void *args);
 
+/* IntegerMean (quantlib's integer ReduceMean, as Deeploy's Generic
+ * template computes it): the walk of dg_reduce_args_t over values that
+ * hold integers (x_dtype, y_dtype: DG_DT_F32 or DG_DT_I32), summed in
+ * int64; the sum s of n values gives floor((s + n / 2) / n) when n is a
+ * power of two (Deeploy's rounding shift), else (s + sign(s) * (n / 2)) / n
+ * truncated (halves away from zero; sign(0) = 1). */
+typedef struct {
+    const void *x;
+    void *y;
+    uint32_t nkeep;
+    uint32_t keep_shape[DG_MAX_DIMS];
+    uint32_t keep_strides[DG_MAX_DIMS];
+    uint32_t nred;
+    uint32_t red_shape[DG_MAX_DIMS];
+    uint32_t red_strides[DG_MAX_DIMS];
+    uint32_t x_dtype, y_dtype;
+} dg_reduce_int_args_t;
+void dg_integer_mean(void *args);
+
 /* ---- max reductions -------------------------------------------------------
  * GlobalMaxPool: dg_pool_args_t (batch, channels, in_h, in_w; x -> y of
  * [batch, channels, 1, 1]).

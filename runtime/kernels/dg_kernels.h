@@ -110,9 +110,13 @@ enum dg_fault_id_ops {
     DG_FAULT_W2_COUNT
 };
 
-/* Fault ids of the integer-emulation kernels, Round and RequantShift (tests
- * only), after the ones above. */
-enum dg_fault_id_int { DG_FAULT_ROUND = DG_FAULT_W2_COUNT, DG_FAULT_REQUANT_SHIFT, DG_FAULT_INT_COUNT };
+/* Fault ids of the integer-emulation kernels (requant.c; tests only), after
+ * the ones above. */
+enum dg_fault_id_int {
+    DG_FAULT_ROUND = DG_FAULT_W2_COUNT, DG_FAULT_REQUANT_SHIFT,
+    DG_FAULT_ISOFTMAX, DG_FAULT_INORM, DG_FAULT_IPOINT, DG_FAULT_INONORM,
+    DG_FAULT_INT_COUNT
+};
 
 #ifdef DG_FAULT_INJECTION
 extern volatile int dg_fault_id;

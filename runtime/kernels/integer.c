@@ -1,6 +1,6 @@
 /* Integer and mixed-type forms of the elementwise binary operators, of the
- * variadic Max / Min, of Clip and Relu and of ReduceMax (see dg_kernels.h
- * for each one's arithmetic). */
+ * variadic Max / Min, of Clip and Relu, of ReduceMax and of MatMul (see
+ * dg_kernels.h for each one's arithmetic). */
 #include "dg_internal.h"
 
 /* As DG_BINARY_KERNEL (elementwise.c) on a of type TA, b of type TB and y
@@ -269,3 +269,26 @@ void dg_relu_i8(void *args)
 
 DG_REDUCE_MAX_KERNEL(dg_reduce_max_i64, int64_t, DG_MAX_I64)
 DG_REDUCE_MAX_KERNEL(dg_reduce_max_bool, uint8_t, DG_ANY)
+
+/* MatMul on int32: each output the sum over k in order, wrapping as
+ * two's complement; the batch * m output rows are split. */
+void dg_matmul_i32(void *args)
+{
+    const dg_matmul_args_t *p = (const dg_matmul_args_t *)args;
+    const int32_t *A = (const int32_t *)(const void *)p->a;
+    const int32_t *B = (const int32_t *)(const void *)p->b;
+    int32_t *Y = (int32_t *)(void *)p->y;
+    dg_range_t r = dg_split(p->batch * p->m);
+    uint32_t row, j, k;
+    for (row = r.start; row < r.end; row++) {
+        uint32_t aoff, boff;
+        dg_matmul_batch(p, row / p->m, &aoff, &boff);
+        aoff += (row % p->m) * p->k;
+        for (j = 0; j < p->n; j++) {
+            uint32_t acc = p->accumulate ? (uint32_t)Y[row * p->n + j] : 0u;
+            for (k = 0; k < p->k; k++)
+                acc += (uint32_t)A[aoff + k] * (uint32_t)B[boff + k * p->n + j];
+            Y[row * p->n + j] = DG_FAULT_I(DG_FAULT_MATMUL, (int32_t)acc);
+        }
+    }
+}

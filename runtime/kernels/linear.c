@@ -690,20 +690,15 @@ static void matmul_rows(const dg_matmul_args_t *p, uint32_t trans_a, uint32_t tr
     dg_range_t r = dg_split(p->batch * p->m);
     const uint32_t a_si = trans_a ? 1 : p->k, a_sk = trans_a ? p->m : 1;
     const uint32_t b_sk = trans_b ? 1 : p->n, b_sj = trans_b ? p->k : 1;
-    uint32_t row = r.start, d;
+    uint32_t row = r.start;
     (void)fault;
     while (row < r.end) {
         const uint32_t bi = row / p->m, i0 = row % p->m;
         const uint32_t rows = (p->m - i0 < r.end - row) ? p->m - i0 : r.end - row;
-        uint32_t aoff = 0, boff = 0, rem = bi, i;
+        uint32_t aoff, boff, i;
         float *y = p->y + row * p->n;
         int pass;
-        for (d = p->nbatch_dims; d-- > 0;) {
-            const uint32_t id = rem % p->batch_shape[d];
-            rem /= p->batch_shape[d];
-            aoff += id * p->a_bstrides[d];
-            boff += id * p->b_bstrides[d];
-        }
+        dg_matmul_batch(p, bi, &aoff, &boff);
         pass = mm_alpha(p->a + aoff + i0 * a_si, a_si, a_sk, p->b + boff, b_sk, b_sj, y, p->n,
                         rows, p->n, p->k, alpha, p->accumulate);
         if (pass || DG_EPILOGUE_ALWAYS)

@@ -389,6 +389,15 @@ impl<'a> Draft<'a> {
                     x.name
                 ));
                 *v = TensorData::from_f32(v.shape.clone(), &f);
+            } else if v.dtype.is_int() && v.dtype != DType::I32 && x.ty.dtype == DType::I32 {
+                let from = v.dtype.name();
+                *v = int_as_i32(v).map_err(|why| {
+                    Error::binding(format!("inputs.npz key '{k}' for graph input '{}' (i32): {why}", x.name))
+                })?;
+                self.notes.push(format!(
+                    "inputs.npz key '{k}' is {from}; converted to i32 for graph input '{}' (i32): every value fits",
+                    x.name
+                ));
             }
         }
         match (source, self.model.initial.get(&x.name)) {
@@ -576,7 +585,19 @@ pub(super) fn ty_str(dtype: DType, shape: &[usize]) -> String {
 /// check stage asks `int_as_f32`.
 pub(super) fn fits_data(ty: &TensorType, t: &Header) -> bool {
     let narrowed = (t.dtype == DType::F64 || t.dtype.is_int()) && ty.dtype == DType::F32;
-    fits(ty, t) || (narrowed && fits(ty, &Header { dtype: DType::F32, shape: t.shape.clone() }))
+    let to_i32 = t.dtype.is_int() && ty.dtype == DType::I32;
+    let as_read = |dtype| Header { dtype, shape: t.shape.clone() };
+    fits(ty, t) || (narrowed && fits(ty, &as_read(DType::F32))) || (to_i32 && fits(ty, &as_read(DType::I32)))
+}
+
+/// Integer data as i32 (Deeploy writes int8 arrays for int32 graph
+/// inputs), when every value fits; otherwise the first that does not.
+pub(super) fn int_as_i32(v: &TensorData) -> std::result::Result<TensorData, String> {
+    let wide = v.to_i64().ok_or_else(|| format!("{} data is not integer", v.dtype.name()))?;
+    if let Some(i) = wide.iter().position(|&x| i32::try_from(x).is_err()) {
+        return Err(format!("{} value {} at flat index {i} does not fit in i32", v.dtype.name(), wide[i]));
+    }
+    Ok(TensorData::from_i64_as(DType::I32, v.shape.clone(), &wide).expect("checked to fit"))
 }
 
 /// Why integer data does not convert to f32.

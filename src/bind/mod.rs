@@ -147,6 +147,10 @@ pub struct Reference {
     /// Graph output, parameter or loss value the reference is for.
     pub target: String,
     pub data: TensorData,
+    /// The key held integers, converted to the f32 output they are the
+    /// reference for: the harness compares them exactly (an integer graph
+    /// declared f32, as Deeploy's are).
+    pub integral: bool,
 }
 
 /// Test data bound to a model: what the emitter writes into the input
@@ -535,7 +539,14 @@ impl OutputKeys<'_> {
         if let Some(out) = output {
             let ty = &g.tensor(g.id(out).expect("outputs are tensors")).ty;
             let data = self.read(key, &format!("graph output '{out}'"), ty, t)?;
-            b.references.push(Reference { key: key.to_string(), kind: RefKind::Output, target: out.to_string(), data });
+            let integral = t.dtype.is_int() && data.dtype == DType::F32;
+            b.references.push(Reference {
+                key: key.to_string(),
+                kind: RefKind::Output,
+                target: out.to_string(),
+                data,
+                integral,
+            });
             return Ok(());
         }
         b.warnings.push(format!(
@@ -573,7 +584,7 @@ impl OutputKeys<'_> {
             ));
         }
         let data = o.get(key)?.expect("a listed key").clone();
-        b.loss = Some(Reference { key: key.to_string(), kind: RefKind::Loss, target, data });
+        b.loss = Some(Reference { key: key.to_string(), kind: RefKind::Loss, target, data, integral: false });
         Ok(())
     }
 
@@ -591,6 +602,7 @@ impl OutputKeys<'_> {
                 kind: RefKind::UpdatedParam,
                 target: name.to_string(),
                 data,
+                integral: false,
             });
             return Ok(true);
         }
@@ -602,6 +614,7 @@ impl OutputKeys<'_> {
                 kind: RefKind::Frozen,
                 target: name.to_string(),
                 data,
+                integral: false,
             });
             return Ok(true);
         }

@@ -28,6 +28,9 @@ pub struct Check {
     /// Bytes per value of an integer or boolean tensor, compared exactly;
     /// `None`: f32, compared within the tolerance.
     pub exact: Option<usize>,
+    /// An f32 tensor whose reference held integers: compared with zero
+    /// tolerance (|computed - ref| <= 0, so -0 equals 0).
+    pub integral: bool,
 }
 
 /// A static array of test data or references.
@@ -323,6 +326,7 @@ fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3
         RefKind::UpdatedParam | RefKind::Frozen => r.key.clone(),
         _ => r.target.clone(),
     };
+    let integral = r.integral && exact.is_none();
     h.checks.push(Check {
         tensor: r.target.clone(),
         name: c_string(escape::harness_label(&what)),
@@ -330,6 +334,7 @@ fn tensor_reference(ctx: &Ctx, i: usize, r: &bind::Reference, l3: &mut Option<L3
         ref_name: rn,
         values: n,
         exact,
+        integral,
     });
-    h.compared.push(Compared { name: what, values: n });
+    h.compared.push(Compared { name: what, values: n, exact: exact.is_some() || integral });
 }

@@ -127,6 +127,10 @@ pub struct TestDataPlace {
 pub struct Compared {
     pub name: String,
     pub values: u64,
+    /// Compared exactly: an integer tensor, or an f32 one whose reference
+    /// held integers.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub exact: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

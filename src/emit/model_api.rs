@@ -48,6 +48,8 @@ pub struct DemoCheck {
     pub ref_name: String,
     pub values: u64,
     pub exact: Option<usize>,
+    /// Compared with zero tolerance (`harness::Check::integral`).
+    pub integral: bool,
 }
 
 /// A reference of `demo.c`: one predict output after training, per chunk
@@ -206,6 +208,7 @@ pub(super) fn build_inference(
                 ref_name: k.ref_name.clone(),
                 values: k.values,
                 exact: k.exact,
+                integral: k.integral,
             });
         }
     }

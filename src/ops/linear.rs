@@ -6,7 +6,7 @@ use super::kernel::{call, dims_list, f, numel, one, u, Arg, Kernel, KernelCall, 
 use super::tile::{self, Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{broadcast, Ctx, LegacyAttr, OpDef};
 use crate::error::{Error, Result};
-use crate::ir::{Attr, Graph, Node, TensorId, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorId, TensorType};
 
 pub const OPS: &[OpDef] = &[
     OpDef {
@@ -283,7 +283,11 @@ fn bind_fused_matmul(ctx: &KernelCtx) -> Result<KernelCall> {
 }
 
 fn matmul_with(ctx: &KernelCtx, p: Product, fused: bool) -> Result<KernelCall> {
-    ctx.require_f32(&[0, 1])?;
+    // MatMul on int32 (Deeploy's integer graphs) has its own kernel.
+    let int32 = !fused && ctx.in_dtype(0)? == DType::I32 && ctx.in_dtype(1)? == DType::I32;
+    if !int32 {
+        ctx.require_f32(&[0, 1])?;
+    }
     let mut fields = vec![("a", ctx.inp(0)?), ("b", ctx.inp(1)?), ("y", ctx.out(0)?)];
     fields.extend(product_fields(ctx, ctx.in_shape(0)?, ctx.in_shape(1)?, p.trans_a, p.trans_b)?.fields);
     let func = if fused {
@@ -291,6 +295,8 @@ fn matmul_with(ctx: &KernelCtx, p: Product, fused: bool) -> Result<KernelCall> {
         fields.push(("trans_b", u(usize::from(p.trans_b))));
         fields.push(("alpha", f(p.alpha)));
         "dg_fused_matmul_f32"
+    } else if int32 {
+        "dg_matmul_i32"
     } else {
         "dg_matmul_f32"
     };

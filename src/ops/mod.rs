@@ -26,6 +26,7 @@ pub mod loss;
 mod norm;
 pub use norm::saved_stats_form;
 mod group_norm;
+mod int_approx;
 mod pad;
 mod pool;
 pub mod quant;
@@ -405,6 +406,7 @@ const FAMILIES: &[&[OpDef]] = &[
     resize::OPS,
     quant::OPS,
     requant::OPS,
+    int_approx::OPS,
 ];
 
 /// Resolve an operator type to its registry handle.

@@ -2,7 +2,7 @@
 //! input after), and ArgMax / ArgMin (one axis, int64 indices).
 
 use super::grad::GradCtx;
-use super::kernel::{call, dims_list, max_dims, one, strides, u, Kernel, KernelCall, KernelCtx};
+use super::kernel::{call, dims_list, max_dims, one, strides, u, Arg, Kernel, KernelCall, KernelCtx};
 use super::tile::{self, Part, Space, TileMap, TileRefusal, TileRule, Tileable};
 use super::{Ctx, OpDef};
 use crate::error::Result;
@@ -51,6 +51,15 @@ pub const OPS: &[OpDef] = &[
         kernel: Some(Kernel::Bind(bind_reduce_mean)),
         tile: Some(REDUCE_TILES),
         grad: Some(reduce_mean_grad),
+        ..OpDef::BASE
+    },
+    // quantlib's integer mean over `axes` (Deeploy's rounding; the values
+    // are integers held as f32 or i32).
+    OpDef {
+        name: "IntegerMean",
+        attrs: &["axes", "keepdims"],
+        infer: integer_mean,
+        kernel: Some(Kernel::Bind(bind_integer_mean)),
         ..OpDef::BASE
     },
     OpDef {
@@ -148,6 +157,14 @@ fn reduce(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![TensorType::new(dtype, &out)])
 }
 
+/// IntegerMean: as ReduceMean, on f32 or i32.
+fn integer_mean(ctx: &Ctx) -> Result<Vec<TensorType>> {
+    match ctx.dtype(0)? {
+        DType::F32 | DType::I32 => reduce(ctx),
+        other => Err(ctx.err(format!("input 0 is {other}; IntegerMean takes f32 or i32"))),
+    }
+}
+
 // ---- kernel bindings --------------------------------------------------------
 
 /// The element types a reduction kernel is built for: the input's (the
@@ -160,6 +177,21 @@ fn bind_reduce_sum(ctx: &KernelCtx) -> Result<KernelCall> {
 
 fn bind_reduce_mean(ctx: &KernelCtx) -> Result<KernelCall> {
     bind_reduce(ctx, &[(DType::F32, "dg_reduce_mean_f32", "dg_reduce_args_t")])
+}
+
+fn bind_integer_mean(ctx: &KernelCtx) -> Result<KernelCall> {
+    let d = ctx.in_dtype(0)?;
+    let forms = &[
+        (DType::F32, "dg_integer_mean", "dg_reduce_int_args_t"),
+        (DType::I32, "dg_integer_mean", "dg_reduce_int_args_t"),
+    ];
+    let mut k = bind_reduce(ctx, forms)?;
+    let code = |d: DType| Arg::Enum(if d == DType::I32 { "DG_DT_I32" } else { "DG_DT_F32" });
+    for c in &mut k.calls {
+        c.fields.push(("x_dtype", code(d)));
+        c.fields.push(("y_dtype", code(ctx.out_dtype(0)?)));
+    }
+    Ok(k)
 }
 
 fn bind_reduce_max(ctx: &KernelCtx) -> Result<KernelCall> {

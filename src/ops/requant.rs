@@ -37,7 +37,7 @@ struct Rqs {
 
 /// A one-value attribute (INT, FLOAT or a one-element TENSOR) that must
 /// be a whole number.
-fn whole_attr(node: &Node, name: &str) -> Result<Option<i64>> {
+pub(super) fn whole_attr(node: &Node, name: &str) -> Result<Option<i64>> {
     let wrong = |what: String| Error::node(node, format!("attribute '{name}' {what}"));
     let v: f64 = match node.attrs.get(name) {
         None => return Ok(None),

@@ -255,7 +255,12 @@ pub fn judge(m: &Manifest, ran: &Ran, limit: Duration) -> Outcome {
         let msg = format!("the app reported `Errors: 0 out of {n}` but ended with {}", ran.describe_status());
         return fail(Stage::Runtime, msg, tail);
     }
-    let tol = format!(", tolerance {} + {} x |ref|", m.tolerance, m.rtol);
+    let exact: u64 = m.compared.iter().filter(|c| c.exact).map(|c| c.values).sum();
+    let tol = match exact {
+        e if e == n => ", compared exactly".to_string(),
+        0 => format!(", tolerance {} + {} x |ref|", m.tolerance, m.rtol),
+        e => format!(", tolerance {} + {} x |ref| ({e} integer values exactly)", m.tolerance, m.rtol),
+    };
     Outcome { message: format!("Errors: 0 out of {n}{tol}"), ..base }
 }
 
