@@ -235,9 +235,9 @@ static int harness(void)
     char num[2][21];
 
     pi_cluster_conf_init(&conf);
-#ifdef DG_PLATFORM_GAP9
+{%- if c.stacks.controller > 0 %}
     conf.cc_stack_size = CC_STACK_SIZE;
-#endif
+{%- endif %}
     pi_open_from_conf(&cluster_dev, &conf);
     if (pi_cluster_open(&cluster_dev) != 0)
         return init_failed("cannot open the cluster");

@@ -134,9 +134,7 @@ static int demo(void)
     int r;
 
     pi_cluster_conf_init(&conf);
-#ifdef DG_PLATFORM_GAP9
     conf.cc_stack_size = CC_STACK_SIZE;
-#endif
     pi_open_from_conf(&cluster_dev, &conf);
     if (pi_cluster_open(&cluster_dev) != 0)
         return fail("cannot open the cluster", 0);

@@ -193,9 +193,6 @@ static int harness(void)
     char num[2][21];
 
     pi_cluster_conf_init(&conf);
-#ifdef DG_PLATFORM_GAP9
-    conf.cc_stack_size = CC_STACK_SIZE;
-#endif
     pi_open_from_conf(&cluster_dev, &conf);
     if (pi_cluster_open(&cluster_dev) != 0)
         return init_failed("cannot open the cluster");
