@@ -120,3 +120,53 @@ fn unsupported_forms_are_refused_by_name() {
     let e = load_err(&b);
     assert!(e.contains("attribute 'D' = 1000 must be a power of two"), "{e}");
 }
+
+/// Hostile data (±1e30, NaN, ±3e9 where integers are expected) gives
+/// defined results: under the sanitizers every case runs to its
+/// comparison, which the changed values then fail.
+#[test]
+fn values_far_outside_the_integers_run_without_undefined_behaviour() {
+    if !common::have_gcc("values_far_outside_the_integers_run_without_undefined_behaviour") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let src = common::root().join("tests/fixtures/int_approx");
+    let mut cases = vec![];
+    for e in std::fs::read_dir(&src).unwrap().flatten() {
+        let case = tmp.path().join(e.file_name());
+        std::fs::create_dir(&case).unwrap();
+        for f in ["network.onnx", "outputs.npz"] {
+            std::fs::copy(e.path().join(f), case.join(f)).unwrap();
+        }
+        let npz = deploygen::bind::npz::read_all(&e.path().join("inputs.npz")).unwrap();
+        let (key, x) = npz.arrays.into_iter().next().unwrap();
+        let mut v = x.to_f32().or_else(|| x.to_i64().map(|i| i.iter().map(|&a| a as f32).collect())).unwrap();
+        let n = v.len();
+        for (i, bad) in [(0, 1e30f32), (1, -1e30), (2, f32::NAN), (3, 3e9), (n - 1, -3e9)] {
+            v[i] = bad;
+        }
+        let x2 = deploygen::ir::TensorData::from_f32(x.shape.clone(), &v);
+        let bytes = deploygen::bind::npz::write_npz(&[(key.as_str(), &x2)]).unwrap();
+        std::fs::write(case.join("inputs.npz"), bytes).unwrap();
+        cases.push(case);
+    }
+    cases.sort();
+    // The int32 case cannot take floats: it keeps its own data.
+    cases.retain(|c| !c.ends_with("ihardswish_i32"));
+    let status = tmp.path().join("status.toml");
+    std::fs::write(&status, "").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_deploygen"))
+        .arg("test")
+        .args(&cases)
+        .args(["--platform", "host", "--sanitize", "--status"])
+        .arg(&status)
+        .arg("--cache-dir")
+        .arg(common::runtime_cache())
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    let v = verdicts(&out);
+    assert_eq!(v.len(), cases.len(), "{}", String::from_utf8_lossy(&out.stdout));
+    let bad: Vec<_> = v.iter().filter(|l| !l.contains("INCORRECT_RESULT")).collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+}

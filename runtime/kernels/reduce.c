@@ -88,15 +88,16 @@ void dg_integer_mean(void *args)
         uint32_t off = walk_base_(&w, o, idx);
         int64_t s = 0, m;
         for (k = 0; k < (uint32_t)n; k++) {
-            s += p->x_dtype == DG_DT_I32 ? (int64_t)((const int32_t *)p->x)[off]
-                                         : dg_f64_to_i64((double)((const float *)p->x)[off]);
+            const int64_t v = p->x_dtype == DG_DT_I32 ? (int64_t)((const int32_t *)p->x)[off]
+                                                      : dg_f64_to_i64((double)((const float *)p->x)[off]);
+            s = (int64_t)((uint64_t)s + (uint64_t)v); /* wraps on hostile values */
             off = walk_next_(&w, off, idx);
         }
         if (pow2) {
-            m = s + n / 2;
+            m = (int64_t)((uint64_t)s + (uint64_t)(n / 2));
             m = m >= 0 ? m / n : -((-m + n - 1) / n); /* floor */
         } else {
-            m = (s + (s >= 0 ? 1 : -1) * (n / 2)) / n;
+            m = (int64_t)((uint64_t)s + (uint64_t)((s >= 0 ? 1 : -1) * (n / 2))) / n;
         }
         m = DG_FAULT_I(DG_FAULT_REDUCE_MEAN, m);
         if (p->y_dtype == DG_DT_I32)

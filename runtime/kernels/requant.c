@@ -55,6 +55,29 @@ static int64_t floor_shift_(int64_t v, int32_t s)
     return v >= 0 ? v >> s : -((-v - 1) >> s) - 1;
 }
 
+/* a * b, a + b and a - b wrapping as two's complement: hostile values (an f32
+ * far outside the integers these graphs hold) give a defined result. */
+static int64_t mul_(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
+static int64_t add_(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t sub_(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* a / b truncated as C does, defined for b == -1 too (INT64_MIN / -1). */
+static int64_t trunc_div_(int64_t a, int64_t b)
+{
+    return b == -1 ? mul_(a, -1) : a / b;
+}
+
 static int64_t clip_(int64_t v, int64_t lo, int64_t hi)
 {
     return v < lo ? lo : (v > hi ? hi : v);
@@ -114,9 +137,11 @@ static uint32_t iexp_(const dg_isoftmax_args_t *p, int64_t d)
     z = z < 0 ? 0 : (z > 31 ? 31 : z);
     q = (int16_t)(xt + z * p->log2);
     {
-        const int32_t r = q + p->coeff_b;
-        const int64_t e = (int64_t)(p->coeff_a * (r * r)) + p->coeff_c;
-        return (uint32_t)((uint64_t)e >> z);
+        /* int32 arithmetic as Deeploy's, wrapping where it would overflow. */
+        const int64_t r = (int64_t)q + p->coeff_b;
+        const int32_t sq = (int32_t)(uint32_t)(uint64_t)(r * r);
+        const int32_t e32 = (int32_t)(uint32_t)((uint64_t)(int64_t)p->coeff_a * (uint64_t)(int64_t)sq);
+        return (uint32_t)((uint64_t)add_(e32, p->coeff_c) >> z);
     }
 }
 
@@ -130,20 +155,21 @@ void dg_isoftmax(void *args)
         const int64_t m = row_max_(p->x, p->x_dtype, base, p->len);
         uint32_t sum = 0;
         for (j = 0; j < p->len; j++)
-            sum += iexp_(p, value_(p->x, p->x_dtype, base + j) - m);
+            sum += iexp_(p, sub_(value_(p->x, p->x_dtype, base + j), m));
         for (j = 0; j < p->len; j++) {
-            const uint32_t e = iexp_(p, value_(p->x, p->x_dtype, base + j) - m);
+            const uint32_t e = iexp_(p, sub_(value_(p->x, p->x_dtype, base + j), m));
             const uint32_t y = sum ? (uint32_t)(e * (p->n_levels - 1u)) / sum : 0u;
             store_(p->y, p->y_dtype, base + j, DG_FAULT_I(DG_FAULT_ISOFTMAX, (int64_t)y));
         }
     }
 }
 
-/* ITA's power-of-two exponent: 256 >> shift(max - x). */
-static uint32_t ita_shift_(int64_t diff)
+/* ITA's power-of-two exponent of x against the maximum m >= x:
+ * 256 >> shift, shift = (m - x + 16) >> 5 (at most 31). */
+static uint32_t ita_shift_(int64_t m, int64_t x)
 {
-    const int64_t s = (diff + 16) >> 5;
-    return s > 31 ? 31u : (uint32_t)s;
+    const uint64_t diff = (uint64_t)m - (uint64_t)x;
+    return diff >= (31u << 5) ? 31u : (uint32_t)((diff + 16u) >> 5);
 }
 
 /* The sum of a row's (or a group's) 256 >> shift against `m`. */
@@ -151,7 +177,7 @@ static uint32_t ita_sum_(const dg_isoftmax_args_t *p, uint32_t base, uint32_t le
 {
     uint32_t sum = 0, j;
     for (j = 0; j < len; j++)
-        sum += 256u >> ita_shift_(m - value_(p->x, p->x_dtype, base + j));
+        sum += 256u >> ita_shift_(m, value_(p->x, p->x_dtype, base + j));
     return sum;
 }
 
@@ -175,7 +201,7 @@ void dg_itamax(void *args)
             m = value_(p->x, p->x_dtype, base);
             for (g = 0; g < p->len / p->group; g++) {
                 const int64_t gm = row_max_(p->x, p->x_dtype, base + g * p->group, p->group);
-                const uint32_t rescale = gm > m ? ita_shift_(gm - m) : 0u;
+                const uint32_t rescale = gm > m ? ita_shift_(gm, m) : 0u;
                 if (gm > m)
                     m = gm;
                 sum = (sum >> rescale) + ita_sum_(p, base + g * p->group, p->group, m);
@@ -183,7 +209,7 @@ void dg_itamax(void *args)
             inv = ((p->n_levels / 2u - 1u) * 256u) / sum;
         }
         for (j = 0; j < p->len; j++) {
-            const uint32_t y = inv >> ita_shift_(m - value_(p->x, p->x_dtype, base + j));
+            const uint32_t y = inv >> ita_shift_(m, value_(p->x, p->x_dtype, base + j));
             store_(p->y, p->y_dtype, base + j, DG_FAULT_I(DG_FAULT_ISOFTMAX, (int64_t)y));
         }
     }
@@ -218,18 +244,19 @@ static void inorm_(const dg_inorm_args_t *p, int mean_free)
         int64_t mean = 0, sq = 0, root;
         if (mean_free) {
             for (j = 0; j < p->len; j++)
-                mean += value_(p->x, p->x_dtype, base + j);
+                mean = add_(mean, value_(p->x, p->x_dtype, base + j));
             mean /= (int64_t)p->len;
         }
         for (j = 0; j < p->len; j++) {
-            const int16_t t = (int16_t)(value_(p->x, p->x_dtype, base + j) - mean);
+            const int16_t t = (int16_t)sub_(value_(p->x, p->x_dtype, base + j), mean);
             sq += (int32_t)t * t;
         }
         root = isqrt_(sq / (int64_t)p->len + 1);
         for (j = 0; j < p->len; j++) {
-            int64_t v = (value_(p->x, p->x_dtype, base + j) - mean) * value_(p->w, p->w_dtype, j) / root;
+            const int64_t c = sub_(value_(p->x, p->x_dtype, base + j), mean);
+            int64_t v = trunc_div_(mul_(c, value_(p->w, p->w_dtype, j)), root);
             if (p->b)
-                v += value_(p->b, p->b_dtype, j);
+                v = add_(v, value_(p->b, p->b_dtype, j));
             v = clip_(floor_shift_(v, p->log2d), p->lo, p->hi);
             store_(p->y, p->y_dtype, base + j, DG_FAULT_I(DG_FAULT_INORM, v));
         }
@@ -253,7 +280,7 @@ void dg_ihardswish(void *args)
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
         const int64_t x = value_(p->x, p->x_dtype, i);
-        const int64_t y = x * (clip_(x + p->b, 0, p->c) * p->a);
+        const int64_t y = mul_(x, clip_(add_(x, p->b), 0, p->c) * p->a);
         store_(p->y, p->y_dtype, i, DG_FAULT_I(DG_FAULT_IPOINT, y));
     }
 }
@@ -266,9 +293,10 @@ void dg_igelu(void *args)
     for (i = r.start; i < r.end; i++) {
         const int64_t x = value_(p->x, p->x_dtype, i);
         const int64_t s = (x > 0) - (x < 0);
-        const int64_t q = s * x > -p->a ? -p->a : s * x;
+        const int64_t ax = mul_(s, x); /* |x|; negative only for INT64_MIN */
+        const int64_t q = (ax < 0 || ax > -p->a) ? -p->a : ax;
         const int64_t l = s * (p->b - (q + p->a) * (q + p->a));
-        const int64_t y = x * floor_shift_(p->b + l, 1);
+        const int64_t y = mul_(x, floor_shift_(p->b + l, 1));
         store_(p->y, p->y_dtype, i, DG_FAULT_I(DG_FAULT_IPOINT, y));
     }
 }
@@ -279,7 +307,7 @@ void dg_itrue_div(void *args)
     dg_range_t r = dg_split(p->n);
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
-        const int64_t y = floor_div_(value_(p->x, p->x_dtype, i) * p->a, p->b);
+        const int64_t y = floor_div_(mul_(value_(p->x, p->x_dtype, i), p->a), p->b);
         store_(p->y, p->y_dtype, i, DG_FAULT_I(DG_FAULT_IPOINT, y));
     }
 }
@@ -293,8 +321,9 @@ void dg_inonorm(void *args)
     for (i = r.start; i < r.end; i++) {
         const uint32_t ow = p->ndim ? bcast_offset_(p->ndim, p->shape, p->w_strides, i) : 0;
         const uint32_t ob = p->ndim ? bcast_offset_(p->ndim, p->shape, p->b_strides, i) : 0;
-        const int64_t t = value_(p->x, p->x_dtype, i) * value_(p->w, p->w_dtype, ow) + value_(p->b, p->b_dtype, ob);
-        const int64_t y = clip_(floor_shift_(t * p->mul, p->log2d), p->lo, p->hi);
+        const int64_t t = add_(mul_(value_(p->x, p->x_dtype, i), value_(p->w, p->w_dtype, ow)),
+                               value_(p->b, p->b_dtype, ob));
+        const int64_t y = clip_(floor_shift_(mul_(t, p->mul), p->log2d), p->lo, p->hi);
         store_(p->y, p->y_dtype, i, DG_FAULT_I(DG_FAULT_INONORM, y));
     }
 }
@@ -307,11 +336,11 @@ void dg_integer_div(void *args)
     for (i = r.start; i < r.end; i++) {
         const int64_t a = value_(p->a, p->a_dtype, bcast_offset_(p->ndim, p->shape, p->a_strides, i));
         const int64_t b = value_(p->b, p->b_dtype, bcast_offset_(p->ndim, p->shape, p->b_strides, i));
-        const int64_t n = p->delta_eta * a, d = p->eta * b + p->eps;
+        const int64_t n = mul_(p->delta_eta, a), d = add_(mul_(p->eta, b), p->eps);
         int64_t y = 0;
         DG_DATA_CHECK(d != 0, "IntegerDiv: a divisor eta * b + eps is 0");
         if (d != 0)
-            y = (n + (n >= 0 ? 1 : -1) * (d >> 1)) / d;
+            y = trunc_div_(add_(n, (n >= 0 ? 1 : -1) * (d >> 1)), d);
         store_(p->y, p->y_dtype, i, DG_FAULT_I(DG_FAULT_IPOINT, y));
     }
 }
