@@ -91,13 +91,16 @@ int Init{{ c.net }}(struct pi_device *cluster)
 {%- endfor %}
 {%- else %}
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[{{ w.segments.len() }}] = {
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[{{ w.segments.len() }}] = {
 {%- for s in w.segments %}
-            { {{ s.dst }}, {{ s.offset }}u, {{ s.bytes }}u }, /* {{ s.name }} */
+            { {{ s.base }}u, {{ s.at }}u, {{ s.offset }}u, {{ s.bytes }}u }, /* {{ s.name }} */
 {%- endfor %}
         };
-        if (dg_load_l3_image("l3.bin", segs, {{ w.segments.len() }}u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, {{ w.segments.len() }}u) != 0)
             return -1;
     }
 {%- endif %}

@@ -503,7 +503,7 @@ size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size)
     return total;
 }
 
-int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n)
+int dg_load_l3_image(const char *name, void *const *bases, const dg_l3_segment_t *segs, uint32_t n)
 {
     size_t size = 0, pos = 0, k, want, skip;
     uint32_t i;
@@ -532,7 +532,7 @@ int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n)
             k = want < sizeof dg_stage ? want : sizeof dg_stage;
             if (dg_file_read(f, dg_stage, k) != k)
                 goto short_read;
-            dg_l3_write((uint8_t *)segs[i].dst + done, dg_stage, k);
+            dg_l3_write((uint8_t *)bases[segs[i].base] + segs[i].at + done, dg_stage, k);
             done += k;
         }
         pos = end;

@@ -50,9 +50,11 @@ void dg_l3_write(void *dst_l3, const void *src_l2, size_t size);
 size_t dg_load_file_to_l3(void *dst_l3, const char *name, size_t max_size);
 
 /* One piece of a packed L3 image: `bytes` bytes at `offset` of the file go
- * to the L3 buffer `dst`. */
+ * to the L3 buffer `at` bytes from bases[base] (dg_load_l3_image's), so that
+ * the table can be static data. */
 typedef struct {
-    void *dst;
+    uint32_t base;
+    uint32_t at;
     uint32_t offset;
     uint32_t bytes;
 } dg_l3_segment_t;
@@ -62,7 +64,7 @@ typedef struct {
  * the file once. Returns 0, or -1 (with a FATAL line) when the file cannot
  * be read or is shorter than its last segment. Files are found like those
  * of dg_load_file_to_l3. */
-int dg_load_l3_image(const char *name, const dg_l3_segment_t *segs, uint32_t n);
+int dg_load_l3_image(const char *name, void *const *bases, const dg_l3_segment_t *segs, uint32_t n);
 
 /* Memory level of a pointer: DG_LEVEL_L1, _L2 or _L3. */
 int dg_mem_level(const void *ptr);

@@ -12,7 +12,7 @@ use crate::c;
 use crate::error::{Error, Result};
 use crate::escape::{self, c_comment, c_ident, c_string};
 use crate::ir::{DType, TensorData};
-use crate::plan::{self, BufId, Supply};
+use crate::plan::{self, BufId, Placement, Supply};
 
 /// A weight baked into `Weights.c`.
 #[derive(Clone, Debug)]
@@ -27,6 +27,10 @@ pub struct Baked {
 #[derive(Clone, Debug)]
 pub struct Segment {
     pub dst: String,
+    /// Where `dst` is as data, for the packed image's static table: 0 the
+    /// L3 arena, 1 the l3-staged block, and the byte offset in it.
+    pub base: u32,
+    pub at: u64,
     pub offset: u64,
     pub bytes: u64,
     /// The weight's name in a comment, and as a string literal body.
@@ -130,6 +134,13 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, hex_files: bool)
             }),
             Supply::L3Hex | Supply::L3Staged => {
                 let idx = wp.hex_index.unwrap_or(0);
+                let (base, at) = match (wp.supply, ctx.plan.buffers[wp.buffer].placement) {
+                    (Supply::L3Hex, Placement::Arena { offset }) => (0, offset),
+                    (Supply::L3Hex, _) => {
+                        return Err(Error::model(format!("weight '{}': an l3-hex buffer outside the L3 arena", b.name)))
+                    }
+                    _ => (1, w.staged_bytes),
+                };
                 let dst = if wp.supply == Supply::L3Hex {
                     ctx.expr(wp.buffer)
                 } else {
@@ -151,6 +162,8 @@ pub(super) fn build(ctx: &Ctx, binding: Option<&bind::Binding>, hex_files: bool)
                 w.hex.push((PathBuf::from(format!("hex/{idx}.hex")), padded));
                 w.segments.push(Segment {
                     dst,
+                    base,
+                    at,
                     offset,
                     bytes: b.bytes,
                     name: c_comment(&b.name),

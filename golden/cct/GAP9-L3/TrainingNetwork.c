@@ -176,53 +176,56 @@ int InitTrainingNetwork(struct pi_device *cluster)
         return -1;
     }
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[43] = {
-            { DG_L3(12296), 0u, 1728u }, /* tok.conv1.weight */
-            { DG_L3(14024), 1728u, 18432u }, /* tok.conv2.weight */
-            { DG_L3(32456), 20160u, 8192u }, /* pos_embedding */
-            { DG_L3(40648), 28352u, 128u }, /* blk0.ln1.weight */
-            { DG_L3(40776), 28480u, 128u }, /* blk0.ln1.bias */
-            { DG_L3(40904), 28608u, 4096u }, /* blk0.q.weight */
-            { DG_L3(45000), 32704u, 128u }, /* blk0.q.bias */
-            { DG_L3(45128), 32832u, 4096u }, /* blk0.k.weight */
-            { DG_L3(49224), 36928u, 128u }, /* blk0.k.bias */
-            { DG_L3(49352), 37056u, 4096u }, /* blk0.v.weight */
-            { DG_L3(53448), 41152u, 128u }, /* blk0.v.bias */
-            { DG_L3(53576), 41280u, 4096u }, /* blk0.proj.weight */
-            { DG_L3(57672), 45376u, 128u }, /* blk0.proj.bias */
-            { DG_L3(57800), 45504u, 128u }, /* blk0.ln2.weight */
-            { DG_L3(57928), 45632u, 128u }, /* blk0.ln2.bias */
-            { DG_L3(58056), 45760u, 8192u }, /* blk0.fc1.weight */
-            { DG_L3(66248), 53952u, 256u }, /* blk0.fc1.bias */
-            { DG_L3(66504), 54208u, 8192u }, /* blk0.fc2.weight */
-            { DG_L3(74696), 62400u, 128u }, /* blk0.fc2.bias */
-            { DG_L3(74824), 62528u, 128u }, /* blk1.ln1.weight */
-            { DG_L3(74952), 62656u, 128u }, /* blk1.ln1.bias */
-            { DG_L3(75080), 62784u, 4096u }, /* blk1.q.weight */
-            { DG_L3(79176), 66880u, 128u }, /* blk1.q.bias */
-            { DG_L3(79304), 67008u, 4096u }, /* blk1.k.weight */
-            { DG_L3(83400), 71104u, 128u }, /* blk1.k.bias */
-            { DG_L3(83528), 71232u, 4096u }, /* blk1.v.weight */
-            { DG_L3(87624), 75328u, 128u }, /* blk1.v.bias */
-            { DG_L3(87752), 75456u, 4096u }, /* blk1.proj.weight */
-            { DG_L3(91848), 79552u, 128u }, /* blk1.proj.bias */
-            { DG_L3(91976), 79680u, 128u }, /* blk1.ln2.weight */
-            { DG_L3(92104), 79808u, 128u }, /* blk1.ln2.bias */
-            { DG_L3(92232), 79936u, 8192u }, /* blk1.fc1.weight */
-            { DG_L3(100424), 88128u, 256u }, /* blk1.fc1.bias */
-            { DG_L3(100680), 88384u, 8192u }, /* blk1.fc2.weight */
-            { DG_L3(108872), 96576u, 128u }, /* blk1.fc2.bias */
-            { DG_L3(109000), 96704u, 128u }, /* norm.weight */
-            { DG_L3(109128), 96832u, 128u }, /* norm.bias */
-            { DG_L3(109256), 96960u, 128u }, /* seqpool.weight */
-            { DG_L3(109384), 97088u, 4u }, /* seqpool.bias */
-            { DG_L3(109392), 97092u, 1280u }, /* fc.weight */
-            { DG_L3(110672), 98372u, 40u }, /* fc.bias */
-            { DG_L3(209136), 98412u, 4u }, /* attn.scale */
-            { DG_L3(209144), 98416u, 4u }, /* onnx::loss::35_grad */
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[43] = {
+            { 0u, 12296u, 0u, 1728u }, /* tok.conv1.weight */
+            { 0u, 14024u, 1728u, 18432u }, /* tok.conv2.weight */
+            { 0u, 32456u, 20160u, 8192u }, /* pos_embedding */
+            { 0u, 40648u, 28352u, 128u }, /* blk0.ln1.weight */
+            { 0u, 40776u, 28480u, 128u }, /* blk0.ln1.bias */
+            { 0u, 40904u, 28608u, 4096u }, /* blk0.q.weight */
+            { 0u, 45000u, 32704u, 128u }, /* blk0.q.bias */
+            { 0u, 45128u, 32832u, 4096u }, /* blk0.k.weight */
+            { 0u, 49224u, 36928u, 128u }, /* blk0.k.bias */
+            { 0u, 49352u, 37056u, 4096u }, /* blk0.v.weight */
+            { 0u, 53448u, 41152u, 128u }, /* blk0.v.bias */
+            { 0u, 53576u, 41280u, 4096u }, /* blk0.proj.weight */
+            { 0u, 57672u, 45376u, 128u }, /* blk0.proj.bias */
+            { 0u, 57800u, 45504u, 128u }, /* blk0.ln2.weight */
+            { 0u, 57928u, 45632u, 128u }, /* blk0.ln2.bias */
+            { 0u, 58056u, 45760u, 8192u }, /* blk0.fc1.weight */
+            { 0u, 66248u, 53952u, 256u }, /* blk0.fc1.bias */
+            { 0u, 66504u, 54208u, 8192u }, /* blk0.fc2.weight */
+            { 0u, 74696u, 62400u, 128u }, /* blk0.fc2.bias */
+            { 0u, 74824u, 62528u, 128u }, /* blk1.ln1.weight */
+            { 0u, 74952u, 62656u, 128u }, /* blk1.ln1.bias */
+            { 0u, 75080u, 62784u, 4096u }, /* blk1.q.weight */
+            { 0u, 79176u, 66880u, 128u }, /* blk1.q.bias */
+            { 0u, 79304u, 67008u, 4096u }, /* blk1.k.weight */
+            { 0u, 83400u, 71104u, 128u }, /* blk1.k.bias */
+            { 0u, 83528u, 71232u, 4096u }, /* blk1.v.weight */
+            { 0u, 87624u, 75328u, 128u }, /* blk1.v.bias */
+            { 0u, 87752u, 75456u, 4096u }, /* blk1.proj.weight */
+            { 0u, 91848u, 79552u, 128u }, /* blk1.proj.bias */
+            { 0u, 91976u, 79680u, 128u }, /* blk1.ln2.weight */
+            { 0u, 92104u, 79808u, 128u }, /* blk1.ln2.bias */
+            { 0u, 92232u, 79936u, 8192u }, /* blk1.fc1.weight */
+            { 0u, 100424u, 88128u, 256u }, /* blk1.fc1.bias */
+            { 0u, 100680u, 88384u, 8192u }, /* blk1.fc2.weight */
+            { 0u, 108872u, 96576u, 128u }, /* blk1.fc2.bias */
+            { 0u, 109000u, 96704u, 128u }, /* norm.weight */
+            { 0u, 109128u, 96832u, 128u }, /* norm.bias */
+            { 0u, 109256u, 96960u, 128u }, /* seqpool.weight */
+            { 0u, 109384u, 97088u, 4u }, /* seqpool.bias */
+            { 0u, 109392u, 97092u, 1280u }, /* fc.weight */
+            { 0u, 110672u, 98372u, 40u }, /* fc.bias */
+            { 0u, 209136u, 98412u, 4u }, /* attn.scale */
+            { 0u, 209144u, 98416u, 4u }, /* onnx::loss::35_grad */
         };
-        if (dg_load_l3_image("l3.bin", segs, 43u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, 43u) != 0)
             return -1;
     }
     DeeployNetwork_inputs[0] = DG_L3(0);

@@ -57,15 +57,18 @@ int InitTrainingNetwork(struct pi_device *cluster)
         return -1;
     }
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[5] = {
-            { DG_L3(1168), 0u, 4u }, /* onnx::loss::41_grad */
-            { DG_L3(1176), 4u, 144u }, /* conv.weight */
-            { DG_L3(1320), 148u, 16u }, /* conv.bias */
-            { DG_L3(1336), 164u, 5760u }, /* fc.weight */
-            { DG_L3(7096), 5924u, 40u }, /* fc.bias */
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[5] = {
+            { 0u, 1168u, 0u, 4u }, /* onnx::loss::41_grad */
+            { 0u, 1176u, 4u, 144u }, /* conv.weight */
+            { 0u, 1320u, 148u, 16u }, /* conv.bias */
+            { 0u, 1336u, 164u, 5760u }, /* fc.weight */
+            { 0u, 7096u, 5924u, 40u }, /* fc.bias */
         };
-        if (dg_load_l3_image("l3.bin", segs, 5u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, 5u) != 0)
             return -1;
     }
     DeeployNetwork_inputs[0] = DG_L3(0);

@@ -51,16 +51,19 @@ int InitNetwork(struct pi_device *cluster)
         return -1;
     }
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[6] = {
-            { DG_L3(1960), 0u, 576u }, /* conv1.weight */
-            { DG_L3(2536), 576u, 18432u }, /* conv2.weight */
-            { DG_L3(20968), 19008u, 1536u }, /* fc.weight */
-            { DG_L3(22504), 20544u, 48u }, /* fc.bias */
-            { DG_L3(22552), 20592u, 64u }, /* conv1.weight.folded_bias */
-            { DG_L3(22616), 20656u, 128u }, /* conv2.weight.folded_bias */
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[6] = {
+            { 0u, 1960u, 0u, 576u }, /* conv1.weight */
+            { 0u, 2536u, 576u, 18432u }, /* conv2.weight */
+            { 0u, 20968u, 19008u, 1536u }, /* fc.weight */
+            { 0u, 22504u, 20544u, 48u }, /* fc.bias */
+            { 0u, 22552u, 20592u, 64u }, /* conv1.weight.folded_bias */
+            { 0u, 22616u, 20656u, 128u }, /* conv2.weight.folded_bias */
         };
-        if (dg_load_l3_image("l3.bin", segs, 6u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, 6u) != 0)
             return -1;
     }
     DeeployNetwork_inputs[0] = DG_L3(0);

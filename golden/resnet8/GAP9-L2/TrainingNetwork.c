@@ -148,13 +148,16 @@ int InitTrainingNetwork(struct pi_device *cluster)
         return -1;
     }
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[3] = {
-            { DG_STAGED(0), 0u, 36864u }, /* stack2.conv2.weight */
-            { DG_STAGED(36864), 36864u, 73728u }, /* stack3.conv1.weight */
-            { DG_STAGED(110592), 110592u, 147456u }, /* stack3.conv2.weight */
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[3] = {
+            { 1u, 0u, 0u, 36864u }, /* stack2.conv2.weight */
+            { 1u, 36864u, 36864u, 73728u }, /* stack3.conv1.weight */
+            { 1u, 110592u, 110592u, 147456u }, /* stack3.conv2.weight */
         };
-        if (dg_load_l3_image("l3.bin", segs, 3u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, 3u) != 0)
             return -1;
     }
     DeeployNetwork_inputs[0] = DG_L2(0);

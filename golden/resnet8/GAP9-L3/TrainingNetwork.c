@@ -148,52 +148,55 @@ int InitTrainingNetwork(struct pi_device *cluster)
         return -1;
     }
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[42] = {
-            { DG_L3(12296), 0u, 1728u }, /* conv1.weight */
-            { DG_L3(14024), 1728u, 64u }, /* bn1.weight */
-            { DG_L3(14088), 1792u, 64u }, /* bn1.bias */
-            { DG_L3(14152), 1856u, 64u }, /* bn1.running_mean */
-            { DG_L3(14216), 1920u, 64u }, /* bn1.running_var */
-            { DG_L3(14280), 1984u, 9216u }, /* stack1.conv1.weight */
-            { DG_L3(23496), 11200u, 64u }, /* stack1.bn1.weight */
-            { DG_L3(23560), 11264u, 64u }, /* stack1.bn1.bias */
-            { DG_L3(23624), 11328u, 64u }, /* stack1.bn1.running_mean */
-            { DG_L3(23688), 11392u, 64u }, /* stack1.bn1.running_var */
-            { DG_L3(23752), 11456u, 9216u }, /* stack1.conv2.weight */
-            { DG_L3(32968), 20672u, 64u }, /* stack1.bn2.weight */
-            { DG_L3(33032), 20736u, 64u }, /* stack1.bn2.bias */
-            { DG_L3(33096), 20800u, 64u }, /* stack1.bn2.running_mean */
-            { DG_L3(33160), 20864u, 64u }, /* stack1.bn2.running_var */
-            { DG_L3(33224), 20928u, 18432u }, /* stack2.conv1.weight */
-            { DG_L3(51656), 39360u, 128u }, /* stack2.bn1.weight */
-            { DG_L3(51784), 39488u, 128u }, /* stack2.bn1.bias */
-            { DG_L3(51912), 39616u, 128u }, /* stack2.bn1.running_mean */
-            { DG_L3(52040), 39744u, 128u }, /* stack2.bn1.running_var */
-            { DG_L3(52168), 39872u, 36864u }, /* stack2.conv2.weight */
-            { DG_L3(89032), 76736u, 128u }, /* stack2.bn2.weight */
-            { DG_L3(89160), 76864u, 128u }, /* stack2.bn2.bias */
-            { DG_L3(89288), 76992u, 128u }, /* stack2.bn2.running_mean */
-            { DG_L3(89416), 77120u, 128u }, /* stack2.bn2.running_var */
-            { DG_L3(89544), 77248u, 2048u }, /* stack2.shortcut.weight */
-            { DG_L3(91592), 79296u, 128u }, /* stack2.shortcut.bias */
-            { DG_L3(91720), 79424u, 73728u }, /* stack3.conv1.weight */
-            { DG_L3(165448), 153152u, 256u }, /* stack3.bn1.weight */
-            { DG_L3(165704), 153408u, 256u }, /* stack3.bn1.bias */
-            { DG_L3(165960), 153664u, 256u }, /* stack3.bn1.running_mean */
-            { DG_L3(166216), 153920u, 256u }, /* stack3.bn1.running_var */
-            { DG_L3(166472), 154176u, 147456u }, /* stack3.conv2.weight */
-            { DG_L3(313928), 301632u, 256u }, /* stack3.bn2.weight */
-            { DG_L3(314184), 301888u, 256u }, /* stack3.bn2.bias */
-            { DG_L3(314440), 302144u, 256u }, /* stack3.bn2.running_mean */
-            { DG_L3(314696), 302400u, 256u }, /* stack3.bn2.running_var */
-            { DG_L3(314952), 302656u, 8192u }, /* stack3.shortcut.weight */
-            { DG_L3(323144), 310848u, 256u }, /* stack3.shortcut.bias */
-            { DG_L3(323400), 311104u, 2560u }, /* fc.weight */
-            { DG_L3(325960), 313664u, 40u }, /* fc.bias */
-            { DG_L3(637792), 313704u, 4u }, /* onnx::loss::23_grad */
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[42] = {
+            { 0u, 12296u, 0u, 1728u }, /* conv1.weight */
+            { 0u, 14024u, 1728u, 64u }, /* bn1.weight */
+            { 0u, 14088u, 1792u, 64u }, /* bn1.bias */
+            { 0u, 14152u, 1856u, 64u }, /* bn1.running_mean */
+            { 0u, 14216u, 1920u, 64u }, /* bn1.running_var */
+            { 0u, 14280u, 1984u, 9216u }, /* stack1.conv1.weight */
+            { 0u, 23496u, 11200u, 64u }, /* stack1.bn1.weight */
+            { 0u, 23560u, 11264u, 64u }, /* stack1.bn1.bias */
+            { 0u, 23624u, 11328u, 64u }, /* stack1.bn1.running_mean */
+            { 0u, 23688u, 11392u, 64u }, /* stack1.bn1.running_var */
+            { 0u, 23752u, 11456u, 9216u }, /* stack1.conv2.weight */
+            { 0u, 32968u, 20672u, 64u }, /* stack1.bn2.weight */
+            { 0u, 33032u, 20736u, 64u }, /* stack1.bn2.bias */
+            { 0u, 33096u, 20800u, 64u }, /* stack1.bn2.running_mean */
+            { 0u, 33160u, 20864u, 64u }, /* stack1.bn2.running_var */
+            { 0u, 33224u, 20928u, 18432u }, /* stack2.conv1.weight */
+            { 0u, 51656u, 39360u, 128u }, /* stack2.bn1.weight */
+            { 0u, 51784u, 39488u, 128u }, /* stack2.bn1.bias */
+            { 0u, 51912u, 39616u, 128u }, /* stack2.bn1.running_mean */
+            { 0u, 52040u, 39744u, 128u }, /* stack2.bn1.running_var */
+            { 0u, 52168u, 39872u, 36864u }, /* stack2.conv2.weight */
+            { 0u, 89032u, 76736u, 128u }, /* stack2.bn2.weight */
+            { 0u, 89160u, 76864u, 128u }, /* stack2.bn2.bias */
+            { 0u, 89288u, 76992u, 128u }, /* stack2.bn2.running_mean */
+            { 0u, 89416u, 77120u, 128u }, /* stack2.bn2.running_var */
+            { 0u, 89544u, 77248u, 2048u }, /* stack2.shortcut.weight */
+            { 0u, 91592u, 79296u, 128u }, /* stack2.shortcut.bias */
+            { 0u, 91720u, 79424u, 73728u }, /* stack3.conv1.weight */
+            { 0u, 165448u, 153152u, 256u }, /* stack3.bn1.weight */
+            { 0u, 165704u, 153408u, 256u }, /* stack3.bn1.bias */
+            { 0u, 165960u, 153664u, 256u }, /* stack3.bn1.running_mean */
+            { 0u, 166216u, 153920u, 256u }, /* stack3.bn1.running_var */
+            { 0u, 166472u, 154176u, 147456u }, /* stack3.conv2.weight */
+            { 0u, 313928u, 301632u, 256u }, /* stack3.bn2.weight */
+            { 0u, 314184u, 301888u, 256u }, /* stack3.bn2.bias */
+            { 0u, 314440u, 302144u, 256u }, /* stack3.bn2.running_mean */
+            { 0u, 314696u, 302400u, 256u }, /* stack3.bn2.running_var */
+            { 0u, 314952u, 302656u, 8192u }, /* stack3.shortcut.weight */
+            { 0u, 323144u, 310848u, 256u }, /* stack3.shortcut.bias */
+            { 0u, 323400u, 311104u, 2560u }, /* fc.weight */
+            { 0u, 325960u, 313664u, 40u }, /* fc.bias */
+            { 0u, 637792u, 313704u, 4u }, /* onnx::loss::23_grad */
         };
-        if (dg_load_l3_image("l3.bin", segs, 42u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, 42u) != 0)
             return -1;
     }
     DeeployNetwork_inputs[0] = DG_L3(0);

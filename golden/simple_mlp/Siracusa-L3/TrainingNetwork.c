@@ -71,17 +71,20 @@ int InitTrainingNetwork(struct pi_device *cluster)
         return -1;
     }
     {
-        /* L3 initial values: one packed image, raw little-endian, word-padded. */
-        dg_l3_segment_t segs[7] = {
-            { DG_L3(528), 0u, 8192u }, /* fc1.weight */
-            { DG_L3(8720), 8192u, 128u }, /* fc1.bias */
-            { DG_L3(8848), 8320u, 4096u }, /* fc2.weight */
-            { DG_L3(12944), 12416u, 128u }, /* fc2.bias */
-            { DG_L3(13072), 12544u, 1280u }, /* fc3.weight */
-            { DG_L3(14352), 13824u, 40u }, /* fc3.bias */
-            { DG_L3(28264), 13864u, 4u }, /* onnx::loss::2_grad */
+        /* L3 initial values: one packed image, raw little-endian, word-padded.
+         * The table is static: this runs on the fabric controller's small
+         * stack, which a table of many weights would overflow. */
+        static const dg_l3_segment_t segs[7] = {
+            { 0u, 528u, 0u, 8192u }, /* fc1.weight */
+            { 0u, 8720u, 8192u, 128u }, /* fc1.bias */
+            { 0u, 8848u, 8320u, 4096u }, /* fc2.weight */
+            { 0u, 12944u, 12416u, 128u }, /* fc2.bias */
+            { 0u, 13072u, 12544u, 1280u }, /* fc3.weight */
+            { 0u, 14352u, 13824u, 40u }, /* fc3.bias */
+            { 0u, 28264u, 13864u, 4u }, /* onnx::loss::2_grad */
         };
-        if (dg_load_l3_image("l3.bin", segs, 7u) != 0)
+        void *const bases[2] = { dg_arena_L3, dg_l3_staged };
+        if (dg_load_l3_image("l3.bin", bases, segs, 7u) != 0)
             return -1;
     }
     DeeployNetwork_inputs[0] = DG_L3(0);
