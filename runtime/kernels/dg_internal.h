@@ -48,6 +48,16 @@ static inline int64_t dg_f64_to_i64(double v)
     return (v >= -9223372036854775808.0 && v < 9223372036854775808.0) ? (int64_t)v : INT64_MIN;
 }
 
+/* floor(a / b) for b > 0 (C's division truncates toward zero); defined
+ * for every a. */
+static inline int64_t dg_floor_div_i64(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    if (a % b != 0 && a < 0)
+        q -= 1;
+    return q;
+}
+
 static inline int32_t dg_f64_to_i32(double v)
 {
     return (v >= -2147483648.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;

@@ -95,7 +95,7 @@ void dg_integer_mean(void *args)
         }
         if (pow2) {
             m = (int64_t)((uint64_t)s + (uint64_t)(n / 2));
-            m = m >= 0 ? m / n : -((-m + n - 1) / n); /* floor */
+            m = dg_floor_div_i64(m, n);
         } else {
             m = (int64_t)((uint64_t)s + (uint64_t)((s >= 0 ? 1 : -1) * (n / 2))) / n;
         }

@@ -40,14 +40,6 @@ static void store_(void *base, uint32_t dtype, uint32_t i, int64_t v)
         ((float *)base)[i] = (float)v;
 }
 
-/* floor(a / b) for b > 0 (C's division truncates toward zero). */
-static int64_t floor_div_(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    if (a % b != 0 && a < 0)
-        q -= 1;
-    return q;
-}
 
 /* floor(v / 2^s), whatever the compiler does with a negative `>>`. */
 static int64_t floor_shift_(int64_t v, int32_t s)
@@ -106,7 +98,7 @@ void dg_requant_shift(void *args)
         const uint32_t oa = p->ndim ? bcast_offset_(p->ndim, p->shape, p->add_strides, i) : 0;
         const int64_t t =
             value_(p->x, p->x_dtype, i) * value_(p->mul, p->mul_dtype, om) + value_(p->add, p->add_dtype, oa) + div / 2;
-        const int64_t q = clip_(floor_div_(t, div), p->lo, p->hi);
+        const int64_t q = clip_(dg_floor_div_i64(t, div), p->lo, p->hi);
         if (p->y_dtype == DG_DT_I32)
             ((int32_t *)p->y)[i] = DG_FAULT_I(DG_FAULT_REQUANT_SHIFT, (int32_t)q);
         else
@@ -307,7 +299,7 @@ void dg_itrue_div(void *args)
     dg_range_t r = dg_split(p->n);
     uint32_t i;
     for (i = r.start; i < r.end; i++) {
-        const int64_t y = floor_div_(mul_(value_(p->x, p->x_dtype, i), p->a), p->b);
+        const int64_t y = dg_floor_div_i64(mul_(value_(p->x, p->x_dtype, i), p->a), p->b);
         store_(p->y, p->y_dtype, i, DG_FAULT_I(DG_FAULT_IPOINT, y));
     }
 }
