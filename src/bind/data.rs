@@ -592,12 +592,21 @@ pub(super) fn fits_data(ty: &TensorType, t: &Header) -> bool {
 
 /// Integer data as i32 (Deeploy writes int8 arrays for int32 graph
 /// inputs), when every value fits; otherwise the first that does not.
-pub(super) fn int_as_i32(v: &TensorData) -> std::result::Result<TensorData, String> {
-    let wide = v.to_i64().ok_or_else(|| format!("{} data is not integer", v.dtype.name()))?;
-    if let Some(i) = wide.iter().position(|&x| i32::try_from(x).is_err()) {
-        return Err(format!("{} value {} at flat index {i} does not fit in i32", v.dtype.name(), wide[i]));
+pub(super) fn int_as_i32(v: &TensorData) -> std::result::Result<TensorData, NotI32> {
+    let wide = v.to_i64().ok_or(NotI32::NotInteger(v.dtype))?;
+    if let Some(index) = wide.iter().position(|&x| i32::try_from(x).is_err()) {
+        return Err(NotI32::Overflow { dtype: v.dtype, value: wide[index], index });
     }
     Ok(TensorData::from_i64_as(DType::I32, v.shape.clone(), &wide).expect("checked to fit"))
+}
+
+/// Why integer data does not convert to i32.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum NotI32 {
+    #[error("{} data is not integer", .0.name())]
+    NotInteger(DType),
+    #[error("{} value {value} at flat index {index} does not fit in i32", .dtype.name())]
+    Overflow { dtype: DType, value: i64, index: usize },
 }
 
 /// Why integer data does not convert to f32.

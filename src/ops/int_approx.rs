@@ -217,7 +217,7 @@ fn rowwise(ctx: &Ctx, inputs: usize, attrs: Result<()>, trailing: bool) -> Resul
     }
     let dtype = int_dtype(ctx, 0)?;
     let Some(x) = ctx.shape(0)? else { return Ok(vec![TensorType::unknown(dtype)]) };
-    let (_, len) = rows(ctx.node, &x, trailing).map_err(|e| ctx.err(e))?;
+    let (_, len) = rows(ctx.node, &x, trailing).map_err(|e| ctx.err(e.to_string()))?;
     for i in 1..inputs {
         if let Some(s) = ctx.shape(i)? {
             if numel(&s) != len {
@@ -233,21 +233,32 @@ fn rowwise(ctx: &Ctx, inputs: usize, attrs: Result<()>, trailing: bool) -> Resul
 
 /// (rows, values per row) of x: with `trailing` (iRMSNorm) the dims from
 /// `axis` on, else the last axis (any other `axis` is refused).
-fn rows(node: &Node, x: &[usize], trailing: bool) -> std::result::Result<(usize, usize), String> {
+fn rows(node: &Node, x: &[usize], trailing: bool) -> std::result::Result<(usize, usize), RowsError> {
     let rank = x.len() as i64;
     if rank == 0 {
-        return Err("x must have at least one dimension".into());
+        return Err(RowsError::Scalar);
     }
     let axis = match node.attrs.get("axis") {
         None => rank - 1,
         Some(crate::ir::Attr::Int(a)) if (-rank..rank).contains(a) => a.rem_euclid(rank),
-        Some(other) => return Err(format!("attribute 'axis' = {other:?} is not an axis of rank {rank}")),
+        Some(other) => return Err(RowsError::NotAnAxis { attr: format!("{other:?}"), rank }),
     } as usize;
     if !trailing && axis as i64 != rank - 1 {
-        return Err(format!("axis {axis} is not the last one; Deeploy's kernel reads the last axis"));
+        return Err(RowsError::NotLast(axis));
     }
     let len = numel(&x[axis..]);
     Ok((numel(x) / len.max(1), len))
+}
+
+/// Why `rows` refuses a node's `axis`.
+#[derive(Debug, thiserror::Error)]
+enum RowsError {
+    #[error("x must have at least one dimension")]
+    Scalar,
+    #[error("attribute 'axis' = {attr} is not an axis of rank {rank}")]
+    NotAnAxis { attr: String, rank: i64 },
+    #[error("axis {0} is not the last one; Deeploy's kernel reads the last axis")]
+    NotLast(usize),
 }
 
 fn pointwise(ctx: &Ctx, attrs: Result<()>) -> Result<Vec<TensorType>> {
@@ -302,7 +313,7 @@ fn dtype_code(d: DType) -> Arg {
 /// x, y, rows and len of a row-wise kernel.
 fn row_fields(ctx: &KernelCtx, trailing: bool) -> Result<Vec<(&'static str, Arg)>> {
     let x = ctx.in_shape(0)?;
-    let (rows, len) = rows(ctx.node, &x, trailing).map_err(|e| ctx.err(e))?;
+    let (rows, len) = rows(ctx.node, &x, trailing).map_err(|e| ctx.err(e.to_string()))?;
     Ok(vec![("x", ctx.inp(0)?), ("y", ctx.out(0)?), ("rows", u(rows)), ("len", u(len))])
 }
 
