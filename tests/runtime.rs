@@ -489,7 +489,7 @@ fn qconv_packed_and_direct_paths_agree() {
     for cores in ["1", "3", "8", "11"] {
         let (o, text) = run(&exe, &["--cores", cores]);
         assert!(o.status.success(), "{cores} cores:\n{text}");
-        assert!(text.contains(&format!("102 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+        assert!(text.contains(&format!("126 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
     }
 }
 
@@ -507,7 +507,7 @@ fn qconv_paths_agree_on_rv32_zfinx() {
     for cores in ["1", "8"] {
         let (ok, text) = qemu_rv32(&exe, &["--cores", cores]);
         assert!(ok, "{cores} cores:\n{text}");
-        assert!(text.contains(&format!("102 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
+        assert!(text.contains(&format!("126 cases on {cores} cores")) && text.contains(", 0 differ"), "{text}");
     }
 }
 

@@ -38,6 +38,9 @@ static const geom_t GEOMS[] = {
     {"1-D, k 5, stride 3", 1, 5, 1, 70, 4, 1, 5, 1, 3, 1, 1, 0, 2, 0, 2, 1},
     {"pointwise, odd out_c", 1, 4, 6, 7, 5, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1},
     {"single channel 3x3", 1, 1, 9, 10, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+    {"single channel 3x3 stride 2, two samples", 2, 1, 9, 10, 16, 3, 3, 2, 2, 1, 1, 1, 1, 0, 1, 1},
+    {"depthwise multiplier 3, 3x3", 2, 4, 8, 7, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4},
+    {"depthwise multiplier 2, 5x5 dilated", 1, 3, 11, 12, 6, 5, 5, 1, 2, 1, 2, 2, 1, 3, 2, 3},
 };
 
 /* One kernel call on g_cores cores of the cluster. */
