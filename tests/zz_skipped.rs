@@ -1,5 +1,6 @@
 //! The count of skipped tests, at the end of a `cargo test` run (cargo
-//! runs integration test binaries in name order, so this one comes last):
+//! runs integration test binaries in name order, so this one comes after
+//! `tests/it`, the crate that holds most tests):
 //! libtest counts a test that skipped itself (no `../shared/conformance`
 //! next to the checkout) as passed, and this line says how many did.
 //! Each skipped test leaves a record (tests/common, `skip_record`) and
@@ -28,16 +29,22 @@ fn skipped_tests_are_counted() {
 /// SKIPPED line.
 #[test]
 fn every_skip_is_recorded_for_the_count() {
-    let dir = common::root().join("tests");
+    let tests = common::root().join("tests");
     let mut own = vec![];
-    for e in std::fs::read_dir(&dir).unwrap() {
-        let p = e.unwrap().path();
-        let name = p.file_name().unwrap().to_string_lossy().to_string();
+    let files: Vec<_> = [tests.clone(), tests.join("it")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().map(|e| e.unwrap().path()))
+        .collect();
+    let mut seen = 0;
+    for p in files {
+        let name = p.strip_prefix(&tests).unwrap().display().to_string();
         if !name.ends_with(".rs") || name == "zz_skipped.rs" {
             continue;
         }
+        seen += 1;
         let text = std::fs::read_to_string(&p).unwrap();
         own.extend(text.lines().filter(|l| l.contains("\"SKIPPED:")).map(|l| format!("{name}: {}", l.trim())));
     }
+    assert!(seen > 40, "only {seen} test files found under {}", tests.display());
     assert!(own.is_empty(), "SKIPPED lines printed outside tests/common (not counted):\n{}", own.join("\n"));
 }

@@ -41,7 +41,7 @@ Files written besides network.onnx and train.toml:
   the folder like every training model of the zoo; predict.npz
   (tools/make_predict_refs.py) when a deploygen binary is at hand.
 
-tests/finetune.rs fine-tunes through the generated dg_model.h on the host
+tests/it/finetune.rs fine-tunes through the generated dg_model.h on the host
 emulation with the same data and order and compares against finetune.npz.
 """
 

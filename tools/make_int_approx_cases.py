@@ -18,7 +18,7 @@ implementation other than deploygen's C.
 
 The graphs declare their tensors f32 and the npz files hold int64, as
 Deeploy's folders do (one case declares i32). Seeded data: the same files
-on every run. tests/int_approx.rs runs `deploygen test` on every folder and
+on every run. tests/it/int_approx.rs runs `deploygen test` on every folder and
 expects every value equal.
 """
 import argparse

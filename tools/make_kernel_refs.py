@@ -2129,7 +2129,7 @@ def avgpool1d_dil2_ceil_incl_pad():
 
 # Gelu with approximate = "tanh" (runtime/kernels/gelu_tanh.c), written to
 # runtime/tests/refs/gelu_tanh/ and checked end to end by
-# tests/third_party.rs (a generated project against these references). Its
+# tests/it/third_party.rs (a generated project against these references). Its
 # own RNG, so `--gelu-tanh` alone writes the same arrays as a full run.
 def gelu_tanh_cases():
     rng = np.random.default_rng(20261201)

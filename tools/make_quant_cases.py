@@ -9,7 +9,7 @@ are onnxruntime's contrib QOperator forms (QGemm, QLinearGlobalAveragePool,
 QLinearSoftmax) and the ONNX ones, in int8 and uint8, per tensor and per
 channel, on seeded random data (the same files on every run). Values are
 drawn over the whole 8-bit range so that requantization saturates and rounds
-ties. tests/quant.rs runs `deploygen test` on every folder and expects
+ties. tests/it/quant.rs runs `deploygen test` on every folder and expects
 integer outputs to be equal.
 """
 import argparse

@@ -3,10 +3,10 @@
 fine-tuning, the device's (host emulation, through dg_model.h) over
 onnxruntime-training's.
 
-    DG_FINETUNE_CURVE=/tmp/device.json cargo test --locked --test finetune
+    DG_FINETUNE_CURVE=/tmp/device.json cargo test --locked --test it finetune::
     python tools/plot_finetune.py /tmp/device.json      # writes docs/finetune-loss.svg
 
-The device's losses come from the test's JSON (tests/finetune.rs), the
+The device's losses come from the test's JSON (tests/it/finetune.rs), the
 onnxruntime ones from models/digits_finetune/finetune.npz
 (tools/make_finetune.py). Plain SVG, numpy only; the y axis is
 logarithmic (the loss falls from about 10 to about 0.01).
@@ -66,7 +66,7 @@ def svg(device, ort, acc_device, acc_ort):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("device", help="the JSON tests/finetune.rs writes (DG_FINETUNE_CURVE)")
+    ap.add_argument("device", help="the JSON tests/it/finetune.rs writes (DG_FINETUNE_CURVE)")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "finetune-loss.svg"))
     a = ap.parse_args()
     with open(a.device) as f:

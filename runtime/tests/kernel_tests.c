@@ -4,7 +4,7 @@
  *
  *   kernel_tests REFDIR [--cores 1,3,8] [--fault] [CASE...]
  *
- * REFDIR holds one folder per case (tests/runtime.rs unpacks the npz files
+ * REFDIR holds one folder per case (tests/it/runtime.rs unpacks the npz files
  * there): manifest.txt ("key dtype ndim d0 d1 ...") and key.bin (raw
  * little-endian). Each case runs inside a cluster task that forks the kernel
  * on 1, 3 and 8 cores; outputs start as NaN (0xFF bytes) so an element no

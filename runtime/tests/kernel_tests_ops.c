@@ -14,7 +14,7 @@
  *   kernel_tests_ops REFDIR [--cores 1,3,8] [--fault] [CASE...]
  *
  * Same harness and driver as kernel_tests.c (ref_harness.h): REFDIR holds one folder per case
- * (manifest.txt + key.bin, unpacked by tests/runtime.rs); each case runs
+ * (manifest.txt + key.bin, unpacked by tests/it/runtime.rs); each case runs
  * inside a cluster task that forks the kernel on each core count; outputs
  * start as 0xFF bytes (NaN / -1) so an element no core writes fails; a case
  * passes when every output is within tolerance (integers and exact cases

@@ -102,7 +102,7 @@ impl Arg {
 /// Most entries of a call's operand list ([`Local`]): the lists are
 /// locals of the function that runs the network, whose frame the stack
 /// of the core running it is sized for (`target::CONTROLLER_CODE_BYTES`,
-/// checked on RV32 by `tests/stack_rv32.rs`); 64 pointers and 64 sizes
+/// checked on RV32 by `tests/it/stack_rv32.rs`); 64 pointers and 64 sizes
 /// are 512 B there.
 pub const LIST_MAX: usize = 64;
 

@@ -281,7 +281,7 @@ impl Platform {
 /// FPU shared by core pairs, every level's size and address window —
 /// selected by its define; no define (or another) is an `#error`. The
 /// runtime reads these and nothing else, so the chips are described once,
-/// in `platforms.json`; `tests/plan.rs` checks the committed file.
+/// in `platforms.json`; `tests/it/plan.rs` checks the committed file.
 pub fn chips_header() -> String {
     let mut s = String::from(
         "/*\n * dg_chips.h: the chips' facts, written by deploygen from its\n * src/target/platforms.json \

@@ -4,7 +4,7 @@
 //! arena: a stack too small overwrites the arena (or the next core's
 //! stack) without a word. Every worker runs kernels, so its stack holds
 //! the largest kernel's worst-case frames (`runtime/kernels/stack_usage.txt`,
-//! measured on RV32 by `tests/stack_rv32.rs`); the core that runs the
+//! measured on RV32 by `tests/it/stack_rv32.rs`); the core that runs the
 //! network holds the network's own frames as well, and on Siracusa it is
 //! worker 0, which runs its share of every fork on the same stack.
 
@@ -15,7 +15,7 @@ const KERNEL_STACKS: &str = include_str!("../../runtime/kernels/stack_usage.txt"
 
 /// Stack the controller's own code needs: a network's run function with
 /// the runtime's tile and copy calls, the harness's tasks and its
-/// printing. `tests/stack_rv32.rs` checks it on every zoo project.
+/// printing. `tests/it/stack_rv32.rs` checks it on every zoo project.
 pub const CONTROLLER_CODE_BYTES: u64 = 2048;
 
 /// What the SDK's fork and barrier code and libc helpers (memcpy, the

@@ -1,6 +1,6 @@
 /*
  * finetune.c: fine-tuning on real data through dg_model.h, as firmware
- * would run it (tests/finetune.rs builds it in place of a project's demo.c
+ * would run it (tests/it/finetune.rs builds it in place of a project's demo.c
  * for models/digits_finetune, see docs/training.md, "Fine-tuning on
  * real data").
  *

@@ -354,7 +354,7 @@ accumulates 3 forward passes per step from `accumulation_steps` alone.
 `digits_finetune` (`tools/make_finetune.py`, run by this script) is a
 BatchNorm CNN pre-trained on digits 0–4 of scikit-learn's 8×8 digits, to be
 fine-tuned on 5–9: `finetune.npz` holds the data and onnxruntime-training's
-500-step fine-tuning, `tests/finetune.rs` runs it through `dg_model.h`
+500-step fine-tuning, `tests/it/finetune.rs` runs it through `dg_model.h`
 (docs/training.md, "Fine-tuning on real data").
 `frozen_splits/<folder>/<group>/` holds a `train.toml` (the folder's, with
 one weight group frozen) and its `outputs.npz`, for every weight group of

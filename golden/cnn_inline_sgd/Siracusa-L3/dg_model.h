@@ -74,7 +74,7 @@
  * arena, where an overflow corrupts data without a word); the host
  * emulation runs the cores on its threads' own stacks. DG_STACK_CHECK
  * compiles the chips' code on the host, for the stack check of
- * tests/stack_rv32.rs. */
+ * tests/it/stack_rv32.rs. */
 #if !defined(DG_PMSIS_HOST) || defined(DG_STACK_CHECK)
 #define DG_MODEL_OWN_STACKS 1
 #endif
