@@ -56,6 +56,13 @@ pub enum Error {
     #[error("node '{}' ({}): {detail}", name(node), name(op))]
     Node { node: String, op: String, detail: String },
 
+    /// An attribute of another type than the operator reads it as: `want`
+    /// and `found` are ONNX attribute types ("INTS", "an INT"). Typed so
+    /// that the typing pass can recognise the forms it reads leniently (a
+    /// single INT as INTS, an INT as a FLOAT) without parsing a message.
+    #[error("node '{}' ({}): attribute '{}' must be {want}, found {found}", name(node), name(op), name(attr))]
+    AttrType { node: String, op: String, attr: String, want: &'static str, found: &'static str },
+
     /// Anything else wrong with the model's structure, naming the tensor
     /// or node at fault when there is one.
     #[error("{detail}")]

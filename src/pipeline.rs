@@ -80,6 +80,7 @@ impl Stage {
             | Error::Dangling { .. }
             | Error::ExternalData { .. }
             | Error::Node { .. }
+            | Error::AttrType { .. }
             | Error::Model { .. }
             | Error::Pairing { .. }
             | Error::Derive { .. }

@@ -246,35 +246,35 @@ impl Node {
         }
     }
 
-    fn wrong_type(&self, name: &str, want: &str) -> Error {
+    fn wrong_type(&self, name: &str, want: &'static str) -> Error {
         let found = self.attrs.get(name).map_or("nothing", Node::kind_of);
-        Error::node(self, format!("attribute '{name}' must be {want}, found {found}"))
+        Error::AttrType { node: self.name.clone(), op: self.op.clone(), attr: name.to_string(), want, found }
+    }
+
+    /// The attribute of this node an error refused as `want` where it
+    /// holds an INT.
+    fn int_refused_as(&self, e: &Error, wanted: &str) -> Option<String> {
+        match e {
+            Error::AttrType { node, attr, want, found: "INT", .. } if *node == self.name && *want == wanted => {
+                Some(attr.clone())
+            }
+            _ => None,
+        }
     }
 
     /// The attribute an error of [`Node::ints`] refused for being a single
     /// INT where INTS are expected (some exporters write Squeeze's `axes`
     /// that way): the typing pass reads it as a one-element list instead.
     pub fn int_refused_as_ints(&self, e: &Error) -> Option<String> {
-        let msg = e.to_string();
-        self.attrs
-            .iter()
-            .filter(|(_, a)| matches!(a, Attr::Int(_)))
-            .map(|(name, _)| name)
-            .find(|name| self.wrong_type(name, "INTS").to_string() == msg)
-            .cloned()
+        self.int_refused_as(e, "INTS")
     }
 
     /// The attribute an error of [`Node::float`] refused for being an INT
     /// where a FLOAT is expected (Deeploy writes Pad's `value` that way):
     /// the typing pass reads it as that float instead, when exact.
     pub fn int_refused_as_float(&self, e: &Error) -> Option<String> {
-        let msg = e.to_string();
-        self.attrs
-            .iter()
-            .filter(|(_, a)| matches!(a, Attr::Int(v) if v.unsigned_abs() <= 1 << 24))
-            .map(|(name, _)| name)
-            .find(|name| self.wrong_type(name, "a FLOAT").to_string() == msg)
-            .cloned()
+        let name = self.int_refused_as(e, "a FLOAT")?;
+        matches!(self.attrs.get(&name), Some(Attr::Int(v)) if v.unsigned_abs() <= 1 << 24).then_some(name)
     }
 
     /// The typed attribute accessors: `Ok(None)` when absent, an error
