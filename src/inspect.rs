@@ -82,7 +82,7 @@ fn predict_report(model: &Model) -> Option<PredictReport> {
             outputs: vec![],
             batch,
             eval_nodes: 0,
-            none: Some(model.no_predict.clone().unwrap_or_else(|| "no prediction graph".into())),
+            none: Some(model.no_predict.as_ref().map_or_else(|| "no prediction graph".into(), ToString::to_string)),
             note: None,
         },
     })

@@ -345,8 +345,12 @@ fn checkpoint(ctx: &Ctx, net: &Network, api: &mut ModelApi) {
 /// is no prediction when there is none.
 fn predict(ctx: &Ctx, api: &mut ModelApi) {
     let Some(pg) = &ctx.model.predict else {
-        api.no_predict =
-            Some(ctx.model.no_predict.clone().unwrap_or_else(|| "the model has no prediction graph".into()));
+        api.no_predict = Some(
+            ctx.model
+                .no_predict
+                .as_ref()
+                .map_or_else(|| "the model has no prediction graph".into(), ToString::to_string),
+        );
         return;
     };
     let roles = &ctx.model.roles;

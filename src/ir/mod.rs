@@ -3,11 +3,13 @@
 //! them. Plain data: it depends on no stage and on no operator.
 
 mod graph;
+mod no_predict;
 pub mod roles;
 pub mod train;
 mod types;
 
 pub use graph::{Attr, Graph, Node, OpId, Origin, Readers, Tensor, TensorId, Tensors};
+pub use no_predict::NoPredict;
 pub use roles::{Flavor, Role, Roles};
 pub use train::TrainSpec;
 pub use types::{DType, Dim, TensorData, TensorType};
@@ -55,7 +57,7 @@ pub struct Model {
     /// step's weights and BatchNorm running statistics by name.
     pub predict: Option<Graph>,
     /// Why a training model has no prediction graph.
-    pub no_predict: Option<String>,
+    pub no_predict: Option<NoPredict>,
     /// The forward part of a training model's main graph (`lower::forward`):
     /// its nodes, in schedule order; `None` when it has none. Found once,
     /// when lowering, for the stages after it.

@@ -22,34 +22,12 @@ use std::collections::{HashMap, HashSet};
 
 use petgraph::stable_graph::NodeIndex;
 
+use std::sync::Arc;
+
 use super::forward::Forward;
 use crate::error::{Error, Result};
-use crate::ir::{DType, Dim, Graph, Model, Origin, Role, TensorId, TensorType};
+use crate::ir::{DType, Dim, Graph, Model, NoPredict, Origin, Role, TensorId, TensorType};
 use crate::ops;
-
-/// Why a training model has no prediction graph at a batch.
-#[derive(Debug, thiserror::Error)]
-pub enum NoPredict {
-    #[error("the training graph has no forward part to predict with: {0}")]
-    NoForward(Box<Error>),
-    #[error("forward output '{0}' is not computed by a node of the model file")]
-    NotInFile(String),
-    #[error("forward node '{node}' ({op}) is a training operator")]
-    TrainingOp { node: String, op: String },
-    #[error("data input '{0}' has no batch dimension")]
-    NoBatchDim(String),
-    #[error("the forward part reads no data input")]
-    NoData,
-    #[error("the forward part does not run at batch {batch}: {error}")]
-    Infer { batch: usize, error: Box<Error> },
-    #[error("forward output '{output}' has no static shape at batch {batch}")]
-    NoStaticShape { output: String, batch: usize },
-    #[error(
-        "forward output '{output}' is {shape:?} at batch {batch}, not batch-major: a shape constant of the model \
-         spells out the training batch"
-    )]
-    NotBatchMajor { output: String, shape: Vec<usize>, batch: usize },
-}
 
 /// Build `model.predict` (or `model.no_predict`) from `raw`, the main
 /// graph as imported (before typing and folding), and `forward`, the
@@ -71,7 +49,7 @@ pub fn attach(model: &mut Model, raw: &Graph, forward: Result<Forward>) -> Resul
     let f = match forward {
         Ok(f) => f,
         Err(e) => {
-            model.no_predict = Some(NoPredict::NoForward(Box::new(e)).to_string());
+            model.no_predict = Some(NoPredict::NoForward(Arc::new(e)));
             return Ok(());
         }
     };
@@ -92,7 +70,7 @@ pub fn attach(model: &mut Model, raw: &Graph, forward: Result<Forward>) -> Resul
             return Ok(());
         }
     }
-    model.no_predict = Some(why.to_string());
+    model.no_predict = Some(why);
     Ok(())
 }
 
@@ -177,7 +155,7 @@ fn build(model: &Model, raw: &Graph, f: &Forward, batch: usize) -> Result<Graph,
         return Err(NoPredict::NoData);
     }
     g.rebuild_edges();
-    super::infer(&mut g).map_err(|error| NoPredict::Infer { batch, error: Box::new(error) })?;
+    super::infer(&mut g).map_err(|error| NoPredict::Infer { batch, error: Arc::new(error) })?;
     for &t in &g.outputs {
         match g.tensor(t).ty.shape() {
             None => return Err(NoPredict::NoStaticShape { output: g.name_of(t).to_string(), batch }),
