@@ -6,6 +6,7 @@ references from onnxruntime (pinned in tools/requirements.txt).
 
 Each folder holds network.onnx, inputs.npz and outputs.npz. The operators
 are onnxruntime's contrib QOperator forms (QGemm, QLinearGlobalAveragePool,
+QLinearSigmoid, QLinearLeakyRelu,
 QLinearSoftmax) and the ONNX ones, in int8 and uint8, per tensor and per
 channel, on seeded random data (the same files on every run). Values are
 drawn over the whole 8-bit range so that requantization saturates and rounds
@@ -122,6 +123,19 @@ def qbinary(out, rng, name, op, dt, ashape, bshape):
          [helper.make_tensor_value_info("y", tt(dt), yshape)], inits, {"a": a, "b": b})
 
 
+def qlookup(out, rng, name, op, dt, shape, xs, ys, **attrs):
+    # Every byte value once, then random ones: the whole table is compared.
+    x = q(rng, dt, shape).reshape(-1)
+    lo, hi = qrange(dt)
+    x[:256] = np.arange(lo, hi + 1)
+    x = x.reshape(shape).astype(dt)
+    zp = (lambda v: dt(v)) if dt == np.int8 else (lambda v: dt(v + 128))
+    inits = [const("xs", np.float32(xs)), const("xzp", zp(-6)), const("ys", np.float32(ys)), const("yzp", zp(-100))]
+    node = helper.make_node(op, ["x", "xs", "xzp", "ys", "yzp"], ["y"], domain=MS, **attrs)
+    save(out, name, [node], [helper.make_tensor_value_info("x", tt(dt), list(shape))],
+         [helper.make_tensor_value_info("y", tt(dt), list(shape))], inits, {"x": x})
+
+
 def qconv(out, rng, name, xdt, x_shape, w_shape, group=1, wdt=np.int8, xzp=-2, wzp=0, **attrs):
     """QLinearConv; xzp and wzp are offsets from the type's middle (0 for
     int8, 128 for uint8): a nonzero W zero point (uint8 W) and a zero x
@@ -186,6 +200,13 @@ def main(argv=None):
           pads=[0, 1, 0, 1], dilations=[1, 2])
     qconv(args.out, rng, "qconv_uint8_uint8w_packed", np.uint8, (1, 4, 8, 8), (7, 4, 2, 2), wdt=np.uint8,
           wzp=-5, pads=[1, 0, 0, 1])
+    # Appended, so that the cases above keep their random draws.
+    qlookup(args.out, rng, "qsigmoid_int8", "QLinearSigmoid", np.int8, (3, 200), 0.05, 1.0 / 256)
+    qlookup(args.out, rng, "qsigmoid_uint8", "QLinearSigmoid", np.uint8, (2, 4, 40), 0.11, 0.0041)
+    qlookup(args.out, rng, "qleakyrelu_int8", "QLinearLeakyRelu", np.int8, (2, 150), 0.03, 0.02, alpha=0.13)
+    qlookup(args.out, rng, "qleakyrelu_uint8_default_alpha", "QLinearLeakyRelu", np.uint8, (300,), 0.07, 0.05)
+    qconv(args.out, rng, "qconv_int8_depthwise_multiplier", np.int8, (1, 4, 7, 6), (12, 1, 3, 3), group=4,
+          pads=[1, 1, 1, 1])
     print(f"{args.out}: {len(os.listdir(args.out))} cases")
     return 0
 

@@ -118,6 +118,7 @@ typedef struct {
 } dg_qbinary_args_t;
 void dg_qlinear_add(void *args);
 void dg_qlinear_mul(void *args);
+void dg_q_lookup(void *args);
 
 /* QLinearGlobalAveragePool (com.microsoft, NCHW): y[c] is the sum of
  * x[c, :] - x_zp over the `image` values of a channel, requantized with
@@ -149,6 +150,17 @@ typedef struct {
     uint32_t rows, d;
     uint32_t dtype;
 } dg_qsoftmax_args_t;
+
+/* QLinearSigmoid / QLinearLeakyRelu (com.microsoft): y[i] = table[x[i]],
+ * x and y int8 or uint8 read as bytes, the 256-entry table built by the
+ * generator as onnxruntime builds it (dequantize, the function in f32,
+ * quantize). */
+typedef struct {
+    const void *x;
+    void *y;
+    const uint8_t *table;
+    uint32_t n;
+} dg_qlookup_args_t;
 void dg_qlinear_softmax(void *args);
 
 /* QLinearConv (y quantized, optional int32 bias b) and ConvInteger (y

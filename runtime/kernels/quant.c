@@ -1,5 +1,6 @@
 /* Quantized kernels: QuantizeLinear, DequantizeLinear, QLinearGlobalAveragePool,
- * QLinearSoftmax and QLinearAdd / Mul (dg_k_quant.h states the arithmetic;
+ * QLinearSoftmax, QLinearAdd / Mul and the table lookups of QLinearSigmoid /
+ * QLinearLeakyRelu (dg_k_quant.h states the arithmetic;
  * QLinearMatMul / MatMulInteger / QGemm are in quant_matmul.c, QLinearConv /
  * ConvInteger in quant_conv.c). Each kernel splits its outer loop over the
  * team's cores. */
@@ -143,4 +144,15 @@ void dg_qlinear_add(void *args)
 void dg_qlinear_mul(void *args)
 {
     qbinary((const dg_qbinary_args_t *)args, 1);
+}
+
+void dg_q_lookup(void *args)
+{
+    const dg_qlookup_args_t *p = (const dg_qlookup_args_t *)args;
+    const uint8_t *x = (const uint8_t *)p->x;
+    uint8_t *y = (uint8_t *)p->y;
+    dg_range_t r = dg_split(p->n);
+    uint32_t i;
+    for (i = r.start; i < r.end; i++)
+        y[i] = p->table[x[i]];
 }

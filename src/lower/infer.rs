@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::ir::{Attr, DType, Dim, Graph, Origin, Tensor, TensorData, TensorId, TensorType};
+use crate::ir::{Attr, DType, Dim, Graph, Node, Origin, Tensor, TensorData, TensorId, TensorType};
 use crate::ops::{self, Ctx, FoldWhen};
 use crate::target::Platform;
 
@@ -203,6 +203,25 @@ fn required_inputs(ctx: &Ctx, def: &ops::OpDef) -> Result<()> {
     )))
 }
 
+/// Whether every output of the node is read, and only when generating
+/// code: no graph output, each reader's slot one whose value the code is
+/// generated for, or a reader that folds under the same rule (a
+/// QuantizeLinear -> DequantizeLinear pair of a constant).
+fn read_when_generating(g: &Graph, node: &Node) -> bool {
+    node.outputs.iter().flatten().all(|&t| {
+        // The graph's nodes rather than its schedule: typing removes the
+        // nodes it folds before it rebuilds the schedule.
+        let readers: Vec<_> = g.dag.node_indices().filter(|&n| g.dag[n].inputs.contains(&Some(t))).collect();
+        !readers.is_empty()
+            && !g.outputs.contains(&t)
+            && readers.iter().all(|&r| {
+                let (n, def) = (&g.dag[r], ops::of(&g.dag[r]));
+                let slots = n.inputs.iter().enumerate().all(|(slot, i)| *i != Some(t) || def.value_at_generation(slot));
+                slots || (def.fold_when == FoldWhen::ReadWhenGenerating && read_when_generating(g, n))
+            })
+    })
+}
+
 /// Fold a node whose outputs are integer shape arithmetic and whose inputs
 /// are all known. Trainable weights are never integer, so they never fold.
 /// The size of what it makes is checked against the limit before it is
@@ -231,7 +250,8 @@ fn try_fold(
     };
     let ints = inferred.iter().all(|t| t.dtype.is_int() || t.dtype == DType::Bool)
         || def.fold_when == FoldWhen::Always
-        || (def.fold_when == FoldWhen::ConstantValues && computed());
+        || (def.fold_when == FoldWhen::ConstantValues && computed())
+        || (def.fold_when == FoldWhen::ReadWhenGenerating && read_when_generating(ctx.graph, ctx.node));
     if !ints {
         return Ok(None);
     }

@@ -30,6 +30,7 @@ mod int_approx;
 mod pad;
 mod pool;
 pub mod quant;
+mod quant_lookup;
 mod range;
 mod reduce;
 mod requant;
@@ -82,6 +83,11 @@ pub enum FoldWhen {
     /// another node reads when generating code (an expanded Attention's
     /// `CastLike(-inf, scores)` as Pad's value).
     ConstantValues,
+    /// As `ConstantInts`, and outputs of any type when every node that
+    /// reads an output reads it when generating code (a Pad's constant
+    /// value given as a DequantizeLinear of an initializer): the value
+    /// never exists at run time, so no weight is dequantized in the code.
+    ReadWhenGenerating,
     /// From the input's static shape alone, whatever its value (Shape, Size).
     Shapes,
     /// Always, whatever the output type (Constant).
@@ -405,6 +411,7 @@ const FAMILIES: &[&[OpDef]] = &[
     conv_transpose::OPS,
     resize::OPS,
     quant::OPS,
+    quant_lookup::OPS,
     requant::OPS,
     int_approx::OPS,
 ];

@@ -6,9 +6,9 @@
 use super::conv::{auto_same, conv_fields, conv_macs, conv_shape, geom, kernel_attr, same_pads};
 use super::kernel::{call, numel, one, to_u32, u, Arg, Kernel, KernelCall, KernelCtx, Local};
 use super::linear::{matmul_shapes, product_fields};
-use super::{Ctx, OpDef};
+use super::{Ctx, FoldWhen, OpDef};
 use crate::error::Result;
-use crate::ir::{Attr, DType, Graph, Node, TensorType};
+use crate::ir::{Attr, DType, Graph, Node, TensorData, TensorType};
 
 /// QLinearAdd and QLinearMul(A, a_scale, a_zp, B, b_scale, b_zp, y_scale, y_zp).
 const QLINEAR_BINARY: OpDef = OpDef { infer: qlinear_binary, required: &[0, 1, 3, 4, 6], ..OpDef::BASE };
@@ -23,6 +23,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(Kernel::Bind(bind_quantize)),
         qdq: Some(Qdq::Quantize),
+        fold: Some(fold_quantize),
+        fold_when: FoldWhen::ReadWhenGenerating,
         ..OpDef::BASE
     },
     OpDef {
@@ -32,6 +34,8 @@ pub const OPS: &[OpDef] = &[
         required: &[0, 1],
         kernel: Some(Kernel::Bind(bind_dequantize)),
         qdq: Some(Qdq::Dequantize),
+        fold: Some(fold_dequantize),
+        fold_when: FoldWhen::ReadWhenGenerating,
         ..OpDef::BASE
     },
     OpDef {
@@ -286,6 +290,79 @@ fn quantize(ctx: &Ctx) -> Result<Vec<TensorType>> {
 fn dequantize(ctx: &Ctx) -> Result<Vec<TensorType>> {
     scale_matches_zero_point(ctx, 1, 2)?;
     Ok(vec![with_shape_of(ctx, 0, ctx.dtype(1)?)?])
+}
+
+/// Entry c of a per-tensor or per-axis scale for each element of x
+/// (`inner` elements per entry, `dim` entries), or `None` when the
+/// scale's length fits no axis.
+fn scale_walk(ctx: &Ctx, x: &[usize], entries: usize) -> Result<Option<(usize, usize)>> {
+    if entries == 1 {
+        return Ok(Some((1, 1)));
+    }
+    let rank = x.len() as i64;
+    let axis = ctx.node.int("axis")?.unwrap_or(1);
+    if !(-rank..rank).contains(&axis) || x[axis.rem_euclid(rank) as usize] != entries {
+        return Ok(None);
+    }
+    Ok(Some((numel(&x[axis.rem_euclid(rank) as usize + 1..]), entries)))
+}
+
+/// A constant QuantizeLinear that only generation reads (see
+/// [`FoldWhen::ReadWhenGenerating`]): `saturate(round(x / scale) + zp)`,
+/// halves to even, as onnxruntime computes it, to int8 or uint8.
+fn fold_quantize(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let (Some(x), Some(scale)) = (ctx.konst(0), ctx.konst(1).and_then(TensorData::to_f32)) else { return Ok(None) };
+    let (lo, hi) = match out[0].dtype {
+        DType::I8 => (-128.0f32, 127.0f32),
+        DType::U8 => (0.0, 255.0),
+        _ => return Ok(None),
+    };
+    let Some(xv) = x.to_f32() else { return Ok(None) };
+    if ctx.node.int("block_size")?.unwrap_or(0) != 0 || scale.is_empty() {
+        return Ok(None);
+    }
+    let zp = match ctx.konst(2).map(TensorData::to_i64) {
+        Some(Some(z)) if z.len() == scale.len() => z,
+        None if !ctx.has(2) => vec![0; scale.len()],
+        _ => return Ok(None),
+    };
+    let Some((inner, dim)) = scale_walk(ctx, &x.shape, scale.len())? else { return Ok(None) };
+    let q: Vec<i64> = xv
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let c = i / inner % dim;
+            ((v / scale[c]).round_ties_even() + zp[c] as f32).clamp(lo, hi) as i64
+        })
+        .collect();
+    Ok(TensorData::from_i64_as(out[0].dtype, x.shape.clone(), &q).map(|t| vec![t]))
+}
+
+/// A constant DequantizeLinear that only generation reads (see
+/// [`FoldWhen::ReadWhenGenerating`]): `(x - zp) * scale` in f32, as
+/// onnxruntime computes it, per tensor or along `axis`; a blocked or
+/// non-f32 form is left alone.
+fn fold_dequantize(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let (Some(x), Some(scale)) = (ctx.konst(0), ctx.konst(1).and_then(TensorData::to_f32)) else { return Ok(None) };
+    let Some(xv) = x.to_i64() else { return Ok(None) };
+    if out[0].dtype != DType::F32 || ctx.node.int("block_size")?.unwrap_or(0) != 0 || scale.is_empty() {
+        return Ok(None);
+    }
+    let zp = match ctx.konst(2).map(TensorData::to_i64) {
+        Some(Some(z)) if z.len() == scale.len() => z,
+        None if !ctx.has(2) => vec![0; scale.len()],
+        _ => return Ok(None),
+    };
+    let Some((inner, dim)) = scale_walk(ctx, &x.shape, scale.len())? else { return Ok(None) };
+    let y: Vec<f32> = xv
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let c = i / inner % dim;
+            (v - zp[c]) as f32 * scale[c]
+        })
+        .collect();
+    Ok(Some(vec![TensorData::from_f32(x.shape.clone(), &y)]))
 }
 
 fn with_shape_of(ctx: &Ctx, slot: usize, dtype: DType) -> Result<TensorType> {

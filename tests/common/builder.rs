@@ -9,6 +9,7 @@ use prost::Message;
 
 pub const F32: i32 = 1;
 pub const I64: i32 = 7;
+pub const I8: i32 = 3;
 pub const I32: i32 = 6;
 pub const BOOL: i32 = 9;
 
@@ -97,6 +98,18 @@ impl ModelBuilder {
             dims: shape.to_vec(),
             data_type: Some(F32),
             raw_data: Some(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            ..Default::default()
+        });
+        self
+    }
+
+    /// An int8 initializer in raw_data.
+    pub fn init_i8(&mut self, name: &str, shape: &[i64], values: &[i8]) -> &mut Self {
+        self.graph.initializer.push(pb::TensorProto {
+            name: Some(name.into()),
+            dims: shape.to_vec(),
+            data_type: Some(I8),
+            raw_data: Some(values.iter().map(|&v| v as u8).collect()),
             ..Default::default()
         });
         self

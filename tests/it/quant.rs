@@ -5,6 +5,7 @@
 //! its integer outputs equal to the reference.
 
 use crate::common;
+use crate::common::{ModelBuilder, F32};
 
 use std::process::Command;
 
@@ -38,4 +39,35 @@ fn quantized_operators_give_onnxruntime_s_values() {
     let bad: Vec<_> = verdicts.iter().filter(|l| !l.starts_with("PASSED  ") || l.contains("out of 0,")).collect();
     assert!(bad.is_empty(), "{bad:#?}\n{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(out.status.code(), Some(0));
+}
+
+/// A DequantizeLinear of a constant that only Pad's constant value reads
+/// (onnxruntime's quantizer writes one for a Pad with a value), alone or
+/// after a QuantizeLinear of a float constant (its `DedicatedQDQPair`
+/// form), folds when the model is typed: the value is known when
+/// generating code. A DequantizeLinear whose output is data stays a node.
+#[test]
+fn a_dequantized_constant_read_when_generating_is_folded() {
+    for pair in [false, true] {
+        let mut b = ModelBuilder::new();
+        b.input("x", F32, &[1, 2]).init_i64("pads", &[0, 1, 0, 1]).init("s", &[], &[0.5]).init_i8("zp", &[], &[1]);
+        if pair {
+            // round(3.2 / 0.5) + 1 = 7
+            b.init("v", &[], &[3.2]).node("QuantizeLinear", &["v", "s", "zp"], &["q"], vec![]);
+        } else {
+            b.init_i8("q", &[], &[7]);
+        }
+        b.node("DequantizeLinear", &["q", "s", "zp"], &["value"], vec![])
+            .node("Pad", &["x", "pads", "value"], &["y"], vec![])
+            .node("DequantizeLinear", &["q", "s", "zp"], &["data"], vec![])
+            .output("y", F32, &[1, 4])
+            .output("data", F32, &[]);
+        let dir = tempfile::tempdir().unwrap();
+        let g = common::read_typed(&b.write(dir.path(), "network.onnx")).unwrap();
+        let ops: Vec<&str> = g.nodes().map(|(_, n)| n.op.as_str()).collect();
+        assert_eq!(ops.iter().filter(|&&o| o == "DequantizeLinear").count(), 1, "pair {pair}: {ops:?}");
+        assert!(!ops.contains(&"QuantizeLinear"), "pair {pair}: {ops:?}");
+        let value = g.tensor(g.id("value").unwrap()).data.as_ref().and_then(|d| d.to_f32());
+        assert_eq!(value, Some(vec![3.0]), "pair {pair}: (7 - 1) * 0.5");
+    }
 }
