@@ -292,32 +292,29 @@ fn dequantize(ctx: &Ctx) -> Result<Vec<TensorType>> {
     Ok(vec![with_shape_of(ctx, 0, ctx.dtype(1)?)?])
 }
 
-/// Entry c of a per-tensor or per-axis scale for each element of x
-/// (`inner` elements per entry, `dim` entries), or `None` when the
-/// scale's length fits no axis.
-fn scale_walk(ctx: &Ctx, x: &[usize], entries: usize) -> Result<Option<(usize, usize)>> {
-    if entries == 1 {
-        return Ok(Some((1, 1)));
-    }
-    let rank = x.len() as i64;
-    let axis = ctx.node.int("axis")?.unwrap_or(1);
-    if !(-rank..rank).contains(&axis) || x[axis.rem_euclid(rank) as usize] != entries {
-        return Ok(None);
-    }
-    Ok(Some((numel(&x[axis.rem_euclid(rank) as usize + 1..]), entries)))
+/// The constant operands of a QuantizeLinear / DequantizeLinear that
+/// folds: x, the scale and the zero point (0 when absent), per tensor or
+/// along `axis` (`inner` elements per entry, `dim` entries).
+struct ConstQ<'a> {
+    x: &'a TensorData,
+    scale: Vec<f32>,
+    zp: Vec<i64>,
+    inner: usize,
+    dim: usize,
 }
 
-/// A constant QuantizeLinear that only generation reads (see
-/// [`FoldWhen::ReadWhenGenerating`]): `saturate(round(x / scale) + zp)`,
-/// halves to even, as onnxruntime computes it, to int8 or uint8.
-fn fold_quantize(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+impl ConstQ<'_> {
+    /// The scale and zero point entry of element i.
+    fn entry(&self, i: usize) -> usize {
+        i / self.inner % self.dim
+    }
+}
+
+/// The node's constant operands, or `None` when one is not a constant
+/// or the form is one the fold leaves alone (blocked, a scale that fits
+/// no axis).
+fn const_q<'a>(ctx: &Ctx<'a>) -> Result<Option<ConstQ<'a>>> {
     let (Some(x), Some(scale)) = (ctx.konst(0), ctx.konst(1).and_then(TensorData::to_f32)) else { return Ok(None) };
-    let (lo, hi) = match out[0].dtype {
-        DType::I8 => (-128.0f32, 127.0f32),
-        DType::U8 => (0.0, 255.0),
-        _ => return Ok(None),
-    };
-    let Some(xv) = x.to_f32() else { return Ok(None) };
     if ctx.node.int("block_size")?.unwrap_or(0) != 0 || scale.is_empty() {
         return Ok(None);
     }
@@ -326,43 +323,59 @@ fn fold_quantize(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>
         None if !ctx.has(2) => vec![0; scale.len()],
         _ => return Ok(None),
     };
-    let Some((inner, dim)) = scale_walk(ctx, &x.shape, scale.len())? else { return Ok(None) };
-    let q: Vec<i64> = xv
+    let (inner, dim) = if scale.len() == 1 {
+        (1, 1)
+    } else {
+        let rank = x.shape.len() as i64;
+        let axis = ctx.node.int("axis")?.unwrap_or(1);
+        if !(-rank..rank).contains(&axis) || x.shape[axis.rem_euclid(rank) as usize] != scale.len() {
+            return Ok(None);
+        }
+        (numel(&x.shape[axis.rem_euclid(rank) as usize + 1..]), scale.len())
+    };
+    Ok(Some(ConstQ { x, scale, zp, inner, dim }))
+}
+
+/// A constant QuantizeLinear that only generation reads (see
+/// [`FoldWhen::ReadWhenGenerating`]): `saturate(round(x / scale) + zp)`,
+/// halves to even, as onnxruntime computes it, to int8 or uint8.
+fn fold_quantize(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
+    let (lo, hi) = match out[0].dtype {
+        DType::I8 => (-128.0f32, 127.0f32),
+        DType::U8 => (0.0, 255.0),
+        _ => return Ok(None),
+    };
+    let Some(q) = const_q(ctx)? else { return Ok(None) };
+    let Some(xv) = q.x.to_f32() else { return Ok(None) };
+    let y: Vec<i64> = xv
         .iter()
         .enumerate()
         .map(|(i, &v)| {
-            let c = i / inner % dim;
-            ((v / scale[c]).round_ties_even() + zp[c] as f32).clamp(lo, hi) as i64
+            let c = q.entry(i);
+            ((v / q.scale[c]).round_ties_even() + q.zp[c] as f32).clamp(lo, hi) as i64
         })
         .collect();
-    Ok(TensorData::from_i64_as(out[0].dtype, x.shape.clone(), &q).map(|t| vec![t]))
+    Ok(TensorData::from_i64_as(out[0].dtype, q.x.shape.clone(), &y).map(|t| vec![t]))
 }
 
 /// A constant DequantizeLinear that only generation reads (see
 /// [`FoldWhen::ReadWhenGenerating`]): `(x - zp) * scale` in f32, as
-/// onnxruntime computes it, per tensor or along `axis`; a blocked or
-/// non-f32 form is left alone.
+/// onnxruntime computes it; a non-f32 result is left alone.
 fn fold_dequantize(ctx: &Ctx, out: &[TensorType]) -> Result<Option<Vec<TensorData>>> {
-    let (Some(x), Some(scale)) = (ctx.konst(0), ctx.konst(1).and_then(TensorData::to_f32)) else { return Ok(None) };
-    let Some(xv) = x.to_i64() else { return Ok(None) };
-    if out[0].dtype != DType::F32 || ctx.node.int("block_size")?.unwrap_or(0) != 0 || scale.is_empty() {
+    if out[0].dtype != DType::F32 {
         return Ok(None);
     }
-    let zp = match ctx.konst(2).map(TensorData::to_i64) {
-        Some(Some(z)) if z.len() == scale.len() => z,
-        None if !ctx.has(2) => vec![0; scale.len()],
-        _ => return Ok(None),
-    };
-    let Some((inner, dim)) = scale_walk(ctx, &x.shape, scale.len())? else { return Ok(None) };
+    let Some(q) = const_q(ctx)? else { return Ok(None) };
+    let Some(xv) = q.x.to_i64() else { return Ok(None) };
     let y: Vec<f32> = xv
         .iter()
         .enumerate()
         .map(|(i, &v)| {
-            let c = i / inner % dim;
-            (v - zp[c]) as f32 * scale[c]
+            let c = q.entry(i);
+            (v - q.zp[c]) as f32 * q.scale[c]
         })
         .collect();
-    Ok(Some(vec![TensorData::from_f32(x.shape.clone(), &y)]))
+    Ok(Some(vec![TensorData::from_f32(q.x.shape.clone(), &y)]))
 }
 
 fn with_shape_of(ctx: &Ctx, slot: usize, dtype: DType) -> Result<TensorType> {
