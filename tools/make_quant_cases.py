@@ -7,7 +7,7 @@ references from onnxruntime (pinned in tools/requirements.txt).
 Each folder holds network.onnx, inputs.npz and outputs.npz. The operators
 are onnxruntime's contrib QOperator forms (QGemm, QLinearGlobalAveragePool,
 QLinearSigmoid, QLinearLeakyRelu,
-QLinearSoftmax) and the ONNX ones, in int8 and uint8, per tensor and per
+QLinearSoftmax) and the ONNX ones (Pad too, on 8-bit values), in int8 and uint8, per tensor and per
 channel, on seeded random data (the same files on every run). Values are
 drawn over the whole 8-bit range so that requantization saturates and rounds
 ties. tests/it/quant.rs runs `deploygen test` on every folder and expects
@@ -136,6 +136,20 @@ def qlookup(out, rng, name, op, dt, shape, xs, ys, **attrs):
          [helper.make_tensor_value_info("y", tt(dt), list(shape))], inits, {"x": x})
 
 
+def qpad(out, rng, name, dt, shape, pads, mode, value=None):
+    # ONNX Pad on 8-bit values, as onnxruntime's QOperator form keeps it.
+    x = q(rng, dt, shape)
+    inits = [const("pads", np.array(pads, np.int64))]
+    ins = ["x", "pads"]
+    if value is not None:
+        inits.append(const("value", dt(value)))
+        ins.append("value")
+    node = helper.make_node("Pad", ins, ["y"], mode=mode)
+    yshape = [d + pads[i] + pads[i + len(shape)] for i, d in enumerate(shape)]
+    save(out, name, [node], [helper.make_tensor_value_info("x", tt(dt), list(shape))],
+         [helper.make_tensor_value_info("y", tt(dt), yshape)], inits, {"x": x})
+
+
 def qconv(out, rng, name, xdt, x_shape, w_shape, group=1, wdt=np.int8, xzp=-2, wzp=0, **attrs):
     """QLinearConv; xzp and wzp are offsets from the type's middle (0 for
     int8, 128 for uint8): a nonzero W zero point (uint8 W) and a zero x
@@ -207,6 +221,8 @@ def main(argv=None):
     qlookup(args.out, rng, "qleakyrelu_uint8_default_alpha", "QLinearLeakyRelu", np.uint8, (300,), 0.07, 0.05)
     qconv(args.out, rng, "qconv_int8_depthwise_multiplier", np.int8, (1, 4, 7, 6), (12, 1, 3, 3), group=4,
           pads=[1, 1, 1, 1])
+    qpad(args.out, rng, "qpad_int8_constant", np.int8, (1, 3, 4, 5), [0, 0, 1, 2, 0, 0, 2, 1], "constant", -3)
+    qpad(args.out, rng, "qpad_uint8_reflect_crop", np.uint8, (2, 6, 7), [0, 2, -1, 0, 1, 3], "reflect")
     print(f"{args.out}: {len(os.listdir(args.out))} cases")
     return 0
 

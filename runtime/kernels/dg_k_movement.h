@@ -140,6 +140,19 @@ typedef struct {
     float value;
 } dg_pad_args_t;
 void dg_pad_f32(void *args);
+/* The same on int8 / uint8 values, moved as bytes; `value` is the
+ * constant's byte (an int8 as two's complement). */
+typedef struct {
+    const uint8_t *x;
+    uint8_t *y;
+    uint32_t ndim;
+    uint32_t in_shape[DG_MAX_DIMS];
+    int32_t pads_begin[DG_MAX_DIMS];
+    int32_t pads_end[DG_MAX_DIMS];
+    uint32_t mode;
+    uint8_t value;
+} dg_pad_b8_args_t;
+void dg_pad_b8(void *args);
 
 /* com.microsoft GatherGrad(shape, indices, dY){axis} (fp32): dx is
  * [outer, axis_dim, inner] and zero except dx[o, indices[j], i] +=

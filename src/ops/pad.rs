@@ -113,7 +113,9 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
     // Reflect, edge and wrap only move values: an i32 tensor moves as
     // the f32 one of the same size does, bit for bit.
     let moves = matches!(ctx.node.string("mode")?, Some("reflect" | "edge" | "wrap"));
-    if !(moves && ctx.in_dtype(0)? == DType::I32) {
+    // 8-bit values (a quantized graph's Pad) move as bytes.
+    let bytes = matches!(ctx.in_dtype(0)?, DType::I8 | DType::U8);
+    if !(bytes || (moves && ctx.in_dtype(0)? == DType::I32)) {
         ctx.require_f32(&[0])?;
     }
     let x = ctx.in_shape(0)?;
@@ -147,9 +149,18 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
     } else {
         float_attr(ctx, "value", 0.0)?
     };
+    let (func, args, value) = if bytes {
+        // The constant is of the data's type: its byte.
+        if value.fract() != 0.0 || !(-128.0..=255.0).contains(&value) {
+            return Err(ctx.err(format!("the pad value {value} is not an 8-bit value")));
+        }
+        ("dg_pad_b8", "dg_pad_b8_args_t", u(usize::from(value as i64 as u8)))
+    } else {
+        ("dg_pad_f32", "dg_pad_args_t", f(value))
+    };
     one(call(
-        "dg_pad_f32",
-        "dg_pad_args_t",
+        func,
+        args,
         vec![
             ("x", ctx.inp(0)?),
             ("y", ctx.out(0)?),
@@ -158,7 +169,7 @@ pub(super) fn bind_pad(ctx: &KernelCtx) -> Result<KernelCall> {
             ("pads_begin", ints_list(&begin)),
             ("pads_end", ints_list(&end)),
             ("mode", Arg::Enum(mode)),
-            ("value", f(value)),
+            ("value", value),
         ],
     ))
 }
